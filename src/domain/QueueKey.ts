@@ -1,0 +1,124 @@
+/**
+ * QueueKey — names a physical queue: (namespace, family, task type, partition, deployment
+ * version or default). Seed 000: each physical queue has its own range id and task sequence;
+ * a workflow and an activity queue of one family are separate queues.
+ *
+ * Owns: validation and the canonical encoding `namespace/family/type/partition[@version]`,
+ * with each name percent-encoded, so any valid key round-trips through `encodeQueueKey` /
+ * `decodeQueueKey` and distinct keys never share an encoding.
+ *
+ * Does not: route. Which host owns a partition is membership's business (actors/).
+ */
+import { nameBytesMax } from '../kernel/Limits.ts'
+import { InvalidInput } from './errors.ts'
+
+/** `workflow` or `activity`: same family name, separate physical queues. */
+export type TaskType = 'workflow' | 'activity'
+
+/** The task types, in canonical order. */
+export const taskTypes: ReadonlyArray<TaskType> = ['workflow', 'activity']
+
+/** A partition of a queue family: the unit routed to one host. */
+export interface PartitionKey {
+  readonly namespace: string
+  readonly family: string
+  readonly type: TaskType
+  readonly partition: number
+}
+
+/** A physical queue: a partition plus a deployment version (`null` = the default queue). */
+export interface QueueKey extends PartitionKey {
+  readonly version: string | null
+}
+
+// Control characters (C0, DEL, C1) make keys unprintable in traces and logs.
+const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/
+
+/** Checks one name; throws `InvalidInput` naming `field`. */
+export function validateName(field: string, value: unknown): string {
+  if (typeof value !== 'string') throw new InvalidInput({ field, reason: 'must be a string' })
+  if (value.length === 0) throw new InvalidInput({ field, reason: 'must not be empty' })
+  if (Buffer.byteLength(value, 'utf8') > nameBytesMax) {
+    throw new InvalidInput({ field, reason: `must be at most ${nameBytesMax} UTF-8 bytes` })
+  }
+  if (controlCharacter.test(value)) throw new InvalidInput({ field, reason: 'must not contain control characters' })
+  if (!value.isWellFormed()) {
+    throw new InvalidInput({ field, reason: 'must be well-formed Unicode' })
+  }
+  return value
+}
+
+/** Validates and returns a partition key; throws `InvalidInput` naming the bad field. */
+export function makePartitionKey(input: PartitionKey, fieldPrefix = 'key'): PartitionKey {
+  if (typeof input !== 'object' || input === null) throw new InvalidInput({ field: fieldPrefix, reason: 'must be an object' })
+  const namespace = validateName(`${fieldPrefix}.namespace`, input.namespace)
+  const family = validateName(`${fieldPrefix}.family`, input.family)
+  if (input.type !== 'workflow' && input.type !== 'activity') {
+    throw new InvalidInput({ field: `${fieldPrefix}.type`, reason: `must be "workflow" or "activity", got ${JSON.stringify(input.type)}` })
+  }
+  if (typeof input.partition !== 'number' || !Number.isSafeInteger(input.partition) || input.partition < 0) {
+    throw new InvalidInput({ field: `${fieldPrefix}.partition`, reason: 'must be an integer ≥ 0' })
+  }
+  return { namespace, family, type: input.type, partition: input.partition }
+}
+
+/** Validates and returns a physical queue key; throws `InvalidInput` naming the bad field. */
+export function makeQueueKey(input: QueueKey, fieldPrefix = 'key'): QueueKey {
+  const partition = makePartitionKey(input, fieldPrefix)
+  const version = input.version === null ? null : validateName(`${fieldPrefix}.version`, input.version)
+  return { ...partition, version }
+}
+
+/** The default physical queue of a partition. */
+export function defaultQueueOf(partition: PartitionKey): QueueKey {
+  return { namespace: partition.namespace, family: partition.family, type: partition.type, partition: partition.partition, version: null }
+}
+
+/** The partition a physical queue belongs to. */
+export function partitionOf(key: QueueKey): PartitionKey {
+  return { namespace: key.namespace, family: key.family, type: key.type, partition: key.partition }
+}
+
+/** Canonical encoding of a partition: `namespace/family/type/partition`. */
+export function encodePartitionKey(key: PartitionKey): string {
+  return `${encodeURIComponent(key.namespace)}/${encodeURIComponent(key.family)}/${key.type}/${key.partition}`
+}
+
+/** Canonical encoding of a physical queue: `namespace/family/type/partition[@version]`. */
+export function encodeQueueKey(key: QueueKey): string {
+  const base = encodePartitionKey(key)
+  return key.version === null ? base : `${base}@${encodeURIComponent(key.version)}`
+}
+
+const encodedShape = /^([^/@]+)\/([^/@]+)\/(workflow|activity)\/(0|[1-9][0-9]*)(?:@([^/@]+))?$/
+
+/** Parses a canonical encoding; throws `InvalidInput` if it is not one. */
+export function decodeQueueKey(encoded: string, field = 'queue'): QueueKey {
+  const match = typeof encoded === 'string' ? encodedShape.exec(encoded) : null
+  if (match === null) throw new InvalidInput({ field, reason: `not a queue key encoding: ${JSON.stringify(encoded)}` })
+  const [, namespace, family, type, partition, version] = match
+  const decode = (part: string, name: string): string => {
+    try {
+      return decodeURIComponent(part)
+    } catch {
+      throw new InvalidInput({ field: `${field}.${name}`, reason: 'bad percent-encoding' })
+    }
+  }
+  const key = makeQueueKey(
+    {
+      namespace: decode(namespace as string, 'namespace'),
+      family: decode(family as string, 'family'),
+      type: type as TaskType,
+      partition: Number(partition),
+      version: version === undefined ? null : decode(version, 'version'),
+    },
+    field,
+  )
+  if (encodeQueueKey(key) !== encoded) throw new InvalidInput({ field, reason: 'not in canonical form' })
+  return key
+}
+
+/** True when two keys name the same physical queue. */
+export function isSameQueue(a: QueueKey, b: QueueKey): boolean {
+  return encodeQueueKey(a) === encodeQueueKey(b)
+}

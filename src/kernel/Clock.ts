@@ -1,0 +1,130 @@
+/**
+ * Clock — the only source of time in Matchbox.
+ *
+ * Owns: "now" in epoch milliseconds and one-shot timers. Two implementations: `RealClock`
+ * (wall time and Node timers, for production) and `ManualClock` (virtual time that moves only
+ * when told to, for tests and the simulator).
+ *
+ * Invariants: `ManualClock.now()` never goes backwards unless `set` is called explicitly (the
+ * simulator's clock-jump fault); timers fire in due-time order, ties in scheduling order, so a
+ * run is reproducible.
+ *
+ * Does not: schedule anything durable. A delay that must survive a restart is a due-time row in
+ * the store (DESIGN.md §5); timers here are in-memory conveniences.
+ */
+import { assert } from './assert.ts'
+
+/** Cancels a timer; calling it twice, or after the timer fired, does nothing. */
+export type CancelTimer = () => void
+
+/** A source of time and one-shot timers. */
+export interface Clock {
+  /** Current time, epoch milliseconds. */
+  now(): number
+  /** Runs `callback` once, `delayMs` from now (clamped to ≥ 0). */
+  setTimer(delayMs: number, callback: () => void): CancelTimer
+}
+
+/** Wall-clock time and Node timers. */
+export class RealClock implements Clock {
+  now(): number {
+    return Date.now()
+  }
+
+  setTimer(delayMs: number, callback: () => void): CancelTimer {
+    const handle = setTimeout(callback, Math.max(0, delayMs))
+    return () => clearTimeout(handle)
+  }
+}
+
+interface PendingTimer {
+  readonly dueMs: number
+  readonly order: number
+  readonly callback: () => void
+}
+
+/**
+ * Virtual time. `advance(ms)` moves the clock forward and fires every timer that came due, in
+ * due-time order, each with `now()` equal to its due time.
+ */
+export class ManualClock implements Clock {
+  #nowMs: number
+  #order = 0
+  #timers: PendingTimer[] = []
+
+  /** @param startMs initial epoch milliseconds (default 0). */
+  constructor(startMs = 0) {
+    assert(Number.isFinite(startMs), 'ManualClock start must be finite')
+    this.#nowMs = startMs
+  }
+
+  now(): number {
+    return this.#nowMs
+  }
+
+  setTimer(delayMs: number, callback: () => void): CancelTimer {
+    const timer: PendingTimer = {
+      dueMs: this.#nowMs + Math.max(0, delayMs),
+      order: this.#order++,
+      callback,
+    }
+    this.#timers.push(timer)
+    return () => {
+      this.#timers = this.#timers.filter((pending) => pending !== timer)
+    }
+  }
+
+  /** Moves time forward by `ms` (≥ 0), firing due timers in order. */
+  advance(ms: number): void {
+    assert(ms >= 0 && Number.isFinite(ms), `ManualClock.advance needs a finite ms ≥ 0, got ${ms}`)
+    this.advanceTo(this.#nowMs + ms)
+  }
+
+  /** Moves time forward to `targetMs`, firing due timers in order. */
+  advanceTo(targetMs: number): void {
+    assert(targetMs >= this.#nowMs, 'ManualClock.advanceTo cannot move backwards; use set')
+    for (;;) {
+      const next = this.nextDueMs()
+      if (next === undefined || next > targetMs) break
+      this.#nowMs = next
+      this.fireDue()
+    }
+    this.#nowMs = targetMs
+  }
+
+  /** Sets the time directly, forwards or backwards, without firing timers (a clock jump). */
+  set(ms: number): void {
+    assert(Number.isFinite(ms), 'ManualClock.set needs a finite time')
+    this.#nowMs = ms
+  }
+
+  /** Due time of the earliest pending timer, if any. */
+  nextDueMs(): number | undefined {
+    let best: PendingTimer | undefined
+    for (const timer of this.#timers) {
+      if (best === undefined || timer.dueMs < best.dueMs || (timer.dueMs === best.dueMs && timer.order < best.order)) {
+        best = timer
+      }
+    }
+    return best?.dueMs
+  }
+
+  /** Number of timers not yet fired or cancelled. */
+  pendingTimerCount(): number {
+    return this.#timers.length
+  }
+
+  /** Fires every timer due at or before now, in order; returns how many fired. */
+  fireDue(): number {
+    let fired = 0
+    for (;;) {
+      const due = this.#timers
+        .filter((timer) => timer.dueMs <= this.#nowMs)
+        .sort((a, b) => a.dueMs - b.dueMs || a.order - b.order)[0]
+      if (due === undefined) return fired
+      this.#timers = this.#timers.filter((timer) => timer !== due)
+      due.callback()
+      fired++
+    }
+  }
+}

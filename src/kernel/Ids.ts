@@ -1,0 +1,32 @@
+/**
+ * Ids — reproducible identifiers for actors, delayed events, hosts and jobs.
+ *
+ * Owns: id generation from a counter (for machine actor ids and delayed-event ids, so traces
+ * are byte-for-byte reproducible) and from a seeded Random (for job ids, which must not collide
+ * across hosts sharing a database).
+ *
+ * Does not: read the clock or `Math.random`; uniqueness across processes comes from the seed,
+ * which a production runtime draws from entropy in the kernel.
+ */
+import type { Random } from './Random.ts'
+
+/** Makes ids of the form `${prefix}-${n}`, counting from 1 per prefix. */
+export class Ids {
+  readonly #counters = new Map<string, number>()
+
+  /** The next id for `prefix`: `poll-1`, `poll-2`, … */
+  next(prefix: string): string {
+    const n = (this.#counters.get(prefix) ?? 0) + 1
+    this.#counters.set(prefix, n)
+    return `${prefix}-${n}`
+  }
+}
+
+const alphabet = '0123456789abcdefghijklmnopqrstuvwxyz'
+
+/** A 20-character base-36 id drawn from `random` (≈103 bits). */
+export function randomId(random: Random): string {
+  let id = ''
+  for (let i = 0; i < 20; i++) id += alphabet[random.int(0, alphabet.length - 1)]
+  return id
+}

@@ -1,0 +1,20 @@
+/**
+ * assert — bugs crash. An assertion states something the code believes cannot be false; when
+ * it is, the process (or the simulated seed) fails loudly instead of carrying on with a broken
+ * invariant. Expected failures are never assertions: they are tagged errors (domain/errors.ts).
+ */
+
+/** Thrown when an invariant is violated: a defect, never an expected outcome. */
+export class AssertionFailed extends Error {
+  override readonly name = 'AssertionFailed'
+}
+
+/** Crashes with `message` unless `condition` holds. */
+export function assert(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new AssertionFailed(message)
+}
+
+/** Marks a branch the type system proves unreachable. */
+export function unreachable(value: never): never {
+  throw new AssertionFailed(`unreachable: ${JSON.stringify(value)}`)
+}

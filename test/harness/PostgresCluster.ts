@@ -1,0 +1,87 @@
+/**
+ * PostgresCluster — a throwaway PostgreSQL server for tests, benches and the simulator.
+ *
+ * Starts the local server binaries (`PG_BIN`, else the newest /usr/lib/postgresql/N/bin) on a
+ * Unix socket in a fresh temp directory, with `fsync=off`, and stops it (deleting the data) on
+ * `stop()`. PostgreSQL refuses to run as root, so when we are root the cluster runs as the
+ * `postgres` user through `setpriv`.
+ *
+ * Does not: skip anything. If no server can be had, `start` throws a message that says how to
+ * provide one (`DATABASE_URL`).
+ */
+import { execFileSync, spawnSync } from 'node:child_process'
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const howToProvide =
+  'Set DATABASE_URL to a PostgreSQL ≥ 15 server where this user may CREATE DATABASE, or install the server binaries ' +
+  '(Debian: apt-get install postgresql-15) so the harness can start a throwaway cluster (PG_BIN=/path/to/bin overrides the search).'
+
+function findBinaries(): string {
+  const fromEnv = process.env.PG_BIN
+  if (fromEnv !== undefined && existsSync(join(fromEnv, 'pg_ctl'))) return fromEnv
+  const root = '/usr/lib/postgresql'
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((name) => existsSync(join(root, name, 'bin', 'pg_ctl')))
+        .sort((a, b) => Number(b) - Number(a))
+    : []
+  const newest = versions[0]
+  if (newest === undefined) throw new Error(`no PostgreSQL server binaries found. ${howToProvide}`)
+  return join(root, newest, 'bin')
+}
+
+/** A running throwaway cluster. */
+export interface RunningCluster {
+  /** Connection string for the `postgres` database as superuser. */
+  readonly url: string
+  stop(): void
+}
+
+/** Starts a throwaway cluster; throws with instructions if it cannot. */
+export function startCluster(): RunningCluster {
+  const bin = findBinaries()
+  const dir = mkdtempSync(join(tmpdir(), 'matchbox-pg-'))
+  const dataDir = join(dir, 'data')
+  const isRoot = process.getuid?.() === 0
+  // As root, run every server command as `postgres`, which must own the directory.
+  const asOwner = (command: string, args: string[]): string[] =>
+    isRoot ? ['setpriv', '--reuid=postgres', '--regid=postgres', '--init-groups', '--', join(bin, command), ...args] : [join(bin, command), ...args]
+  if (isRoot) {
+    const ids = execFileSync('id', ['-u', 'postgres']).toString().trim()
+    const gid = execFileSync('id', ['-g', 'postgres']).toString().trim()
+    chownSync(dir, Number(ids), Number(gid))
+  }
+  chmodSync(dir, 0o700)
+  const run = (argv: string[]): void => {
+    const [command, ...args] = argv as [string, ...string[]]
+    const result = spawnSync(command, args, { encoding: 'utf8', cwd: dir })
+    if (result.status !== 0) {
+      throw new Error(`${argv.join(' ')} failed (${result.status}): ${result.stderr || result.stdout}\n${howToProvide}`)
+    }
+  }
+  run(asOwner('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C']))
+  const options = [
+    `-k ${dir}`,
+    "-c listen_addresses=''",
+    '-c fsync=off',
+    '-c synchronous_commit=off',
+    '-c full_page_writes=off',
+    '-c max_connections=300',
+    '-c shared_buffers=128MB',
+  ].join(' ')
+  run(asOwner('pg_ctl', ['-D', dataDir, '-o', options, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start']))
+  let stopped = false
+  return {
+    url: `postgresql://postgres@localhost/postgres?host=${encodeURIComponent(dir)}`,
+    stop() {
+      if (stopped) return
+      stopped = true
+      spawnSync(asOwner('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop'])[0] as string, asOwner('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']).slice(1), { cwd: dir })
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+export { howToProvide }
