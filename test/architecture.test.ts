@@ -1,0 +1,119 @@
+/**
+ * Architecture checks (DESIGN.md §3): imports point down the layer stack, `src/` never
+ * imports `sim/`, machines never import Effect, only the SQL store touches a database driver,
+ * and nothing under `src/` outside `src/kernel/` reads the real clock, randomness or timers.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+const root = resolve(import.meta.dirname, '..')
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name)
+    if (statSync(path).isDirectory()) return sourceFiles(path)
+    return path.endsWith('.ts') && !path.endsWith('.test.ts') ? [path] : []
+  })
+}
+
+type Layer = 'kernel' | 'domain' | 'persistence' | 'machines' | 'actors' | 'jobs' | 'cli' | 'api' | 'sim' | 'other'
+
+function layerOf(path: string): Layer {
+  const rel = relative(root, path)
+  if (rel === 'src/index.ts') return 'api'
+  const match = /^src\/(kernel|domain|persistence|machines|actors|jobs|cli)\//.exec(rel)
+  if (match) return match[1] as Layer
+  if (rel.startsWith('sim/')) return 'sim'
+  return 'other'
+}
+
+// Which layers each layer may import (itself included). Lower layers never see higher ones.
+const allowed: Record<Layer, ReadonlyArray<Layer>> = {
+  kernel: ['kernel'],
+  domain: ['kernel', 'domain'],
+  persistence: ['kernel', 'domain', 'persistence'],
+  machines: ['kernel', 'domain', 'machines'],
+  actors: ['kernel', 'domain', 'persistence', 'machines', 'actors'],
+  jobs: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs'],
+  cli: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'cli', 'api', 'sim'],
+  api: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'api'],
+  sim: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'cli', 'api', 'sim', 'other'],
+  other: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'cli', 'api', 'sim', 'other'],
+}
+
+const importPattern = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g
+
+function importsOf(path: string): string[] {
+  const text = readFileSync(path, 'utf8')
+  return [...text.matchAll(importPattern)].map((match) => (match[1] ?? match[2]) as string)
+}
+
+const srcFiles = sourceFiles(join(root, 'src'))
+
+describe('architecture', () => {
+  it('finds the source tree', () => {
+    expect(srcFiles.length).toBeGreaterThan(5)
+  })
+
+  it('imports only point down the layers of DESIGN.md §3', () => {
+    const violations: string[] = []
+    for (const file of srcFiles) {
+      const from = layerOf(file)
+      for (const specifier of importsOf(file)) {
+        if (!specifier.startsWith('.')) continue
+        const target = layerOf(resolve(dirname(file), specifier))
+        if (!allowed[from].includes(target)) violations.push(`${relative(root, file)} (${from}) imports ${specifier} (${target})`)
+      }
+    }
+    expect(violations).toEqual([])
+  })
+
+  it('machines are pure: no Effect, no store, no driver', () => {
+    const violations = srcFiles
+      .filter((file) => layerOf(file) === 'machines')
+      .flatMap((file) => importsOf(file).filter((s) => s === 'effect' || s.startsWith('effect/') || s === 'pg' || s.includes('pglite')).map((s) => `${relative(root, file)} imports ${s}`))
+    expect(violations).toEqual([])
+  })
+
+  it('only the SQL store and the CLI touch database drivers; actors never import a store implementation', () => {
+    const violations: string[] = []
+    for (const file of srcFiles) {
+      const rel = relative(root, file)
+      for (const specifier of importsOf(file)) {
+        const isDriver = specifier === 'pg' || specifier.startsWith('@electric-sql/pglite')
+        if (isDriver && !rel.startsWith('src/persistence/sql/') && !rel.startsWith('src/cli/') && rel !== 'src/index.ts' && !rel.startsWith('src/jobs/open')) {
+          violations.push(`${rel} imports ${specifier}`)
+        }
+        const isStoreImpl = /persistence\/(sql\/|MemoryStore)/.test(specifier)
+        if (isStoreImpl && ['machines', 'actors', 'domain', 'kernel'].includes(layerOf(file))) violations.push(`${rel} imports ${specifier}`)
+      }
+    }
+    expect(violations).toEqual([])
+  })
+
+  it('nothing outside src/kernel reads the real clock, randomness or timers', () => {
+    const forbidden = /\bDate\.now\s*\(|new\s+Date\s*\(\s*\)|\bMath\.random\s*\(|\bsetTimeout\s*\(|\bsetInterval\s*\(|\bsetImmediate\s*\(|\bperformance\.now\s*\(/
+    const violations = srcFiles
+      .filter((file) => layerOf(file) !== 'kernel')
+      .flatMap((file) =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .map((line, index) => ({ line, index }))
+          .filter(({ line }) => forbidden.test(line) && !line.trim().startsWith('*') && !line.trim().startsWith('//'))
+          .map(({ line, index }) => `${relative(root, file)}:${index + 1}: ${line.trim()}`),
+      )
+    expect(violations).toEqual([])
+  })
+
+  it('src/index.ts is a curated list of exports and nothing else', () => {
+    const text = readFileSync(join(root, 'src/index.ts'), 'utf8')
+    const code = text
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .split('\n')
+      .map((line) => line.replace(/\/\/.*$/, '').trim())
+      .filter((line) => line !== '')
+    const nonExport = code.filter((line) => !/^(export\b|[}\w,\s]+$|}\s*from\s)/.test(line))
+    expect(nonExport).toEqual([])
+  })
+})
