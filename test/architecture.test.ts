@@ -42,11 +42,11 @@ const allowed: Record<Layer, ReadonlyArray<Layer>> = {
   other: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'cli', 'api', 'sim', 'other'],
 }
 
-const importPattern = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g
+const importPattern = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|(?:^|\n)\s*import\s+['"]([^'"]+)['"]/g
 
 function importsOf(path: string): string[] {
   const text = readFileSync(path, 'utf8')
-  return [...text.matchAll(importPattern)].map((match) => (match[1] ?? match[2]) as string)
+  return [...text.matchAll(importPattern)].map((match) => (match[1] ?? match[2] ?? match[3]) as string)
 }
 
 const srcFiles = sourceFiles(join(root, 'src'))
