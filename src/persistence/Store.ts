@@ -30,7 +30,7 @@ export interface QueueMetadata {
   readonly rangeId: number
   /** Highest task id allocated (0 = none yet). */
   readonly lastTaskId: number
-  /** Ack level per subqueue (priority level); a subqueue absent here is at 0. */
+  /** Ack level per subqueue (priority level) ever appended to or checkpointed; absent = 0 and never used. */
   readonly ackLevels: Readonly<Record<number, number>>
   /** When the row was last acquired or checkpointed, epoch ms (informational). */
   readonly updatedAtMs: number
@@ -93,7 +93,9 @@ export interface Store {
   /**
    * Appends tasks in one transaction: checks the range (else `OwnershipLost`, nothing
    * written), allocates consecutive ids from `lastTaskId`, updates it, inserts the rows.
-   * Each task goes to the subqueue of its priority. An empty batch is `InvalidInput`.
+   * Each task goes to the subqueue of its priority. A subqueue appended to for the first time
+   * is registered in the metadata's `ackLevels` at 0 (so a new owner knows which subqueues to
+   * read after a load without scanning all ten). An empty batch is `InvalidInput`.
    */
   append(params: {
     readonly key: QueueKey
