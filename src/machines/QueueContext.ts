@@ -1,0 +1,232 @@
+/**
+ * QueueContext — the memory of one loaded physical queue, and the pure bookkeeping on it that
+ * the physical queue machine's handlers share: subqueue state, the timers to keep armed, the
+ * progress report. Values are treated as immutable: helpers return new objects.
+ *
+ * Invariants:
+ * - a task is in at most one place: a pending add, the append in flight, a subqueue buffer, or
+ *   a delivery in flight;
+ * - every buffered or delivering backlog task is unhandled in its subqueue's AckWindow, so the
+ *   ack level never passes it;
+ * - buffers are sorted by task id and hold at most `readPageSizeMax` tasks per subqueue.
+ */
+import { type AckWindow, makeAckWindow } from '../domain/AckWindow.ts'
+import type { Task } from '../domain/Task.ts'
+import {
+  acquireRetryInitialMs,
+  acquireRetryMaxMs,
+  appendBatchSizeMax,
+  appendQueueSizeMax,
+  checkpointAckCountMax,
+  checkpointIntervalMs,
+  idleUnloadMs,
+  readPageSizeMax,
+} from '../kernel/Limits.ts'
+import type { QueueCommand, QueueProgress, TimerName, UnloadReason } from './PhysicalQueueProtocol.ts'
+
+/** Bounds and intervals of one queue; defaults are the named limits (upstream values). */
+export interface QueueLimits {
+  readonly appendBatchSizeMax: number
+  readonly appendQueueSizeMax: number
+  readonly readPageSizeMax: number
+  readonly checkpointAckCountMax: number
+  readonly checkpointIntervalMs: number
+  readonly idleUnloadMs: number
+  readonly acquireRetryInitialMs: number
+  readonly acquireRetryMaxMs: number
+  /** Polls waiting on one queue before new ones are refused as overloaded. */
+  readonly pollersMax: number
+  /** How long a drain waits for History to answer in-flight deliveries before the final checkpoint. */
+  readonly drainDeadlineMs: number
+}
+
+/** The named limits as a QueueLimits. */
+export const defaultQueueLimits: QueueLimits = {
+  appendBatchSizeMax,
+  appendQueueSizeMax,
+  readPageSizeMax,
+  checkpointAckCountMax,
+  checkpointIntervalMs,
+  idleUnloadMs,
+  acquireRetryInitialMs,
+  acquireRetryMaxMs,
+  // One poller per worker slot; a thousand waiting on one partition is far beyond normal fleets.
+  pollersMax: 1_000,
+  // History calls are quick; five seconds covers a slow one without holding a move for long.
+  drainDeadlineMs: 5_000,
+}
+
+/** A task read from the backlog and not yet handed to a poller. */
+export interface BufferedTask {
+  readonly taskId: number
+  readonly task: Task
+  /** Not dispatched before this time (retry backoff after a retryable start failure). */
+  readonly eligibleAtMs: number
+}
+
+/** One priority level's backlog state. */
+export interface SubqueueState {
+  readonly window: AckWindow
+  readonly buffer: ReadonlyArray<BufferedTask>
+  readonly readInFlight: boolean
+  /** Rows may exist above the read level (unknown until a short read says otherwise). */
+  readonly mayHaveMore: boolean
+  /** An append landed while a read was in flight: the read may have missed it. */
+  readonly grewDuringRead: boolean
+  /** No read before this time (after a failed read). */
+  readonly readRetryAtMs: number
+}
+
+/** An add waiting to be matched or appended. */
+export interface PendingAdd {
+  readonly requestId: string
+  readonly task: Task
+}
+
+/** A poll waiting for a task. */
+export interface Poller {
+  readonly pollId: string
+  readonly identity: string
+}
+
+/** A task handed to History for one poller, awaiting the answer. */
+export interface Delivery {
+  readonly poller: Poller
+  readonly task: Task
+  readonly source: { readonly kind: 'backlog'; readonly subqueue: number; readonly taskId: number } | { readonly kind: 'sync'; readonly requestId: string }
+}
+
+/** The machine's context. */
+export interface QueueContext {
+  /** Canonical encoding of the physical queue, for ids and errors. */
+  readonly queue: string
+  readonly limits: QueueLimits
+  /** 0 until acquired. */
+  readonly rangeId: number
+  readonly acquireAttempts: number
+  readonly nowMs: number
+  readonly lastActivityMs: number
+  /** Counter behind explicit batch and delivery ids, so traces are reproducible. */
+  readonly sequence: number
+  readonly pendingAdds: ReadonlyArray<PendingAdd>
+  readonly appending: { readonly batchId: string; readonly adds: ReadonlyArray<PendingAdd> } | null
+  readonly pollers: ReadonlyArray<Poller>
+  readonly deliveries: Readonly<Record<string, Delivery>>
+  readonly subqueues: Readonly<Record<number, SubqueueState>>
+  readonly savedAckLevels: Readonly<Record<number, number>>
+  readonly acksSinceCheckpoint: number
+  readonly checkpointing: { readonly final: boolean } | null
+  readonly checkpointDueMs: number | null
+  readonly finalCheckpointRequested: boolean
+  readonly drainDeadlineMs: number | null
+  /** Why the queue is draining (a caller's reason, or `idle`). */
+  readonly drainCause: string | null
+  /** Due time of each armed timer, as last requested. */
+  readonly timers: Readonly<Partial<Record<TimerName, number>>>
+  readonly unloadReason: UnloadReason | null
+}
+
+/** Input of a new machine. */
+export interface QueueInput {
+  readonly queue: string
+  readonly nowMs: number
+  readonly limits?: Partial<QueueLimits>
+}
+
+/** A fresh context, before acquire. */
+export function makeQueueContext(input: QueueInput): QueueContext {
+  return {
+    queue: input.queue,
+    limits: { ...defaultQueueLimits, ...input.limits },
+    rangeId: 0,
+    acquireAttempts: 0,
+    nowMs: input.nowMs,
+    lastActivityMs: input.nowMs,
+    sequence: 0,
+    pendingAdds: [],
+    appending: null,
+    pollers: [],
+    deliveries: {},
+    subqueues: {},
+    savedAckLevels: {},
+    acksSinceCheckpoint: 0,
+    checkpointing: null,
+    checkpointDueMs: null,
+    finalCheckpointRequested: false,
+    drainDeadlineMs: null,
+    drainCause: null,
+    timers: {},
+    unloadReason: null,
+  }
+}
+
+/** A subqueue resuming above `ackLevel`, with possibly more rows stored. */
+export function makeSubqueue(ackLevel: number): SubqueueState {
+  return { window: makeAckWindow(ackLevel), buffer: [], readInFlight: false, mayHaveMore: true, grewDuringRead: false, readRetryAtMs: 0 }
+}
+
+/** Subqueue numbers present, highest priority first. */
+export function subqueueOrder(context: QueueContext): number[] {
+  return Object.keys(context.subqueues)
+    .map(Number)
+    .sort((a, b) => b - a)
+}
+
+/** The subqueue, created at its saved ack level if this queue has not seen it yet. */
+export function subqueueOf(context: QueueContext, subqueue: number): SubqueueState {
+  return context.subqueues[subqueue] ?? makeSubqueue(context.savedAckLevels[subqueue] ?? 0)
+}
+
+/** `context` with one subqueue replaced. */
+export function withSubqueue(context: QueueContext, subqueue: number, state: SubqueueState): QueueContext {
+  return { ...context, subqueues: { ...context.subqueues, [subqueue]: state } }
+}
+
+/** Inserts into a buffer keeping task-id order. */
+export function insertBuffered(buffer: ReadonlyArray<BufferedTask>, entry: BufferedTask): ReadonlyArray<BufferedTask> {
+  let at = buffer.length
+  while (at > 0 && (buffer[at - 1] as BufferedTask).taskId > entry.taskId) at--
+  return [...buffer.slice(0, at), entry, ...buffer.slice(at)]
+}
+
+/** The next explicit id for `prefix` (`append-3`, `delivery-7`) and the context that consumed it. */
+export function nextId(context: QueueContext, prefix: string): [string, QueueContext] {
+  const sequence = context.sequence + 1
+  return [`${context.queue}#${prefix}-${sequence}`, { ...context, sequence }]
+}
+
+/** In-memory ack levels per subqueue. */
+export function ackLevels(context: QueueContext): Record<number, number> {
+  const levels: Record<number, number> = {}
+  for (const [subqueue, state] of Object.entries(context.subqueues)) levels[Number(subqueue)] = state.window.ackLevel
+  return levels
+}
+
+/** What the queue reports when it unloads. */
+export function progressOf(context: QueueContext, reason: UnloadReason): QueueProgress {
+  const readLevels: Record<number, number> = {}
+  let outstanding = 0
+  for (const [subqueue, state] of Object.entries(context.subqueues)) {
+    readLevels[Number(subqueue)] = state.window.readLevel
+    outstanding += state.window.unhandled.length
+  }
+  return { reason, rangeId: context.rangeId, savedAckLevels: context.savedAckLevels, ackLevels: ackLevels(context), readLevels, outstanding }
+}
+
+/** Timer commands that bring the armed timers in line with `desired`; returns the new timer map. */
+export function syncTimers(
+  context: QueueContext,
+  desired: Partial<Record<TimerName, number>>,
+  managed: ReadonlyArray<TimerName>,
+): [QueueContext, QueueCommand[]] {
+  const commands: QueueCommand[] = []
+  const timers: Partial<Record<TimerName, number>> = { ...context.timers }
+  for (const name of managed) {
+    const want = desired[name]
+    if (want === timers[name]) continue
+    commands.push({ type: 'timer.set', params: { name, atMs: want ?? null } })
+    if (want === undefined) delete timers[name]
+    else timers[name] = want
+  }
+  return [commands.length === 0 ? context : { ...context, timers }, commands]
+}
