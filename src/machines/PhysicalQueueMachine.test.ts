@@ -6,6 +6,7 @@ import type { QueueMetadata } from '../persistence/Store.ts'
 import { physicalQueueMachine } from './PhysicalQueueMachine.ts'
 import type { QueueCommand, QueueEvent } from './PhysicalQueueProtocol.ts'
 
+type EventInput = QueueEvent extends infer E ? (E extends QueueEvent ? Omit<E, 'nowMs'> & { nowMs?: number } : never) : never
 type Snapshot = ReturnType<typeof initialTransition<typeof physicalQueueMachine>>[0]
 const key = { namespace: 'default', family: 'emails', type: 'activity', partition: 0, version: null } as const
 
@@ -25,7 +26,7 @@ class Harness {
     this.log.push(...commandsOf(actions))
   }
 
-  send(event: Omit<QueueEvent, 'nowMs'> & { nowMs?: number }): QueueCommand[] {
+  send(event: EventInput): QueueCommand[] {
     const [snapshot, actions] = transition(physicalQueueMachine, this.snapshot, { nowMs: this.nowMs, ...event } as QueueEvent)
     this.snapshot = snapshot
     const commands = commandsOf(actions)
