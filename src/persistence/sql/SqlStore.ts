@@ -1,0 +1,228 @@
+/**
+ * SqlStore — the Store (persistence/Store.ts) written once over the `Driver` seam, so the
+ * embedded (PGlite) and postgres (`pg`) stores run the same SQL.
+ *
+ * Owns: validating inputs (StoreInput.ts) before any SQL, running one statement per fenced
+ * write (queueSql / taskSql / userDataSql), explaining a fenced write that matched nothing with
+ * one extra read on that failure path only, and mapping every failure into the catalogue:
+ *   - catalogue errors and assertions pass through;
+ *   - driver failures become `Unavailable`, with `maybeCommitted` true only for a write whose
+ *     statement was sent and whose outcome the server never reported (connection lost in flight);
+ *   - server errors that can only mean a defect (syntax, undefined objects, integrity or data
+ *     errors) are assertions: retrying cannot help, and hiding them would hide a bug.
+ *
+ * Invariants: every statement is parameterized; the quoted schema is the only interpolation;
+ * rows are checked after read (SqlValues.ts); times are the caller's `nowMs` (floored to whole
+ * milliseconds for the bigint columns), never a clock.
+ *
+ * Does not: open drivers or migrate (openSqlStore.ts), retry, or cache anything.
+ */
+import { InvalidInput, isMatchboxError, OwnershipLost, Unavailable, VersionConflict } from '../../domain/errors.ts'
+import { decodeQueueKey, encodeQueueKey, type QueueKey } from '../../domain/QueueKey.ts'
+import { AssertionFailed, assert } from '../../kernel/assert.ts'
+import type { Store } from '../Store.ts'
+import * as input from '../StoreInput.ts'
+import { type Driver, DriverError } from './Driver.ts'
+import { acquireSql, currentQueueSql, currentRangesSql, inspectSql, listSql } from './queueSql.ts'
+import type { Schema } from './Schema.ts'
+import { decodeInspection, decodeMetadata, decodeStoredTask, type QueueRow, toSafeInteger } from './SqlValues.ts'
+import { appendSql, checkpointSql, readSql, relocateSql } from './taskSql.ts'
+import { getUserDataSql, insertUserDataSql, updateUserDataSql } from './userDataSql.ts'
+
+/** Internal options of the SQL store; not part of the public API. */
+export interface SqlStoreInternals {
+  /** Test-only: remove the range check from append (taskSql.ts). Proves the fencing test can fail. */
+  readonly unsafeSkipRangeCheck?: boolean
+}
+
+// SQLSTATE classes that mean the statement itself is wrong or the data broke an invariant the
+// store keeps: 22 data exception, 23 integrity violation, 42 syntax or undefined object
+// (except 42501, a missing privilege: an operator's problem, not ours).
+function isDefect(error: DriverError): boolean {
+  const state = error.sqlState
+  return state !== null && (state.startsWith('22') || state.startsWith('23') || (state.startsWith('42') && state !== '42501'))
+}
+
+/** Maps anything thrown during `operation` into the store's error catalogue. */
+export function toStoreError(operation: string, isWrite: boolean, error: unknown): unknown {
+  if (isMatchboxError(error) || error instanceof AssertionFailed) return error
+  if (error instanceof DriverError) {
+    if (isDefect(error)) return new AssertionFailed(`${operation}: the database refused a statement (${error.message})`)
+    return new Unavailable({ operation, detail: error.message, maybeCommitted: isWrite && error.sent && !error.rejectedByServer })
+  }
+  // Not a driver failure we understand: be conservative about whether a write happened.
+  return new Unavailable({ operation, detail: error instanceof Error ? error.message : String(error), maybeCommitted: isWrite })
+}
+
+/** Makes a Store over an already migrated schema. Closing the store closes the driver. */
+export function makeSqlStore(driver: Driver, schema: Schema, internals: SqlStoreInternals = {}): Store {
+  const sql = {
+    acquire: acquireSql(schema),
+    currentQueue: currentQueueSql(schema),
+    currentRanges: currentRangesSql(schema),
+    inspect: inspectSql(schema),
+    list: listSql(schema),
+    append: appendSql(schema, internals),
+    read: readSql(schema),
+    checkpoint: checkpointSql(schema),
+    relocate: relocateSql(schema),
+    getUserData: getUserDataSql(schema),
+    insertUserData: insertUserDataSql(schema),
+    updateUserData: updateUserDataSql(schema),
+  }
+
+  const run = async <Row>(operation: string, isWrite: boolean, text: string, params: ReadonlyArray<unknown>): Promise<Row[]> => {
+    try {
+      return (await driver.query<Row>(text, params)).rows
+    } catch (error) {
+      throw toStoreError(operation, isWrite, error)
+    }
+  }
+  const write = <Row>(operation: string, text: string, params: ReadonlyArray<unknown>) => run<Row>(operation, true, text, params)
+  // Failure-path reads run after a write that matched nothing: that write is known not to have committed.
+  const read = <Row>(operation: string, text: string, params: ReadonlyArray<unknown>) => run<Row>(operation, false, text, params)
+
+  const currentRange = async (operation: string, queue: string): Promise<{ rangeId: number; lastTaskId: number } | null> => {
+    const [row] = await read<{ range_id: unknown; last_task_id: unknown }>(operation, sql.currentQueue, [queue])
+    return row === undefined ? null : { rangeId: toSafeInteger(row.range_id, 'range_id'), lastTaskId: toSafeInteger(row.last_task_id, 'last_task_id') }
+  }
+
+  const validated = <T>(operation: string, check: () => T): T => {
+    try {
+      return check()
+    } catch (error) {
+      throw toStoreError(operation, false, error)
+    }
+  }
+
+  return {
+    kind: driver.kind,
+
+    async acquire(params) {
+      const { key, nowMs } = validated('acquire', () => input.checkAcquire(params))
+      const queue = encodeQueueKey(key)
+      const [row] = await write<QueueRow>('acquire', sql.acquire, [queue, key.namespace, key.family, key.type, key.partition, key.version, Math.floor(nowMs)])
+      assert(row !== undefined, `acquire of ${queue} returned no row`)
+      return decodeMetadata(key, row)
+    },
+
+    async append(params) {
+      const { key, rangeId, tasks } = validated('append', () => input.checkAppend(params))
+      const queue = encodeQueueKey(key)
+      const [row] = await write<{ last_task_id: unknown; inserted_rows: unknown }>('append', sql.append, [queue, rangeId, tasks.length, JSON.stringify(tasks)])
+      if (row === undefined) {
+        const current = await currentRange('append', queue)
+        assert(current?.rangeId !== rangeId || internals.unsafeSkipRangeCheck === true, `append to ${queue} under its current range ${rangeId} matched nothing`)
+        throw new OwnershipLost({ queue, rangeId, currentRangeId: current?.rangeId ?? null })
+      }
+      const lastTaskId = toSafeInteger(row.last_task_id, 'last_task_id')
+      assert(toSafeInteger(row.inserted_rows, 'inserted_rows') === tasks.length, `append to ${queue} inserted ${String(row.inserted_rows)} of ${tasks.length} rows`)
+      return { firstTaskId: lastTaskId - tasks.length + 1, lastTaskId }
+    },
+
+    async read(params) {
+      const { key, subqueue, afterTaskId, limit } = validated('read', () => input.checkRead(params))
+      const rows = await read<{ task_id: unknown; data: unknown }>('read', sql.read, [encodeQueueKey(key), subqueue, afterTaskId, limit])
+      const tasks = rows.map((row) => decodeStoredTask(row, subqueue))
+      tasks.forEach((task, index) => assert(index === 0 || (tasks[index - 1]?.taskId ?? 0) < task.taskId, 'read returned ids out of order'))
+      return tasks
+    },
+
+    async checkpoint(params) {
+      const { key, rangeId, ackLevels, nowMs } = validated('checkpoint', () => input.checkCheckpoint(params))
+      const queue = encodeQueueKey(key)
+      const [row] = await write<QueueRow & { deleted_rows: unknown }>('checkpoint', sql.checkpoint, [queue, rangeId, JSON.stringify(ackLevels), Math.floor(nowMs)])
+      if (row !== undefined) return { metadata: decodeMetadata(key, row), deletedRows: toSafeInteger(row.deleted_rows, 'deleted_rows') }
+      const current = await currentRange('checkpoint', queue)
+      if (current === null || current.rangeId !== rangeId) throw new OwnershipLost({ queue, rangeId, currentRangeId: current?.rangeId ?? null })
+      const index = ackLevels.findIndex((entry) => entry.ackLevel > current.lastTaskId)
+      // index < 0: an append under this same range raised lastTaskId between our two statements.
+      throw new InvalidInput({
+        field: index < 0 ? 'ackLevels' : `ackLevels[${index}].ackLevel`,
+        reason: `must be at most the queue's lastTaskId (${index < 0 ? 'as of the checkpoint' : current.lastTaskId})`,
+      })
+    },
+
+    async relocate(params) {
+      const { from, fromRangeId, to, toRangeId, taskIds } = validated('relocate', () => input.checkRelocate(params))
+      const fromQueue = encodeQueueKey(from)
+      const toQueue = encodeQueueKey(to)
+      const rows = await write<{ fenced: boolean; from_task_id: unknown; to_task_id: unknown; inserted_rows: unknown }>('relocate', sql.relocate, [
+        fromQueue,
+        fromRangeId,
+        toQueue,
+        toRangeId,
+        JSON.stringify(taskIds),
+      ])
+      assert(rows.length >= 1, 'relocate returned no row')
+      if (rows[0]?.fenced !== true) {
+        const current = await read<{ queue_key: string; range_id: unknown }>('relocate', sql.currentRanges, [fromQueue, toQueue])
+        const rangeOf = (queue: string): number | null => {
+          const row = current.find((candidate) => candidate.queue_key === queue)
+          return row === undefined ? null : toSafeInteger(row.range_id, 'range_id')
+        }
+        const fromCurrent = rangeOf(fromQueue)
+        if (fromCurrent !== fromRangeId) throw new OwnershipLost({ queue: fromQueue, rangeId: fromRangeId, currentRangeId: fromCurrent })
+        const toCurrent = rangeOf(toQueue)
+        assert(toCurrent !== toRangeId, `relocate ${fromQueue} → ${toQueue} under current ranges matched nothing`)
+        throw new OwnershipLost({ queue: toQueue, rangeId: toRangeId, currentRangeId: toCurrent })
+      }
+      const moved = rows.filter((row) => row.from_task_id !== null)
+      assert(moved.length === 0 || toSafeInteger(rows[0]?.inserted_rows, 'inserted_rows') === moved.length, 'relocate inserted a different number of rows than it deleted')
+      return moved.map((row) => ({ fromTaskId: toSafeInteger(row.from_task_id, 'from_task_id'), toTaskId: toSafeInteger(row.to_task_id, 'to_task_id') }))
+    },
+
+    async inspect(key) {
+      const valid = validated('inspect', () => input.checkAcquire({ key, nowMs: 0 }).key)
+      const [row] = await read<QueueRow & { row_counts: unknown }>('inspect', sql.inspect, [encodeQueueKey(valid)])
+      return row === undefined ? null : decodeInspection(valid, row)
+    },
+
+    async list(filter) {
+      const { namespace, family } = validated('list', () => input.checkListFilter(filter))
+      const rows = await read<QueueRow & { queue_key: string; row_counts: unknown }>('list', sql.list, [namespace ?? null, family ?? null])
+      return rows.map((row) => decodeInspection(decodeStoredKey(row.queue_key), row))
+    },
+
+    async getUserData(params) {
+      const { namespace, family } = validated('getUserData', () => input.checkFamily(params))
+      const [row] = await read<{ version: unknown; data: unknown }>('getUserData', sql.getUserData, [namespace, family])
+      return row === undefined ? null : { namespace, family, version: toSafeInteger(row.version, 'user data version'), data: row.data as never }
+    },
+
+    async updateUserData(params) {
+      const { namespace, family, expectedVersion, data, nowMs } = validated('updateUserData', () => input.checkUserDataUpdate(params))
+      const json = JSON.stringify(data)
+      const [row] =
+        expectedVersion === 0
+          ? await write<{ version: unknown; data: unknown }>('updateUserData', sql.insertUserData, [namespace, family, json, Math.floor(nowMs)])
+          : await write<{ version: unknown; data: unknown }>('updateUserData', sql.updateUserData, [namespace, family, expectedVersion, json, Math.floor(nowMs)])
+      if (row !== undefined) {
+        const version = toSafeInteger(row.version, 'user data version')
+        assert(version === expectedVersion + 1, `user data ${namespace}/${family} went from ${expectedVersion} to ${version}`)
+        return { namespace, family, version, data: row.data as never }
+      }
+      const [current] = await read<{ version: unknown }>('updateUserData', sql.getUserData, [namespace, family])
+      const currentVersion = current === undefined ? 0 : toSafeInteger(current.version, 'user data version')
+      assert(currentVersion !== expectedVersion, `user data ${namespace}/${family} at the expected version ${expectedVersion} refused the write`)
+      throw new VersionConflict({ subject: `userData ${namespace}/${family}`, expectedVersion, currentVersion })
+    },
+
+    async close() {
+      try {
+        await driver.close()
+      } catch (error) {
+        throw toStoreError('close', false, error)
+      }
+    },
+  }
+}
+
+// A stored key that is not canonical is a tampered or corrupted row.
+function decodeStoredKey(encoded: string): QueueKey {
+  try {
+    return decodeQueueKey(encoded, 'queue_key')
+  } catch (error) {
+    throw new AssertionFailed(`stored queue_key ${JSON.stringify(encoded)} is not canonical: ${error instanceof Error ? error.message : String(error)}`)
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * openSqlStore — opening an SQL store: pick a driver, migrate the schema, hand back a Store.
+ *
+ * Owns: the public factories `openPostgresStore` (a `pg` Pool) and `openEmbeddedStore`
+ * (PGlite), and `openSqlStore` for a driver built elsewhere.
+ *
+ * Invariants: a store is returned only after every migration is applied (under an advisory
+ * lock, so concurrent opens are safe); when opening fails, the driver it opened is closed, and
+ * a caller's own Pool or PGlite instance is never closed.
+ *
+ * Does not: choose between embedded and postgres (that is the caller's, e.g. from a URL).
+ */
+import type { PGlite } from '@electric-sql/pglite'
+import type pg from 'pg'
+import type { Store } from '../Store.ts'
+import type { Driver } from './Driver.ts'
+import { migrate } from './Migrations.ts'
+import { makePgDriver } from './PgDriver.ts'
+import { makePgliteDriver } from './PgliteDriver.ts'
+import { makeSchema } from './Schema.ts'
+import { makeSqlStore, type SqlStoreInternals, toStoreError } from './SqlStore.ts'
+
+/** Options of `openSqlStore`. */
+export interface SqlStoreOptions {
+  /** PostgreSQL schema holding the tables (default `matchbox`); /^[a-z_][a-z0-9_]{0,62}$/. */
+  readonly schema?: string
+}
+
+/**
+ * Migrates `driver`'s database and returns a Store over it. The store owns the driver:
+ * `close()` closes it, and so does a failed open.
+ */
+export async function openSqlStore(driver: Driver, options: SqlStoreOptions & SqlStoreInternals = {}): Promise<Store> {
+  try {
+    const schema = makeSchema(options.schema)
+    await migrate(driver, schema)
+    return makeSqlStore(driver, schema, options)
+  } catch (error) {
+    await driver.close().catch(() => {})
+    throw toStoreError('open', true, error)
+  }
+}
+
+/** Opens the postgres store over a connection string (its own Pool) or the caller's Pool (left open by `close`). */
+export async function openPostgresStore(
+  options: { readonly connectionString?: string; readonly pool?: pg.Pool; readonly schema?: string } & SqlStoreInternals,
+): Promise<Store> {
+  const { connectionString, pool } = options
+  if ((connectionString === undefined) === (pool === undefined)) throw new Error('openPostgresStore needs exactly one of connectionString or pool')
+  return openSqlStore(makePgDriver(pool !== undefined ? { pool } : { connectionString: connectionString as string }), options)
+}
+
+/** Opens the embedded store: PGlite in memory, in `dataDir`, or the caller's instance (left open by `close`). */
+export async function openEmbeddedStore(options: { readonly dataDir?: string; readonly schema?: string; readonly pglite?: PGlite } = {}): Promise<Store> {
+  if (options.dataDir !== undefined && options.pglite !== undefined) throw new Error('openEmbeddedStore takes a dataDir or a pglite instance, not both')
+  const driver = await makePgliteDriver(options.pglite !== undefined ? { pglite: options.pglite } : options.dataDir !== undefined ? { dataDir: options.dataDir } : {})
+  return openSqlStore(driver, options.schema !== undefined ? { schema: options.schema } : {})
+}
