@@ -9,7 +9,7 @@
  * Validation checks everything before the store changes anything: the envelope (format,
  * version, exactly the known fields), every queue (canonical key encoding, unique, rangeId ≥ 1,
  * 0 ≤ ack level ≤ lastTaskId per subqueue), every task (a known queue, a valid task, unique id,
- * ack level < id ≤ lastTaskId for its subqueue) and every user-data entry (valid names, unique,
+ * a registered subqueue, ack level < id ≤ lastTaskId) and every user-data entry (valid names, unique,
  * version ≥ 1, plain JSON). The first problem found is reported as `SnapshotInvalid` naming its
  * path, e.g. `queues[2].rangeId: must be an integer ≥ 1`.
  *
@@ -28,7 +28,7 @@ export const memorySnapshotFormat = 'matchbox.memory'
 /** The snapshot version this code writes and reads. */
 export const memorySnapshotVersion = 1
 
-/** One physical queue's metadata. `ackLevels` lists only subqueues above 0, keyed by subqueue. */
+/** One physical queue's metadata. `ackLevels` lists the subqueues ever used (as `QueueMetadata` does), keyed by subqueue. */
 export interface MemorySnapshotQueue {
   /** Canonical encoding (`encodeQueueKey`). */
   readonly key: string
@@ -63,13 +63,13 @@ export interface MemorySnapshot {
   readonly userData: ReadonlyArray<MemorySnapshotUserData>
 }
 
-/** A validated queue, decoded and ready to load. `ackLevels[s]` is subqueue s's ack level. */
+/** A validated queue, decoded and ready to load. `ackLevels[s]` is subqueue s's ack level, undefined if never used. */
 export interface ValidSnapshotQueue {
   readonly key: QueueKey
   readonly encoded: string
   readonly rangeId: number
   readonly lastTaskId: number
-  readonly ackLevels: ReadonlyArray<number>
+  readonly ackLevels: ReadonlyArray<number | undefined>
   readonly updatedAtMs: number
 }
 
@@ -138,7 +138,7 @@ function validateQueue(path: string, value: unknown): ValidSnapshotQueue {
   const key = translated(() => decodeQueueKey(encoded, `${path}.key`))
   const rangeId = integer(`${path}.rangeId`, entry.rangeId, 1)
   const lastTaskId = integer(`${path}.lastTaskId`, entry.lastTaskId, 0)
-  const ackLevels: number[] = new Array<number>(priorityMax + 1).fill(0)
+  const ackLevels = new Array<number | undefined>(priorityMax + 1).fill(undefined)
   const levels = entry.ackLevels
   if (typeof levels !== 'object' || levels === null || Array.isArray(levels)) refuse(`${path}.ackLevels`, 'must be an object keyed by subqueue')
   for (const [subqueue, level] of Object.entries(levels)) {
@@ -162,7 +162,8 @@ function validateTask(path: string, value: unknown, queues: ReadonlyMap<string, 
   record(`${path}.task.versionDirective`, directive, directiveFields)
   const task = translated(() => makeTask(raw as never, `${path}.task`))
   if (taskId > queue.lastTaskId) refuse(`${path}.taskId`, `must be at most the queue's lastTaskId (${queue.lastTaskId})`)
-  const ackLevel = queue.ackLevels[task.priority] as number
+  const ackLevel = queue.ackLevels[task.priority]
+  if (ackLevel === undefined) refuse(`${path}.task.priority`, `subqueue ${task.priority} is not in the queue's ackLevels (a stored row's subqueue is always registered)`)
   if (taskId <= ackLevel) refuse(`${path}.taskId`, `must be above the ack level of subqueue ${task.priority} (${ackLevel})`)
   const identity = `${queue.encoded}#${taskId}`
   if (seen.has(identity)) refuse(`${path}.taskId`, `duplicates task ${taskId} of queue ${queue.encoded}`)

@@ -9,6 +9,8 @@
  *   `OwnershipLost`, with `currentRangeId: null` when the queue was never acquired;
  * - task ids come from one consecutive sequence per physical queue; every stored id of a
  *   subqueue is above that subqueue's ack level and at most `lastTaskId`;
+ * - a subqueue is registered in `ackLevels` (at 0) the first time it is appended to, relocated
+ *   into or checkpointed, and stays registered, so a new owner knows which subqueues to read;
  * - values crossing the boundary are copies in both directions: callers can neither change
  *   what is stored through an argument they keep nor through a result they are given.
  *
@@ -45,8 +47,8 @@ interface QueueState {
   readonly encoded: string
   rangeId: number
   lastTaskId: number
-  /** Index = subqueue (priority); 0 for subqueues never checkpointed. */
-  readonly ackLevels: number[]
+  /** Index = subqueue (priority); undefined until the subqueue is first appended to or checkpointed. */
+  readonly ackLevels: Array<number | undefined>
   updatedAtMs: number
   /** Index = subqueue; created on first use. */
   readonly subqueues: Array<MemorySubqueue | undefined>
@@ -67,7 +69,7 @@ function makeQueueState(key: QueueKey, encoded: string, nowMs: number): QueueSta
     encoded,
     rangeId: 1,
     lastTaskId: 0,
-    ackLevels: new Array<number>(subqueueCount).fill(0),
+    ackLevels: new Array<number | undefined>(subqueueCount).fill(undefined),
     updatedAtMs: nowMs,
     subqueues: new Array<MemorySubqueue | undefined>(subqueueCount).fill(undefined),
   }
@@ -76,7 +78,7 @@ function makeQueueState(key: QueueKey, encoded: string, nowMs: number): QueueSta
 function metadataOf(queue: QueueState): QueueMetadata {
   const ackLevels: Record<number, number> = {}
   queue.ackLevels.forEach((level, subqueue) => {
-    if (level > 0) ackLevels[subqueue] = level
+    if (level !== undefined) ackLevels[subqueue] = level
   })
   return { key: { ...queue.key }, rangeId: queue.rangeId, lastTaskId: queue.lastTaskId, ackLevels, updatedAtMs: queue.updatedAtMs }
 }
@@ -170,7 +172,10 @@ export function makeMemoryStore(): MemoryStore {
       const queue = fenced(key, rangeId)
       const firstTaskId = queue.lastTaskId + 1
       // checkAppend's tasks are fresh copies made by makeTask, so they can be stored as they are.
-      tasks.forEach((task, index) => subqueueOf(queue, task.priority).append(firstTaskId + index, task))
+      tasks.forEach((task, index) => {
+        queue.ackLevels[task.priority] ??= 0
+        subqueueOf(queue, task.priority).append(firstTaskId + index, task)
+      })
       queue.lastTaskId += tasks.length
       return { firstTaskId, lastTaskId: queue.lastTaskId }
     },
@@ -193,7 +198,7 @@ export function makeMemoryStore(): MemoryStore {
       })
       let deletedRows = 0
       for (const { subqueue, ackLevel } of ackLevels) {
-        const level = Math.max(queue.ackLevels[subqueue] as number, ackLevel)
+        const level = Math.max(queue.ackLevels[subqueue] ?? 0, ackLevel)
         queue.ackLevels[subqueue] = level
         deletedRows += queue.subqueues[subqueue]?.deleteThrough(level) ?? 0
       }
@@ -220,6 +225,7 @@ export function makeMemoryStore(): MemoryStore {
       }
       return found.map(({ taskId, subqueue }) => {
         destination.lastTaskId += 1
+        destination.ackLevels[subqueue] ??= 0
         subqueueOf(destination, subqueue).append(destination.lastTaskId, taken.get(taskId) as Task)
         return { fromTaskId: taskId, toTaskId: destination.lastTaskId }
       })

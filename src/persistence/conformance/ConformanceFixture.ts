@@ -110,8 +110,3 @@ export async function stateOf(store: Store, key: QueueKey): Promise<QueueState> 
   for (let subqueue = 0; subqueue <= priorityMax; subqueue++) rows.push(await readAll(store, key, subqueue))
   return { inspection: await store.inspect(key), rows }
 }
-
-/** All ten ack levels of an inspection's metadata (absent subqueues at 0), so stores may omit zeros. */
-export function ackLevelsOf(metadata: { readonly ackLevels: Readonly<Record<number, number>> }): number[] {
-  return Array.from({ length: priorityMax + 1 }, (_, subqueue) => metadata.ackLevels[subqueue] ?? 0)
-}

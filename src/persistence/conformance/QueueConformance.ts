@@ -5,13 +5,14 @@
  * Readings of the contract pinned here (Store.ts doc comments are the semantics):
  * - the fence is equality: a range above the current one is refused like a stale one;
  * - `updatedAtMs` moves on acquire and checkpoint only, not on append;
+ * - `ackLevels` is {} for a new queue and gains a subqueue at 0 on its first successful append;
  * - tasks read back deep-equal to `makeTask` of what was appended, including fractional
  *   epoch-ms times, null run ids, pinned directives with unicode versions, and expiry.
  */
 import { describe, expect, it } from 'vitest'
 import { encodeQueueKey } from '../../domain/QueueKey.ts'
 import type { Task } from '../../domain/Task.ts'
-import { type ConformanceFixture, ackLevelsOf, expectRejection, readAll, stateOf, task, tasks } from './ConformanceFixture.ts'
+import { type ConformanceFixture, expectRejection, readAll, stateOf, task, tasks } from './ConformanceFixture.ts'
 
 /** Registers the acquire / append / read tests. */
 export function describeQueueConformance(fixture: ConformanceFixture): void {
@@ -24,7 +25,7 @@ export function describeQueueConformance(fixture: ConformanceFixture): void {
       expect(metadata.key).toEqual(key)
       expect(metadata.rangeId).toBe(1)
       expect(metadata.lastTaskId).toBe(0)
-      expect(ackLevelsOf(metadata)).toEqual(new Array(10).fill(0))
+      expect(metadata.ackLevels).toEqual({})
       expect(metadata.updatedAtMs).toBe(5_000)
     })
 
@@ -63,6 +64,14 @@ export function describeQueueConformance(fixture: ConformanceFixture): void {
       const rows = await readAll(store(), key, 0)
       expect(rows.map((row) => row.task.jobId)).toEqual(['old-0', 'old-1'])
       expect((await store().inspect(key))?.metadata.lastTaskId).toBe(2)
+    })
+
+    it('a refused append registers no subqueue', async () => {
+      const key = fixture.key()
+      await store().acquire({ key, nowMs: 1 })
+      await store().acquire({ key, nowMs: 2 })
+      await expectRejection(store().append({ key, rangeId: 1, tasks: tasks('stale', 1, 4), nowMs: 3 }), 'OwnershipLost')
+      expect((await store().inspect(key))?.metadata.ackLevels).toEqual({})
     })
 
     it('refuses a range above the current one (the fence is equality)', async () => {
@@ -169,6 +178,9 @@ export function describeQueueConformance(fixture: ConformanceFixture): void {
       const inspection = await store().inspect(key)
       expect(inspection?.storedRows).toBe(7)
       expect(inspection?.storedRowsBySubqueue).toEqual({ 0: 2, 3: 1, 5: 3, 9: 1 })
+      // Every subqueue appended to is registered at 0, so a new owner knows what to read.
+      expect(inspection?.metadata.ackLevels).toEqual({ 0: 0, 3: 0, 5: 0, 9: 0 })
+      expect((await store().acquire({ key, nowMs: 3 })).ackLevels).toEqual({ 0: 0, 3: 0, 5: 0, 9: 0 })
     })
 
     it('reads a queue that was never acquired as empty and creates nothing', async () => {

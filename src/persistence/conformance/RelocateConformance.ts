@@ -5,7 +5,8 @@
  *
  * Readings of the contract pinned here:
  * - when both ranges are stale, `from` is reported; relocating nothing stored is a success
- *   returning []; relocation leaves the source's `lastTaskId` alone (ids are never reused);
+ *   returning []; relocation leaves the source's `lastTaskId` and registered subqueues alone
+ *   (ids are never reused) and registers a subqueue new to the destination, like an append;
  * - `list` orders by the canonical encoding compared as bytes (it is ASCII), so `…/10` sorts
  *   before `…/2` and upper case before lower case, whatever the database's collation.
  */
@@ -65,6 +66,19 @@ export function describeRelocateConformance(fixture: ConformanceFixture): void {
       const nothing = await store().relocate({ from, fromRangeId: 1, to, toRangeId: 1, taskIds: [1, 4], nowMs: 5 })
       expect(nothing).toEqual([])
       expect((await store().inspect(to))?.metadata.lastTaskId).toBe(3)
+    })
+
+    it('registers a subqueue new to the destination, as an append would', async () => {
+      const namespace = fixture.namespace('relocate-register')
+      const from = fixture.key({ namespace, version: 'v1' })
+      const to = fixture.key({ namespace })
+      await store().acquire({ key: from, nowMs: 1 })
+      await store().acquire({ key: to, nowMs: 1 })
+      await store().append({ key: from, rangeId: 1, tasks: [task('urgent', { priority: 7 })], nowMs: 2 })
+      expect(await store().relocate({ from, fromRangeId: 1, to, toRangeId: 1, taskIds: [1], nowMs: 3 })).toEqual([{ fromTaskId: 1, toTaskId: 1 }])
+      expect((await store().inspect(to))?.metadata.ackLevels).toEqual({ 7: 0 })
+      expect((await store().inspect(from))?.metadata.ackLevels).toEqual({ 7: 0 })
+      expect((await store().inspect(from))?.storedRows).toBe(0)
     })
 
     it('is refused with OwnershipLost when the source is stale, moving nothing', async () => {
