@@ -117,11 +117,6 @@ function integer(path: string, value: unknown, min: number): number {
   return value
 }
 
-function time(path: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) refuse(path, 'must be a finite epoch-ms number ≥ 0')
-  return value
-}
-
 function parse(json: unknown): unknown {
   if (typeof json !== 'string') return json
   try {
@@ -147,7 +142,7 @@ function validateQueue(path: string, value: unknown): ValidSnapshotQueue {
     ackLevels[Number(subqueue)] = integer(levelPath, level, 0)
     if ((ackLevels[Number(subqueue)] as number) > lastTaskId) refuse(levelPath, `must be at most lastTaskId (${lastTaskId})`)
   }
-  return { key, encoded, rangeId, lastTaskId, ackLevels, updatedAtMs: time(`${path}.updatedAtMs`, entry.updatedAtMs) }
+  return { key, encoded, rangeId, lastTaskId, ackLevels, updatedAtMs: integer(`${path}.updatedAtMs`, entry.updatedAtMs, 0) }
 }
 
 function validateTask(path: string, value: unknown, queues: ReadonlyMap<string, ValidSnapshotQueue>, seen: Set<string>): MemorySnapshotTask {

@@ -17,6 +17,8 @@
  * Costs: append O(batch), read O(log n + page), checkpoint O(log n) per subqueue plus amortized
  * compaction, inspect O(subqueues); list and relocate are O(n) and are not on the hot path.
  *
+ * `updatedAtMs` is stored in whole milliseconds (floored), as the SQL store's bigint column is.
+ *
  * Does not: read a clock (times come from callers), share state between instances, or persist
  * anything on its own — `exportSnapshot` is the way out.
  */
@@ -157,12 +159,12 @@ export function makeMemoryStore(): MemoryStore {
       const encoded = encodeQueueKey(key)
       const existing = queues.get(encoded)
       if (existing === undefined) {
-        const queue = makeQueueState(key, encoded, nowMs)
+        const queue = makeQueueState(key, encoded, Math.floor(nowMs))
         queues.set(encoded, queue)
         return metadataOf(queue)
       }
       existing.rangeId += 1
-      existing.updatedAtMs = nowMs
+      existing.updatedAtMs = Math.floor(nowMs)
       return metadataOf(existing)
     },
 
@@ -202,7 +204,7 @@ export function makeMemoryStore(): MemoryStore {
         queue.ackLevels[subqueue] = level
         deletedRows += queue.subqueues[subqueue]?.deleteThrough(level) ?? 0
       }
-      queue.updatedAtMs = nowMs
+      queue.updatedAtMs = Math.floor(nowMs)
       return { metadata: metadataOf(queue), deletedRows }
     },
 

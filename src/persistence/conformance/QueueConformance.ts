@@ -4,7 +4,7 @@
  *
  * Readings of the contract pinned here (Store.ts doc comments are the semantics):
  * - the fence is equality: a range above the current one is refused like a stale one;
- * - `updatedAtMs` moves on acquire and checkpoint only, not on append;
+ * - `updatedAtMs` moves on acquire and checkpoint only, not on append, in whole ms (floored);
  * - `ackLevels` is {} for a new queue and gains a subqueue at 0 on its first successful append;
  * - tasks read back deep-equal to `makeTask` of what was appended, including fractional
  *   epoch-ms times, null run ids, pinned directives with unicode versions, and expiry.
@@ -40,6 +40,12 @@ export function describeQueueConformance(fixture: ConformanceFixture): void {
         expect(metadata.updatedAtMs).toBe(10 * expected)
       }
       expect((await store().inspect(key))?.metadata.rangeId).toBe(6)
+    })
+
+    it('stores updatedAtMs in whole milliseconds (a fractional nowMs is floored)', async () => {
+      const key = fixture.key()
+      expect((await store().acquire({ key, nowMs: 1_700_000_000_123.9 })).updatedAtMs).toBe(1_700_000_000_123)
+      expect((await store().acquire({ key, nowMs: 0.5 })).updatedAtMs).toBe(0)
     })
 
     it('stamps updatedAtMs on acquire but not on append', async () => {
