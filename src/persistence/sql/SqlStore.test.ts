@@ -78,7 +78,7 @@ function describeSqlStore(name: string, setup: () => Promise<Fixture>, teardown:
       const { rangeId } = await fixture.store.acquire({ key, nowMs: 1 })
       await fixture.store.append({ key, rangeId, tasks: [task('a'), task('b', 1), task('c'), task('d')], nowMs: 2 })
       const first = await fixture.store.checkpoint({ key, rangeId, ackLevels: [{ subqueue: 0, ackLevel: 3 }], nowMs: 5 })
-      expect(first).toEqual({ metadata: { key, rangeId, lastTaskId: 4, ackLevels: { 0: 3 }, updatedAtMs: 5 }, deletedRows: 2 })
+      expect(first).toEqual({ metadata: { key, rangeId, lastTaskId: 4, ackLevels: { 0: 3, 1: 0 }, updatedAtMs: 5 }, deletedRows: 2 })
       const lower = await fixture.store.checkpoint({ key, rangeId, ackLevels: [{ subqueue: 0, ackLevel: 1 }, { subqueue: 1, ackLevel: 2 }], nowMs: 6 })
       expect(lower.metadata.ackLevels).toEqual({ 0: 3, 1: 2 })
       expect(lower.deletedRows).toBe(1)
@@ -92,7 +92,7 @@ function describeSqlStore(name: string, setup: () => Promise<Fixture>, teardown:
       const attempt = fixture.store.checkpoint({ key, rangeId, ackLevels: [{ subqueue: 0, ackLevel: 1 }, { subqueue: 2, ackLevel: 2 }], nowMs: 3 })
       await expect(attempt).rejects.toBeInstanceOf(InvalidInput)
       await expect(attempt).rejects.toMatchObject({ field: 'ackLevels[1].ackLevel' })
-      expect(await fixture.store.inspect(key)).toMatchObject({ metadata: { ackLevels: {}, updatedAtMs: 1 }, storedRows: 1 })
+      expect(await fixture.store.inspect(key)).toMatchObject({ metadata: { ackLevels: { 0: 0 }, updatedAtMs: 1 }, storedRows: 1 })
     })
 
     it('relocate moves listed rows with fresh ids in source order, keeping subqueues, both fenced', async () => {

@@ -8,7 +8,8 @@
  * is joined to that CTE, so a stale range writes nothing — never read-then-write.
  *
  * Invariants: ids are allocated from `last_task_id` under the row lock, consecutively, in the
- * order given; relocate locks both queue rows in queue_key order, as no other statement locks
+ * order given; a subqueue is registered in `ack_levels` (at 0) by the first append or
+ * relocation that puts a row in it, and a saved level is never overwritten by registration; relocate locks both queue rows in queue_key order, as no other statement locks
  * two queue rows, so relocates cannot deadlock with each other or with single-queue writes.
  *
  * Does not: explain failures. When the fenced CTE matched nothing the statement returns no
@@ -36,7 +37,11 @@ export function appendSql(schema: Schema, options: AppendSqlOptions = {}): strin
   return `
 WITH fenced AS (
   UPDATE ${schema.quoted}.task_queues
-  SET last_task_id = last_task_id + $3::bigint
+  SET last_task_id = last_task_id + $3::bigint,
+      -- Registers each subqueue of the batch at ack level 0; the right operand keeps saved levels.
+      ack_levels = (
+        SELECT jsonb_object_agg(item ->> 'priority', 0) FROM jsonb_array_elements($4::text::jsonb) AS item
+      ) || ack_levels
   WHERE queue_key = $1::text AND ${fence}
   RETURNING last_task_id
 ), inserted AS (
@@ -129,7 +134,9 @@ WITH locked AS MATERIALIZED (
   FROM moved
 ), destination AS (
   UPDATE ${schema.quoted}.task_queues AS queue
-  SET last_task_id = queue.last_task_id + COALESCE((SELECT max(total) FROM numbered), 0)
+  SET last_task_id = queue.last_task_id + COALESCE((SELECT max(total) FROM numbered), 0),
+      -- Registers subqueues new to the destination at ack level 0, as an append would.
+      ack_levels = COALESCE((SELECT jsonb_object_agg(subqueue::text, 0) FROM numbered), '{}'::jsonb) || queue.ack_levels
   WHERE queue.queue_key = $3::text AND (SELECT ok FROM fenced)
   RETURNING queue.last_task_id - COALESCE((SELECT max(total) FROM numbered), 0) AS base
 ), inserted AS (
