@@ -54,3 +54,9 @@ export const relocateBatchSizeMax = 1_000
 
 /** Largest serialized task payload or user-data document, in bytes (1 MiB). */
 export const payloadBytesMax = 1 << 20
+
+/** First delay before re-dispatching a task whose start History failed retryably. */
+export const historyRetryInitialMs = 100
+
+/** Longest delay between re-dispatches of a task History keeps failing: bounds added latency. */
+export const historyRetryMaxMs = 10_000

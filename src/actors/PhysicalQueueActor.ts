@@ -1,0 +1,292 @@
+/**
+ * PhysicalQueueActor — runs one PhysicalQueueMachine: feeds it events, executes the commands it
+ * asks for (store calls, History calls, replies, timers) and turns their outcomes back into
+ * events. The machine decides; this file only does I/O.
+ *
+ * Invariants:
+ * - events are processed one at a time, synchronously, in arrival order; I/O outcomes arrive
+ *   later as new events, so the machine never sees a half-applied step;
+ * - every add and poll gets exactly one reply, also when the queue unloads: a poll whose task
+ *   is with History when the queue unloads still gets History's answer;
+ * - after unload nothing is written: late store outcomes are ignored;
+ * - time is the injected Clock and jitter the injected Random; one timer per purpose.
+ *
+ * A failure outside the error catalogue (a defect) is handed to `onDefect`, which the partition
+ * actor (the supervisor) turns into a crash of this queue.
+ */
+import { type Actor, createActor } from 'xstate'
+import { equalJitterDelayMs } from '../domain/Backoff.ts'
+import { isMatchboxError, type MatchboxError, ShuttingDown } from '../domain/errors.ts'
+import { encodeQueueKey, type QueueKey } from '../domain/QueueKey.ts'
+import type { Task } from '../domain/Task.ts'
+import type { CancelTimer, Clock } from '../kernel/Clock.ts'
+import { historyRetryInitialMs, historyRetryMaxMs } from '../kernel/Limits.ts'
+import type { Random } from '../kernel/Random.ts'
+import { physicalQueueMachine } from '../machines/PhysicalQueueMachine.ts'
+import type { AddResult, PollResult, QueueCommand, QueueEvent, QueueProgress, StartOutcome, TimerName } from '../machines/PhysicalQueueProtocol.ts'
+import type { QueueLimits } from '../machines/QueueContext.ts'
+import type { Store } from '../persistence/Store.ts'
+import type { History, PollerInfo } from './History.ts'
+
+/** What a physical queue actor needs. */
+export interface PhysicalQueueActorOptions {
+  readonly key: QueueKey
+  readonly store: Store
+  readonly history: History
+  readonly clock: Clock
+  readonly random: Random
+  /** In-process instance number; not the range id. */
+  readonly generation: number
+  readonly limits?: Partial<QueueLimits>
+  /** Called once when the queue unloads, with its progress. */
+  readonly onUnloaded?: (progress: QueueProgress) => void
+  /** Called with a failure outside the error catalogue; the supervisor decides what dies. */
+  readonly onDefect?: (defect: unknown) => void
+  /** Observes every event and the commands it produced (traces, the simulator). */
+  readonly onStep?: (event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
+}
+
+/** The lifecycle state, as callers see it. */
+export type QueueState = 'loading' | 'owned' | 'draining' | 'unloaded'
+
+/** A running physical queue. */
+export class PhysicalQueueActor {
+  readonly key: QueueKey
+  readonly queue: string
+  readonly generation: number
+  /** Resolves with the progress report when the queue unloads. */
+  readonly unloaded: Promise<QueueProgress>
+  readonly #options: PhysicalQueueActorOptions
+  readonly #actor: Actor<typeof physicalQueueMachine>
+  readonly #adds = new Map<string, (result: AddResult) => void>()
+  readonly #polls = new Map<string, { resolve: (result: PollResult) => void; poller: PollerInfo; cancelDeadline: CancelTimer }>()
+  readonly #timers = new Map<TimerName, CancelTimer>()
+  readonly #retryAttempts = new Map<string, number>()
+  #sequence = 0
+  #resolveUnloaded!: (progress: QueueProgress) => void
+  #done = false
+
+  constructor(options: PhysicalQueueActorOptions) {
+    this.#options = options
+    this.key = options.key
+    this.queue = encodeQueueKey(options.key)
+    this.generation = options.generation
+    this.unloaded = new Promise((resolve) => {
+      this.#resolveUnloaded = resolve
+    })
+    // Command actions only collect the commands; they run after the transition completes, so
+    // the machine never observes I/O half-way through a step.
+    const collect = (type: QueueCommand['type']) => (_: unknown, params: unknown) => {
+      this.#pending.push({ type, params } as QueueCommand)
+    }
+    const machine = physicalQueueMachine.provide({
+      actions: {
+        'store.acquire': collect('store.acquire'),
+        'store.append': collect('store.append'),
+        'store.read': collect('store.read'),
+        'store.checkpoint': collect('store.checkpoint'),
+        'history.recordStart': collect('history.recordStart'),
+        'add.reply': collect('add.reply'),
+        'poll.reply': collect('poll.reply'),
+        'timer.set': collect('timer.set'),
+        'queue.unloaded': collect('queue.unloaded'),
+      },
+    })
+    this.#actor = createActor(machine, {
+      id: `${this.queue}#g${options.generation}`,
+      input: { queue: this.queue, nowMs: options.clock.now(), ...(options.limits === undefined ? {} : { limits: options.limits }) },
+    })
+  }
+
+  #pending: QueueCommand[] = []
+
+  /** Starts the machine (which asks to acquire the queue). */
+  start(): void {
+    this.#actor.start()
+    this.#flush(null)
+  }
+
+  /** Current lifecycle state. */
+  get state(): QueueState {
+    const snapshot = this.#actor.getSnapshot()
+    return snapshot.status === 'done' ? 'unloaded' : (snapshot.value as QueueState)
+  }
+
+  /** Adds a task: resolves when it is matched, spooled, or refused. */
+  addTask(task: Task): Promise<AddResult> {
+    const requestId = this.#nextId('add')
+    return new Promise((resolve) => {
+      if (this.#done) return resolve({ kind: 'failed', error: this.#gone() })
+      this.#adds.set(requestId, resolve)
+      this.#send({ type: 'task.added', nowMs: this.#now(), requestId, task })
+    })
+  }
+
+  /** Waits for a task until `deadlineMs`; resolves with a started task, nothing, or a refusal. */
+  poll(poller: PollerInfo, deadlineMs: number): Promise<PollResult> {
+    const pollId = this.#nextId('poll')
+    return new Promise((resolve) => {
+      if (this.#done) return resolve({ kind: 'failed', error: this.#gone() })
+      const cancelDeadline = this.#options.clock.setTimer(deadlineMs - this.#now(), () => {
+        this.#send({ type: 'poll.cancelled', nowMs: this.#now(), pollId })
+      })
+      this.#polls.set(pollId, { resolve, poller, cancelDeadline })
+      this.#send({ type: 'poll.arrived', nowMs: this.#now(), pollId, identity: poller.identity })
+    })
+  }
+
+  /** Asks the queue to drain and unload; resolves with its progress. */
+  drain(reason: string): Promise<QueueProgress> {
+    this.#send({ type: 'drain.requested', nowMs: this.#now(), reason })
+    return this.unloaded
+  }
+
+  /** Tells the queue that rows were moved into these subqueues (a relocation). */
+  backlogGrew(subqueues: ReadonlyArray<number>): void {
+    this.#send({ type: 'backlog.grew', nowMs: this.#now(), subqueues })
+  }
+
+  #now(): number {
+    return this.#options.clock.now()
+  }
+
+  #nextId(prefix: string): string {
+    return `${this.queue}#g${this.generation}-${prefix}-${++this.#sequence}`
+  }
+
+  #gone(): MatchboxError {
+    return new ShuttingDown({ component: `physical queue ${this.queue}` })
+  }
+
+  #send(event: QueueEvent): void {
+    if (this.#done) return
+    this.#actor.send(event)
+    this.#flush(event)
+  }
+
+  #flush(event: QueueEvent | null): void {
+    const commands = this.#pending
+    this.#pending = []
+    if (event !== null) this.#options.onStep?.(event, commands)
+    for (const command of commands) this.#execute(command)
+  }
+
+  #fail(error: unknown): MatchboxError | undefined {
+    if (isMatchboxError(error)) return error
+    this.#options.onDefect?.(error)
+    return undefined
+  }
+
+  // Runs a store call and turns its outcome into an event (defects go to the supervisor).
+  #call<T>(operation: string, run: () => Promise<T>, ok: (value: T) => QueueEvent, failed: (error: MatchboxError) => QueueEvent): void {
+    run().then(
+      (value) => this.#send(ok(value)),
+      (error: unknown) => {
+        const known = this.#fail(error)
+        if (known !== undefined) this.#send(failed(known))
+      },
+    )
+  }
+
+  #execute(command: QueueCommand): void {
+    const { store, key } = this.#options
+    switch (command.type) {
+      case 'store.acquire':
+        return this.#call('acquire', () => store.acquire({ key, nowMs: this.#now() }), (metadata) => ({ type: 'queue.acquired', nowMs: this.#now(), metadata }), (error) => ({ type: 'queue.acquire.failed', nowMs: this.#now(), error }))
+      case 'store.append': {
+        const { batchId, tasks } = command.params
+        const rangeId = this.#rangeId()
+        return this.#call('append', () => store.append({ key, rangeId, tasks, nowMs: this.#now() }), (result) => ({ type: 'append.completed', nowMs: this.#now(), batchId, firstTaskId: result.firstTaskId }), (error) => ({ type: 'append.failed', nowMs: this.#now(), batchId, error }))
+      }
+      case 'store.read': {
+        const { subqueue, afterTaskId, limit } = command.params
+        return this.#call('read', () => store.read({ key, subqueue, afterTaskId, limit }), (tasks) => ({ type: 'read.completed', nowMs: this.#now(), subqueue, tasks, limit }), (error) => ({ type: 'read.failed', nowMs: this.#now(), subqueue, error }))
+      }
+      case 'store.checkpoint': {
+        const rangeId = this.#rangeId()
+        return this.#call('checkpoint', () => store.checkpoint({ key, rangeId, ackLevels: command.params.ackLevels, nowMs: this.#now() }), (result) => ({ type: 'checkpoint.completed', nowMs: this.#now(), metadata: result.metadata }), (error) => ({ type: 'checkpoint.failed', nowMs: this.#now(), error }))
+      }
+      case 'history.recordStart':
+        return this.#recordStart(command.params)
+      case 'add.reply': {
+        const resolve = this.#adds.get(command.params.requestId)
+        this.#adds.delete(command.params.requestId)
+        return resolve?.(command.params.result)
+      }
+      case 'poll.reply': {
+        const poll = this.#polls.get(command.params.pollId)
+        this.#polls.delete(command.params.pollId)
+        poll?.cancelDeadline()
+        return poll?.resolve(command.params.result)
+      }
+      case 'timer.set': {
+        const { name, atMs } = command.params
+        this.#timers.get(name)?.()
+        this.#timers.delete(name)
+        if (atMs !== null) this.#timers.set(name, this.#options.clock.setTimer(atMs - this.#now(), () => {
+          this.#timers.delete(name)
+          this.#send({ type: 'timer.fired', nowMs: this.#now(), name })
+        }))
+        return
+      }
+      case 'queue.unloaded':
+        return this.#unload(command.params)
+    }
+  }
+
+  #rangeId(): number {
+    return this.#actor.getSnapshot().context.rangeId
+  }
+
+  #recordStart(params: Extract<QueueCommand, { type: 'history.recordStart' }>['params']): void {
+    const { deliveryId, task, taskId, pollId } = params
+    const poller = this.#polls.get(pollId)?.poller ?? { identity: params.identity, version: this.key.version }
+    const retryKey = taskId === null ? deliveryId : `${task.priority}:${taskId}`
+    const answer = (outcome: StartOutcome): void => {
+      if (this.#done) return this.#answerOrphan(pollId, task, taskId, outcome)
+      this.#send({ type: 'dispatch.completed', nowMs: this.#now(), deliveryId, outcome })
+    }
+    const retryable = (reason: string): StartOutcome => {
+      const attempt = (this.#retryAttempts.get(retryKey) ?? 0) + 1
+      this.#retryAttempts.set(retryKey, attempt)
+      const retryDelayMs = Math.min(historyRetryMaxMs, equalJitterDelayMs(historyRetryInitialMs, attempt, this.#options.random.float(), historyRetryMaxMs))
+      return { kind: 'retryable', reason, retryDelayMs }
+    }
+    this.#options.history.recordTaskStarted(task, poller).then(
+      (result) => {
+        if (result.kind !== 'retryable') this.#retryAttempts.delete(retryKey)
+        answer(result.kind === 'retryable' ? retryable(result.reason) : result)
+      },
+      (error: unknown) => answer(retryable(error instanceof Error ? error.message : String(error))),
+    )
+  }
+
+  // History answered after the queue unloaded: the poll (if still waiting) still gets its task.
+  #answerOrphan(pollId: string, task: Task, taskId: number | null, outcome: StartOutcome): void {
+    const poll = this.#polls.get(pollId)
+    if (poll === undefined) return
+    this.#polls.delete(pollId)
+    poll.cancelDeadline()
+    poll.resolve(outcome.kind === 'started' ? { kind: 'task', task, taskId, response: outcome.response } : { kind: 'none' })
+  }
+
+  #unload(progress: QueueProgress): void {
+    this.#done = true
+    for (const cancel of this.#timers.values()) cancel()
+    this.#timers.clear()
+    // Every add was answered by the machine; polls not waiting on History are told it is over.
+    for (const [requestId, resolve] of this.#adds) {
+      this.#adds.delete(requestId)
+      resolve({ kind: 'failed', error: this.#gone() })
+    }
+    const delivering = new Set(Object.values(this.#actor.getSnapshot().context.deliveries).map((delivery) => delivery.poller.pollId))
+    for (const [pollId, poll] of this.#polls) {
+      if (delivering.has(pollId)) continue
+      this.#polls.delete(pollId)
+      poll.cancelDeadline()
+      poll.resolve({ kind: 'none' })
+    }
+    this.#options.onUnloaded?.(progress)
+    this.#resolveUnloaded(progress)
+  }
+}
