@@ -1,3 +1,8 @@
+/**
+ * MemorySnapshot tests: export is plain, deterministic data; import round-trips; every class of
+ * malformed, truncated or other-version snapshot is refused with the path of the problem, and a
+ * refused import leaves the store exactly as it was.
+ */
 import { describe, expect, it } from 'vitest'
 import { SnapshotInvalid } from '../domain/errors.ts'
 import { encodeQueueKey, type QueueKey } from '../domain/QueueKey.ts'
