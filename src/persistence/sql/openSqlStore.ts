@@ -13,7 +13,7 @@
 import type { PGlite } from '@electric-sql/pglite'
 import type pg from 'pg'
 import type { Store } from '../Store.ts'
-import type { Driver } from './Driver.ts'
+import { type Driver, DriverError } from './Driver.ts'
 import { migrate } from './Migrations.ts'
 import { makePgDriver } from './PgDriver.ts'
 import { makePgliteDriver } from './PgliteDriver.ts'
@@ -28,7 +28,8 @@ export interface SqlStoreOptions {
 
 /**
  * Migrates `driver`'s database and returns a Store over it. The store owns the driver:
- * `close()` closes it, and so does a failed open.
+ * `close()` closes it, and so does a failed open. `SqlStoreInternals` are for tests only and
+ * are not reachable through the public factories below.
  */
 export async function openSqlStore(driver: Driver, options: SqlStoreOptions & SqlStoreInternals = {}): Promise<Store> {
   try {
@@ -37,17 +38,18 @@ export async function openSqlStore(driver: Driver, options: SqlStoreOptions & Sq
     return makeSqlStore(driver, schema, options)
   } catch (error) {
     await driver.close().catch(() => {})
-    throw toStoreError('open', true, error)
+    // A database that cannot be reached is Unavailable; a bad schema name or a database newer
+    // than this code is a configuration problem that retrying will not fix, so it stays as is.
+    throw error instanceof DriverError ? toStoreError('open', true, error) : error
   }
 }
 
 /** Opens the postgres store over a connection string (its own Pool) or the caller's Pool (left open by `close`). */
-export async function openPostgresStore(
-  options: { readonly connectionString?: string; readonly pool?: pg.Pool; readonly schema?: string } & SqlStoreInternals,
-): Promise<Store> {
+export async function openPostgresStore(options: { readonly connectionString?: string; readonly pool?: pg.Pool; readonly schema?: string }): Promise<Store> {
   const { connectionString, pool } = options
   if ((connectionString === undefined) === (pool === undefined)) throw new Error('openPostgresStore needs exactly one of connectionString or pool')
-  return openSqlStore(makePgDriver(pool !== undefined ? { pool } : { connectionString: connectionString as string }), options)
+  const driver = makePgDriver(pool !== undefined ? { pool } : { connectionString: connectionString as string })
+  return openSqlStore(driver, options.schema !== undefined ? { schema: options.schema } : {})
 }
 
 /** Opens the embedded store: PGlite in memory, in `dataDir`, or the caller's instance (left open by `close`). */

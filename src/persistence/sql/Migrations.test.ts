@@ -1,0 +1,116 @@
+/**
+ * Migration tests on PostgreSQL: upgrading from every earlier schema version with data in it,
+ * re-applying on a migrated database, concurrent opens, and refusing a newer database.
+ *
+ * `dataAtVersion` must hold an entry for every migration: when 002 arrives, this file fails
+ * until someone writes how data looks at version 2 and what must survive the upgrade to 3….
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { freshDatabase } from '../../../test/harness/database.ts'
+import { makeTask } from '../../domain/Task.ts'
+import type { Store } from '../Store.ts'
+import type { Driver } from './Driver.ts'
+import { loadMigrations, migrate } from './Migrations.ts'
+import { openSqlStore } from './openSqlStore.ts'
+import { makePgDriver } from './PgDriver.ts'
+import { makeSchema, type Schema } from './Schema.ts'
+
+interface VersionFixture {
+  /** Writes rows with SQL valid at exactly this schema version. */
+  seed(driver: Driver, schema: Schema): Promise<void>
+  /** Checks, through the Store at the latest version, that the rows survived and still work. */
+  verify(store: Store): Promise<void>
+}
+
+const queue = { namespace: 'up', family: 'emails', type: 'workflow', partition: 0, version: null } as const
+const storedTask = (jobId: string) => makeTask({ jobId, createdAtMs: 7 })
+
+const dataAtVersion: Record<number, VersionFixture> = {
+  1: {
+    async seed(driver, schema) {
+      await driver.query(
+        `INSERT INTO ${schema.quoted}.task_queues (queue_key, namespace, family, task_type, partition, version, range_id, last_task_id, ack_levels, updated_at_ms)
+         VALUES ('up/emails/workflow/0', 'up', 'emails', 'workflow', 0, NULL, 3, 5, '{"0": 2}', 100)`,
+      )
+      for (const id of [3, 4, 5]) {
+        await driver.query(`INSERT INTO ${schema.quoted}.tasks (queue_key, task_id, subqueue, data) VALUES ('up/emails/workflow/0', $1, 0, $2::text::jsonb)`, [
+          id,
+          JSON.stringify(storedTask(`job-${id}`)),
+        ])
+      }
+      await driver.query(`INSERT INTO ${schema.quoted}.task_queue_user_data (namespace, family, version, data, updated_at_ms) VALUES ('up', 'emails', 2, '{"v": [1]}', 100)`)
+    },
+    async verify(store) {
+      expect(await store.inspect(queue)).toEqual({
+        metadata: { key: queue, rangeId: 3, lastTaskId: 5, ackLevels: { 0: 2 }, updatedAtMs: 100 },
+        storedRows: 3,
+        storedRowsBySubqueue: { 0: 3 },
+      })
+      expect(await store.read({ key: queue, subqueue: 0, afterTaskId: 2, limit: 10 })).toEqual([3, 4, 5].map((taskId) => ({ taskId, task: storedTask(`job-${taskId}`) })))
+      const { rangeId } = await store.acquire({ key: queue, nowMs: 200 })
+      expect(rangeId).toBe(4)
+      expect(await store.append({ key: queue, rangeId, tasks: [storedTask('new')], nowMs: 200 })).toEqual({ firstTaskId: 6, lastTaskId: 6 })
+      expect(await store.getUserData({ namespace: 'up', family: 'emails' })).toEqual({ namespace: 'up', family: 'emails', version: 2, data: { v: [1] } })
+    },
+  },
+}
+
+describe('migrations on PostgreSQL', () => {
+  let connectionString: string
+  const opened: Driver[] = []
+  const driver = (): Driver => {
+    const made = makePgDriver({ connectionString })
+    opened.push(made)
+    return made
+  }
+  beforeAll(async () => {
+    connectionString = await freshDatabase('migrations')
+  })
+  afterAll(async () => {
+    await Promise.all(opened.map((made) => made.close()))
+  })
+
+  it('has data fixtures for every schema version', () => {
+    expect(Object.keys(dataAtVersion).map(Number)).toEqual(loadMigrations().map((migration) => migration.version))
+  })
+
+  for (const migration of loadMigrations()) {
+    it(`upgrades from version ${migration.version} with data in it`, async () => {
+      const schema = makeSchema(`upgrade_from_${migration.version}`)
+      const setup = driver()
+      expect((await migrate(setup, schema, { upTo: migration.version })).version).toBe(migration.version)
+      await dataAtVersion[migration.version]?.seed(setup, schema)
+      const store = await openSqlStore(driver(), { schema: schema.name })
+      await dataAtVersion[migration.version]?.verify(store)
+      await store.close()
+    })
+  }
+
+  it('applies everything once on a fresh schema and nothing on a migrated one', async () => {
+    const schema = makeSchema('reapply')
+    const latest = loadMigrations().length
+    expect(await migrate(driver(), schema)).toEqual({ applied: loadMigrations().map((migration) => migration.version), version: latest })
+    expect(await migrate(driver(), schema)).toEqual({ applied: [], version: latest })
+    const recorded = await driver().query<{ version: number; name: string }>(`SELECT version, name FROM ${schema.quoted}.migrations ORDER BY version`)
+    expect(recorded.rows).toEqual(loadMigrations().map((migration) => ({ version: migration.version, name: migration.name })))
+  })
+
+  it('concurrent opens apply each migration exactly once', async () => {
+    for (let round = 0; round < 5; round++) {
+      const schema = makeSchema(`concurrent_${round}`)
+      const reports = await Promise.all([1, 2, 3].map(() => migrate(driver(), schema)))
+      const applied = reports.flatMap((report) => report.applied)
+      expect(applied).toEqual(loadMigrations().map((migration) => migration.version))
+      const count = await driver().query<{ count: string }>(`SELECT count(*) FROM ${schema.quoted}.migrations`)
+      expect(Number(count.rows[0]?.count)).toBe(loadMigrations().length)
+    }
+  })
+
+  it('refuses a database newer than this code', async () => {
+    const schema = makeSchema('from_the_future')
+    await migrate(driver(), schema)
+    await driver().query(`INSERT INTO ${schema.quoted}.migrations (version, name) VALUES ($1, 'future')`, [loadMigrations().length + 1])
+    await expect(migrate(driver(), schema)).rejects.toThrow(/newer than this Matchbox knows/)
+    await expect(openSqlStore(driver(), { schema: schema.name })).rejects.toThrow(/newer than this Matchbox knows/)
+  })
+})
