@@ -6,6 +6,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { InvalidInput } from './errors.ts'
+import { validateName } from './QueueKey.ts'
 import { isExpired, makeTask, spoolVersionOf, type TaskInput, validatePriority } from './Task.ts'
 
 const seed = Number(process.env.SIM_SEED ?? Date.now() % 2 ** 31)
@@ -25,7 +26,13 @@ const minimal: TaskInput = { jobId: 'job-1', createdAtMs: 1_000 }
 
 const taskInput: fc.Arbitrary<TaskInput> = fc.record(
   {
-    jobId: fc.string({ minLength: 1, maxLength: 20 }).filter((s) => !/[\u0000-\u001f\u007f-\u009f]/.test(s)),
+    jobId: fc.string({ minLength: 1, maxLength: 20 }).filter((s) => {
+      try {
+        return validateName('jobId', s) === s
+      } catch {
+        return false
+      }
+    }),
     runId: fc.option(fc.constantFrom('run-1', 'rün/2', '🚀'), { nil: null }),
     kind: fc.constantFrom('job', 'workflow-task', 'activity-task'),
     versionDirective: fc.oneof(

@@ -93,7 +93,7 @@ describe('MemorySnapshot', () => {
     expect(await store.list()).toEqual([])
     expect(await store.getUserData({ namespace: 'n', family: 'f' })).toEqual({ namespace: 'n', family: 'f', version: 3, data: { deep: ['x'] } })
     const exported = store.exportSnapshot()
-    ;(exported.userData[0]?.data as { deep: string[] }).deep.push('mutated-export')
+    ;(exported.userData.map((entry) => entry.data)[0] as { deep: string[] }).deep.push('mutated-export')
     expect((await store.getUserData({ namespace: 'n', family: 'f' }))?.data).toEqual({ deep: ['x'] })
   })
 

@@ -133,7 +133,7 @@ function validateQueue(path: string, value: unknown): ValidSnapshotQueue {
   const key = translated(() => decodeQueueKey(encoded, `${path}.key`))
   const rangeId = integer(`${path}.rangeId`, entry.rangeId, 1)
   const lastTaskId = integer(`${path}.lastTaskId`, entry.lastTaskId, 0)
-  const ackLevels = new Array<number | undefined>(priorityMax + 1).fill(undefined)
+  const ackLevels = Array.from<number | undefined>({ length: priorityMax + 1 })
   const levels = entry.ackLevels
   if (typeof levels !== 'object' || levels === null || Array.isArray(levels)) refuse(`${path}.ackLevels`, 'must be an object keyed by subqueue')
   for (const [subqueue, level] of Object.entries(levels)) {

@@ -71,9 +71,9 @@ function makeQueueState(key: QueueKey, encoded: string, nowMs: number): QueueSta
     encoded,
     rangeId: 1,
     lastTaskId: 0,
-    ackLevels: new Array<number | undefined>(subqueueCount).fill(undefined),
+    ackLevels: Array.from<number | undefined>({ length: subqueueCount }),
     updatedAtMs: nowMs,
-    subqueues: new Array<MemorySubqueue | undefined>(subqueueCount).fill(undefined),
+    subqueues: Array.from<MemorySubqueue | undefined>({ length: subqueueCount }),
   }
 }
 

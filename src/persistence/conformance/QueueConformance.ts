@@ -207,8 +207,9 @@ export function describeQueueConformance(fixture: ConformanceFixture): void {
       await store().append({ key, rangeId: 1, tasks: [input], nowMs: 2 })
       ;(input as { jobId: string }).jobId = 'mutated-input'
       const [first] = await readAll(store(), key, 0)
-      ;(first?.task as { jobId: string }).jobId = 'mutated-output'
-      ;(first?.task.versionDirective as { version: string }).version = 'mutated-version'
+      if (first === undefined) return expect.fail('the appended task was not read back')
+      ;(first.task as { jobId: string }).jobId = 'mutated-output'
+      ;(first.task.versionDirective as { version: string }).version = 'mutated-version'
       const before = await stateOf(store(), key)
       expect(before.inspection?.metadata.key).toEqual(key)
       expect(before.rows[0]?.[0]?.task).toEqual(task('original', { versionDirective: { kind: 'pinned', version: 'v1' } }))

@@ -84,7 +84,8 @@ export function describeUserDataConformance(fixture: ConformanceFixture): void {
       data.nested.value = 'mutated-input'
       ;(written.data as { list: number[] }).list.push(99)
       const read = await store().getUserData(names)
-      ;(read?.data as { nested: { value: string } }).nested.value = 'mutated-output'
+      if (read === null) return expect.fail('the user data was not read back')
+      ;(read.data as { nested: { value: string } }).nested.value = 'mutated-output'
       expect((await store().getUserData(names))?.data).toEqual({ list: [1, 2], nested: { value: 'original' } })
     })
   })
