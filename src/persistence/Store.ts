@@ -30,9 +30,9 @@ export interface QueueMetadata {
   readonly rangeId: number
   /** Highest task id allocated (0 = none yet). */
   readonly lastTaskId: number
-  /** Ack level per subqueue (priority level) ever appended to or checkpointed; absent = 0 and never used. */
+  /** Ack level per subqueue (priority level) ever appended to, relocated into or checkpointed; absent = 0 and never used. */
   readonly ackLevels: Readonly<Record<number, number>>
-  /** When the row was last acquired or checkpointed, epoch ms (informational). */
+  /** When the row was last acquired or checkpointed, whole epoch ms (a fractional `nowMs` is floored; informational). */
   readonly updatedAtMs: number
 }
 
@@ -130,7 +130,8 @@ export interface Store {
   /**
    * Moves the listed rows from one physical queue to another in one transaction, both fenced:
    * deletes them from `from` and inserts them into `to` with fresh consecutive ids (in source
-   * id order), keeping each row's subqueue. Ids not stored at `from` are skipped. At most
+   * id order), keeping each row's subqueue (registering it at `to` as an append would). Ids not
+   * stored at `from` are skipped. When both ranges are stale, `OwnershipLost` names `from`. At most
    * `relocateBatchSizeMax` ids; `from` and `to` must differ.
    */
   relocate(params: {
@@ -145,7 +146,7 @@ export interface Store {
   /** Metadata and stored-row counts of one physical queue, or null if it was never acquired. */
   inspect(key: QueueKey): Promise<QueueInspection | null>
 
-  /** Every physical queue (optionally of one namespace / family), ordered by canonical key. */
+  /** Every physical queue (optionally of one namespace / family), ordered by canonical key compared as bytes (it is ASCII). */
   list(filter?: { readonly namespace?: string; readonly family?: string }): Promise<ReadonlyArray<QueueInspection>>
 
   /** A family's user data, or null if never written. */
