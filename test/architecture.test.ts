@@ -33,7 +33,7 @@ const allowed: Record<Layer, ReadonlyArray<Layer>> = {
   kernel: ['kernel'],
   domain: ['kernel', 'domain'],
   persistence: ['kernel', 'domain', 'persistence'],
-  machines: ['kernel', 'domain', 'machines'],
+  machines: ['kernel', 'domain', 'persistence', 'machines'],
   actors: ['kernel', 'domain', 'persistence', 'machines', 'actors'],
   jobs: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs'],
   cli: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'cli', 'api', 'sim'],
@@ -66,6 +66,17 @@ describe('architecture', () => {
         if (!allowed[from].includes(target)) violations.push(`${relative(root, file)} (${from}) imports ${specifier} (${target})`)
       }
     }
+    expect(violations).toEqual([])
+  })
+
+  it('machines see the Store contract only as types', () => {
+    const violations = srcFiles
+      .filter((file) => layerOf(file) === 'machines')
+      .flatMap((file) =>
+        [...readFileSync(file, 'utf8').matchAll(/(?:^|\n)\s*(import(?:\s+type)?)\s[^'"]*?from\s+['"]([^'"]*persistence[^'"]*)['"]/g)]
+          .filter((match) => match[1] !== 'import type' || !(match[2] as string).endsWith('/Store.ts'))
+          .map((match) => `${relative(root, file)}: ${match[0].trim()}`),
+      )
     expect(violations).toEqual([])
   })
 

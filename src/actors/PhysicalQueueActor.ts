@@ -99,6 +99,7 @@ export class PhysicalQueueActor {
   }
 
   #pending: QueueCommand[] = []
+  #ownedWaiters: Array<{ resolve: (rangeId: number) => void; reject: (error: MatchboxError) => void }> = []
 
   /** Starts the machine (which asks to acquire the queue). */
   start(): void {
@@ -110,6 +111,18 @@ export class PhysicalQueueActor {
   get state(): QueueState {
     const snapshot = this.#actor.getSnapshot()
     return snapshot.status === 'done' ? 'unloaded' : (snapshot.value as QueueState)
+  }
+
+  /**
+   * A read-only view of the loaded queue's memory, for `matchbox lifecycle` and tests: the range
+   * it holds, the ack levels last saved by a checkpoint, each subqueue's AckWindow (read level,
+   * in-memory ack level, outstanding ids, completions above the ack gap) and how many deliveries
+   * are with History. After unload it shows the memory as it was at unload.
+   */
+  progress() {
+    const context = this.#actor.getSnapshot().context
+    const windows = Object.fromEntries(Object.entries(context.subqueues).map(([subqueue, state]) => [Number(subqueue), state.window]))
+    return { rangeId: context.rangeId, savedAckLevels: context.savedAckLevels, windows, deliveriesInFlight: Object.keys(context.deliveries).length }
   }
 
   /** Adds a task: resolves when it is matched, spooled, or refused. */
@@ -141,6 +154,22 @@ export class PhysicalQueueActor {
     return this.unloaded
   }
 
+  /** Backlog tasks read and ready to hand to a poller now (0 unless owned). */
+  readyCount(): number {
+    if (this.state !== 'owned') return 0
+    const { subqueues, nowMs } = this.#actor.getSnapshot().context
+    let ready = 0
+    for (const state of Object.values(subqueues)) for (const entry of state.buffer) if (entry.eligibleAtMs <= nowMs) ready++
+    return ready
+  }
+
+  /** Resolves with the range id once the queue is owned; rejects if it unloads first. */
+  rangeIdWhenOwned(): Promise<number> {
+    if (this.state === 'owned' || this.state === 'draining') return Promise.resolve(this.#rangeId())
+    if (this.#done) return Promise.reject(this.#gone())
+    return new Promise((resolve, reject) => this.#ownedWaiters.push({ resolve, reject }))
+  }
+
   /** Tells the queue that rows were moved into these subqueues (a relocation). */
   backlogGrew(subqueues: ReadonlyArray<number>): void {
     this.#send({ type: 'backlog.grew', nowMs: this.#now(), subqueues })
@@ -169,6 +198,10 @@ export class PhysicalQueueActor {
     this.#pending = []
     if (event !== null) this.#options.onStep?.(event, commands)
     for (const command of commands) this.#execute(command)
+    if (this.#ownedWaiters.length > 0 && this.state === 'owned') {
+      const rangeId = this.#rangeId()
+      for (const waiter of this.#ownedWaiters.splice(0)) waiter.resolve(rangeId)
+    }
   }
 
   #fail(error: unknown): MatchboxError | undefined {
@@ -286,6 +319,7 @@ export class PhysicalQueueActor {
       poll.cancelDeadline()
       poll.resolve({ kind: 'none' })
     }
+    for (const waiter of this.#ownedWaiters.splice(0)) waiter.reject(this.#gone())
     this.#options.onUnloaded?.(progress)
     this.#resolveUnloaded(progress)
   }

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest'
+import { settle } from '../../test/harness/settle.ts'
+import { ManualClock } from '../kernel/Clock.ts'
+import { Random } from '../kernel/Random.ts'
+import { makeMemoryStore } from '../persistence/MemoryStore.ts'
+import type { History } from './History.ts'
+import { makeMatchingHost } from './MatchingHost.ts'
+
+const family = { namespace: 'default', family: 'emails', type: 'activity' } as const
+const startedHistory: History = { recordTaskStarted: async (task) => ({ kind: 'started', response: { job: task.jobId } }) }
+
+function makeHost(store = makeMemoryStore(), clock = new ManualClock(1_000), partitionCount = 4) {
+  return { host: makeMatchingHost({ hostId: 'h1', store, history: startedHistory, clock, random: Random.make(1), partitionCount }), store, clock }
+}
+
+// Polls while advancing virtual time until the poll answers.
+async function pollOnce(host: ReturnType<typeof makeHost>['host'], clock: ManualClock, request: { version?: string | null; waitMs?: number } = {}) {
+  const polled = host.poll({ ...family, identity: 'w1', waitMs: request.waitMs ?? 1_000, version: request.version ?? null })
+  await settle()
+  clock.advance(request.waitMs ?? 1_000)
+  await settle()
+  return polled
+}
+
+describe('MatchingHost', () => {
+  it('spreads adds across partitions and delivers every one through polls', async () => {
+    const { host, store, clock } = makeHost()
+    const added = await Promise.all(Array.from({ length: 40 }, (_, i) => host.addTask({ ...family, task: { jobId: `j${i}` } })))
+    expect(new Set(added.map((outcome) => outcome.partition)).size).toBeGreaterThan(1)
+    const seen = new Set<string>()
+    for (let i = 0; i < 60 && seen.size < 40; i++) {
+      const task = await pollOnce(host, clock, { waitMs: 10 })
+      if (task !== null) seen.add(task.task.jobId)
+    }
+    expect(seen.size).toBe(40)
+    await host.close()
+    const rows = (await store.list()).reduce((sum, queue) => sum + queue.storedRows, 0)
+    expect(rows).toBe(0)
+  })
+
+  it('sync-matches an add to a waiting poll without touching the backlog', async () => {
+    const { host, store, clock } = makeHost(undefined, undefined, 1)
+    const polled = host.poll({ ...family, identity: 'w1', waitMs: 5_000 })
+    await settle()
+    const outcome = await host.addTask({ ...family, task: { jobId: 'fast' } })
+    expect(outcome).toEqual({ kind: 'matched', partition: 0 })
+    expect(await polled).toMatchObject({ task: { jobId: 'fast' }, taskId: null, response: { job: 'fast' } })
+    expect((await store.list())[0]?.metadata.lastTaskId).toBe(0)
+    clock.advance(1)
+    await host.close()
+  })
+
+  it('dispatches higher priorities first', async () => {
+    const { host, clock } = makeHost(undefined, undefined, 1)
+    for (const [jobId, priority] of [['low', 0], ['high', 9], ['mid', 5]] as const) await host.addTask({ ...family, task: { jobId, priority } })
+    const order: string[] = []
+    for (let i = 0; i < 3; i++) order.push((await pollOnce(host, clock, { waitMs: 10 }))?.task.jobId ?? 'none')
+    expect(order).toEqual(['high', 'mid', 'low'])
+    await host.close()
+  })
+
+  it('routes pinned tasks to their version, lets a current-version poller drain the default backlog, and relocates a retired version', async () => {
+    const { host, store, clock } = makeHost(undefined, undefined, 1)
+    await host.addTask({ ...family, task: { jobId: 'pinned', versionDirective: { kind: 'pinned', version: 'v1' } } })
+    await host.addTask({ ...family, task: { jobId: 'plain' } })
+    const versioned = await store.inspect({ ...family, partition: 0, version: 'v1' })
+    expect(versioned?.storedRows).toBe(1)
+    // v1 is not current: a v1 poller sees only its pinned task.
+    expect((await pollOnce(host, clock, { version: 'v1', waitMs: 10 }))?.task.jobId).toBe('pinned')
+    expect(await pollOnce(host, clock, { version: 'v1', waitMs: 10 })).toBeNull()
+    await host.updateUserData('default', 'emails', 0, { currentVersion: 'v1' })
+    expect((await pollOnce(host, clock, { version: 'v1', waitMs: 10 }))?.task.jobId).toBe('plain')
+    // Retire v2 with a backlog: rows move to the default queue with fresh ids.
+    await host.addTask({ ...family, task: { jobId: 'old-1', versionDirective: { kind: 'pinned', version: 'v2' } } })
+    await host.addTask({ ...family, task: { jobId: 'old-2', versionDirective: { kind: 'pinned', version: 'v2' } } })
+    const defaultBefore = await store.inspect({ ...family, partition: 0, version: null })
+    expect(await host.retireVersion({ ...family, version: 'v2' })).toBe(2)
+    const defaultAfter = await store.inspect({ ...family, partition: 0, version: null })
+    expect(defaultAfter?.metadata.lastTaskId).toBe((defaultBefore?.metadata.lastTaskId ?? 0) + 2)
+    expect((await store.inspect({ ...family, partition: 0, version: 'v2' }))?.storedRows).toBe(0)
+    const drained = [(await pollOnce(host, clock, { waitMs: 10 }))?.task.jobId, (await pollOnce(host, clock, { waitMs: 10 }))?.task.jobId]
+    expect(drained.sort()).toEqual(['old-1', 'old-2'])
+    await host.close()
+  })
+
+  it('refuses work after close and rejects bad input with a typed error', async () => {
+    const { host } = makeHost()
+    await expect(host.poll({ ...family, identity: 'w', waitMs: -1 })).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'waitMs' })
+    await expect(host.addTask({ ...family, task: { jobId: '' } })).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'task.jobId' })
+    await host.close()
+    await expect(host.addTask({ ...family, task: { jobId: 'x' } })).rejects.toMatchObject({ _tag: 'ShuttingDown' })
+  })
+})

@@ -1,0 +1,297 @@
+/**
+ * MatchingHost — a Matching host (DESIGN.md §6): an Effect scope that routes `addTask` and
+ * `poll` to partition actors for the partitions membership assigns to this host, with a
+ * Promise face for everyone and a Layer for Effect users.
+ *
+ * - A family has `partitionCount` partitions (default 4); an add goes to a random owned one
+ *   (seeded Random), so tasks spread; a poll prefers an owned partition with tasks ready now,
+ *   else rotates through them — an idle poll looks at the other partitions of its family.
+ * - When membership moves a partition away, the host unloads it after `membershipUnloadDelayMs`
+ *   if it still is not ours, by instance: a later instance of the same partition is untouched.
+ * - `close()` drains every partition (final checkpoints) and closes the scope.
+ *
+ * Does not: forward requests to other hosts. A request for a family none of whose partitions
+ * is ours fails with a retryable `Unavailable`; a router in front of the hosts picks the host.
+ */
+import { Context, Effect, Exit, Layer, Scope } from 'effect'
+import { InvalidInput, type MatchboxError, ShuttingDown, Unavailable } from '../domain/errors.ts'
+import type { JsonValue } from '../domain/Json.ts'
+import { encodePartitionKey, makePartitionKey, type PartitionKey, type TaskType, validateName } from '../domain/QueueKey.ts'
+import { makeTask, type Task, type TaskInput } from '../domain/Task.ts'
+import { type Clock, RealClock } from '../kernel/Clock.ts'
+import { membershipUnloadDelayMs, partitionCountDefault } from '../kernel/Limits.ts'
+import { Random, seedFromEntropy } from '../kernel/Random.ts'
+import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol.ts'
+import type { QueueLimits } from '../machines/QueueContext.ts'
+import type { Store, UserData } from '../persistence/Store.ts'
+import type { History, PollerInfo } from './History.ts'
+import { makePartitionActor, type PartitionActor } from './PartitionActor.ts'
+import type { PhysicalQueueActor } from './PhysicalQueueActor.ts'
+
+/** The membership view a host needs (see Membership.ts for static and dynamic ones). */
+export interface MembershipView {
+  /** The host that owns `partition`, or null when no host is known. */
+  ownerOf(partition: PartitionKey): string | null
+  /** Calls `listener` whenever ownership may have changed; returns an unsubscribe function. */
+  subscribe(listener: () => void): () => void
+}
+
+/** What a Matching host needs. */
+export interface MatchingHostOptions {
+  readonly hostId: string
+  readonly store: Store
+  readonly history: History
+  /** Default: the real clock. */
+  readonly clock?: Clock
+  /** Default: seeded from entropy. */
+  readonly random?: Random
+  /** Default: this host owns every partition. */
+  readonly membership?: MembershipView
+  /** Partitions per family (default 4), or a function of (namespace, family). */
+  readonly partitionCount?: number | ((namespace: string, family: string) => number)
+  readonly limits?: Partial<QueueLimits>
+  /** The key in user data naming a family's current deployment version (default `currentVersion`). */
+  readonly onStep?: (queue: PhysicalQueueActor, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
+  /** Defects inside queues (bugs); default: rethrown asynchronously so they are not lost. */
+  readonly onDefect?: (queue: string, defect: unknown) => void
+}
+
+/** A task to add. `task.createdAtMs` defaults to now. */
+export interface AddTaskRequest {
+  readonly namespace: string
+  readonly family: string
+  readonly type: TaskType
+  readonly task: Omit<TaskInput, 'createdAtMs'> & { readonly createdAtMs?: number }
+}
+
+/** Where an added task went. */
+export type AddTaskOutcome = { readonly kind: 'matched'; readonly partition: number } | { readonly kind: 'spooled'; readonly partition: number; readonly taskId: number }
+
+/** A long poll. */
+export interface PollRequest {
+  readonly namespace: string
+  readonly family: string
+  readonly type: TaskType
+  /** The poller's deployment version; null or absent for unversioned workers. */
+  readonly version?: string | null
+  readonly identity: string
+  /** How long to wait for a task, ms (0 … 10 min). */
+  readonly waitMs: number
+}
+
+/** A task started for a poller: what History answered and where the task came from. */
+export interface PolledTask {
+  readonly task: Task
+  readonly partition: number
+  /** The backlog task id, or null if the task was sync-matched without an insert. */
+  readonly taskId: number | null
+  readonly response: JsonValue
+}
+
+/** The Promise face of a Matching host. Failures reject with a MatchboxError. */
+export interface MatchingHost {
+  readonly hostId: string
+  addTask(request: AddTaskRequest): Promise<AddTaskOutcome>
+  poll(request: PollRequest): Promise<PolledTask | null>
+  getUserData(namespace: string, family: string): Promise<UserData | null>
+  updateUserData(namespace: string, family: string, expectedVersion: number, data: JsonValue): Promise<UserData>
+  /** Moves a retired version's backlog (every owned partition) to the default queues; returns tasks moved. */
+  retireVersion(request: { namespace: string; family: string; type: TaskType; version: string }): Promise<number>
+  /** Partition actors loaded now (inspection, tests). */
+  loadedPartitions(): ReadonlyArray<PartitionActor>
+  close(): Promise<void>
+}
+
+const pollWaitMsMax = 10 * 60_000
+
+/** Starts a Matching host. */
+export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
+  const clock = options.clock ?? new RealClock()
+  const random = options.random ?? Random.make(seedFromEntropy())
+  const scope = Scope.makeUnsafe()
+  const partitions = new Map<string, { actor: PartitionActor; scope: Scope.Closeable }>()
+  const currentVersions = new Map<string, string | null>()
+  const rotation = new Map<string, number>()
+  let generation = 0
+  let closed = false
+
+  const countOf = (namespace: string, family: string): number => {
+    const count = typeof options.partitionCount === 'function' ? options.partitionCount(namespace, family) : (options.partitionCount ?? partitionCountDefault)
+    return Math.max(1, Math.floor(count))
+  }
+  const isOurs = (partition: PartitionKey): boolean => (options.membership?.ownerOf(partition) ?? options.hostId) === options.hostId
+  const familyKey = (namespace: string, family: string) => `${namespace}\u0000${family}`
+
+  const ownedPartitions = (namespace: string, family: string, type: TaskType): PartitionKey[] => {
+    const owned: PartitionKey[] = []
+    for (let partition = 0; partition < countOf(namespace, family); partition++) {
+      const key = makePartitionKey({ namespace, family, type, partition })
+      if (isOurs(key)) owned.push(key)
+    }
+    return owned
+  }
+
+  const actorFor = (key: PartitionKey): PartitionActor => {
+    const name = encodePartitionKey(key)
+    const existing = partitions.get(name)
+    if (existing !== undefined && !existing.actor.isUnloaded()) return existing.actor
+    const child = Scope.forkUnsafe(scope)
+    const instance = ++generation
+    const actor = Effect.runSync(
+      Scope.provide(child)(
+        makePartitionActor({
+          partition: key,
+          generation: instance,
+          store: options.store,
+          history: options.history,
+          clock,
+          random: random.fork(),
+          ...(options.limits === undefined ? {} : { limits: options.limits }),
+          currentVersion: () => currentVersions.get(familyKey(key.namespace, key.family)) ?? null,
+          onUnloaded: (unloadedGeneration) => {
+            const entry = partitions.get(name)
+            if (entry?.actor.generation === unloadedGeneration) partitions.delete(name)
+          },
+          ...(options.onStep === undefined ? {} : { onStep: options.onStep }),
+          onDefect: options.onDefect ?? ((queue, defect) => queueMicrotask(() => { throw defect instanceof Error ? defect : new Error(`defect in ${queue}: ${String(defect)}`) })),
+        }),
+      ),
+    )
+    partitions.set(name, { actor, scope: child })
+    return actor
+  }
+
+  // Unloads a partition instance, never a later one.
+  const unloadInstance = async (name: string, instance: number, reason: string): Promise<void> => {
+    const entry = partitions.get(name)
+    if (entry === undefined || entry.actor.generation !== instance) return
+    await Effect.runPromise(entry.actor.unload(reason))
+    if (partitions.get(name) === entry) partitions.delete(name)
+    await Effect.runPromise(Scope.close(entry.scope, Exit.void))
+  }
+
+  const unsubscribe = options.membership?.subscribe(() => {
+    for (const [name, entry] of partitions) {
+      if (isOurs(entry.actor.partition)) continue
+      const instance = entry.actor.generation
+      clock.setTimer(membershipUnloadDelayMs, () => {
+        if (!isOurs(entry.actor.partition)) void unloadInstance(name, instance, 'membership moved the partition')
+      })
+    }
+  })
+
+  const refuseIfClosed = (): void => {
+    if (closed) throw new ShuttingDown({ component: `matching host ${options.hostId}` })
+  }
+
+  const noPartition = (namespace: string, family: string, type: TaskType): Unavailable =>
+    new Unavailable({ operation: 'route', detail: `host ${options.hostId} owns no partition of ${namespace}/${family}/${type}`, maybeCommitted: false })
+
+  const loadCurrentVersion = async (namespace: string, family: string): Promise<void> => {
+    const key = familyKey(namespace, family)
+    if (currentVersions.has(key)) return
+    const userData = await options.store.getUserData({ namespace, family })
+    currentVersions.set(key, currentVersionOf(userData))
+  }
+
+  return {
+    hostId: options.hostId,
+
+    async addTask(request) {
+      refuseIfClosed()
+      const owned = ownedPartitions(request.namespace, request.family, request.type)
+      const task = makeTask({ ...request.task, createdAtMs: request.task.createdAtMs ?? clock.now() })
+      if (owned.length === 0) throw noPartition(request.namespace, request.family, request.type)
+      const key = random.pick(owned)
+      // One retry: the partition may have been unloading when the add reached it.
+      for (let attempt = 0; ; attempt++) {
+        const result = await Effect.runPromise(actorFor(key).addTask(task))
+        if (result.kind === 'matched') return { kind: 'matched', partition: key.partition }
+        if (result.kind === 'spooled') return { kind: 'spooled', partition: key.partition, taskId: result.taskId }
+        if (result.error._tag !== 'ShuttingDown' || attempt > 0 || closed) throw result.error
+      }
+    },
+
+    async poll(request) {
+      refuseIfClosed()
+      const identity = validateName('identity', request.identity)
+      if (typeof request.waitMs !== 'number' || !Number.isFinite(request.waitMs) || request.waitMs < 0 || request.waitMs > pollWaitMsMax) {
+        throw new InvalidInput({ field: 'waitMs', reason: `must be a number in 0…${pollWaitMsMax}` })
+      }
+      const version = request.version === undefined || request.version === null ? null : validateName('version', request.version)
+      const owned = ownedPartitions(request.namespace, request.family, request.type)
+      if (owned.length === 0) throw noPartition(request.namespace, request.family, request.type)
+      if (version !== null) await loadCurrentVersion(request.namespace, request.family)
+      const actors = owned.map(actorFor)
+      await Promise.all(actors.map((actor) => Effect.runPromise(actor.warm())))
+      // Prefer a partition with tasks ready now; otherwise rotate so idle polls spread.
+      const ready = actors.find((actor) => actor.loadedQueues().some((queue) => queue.key.version === null && queue.readyCount() > 0))
+      const family = familyKey(request.namespace, request.family)
+      const turn = rotation.get(family) ?? 0
+      rotation.set(family, turn + 1)
+      const chosen = ready ?? (actors[turn % actors.length] as PartitionActor)
+      const poller: PollerInfo = { identity, version }
+      const result = await Effect.runPromise(chosen.poll(poller, clock.now() + request.waitMs))
+      if (result.kind === 'task') return { task: result.task, partition: chosen.partition.partition, taskId: result.taskId, response: result.response }
+      if (result.kind === 'failed' && result.error._tag !== 'ShuttingDown' && result.error._tag !== 'Unavailable') throw result.error
+      return null
+    },
+
+    getUserData(namespace, family) {
+      return options.store.getUserData({ namespace, family })
+    },
+
+    async updateUserData(namespace, family, expectedVersion, data) {
+      const updated = await options.store.updateUserData({ namespace, family, expectedVersion, data, nowMs: clock.now() })
+      currentVersions.set(familyKey(namespace, family), currentVersionOf(updated))
+      return updated
+    },
+
+    async retireVersion(request) {
+      refuseIfClosed()
+      const version = validateName('version', request.version)
+      let moved = 0
+      for (const key of ownedPartitions(request.namespace, request.family, request.type)) {
+        moved += await Effect.runPromise(actorFor(key).retireVersion(version))
+      }
+      return moved
+    },
+
+    loadedPartitions() {
+      return [...partitions.values()].map((entry) => entry.actor)
+    },
+
+    async close() {
+      if (closed) return
+      closed = true
+      unsubscribe?.()
+      await Promise.all([...partitions.entries()].map(([name, entry]) => unloadInstance(name, entry.actor.generation, 'host closing')))
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    },
+  }
+}
+
+/** The current deployment version recorded in a family's user data (`{ currentVersion }`), if any. */
+export function currentVersionOf(userData: UserData | null): string | null {
+  const data = userData?.data
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return null
+  const current = (data as { readonly [key: string]: JsonValue }).currentVersion
+  return typeof current === 'string' ? current : null
+}
+
+/** The Matching host as an Effect service. */
+export class MatchingHostService extends Context.Service<MatchingHostService, MatchingHost>()('matchbox/MatchingHost') {}
+
+/** A layer that starts a host and closes it (draining every partition) when the layer's scope ends. */
+export function layerMatchingHost(options: MatchingHostOptions): Layer.Layer<MatchingHostService> {
+  return Layer.effect(
+    MatchingHostService,
+    Effect.acquireRelease(
+      Effect.sync(() => makeMatchingHost(options)),
+      (host) => Effect.promise(() => host.close()),
+    ),
+  )
+}
+
+/** Tags every host error so Effect users can `catchTag` it. */
+export type MatchingError = MatchboxError

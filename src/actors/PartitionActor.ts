@@ -1,0 +1,253 @@
+/**
+ * PartitionActor — one partition of a queue family on this host (DESIGN.md §6): an Effect fiber
+ * with a bounded mailbox that owns the partition's physical queues — the default queue and one
+ * per deployment version — creates them on demand and supervises them.
+ *
+ * Routing: a task pinned to a version spools to that version's queue; unversioned and
+ * auto-upgrade tasks to the default queue (seed 000). A poller with a version waits on its
+ * version's queue and, when that version is current in the family's user data, on the default
+ * queue too; an unversioned poller waits on the default queue.
+ *
+ * Supervision: the default queue's death unloads the whole partition (its versioned queues
+ * drain); a versioned queue's death removes only it. A queue that died of lost ownership or a
+ * failed load is recreated only after a doubling restart delay, so two hosts that disagree
+ * about membership take the queue from each other at a bounded rate — the range fence keeps
+ * every exchange safe. Unload is by instance: a stale generation never unloads its replacement.
+ *
+ * The mailbox serializes routing and lifecycle decisions only; an add or a poll completes on
+ * its physical queue, so batching and long polls are never blocked behind each other.
+ */
+import { Deferred, Effect, Queue, type Scope } from 'effect'
+import { cappedExponentialMs } from '../domain/Backoff.ts'
+import { ShuttingDown, Unavailable } from '../domain/errors.ts'
+import { encodePartitionKey, type PartitionKey, type QueueKey } from '../domain/QueueKey.ts'
+import { spoolVersionOf, type Task } from '../domain/Task.ts'
+import type { Clock } from '../kernel/Clock.ts'
+import { acquireRetryInitialMs, acquireRetryMaxMs, partitionMailboxSizeMax } from '../kernel/Limits.ts'
+import type { Random } from '../kernel/Random.ts'
+import type { AddResult, PollResult, QueueCommand, QueueEvent, QueueProgress } from '../machines/PhysicalQueueProtocol.ts'
+import type { QueueLimits } from '../machines/QueueContext.ts'
+import type { Store } from '../persistence/Store.ts'
+import type { History, PollerInfo } from './History.ts'
+import { PhysicalQueueActor } from './PhysicalQueueActor.ts'
+
+/** What a partition actor needs. */
+export interface PartitionActorOptions {
+  readonly partition: PartitionKey
+  /** This partition actor's instance number on its host. */
+  readonly generation: number
+  readonly store: Store
+  readonly history: History
+  readonly clock: Clock
+  readonly random: Random
+  readonly limits?: Partial<QueueLimits>
+  /** The family's current deployment version (from user data), or null. */
+  readonly currentVersion: () => string | null
+  /** Called once when the partition unloads (default queue died or unload asked). */
+  readonly onUnloaded?: (generation: number) => void
+  /** Observes every queue step (traces, the simulator). */
+  readonly onStep?: (queue: PhysicalQueueActor, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
+  /** A defect in a queue; the partition unloads that queue and reports it here. */
+  readonly onDefect?: (queue: string, defect: unknown) => void
+}
+
+type Message =
+  | { readonly kind: 'add'; readonly task: Task; readonly reply: Deferred.Deferred<Promise<AddResult>> }
+  | { readonly kind: 'poll'; readonly poller: PollerInfo; readonly deadlineMs: number; readonly reply: Deferred.Deferred<Promise<PollResult>> }
+  | { readonly kind: 'queue.unloaded'; readonly queue: PhysicalQueueActor; readonly progress: QueueProgress }
+  | { readonly kind: 'unload'; readonly reason: string; readonly reply: Deferred.Deferred<Promise<void>> }
+  | { readonly kind: 'retire'; readonly version: string; readonly reply: Deferred.Deferred<Promise<number>> }
+  | { readonly kind: 'warm'; readonly reply: Deferred.Deferred<Promise<void>> }
+
+/** A running partition. Every method is an Effect that waits for mailbox room (backpressure). */
+export interface PartitionActor {
+  readonly partition: PartitionKey
+  readonly generation: number
+  /** Routes a task to its physical queue. */
+  addTask(task: Task): Effect.Effect<AddResult>
+  /** Waits for a task until `deadlineMs` on the queues this poller may take from. */
+  poll(poller: PollerInfo, deadlineMs: number): Effect.Effect<PollResult>
+  /** Drains every queue (final checkpoints) and stops. */
+  unload(reason: string): Effect.Effect<void>
+  /** Moves a retired version's backlog to the default queue; returns how many tasks moved. */
+  retireVersion(version: string): Effect.Effect<number>
+  /** Loads the default queue if it is not loaded, so its backlog is read before any poll. */
+  warm(): Effect.Effect<void>
+  /** True once unloaded. */
+  isUnloaded(): boolean
+  /** The physical queues loaded now (for inspection and tests). */
+  loadedQueues(): ReadonlyArray<PhysicalQueueActor>
+}
+
+const versionSlot = (version: string | null): string => (version === null ? '' : `@${version}`)
+
+/** Starts a partition actor in the current scope; closing the scope stops its fiber. */
+export const makePartitionActor = (options: PartitionActorOptions): Effect.Effect<PartitionActor, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const mailbox = yield* Queue.bounded<Message>(partitionMailboxSizeMax)
+    const queues = new Map<string, PhysicalQueueActor>()
+    const restartAttempts = new Map<string, number>()
+    const restartAfterMs = new Map<string, number>()
+    let queueGeneration = 0
+    let unloaded = false
+    const name = encodePartitionKey(options.partition)
+
+    const keyOf = (version: string | null): QueueKey => ({ ...options.partition, version })
+
+    // The queue for `version`, created on demand unless it is waiting out a restart delay.
+    const queueFor = (version: string | null): PhysicalQueueActor | Unavailable => {
+      const slot = versionSlot(version)
+      const existing = queues.get(slot)
+      if (existing !== undefined && existing.state !== 'unloaded') return existing
+      const notBefore = restartAfterMs.get(slot) ?? 0
+      if (options.clock.now() < notBefore) {
+        return new Unavailable({ operation: 'load', detail: `${name}${slot} restarts at ${notBefore}`, maybeCommitted: false })
+      }
+      const queue: PhysicalQueueActor = new PhysicalQueueActor({
+        key: keyOf(version),
+        store: options.store,
+        history: options.history,
+        clock: options.clock,
+        random: options.random,
+        generation: ++queueGeneration,
+        ...(options.limits === undefined ? {} : { limits: options.limits }),
+        onUnloaded: (progress) => Queue.offerUnsafe(mailbox, { kind: 'queue.unloaded', queue, progress }),
+        onDefect: (defect) => {
+          options.onDefect?.(queue.queue, defect)
+          void queue.drain('defect')
+        },
+        ...(options.onStep === undefined ? {} : { onStep: (event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => options.onStep?.(queue, event, commands) }),
+      })
+      queues.set(slot, queue)
+      queue.start()
+      return queue
+    }
+
+    const refused = (): ShuttingDown => new ShuttingDown({ component: `partition ${name}` })
+
+    const onAdd = (task: Task): Promise<AddResult> => {
+      if (unloaded) return Promise.resolve({ kind: 'failed', error: refused() })
+      const queue = queueFor(spoolVersionOf(task))
+      return queue instanceof Unavailable ? Promise.resolve({ kind: 'failed', error: queue }) : queue.addTask(task)
+    }
+
+    const onPoll = (poller: PollerInfo, deadlineMs: number): Promise<PollResult> => {
+      if (unloaded) return Promise.resolve({ kind: 'failed', error: refused() })
+      const versions: Array<string | null> = poller.version === null ? [null] : poller.version === options.currentVersion() ? [poller.version, null] : [poller.version]
+      const targets = versions.map(queueFor).filter((queue): queue is PhysicalQueueActor => !(queue instanceof Unavailable))
+      if (targets.length === 0) return Promise.resolve({ kind: 'none' })
+      if (targets.length === 1) return (targets[0] as PhysicalQueueActor).poll(poller, deadlineMs)
+      // Two queues: the first task wins. A task the other queue starts for this poller in the
+      // same instant goes unreceived; History's timeout delivers it again (at-least-once).
+      return firstTask(targets.map((queue) => queue.poll(poller, deadlineMs)))
+    }
+
+    const onQueueUnloaded = (queue: PhysicalQueueActor, progress: QueueProgress): void => {
+      const slot = versionSlot(queue.key.version)
+      if (queues.get(slot) === queue) queues.delete(slot)
+      const failed = progress.reason.kind === 'ownership-lost' || progress.reason.kind === 'acquire-failed'
+      if (failed) {
+        const attempt = (restartAttempts.get(slot) ?? 0) + 1
+        restartAttempts.set(slot, attempt)
+        restartAfterMs.set(slot, options.clock.now() + cappedExponentialMs(acquireRetryInitialMs, acquireRetryMaxMs, attempt))
+      } else {
+        restartAttempts.delete(slot)
+      }
+      // The default queue's death takes the partition down; a version's only itself.
+      if (queue.key.version === null && !unloaded && progress.reason.kind !== 'drained') void stop(`default queue ${progress.reason.kind}`)
+    }
+
+    const stop = async (reason: string): Promise<void> => {
+      if (!unloaded) {
+        unloaded = true
+        options.onUnloaded?.(options.generation)
+      }
+      await Promise.all([...queues.values()].map((queue) => queue.drain(reason)))
+    }
+
+    const onRetire = async (version: string): Promise<number> => {
+      const slot = versionSlot(version)
+      await queues.get(slot)?.drain(`version ${version} retired`)
+      queues.delete(slot)
+      const target = queueFor(null)
+      if (target instanceof Unavailable) throw target
+      // Take the retired queue's fence (range +1) so no stale owner can write it while we move its rows.
+      const source = await options.store.acquire({ key: keyOf(version), nowMs: options.clock.now() })
+      const targetRangeId = await target.rangeIdWhenOwned()
+      let moved = 0
+      for (const subqueue of Object.keys(source.ackLevels).map(Number)) {
+        let afterTaskId = source.ackLevels[subqueue] ?? 0
+        for (;;) {
+          const page = await options.store.read({ key: keyOf(version), subqueue, afterTaskId, limit: 1_000 })
+          if (page.length === 0) break
+          afterTaskId = (page.at(-1) as { taskId: number }).taskId
+          const relocated = await options.store.relocate({
+            from: keyOf(version),
+            fromRangeId: source.rangeId,
+            to: keyOf(null),
+            toRangeId: targetRangeId,
+            taskIds: page.map((stored) => stored.taskId),
+            nowMs: options.clock.now(),
+          })
+          moved += relocated.length
+        }
+        target.backlogGrew([subqueue])
+      }
+      return moved
+    }
+
+    const handle = (message: Message): Effect.Effect<unknown> => {
+      switch (message.kind) {
+        case 'add':
+          return Deferred.succeed(message.reply, onAdd(message.task))
+        case 'poll':
+          return Deferred.succeed(message.reply, onPoll(message.poller, message.deadlineMs))
+        case 'queue.unloaded':
+          return Effect.sync(() => onQueueUnloaded(message.queue, message.progress))
+        case 'unload':
+          return Deferred.succeed(message.reply, stop(message.reason))
+        case 'retire':
+          return Deferred.succeed(message.reply, onRetire(message.version))
+        case 'warm':
+          return Deferred.succeed(message.reply, Promise.resolve(void (unloaded ? undefined : queueFor(null))))
+      }
+    }
+
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(mailbox), handle)))
+
+    const ask = <A>(make: (reply: Deferred.Deferred<Promise<A>>) => Message): Effect.Effect<A> =>
+      Effect.gen(function* () {
+        const reply = yield* Deferred.make<Promise<A>>()
+        yield* Queue.offer(mailbox, make(reply))
+        const pending = yield* Deferred.await(reply)
+        return yield* Effect.promise(() => pending)
+      })
+
+    return {
+      partition: options.partition,
+      generation: options.generation,
+      addTask: (task) => ask((reply) => ({ kind: 'add', task, reply })),
+      poll: (poller, deadlineMs) => ask((reply) => ({ kind: 'poll', poller, deadlineMs, reply })),
+      unload: (reason) => ask((reply) => ({ kind: 'unload', reason, reply })),
+      retireVersion: (version) => ask((reply) => ({ kind: 'retire', version, reply })),
+      warm: () => ask((reply) => ({ kind: 'warm', reply })),
+      isUnloaded: () => unloaded,
+      loadedQueues: () => [...queues.values()],
+    } satisfies PartitionActor
+  })
+
+// Resolves with the first poll that returns a task, or the last answer if none does.
+function firstTask(polls: ReadonlyArray<Promise<PollResult>>): Promise<PollResult> {
+  return new Promise((resolve) => {
+    let remaining = polls.length
+    let last: PollResult = { kind: 'none' }
+    for (const poll of polls) {
+      void poll.then((result) => {
+        remaining--
+        if (result.kind === 'task') return resolve(result)
+        last = result
+        if (remaining === 0) resolve(last)
+      })
+    }
+  })
+}
