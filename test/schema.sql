@@ -3,6 +3,12 @@
 
 -- migrations
 migration 1 matching
+migration 2 membership
+
+table membership_hosts
+  column host_id text collate "C" not null
+  column last_seen_ms bigint not null
+  column expires_at_ms bigint not null
 
 table migrations
   column version integer not null
@@ -35,6 +41,9 @@ table tasks
   column data jsonb not null
 
 -- constraints
+constraint membership_hosts.membership_hosts_expiry_after_last_seen CHECK ((expires_at_ms > last_seen_ms))
+constraint membership_hosts.membership_hosts_last_seen_ms_check CHECK ((last_seen_ms >= 0))
+constraint membership_hosts.membership_hosts_pkey PRIMARY KEY (host_id)
 constraint migrations.migrations_pkey PRIMARY KEY (version)
 constraint task_queue_user_data.task_queue_user_data_pkey PRIMARY KEY (namespace, family)
 constraint task_queue_user_data.task_queue_user_data_version_check CHECK ((version >= 1))
@@ -50,6 +59,7 @@ constraint tasks.tasks_subqueue_check CHECK (((subqueue >= 0) AND (subqueue <= 9
 constraint tasks.tasks_task_id_check CHECK ((task_id >= 1))
 
 -- indexes
+index membership_hosts.membership_hosts_pkey CREATE UNIQUE INDEX membership_hosts_pkey ON matchbox.membership_hosts USING btree (host_id)
 index migrations.migrations_pkey CREATE UNIQUE INDEX migrations_pkey ON matchbox.migrations USING btree (version)
 index task_queue_user_data.task_queue_user_data_pkey CREATE UNIQUE INDEX task_queue_user_data_pkey ON matchbox.task_queue_user_data USING btree (namespace, family)
 index task_queues.task_queues_by_family CREATE INDEX task_queues_by_family ON matchbox.task_queues USING btree (namespace, family)

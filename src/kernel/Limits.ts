@@ -60,3 +60,16 @@ export const historyRetryInitialMs = 100
 
 /** Longest delay between re-dispatches of a task History keeps failing: bounds added latency. */
 export const historyRetryMaxMs = 10_000
+
+/**
+ * Time between a host's membership heartbeats (dynamic membership). Each beat renews the host's
+ * row and re-reads the live hosts, so it also bounds how stale a host's view can be.
+ */
+export const membershipHeartbeatIntervalMs = 1_000
+
+/**
+ * How long a host row stays live after its last heartbeat: five intervals, so a host survives
+ * four missed or slow beats (a GC pause, a store hiccup) before others take its partitions, and
+ * a crashed host's partitions move within about five seconds.
+ */
+export const membershipHostTtlMs = 5_000

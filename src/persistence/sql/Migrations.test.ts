@@ -8,18 +8,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freshDatabase } from '../../../test/harness/database.ts'
 import { makeTask } from '../../domain/Task.ts'
+import type { MembershipStore } from '../MembershipStore.ts'
 import type { Store } from '../Store.ts'
 import type { Driver } from './Driver.ts'
 import { loadMigrations, migrate } from './Migrations.ts'
 import { openSqlStore } from './openSqlStore.ts'
 import { makePgDriver } from './PgDriver.ts'
 import { makeSchema, type Schema } from './Schema.ts'
+import { openSqlMembershipStore } from './SqlMembershipStore.ts'
 
 interface VersionFixture {
   /** Writes rows with SQL valid at exactly this schema version. */
   seed(driver: Driver, schema: Schema): Promise<void>
-  /** Checks, through the Store at the latest version, that the rows survived and still work. */
-  verify(store: Store): Promise<void>
+  /** Checks, through the stores at the latest version, that the rows survived and still work. */
+  verify(store: Store, membership: MembershipStore): Promise<void>
 }
 
 const queue = { namespace: 'up', family: 'emails', type: 'workflow', partition: 0, version: null } as const
@@ -53,6 +55,17 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect(await store.getUserData({ namespace: 'up', family: 'emails' })).toEqual({ namespace: 'up', family: 'emails', version: 2, data: { v: [1] } })
     },
   },
+  2: {
+    async seed(driver, schema) {
+      await dataAtVersion[1]?.seed(driver, schema)
+      await driver.query(`INSERT INTO ${schema.quoted}.membership_hosts (host_id, last_seen_ms, expires_at_ms) VALUES ('host-up', 100, 5100)`)
+    },
+    async verify(store, membership) {
+      await dataAtVersion[1]?.verify(store, membership)
+      expect(await membership.liveHosts({ nowMs: 200 })).toEqual([{ hostId: 'host-up', lastSeenMs: 100, expiresAtMs: 5_100 }])
+      expect(await membership.heartbeat({ hostId: 'host-up', nowMs: 300, ttlMs: 5_000 })).toEqual({ hostId: 'host-up', lastSeenMs: 300, expiresAtMs: 5_300 })
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {
@@ -81,8 +94,10 @@ describe('migrations on PostgreSQL', () => {
       expect((await migrate(setup, schema, { upTo: migration.version })).version).toBe(migration.version)
       await dataAtVersion[migration.version]?.seed(setup, schema)
       const store = await openSqlStore(driver(), { schema: schema.name })
-      await dataAtVersion[migration.version]?.verify(store)
+      const membership = await openSqlMembershipStore(driver(), { schema: schema.name })
+      await dataAtVersion[migration.version]?.verify(store, membership)
       await store.close()
+      await membership.close()
     })
   }
 

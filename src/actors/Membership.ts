@@ -1,0 +1,203 @@
+/**
+ * Membership — the view of which hosts exist, and so which host owns each partition, that a
+ * Matching host routes by (DESIGN.md §6). Owners are rendezvous hashes (domain/Rendezvous.ts)
+ * over the current host list.
+ *
+ * Two views:
+ * - static: a fixed host list given at construction. Two hosts given different lists disagree
+ *   about owners and may take queues from each other over and over; the range fence keeps that
+ *   safe, and the simulator uses exactly this to inject membership disagreement.
+ * - dynamic: host rows with heartbeats in the shared database (persistence/MembershipStore.ts).
+ *   Every `heartbeatIntervalMs` on the injected clock the host renews its own row (expiring
+ *   `ttlMs` later) and re-reads the live rows; subscribers hear when the host list changes. A
+ *   host that stops heartbeating drops out of every view once its row expires.
+ *
+ * Invariants: `hosts()` is sorted (code-point order) and has no duplicates; listeners run only
+ * when that list actually changed; the dynamic view never shows a row past its expiry by the
+ * local clock — the cached rows are re-filtered at every tick, so a host cut off from the store
+ * sees its own row and everyone else's lapse, and owns nothing, by the time others stop
+ * counting it; at most one beat is in flight (a tick that finds one running skips its beat).
+ *
+ * Errors: a store failure (a catalogue error) skips that half of the beat and is reported to
+ * `onStoreError`; the next tick tries again. Anything else — including a listener that throws —
+ * is a defect and is not caught.
+ *
+ * Closing waits for a beat in flight before leaving, so a late heartbeat cannot re-insert the
+ * row after the leave; against a store that never answers, close waits as long as the store
+ * does (the store's own timeouts bound it).
+ *
+ * Does not: own the store (the caller closes it), route or unload partitions (the Matching host
+ * does, on notification), or read the real clock — time and timers come from the Clock.
+ */
+import { InvalidInput, isMatchboxError, type MatchboxError } from '../domain/errors.ts'
+import type { PartitionKey } from '../domain/QueueKey.ts'
+import { ownerOf } from '../domain/Rendezvous.ts'
+import type { CancelTimer, Clock } from '../kernel/Clock.ts'
+import { membershipHeartbeatIntervalMs, membershipHostTtlMs } from '../kernel/Limits.ts'
+import { checkHostId, compareHostIds, type HostRow, type MembershipStore } from '../persistence/MembershipStore.ts'
+
+/** Which host owns each partition, as this host currently sees it. */
+export interface Membership {
+  /** The owner of `partition` among `hosts()`; null when there are no hosts. */
+  ownerOf(partition: PartitionKey): string | null
+  /** The hosts in the current view, sorted, without duplicates. */
+  hosts(): ReadonlyArray<string>
+  /** Calls `listener` after every change of `hosts()`; returns the unsubscribe function. */
+  subscribe(listener: () => void): () => void
+  /** Stops updating, empties the view and drops listeners (dynamic: also leaves the store). Idempotent. */
+  close(): Promise<void>
+}
+
+/** Options of `makeDynamicMembership`. */
+export interface DynamicMembershipOptions {
+  /** This host's id: a valid name, unique among hosts sharing the store. */
+  readonly hostId: string
+  /** The shared host rows; not closed by `close`. */
+  readonly store: MembershipStore
+  readonly clock: Clock
+  /** Time between heartbeats (default `membershipHeartbeatIntervalMs`). */
+  readonly heartbeatIntervalMs?: number
+  /** Lifetime of a heartbeat; must exceed the interval (default `membershipHostTtlMs`). */
+  readonly ttlMs?: number
+  /** Hears every store failure a beat swallowed (for logs and gauges). */
+  readonly onStoreError?: (error: MatchboxError) => void
+}
+
+/** A dynamic membership view. */
+export interface DynamicMembership extends Membership {
+  /** Settles when the first beat has finished, successfully or not. */
+  readonly ready: Promise<void>
+}
+
+function sortedUnique(hostIds: ReadonlyArray<string>): ReadonlyArray<string> {
+  return Object.freeze([...new Set(hostIds)].sort(compareHostIds))
+}
+
+function sameHosts(a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean {
+  return a.length === b.length && a.every((host, index) => host === b[index])
+}
+
+// Listeners are wrapped so that one function subscribed twice is two subscriptions.
+function makeListeners(): { add(listener: () => void): () => void; notify(): void; clear(): void } {
+  const entries = new Set<{ readonly listener: () => void }>()
+  return {
+    add(listener) {
+      const entry = { listener }
+      entries.add(entry)
+      return () => {
+        entries.delete(entry)
+      }
+    },
+    notify() {
+      // A snapshot: a listener that subscribes another must not have it called in this round.
+      for (const entry of Array.from(entries)) entry.listener()
+    },
+    clear() {
+      entries.clear()
+    },
+  }
+}
+
+/** A view over a fixed host list (validated names; order and repetitions do not matter). */
+export function makeStaticMembership(hostIds: ReadonlyArray<string>): Membership {
+  let view = sortedUnique(hostIds.map((hostId) => checkHostId(hostId)))
+  return {
+    ownerOf: (partition) => ownerOf(partition, view),
+    hosts: () => view,
+    subscribe: () => () => {},
+    async close() {
+      view = Object.freeze([])
+    },
+  }
+}
+
+function positiveInteger(field: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new InvalidInput({ field, reason: 'must be an integer ≥ 1' })
+  return value
+}
+
+/**
+ * A view kept by heartbeats in `store`. The first beat starts at once (`ready` settles after
+ * it); until it lands the view is empty. Throws `InvalidInput` for bad options.
+ */
+export function makeDynamicMembership(options: DynamicMembershipOptions): DynamicMembership {
+  const { store, clock } = options
+  const hostId = checkHostId(options.hostId)
+  const intervalMs = positiveInteger('heartbeatIntervalMs', options.heartbeatIntervalMs ?? membershipHeartbeatIntervalMs)
+  const ttlMs = positiveInteger('ttlMs', options.ttlMs ?? membershipHostTtlMs)
+  if (ttlMs <= intervalMs) throw new InvalidInput({ field: 'ttlMs', reason: `must exceed heartbeatIntervalMs (${intervalMs})` })
+
+  const listeners = makeListeners()
+  let rows: ReadonlyArray<HostRow> = []
+  let view: ReadonlyArray<string> = Object.freeze([])
+  let inFlight: Promise<void> | null = null
+  let cancelTimer: CancelTimer = () => {}
+  let closing: Promise<void> | null = null
+
+  // Runs `call`; a catalogue error is reported and becomes undefined, anything else propagates.
+  const attempt = async <T>(call: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await call()
+    } catch (error) {
+      if (!isMatchboxError(error)) throw error
+      options.onStoreError?.(error)
+      return undefined
+    }
+  }
+
+  const publish = (): void => {
+    if (closing !== null) return
+    const nowMs = clock.now()
+    const next = sortedUnique(rows.filter((row) => row.expiresAtMs > nowMs).map((row) => row.hostId))
+    if (sameHosts(view, next)) return
+    view = next
+    listeners.notify()
+  }
+
+  const beat = async (): Promise<void> => {
+    const own = await attempt(() => store.heartbeat({ hostId, nowMs: clock.now(), ttlMs }))
+    // Keep our fresh row even if the read below fails, so our own view does not lapse early.
+    if (own !== undefined) rows = [...rows.filter((row) => row.hostId !== hostId), own]
+    const live = await attempt(() => store.liveHosts({ nowMs: clock.now() }))
+    if (live !== undefined) rows = live
+    publish()
+  }
+
+  const startBeat = (): void => {
+    if (inFlight !== null || closing !== null) return
+    const running = beat().finally(() => {
+      if (inFlight === running) inFlight = null
+    })
+    inFlight = running
+  }
+
+  const tick = (): void => {
+    if (closing !== null) return
+    cancelTimer = clock.setTimer(intervalMs, tick)
+    // Re-filter first: rows lapse on time even while a beat hangs on a slow store.
+    publish()
+    startBeat()
+  }
+
+  startBeat()
+  const ready = (inFlight as Promise<void> | null) ?? Promise.resolve()
+  cancelTimer = clock.setTimer(intervalMs, tick)
+
+  return {
+    ready,
+    ownerOf: (partition) => ownerOf(partition, view),
+    hosts: () => view,
+    subscribe: (listener) => listeners.add(listener),
+    close() {
+      closing ??= (async () => {
+        cancelTimer()
+        listeners.clear()
+        view = Object.freeze([])
+        await inFlight
+        // Leaving is a courtesy that moves our partitions at once; if it fails, our row expires.
+        await attempt(() => store.leave({ hostId }))
+      })()
+      return closing
+    },
+  }
+}
