@@ -61,10 +61,12 @@ export class DriverError extends Error {
 
   /**
    * True when the server said the statement failed and its transaction is gone, so nothing it
-   * wrote can be committed. Connection-class errors (SQLSTATE 08…) say nothing of the sort.
+   * wrote can be committed, and the connection is still usable. Not so for connection errors
+   * (SQLSTATE 08…) nor for a backend being terminated (57P01–57P03, e.g. pg_terminate_backend):
+   * those close the connection, and we do not bet that a commit could not slip in before them.
    */
   get rejectedByServer(): boolean {
-    return this.sqlState !== null && !this.sqlState.startsWith('08')
+    return this.sqlState !== null && !this.sqlState.startsWith('08') && !/^57P0[1-3]$/.test(this.sqlState)
   }
 }
 

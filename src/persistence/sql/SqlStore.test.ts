@@ -206,6 +206,38 @@ describeSqlStore(
   },
 )
 
+describe('SqlStore on PostgreSQL: a backend terminated mid-write', () => {
+  it('is Unavailable (maybe committed), wrote nothing, and the next call gets a fresh connection', async () => {
+    const connectionString = await freshDatabase('sql_store_kill')
+    const victimUrl = new URL(connectionString)
+    victimUrl.searchParams.set('application_name', 'victim')
+    const admin = new pg.Client({ connectionString })
+    await admin.connect()
+    const store = await openPostgresStore({ connectionString: victimUrl.toString() })
+    const key = keyOf()
+    const { rangeId } = await store.acquire({ key, nowMs: 1 })
+    // Hold the queue row so the append blocks inside its statement, then kill its backend.
+    await admin.query('BEGIN')
+    await admin.query('SELECT 1 FROM matchbox.task_queues FOR UPDATE')
+    const append = store.append({ key, rangeId, tasks: [task('doomed')], nowMs: 2 }).catch((error: unknown) => error)
+    for (;;) {
+      const waiting = await admin.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'victim' AND wait_event_type = 'Lock'")
+      if (waiting.rows.length > 0) {
+        await admin.query('SELECT pg_terminate_backend($1)', [waiting.rows[0].pid])
+        break
+      }
+    }
+    await admin.query('ROLLBACK')
+    const failure = await append
+    expect(failure).toBeInstanceOf(Unavailable)
+    expect(failure).toMatchObject({ operation: 'append', maybeCommitted: true })
+    expect(await store.inspect(key)).toMatchObject({ storedRows: 0, metadata: { lastTaskId: 0 } })
+    expect(await store.append({ key, rangeId, tasks: [task('after')], nowMs: 3 })).toEqual({ firstTaskId: 1, lastTaskId: 1 })
+    await store.close()
+    await admin.end()
+  })
+})
+
 let pool: pg.Pool
 let ownedStore: Store
 describeSqlStore(
