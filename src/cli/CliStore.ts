@@ -1,0 +1,40 @@
+/**
+ * CliStore — opens the store a command was pointed at: PostgreSQL when given a database URL,
+ * else the embedded store (PGlite) in a data directory.
+ *
+ * Invariants: exactly one location; a data directory must already hold a PGlite database —
+ * an operator's typo must not silently create an empty one (PGlite would). Opening applies
+ * pending migrations, as every store open does (DESIGN.md §4).
+ *
+ * Does not: keep the store open (the caller closes it) or read connection settings from the
+ * environment; what is opened is what the command line says.
+ */
+import { existsSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { openEmbeddedStore, openPostgresStore } from '../persistence/sql/openSqlStore.ts'
+import type { Store } from '../persistence/Store.ts'
+import { UsageError } from './UsageError.ts'
+
+/** Where a command's store is. */
+export interface StoreLocation {
+  readonly databaseUrl?: string
+  readonly dataDir?: string
+  readonly schema?: string
+}
+
+/** What to say when no store was named. */
+export const storeLocationHint = 'pass --database-url <postgres://…> for PostgreSQL or --data-dir <dir> for the embedded store (PGlite)'
+
+/** Opens the store at `location`; `UsageError` when the location is missing, doubled or not a store. */
+export async function openCliStore(location: StoreLocation): Promise<Store> {
+  const { databaseUrl, dataDir, schema } = location
+  const withSchema = schema === undefined ? {} : { schema }
+  if (databaseUrl !== undefined && dataDir !== undefined) throw new UsageError({ reason: `give one store, not two: ${storeLocationHint}` })
+  if (databaseUrl !== undefined) return openPostgresStore({ connectionString: databaseUrl, ...withSchema })
+  if (dataDir === undefined) throw new UsageError({ reason: `no store given: ${storeLocationHint}` })
+  const directory = resolve(dataDir)
+  if (!existsSync(directory)) throw new UsageError({ reason: `no data directory at ${directory}; an existing one is required` })
+  // Every PostgreSQL data directory, PGlite's included, has PG_VERSION at its root.
+  if (!existsSync(join(directory, 'PG_VERSION'))) throw new UsageError({ reason: `${directory} is not an embedded (PGlite) data directory` })
+  return openEmbeddedStore({ dataDir: directory, ...withSchema })
+}
