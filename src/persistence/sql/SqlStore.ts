@@ -18,7 +18,7 @@
  * Does not: open drivers or migrate (openSqlStore.ts), retry, or cache anything.
  */
 import { InvalidInput, isMatchboxError, OwnershipLost, Unavailable, VersionConflict } from '../../domain/errors.ts'
-import { decodeQueueKey, encodeQueueKey, type QueueKey } from '../../domain/QueueKey.ts'
+import { decodeQueueKey, encodeQueueKey, makeQueueKey, type QueueKey } from '../../domain/QueueKey.ts'
 import { AssertionFailed, assert } from '../../kernel/assert.ts'
 import type { Store } from '../Store.ts'
 import * as input from '../StoreInput.ts'
@@ -173,7 +173,7 @@ export function makeSqlStore(driver: Driver, schema: Schema, internals: SqlStore
     },
 
     async inspect(key) {
-      const valid = validated('inspect', () => input.checkAcquire({ key, nowMs: 0 }).key)
+      const valid = validated('inspect', () => makeQueueKey(key))
       const [row] = await read<QueueRow & { row_counts: unknown }>('inspect', sql.inspect, [encodeQueueKey(valid)])
       return row === undefined ? null : decodeInspection(valid, row)
     },
