@@ -4,6 +4,60 @@
 -- migrations
 migration 1 matching
 migration 2 membership
+migration 3 jobs
+
+table dead_jobs
+  column id text collate "C" not null
+  column queue text collate "C" not null
+  column payload jsonb not null
+  column priority smallint not null
+  column attempts integer not null
+  column max_attempts integer not null
+  column visibility_timeout_ms bigint not null
+  column backoff_base_ms bigint not null
+  column dead_letter_retention_ms bigint
+  column created_at_ms bigint not null
+  column run_at_ms bigint not null
+  column claimed_at_ms bigint
+  column expires_at_ms bigint
+  column last_error text not null
+  column died_at_ms bigint not null
+
+table job_leases
+  column name text collate "C" not null
+  column holder text collate "C" not null
+  column fence bigint not null
+  column expires_at_ms bigint not null
+
+table job_schedules
+  column name text collate "C" not null
+  column spec text not null
+  column queue text collate "C" not null
+  column payload jsonb not null
+  column anchor_ms bigint not null
+  column last_fired_ms bigint
+  column revision bigint not null
+
+table jobs
+  column id text collate "C" not null
+  column queue text collate "C" not null
+  column state text not null
+  column payload jsonb not null
+  column priority smallint not null
+  column attempts integer not null
+  column max_attempts integer not null
+  column visibility_timeout_ms bigint not null
+  column backoff_base_ms bigint not null
+  column dead_letter_retention_ms bigint
+  column created_at_ms bigint not null
+  column run_at_ms bigint not null
+  column claimed_at_ms bigint
+  column expires_at_ms bigint
+  column claim_token text collate "C"
+  column deadline_ms bigint
+  column due_ms bigint
+  column ready_seq bigint not null default nextval('matchbox.job_ready_seq'::regclass)
+  column revision bigint not null default 1
 
 table membership_hosts
   column host_id text collate "C" not null
@@ -41,6 +95,27 @@ table tasks
   column data jsonb not null
 
 -- constraints
+constraint dead_jobs.dead_jobs_attempts_check CHECK ((attempts >= 0))
+constraint dead_jobs.dead_jobs_backoff_base_ms_check CHECK ((backoff_base_ms >= 0))
+constraint dead_jobs.dead_jobs_dead_letter_retention_ms_check CHECK ((dead_letter_retention_ms >= 0))
+constraint dead_jobs.dead_jobs_max_attempts_check CHECK ((max_attempts >= 1))
+constraint dead_jobs.dead_jobs_pkey PRIMARY KEY (id)
+constraint dead_jobs.dead_jobs_priority_check CHECK (((priority >= 0) AND (priority <= 9)))
+constraint dead_jobs.dead_jobs_visibility_timeout_ms_check CHECK ((visibility_timeout_ms >= 1))
+constraint job_leases.job_leases_fence_check CHECK ((fence >= 1))
+constraint job_leases.job_leases_pkey PRIMARY KEY (name)
+constraint job_schedules.job_schedules_pkey PRIMARY KEY (name)
+constraint job_schedules.job_schedules_revision_check CHECK ((revision >= 1))
+constraint jobs.jobs_attempts_check CHECK ((attempts >= 0))
+constraint jobs.jobs_backoff_base_ms_check CHECK ((backoff_base_ms >= 0))
+constraint jobs.jobs_check CHECK (((state = 'processing'::text) = (claim_token IS NOT NULL)))
+constraint jobs.jobs_check1 CHECK (((state = 'processing'::text) = (deadline_ms IS NOT NULL)))
+constraint jobs.jobs_dead_letter_retention_ms_check CHECK ((dead_letter_retention_ms >= 0))
+constraint jobs.jobs_max_attempts_check CHECK ((max_attempts >= 1))
+constraint jobs.jobs_pkey PRIMARY KEY (id)
+constraint jobs.jobs_priority_check CHECK (((priority >= 0) AND (priority <= 9)))
+constraint jobs.jobs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'processing'::text])))
+constraint jobs.jobs_visibility_timeout_ms_check CHECK ((visibility_timeout_ms >= 1))
 constraint membership_hosts.membership_hosts_expiry_after_last_seen CHECK ((expires_at_ms > last_seen_ms))
 constraint membership_hosts.membership_hosts_last_seen_ms_check CHECK ((last_seen_ms >= 0))
 constraint membership_hosts.membership_hosts_pkey PRIMARY KEY (host_id)
@@ -59,6 +134,14 @@ constraint tasks.tasks_subqueue_check CHECK (((subqueue >= 0) AND (subqueue <= 9
 constraint tasks.tasks_task_id_check CHECK ((task_id >= 1))
 
 -- indexes
+index dead_jobs.dead_jobs_by_queue CREATE INDEX dead_jobs_by_queue ON matchbox.dead_jobs USING btree (queue, died_at_ms)
+index dead_jobs.dead_jobs_pkey CREATE UNIQUE INDEX dead_jobs_pkey ON matchbox.dead_jobs USING btree (id)
+index job_leases.job_leases_pkey CREATE UNIQUE INDEX job_leases_pkey ON matchbox.job_leases USING btree (name)
+index job_schedules.job_schedules_pkey CREATE UNIQUE INDEX job_schedules_pkey ON matchbox.job_schedules USING btree (name)
+index jobs.jobs_by_queue CREATE INDEX jobs_by_queue ON matchbox.jobs USING btree (queue, state) WHERE (due_ms IS NULL)
+index jobs.jobs_due CREATE INDEX jobs_due ON matchbox.jobs USING btree (due_ms) WHERE (due_ms IS NOT NULL)
+index jobs.jobs_expiring CREATE INDEX jobs_expiring ON matchbox.jobs USING btree (queue, expires_at_ms) WHERE (expires_at_ms IS NOT NULL)
+index jobs.jobs_pkey CREATE UNIQUE INDEX jobs_pkey ON matchbox.jobs USING btree (id)
 index membership_hosts.membership_hosts_pkey CREATE UNIQUE INDEX membership_hosts_pkey ON matchbox.membership_hosts USING btree (host_id)
 index migrations.migrations_pkey CREATE UNIQUE INDEX migrations_pkey ON matchbox.migrations USING btree (version)
 index task_queue_user_data.task_queue_user_data_pkey CREATE UNIQUE INDEX task_queue_user_data_pkey ON matchbox.task_queue_user_data USING btree (namespace, family)

@@ -104,13 +104,27 @@ export class SnapshotInvalid extends Data.TaggedError('SnapshotInvalid')<{
   }
 }
 
+/** A schedule spec is neither `@every <n>s|m|h` nor a valid 5-field cron expression. Nothing was written. */
+export class InvalidSpec extends Data.TaggedError('InvalidSpec')<{
+  /** The spec as given. */
+  readonly spec: string
+  /** What is wrong with it, in words. */
+  readonly reason: string
+}> {
+  readonly retryable = false
+  readonly maybeCommitted = false
+  override get message(): string {
+    return `invalid schedule spec ${JSON.stringify(this.spec)}: ${this.reason}`
+  }
+}
+
 /** Every error a Store operation may fail with. */
 export type StoreError = InvalidInput | OwnershipLost | VersionConflict | Unavailable
 
 /** Every expected Matchbox error. */
-export type MatchboxError = StoreError | Overloaded | ShuttingDown | SnapshotInvalid
+export type MatchboxError = StoreError | Overloaded | ShuttingDown | SnapshotInvalid | InvalidSpec
 
-const tags = new Set(['InvalidInput', 'OwnershipLost', 'VersionConflict', 'Unavailable', 'Overloaded', 'ShuttingDown', 'SnapshotInvalid'])
+const tags = new Set(['InvalidInput', 'OwnershipLost', 'VersionConflict', 'Unavailable', 'Overloaded', 'ShuttingDown', 'SnapshotInvalid', 'InvalidSpec'])
 
 /** True for any error in this catalogue. */
 export function isMatchboxError(error: unknown): error is MatchboxError {

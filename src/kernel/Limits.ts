@@ -73,3 +73,83 @@ export const membershipHeartbeatIntervalMs = 1_000
  * a crashed host's partitions move within about five seconds.
  */
 export const membershipHostTtlMs = 5_000
+
+// ---------------------------------------------------------------- jobs (seed 004, DESIGN.md §7)
+
+/** Default visibility timeout of a claim, seconds (seed 004 §2, honker parity). */
+export const visibilityTimeoutSDefault = 300
+
+/** Default attempt budget of a job: every claim, fresh or reclaim, counts (seed 004 §1, honker parity). */
+export const maxAttemptsDefault = 3
+
+/** Default base of the retry curve, seconds (seed 004 §3, honker parity). */
+export const backoffBaseSDefault = 5
+
+/** Outbox queues' fixed visibility timeout, seconds (seed 004 §3, honker's outbox parity). */
+export const outboxVisibilityTimeoutS = 60
+
+/** Outbox queues' fixed attempt budget (seed 004 §3, honker's outbox parity). */
+export const outboxMaxAttempts = 5
+
+/** Outbox queues' fixed retry-curve base, seconds (seed 004 §3, honker's outbox parity). */
+export const outboxBackoffBaseS = 5
+
+/**
+ * Longest duration a job option may name (visibility, backoff base, retention, retry delay,
+ * heartbeat extension), seconds: ten years. Keeps every deadline a safe integer of ms and
+ * catches unit mistakes (milliseconds passed as seconds).
+ */
+export const jobDurationSMax = 10 * 365 * 24 * 60 * 60
+
+/** Largest attempt budget: far beyond any sane retry policy, small enough to catch a unit mistake. */
+export const jobMaxAttemptsMax = 10_000
+
+/** Longest error text kept on a dead job, in characters; longer handler errors are truncated. */
+export const jobErrorLengthMax = 10_000
+
+/** Claims one `ackBatch` call may name: bounds one statement, like an append batch. */
+export const ackBatchSizeMax = 1_000
+
+/**
+ * How long a due job's delivery is reserved before it is offered again: the due-time driver
+ * pushes the job's due time this far forward BEFORE adding its Matching task, so a crash or a
+ * failed add between the two only delays the job by this much (and may duplicate its task,
+ * which History answers as obsolete); never strands it.
+ */
+export const jobDeliveryRetryMs = 30_000
+
+/** Due jobs handed to Matching per driver round: one append batch (upstream 100). */
+export const jobDeliveryBatchMax = 100
+
+/**
+ * Period of the due-time driver's safety scan: bounds how late a job written by another
+ * connection (a `tx` enqueue that committed later, another host) is noticed when no claim
+ * looks for it.
+ */
+export const jobDueScanIntervalMs = 1_000
+
+/**
+ * How long a claim that saw a deliverable job waits for Matching to hand a task over: the task
+ * is already in the backlog, so this is only reached when another claimer took the job.
+ */
+export const claimPollWaitMs = 5_000
+
+/** Pause before a claim looks again after Matching handed nothing over (a lost race, a restarting queue). */
+export const claimRetryDelayMs = 100
+
+/** A worker heartbeats every visibility timeout / this: two beats may fail before the claim lapses. */
+export const workerHeartbeatDivisor = 3
+
+/** How long a schedules lease lasts without renewal: a crashed leader's schedules resume within this. */
+export const scheduleLeaseTtlMs = 30_000
+
+/** Occurrences of one schedule enqueued per `runSchedules` call: bounds one transaction after a long outage. */
+export const scheduleCatchUpMax = 100
+
+/**
+ * How often an owned queue re-reads its metadata to learn whether another owner took its range
+ * (upstream's UpdateAckInterval, 1 min). A queue that never writes would otherwise never find
+ * out, and rows the new owner appended before unloading would wait for an idle unload that a
+ * steady stream of polls never lets happen.
+ */
+export const ownershipCheckIntervalMs = 60_000

@@ -1,0 +1,100 @@
+/**
+ * JobInput — validation of every JobStore operation's parameters, shared by all job stores so
+ * they refuse exactly the same inputs with exactly the same `InvalidInput` (field + reason),
+ * before anything is written.
+ *
+ * Times are whole epoch milliseconds (safe integers ≥ 0); durations are whole milliseconds
+ * within `jobDurationSMax`; error texts are strings of at most `jobErrorLengthMax` characters.
+ *
+ * Does not: apply defaults or convert seconds (the jobs layer does, src/jobs/QueueOptions.ts).
+ */
+import { InvalidInput } from '../../domain/errors.ts'
+import { validateJson } from '../../domain/Json.ts'
+import { validateName } from '../../domain/QueueKey.ts'
+import { validatePriority } from '../../domain/Task.ts'
+import { ackBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobMaxAttemptsMax } from '../../kernel/Limits.ts'
+import type { ClaimRef, NewJob } from './JobStore.ts'
+
+const durationMsMax = jobDurationSMax * 1000
+
+/** A whole epoch-ms time ≥ 0. */
+export function checkTime(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new InvalidInput({ field, reason: 'must be a whole epoch-ms number ≥ 0' })
+  }
+  return value
+}
+
+/** A whole number of milliseconds in min…durationMsMax. */
+export function checkDurationMs(field: string, value: unknown, min: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > durationMsMax) {
+    throw new InvalidInput({ field, reason: `must be a whole number of ms in ${min}…${durationMsMax}` })
+  }
+  return value
+}
+
+/** An integer in min…max. */
+export function checkCount(field: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new InvalidInput({ field, reason: `must be an integer in ${min}…${max}` })
+  }
+  return value
+}
+
+/** An error text kept on a dead job. */
+export function checkError(field: string, value: unknown): string {
+  if (typeof value !== 'string') throw new InvalidInput({ field, reason: 'must be a string' })
+  if (value.length > jobErrorLengthMax) throw new InvalidInput({ field, reason: `must be at most ${jobErrorLengthMax} characters` })
+  if (value.includes('\u0000')) throw new InvalidInput({ field, reason: 'contains a NUL character, which PostgreSQL text cannot store' })
+  return value
+}
+
+/** A job to enqueue, fully resolved. */
+export function checkNewJob(job: NewJob, field = 'job'): NewJob {
+  if (typeof job !== 'object' || job === null) throw new InvalidInput({ field, reason: 'must be an object' })
+  return {
+    id: validateName(`${field}.id`, job.id),
+    queue: validateName(`${field}.queue`, job.queue),
+    payload: validateJson(`${field}.payload`, job.payload),
+    priority: validatePriority(`${field}.priority`, job.priority),
+    runAtMs: checkTime(`${field}.runAtMs`, job.runAtMs),
+    expiresAtMs: job.expiresAtMs === null ? null : checkTime(`${field}.expiresAtMs`, job.expiresAtMs),
+    maxAttempts: checkCount(`${field}.maxAttempts`, job.maxAttempts, 1, jobMaxAttemptsMax),
+    visibilityTimeoutMs: checkDurationMs(`${field}.visibilityTimeoutMs`, job.visibilityTimeoutMs, 1),
+    backoffBaseMs: checkDurationMs(`${field}.backoffBaseMs`, job.backoffBaseMs, 0),
+    deadLetterRetentionMs: job.deadLetterRetentionMs === null ? null : checkDurationMs(`${field}.deadLetterRetentionMs`, job.deadLetterRetentionMs, 0),
+  }
+}
+
+/** A claim reference of a handle operation. */
+export function checkClaimRef(params: ClaimRef, field = ''): ClaimRef {
+  const prefix = field === '' ? '' : `${field}.`
+  return { id: validateName(`${prefix}id`, params?.id), claimToken: validateName(`${prefix}claimToken`, params?.claimToken) }
+}
+
+/** The claims of `ackBatch`: 0…ackBatchSizeMax references. */
+export function checkClaims(claims: ReadonlyArray<ClaimRef>): ReadonlyArray<ClaimRef> {
+  if (!Array.isArray(claims) || claims.length > ackBatchSizeMax) {
+    throw new InvalidInput({ field: 'claims', reason: `must be an array of at most ${ackBatchSizeMax} claims` })
+  }
+  return claims.map((claim, index) => checkClaimRef(claim, `claims[${index}]`))
+}
+
+/** A (queue, id) pair. */
+export function checkJobRef(params: { queue: string; id: string }): { queue: string; id: string } {
+  return { queue: validateName('queue', params?.queue), id: validateName('id', params?.id) }
+}
+
+/** A lease or schedule name. */
+export function checkName(field: string, value: unknown): string {
+  return validateName(field, value)
+}
+
+/** An optional queue filter: null, or an array of 1…ackBatchSizeMax queue names. */
+export function checkQueues(value: ReadonlyArray<string> | null): ReadonlyArray<string> | null {
+  if (value === null) return null
+  if (!Array.isArray(value) || value.length === 0 || value.length > ackBatchSizeMax) {
+    throw new InvalidInput({ field: 'queues', reason: `must be null or an array of 1…${ackBatchSizeMax} queue names` })
+  }
+  return value.map((queue, index) => validateName(`queues[${index}]`, queue))
+}

@@ -1,0 +1,232 @@
+/**
+ * JobStore — the persistence contract of seed 004's jobs (DESIGN.md §7), beside the Matching
+ * Store. Memory and SQL (PGlite, `pg`) implement it; one conformance suite binds to all three.
+ *
+ * Job states: `pending` → `processing` → `dead`, plus absence (ack and cancel delete the row).
+ * Dead jobs move to dead storage with `lastError` and `diedAtMs`; `getJob` still sees them.
+ * Every row carries its resolved options, stamped at enqueue; no operation reads a registry.
+ *
+ * One validity predicate fences every handle operation (ack, heartbeat, retry, fail, ackBatch):
+ * the job is processing, its deadline has not passed (`nowMs < deadlineMs`) and the caller's
+ * claim token is the current one. Otherwise the operation returns false / null / 0 and changes
+ * nothing. Each transition is ONE atomic statement with the predicate inside it, so a reclaim
+ * racing an ack has exactly one winner, across connections.
+ *
+ * Delivery due-times (the History role's timers, DESIGN.md §7): each live row has `dueMs`, the
+ * time at which it needs a (new) Matching task — at enqueue max(runAt, now), after a retry its
+ * new runAt, while processing its claim deadline — or null when a task was handed to Matching
+ * and nothing is needed until the job changes state. `takeDue` reserves due rows (pushing their
+ * due time forward) in claim order; `confirmDelivered` clears the reservation once the task is
+ * added. Claim order: priority DESC, due time ASC, then `readySeq` (the order in which rows
+ * became ready: enqueue, retry, claim or heartbeat).
+ *
+ * One rule for budget exhaustion, independent of when anybody looks: a processing job whose
+ * claim lapsed at `deadlineMs` with `attempts >= maxAttempts` died at its deadline with
+ * "max attempts exceeded" — unless it expired at or before that deadline, in which case the
+ * sweep kills it as "expired". `takeDue`, `claim` and `sweepExpired` all apply it.
+ *
+ * Time: every operation takes `nowMs` from the caller (whole epoch ms); no store reads a clock.
+ * Errors: `InvalidInput` before anything is written; `Unavailable` from SQL stores.
+ */
+import type { JsonValue } from '../../domain/Json.ts'
+
+/** Which implementation a job store is. */
+export type JobStoreKind = 'memory' | 'embedded' | 'postgres'
+
+/** A job's state; absence (acked, cancelled, purged) is not a state. */
+export type JobState = 'pending' | 'processing' | 'dead'
+
+/** The options stamped on a job at enqueue (seed 004 §3a), in milliseconds. */
+export interface JobStamps {
+  readonly maxAttempts: number
+  readonly visibilityTimeoutMs: number
+  readonly backoffBaseMs: number
+  /** How long a dead job is kept before `sweepExpired` deletes it; null = forever. */
+  readonly deadLetterRetentionMs: number | null
+}
+
+/** A job to insert. Ids are drawn by the caller (seeded Random), never by the store. */
+export interface NewJob extends JobStamps {
+  readonly id: string
+  readonly queue: string
+  readonly payload: JsonValue
+  /** 0…9, higher is claimed first. */
+  readonly priority: number
+  /** Not claimable before this epoch ms. */
+  readonly runAtMs: number
+  /** Swept to dead as "expired" at or after this epoch ms; null = never. */
+  readonly expiresAtMs: number | null
+}
+
+/** A job as stored. Claim fields are non-null exactly while processing; dead fields exactly when dead. */
+export interface JobRecord extends NewJob {
+  readonly state: JobState
+  /** Claims so far, fresh or reclaim. */
+  readonly attempts: number
+  readonly createdAtMs: number
+  /** Time of the latest claim; null before the first. */
+  readonly claimedAtMs: number | null
+  /** The current claim's fence. */
+  readonly claimToken: string | null
+  /** Handle operations are valid while `nowMs < deadlineMs`. */
+  readonly deadlineMs: number | null
+  readonly lastError: string | null
+  readonly diedAtMs: number | null
+}
+
+/** What `claim` did. `obsolete` carries why, for traces. */
+export type ClaimOutcome =
+  | { readonly kind: 'claimed'; readonly job: JobRecord }
+  | { readonly kind: 'already-started' }
+  | { readonly kind: 'obsolete'; readonly reason: 'missing' | 'dead' | 'not-due' | 'expired' | 'exhausted' }
+
+/** What `retry` did; null when the predicate failed. */
+export type RetryOutcome = { readonly kind: 'retried'; readonly runAtMs: number } | { readonly kind: 'dead' }
+
+/** A due row reserved by `takeDue`: enough to add its Matching task and confirm it. */
+export interface DueJob {
+  readonly id: string
+  readonly queue: string
+  readonly priority: number
+  /** The due time the row had before the reservation (ordering). */
+  readonly dueMs: number
+  readonly readySeq: number
+  /** The row's revision after the reservation; `confirmDelivered` succeeds only at it. */
+  readonly revision: number
+  readonly expiresAtMs: number | null
+}
+
+/** A registered schedule (seed 004 §6). */
+export interface ScheduleRecord {
+  readonly name: string
+  readonly spec: string
+  readonly queue: string
+  readonly payload: JsonValue
+  /** Occurrences are counted from here (registration, or the last change of spec/queue/payload). */
+  readonly anchorMs: number
+  /** The latest occurrence enqueued; null before the first. */
+  readonly lastFiredMs: number | null
+  /** +1 on every change and every firing: the compare-and-set token of `fireSchedule`. */
+  readonly revision: number
+}
+
+/** The caller's open transaction (a `pg` client inside BEGIN), for a transactional enqueue. */
+export interface SqlClient {
+  query(text: string, values?: unknown[]): Promise<{ readonly rows: ReadonlyArray<unknown> }>
+}
+
+/** A claim named by a handle: the job and the token that fences it. */
+export interface ClaimRef {
+  readonly id: string
+  readonly claimToken: string
+}
+
+/** The JobStore contract; see the file header for the rules every operation keeps. */
+export interface JobStore {
+  readonly kind: JobStoreKind
+
+  /**
+   * Inserts a pending job (attempts 0, due at max(runAt, now)). With `tx` (SQL stores only) the
+   * insert is one plain statement on the caller's transaction: the job exists iff it commits.
+   */
+  enqueue(params: { readonly job: NewJob; readonly nowMs: number }, tx?: SqlClient): Promise<JobRecord>
+
+  /** The job in any state (dead included), or null; only if it belongs to `queue`. */
+  getJob(params: { readonly queue: string; readonly id: string }): Promise<JobRecord | null>
+
+  /**
+   * Claims job `id` if it is claimable now: pending with runAt ≤ now, or processing with a lapsed
+   * deadline — in both cases unexpired and within budget. Counts an attempt, sets the deadline
+   * from the job's own visibility stamp, installs `claimToken`, and makes the deadline the due
+   * time. A lapsed job at its budget is dead-lettered instead (the exhaustion rule).
+   */
+  claim(params: { readonly id: string; readonly claimToken: string; readonly nowMs: number }): Promise<ClaimOutcome>
+
+  /** Resets the deadline to now + (extendMs ?? the visibility stamp). Null when invalid. */
+  heartbeat(params: ClaimRef & { readonly extendMs: number | null; readonly nowMs: number }): Promise<JobRecord | null>
+
+  /** Deletes the job if the claim is valid. */
+  ack(params: ClaimRef & { readonly nowMs: number }): Promise<boolean>
+
+  /** `ack` per claim, independently; returns how many were deleted (duplicates count once). */
+  ackBatch(params: { readonly claims: ReadonlyArray<ClaimRef>; readonly nowMs: number }): Promise<number>
+
+  /**
+   * With a valid claim: back to pending at now + delayMs (due then), or — when attempts have
+   * reached the budget — dead with "max attempts exceeded". Null when invalid.
+   */
+  retry(params: ClaimRef & { readonly error: string; readonly delayMs: number; readonly nowMs: number }): Promise<RetryOutcome | null>
+
+  /** With a valid claim: dead at once with `error`. */
+  fail(params: ClaimRef & { readonly error: string; readonly nowMs: number }): Promise<boolean>
+
+  /** Deletes a pending or processing job of `queue`, whoever holds it; dead jobs stay (false). */
+  cancel(params: { readonly queue: string; readonly id: string }): Promise<boolean>
+
+  /**
+   * Moves every live job of `queue` with expiresAt ≤ now to dead ("expired", or the exhaustion
+   * rule's verdict), and deletes dead jobs of `queue` whose retention had passed before this call.
+   */
+  sweepExpired(params: { readonly queue: string; readonly nowMs: number }): Promise<{ readonly dead: number; readonly purged: number }>
+
+  /**
+   * Applies the exhaustion rule to lapsed rows, then reserves up to `limit` unexpired rows with
+   * due ≤ now (due := reserveUntilMs), returned in claim order. `queues` limits both to those
+   * queues (the families whose partition this host owns); null means every queue.
+   */
+  takeDue(params: {
+    readonly nowMs: number
+    readonly reserveUntilMs: number
+    readonly limit: number
+    readonly queues: ReadonlyArray<string> | null
+  }): Promise<ReadonlyArray<DueJob>>
+
+  /** Clears the due time of rows still at their reservation revision; returns how many. */
+  confirmDelivered(params: { readonly deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }> }): Promise<number>
+
+  /** The earliest due time among unexpired rows (of `queues`, null = all), or null. */
+  nextDueMs(params: { readonly nowMs: number; readonly queues: ReadonlyArray<string> | null }): Promise<number | null>
+
+  /** Claimable jobs of `queue` whose task is with Matching (due null), counted up to `limit`. */
+  deliverableCount(params: { readonly queue: string; readonly nowMs: number; readonly limit: number }): Promise<number>
+
+  /**
+   * Registers a schedule. Same spec, queue and payload as stored: unchanged (so every process may
+   * register its schedules at start). Otherwise it is (re)anchored at now with nothing fired.
+   */
+  putSchedule(params: { readonly name: string; readonly spec: string; readonly queue: string; readonly payload: JsonValue; readonly nowMs: number }): Promise<ScheduleRecord>
+
+  /** Every schedule, by name. */
+  listSchedules(): Promise<ReadonlyArray<ScheduleRecord>>
+
+  /**
+   * Takes or renews the lease `name` for `holder`: granted when free, expired, or already the
+   * holder's; the fencing token grows by one on every change of holder (and on re-taking an
+   * expired lease). Null when another holder's lease is live.
+   */
+  acquireLease(params: { readonly name: string; readonly holder: string; readonly nowMs: number; readonly ttlMs: number }): Promise<{ readonly fence: number } | null>
+
+  /**
+   * In ONE transaction: checks lease `leaseName` still has `fence` ('fenced' otherwise), sets the
+   * schedule's lastFiredMs if its revision is `expectedRevision` ('conflict' otherwise), and
+   * enqueues `jobs`. Nothing is written unless it answers 'fired'.
+   */
+  fireSchedule(params: {
+    readonly leaseName: string
+    readonly fence: number
+    readonly name: string
+    readonly expectedRevision: number
+    readonly lastFiredMs: number
+    readonly jobs: ReadonlyArray<NewJob>
+    readonly nowMs: number
+  }): Promise<'fired' | 'fenced' | 'conflict'>
+
+  /** Releases what the store opened (a shared driver is closed by its owner; closing twice is harmless). */
+  close(): Promise<void>
+}
+
+/** The last error of jobs killed by budget exhaustion (seed 004 §4, contract-pinned). */
+export const maxAttemptsExceeded = 'max attempts exceeded'
+
+/** The last error of jobs killed by `sweepExpired` (seed 004 §4, contract-pinned). */
+export const expiredError = 'expired'

@@ -1,0 +1,55 @@
+/**
+ * JobStoreConformance — the one conformance suite of the JobStore contract (JobStore.ts),
+ * written once and bound to every job store by a test file in `test/` (memory, embedded,
+ * postgres). A change of semantics starts as a change here. The parts:
+ * - conformance/JobLifecycleConformance.ts — enqueue, claim, the validity predicate, ack,
+ *   heartbeat, retry, fail, cancel, ackBatch, reclaim and the reclaim-vs-ack race;
+ * - conformance/JobExpiryConformance.ts — the exhaustion rule, sweepExpired, retention;
+ * - conformance/JobDeliveryConformance.ts — due times, reservation, claim order, deliverability;
+ * - conformance/JobScheduleConformance.ts — schedules, the fenced lease, firing;
+ * - conformance/JobInputConformance.ts — the same InvalidInput for the same bad input.
+ *
+ * The suite opens one store through the binding's `open` before its tests and closes it after;
+ * tests isolate themselves with fresh queue names (conformance/JobFixture.ts).
+ *
+ * Does not: test the public API or delivery through Matching (test/jobs*.test.ts do).
+ */
+import { afterAll, beforeAll, describe } from 'vitest'
+import { seedFromEntropy } from '../../kernel/Random.ts'
+import { describeJobDeliveryConformance } from './conformance/JobDeliveryConformance.ts'
+import { describeJobExpiryConformance } from './conformance/JobExpiryConformance.ts'
+import { makeJobFixture } from './conformance/JobFixture.ts'
+import { describeJobInputConformance } from './conformance/JobInputConformance.ts'
+import { describeJobLifecycleConformance } from './conformance/JobLifecycleConformance.ts'
+import { describeJobScheduleConformance } from './conformance/JobScheduleConformance.ts'
+import type { JobStore } from './JobStore.ts'
+
+/**
+ * Registers `JobStore conformance: ${name}` against the store `open` returns (called once; the
+ * store is closed after the last test). `seed` only names this run's queues (default: drawn).
+ */
+export function describeJobStoreConformance(name: string, open: () => Promise<JobStore>, options: { readonly seed?: number } = {}): void {
+  const seed = options.seed ?? (seedFromEntropy() >>> 0) % 2 ** 31
+  describe(`JobStore conformance: ${name}`, () => {
+    let opened: JobStore | undefined
+    const fixture = makeJobFixture(
+      name,
+      () => {
+        if (opened === undefined) throw new Error(`JobStore conformance: ${name}: the store is not open (did open() fail?)`)
+        return opened
+      },
+      seed,
+    )
+    beforeAll(async () => {
+      opened = await open()
+    })
+    afterAll(async () => {
+      await opened?.close()
+    })
+    describeJobLifecycleConformance(fixture)
+    describeJobExpiryConformance(fixture)
+    describeJobDeliveryConformance(fixture)
+    describeJobScheduleConformance(fixture)
+    describeJobInputConformance(fixture)
+  })
+}

@@ -1,0 +1,100 @@
+/**
+ * JobDeliveryConformance — the due times that drive delivery (DESIGN.md §7): what is due when,
+ * reservation before the Matching task is added, confirmation after, claim order, and which
+ * claimable jobs already have a task with Matching.
+ *
+ * Readings pinned here: a job enqueued with runAt in the past is due at its enqueue time (it
+ * cannot be ready before it exists); a claim makes the deadline the due time; a confirmation
+ * at a stale revision (the job changed meanwhile) leaves the new due time alone; expired rows are
+ * never handed out; every test scopes takeDue and nextDueMs to its own queues.
+ */
+import { describe, expect, it } from 'vitest'
+import type { JobFixture } from './JobFixture.ts'
+
+/** Registers the delivery tests. */
+export function describeJobDeliveryConformance(fixture: JobFixture): void {
+  const store = () => fixture.store()
+  const take = (queue: string, nowMs: number, limit = 100) => store().takeDue({ nowMs, reserveUntilMs: nowMs + 30_000, limit, queues: [queue] })
+
+  describe('job delivery due times', () => {
+    it('hands out due jobs in claim order: priority DESC, due ASC, then the order they became ready', async () => {
+      const queue = fixture.queue('order')
+      const enqueue = (priority: number, runAtMs: number, nowMs: number) => store().enqueue({ job: fixture.job(queue, { priority, runAtMs }), nowMs })
+      const late = await enqueue(1, 3_000, 1_000)
+      const early = await enqueue(1, 2_000, 1_000)
+      const high = await enqueue(5, 3_000, 1_000)
+      const tieFirst = await enqueue(1, 2_000, 1_000)
+      const pastRunAt = await enqueue(1, 10, 1_500)
+      const notYet = await enqueue(9, 50_000, 1_000)
+      const due = await take(queue, 3_000)
+      expect(due.map((job) => job.id)).toEqual([high.id, pastRunAt.id, early.id, tieFirst.id, late.id])
+      expect(due.map((job) => job.dueMs)).toEqual([3_000, 1_500, 2_000, 2_000, 3_000])
+      expect(due.every((job) => job.queue === queue)).toBe(true)
+      expect(due.some((job) => job.id === notYet.id)).toBe(false)
+    })
+
+    it('reserves what it hands out until reserveUntil; a confirmation clears the due time for good', async () => {
+      const queue = fixture.queue('reserve')
+      const a = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+      const b = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+      const first = await store().takeDue({ nowMs: 2_000, reserveUntilMs: 9_000, limit: 10, queues: [queue] })
+      expect(first.map((job) => job.id)).toEqual([a.id, b.id])
+      expect(await take(queue, 8_999)).toEqual([])
+      expect(await store().nextDueMs({ nowMs: 2_000, queues: [queue] })).toBe(9_000)
+      const firstA = first.find((job) => job.id === a.id)
+      expect(await store().confirmDelivered({ deliveries: [{ id: a.id, revision: firstA?.revision ?? 0 }] })).toBe(1)
+      const again = await take(queue, 9_000)
+      expect(again.map((job) => job.id)).toEqual([b.id])
+      expect(await store().nextDueMs({ nowMs: 9_000, queues: [queue] })).toBe(39_000)
+    })
+
+    it('a claim after the reservation wins: the stale confirmation leaves the deadline as the due time', async () => {
+      const queue = fixture.queue('stale-confirm')
+      const job = await store().enqueue({ job: fixture.job(queue, { visibilityTimeoutMs: 5_000 }), nowMs: 1_000 })
+      const [reserved] = await take(queue, 1_000)
+      expect(reserved?.id).toBe(job.id)
+      expect((await store().claim({ id: job.id, claimToken: 't', nowMs: 1_000 })).kind).toBe('claimed')
+      expect(await store().confirmDelivered({ deliveries: [{ id: job.id, revision: reserved?.revision ?? 0 }] })).toBe(0)
+      expect(await store().nextDueMs({ nowMs: 1_000, queues: [queue] })).toBe(6_000)
+      expect((await take(queue, 6_000)).map((due) => due.id)).toEqual([job.id])
+    })
+
+    it('due times follow the job: enqueue max(runAt, now), claim and heartbeat the deadline, retry the new runAt', async () => {
+      const queue = fixture.queue('due-times')
+      const job = await store().enqueue({ job: fixture.job(queue, { runAtMs: 4_000, visibilityTimeoutMs: 10_000 }), nowMs: 1_000 })
+      expect(await store().nextDueMs({ nowMs: 1_000, queues: [queue] })).toBe(4_000)
+      await store().claim({ id: job.id, claimToken: 't', nowMs: 4_000 })
+      expect(await store().nextDueMs({ nowMs: 4_000, queues: [queue] })).toBe(14_000)
+      await store().heartbeat({ id: job.id, claimToken: 't', extendMs: 20_000, nowMs: 5_000 })
+      expect(await store().nextDueMs({ nowMs: 5_000, queues: [queue] })).toBe(25_000)
+      await store().retry({ id: job.id, claimToken: 't', error: 'e', delayMs: 3_000, nowMs: 6_000 })
+      expect(await store().nextDueMs({ nowMs: 6_000, queues: [queue] })).toBe(9_000)
+      await store().cancel({ queue, id: job.id })
+      expect(await store().nextDueMs({ nowMs: 6_000, queues: [queue] })).toBeNull()
+    })
+
+    it('counts claimable jobs whose task is with Matching, up to the limit', async () => {
+      const queue = fixture.queue('deliverable')
+      for (let i = 0; i < 3; i++) await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+      await store().enqueue({ job: fixture.job(queue, { runAtMs: 99_000 }), nowMs: 1_000 })
+      expect(await store().deliverableCount({ queue, nowMs: 2_000, limit: 10 })).toBe(0)
+      const due = await take(queue, 2_000)
+      await store().confirmDelivered({ deliveries: due.map((job) => ({ id: job.id, revision: job.revision })) })
+      expect(await store().deliverableCount({ queue, nowMs: 2_000, limit: 10 })).toBe(3)
+      expect(await store().deliverableCount({ queue, nowMs: 2_000, limit: 2 })).toBe(2)
+      expect(await store().deliverableCount({ queue: fixture.queue('empty'), nowMs: 2_000, limit: 10 })).toBe(0)
+    })
+
+    it('takeDue buries exhausted lapsed claims and never hands out expired rows', async () => {
+      const queue = fixture.queue('take-bury')
+      const exhausted = await fixture.claimed(queue, 1_000, { maxAttempts: 1, visibilityTimeoutMs: 1_000 })
+      const expired = await store().enqueue({ job: fixture.job(queue, { expiresAtMs: 2_000 }), nowMs: 1_000 })
+      const lapsed = await fixture.claimed(queue, 1_000, { maxAttempts: 2, visibilityTimeoutMs: 1_000 })
+      const due = await take(queue, 3_000)
+      expect(due.map((job) => job.id)).toEqual([lapsed.id])
+      expect(await store().getJob({ queue, id: exhausted.id })).toMatchObject({ state: 'dead', lastError: 'max attempts exceeded', diedAtMs: 2_000 })
+      expect((await store().getJob({ queue, id: expired.id }))?.state).toBe('pending')
+      expect(await store().nextDueMs({ nowMs: 3_000, queues: [queue] })).toBe(33_000)
+    })
+  })
+}

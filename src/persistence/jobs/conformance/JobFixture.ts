@@ -1,0 +1,60 @@
+/**
+ * JobFixture — what every part of the JobStore conformance suite shares: the store under test,
+ * fresh queue names and job ids, a job builder, and a claim helper.
+ *
+ * Isolation: a binding opens one store for the whole suite (PGlite is slow to open), so no test
+ * may rely on an empty store. Every test works in queues nobody else uses (a suite token drawn
+ * once per run plus a counter) and scopes the due-time operations to its own queues.
+ *
+ * Does not: open or close stores (JobStoreConformance.ts does).
+ */
+import { expect } from 'vitest'
+import type { JobRecord, JobStore, NewJob } from '../JobStore.ts'
+
+/** Shared state and tools of one conformance run. */
+export interface JobFixture {
+  readonly name: string
+  readonly seed: number
+  store(): JobStore
+  /** A queue name no other test uses. */
+  queue(label: string): string
+  /** A job id no other test uses. */
+  id(label: string): string
+  /** A valid job of `queue` (defaults: priority 0, runAt 1000, no expiry, 3 attempts, 30 s visibility). */
+  job(queue: string, overrides?: Partial<NewJob>): NewJob
+  /** Enqueues a job at `nowMs` and claims it there; returns the claimed record. */
+  claimed(queue: string, nowMs: number, overrides?: Partial<NewJob>, claimToken?: string): Promise<JobRecord>
+}
+
+/** Builds a fixture over a store getter. */
+export function makeJobFixture(name: string, store: () => JobStore, seed: number): JobFixture {
+  const token = (seed >>> 0).toString(36)
+  let counter = 0
+  const fixture: JobFixture = {
+    name,
+    seed,
+    store,
+    queue: (label) => `jobconf-${token}-${++counter}-${label}`,
+    id: (label) => `job-${token}-${++counter}-${label}`,
+    job: (queue, overrides = {}) => ({
+      id: fixture.id('j'),
+      queue,
+      payload: { n: counter },
+      priority: 0,
+      runAtMs: 1_000,
+      expiresAtMs: null,
+      maxAttempts: 3,
+      visibilityTimeoutMs: 30_000,
+      backoffBaseMs: 5_000,
+      deadLetterRetentionMs: null,
+      ...overrides,
+    }),
+    async claimed(queue, nowMs, overrides = {}, claimToken = fixture.id('token')) {
+      const job = await store().enqueue({ job: fixture.job(queue, { runAtMs: nowMs, ...overrides }), nowMs })
+      const outcome = await store().claim({ id: job.id, claimToken, nowMs })
+      if (outcome.kind !== 'claimed') return expect.fail(`claim of a fresh job answered ${JSON.stringify(outcome)}`)
+      return outcome.job
+    },
+  }
+  return fixture
+}

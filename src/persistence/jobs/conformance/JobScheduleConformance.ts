@@ -1,0 +1,60 @@
+/**
+ * JobScheduleConformance — seed 004 §6's schedules on a job store: registration that survives
+ * re-registration unchanged, a leader lease with a fencing token that grows on takeover, and a
+ * firing that writes the jobs and the last-fired state together or not at all.
+ *
+ * Readings pinned here: re-registering with a payload whose keys are in another order is "the
+ * same"; a changed schedule is re-anchored with nothing fired; a holder renewing its live lease
+ * keeps the fence; re-taking an expired lease (even one's own) grows it.
+ */
+import { describe, expect, it } from 'vitest'
+import type { JobFixture } from './JobFixture.ts'
+
+/** Registers the schedule tests. */
+export function describeJobScheduleConformance(fixture: JobFixture): void {
+  const store = () => fixture.store()
+
+  describe('job schedules', () => {
+    it('registers a schedule once; the same registration changes nothing; a change re-anchors it', async () => {
+      const name = fixture.id('schedule')
+      const queue = fixture.queue('scheduled')
+      const first = await store().putSchedule({ name, spec: '@every 60s', queue, payload: { a: 1, b: [2] }, nowMs: 1_000 })
+      expect(first).toEqual({ name, spec: '@every 60s', queue, payload: { a: 1, b: [2] }, anchorMs: 1_000, lastFiredMs: null, revision: 1 })
+      expect(await store().putSchedule({ name, spec: '@every 60s', queue, payload: { b: [2], a: 1 }, nowMs: 5_000 })).toEqual(first)
+      const changed = await store().putSchedule({ name, spec: '*/5 * * * *', queue, payload: { a: 1, b: [2] }, nowMs: 7_000 })
+      expect(changed).toEqual({ ...first, spec: '*/5 * * * *', anchorMs: 7_000, revision: 2 })
+      expect((await store().listSchedules()).filter((schedule) => schedule.name === name)).toEqual([changed])
+    })
+
+    it('a lease has one live holder; renewal keeps the fence, takeover after expiry grows it', async () => {
+      const name = fixture.id('lease')
+      expect(await store().acquireLease({ name, holder: 'a', nowMs: 1_000, ttlMs: 10_000 })).toEqual({ fence: 1 })
+      expect(await store().acquireLease({ name, holder: 'b', nowMs: 10_999, ttlMs: 10_000 })).toBeNull()
+      expect(await store().acquireLease({ name, holder: 'a', nowMs: 5_000, ttlMs: 10_000 })).toEqual({ fence: 1 })
+      expect(await store().acquireLease({ name, holder: 'b', nowMs: 14_999, ttlMs: 10_000 })).toBeNull()
+      expect(await store().acquireLease({ name, holder: 'b', nowMs: 15_000, ttlMs: 10_000 })).toEqual({ fence: 2 })
+      expect(await store().acquireLease({ name, holder: 'a', nowMs: 16_000, ttlMs: 10_000 })).toBeNull()
+      expect(await store().acquireLease({ name, holder: 'b', nowMs: 30_000, ttlMs: 10_000 })).toEqual({ fence: 3 })
+    })
+
+    it('firing writes the jobs and the last firing together, only under the current fence and revision', async () => {
+      const name = fixture.id('fire')
+      const lease = fixture.id('fire-lease')
+      const queue = fixture.queue('fired')
+      const schedule = await store().putSchedule({ name, spec: '@every 1m', queue, payload: 'tick', nowMs: 0 })
+      const { fence } = (await store().acquireLease({ name: lease, holder: 'a', nowMs: 0, ttlMs: 1_000 })) ?? { fence: 0 }
+      const jobs = [fixture.job(queue, { runAtMs: 60_000, payload: 'tick' }), fixture.job(queue, { runAtMs: 120_000, payload: 'tick' })]
+      const base = { leaseName: lease, name, lastFiredMs: 120_000, nowMs: 130_000 }
+      expect(await store().fireSchedule({ ...base, fence, expectedRevision: schedule.revision + 1, jobs })).toBe('conflict')
+      expect(await store().fireSchedule({ ...base, fence: fence + 1, expectedRevision: schedule.revision, jobs })).toBe('fenced')
+      for (const job of jobs) expect(await store().getJob({ queue, id: job.id })).toBeNull()
+      expect(await store().fireSchedule({ ...base, fence, expectedRevision: schedule.revision, jobs })).toBe('fired')
+      for (const job of jobs) expect(await store().getJob({ queue, id: job.id })).toMatchObject({ state: 'pending', runAtMs: job.runAtMs, createdAtMs: 130_000 })
+      const [after] = (await store().listSchedules()).filter((record) => record.name === name)
+      expect(after).toMatchObject({ lastFiredMs: 120_000, revision: schedule.revision + 1, anchorMs: 0 })
+      expect(await store().fireSchedule({ ...base, fence, expectedRevision: schedule.revision, jobs: [] })).toBe('conflict')
+      await store().acquireLease({ name: lease, holder: 'b', nowMs: 5_000, ttlMs: 1_000 })
+      expect(await store().fireSchedule({ ...base, fence, expectedRevision: schedule.revision + 1, jobs: [] })).toBe('fenced')
+    })
+  })
+}

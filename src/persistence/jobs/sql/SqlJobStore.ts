@@ -1,0 +1,368 @@
+/**
+ * SqlJobStore — the JobStore contract (persistence/jobs/JobStore.ts) written once over the SQL
+ * `Driver` seam, so the embedded (PGlite) and postgres (`pg`) stores run the same statements
+ * (jobSql.ts, scheduleSql.ts) on the tables of migration 003.
+ *
+ * Owns: validating inputs (JobInput.ts) before any SQL, one statement per transition, decoding
+ * rows with assertions after read, the one multi-statement transaction (`fireSchedule`), and
+ * mapping failures into the catalogue exactly as the Matching Store does (`toStoreError`).
+ *
+ * A transactional enqueue runs the same INSERT on the caller's client; its failures are mapped
+ * the same way (the caller's transaction is then theirs to roll back).
+ *
+ * Does not: migrate (openSqlJobStore does, through the shared migration runner), read a clock,
+ * or retry.
+ */
+import { InvalidInput } from '../../../domain/errors.ts'
+import { validateJson } from '../../../domain/Json.ts'
+import { assert } from '../../../kernel/assert.ts'
+import { type Driver, DriverError, toDriverError } from '../../sql/Driver.ts'
+import { migrate } from '../../sql/Migrations.ts'
+import { makeSchema, type Schema } from '../../sql/Schema.ts'
+import { toStoreError } from '../../sql/SqlStore.ts'
+import { toSafeInteger } from '../../sql/SqlValues.ts'
+import { checkClaimRef, checkClaims, checkCount, checkDurationMs, checkError, checkJobRef, checkName, checkNewJob, checkQueues, checkTime } from '../JobInput.ts'
+import type { DueJob, JobRecord, JobState, JobStore, NewJob, ScheduleRecord } from '../JobStore.ts'
+import * as jobSql from './jobSql.ts'
+import * as scheduleSql from './scheduleSql.ts'
+
+type Row = Record<string, unknown>
+
+const nullableInteger = (value: unknown, what: string): number | null => (value === null || value === undefined ? null : toSafeInteger(value, what))
+
+/** Decodes a job row (live or dead); asserts the contract's shape invariants. */
+function decodeJob(row: Row): JobRecord {
+  const state = row.state as JobState
+  assert(state === 'pending' || state === 'processing' || state === 'dead', `job state ${String(row.state)}`)
+  const job: JobRecord = {
+    id: row.id as string,
+    queue: row.queue as string,
+    state,
+    payload: row.payload as never,
+    priority: toSafeInteger(row.priority, 'priority'),
+    attempts: toSafeInteger(row.attempts, 'attempts'),
+    maxAttempts: toSafeInteger(row.max_attempts, 'max_attempts'),
+    visibilityTimeoutMs: toSafeInteger(row.visibility_timeout_ms, 'visibility_timeout_ms'),
+    backoffBaseMs: toSafeInteger(row.backoff_base_ms, 'backoff_base_ms'),
+    deadLetterRetentionMs: nullableInteger(row.dead_letter_retention_ms, 'dead_letter_retention_ms'),
+    createdAtMs: toSafeInteger(row.created_at_ms, 'created_at_ms'),
+    runAtMs: toSafeInteger(row.run_at_ms, 'run_at_ms'),
+    claimedAtMs: nullableInteger(row.claimed_at_ms, 'claimed_at_ms'),
+    expiresAtMs: nullableInteger(row.expires_at_ms, 'expires_at_ms'),
+    claimToken: (row.claim_token as string | null) ?? null,
+    deadlineMs: nullableInteger(row.deadline_ms, 'deadline_ms'),
+    lastError: (row.last_error as string | null) ?? null,
+    diedAtMs: nullableInteger(row.died_at_ms, 'died_at_ms'),
+  }
+  assert(typeof job.id === 'string' && typeof job.queue === 'string', 'job id or queue is not text')
+  assert((job.state === 'processing') === (job.claimToken !== null && job.deadlineMs !== null), `job ${job.id}: claim fields do not match state ${job.state}`)
+  assert((job.state === 'dead') === (job.lastError !== null && job.diedAtMs !== null), `job ${job.id}: dead fields do not match state ${job.state}`)
+  assert(job.attempts >= 0 && job.maxAttempts >= 1, `job ${job.id}: attempts ${job.attempts} of ${job.maxAttempts}`)
+  return job
+}
+
+function decodeSchedule(row: Row): ScheduleRecord {
+  return {
+    name: row.name as string,
+    spec: row.spec as string,
+    queue: row.queue as string,
+    payload: row.payload as never,
+    anchorMs: toSafeInteger(row.anchor_ms, 'anchor_ms'),
+    lastFiredMs: nullableInteger(row.last_fired_ms, 'last_fired_ms'),
+    revision: toSafeInteger(row.revision, 'revision'),
+  }
+}
+
+const enqueueParams = (job: NewJob, nowMs: number): unknown[] => [
+  job.id,
+  job.queue,
+  JSON.stringify(job.payload),
+  job.priority,
+  job.maxAttempts,
+  job.visibilityTimeoutMs,
+  job.backoffBaseMs,
+  job.deadLetterRetentionMs,
+  nowMs,
+  job.runAtMs,
+  job.expiresAtMs,
+]
+
+/** Makes a JobStore over an already migrated schema. `close` closes the driver (idempotent). */
+export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
+  const sql = {
+    enqueue: jobSql.enqueueSql(schema),
+    getJob: jobSql.getJobSql(schema),
+    claim: jobSql.claimSql(schema),
+    buryExhaustedOne: jobSql.buryExhaustedOneSql(schema),
+    claimState: jobSql.claimStateSql(schema),
+    heartbeat: jobSql.heartbeatSql(schema),
+    ack: jobSql.ackSql(schema),
+    ackBatch: jobSql.ackBatchSql(schema),
+    retry: jobSql.retrySql(schema),
+    fail: jobSql.failSql(schema),
+    cancel: jobSql.cancelSql(schema),
+    sweepExpired: jobSql.sweepExpiredSql(schema),
+    buryExhausted: jobSql.buryExhaustedSql(schema),
+    takeDue: jobSql.takeDueSql(schema),
+    confirmDelivered: jobSql.confirmDeliveredSql(schema),
+    nextDue: jobSql.nextDueSql(schema),
+    deliverableCount: jobSql.deliverableCountSql(schema),
+    putSchedule: scheduleSql.putScheduleSql(schema),
+    getSchedule: scheduleSql.getScheduleSql(schema),
+    listSchedules: scheduleSql.listSchedulesSql(schema),
+    acquireLease: scheduleSql.acquireLeaseSql(schema),
+    lockLease: scheduleSql.lockLeaseSql(schema),
+    markFired: scheduleSql.markFiredSql(schema),
+  }
+
+  const run = async (operation: string, isWrite: boolean, text: string, params: ReadonlyArray<unknown>): Promise<Row[]> => {
+    try {
+      return (await driver.query<Row>(text, params)).rows
+    } catch (error) {
+      throw toStoreError(operation, isWrite, error)
+    }
+  }
+  const write = (operation: string, text: string, params: ReadonlyArray<unknown>) => run(operation, true, text, params)
+  const read = (operation: string, text: string, params: ReadonlyArray<unknown>) => run(operation, false, text, params)
+  const validated = <T>(operation: string, check: () => T): T => {
+    try {
+      return check()
+    } catch (error) {
+      throw toStoreError(operation, false, error)
+    }
+  }
+
+  return {
+    kind: driver.kind,
+
+    async enqueue(params, tx) {
+      const { job, nowMs } = validated('enqueue', () => ({ job: checkNewJob(params.job), nowMs: checkTime('nowMs', params.nowMs) }))
+      if (tx === undefined) {
+        const [row] = await write('enqueue', sql.enqueue, enqueueParams(job, nowMs))
+        assert(row !== undefined, `enqueue of ${job.id} returned no row`)
+        return decodeJob(row)
+      }
+      if (typeof tx?.query !== 'function') throw new InvalidInput({ field: 'tx', reason: 'must be a pg client inside an open transaction' })
+      let result
+      try {
+        result = await tx.query(sql.enqueue, enqueueParams(job, nowMs))
+      } catch (error) {
+        throw toStoreError('enqueue', true, toDriverError(error, true))
+      }
+      const row = result.rows[0] as Row | undefined
+      assert(row !== undefined, `enqueue of ${job.id} on the caller's transaction returned no row`)
+      return decodeJob(row)
+    },
+
+    async getJob(params) {
+      const { queue, id } = validated('getJob', () => checkJobRef(params))
+      const rows = await read('getJob', sql.getJob, [id, queue])
+      assert(rows.length <= 1, `job ${id} is both live and dead`)
+      return rows[0] === undefined ? null : decodeJob(rows[0])
+    },
+
+    async claim(params) {
+      const { id, claimToken, nowMs } = validated('claim', () => ({
+        id: checkName('id', params.id),
+        claimToken: checkName('claimToken', params.claimToken),
+        nowMs: checkTime('nowMs', params.nowMs),
+      }))
+      const [claimed] = await write('claim', sql.claim, [id, claimToken, nowMs])
+      if (claimed !== undefined) return { kind: 'claimed', job: decodeJob(claimed) }
+      const [buried] = await write('claim', sql.buryExhaustedOne, [id, nowMs])
+      if (buried !== undefined) return { kind: 'obsolete', reason: 'exhausted' }
+      const [found] = await read('claim', sql.claimState, [id])
+      if (found === undefined) return { kind: 'obsolete', reason: 'missing' }
+      if (found.state === 'dead') return { kind: 'obsolete', reason: 'dead' }
+      if (found.state === 'processing' && toSafeInteger(found.deadline_ms, 'deadline_ms') > nowMs) return { kind: 'already-started' }
+      const expiresAtMs = nullableInteger(found.expires_at_ms, 'expires_at_ms')
+      return { kind: 'obsolete', reason: expiresAtMs !== null && expiresAtMs <= nowMs ? 'expired' : 'not-due' }
+    },
+
+    async heartbeat(params) {
+      const { id, claimToken, nowMs, extendMs } = validated('heartbeat', () => ({
+        ...checkClaimRef(params),
+        nowMs: checkTime('nowMs', params.nowMs),
+        extendMs: params.extendMs === null ? null : checkDurationMs('extendMs', params.extendMs, 1),
+      }))
+      const [row] = await write('heartbeat', sql.heartbeat, [id, claimToken, nowMs, extendMs])
+      return row === undefined ? null : decodeJob(row)
+    },
+
+    async ack(params) {
+      const { id, claimToken, nowMs } = validated('ack', () => ({ ...checkClaimRef(params), nowMs: checkTime('nowMs', params.nowMs) }))
+      return (await write('ack', sql.ack, [id, claimToken, nowMs])).length === 1
+    },
+
+    async ackBatch(params) {
+      const { claims, nowMs } = validated('ackBatch', () => ({ claims: checkClaims(params.claims), nowMs: checkTime('nowMs', params.nowMs) }))
+      if (claims.length === 0) return 0
+      const rows = await write('ackBatch', sql.ackBatch, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs])
+      return rows.length
+    },
+
+    async retry(params) {
+      const { id, claimToken, nowMs, delayMs } = validated('retry', () => {
+        checkError('error', params.error)
+        return { ...checkClaimRef(params), nowMs: checkTime('nowMs', params.nowMs), delayMs: checkDurationMs('delayMs', params.delayMs, 0) }
+      })
+      const rows = await write('retry', sql.retry, [id, claimToken, nowMs, delayMs])
+      assert(rows.length <= 1, `retry of ${id} took both branches`)
+      const [row] = rows
+      if (row === undefined) return null
+      return row.outcome === 'dead' ? { kind: 'dead' } : { kind: 'retried', runAtMs: toSafeInteger(row.run_at_ms, 'run_at_ms') }
+    },
+
+    async fail(params) {
+      const { id, claimToken, nowMs, error } = validated('fail', () => ({
+        ...checkClaimRef(params),
+        nowMs: checkTime('nowMs', params.nowMs),
+        error: checkError('error', params.error),
+      }))
+      return (await write('fail', sql.fail, [id, claimToken, nowMs, error])).length === 1
+    },
+
+    async cancel(params) {
+      const { queue, id } = validated('cancel', () => checkJobRef(params))
+      return (await write('cancel', sql.cancel, [id, queue])).length === 1
+    },
+
+    async sweepExpired(params) {
+      const { queue, nowMs } = validated('sweepExpired', () => ({ queue: checkName('queue', params.queue), nowMs: checkTime('nowMs', params.nowMs) }))
+      const [row] = await write('sweepExpired', sql.sweepExpired, [queue, nowMs])
+      assert(row !== undefined, 'sweepExpired returned no row')
+      return { dead: toSafeInteger(row.dead, 'dead'), purged: toSafeInteger(row.purged, 'purged') }
+    },
+
+    async takeDue(params) {
+      const { nowMs, reserveUntilMs, limit, queues } = validated('takeDue', () => ({
+        nowMs: checkTime('nowMs', params.nowMs),
+        reserveUntilMs: checkTime('reserveUntilMs', params.reserveUntilMs),
+        limit: checkCount('limit', params.limit, 1, 10_000),
+        queues: checkQueues(params.queues),
+      }))
+      await write('takeDue', sql.buryExhausted, [nowMs, queues])
+      const rows = await write('takeDue', sql.takeDue, [nowMs, reserveUntilMs, limit, queues])
+      const due = rows.map(
+        (row): DueJob => ({
+          id: row.id as string,
+          queue: row.queue as string,
+          priority: toSafeInteger(row.priority, 'priority'),
+          dueMs: toSafeInteger(row.previous_due_ms, 'previous_due_ms'),
+          readySeq: toSafeInteger(row.ready_seq, 'ready_seq'),
+          revision: toSafeInteger(row.revision, 'revision'),
+          expiresAtMs: nullableInteger(row.expires_at_ms, 'expires_at_ms'),
+        }),
+      )
+      // RETURNING order is unspecified; claim order is the contract.
+      return due.sort((a, b) => b.priority - a.priority || a.dueMs - b.dueMs || a.readySeq - b.readySeq)
+    },
+
+    async confirmDelivered(params) {
+      const deliveries = validated('confirmDelivered', () => {
+        if (!Array.isArray(params.deliveries)) throw new InvalidInput({ field: 'deliveries', reason: 'must be an array' })
+        return params.deliveries.map((delivery, index) => ({
+          id: checkName(`deliveries[${index}].id`, delivery?.id),
+          revision: checkCount(`deliveries[${index}].revision`, delivery?.revision, 1, Number.MAX_SAFE_INTEGER),
+        }))
+      })
+      if (deliveries.length === 0) return 0
+      const rows = await write('confirmDelivered', sql.confirmDelivered, [deliveries.map((d) => d.id), deliveries.map((d) => d.revision)])
+      return rows.length
+    },
+
+    async nextDueMs(params) {
+      const { nowMs, queues } = validated('nextDueMs', () => ({ nowMs: checkTime('nowMs', params.nowMs), queues: checkQueues(params.queues) }))
+      const [row] = await read('nextDueMs', sql.nextDue, [nowMs, queues])
+      return nullableInteger(row?.next_due_ms, 'next_due_ms')
+    },
+
+    async deliverableCount(params) {
+      const { queue, nowMs, limit } = validated('deliverableCount', () => ({
+        queue: checkName('queue', params.queue),
+        nowMs: checkTime('nowMs', params.nowMs),
+        limit: checkCount('limit', params.limit, 1, 10_000),
+      }))
+      const [row] = await read('deliverableCount', sql.deliverableCount, [queue, nowMs, limit])
+      return toSafeInteger(row?.deliverable ?? 0, 'deliverable')
+    },
+
+    async putSchedule(params) {
+      const { name, spec, queue, payload, nowMs } = validated('putSchedule', () => ({
+        name: checkName('name', params.name),
+        spec: checkName('spec', params.spec),
+        queue: checkName('queue', params.queue),
+        payload: validateJson('payload', params.payload),
+        nowMs: checkTime('nowMs', params.nowMs),
+      }))
+      const [changed] = await write('putSchedule', sql.putSchedule, [name, spec, queue, JSON.stringify(payload), nowMs])
+      if (changed !== undefined) return decodeSchedule(changed)
+      const [current] = await read('putSchedule', sql.getSchedule, [name])
+      assert(current !== undefined, `schedule ${name} neither changed nor exists`)
+      return decodeSchedule(current)
+    },
+
+    async listSchedules() {
+      return (await read('listSchedules', sql.listSchedules, [])).map(decodeSchedule)
+    },
+
+    async acquireLease(params) {
+      const { name, holder, nowMs, ttlMs } = validated('acquireLease', () => ({
+        name: checkName('name', params.name),
+        holder: checkName('holder', params.holder),
+        nowMs: checkTime('nowMs', params.nowMs),
+        ttlMs: checkDurationMs('ttlMs', params.ttlMs, 1),
+      }))
+      const [row] = await write('acquireLease', sql.acquireLease, [name, holder, nowMs, ttlMs])
+      return row === undefined ? null : { fence: toSafeInteger(row.fence, 'fence') }
+    },
+
+    async fireSchedule(params) {
+      const checked = validated('fireSchedule', () => {
+        if (!Array.isArray(params.jobs)) throw new InvalidInput({ field: 'jobs', reason: 'must be an array' })
+        return {
+          leaseName: checkName('leaseName', params.leaseName),
+          fence: checkCount('fence', params.fence, 1, Number.MAX_SAFE_INTEGER),
+          name: checkName('name', params.name),
+          expectedRevision: checkCount('expectedRevision', params.expectedRevision, 1, Number.MAX_SAFE_INTEGER),
+          lastFiredMs: checkTime('lastFiredMs', params.lastFiredMs),
+          jobs: params.jobs.map((job, index) => checkNewJob(job, `jobs[${index}]`)),
+          nowMs: checkTime('nowMs', params.nowMs),
+        }
+      })
+      try {
+        return await driver.transaction(async (tx) => {
+          const fenced = await tx.query(sql.lockLease, [checked.leaseName, checked.fence])
+          if (fenced.rows.length === 0) return 'fenced' as const
+          const marked = await tx.query(sql.markFired, [checked.name, checked.expectedRevision, checked.lastFiredMs])
+          if (marked.rows.length === 0) return 'conflict' as const
+          for (const job of checked.jobs) await tx.query(sql.enqueue, enqueueParams(job, checked.nowMs))
+          return 'fired' as const
+        })
+      } catch (error) {
+        throw toStoreError('fireSchedule', true, error)
+      }
+    },
+
+    async close() {
+      try {
+        await driver.close()
+      } catch (error) {
+        throw toStoreError('close', false, error)
+      }
+    },
+  }
+}
+
+/** Migrates `driver`'s database (every migration, Matching's included) and returns a JobStore over it. */
+export async function openSqlJobStore(driver: Driver, options: { readonly schema?: string } = {}): Promise<JobStore> {
+  try {
+    const schema = makeSchema(options.schema)
+    await migrate(driver, schema)
+    return makeSqlJobStore(driver, schema)
+  } catch (error) {
+    await driver.close().catch(() => {})
+    // An unreachable database is Unavailable; a bad schema name or a newer database is not retryable.
+    throw error instanceof DriverError ? toStoreError('open', true, error) : error
+  }
+}

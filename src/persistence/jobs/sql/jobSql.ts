@@ -1,0 +1,230 @@
+/**
+ * jobSql — the statements on `jobs` and `dead_jobs` (migration 003), as readable SQL text.
+ *
+ * Invariants: every transition is ONE statement with its validity predicate in its WHERE
+ * clause, so concurrent transitions on a row serialize on the row lock and the loser re-checks
+ * the predicate against the winner's version (a reclaim racing an ack: exactly one wins). A
+ * dead-letter is one statement too: `DELETE … RETURNING` feeding `INSERT INTO dead_jobs`.
+ * Every value is a parameter; the quoted schema is the only interpolation.
+ *
+ * The predicates, spelled once here and mirrored by MemoryJobStore.ts:
+ * - valid claim: processing, `claim_token = $token`, `deadline_ms > $now`;
+ * - claimable: unexpired, `attempts < max_attempts`, and pending with `run_at_ms <= $now` or
+ *   processing with `deadline_ms <= $now`;
+ * - exhausted: processing, `deadline_ms <= $now`, `attempts >= max_attempts`, and not expired
+ *   by its deadline — it died at its deadline with "max attempts exceeded".
+ */
+import type { Schema } from '../../sql/Schema.ts'
+
+/** Columns of a live row, as every statement returns them. */
+export const liveColumns =
+  'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, claim_token, deadline_ms'
+
+const deadInsertColumns =
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, last_error, died_at_ms'
+
+const movedColumns =
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms'
+
+const notExpired = (now: string) => `(expires_at_ms IS NULL OR expires_at_ms > ${now})`
+const validClaim = `state = 'processing' AND claim_token = $2::text AND deadline_ms > $3::bigint`
+const exhausted = (now: string) =>
+  `state = 'processing' AND deadline_ms <= ${now} AND attempts >= max_attempts AND (expires_at_ms IS NULL OR expires_at_ms > deadline_ms)`
+
+// Moves the rows of `moved` into dead_jobs with the given error and death-time expressions.
+const bury = (schema: Schema, error: string, diedAt: string) =>
+  `INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns}) SELECT ${movedColumns}, ${error}, ${diedAt} FROM moved`
+
+/**
+ * `$1` id, `$2` queue, `$3` payload json, `$4` priority, `$5` max attempts, `$6` visibility ms,
+ * `$7` backoff base ms, `$8` retention ms or null, `$9` now, `$10` run at, `$11` expires at or null.
+ * A plain INSERT, so it can run on a caller's transaction.
+ */
+export function enqueueSql(schema: Schema): string {
+  return `
+INSERT INTO ${schema.quoted}.jobs
+  (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
+   created_at_ms, run_at_ms, expires_at_ms, due_ms)
+VALUES ($1::text, $2::text, 'pending', $3::jsonb, $4::smallint, 0, $5::integer, $6::bigint, $7::bigint, $8::bigint,
+   $9::bigint, $10::bigint, $11::bigint, GREATEST($10::bigint, $9::bigint))
+RETURNING ${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
+}
+
+/** `$1` id, `$2` queue. The job in either table. */
+export function getJobSql(schema: Schema): string {
+  return `
+SELECT ${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms
+FROM ${schema.quoted}.jobs WHERE id = $1::text AND queue = $2::text
+UNION ALL
+SELECT id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
+       created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, NULL::text AS claim_token, NULL::bigint AS deadline_ms, last_error, died_at_ms
+FROM ${schema.quoted}.dead_jobs WHERE id = $1::text AND queue = $2::text`
+}
+
+/** `$1` id, `$2` new claim token, `$3` now. Claims a claimable job; returns it. */
+export function claimSql(schema: Schema): string {
+  return `
+UPDATE ${schema.quoted}.jobs
+SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
+    deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms,
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
+WHERE id = $1::text AND attempts < max_attempts AND ${notExpired('$3::bigint')}
+  AND ((state = 'pending' AND run_at_ms <= $3::bigint) OR (state = 'processing' AND deadline_ms <= $3::bigint))
+RETURNING ${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
+}
+
+/** `$1` id, `$2` now. Dead-letters job `$1` if the exhaustion rule holds; returns its id. */
+export function buryExhaustedOneSql(schema: Schema): string {
+  return `
+WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${exhausted('$2::bigint')} RETURNING *)
+${bury(schema, `'max attempts exceeded'`, 'deadline_ms')}
+RETURNING id`
+}
+
+/** `$1` id, `$2` now. What a failed claim found: the live row's state and deadline, or 'dead'. */
+export function claimStateSql(schema: Schema): string {
+  return `
+SELECT state, deadline_ms, expires_at_ms FROM ${schema.quoted}.jobs WHERE id = $1::text
+UNION ALL
+SELECT 'dead', NULL::bigint, NULL::bigint FROM ${schema.quoted}.dead_jobs WHERE id = $1::text`
+}
+
+/** `$1` id, `$2` token, `$3` now, `$4` extension ms or null. Renews a valid claim; returns the row. */
+export function heartbeatSql(schema: Schema): string {
+  return `
+UPDATE ${schema.quoted}.jobs
+SET deadline_ms = $3::bigint + COALESCE($4::bigint, visibility_timeout_ms), due_ms = $3::bigint + COALESCE($4::bigint, visibility_timeout_ms),
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
+WHERE id = $1::text AND ${validClaim}
+RETURNING ${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
+}
+
+/** `$1` id, `$2` token, `$3` now. Deletes the job under a valid claim. */
+export function ackSql(schema: Schema): string {
+  return `DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} RETURNING id`
+}
+
+/** `$1` ids, `$2` tokens (parallel arrays), `$3` now. Deletes every job under a valid claim. */
+export function ackBatchSql(schema: Schema): string {
+  return `
+DELETE FROM ${schema.quoted}.jobs AS job
+USING unnest($1::text[], $2::text[]) AS claim(id, token)
+WHERE job.id = claim.id AND job.claim_token = claim.token AND job.state = 'processing' AND job.deadline_ms > $3::bigint
+RETURNING job.id`
+}
+
+/**
+ * `$1` id, `$2` token, `$3` now, `$4` delay ms. Under a valid claim: back to pending at now + delay,
+ * or — at the budget — dead with "max attempts exceeded". The two branches exclude each other.
+ */
+export function retrySql(schema: Schema): string {
+  return `
+WITH retried AS (
+  UPDATE ${schema.quoted}.jobs
+  SET state = 'pending', run_at_ms = $3::bigint + $4::bigint, due_ms = $3::bigint + $4::bigint, claim_token = NULL, deadline_ms = NULL,
+      ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
+  WHERE id = $1::text AND ${validClaim} AND attempts < max_attempts
+  RETURNING run_at_ms
+), moved AS (
+  DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} AND attempts >= max_attempts RETURNING *
+), buried AS (
+  ${bury(schema, `'max attempts exceeded'`, '$3::bigint')} RETURNING id
+)
+SELECT 'retried' AS outcome, run_at_ms FROM retried
+UNION ALL
+SELECT 'dead' AS outcome, NULL::bigint FROM buried`
+}
+
+/** `$1` id, `$2` token, `$3` now, `$4` error. Dead-letters under a valid claim. */
+export function failSql(schema: Schema): string {
+  return `
+WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} RETURNING *)
+${bury(schema, '$4::text', '$3::bigint')}
+RETURNING id`
+}
+
+/** `$1` id, `$2` queue. Deletes a live job, unconditionally. */
+export function cancelSql(schema: Schema): string {
+  return `DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND queue = $2::text RETURNING id`
+}
+
+/**
+ * `$1` queue, `$2` now. Expired live rows move to dead (the exhaustion rule's verdict, else
+ * "expired"); dead rows past retention as of the statement's snapshot are deleted.
+ */
+export function sweepExpiredSql(schema: Schema): string {
+  const isExhausted = `state = 'processing' AND attempts >= max_attempts AND deadline_ms < expires_at_ms`
+  return `
+WITH moved AS (
+  DELETE FROM ${schema.quoted}.jobs WHERE queue = $1::text AND expires_at_ms <= $2::bigint RETURNING *
+), buried AS (
+  INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns})
+  SELECT ${movedColumns},
+         CASE WHEN ${isExhausted} THEN 'max attempts exceeded' ELSE 'expired' END,
+         CASE WHEN ${isExhausted} THEN deadline_ms ELSE $2::bigint END
+  FROM moved
+  RETURNING id
+), purged AS (
+  DELETE FROM ${schema.quoted}.dead_jobs
+  WHERE queue = $1::text AND dead_letter_retention_ms IS NOT NULL AND died_at_ms + dead_letter_retention_ms <= $2::bigint
+  RETURNING id
+)
+SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS purged`
+}
+
+/** `$1` now, `$2` queues or null. Dead-letters every lapsed row the exhaustion rule covers. */
+export function buryExhaustedSql(schema: Schema): string {
+  return `
+WITH moved AS (
+  DELETE FROM ${schema.quoted}.jobs
+  WHERE due_ms <= $1::bigint AND ($2::text[] IS NULL OR queue = ANY($2::text[])) AND ${exhausted('$1::bigint')}
+  RETURNING *
+)
+${bury(schema, `'max attempts exceeded'`, 'deadline_ms')}
+RETURNING id`
+}
+
+/**
+ * `$1` now, `$2` reserve until, `$3` limit, `$4` queues or null. Reserves the first due unexpired rows in claim order
+ * (rows another connection holds are skipped) and returns them with their previous due time.
+ */
+export function takeDueSql(schema: Schema): string {
+  return `
+WITH due AS (
+  SELECT id, due_ms FROM ${schema.quoted}.jobs
+  WHERE due_ms <= $1::bigint AND ($4::text[] IS NULL OR queue = ANY($4::text[])) AND ${notExpired('$1::bigint')}
+  ORDER BY priority DESC, due_ms, ready_seq
+  LIMIT $3::integer
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE ${schema.quoted}.jobs AS job SET due_ms = $2::bigint, revision = job.revision + 1
+FROM due WHERE job.id = due.id
+RETURNING job.id, job.queue, job.priority, due.due_ms AS previous_due_ms, job.ready_seq, job.revision, job.expires_at_ms`
+}
+
+/** `$1` ids, `$2` revisions (parallel arrays). Clears the due time of rows still at their revision. */
+export function confirmDeliveredSql(schema: Schema): string {
+  return `
+UPDATE ${schema.quoted}.jobs AS job SET due_ms = NULL
+FROM unnest($1::text[], $2::bigint[]) AS delivered(id, revision)
+WHERE job.id = delivered.id AND job.revision = delivered.revision
+RETURNING job.id`
+}
+
+/** `$1` now, `$2` queues or null. The earliest due time among unexpired rows. */
+export function nextDueSql(schema: Schema): string {
+  return `
+SELECT min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
+WHERE due_ms IS NOT NULL AND ($2::text[] IS NULL OR queue = ANY($2::text[])) AND ${notExpired('$1::bigint')}`
+}
+
+/** `$1` queue, `$2` now, `$3` limit. Claimable rows whose task is with Matching, up to the limit. */
+export function deliverableCountSql(schema: Schema): string {
+  return `
+SELECT count(*) AS deliverable FROM (
+  SELECT 1 FROM ${schema.quoted}.jobs
+  WHERE queue = $1::text AND due_ms IS NULL AND attempts < max_attempts AND ${notExpired('$2::bigint')}
+    AND ((state = 'pending' AND run_at_ms <= $2::bigint) OR (state = 'processing' AND deadline_ms <= $2::bigint))
+  LIMIT $3::integer
+) AS deliverable`
+}
