@@ -84,6 +84,7 @@ export class PhysicalQueueActor {
         'store.acquire': collect('store.acquire'),
         'store.append': collect('store.append'),
         'store.read': collect('store.read'),
+        'store.checkOwnership': collect('store.checkOwnership'),
         'store.checkpoint': collect('store.checkpoint'),
         'history.recordStart': collect('history.recordStart'),
         'add.reply': collect('add.reply'),
@@ -239,6 +240,8 @@ export class PhysicalQueueActor {
         const rangeId = this.#rangeId()
         return this.#call('checkpoint', () => store.checkpoint({ key, rangeId, ackLevels: command.params.ackLevels, nowMs: this.#now() }), (result) => ({ type: 'checkpoint.completed', nowMs: this.#now(), metadata: result.metadata }), (error) => ({ type: 'checkpoint.failed', nowMs: this.#now(), error }))
       }
+      case 'store.checkOwnership':
+        return this.#call('inspect', () => store.inspect(key), (inspection) => ({ type: 'ownership.checked', nowMs: this.#now(), rangeId: inspection?.metadata.rangeId ?? null }), (error) => ({ type: 'ownership.check.failed', nowMs: this.#now(), error }))
       case 'history.recordStart':
         return this.#recordStart(command.params)
       case 'add.reply': {

@@ -83,10 +83,14 @@ export class ManualClock implements Clock {
   /** Moves time forward to `targetMs`, firing due timers in order. */
   advanceTo(targetMs: number): void {
     assert(targetMs >= this.#nowMs, 'ManualClock.advanceTo cannot move backwards; use set')
+    let fired = 0
     for (;;) {
+      // A timer that re-arms itself in the past would spin here forever: that is a bug, say so.
+      assert(++fired < 10_000_000, `ManualClock: timer storm at ${this.#nowMs}`)
       const next = this.nextDueMs()
       if (next === undefined || next > targetMs) break
-      this.#nowMs = next
+      // Timers left overdue by a forward `set` fire at the current time, never in the past.
+      this.#nowMs = Math.max(this.#nowMs, next)
       this.fireDue()
     }
     this.#nowMs = targetMs

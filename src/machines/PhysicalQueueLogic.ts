@@ -58,7 +58,7 @@ export function onAcquired(context: QueueContext, event: EventOf<'queue.acquired
   const metadata: QueueMetadata = event.metadata
   const subqueues: Record<number, SubqueueState> = { 0: makeSubqueue(metadata.ackLevels[0] ?? 0) }
   for (const [subqueue, ackLevel] of Object.entries(metadata.ackLevels)) subqueues[Number(subqueue)] = makeSubqueue(ackLevel)
-  const owned: QueueContext = { ...context, rangeId: metadata.rangeId, acquireAttempts: 0, subqueues, savedAckLevels: metadata.ackLevels }
+  const owned: QueueContext = { ...context, rangeId: metadata.rangeId, acquireAttempts: 0, subqueues, savedAckLevels: metadata.ackLevels, ownershipConfirmedMs: event.nowMs }
   const [cleared, timerCommands] = syncTimers(owned, {}, ['acquire'])
   const [next, commands] = pump(cleared)
   return [next, [...timerCommands, ...commands]]
@@ -121,7 +121,7 @@ export function onAppendCompleted(context: QueueContext, event: EventOf<'append.
   const batch = context.appending
   if (batch === null || batch.batchId !== event.batchId) return [context, []]
   const commands = batch.adds.map((add, index) => addReply(add.requestId, { kind: 'spooled', taskId: event.firstTaskId + index }))
-  const grown = markGrown({ ...context, appending: null }, batch.adds.map((add) => add.task.priority))
+  const grown = markGrown({ ...context, appending: null, ownershipConfirmedMs: event.nowMs }, batch.adds.map((add) => add.task.priority))
   const [next, more] = owned ? pump(grown) : [grown, []]
   return [next, [...commands, ...more]]
 }
@@ -168,7 +168,7 @@ export function onReadFailed(context: QueueContext, event: EventOf<'read.failed'
 
 /** A checkpoint committed: remember what is durable. */
 export function onCheckpointCompleted(context: QueueContext, event: EventOf<'checkpoint.completed'>, owned: boolean): Step {
-  const next = { ...context, checkpointing: null, savedAckLevels: event.metadata.ackLevels }
+  const next = { ...context, checkpointing: null, savedAckLevels: event.metadata.ackLevels, ownershipConfirmedMs: event.nowMs }
   return owned ? pump(next) : [next, []]
 }
 
@@ -181,6 +181,16 @@ export function onCheckpointFailed(context: QueueContext): Step {
 /** Rows were moved into this queue (a retired version's backlog): look again. */
 export function onBacklogGrew(context: QueueContext, event: EventOf<'backlog.grew'>): Step {
   return pump(markGrown(context, event.subqueues))
+}
+
+/** The periodic ownership check read the queue's range and it is still ours (the machine unloads otherwise). */
+export function onOwnershipConfirmed(context: QueueContext): Step {
+  return pump({ ...context, ownershipCheckInFlight: false, ownershipConfirmedMs: context.nowMs })
+}
+
+/** The ownership check could not read the store: try again one interval later. */
+export function onOwnershipCheckFailed(context: QueueContext): Step {
+  return pump({ ...context, ownershipCheckInFlight: false, ownershipConfirmedMs: context.nowMs })
 }
 
 /** A pump timer fired (retry, checkpoint, idle re-check): forget it and pump. */
@@ -246,7 +256,7 @@ export function onDrainStarted(context: QueueContext): Step {
     ...context.pollers.map((poller) => pollReply(poller.pollId, { kind: 'failed', error })),
   ]
   const deadline = context.nowMs + context.limits.drainDeadlineMs
-  const [timed, timerCommands] = syncTimers({ ...context, pendingAdds: [], pollers: [], drainDeadlineMs: deadline }, { drain: deadline }, ['retry', 'checkpoint', 'idle', 'drain'])
+  const [timed, timerCommands] = syncTimers({ ...context, pendingAdds: [], pollers: [], drainDeadlineMs: deadline }, { drain: deadline }, ['retry', 'checkpoint', 'idle', 'ownership', 'drain'])
   const [next, final] = maybeFinalCheckpoint(timed)
   return [next, [...commands, ...timerCommands, ...final]]
 }
@@ -364,8 +374,13 @@ export function pump(start: QueueContext): Step {
       context = { ...context, checkpointDueMs: context.nowMs + context.limits.checkpointIntervalMs }
     }
   }
-  // 5. Keep one timer per purpose armed at the earliest moment it matters.
-  const [timed, timerCommands] = syncTimers(context, desiredTimers(context), ['retry', 'checkpoint', 'idle'])
+  // 5. A queue that has not confirmed its range for a while reads it (see ownershipCheckIntervalMs).
+  if (!context.ownershipCheckInFlight && context.nowMs - context.ownershipConfirmedMs >= context.limits.ownershipCheckIntervalMs) {
+    context = { ...context, ownershipCheckInFlight: true }
+    commands.push({ type: 'store.checkOwnership', params: {} })
+  }
+  // 6. Keep one timer per purpose armed at the earliest moment it matters.
+  const [timed, timerCommands] = syncTimers(context, desiredTimers(context), ['retry', 'checkpoint', 'idle', 'ownership'])
   return [timed, [...commands, ...timerCommands]]
 }
 
@@ -379,7 +394,11 @@ function desiredTimers(context: QueueContext): Partial<Record<TimerName, number>
   }
   if (retryAt !== Number.POSITIVE_INFINITY) desired.retry = retryAt
   if (context.checkpointDueMs !== null && context.checkpointing === null) desired.checkpoint = context.checkpointDueMs
-  desired.idle = context.lastActivityMs + context.limits.idleUnloadMs
+  // A queue kept busy past its idle time (a poller waiting) looks again one idle period later;
+  // re-arming in the past would fire forever at the same instant.
+  const idleAt = context.lastActivityMs + context.limits.idleUnloadMs
+  desired.idle = idleAt > context.nowMs ? idleAt : context.nowMs + context.limits.idleUnloadMs
+  if (!context.ownershipCheckInFlight) desired.ownership = context.ownershipConfirmedMs + context.limits.ownershipCheckIntervalMs
   return desired
 }
 

@@ -210,6 +210,31 @@ describe('PhysicalQueueMachine', () => {
     expect(queue.of('timer.set').at(-1)?.params.atMs).toBeNull()
   })
 
+  it('a queue that never writes still learns, within a minute, that another owner took its range', () => {
+    const queue = new Harness()
+    queue.acquired()
+    queue.send({ type: 'read.completed', subqueue: 0, tasks: [], limit: 1000 })
+    queue.send({ type: 'poll.arrived', pollId: 'p1', identity: 'w1' })
+    expect(queue.of('timer.set').filter((set) => set.params.name === 'ownership').at(-1)?.params.atMs).toBe(queue.nowMs + 60_000)
+    queue.nowMs += 60_000
+    const check = queue.send({ type: 'timer.fired', name: 'ownership' })
+    expect(queue.of('store.checkOwnership', check)).toHaveLength(1)
+    const moved = queue.send({ type: 'ownership.checked', rangeId: 4 })
+    expect(queue.snapshot.status).toBe('done')
+    expect(queue.storeWrites()).toHaveLength(0)
+    expect(queue.of('poll.reply', moved)[0]?.params.result).toMatchObject({ kind: 'failed', error: { _tag: 'OwnershipLost', currentRangeId: 4 } })
+  })
+
+  it('a confirmed range re-arms the next ownership check', () => {
+    const queue = new Harness()
+    queue.acquired()
+    queue.nowMs += 60_000
+    queue.send({ type: 'timer.fired', name: 'ownership' })
+    const confirmed = queue.send({ type: 'ownership.checked', rangeId: 3 })
+    expect(queue.snapshot.value).toBe('owned')
+    expect(queue.of('timer.set', confirmed).find((set) => set.params.name === 'ownership')?.params.atMs).toBe(queue.nowMs + 60_000)
+  })
+
   it('a transient acquire failure retries with a doubling delay', () => {
     const queue = new Harness()
     const failed = queue.send({ type: 'queue.acquire.failed', error: new Unavailable({ operation: 'acquire', detail: 'down', maybeCommitted: true }) })

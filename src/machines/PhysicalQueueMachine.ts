@@ -19,7 +19,7 @@
  *   here with no final write: a stale owner must not write again.
  */
 import { enqueueActions, setup } from 'xstate'
-import { type MatchboxError, ShuttingDown } from '../domain/errors.ts'
+import { type MatchboxError, OwnershipLost, ShuttingDown } from '../domain/errors.ts'
 import { assert } from '../kernel/assert.ts'
 import {
   abandonAll,
@@ -36,6 +36,8 @@ import {
   onCheckpointFailed,
   onDispatchCompleted,
   onDrainStarted,
+  onOwnershipCheckFailed,
+  onOwnershipConfirmed,
   onPollArrived,
   onPollCancelled,
   onReadCompleted,
@@ -77,6 +79,7 @@ const machineSetup = setup({
     'store.acquire': command,
     'store.append': command,
     'store.read': command,
+    'store.checkOwnership': command,
     'store.checkpoint': command,
     'history.recordStart': command,
     'add.reply': command,
@@ -96,6 +99,7 @@ const machineSetup = setup({
     isAcquireTimer: ({ event }) => event.type === 'timer.fired' && event.name === 'acquire',
     isIdleTimeout: ({ context, event }) => event.type === 'timer.fired' && event.name === 'idle' && isIdle(observe(context, event)),
     isFinalCheckpoint: ({ context }) => context.checkpointing?.final === true,
+    isRangeMoved: ({ context, event }) => event.type === 'ownership.checked' && event.rangeId !== context.rangeId,
   },
 })
 
@@ -184,6 +188,18 @@ export const physicalQueueMachine = machineSetup.createMachine({
           { actions: run('checkpoint.failed', onCheckpointFailed) },
         ],
         'backlog.grew': { actions: run('backlog.grew', onBacklogGrew) },
+        'ownership.checked': [
+          {
+            guard: 'isRangeMoved',
+            target: 'unloaded',
+            actions: leave((context, event) => ({
+              kind: 'ownership-lost',
+              error: new OwnershipLost({ queue: context.queue, rangeId: context.rangeId, currentRangeId: event.type === 'ownership.checked' ? event.rangeId : null }),
+            })),
+          },
+          { actions: run('ownership.checked', onOwnershipConfirmed) },
+        ],
+        'ownership.check.failed': { actions: run('ownership.check.failed', onOwnershipCheckFailed) },
         'timer.fired': [
           { guard: 'isIdleTimeout', target: 'draining', actions: run('timer.fired', (context) => [{ ...context, drainCause: 'idle' }, []]) },
           { actions: run('timer.fired', (context, event) => onTimer(context, event.name)) },

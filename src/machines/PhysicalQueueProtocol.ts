@@ -31,7 +31,7 @@ export type PollResult =
   | { readonly kind: 'failed'; readonly error: MatchboxError }
 
 /** Named one-shot timers; arming one replaces its previous due time. */
-export type TimerName = 'acquire' | 'retry' | 'checkpoint' | 'idle' | 'drain'
+export type TimerName = 'acquire' | 'retry' | 'checkpoint' | 'idle' | 'drain' | 'ownership'
 
 /** Events, dotted and lowercase: facts in past tense, commands imperative. */
 export type QueueEvent =
@@ -49,6 +49,8 @@ export type QueueEvent =
   | { readonly type: 'checkpoint.failed'; readonly nowMs: number; readonly error: MatchboxError }
   | { readonly type: 'timer.fired'; readonly nowMs: number; readonly name: TimerName }
   | { readonly type: 'backlog.grew'; readonly nowMs: number; readonly subqueues: ReadonlyArray<number> }
+  | { readonly type: 'ownership.checked'; readonly nowMs: number; readonly rangeId: number | null }
+  | { readonly type: 'ownership.check.failed'; readonly nowMs: number; readonly error: MatchboxError }
   | { readonly type: 'drain.requested'; readonly nowMs: number; readonly reason: string }
 
 /** Why a queue unloaded, and what it had done: the machine's output. */
@@ -75,6 +77,7 @@ export type UnloadReason =
 export type QueueCommand =
   | { readonly type: 'store.acquire'; readonly params: Record<string, never> }
   | { readonly type: 'store.append'; readonly params: { readonly batchId: string; readonly tasks: ReadonlyArray<Task> } }
+  | { readonly type: 'store.checkOwnership'; readonly params: Record<string, never> }
   | { readonly type: 'store.read'; readonly params: { readonly subqueue: number; readonly afterTaskId: number; readonly limit: number } }
   | { readonly type: 'store.checkpoint'; readonly params: { readonly ackLevels: ReadonlyArray<SubqueueAckLevel>; readonly final: boolean } }
   | {

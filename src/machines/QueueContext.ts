@@ -20,6 +20,7 @@ import {
   checkpointAckCountMax,
   checkpointIntervalMs,
   idleUnloadMs,
+  ownershipCheckIntervalMs,
   readPageSizeMax,
 } from '../kernel/Limits.ts'
 import type { QueueCommand, QueueProgress, TimerName, UnloadReason } from './PhysicalQueueProtocol.ts'
@@ -38,6 +39,8 @@ export interface QueueLimits {
   readonly pollersMax: number
   /** How long a drain waits for History to answer in-flight deliveries before the final checkpoint. */
   readonly drainDeadlineMs: number
+  /** How long an owned queue goes without confirming its range before it checks (ownershipCheckIntervalMs). */
+  readonly ownershipCheckIntervalMs: number
 }
 
 /** The named limits as a QueueLimits. */
@@ -54,6 +57,7 @@ export const defaultQueueLimits: QueueLimits = {
   pollersMax: 1_000,
   // History calls are quick; five seconds covers a slow one without holding a move for long.
   drainDeadlineMs: 5_000,
+  ownershipCheckIntervalMs,
 }
 
 /** A task read from the backlog and not yet handed to a poller. */
@@ -117,6 +121,9 @@ export interface QueueContext {
   readonly acksSinceCheckpoint: number
   readonly checkpointing: { readonly final: boolean } | null
   readonly checkpointDueMs: number | null
+  /** When the range was last confirmed ours (acquire, a fenced write, or an ownership check). */
+  readonly ownershipConfirmedMs: number
+  readonly ownershipCheckInFlight: boolean
   readonly finalCheckpointRequested: boolean
   readonly drainDeadlineMs: number | null
   /** Why the queue is draining (a caller's reason, or `idle`). */
@@ -152,6 +159,8 @@ export function makeQueueContext(input: QueueInput): QueueContext {
     acksSinceCheckpoint: 0,
     checkpointing: null,
     checkpointDueMs: null,
+    ownershipConfirmedMs: input.nowMs,
+    ownershipCheckInFlight: false,
     finalCheckpointRequested: false,
     drainDeadlineMs: null,
     drainCause: null,

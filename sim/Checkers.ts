@@ -1,0 +1,139 @@
+/**
+ * Checkers — the simulator's judges, outside the system under test. They read only the store
+ * boundary log (what committed, in commit order), History's record and the clients' outcomes —
+ * never the runtime's own beliefs. Each violation is a sentence a person can act on.
+ *
+ * - fencing: no append, checkpoint or relocate commits under a range below the queue's current
+ *   range (raised by a committed acquire);
+ * - id uniqueness: no task id of a physical queue is allocated twice;
+ * - ack safety: a subqueue's ack level never moves backwards, and a checkpoint never deletes a
+ *   row whose delivery History has not handled;
+ * - user data: every committed update expected the version before it (a linearizable CAS);
+ * - at-least-once (at the end): every task whose add returned success was started or found
+ *   obsolete. Duplicated starts are allowed and counted (Jepsen's categories).
+ */
+import type { BoundaryRecord } from './Boundary.ts'
+import type { HistoryRecord } from './ScriptedHistory.ts'
+
+/** How a client's add ended. `unknown`: its host crashed before answering (an ambiguous add). */
+export type AddOutcome = 'accepted' | 'failed' | 'unknown'
+
+/** Jepsen-style delivery report. */
+export interface DeliveryReport {
+  readonly accepted: number
+  readonly delivered: number
+  /** Accepted but never started nor obsolete: the at-least-once violation. */
+  readonly lost: ReadonlyArray<string>
+  /** Started more than once (allowed at-least-once, counted). */
+  readonly duplicated: number
+  /** Started but never added by any client. */
+  readonly unexpected: ReadonlyArray<string>
+  /** Adds that failed or whose host crashed, yet were delivered (the write had committed). */
+  readonly recovered: number
+}
+
+/** The online checkers plus the final delivery check. */
+export class Checkers {
+  readonly violations: string[] = []
+  readonly #ranges = new Map<string, number>()
+  readonly #taskIds = new Map<string, Set<number>>()
+  readonly #ackLevels = new Map<string, number>()
+  readonly #userData = new Map<string, number>()
+  readonly #history: HistoryRecord
+  readonly #queueOfJob = new Map<string, string>()
+
+  constructor(history: HistoryRecord) {
+    this.#history = history
+  }
+
+  /** Checks one committed store call. */
+  observe(record: BoundaryRecord): void {
+    switch (record.op) {
+      case 'acquire': {
+        const previous = this.#ranges.get(record.queue) ?? 0
+        if (record.metadata.rangeId <= previous) this.#fail(`${record.queue}: acquire returned range ${record.metadata.rangeId}, not above ${previous}`)
+        this.#ranges.set(record.queue, record.metadata.rangeId)
+        for (const [subqueue, level] of Object.entries(record.metadata.ackLevels)) this.#checkAck(record.queue, Number(subqueue), level)
+        return
+      }
+      case 'append': {
+        this.#fence(record.queue, record.rangeId, 'appended')
+        const ids = this.#taskIds.get(record.queue) ?? new Set<number>()
+        for (const id of record.taskIds) {
+          if (ids.has(id)) this.#fail(`${record.queue}#${id}: task id allocated twice (range ${record.rangeId})`)
+          ids.add(id)
+        }
+        this.#taskIds.set(record.queue, ids)
+        for (const jobId of record.jobIds) this.#queueOfJob.set(jobId, record.queue)
+        return
+      }
+      case 'checkpoint': {
+        this.#fence(record.queue, record.rangeId, 'checkpointed')
+        for (const level of record.ackLevels) this.#checkAck(record.queue, level.subqueue, record.metadata.ackLevels[level.subqueue] ?? 0)
+        for (const jobId of record.deletedJobIds) {
+          if (!this.#history.isHandled(jobId)) this.#fail(`${record.queue}: range ${record.rangeId} checkpoint deleted the row of ${jobId}, whose delivery was never handled`)
+        }
+        return
+      }
+      case 'relocate':
+        this.#fence(record.from, record.fromRangeId, 'relocated from')
+        this.#fence(record.to, record.toRangeId, 'relocated into')
+        return
+      case 'userData': {
+        const current = this.#userData.get(record.family) ?? 0
+        if (record.outcome === 'conflict') {
+          if (record.expectedVersion === current) this.#fail(`user data ${record.family}: update expecting the current version ${current} was refused`)
+        } else if (record.expectedVersion !== current || record.outcome !== current + 1) {
+          this.#fail(`user data ${record.family}: update expecting ${record.expectedVersion} committed as ${record.outcome} while the version was ${current}`)
+        } else {
+          this.#userData.set(record.family, record.outcome)
+        }
+        return
+      }
+    }
+  }
+
+  /** The final at-least-once check over the clients' outcomes. */
+  deliveries(adds: ReadonlyMap<string, AddOutcome>): DeliveryReport {
+    const lost: string[] = []
+    let accepted = 0
+    let delivered = 0
+    let recovered = 0
+    for (const [jobId, outcome] of adds) {
+      const handled = this.#history.isHandled(jobId)
+      if (outcome === 'accepted') {
+        accepted++
+        if (handled) delivered++
+        else lost.push(jobId)
+      } else if (handled) recovered++
+    }
+    let duplicated = 0
+    const unexpected: string[] = []
+    for (const [jobId, count] of this.#history.started) {
+      if (count > 1) duplicated++
+      if (!adds.has(jobId)) unexpected.push(jobId)
+    }
+    for (const jobId of lost.slice(0, 5)) this.#fail(`task ${this.#queueOfJob.get(jobId) ?? '(never appended)'} ${jobId} never delivered`)
+    if (lost.length > 5) this.#fail(`… and ${lost.length - 5} more tasks never delivered`)
+    for (const jobId of unexpected.slice(0, 5)) this.#fail(`task ${jobId} started but never added`)
+    return { accepted, delivered, lost, duplicated, unexpected, recovered }
+  }
+
+  #fence(queue: string, rangeId: number, verb: string): void {
+    const current = this.#ranges.get(queue) ?? 0
+    if (rangeId < current) this.#fail(`${queue}: range ${rangeId} ${verb} after range ${current} was acquired`)
+    if (rangeId > current) this.#fail(`${queue}: range ${rangeId} ${verb} but no acquire ever returned it (current ${current})`)
+  }
+
+  #checkAck(queue: string, subqueue: number, level: number): void {
+    const key = `${queue}/${subqueue}`
+    const previous = this.#ackLevels.get(key) ?? 0
+    if (level < previous) this.#fail(`${queue} subqueue ${subqueue}: ack level moved backwards from ${previous} to ${level}`)
+    this.#ackLevels.set(key, Math.max(previous, level))
+  }
+
+  #fail(message: string): void {
+    // Bounded: a broken run can produce thousands; the first ones tell the story.
+    if (this.violations.length < 50) this.violations.push(message)
+  }
+}
