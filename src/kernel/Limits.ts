@@ -153,3 +153,9 @@ export const scheduleCatchUpMax = 100
  * steady stream of polls never lets happen.
  */
 export const ownershipCheckIntervalMs = 60_000
+
+/**
+ * How long an idle worker's claim waits before it looks again on its own: deliveries wake it at
+ * once, so this only bounds how stale its view is of rows it was not told about.
+ */
+export const workerClaimWaitMs = 1_000

@@ -1,0 +1,139 @@
+/**
+ * JobQueue — the queue handle users hold (`mb.queue(name, options)`, `mb.outbox(name)`):
+ * enqueue, claim, getJob, cancel, ackBatch, sweepExpired and work.
+ *
+ * Claim (lazy-correct): every claim first runs the due-time driver at the clock's current time,
+ * so a job whose runAt arrived or whose claim lapsed has its task with Matching even if no timer
+ * fired. It then polls Matching only when the store shows more deliverable jobs of this queue
+ * than this engine already has polls in flight for — so a poll always has a task to take and
+ * never waits on a timer — and otherwise waits (up to `waitMs`) for the driver to deliver.
+ * History's claim decides; the poll hands back the claimed job.
+ *
+ * Invariants: every input is validated before anything is written (`InvalidInput`); every job
+ * is stamped with this handle's resolved options at enqueue; with `tx` the insert is a plain
+ * statement on the caller's transaction and the driver finds the row once it commits.
+ *
+ * Does not: sweep on its own (seed 004 §6: only `sweepExpired` does, when called).
+ */
+import { InvalidInput } from '../domain/errors.ts'
+import { validateJson } from '../domain/Json.ts'
+import { ackBatchSizeMax, claimPollWaitMs, claimRetryDelayMs } from '../kernel/Limits.ts'
+import { randomId } from '../kernel/Ids.ts'
+import type { JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
+import { jobsNamespace } from './DueDriver.ts'
+import { type Job, type JobHandle, makeJobHandle, toJob } from './JobHandle.ts'
+import { claimedJobOf } from './JobsHistory.ts'
+import { type EnqueueOptions, resolveEnqueueOptions } from './QueueOptions.ts'
+import { claimStateOf, type JobsRuntime } from './Runtime.ts'
+import { startWorkers, type WorkOptions } from './Worker.ts'
+
+/** Longest `claim({ waitMs })`: ten minutes, Matching's longest poll. */
+const claimWaitMsMax = 10 * 60_000
+
+/** A queue handle. Every method rejects with a typed Matchbox error on bad input or an unavailable store. */
+export interface JobQueue {
+  /** The queue's name (an outbox's is `outbox:<name>`). */
+  readonly name: string
+  /** Enqueues `payload` (plain JSON); returns the new job's id. */
+  enqueue(payload: unknown, options?: EnqueueOptions): Promise<string>
+  /** Claims the next job in claim order (priority DESC, runAt ASC, enqueue order), waiting up to `waitMs` (default 0). */
+  claim(options?: { readonly waitMs?: number }): Promise<JobHandle | null>
+  /** The job in any state, dead included; null when acked, cancelled, purged or unknown. */
+  getJob(id: string): Promise<Job | null>
+  /** Deletes a pending or processing job, whoever holds it; false for dead or unknown jobs. */
+  cancel(id: string): Promise<boolean>
+  /** Acks many claims at once, each under the validity predicate; returns how many were acked. */
+  ackBatch(jobs: ReadonlyArray<Pick<JobHandle, 'id' | 'claimToken'>>): Promise<number>
+  /** Moves jobs past expiresAt (pending and processing) to dead and purges dead jobs past retention. */
+  sweepExpired(): Promise<{ readonly dead: number; readonly purged: number }>
+  /** Runs `handler` on claimed jobs: return → ack, throw → retry(err); heartbeats for it. Returns `stop`. */
+  work(handler: (job: JobHandle) => Promise<unknown>, options?: WorkOptions): () => Promise<void>
+}
+
+/** Claims the next job of `queue` (see the file header); null when none came within `waitMs`. */
+export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: number, isStopped: () => boolean = () => false): Promise<JobHandle | null> {
+  const deadlineMs = runtime.now() + waitMs
+  const state = claimStateOf(runtime, queue)
+  for (;;) {
+    runtime.refuseIfClosed()
+    await runtime.driver.run()
+    const deliverable = await runtime.jobStore.deliverableCount({ queue, nowMs: runtime.now(), limit: state.inFlight + 1 })
+    if (deliverable > state.inFlight && !isStopped()) {
+      state.inFlight++
+      let polled
+      try {
+        polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: 'activity', identity: runtime.hostId, waitMs: claimPollWaitMs })
+      } finally {
+        state.inFlight--
+        // Another claim may have been waiting for this poll's slot.
+        runtime.driver.wake(queue)
+      }
+      if (polled !== null) return makeJobHandle(runtime, claimedJobOf(polled.response))
+      if (runtime.now() >= deadlineMs) return null
+      await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
+      continue
+    }
+    if (runtime.now() >= deadlineMs || isStopped()) return null
+    await runtime.driver.waitForDelivery(queue, deadlineMs)
+  }
+}
+
+/** Makes a queue handle over `name` whose jobs carry `stamps`. */
+export function makeJobQueue(runtime: JobsRuntime, name: string, stamps: JobStamps): JobQueue {
+  const { jobStore } = runtime
+  const queue: JobQueue = {
+    name,
+
+    async enqueue(payload, options) {
+      runtime.refuseIfClosed()
+      const resolved = resolveEnqueueOptions(options)
+      const nowMs = runtime.now()
+      const job: NewJob = {
+        id: randomId(runtime.ids),
+        queue: name,
+        payload: validateJson('payload', payload),
+        priority: resolved.priority,
+        runAtMs: resolved.runAtMs ?? nowMs,
+        expiresAtMs: resolved.expiresAtMs,
+        ...stamps,
+        maxAttempts: resolved.maxAttempts ?? stamps.maxAttempts,
+      }
+      const stored = await jobStore.enqueue({ job, nowMs }, resolved.tx)
+      // With tx the row is invisible until the caller commits; the driver's scan finds it then.
+      runtime.driver.notifyDue(Math.max(stored.runAtMs, nowMs))
+      return stored.id
+    },
+
+    async claim(options = {}) {
+      if (typeof options !== 'object' || options === null) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
+      for (const key of Object.keys(options)) if (key !== 'waitMs') throw new InvalidInput({ field: `options.${key}`, reason: 'is not an option (known: waitMs)' })
+      const waitMs = options.waitMs ?? 0
+      if (typeof waitMs !== 'number' || !Number.isFinite(waitMs) || waitMs < 0 || waitMs > claimWaitMsMax) {
+        throw new InvalidInput({ field: 'options.waitMs', reason: `must be a number of ms in 0…${claimWaitMsMax}` })
+      }
+      return claimNext(runtime, name, waitMs)
+    },
+
+    async getJob(id) {
+      const record = await jobStore.getJob({ queue: name, id })
+      return record === null ? null : toJob(record)
+    },
+
+    cancel: (id) => jobStore.cancel({ queue: name, id }),
+
+    async ackBatch(jobs) {
+      if (!Array.isArray(jobs) || jobs.length > ackBatchSizeMax) {
+        throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${ackBatchSizeMax} claimed jobs` })
+      }
+      return jobStore.ackBatch({ claims: jobs.map((job) => ({ id: job?.id, claimToken: job?.claimToken })), nowMs: runtime.now() })
+    },
+
+    sweepExpired: () => jobStore.sweepExpired({ queue: name, nowMs: runtime.now() }),
+
+    work(handler, options) {
+      runtime.refuseIfClosed()
+      return startWorkers(runtime, name, handler, options)
+    },
+  }
+  return queue
+}

@@ -1,0 +1,148 @@
+/**
+ * QueueOptions — what a user may pass to `mb.queue(name, options)` and `queue.enqueue(payload,
+ * options)`, its validation, and its resolution into the stamps every job carries (seed 004 §3a).
+ *
+ * Invariants: unknown keys, negative or non-finite numbers, priorities outside 0–9 and
+ * non-integer times are a typed `InvalidInput` naming the field, raised before anything is
+ * written; an explicit `undefined` means "not given"; seconds become whole milliseconds here
+ * and nowhere else.
+ *
+ * Does not: talk to a store. Outbox queues use `outboxStamps` and take no options of their own.
+ */
+import { InvalidInput } from '../domain/errors.ts'
+import { validateName } from '../domain/QueueKey.ts'
+import { validatePriority } from '../domain/Task.ts'
+import {
+  backoffBaseSDefault,
+  jobDurationSMax,
+  jobMaxAttemptsMax,
+  maxAttemptsDefault,
+  outboxBackoffBaseS,
+  outboxMaxAttempts,
+  outboxVisibilityTimeoutS,
+  priorityDefault,
+  visibilityTimeoutSDefault,
+} from '../kernel/Limits.ts'
+import type { JobStamps, SqlClient } from '../persistence/jobs/JobStore.ts'
+
+/** Options of a queue handle; each job enqueued through the handle is stamped with them. */
+export interface QueueOptions {
+  /** How long a claim lasts without a heartbeat, seconds (default 300). */
+  readonly visibilityTimeoutS?: number
+  /** Claims a job may have, fresh or reclaim (default 3). */
+  readonly maxAttempts?: number
+  /** Base of the retry curve, seconds (default 5). */
+  readonly backoffBaseS?: number
+  /** How long dead jobs are kept before `sweepExpired` deletes them, seconds (default: forever). */
+  readonly deadLetterRetentionS?: number | null
+}
+
+/** Options of one enqueue. Times are epoch milliseconds. */
+export interface EnqueueOptions {
+  /** 0–9, higher is claimed first (default 0). */
+  readonly priority?: number
+  /** Not claimable before this time (default: now). */
+  readonly runAt?: number
+  /** `sweepExpired` moves the job to dead from this time on; claims refuse it (default: never). */
+  readonly expiresAt?: number
+  /** Overrides the queue's attempt budget for this job. */
+  readonly maxAttempts?: number
+  /** A `pg` client inside the caller's open transaction: the job exists iff that transaction commits. */
+  readonly tx?: SqlClient
+}
+
+/** Enqueue options, validated. */
+export interface ResolvedEnqueue {
+  readonly priority: number
+  readonly runAtMs: number | null
+  readonly expiresAtMs: number | null
+  readonly maxAttempts: number | null
+  readonly tx: SqlClient | undefined
+}
+
+/** Prefix of the queues backing outboxes; user queues may not start with it. */
+export const outboxPrefix = 'outbox:'
+
+/** The fixed stamps of outbox queues (seed 004 §3: visibility 60 s, 5 attempts, base 5 s). */
+export const outboxStamps: JobStamps = {
+  visibilityTimeoutMs: outboxVisibilityTimeoutS * 1000,
+  maxAttempts: outboxMaxAttempts,
+  backoffBaseMs: outboxBackoffBaseS * 1000,
+  deadLetterRetentionMs: null,
+}
+
+/** The stamps of a queue opened without options (seed 004 §3: 300 s, 3 attempts, 5 s, forever). */
+export const defaultStamps: JobStamps = {
+  visibilityTimeoutMs: visibilityTimeoutSDefault * 1000,
+  maxAttempts: maxAttemptsDefault,
+  backoffBaseMs: backoffBaseSDefault * 1000,
+  deadLetterRetentionMs: null,
+}
+
+function knownKeys(field: string, value: unknown, keys: ReadonlyArray<string>): Record<string, unknown> {
+  if (value === undefined) return {}
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInput({ field, reason: 'must be an object' })
+  for (const key of Object.keys(value)) {
+    if (!keys.includes(key)) throw new InvalidInput({ field: `${field}.${key}`, reason: `is not an option (known: ${keys.join(', ')})` })
+  }
+  return value as Record<string, unknown>
+}
+
+/** Seconds → whole ms; finite, ≥ 0 (or > 0 when `positive`), at most `jobDurationSMax`. */
+export function secondsToMs(field: string, value: unknown, positive: boolean): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > jobDurationSMax) {
+    throw new InvalidInput({ field, reason: `must be a finite number of seconds in 0…${jobDurationSMax}` })
+  }
+  const ms = Math.round(value * 1000)
+  if (positive && ms < 1) throw new InvalidInput({ field, reason: 'must be at least 1 ms' })
+  return ms
+}
+
+function attempts(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > jobMaxAttemptsMax) {
+    throw new InvalidInput({ field, reason: `must be an integer in 1…${jobMaxAttemptsMax}` })
+  }
+  return value
+}
+
+function epochMs(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new InvalidInput({ field, reason: 'must be a whole epoch-ms number ≥ 0' })
+  }
+  return value
+}
+
+/** Validates a user queue name (not an outbox's reserved name). */
+export function validateQueueName(field: string, name: unknown): string {
+  const valid = validateName(field, name)
+  if (valid.startsWith(outboxPrefix)) throw new InvalidInput({ field, reason: `must not start with "${outboxPrefix}" (reserved for outboxes)` })
+  return valid
+}
+
+/** Resolves a queue handle's options over the defaults into stamps. */
+export function resolveQueueOptions(options: unknown, field = 'options'): JobStamps {
+  const given = knownKeys(field, options, ['visibilityTimeoutS', 'maxAttempts', 'backoffBaseS', 'deadLetterRetentionS'])
+  const retention = given.deadLetterRetentionS
+  return {
+    visibilityTimeoutMs: given.visibilityTimeoutS === undefined ? defaultStamps.visibilityTimeoutMs : secondsToMs(`${field}.visibilityTimeoutS`, given.visibilityTimeoutS, true),
+    maxAttempts: given.maxAttempts === undefined ? defaultStamps.maxAttempts : attempts(`${field}.maxAttempts`, given.maxAttempts),
+    backoffBaseMs: given.backoffBaseS === undefined ? defaultStamps.backoffBaseMs : secondsToMs(`${field}.backoffBaseS`, given.backoffBaseS, false),
+    deadLetterRetentionMs: retention === undefined || retention === null ? null : secondsToMs(`${field}.deadLetterRetentionS`, retention, false),
+  }
+}
+
+/** Validates one enqueue's options. */
+export function resolveEnqueueOptions(options: unknown, field = 'options'): ResolvedEnqueue {
+  const given = knownKeys(field, options, ['priority', 'runAt', 'expiresAt', 'maxAttempts', 'tx'])
+  const tx = given.tx
+  if (tx !== undefined && (typeof tx !== 'object' || tx === null || typeof (tx as SqlClient).query !== 'function')) {
+    throw new InvalidInput({ field: `${field}.tx`, reason: 'must be a pg client inside an open transaction' })
+  }
+  return {
+    priority: given.priority === undefined ? priorityDefault : validatePriority(`${field}.priority`, given.priority),
+    runAtMs: given.runAt === undefined ? null : epochMs(`${field}.runAt`, given.runAt),
+    expiresAtMs: given.expiresAt === undefined ? null : epochMs(`${field}.expiresAt`, given.expiresAt),
+    maxAttempts: given.maxAttempts === undefined ? null : attempts(`${field}.maxAttempts`, given.maxAttempts),
+    tx: tx as SqlClient | undefined,
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Worker — `queue.work(handler, { concurrency })`: `concurrency` loops that claim a job, run the
+ * handler, and settle it — return → ack, throw → retry(err) on the curve — heartbeating on the
+ * handler's behalf every visibility timeout / `workerHeartbeatDivisor` with the injected clock's
+ * timers. A heartbeat refused (the claim lapsed or the job was cancelled) stops the beats; the
+ * handler runs on and its ack is then refused, the honest at-least-once window of seed 004 §2.
+ *
+ * `stop()` stops claiming, wakes idle loops at once, and resolves when every handler in flight
+ * has finished and been settled. A job a loop had already claimed when stop was asked still
+ * runs (its attempt is spent).
+ *
+ * Errors: a failed ack/retry/heartbeat (store unavailable) goes to `onError` and the job lapses
+ * to be delivered again; non-catalogue errors (defects) default to being rethrown asynchronously.
+ */
+import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
+import type { CancelTimer } from '../kernel/Clock.ts'
+import { claimRetryDelayMs, workerClaimWaitMs, workerHeartbeatDivisor } from '../kernel/Limits.ts'
+import type { JobHandle } from './JobHandle.ts'
+import { claimNext } from './JobQueue.ts'
+import type { JobsRuntime } from './Runtime.ts'
+
+/** Options of `work`. */
+export interface WorkOptions {
+  /** Handlers running at once (default 1, at most 1000). */
+  readonly concurrency?: number
+  /** Store failures while settling a job, and defects; default: catalogue errors ignored (the job lapses and is redelivered), others rethrown. */
+  readonly onError?: (error: unknown, job: JobHandle | null) => void
+}
+
+const concurrencyMax = 1_000
+
+/** Starts the loops; returns `stop`. */
+export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job: JobHandle) => Promise<unknown>, options: WorkOptions = {}): () => Promise<void> {
+  if (typeof handler !== 'function') throw new InvalidInput({ field: 'handler', reason: 'must be a function' })
+  const concurrency = options.concurrency ?? 1
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > concurrencyMax) {
+    throw new InvalidInput({ field: 'options.concurrency', reason: `must be an integer in 1…${concurrencyMax}` })
+  }
+  let stopping = false
+  const report = (error: unknown, job: JobHandle | null): void => {
+    if (options.onError !== undefined) return options.onError(error, job)
+    if (!isMatchboxError(error)) {
+      queueMicrotask(() => {
+        throw error
+      })
+    }
+  }
+
+  const settle = async (job: JobHandle): Promise<void> => {
+    let cancelBeat: CancelTimer = () => {}
+    let beating = true
+    const beat = (): void => {
+      cancelBeat = runtime.clock.setTimer(Math.max(1, Math.floor((job.deadline - runtime.now()) / workerHeartbeatDivisor)), () => {
+        if (!beating) return
+        job.heartbeat().then(
+          (renewed) => {
+            if (renewed && beating) beat()
+          },
+          (error: unknown) => {
+            report(error, job)
+            if (beating) beat()
+          },
+        )
+      })
+    }
+    beat()
+    let outcome: { ok: true } | { ok: false; error: unknown }
+    try {
+      await handler(job)
+      outcome = { ok: true }
+    } catch (error) {
+      outcome = { ok: false, error }
+    } finally {
+      beating = false
+      cancelBeat()
+    }
+    try {
+      if (outcome.ok) await job.ack()
+      else await job.retry(outcome.error)
+    } catch (error) {
+      report(error, job)
+    }
+  }
+
+  const loop = async (): Promise<void> => {
+    while (!stopping && !runtime.isClosed()) {
+      let job: JobHandle | null
+      try {
+        job = await claimNext(runtime, queue, workerClaimWaitMs, () => stopping)
+      } catch (error) {
+        if (runtime.isClosed()) return
+        report(error, null)
+        await runtime.driver.waitForDelivery(queue, runtime.now() + claimRetryDelayMs)
+        continue
+      }
+      if (job !== null) await settle(job)
+    }
+  }
+
+  const loops = Array.from({ length: concurrency }, () => loop())
+  const stop = async (): Promise<void> => {
+    stopping = true
+    runtime.driver.wake(queue)
+    await Promise.all(loops)
+    runtime.workers.delete(stop)
+  }
+  runtime.workers.add(stop)
+  return stop
+}

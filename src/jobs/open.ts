@@ -1,0 +1,118 @@
+/**
+ * open — the one entry point of the job engine (issue #5): picks and opens the stores, then
+ * builds the engine (Matchbox.ts) over them.
+ *
+ * Stores: 'memory' (nothing persists); 'embedded' (default: PGlite in memory) or `{ dataDir }`
+ * (PGlite in a directory); `{ databaseUrl }` (a `pg` Pool of our own) or `{ pool }` (the
+ * caller's Pool, left open on close). The Matching Store and the JobStore share one driver and
+ * one migrated schema (default `matchbox`).
+ *
+ * The only file of src/jobs that may import store implementations and drivers (the
+ * architecture test's exception for `src/jobs/open`).
+ *
+ * Invariants: options are validated before anything opens (`InvalidInput`); a failed open
+ * closes what it opened; without a seed one is drawn from entropy in the kernel, and ids draw
+ * from the seed mixed with the host id, so hosts sharing a database need distinct host ids.
+ */
+import type pg from 'pg'
+import { InvalidInput } from '../domain/errors.ts'
+import { validateName } from '../domain/QueueKey.ts'
+import { type Clock, RealClock } from '../kernel/Clock.ts'
+import { randomId } from '../kernel/Ids.ts'
+import { Random, seedFromEntropy } from '../kernel/Random.ts'
+import { makeMemoryJobStore } from '../persistence/jobs/MemoryJobStore.ts'
+import { makeSqlJobStore } from '../persistence/jobs/sql/SqlJobStore.ts'
+import { makeMemoryStore } from '../persistence/MemoryStore.ts'
+import type { Driver } from '../persistence/sql/Driver.ts'
+import { migrate } from '../persistence/sql/Migrations.ts'
+import { makePgDriver } from '../persistence/sql/PgDriver.ts'
+import { makePgliteDriver } from '../persistence/sql/PgliteDriver.ts'
+import { makeSchema } from '../persistence/sql/Schema.ts'
+import { makeSqlStore, toStoreError } from '../persistence/sql/SqlStore.ts'
+import { DriverError } from '../persistence/sql/Driver.ts'
+import { makeMatchbox, type Matchbox } from './Matchbox.ts'
+
+/** Where the engine keeps its state. */
+export type StoreOption =
+  | 'memory'
+  | 'embedded'
+  | { readonly dataDir: string }
+  | { readonly databaseUrl: string }
+  | { readonly pool: pg.Pool }
+
+/** Options of `open`. */
+export interface OpenOptions {
+  /** Default: 'embedded' (PGlite in memory). */
+  readonly store?: StoreOption
+  /** Default: the real clock. Pass a `ManualClock` to drive time in tests and simulations. */
+  readonly clock?: Clock
+  /** Seeds every random choice (ids, claim tokens, jitter); default: drawn from entropy. */
+  readonly seed?: number
+  /** This host's id: distinct per host sharing a database (default: drawn). */
+  readonly hostId?: string
+  /** PostgreSQL schema of the tables (default `matchbox`). */
+  readonly schema?: string
+}
+
+const optionKeys = ['store', 'clock', 'seed', 'hostId', 'schema']
+
+// FNV-1a: folds the host id into the seed, so two hosts given the same seed still draw different ids.
+function hashOf(text: string): number {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193)
+  return hash | 0
+}
+
+function checkOptions(options: OpenOptions): void {
+  if (typeof options !== 'object' || options === null) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
+  for (const key of Object.keys(options)) if (!optionKeys.includes(key)) throw new InvalidInput({ field: `options.${key}`, reason: `is not an option (known: ${optionKeys.join(', ')})` })
+  if (options.seed !== undefined && !Number.isSafeInteger(options.seed)) throw new InvalidInput({ field: 'options.seed', reason: 'must be an integer' })
+  if (options.clock !== undefined && (typeof options.clock?.now !== 'function' || typeof options.clock?.setTimer !== 'function')) {
+    throw new InvalidInput({ field: 'options.clock', reason: 'must be a Clock (now, setTimer)' })
+  }
+}
+
+async function sqlDriverOf(store: Exclude<StoreOption, 'memory'>): Promise<Driver> {
+  if (store === 'embedded') return makePgliteDriver()
+  if (typeof store !== 'object' || store === null) throw new InvalidInput({ field: 'options.store', reason: "must be 'memory', 'embedded', { dataDir }, { databaseUrl } or { pool }" })
+  const keys = Object.keys(store)
+  if (keys.length !== 1) throw new InvalidInput({ field: 'options.store', reason: 'must name exactly one of dataDir, databaseUrl, pool' })
+  if ('dataDir' in store) return makePgliteDriver({ dataDir: validateName('options.store.dataDir', store.dataDir) })
+  if ('databaseUrl' in store) return makePgDriver({ connectionString: validateName('options.store.databaseUrl', store.databaseUrl) })
+  if ('pool' in store && typeof (store.pool as { connect?: unknown } | null)?.connect === 'function') return makePgDriver({ pool: store.pool })
+  throw new InvalidInput({ field: 'options.store', reason: 'must name exactly one of dataDir, databaseUrl, pool (a pg.Pool)' })
+}
+
+/**
+ * Opens an engine: `await open()` is an embedded, in-memory PGlite engine on the real clock.
+ * Rejects with `InvalidInput` for bad options and `Unavailable` when the database cannot be reached.
+ */
+export async function open(options: OpenOptions = {}): Promise<Matchbox> {
+  checkOptions(options)
+  const seed = options.seed ?? seedFromEntropy()
+  const hostId = options.hostId === undefined ? `host-${randomId(Random.make(seed))}` : validateName('options.hostId', options.hostId)
+  const clock = options.clock ?? new RealClock()
+  const random = Random.make((seed ^ hashOf(hostId)) | 0)
+  const storeOption = options.store ?? 'embedded'
+  if (storeOption === 'memory') {
+    const store = makeMemoryStore()
+    const jobStore = makeMemoryJobStore()
+    return makeMatchbox({ hostId, store, jobStore, clock, random, closeStores: async () => {} })
+  }
+  let schema
+  try {
+    schema = makeSchema(options.schema)
+  } catch (error) {
+    throw new InvalidInput({ field: 'options.schema', reason: error instanceof Error ? error.message : String(error) })
+  }
+  const driver = await sqlDriverOf(storeOption)
+  try {
+    await migrate(driver, schema)
+  } catch (error) {
+    await driver.close().catch(() => {})
+    throw error instanceof DriverError ? toStoreError('open', true, error) : error
+  }
+  const store = makeSqlStore(driver, schema)
+  const jobStore = makeSqlJobStore(driver, schema)
+  return makeMatchbox({ hostId, store, jobStore, clock, random, closeStores: () => store.close() })
+}
