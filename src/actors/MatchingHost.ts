@@ -14,6 +14,7 @@
  * is ours fails with a retryable `Unavailable`; a router in front of the hosts picks the host.
  */
 import { Context, Effect, Exit, Layer, Scope } from 'effect'
+import { Scheduler as SchedulerReference, type Scheduler } from 'effect/Scheduler'
 import { InvalidInput, type MatchboxError, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { encodePartitionKey, makePartitionKey, type PartitionKey, type TaskType, validateName } from '../domain/QueueKey.ts'
@@ -50,7 +51,12 @@ export interface MatchingHostOptions {
   /** Partitions per family (default 4), or a function of (namespace, family). */
   readonly partitionCount?: number | ((namespace: string, family: string) => number)
   readonly limits?: Partial<QueueLimits>
-  /** The key in user data naming a family's current deployment version (default `currentVersion`). */
+  /**
+   * The Effect scheduler the host's fibers run on. Default: Effect's own (yields through the
+   * event loop). The simulator passes `new MixedScheduler('sync')` so every fiber hop is a
+   * microtask and one event-loop turn reaches quiescence.
+   */
+  readonly scheduler?: Scheduler
   readonly onStep?: (queue: PhysicalQueueActor, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
   /** Defects inside queues (bugs); default: rethrown asynchronously so they are not lost. */
   readonly onDefect?: (queue: string, defect: unknown) => void
@@ -114,6 +120,8 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   const rotation = new Map<string, number>()
   let generation = 0
   let closed = false
+  const runOptions = options.scheduler === undefined ? undefined : { scheduler: options.scheduler }
+  const run = <A>(effect: Effect.Effect<A>): Promise<A> => Effect.runPromise(effect, runOptions)
 
   const countOf = (namespace: string, family: string): number => {
     const count = typeof options.partitionCount === 'function' ? options.partitionCount(namespace, family) : (options.partitionCount ?? partitionCountDefault)
@@ -138,7 +146,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     const child = Scope.forkUnsafe(scope)
     const instance = ++generation
     const actor = Effect.runSync(
-      Scope.provide(child)(
+      (options.scheduler === undefined ? (effect: Effect.Effect<PartitionActor>) => effect : Effect.provideService(SchedulerReference, options.scheduler))(Scope.provide(child)(
         makePartitionActor({
           partition: key,
           generation: instance,
@@ -155,7 +163,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
           ...(options.onStep === undefined ? {} : { onStep: options.onStep }),
           onDefect: options.onDefect ?? ((queue, defect) => queueMicrotask(() => { throw defect instanceof Error ? defect : new Error(`defect in ${queue}: ${String(defect)}`) })),
         }),
-      ),
+      )),
     )
     partitions.set(name, { actor, scope: child })
     return actor
@@ -165,9 +173,9 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   const unloadInstance = async (name: string, instance: number, reason: string): Promise<void> => {
     const entry = partitions.get(name)
     if (entry === undefined || entry.actor.generation !== instance) return
-    await Effect.runPromise(entry.actor.unload(reason))
+    await run(entry.actor.unload(reason))
     if (partitions.get(name) === entry) partitions.delete(name)
-    await Effect.runPromise(Scope.close(entry.scope, Exit.void))
+    await run(Scope.close(entry.scope, Exit.void))
   }
 
   const unsubscribe = options.membership?.subscribe(() => {
@@ -205,7 +213,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       const key = random.pick(owned)
       // One retry: the partition may have been unloading when the add reached it.
       for (let attempt = 0; ; attempt++) {
-        const result = await Effect.runPromise(actorFor(key).addTask(task))
+        const result = await run(actorFor(key).addTask(task))
         if (result.kind === 'matched') return { kind: 'matched', partition: key.partition }
         if (result.kind === 'spooled') return { kind: 'spooled', partition: key.partition, taskId: result.taskId }
         if (result.error._tag !== 'ShuttingDown' || attempt > 0 || closed) throw result.error
@@ -223,7 +231,9 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       if (owned.length === 0) throw noPartition(request.namespace, request.family, request.type)
       if (version !== null) await loadCurrentVersion(request.namespace, request.family)
       const actors = owned.map(actorFor)
-      await Promise.all(actors.map((actor) => Effect.runPromise(actor.warm())))
+      // Load every owned partition's default queue so its backlog is read before anyone polls it.
+      const cold = actors.filter((actor) => !actor.loadedQueues().some((queue) => queue.key.version === null))
+      if (cold.length > 0) await Promise.all(cold.map((actor) => run(actor.warm())))
       // Prefer a partition with tasks ready now; otherwise rotate so idle polls spread.
       const ready = actors.find((actor) => actor.loadedQueues().some((queue) => queue.key.version === null && queue.readyCount() > 0))
       const family = familyKey(request.namespace, request.family)
@@ -231,7 +241,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       rotation.set(family, turn + 1)
       const chosen = ready ?? (actors[turn % actors.length] as PartitionActor)
       const poller: PollerInfo = { identity, version }
-      const result = await Effect.runPromise(chosen.poll(poller, clock.now() + request.waitMs))
+      const result = await run(chosen.poll(poller, clock.now() + request.waitMs))
       if (result.kind === 'task') return { task: result.task, partition: chosen.partition.partition, taskId: result.taskId, response: result.response }
       if (result.kind === 'failed' && result.error._tag !== 'ShuttingDown' && result.error._tag !== 'Unavailable') throw result.error
       return null
@@ -252,7 +262,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       const version = validateName('version', request.version)
       let moved = 0
       for (const key of ownedPartitions(request.namespace, request.family, request.type)) {
-        moved += await Effect.runPromise(actorFor(key).retireVersion(version))
+        moved += await run(actorFor(key).retireVersion(version))
       }
       return moved
     },
@@ -266,7 +276,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       closed = true
       unsubscribe?.()
       await Promise.all([...partitions.entries()].map(([name, entry]) => unloadInstance(name, entry.actor.generation, 'host closing')))
-      await Effect.runPromise(Scope.close(scope, Exit.void))
+      await run(Scope.close(scope, Exit.void))
     },
   }
 }
