@@ -30,7 +30,6 @@ import { makeStartLedger, type StartLedger } from './harness/startLedger.ts'
 
 const family = { namespace: 'default', family: 'orders', type: 'workflow' } as const
 const key: QueueKey = { ...family, partition: 0, version: null }
-const queueName = encodeQueueKey(key)
 
 /** A store under test plus a way to bump a queue's range behind the owner's back. */
 interface Fixture {

@@ -55,6 +55,8 @@ export interface StoreRecorder {
   wrap(store: Store, host: string): Store
   /** Finished calls matching the filter. */
   count(filter: Partial<Pick<StoreCall, 'host' | 'operation' | 'queue' | 'ok'>>): number
+  /** Counts other I/O (a History on a database, say) as in flight until `promise` settles. */
+  trackIo<T>(promise: Promise<T>): Promise<T>
   /** Waits (without advancing any clock) until no call is in flight across several event-loop turns. */
   quiesce(): Promise<void>
 }
@@ -105,6 +107,16 @@ export function makeStoreRecorder(now: () => number = () => 0): StoreRecorder {
         updateUserData: (params) => record(host, 'updateUserData', '', null, () => store.updateUserData(params)),
         close: () => store.close(),
       }
+    },
+    trackIo(promise) {
+      inFlight++
+      sequence++
+      const done = () => {
+        inFlight--
+        sequence++
+      }
+      promise.then(done, done)
+      return promise
     },
     count(filter) {
       return calls.filter((call) => Object.entries(filter).every(([field, value]) => call[field as keyof StoreCall] === value)).length
