@@ -1,0 +1,8 @@
+/**
+ * The jobs model-based test (test/jobsModel.ts) on the memory stores, through the public
+ * `open({ store: 'memory' })`: 200 runs of up to 60 commands. `SIM_SEED` replays a printed seed.
+ */
+import { open } from '../src/index.ts'
+import { describeJobsModel } from './jobsModel.ts'
+
+describeJobsModel('memory', (clock, seed) => open({ store: 'memory', clock, seed, hostId: 'model' }), { runs: 200, maxCommands: 60 })
