@@ -24,6 +24,8 @@ export class HistoryRecord {
   readonly obsolete = new Set<string>()
   /** Answers given, by kind, for the summary. */
   readonly answers: Record<RecordStartResult['kind'], number> = { started: 0, 'already-started': 0, obsolete: 0, retryable: 0 }
+  /** Answers the script injected (faults), as opposed to answers the record implied. */
+  readonly injected = { 'history.retryable': 0, 'history.alreadyStarted': 0, 'history.obsolete': 0 }
 
   /** True once a job's delivery is handled (started or obsolete). */
   isHandled(jobId: string): boolean {
@@ -41,11 +43,15 @@ export function makeScriptedHistory(hostId: string, gate: IoGate, record: Histor
         else if (record.started.has(task.jobId)) {
           record.started.set(task.jobId, (record.started.get(task.jobId) ?? 0) + 1)
           answer = { kind: 'already-started' }
-        } else if (random.chance(script.retryableChance)) answer = { kind: 'retryable', reason: 'scripted rejection' }
-        else if (random.chance(script.alreadyStartedChance)) {
+        } else if (random.chance(script.retryableChance)) {
+          record.injected['history.retryable']++
+          answer = { kind: 'retryable', reason: 'scripted rejection' }
+        } else if (random.chance(script.alreadyStartedChance)) {
+          record.injected['history.alreadyStarted']++
           record.started.set(task.jobId, 1)
           answer = { kind: 'already-started' }
         } else if (random.chance(script.obsoleteChance)) {
+          record.injected['history.obsolete']++
           record.obsolete.add(task.jobId)
           answer = { kind: 'obsolete' }
         } else {

@@ -8,7 +8,7 @@ import { makeMemoryStore } from '../src/persistence/MemoryStore.ts'
 import { openEmbeddedStore, openPostgresStore } from '../src/persistence/sql/openSqlStore.ts'
 import type { BoundaryRecord } from './Boundary.ts'
 import { type SwarmOptions, type SwarmOverrides, swarmOptions } from './Swarm.ts'
-import { type RunResult, World } from './World.ts'
+import { type RunResult, World, type WorldEvent } from './World.ts'
 
 /** Which store the world runs on. */
 export type SimStoreKind = 'memory' | 'embedded' | 'postgres'
@@ -25,6 +25,8 @@ export interface SeedRun {
   /** Wraps the shared store (the mutation menu). */
   readonly wrapStore?: (store: Store) => Store
   readonly onBoundary?: (record: BoundaryRecord, nowMs: number) => void
+  /** Observes faults, History answers and the heal (timelines). */
+  readonly onEvent?: (event: WorldEvent, nowMs: number) => void
 }
 
 /** A seed's options and result. */
@@ -70,6 +72,7 @@ export async function runSeed(run: SeedRun): Promise<SeedResult> {
       ...(run.script === undefined ? {} : { script: run.script }),
       ...(run.keepTrace === undefined ? {} : { keepTrace: run.keepTrace }),
       ...(run.onBoundary === undefined ? {} : { onBoundary: run.onBoundary }),
+      ...(run.onEvent === undefined ? {} : { onEvent: run.onEvent }),
     })
     return { options, result: await world.run() }
   } finally {
@@ -77,9 +80,12 @@ export async function runSeed(run: SeedRun): Promise<SeedResult> {
   }
 }
 
-/** Runs a seed twice and reports the first trace line where the runs diverge, or null. */
-export async function checkDeterminism(run: SeedRun): Promise<{ hash: string; divergence: string | null }> {
-  const first = await runSeed({ ...run, keepTrace: true })
+/**
+ * Runs a seed twice and reports the first trace line where the runs diverge, or null. `earlier`,
+ * a result of the same run already made with `keepTrace`, stands in for the first run.
+ */
+export async function checkDeterminism(run: SeedRun, earlier?: SeedResult): Promise<{ hash: string; divergence: string | null }> {
+  const first = earlier ?? (await runSeed({ ...run, keepTrace: true }))
   const second = await runSeed({ ...run, keepTrace: true })
   if (first.result.traceHash === second.result.traceHash) return { hash: first.result.traceHash, divergence: null }
   const a = first.result.trace

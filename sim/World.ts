@@ -17,6 +17,7 @@ import type { TaskType } from '../src/domain/QueueKey.ts'
 import { ownerOf } from '../src/domain/Rendezvous.ts'
 import { ManualClock } from '../src/kernel/Clock.ts'
 import { idleUnloadMs } from '../src/kernel/Limits.ts'
+import type { RecordStartResult } from '../src/actors/History.ts'
 import type { QueueCommand, QueueEvent } from '../src/machines/PhysicalQueueProtocol.ts'
 import type { Store } from '../src/persistence/Store.ts'
 import type { BoundaryRecord } from './Boundary.ts'
@@ -44,6 +45,12 @@ export interface RunResult {
   readonly trace: ReadonlyArray<string>
 }
 
+/** A moment of the run as a record, for timelines (the trace says the same in words). */
+export type WorldEvent =
+  | { readonly kind: 'fault'; readonly name: FaultName; readonly hostId?: string; readonly detail: string }
+  | { readonly kind: 'history'; readonly hostId: string; readonly jobId: string; readonly answer: RecordStartResult['kind'] }
+  | { readonly kind: 'heal' }
+
 /** How to build a world. */
 export interface WorldConfig {
   readonly options: SwarmOptions
@@ -55,11 +62,14 @@ export interface WorldConfig {
   readonly keepTrace?: boolean
   /** Observes every committed store call (timelines). */
   readonly onBoundary?: (record: BoundaryRecord, nowMs: number) => void
+  /** Observes faults, History answers the hosts heard, and the heal (timelines). */
+  readonly onEvent?: (event: WorldEvent, nowMs: number) => void
 }
 
 const traceTailMax = 200
 const pollsPerHostMax = 4
-const epochMs = 1_700_000_000_000
+/** Where the world's virtual clock starts; traces print time since then (`@ms`). */
+export const epochMs = 1_700_000_000_000
 
 const quiesce = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
@@ -130,6 +140,8 @@ export class World {
     const livenessSteps = await this.#liveness()
     await this.#closeAll()
     const deliveries = this.#checkers.deliveries(this.#adds)
+    // History's scripted rejections strike inside its calls; they count with the other faults.
+    for (const [name, count] of Object.entries(this.#history.injected)) this.#faults[name as FaultName] += count
     return {
       ok: this.#checkers.violations.length === 0,
       violations: this.#checkers.violations,
@@ -163,26 +175,26 @@ export class World {
     const dead = this.#hosts.filter((host) => !host.alive)
     if (alive.length > 0 && this.#decide.chance(faults['crash.beforeStore'])) {
       const host = this.#decide.pick(alive)
-      this.#fault('crash.beforeStore', `${host.id} crashes (${host.crash()} parked calls dropped)`)
+      this.#fault('crash.beforeStore', `${host.id} crashes (${host.crash()} parked calls dropped)`, host.id)
       return true
     }
     if (dead.length > 0 && this.#decide.chance(faults.restart * 4)) {
       const host = this.#decide.pick(dead)
       host.restart()
-      this.#fault('restart', `${host.id} restarts`)
+      this.#fault('restart', `${host.id} restarts`, host.id)
       return true
     }
     if (alive.length > 0 && this.#decide.chance(faults.takeover)) {
       const host = this.#decide.pick(alive)
       host.membership.set([host.id])
-      this.#fault('takeover', `${host.id} believes it owns every partition`)
+      this.#fault('takeover', `${host.id} believes it owns every partition`, host.id)
       return true
     }
     if (alive.length > 0 && this.#decide.chance(faults['membership.disagree'])) {
       const host = this.#decide.pick(alive)
       const view = this.#hosts.filter((other) => other === host || this.#decide.chance(0.5)).map((other) => other.id)
       host.membership.set(view)
-      this.#fault('membership.disagree', `${host.id} now sees [${view.join(', ')}]`)
+      this.#fault('membership.disagree', `${host.id} now sees [${view.join(', ')}]`, host.id)
       return true
     }
     if (this.#decide.chance(faults.idleUnload)) {
@@ -199,9 +211,10 @@ export class World {
     return false
   }
 
-  #fault(name: FaultName, line: string): void {
+  #fault(name: FaultName, line: string, hostId?: string): void {
     this.#faults[name]++
     this.#log(`FAULT ${name}: ${line}`)
+    this.#config.onEvent?.({ kind: 'fault', name, ...(hostId === undefined ? {} : { hostId }), detail: line }, this.#clock.now())
   }
 
   // ------------------------------------------------------------ actions
@@ -215,10 +228,10 @@ export class World {
       if (this.#decide.chance(isHistory ? faults['history.slow'] : faults['store.latency'])) {
         const delay = this.#decide.int(1, isHistory ? 2_000 : 500)
         this.#clock.advance(delay)
-        this.#fault(isHistory ? 'history.slow' : 'store.latency', `${io.label} takes ${delay} ms`)
+        this.#fault(isHistory ? 'history.slow' : 'store.latency', `${io.label} takes ${delay} ms`, io.hostId)
       }
       if (!isHistory && this.#decide.chance(faults['store.unavailable'])) {
-        this.#fault('store.unavailable', `${io.hostId} ${io.label} refused`)
+        this.#fault('store.unavailable', `${io.hostId} ${io.label} refused`, io.hostId)
         io.reject(new Unavailable({ operation: io.label.split(' ')[0] as string, detail: 'simulated outage', maybeCommitted: false }))
         return
       }
@@ -234,17 +247,21 @@ export class World {
       const midBatch = io.label.startsWith('append') && !io.label.endsWith('×1')
       if (this.#decide.chance(faults['crash.afterCommit']) || (midBatch && this.#decide.chance(faults['crash.midBatch']))) {
         const name: FaultName = midBatch && faults['crash.midBatch'] > 0 ? 'crash.midBatch' : 'crash.afterCommit'
-        this.#fault(name, `${io.hostId} crashes after ${io.label} ${outcome.ok ? 'committed' : 'failed'}; it never hears`)
+        this.#fault(name, `${io.hostId} crashes after ${io.label} ${outcome.ok ? 'committed' : 'failed'}; it never hears`, io.hostId)
         host.crash()
         return
       }
       if (outcome.ok && this.#decide.chance(faults['store.maybeCommitted'])) {
-        this.#fault('store.maybeCommitted', `${io.hostId} ${io.label} committed but the connection dropped`)
+        this.#fault('store.maybeCommitted', `${io.hostId} ${io.label} committed but the connection dropped`, io.hostId)
         io.reject(new Unavailable({ operation: io.label.split(' ')[0] as string, detail: 'connection lost mid-commit', maybeCommitted: true }))
         return
       }
     }
     this.#log(`io ${io.hostId} ${io.label} → ${outcome.ok ? 'ok' : errorTag(outcome.error)}`)
+    if (isHistory && outcome.ok && this.#config.onEvent !== undefined) {
+      const answer = (outcome.value as RecordStartResult).kind
+      this.#config.onEvent({ kind: 'history', hostId: io.hostId, jobId: io.label.split(' ')[1] as string, answer }, this.#clock.now())
+    }
     if (outcome.ok) io.resolve(outcome.value)
     else io.reject(outcome.error)
   }
@@ -317,6 +334,7 @@ export class World {
       host.membership.set(all)
     }
     this.#log('HEAL: every host up, membership agreed, faults off')
+    this.#config.onEvent?.({ kind: 'heal' }, this.#clock.now())
     let steps = 0
     for (; steps < this.#options.livenessStepsMax && this.#checkers.violations.length === 0; steps++) {
       await quiesce()

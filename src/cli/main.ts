@@ -16,6 +16,7 @@ import { Command, CommanderError } from 'commander'
 import { isMatchboxError } from '../domain/errors.ts'
 import { registerInspect } from './inspect.ts'
 import { registerLifecycle } from './lifecycle.ts'
+import { registerSim } from './sim.ts'
 import { type Io, makeTerminal, processIo, type Terminal } from './Terminal.ts'
 import { UsageError } from './UsageError.ts'
 
@@ -23,7 +24,7 @@ import { UsageError } from './UsageError.ts'
 export type CommandRegistration = (program: Command, terminal: Terminal) => void
 
 /** Every subcommand, in help order. A new command is one file and one entry here. */
-export const registerCommands: ReadonlyArray<CommandRegistration> = [registerLifecycle, registerInspect]
+export const registerCommands: ReadonlyArray<CommandRegistration> = [registerLifecycle, registerInspect, registerSim]
 
 /** Exit codes. */
 export const exitCodes = { ok: 0, failure: 1, usage: 2 } as const
