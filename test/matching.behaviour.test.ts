@@ -222,11 +222,9 @@ describe.each(bindings)('Matching behaviour on the %s store', (_name, open) => {
     await host.close()
   })
 
-  // KNOWN BUG (reported, not fixed here): PartitionActor keeps the restart delay in the
-  // partition instance, but a default queue's death unloads that instance, and MatchingHost
-  // makes a fresh one (empty restart bookkeeping) for the next request — so the default queue is
-  // re-acquired at once, never after 1 s … 10 s. Remove `.fails` when fixed.
-  it.fails('a default queue that lost ownership waits out the restart delay before it acquires again', async () => {
+  // Regression: the restart delay used to live in the partition instance, which a default
+  // queue's death unloads, so the next instance re-acquired at once. The host now keeps it.
+  it('a default queue that lost ownership waits out the restart delay before it acquires again', async () => {
     const world = makeWorld(await fresh())
     const host = world.host('host-a')
     await host.addTask({ ...family, task: { jobId: 'first' } })
@@ -245,13 +243,10 @@ describe.each(bindings)('Matching behaviour on the %s store', (_name, open) => {
 })
 
 describe('Matching behaviour on the memory store: partition mailbox', () => {
-  // KNOWN BUG (reported, not fixed here): requests already in the partition's mailbox when its
-  // default queue unloads reach `queueFor` before the `queue.unloaded` message does; `queueFor`
-  // sees an unloaded queue and creates a replacement at once, which acquires (taking the queue
-  // back from its rightful owner) and is then drained by the partition's `stop`. Remove `.fails`
-  // when fixed. Memory only: the store answers within microtasks, so the race is certain; on
-  // PGlite the polls usually reach the queue before the refusal and it is only likely.
-  it.fails('requests queued behind a lost default queue do not re-acquire it', async () => {
+  // Regression: requests already in the mailbox when the default queue died reached `queueFor`
+  // before the `queue.unloaded` message and resurrected the queue (taking it back from its
+  // rightful owner). `queueFor` now settles a death it finds first.
+  it('requests queued behind a lost default queue do not re-acquire it', async () => {
     const world = makeWorld(await memory())
     const host = world.host('host-a')
     await host.addTask({ ...family, task: { jobId: 'first' } })

@@ -26,7 +26,7 @@ import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol
 import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { Store, UserData } from '../persistence/Store.ts'
 import type { History, PollerInfo } from './History.ts'
-import { makePartitionActor, type PartitionActor } from './PartitionActor.ts'
+import { makePartitionActor, type PartitionActor, type RestartEntry } from './PartitionActor.ts'
 import type { PhysicalQueueActor } from './PhysicalQueueActor.ts'
 
 /** The membership view a host needs (see Membership.ts for static and dynamic ones). */
@@ -118,6 +118,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   const partitions = new Map<string, { actor: PartitionActor; scope: Scope.Closeable }>()
   const currentVersions = new Map<string, string | null>()
   const rotation = new Map<string, number>()
+  const restartBooks = new Map<string, Map<string, RestartEntry>>()
   let generation = 0
   let closed = false
   const runOptions = options.scheduler === undefined ? undefined : { scheduler: options.scheduler }
@@ -139,6 +140,12 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     return owned
   }
 
+  const restartBookOf = (name: string): Map<string, RestartEntry> => {
+    let book = restartBooks.get(name)
+    if (book === undefined) restartBooks.set(name, (book = new Map()))
+    return book
+  }
+
   const actorFor = (key: PartitionKey): PartitionActor => {
     const name = encodePartitionKey(key)
     const existing = partitions.get(name)
@@ -150,6 +157,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
         makePartitionActor({
           partition: key,
           generation: instance,
+          restarts: restartBookOf(name),
           store: options.store,
           history: options.history,
           clock,

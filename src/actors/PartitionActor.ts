@@ -45,10 +45,18 @@ export interface PartitionActorOptions {
   readonly currentVersion: () => string | null
   /** Called once when the partition unloads (default queue died or unload asked). */
   readonly onUnloaded?: (generation: number) => void
+  /** Restart delays per queue slot, shared by successive instances of this partition. */
+  readonly restarts?: Map<string, RestartEntry>
   /** Observes every queue step (traces, the simulator). */
   readonly onStep?: (queue: PhysicalQueueActor, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
   /** A defect in a queue; the partition unloads that queue and reports it here. */
   readonly onDefect?: (queue: string, defect: unknown) => void
+}
+
+/** When a queue that died of lost ownership or a failed load may be loaded again. */
+export interface RestartEntry {
+  readonly attempts: number
+  readonly notBeforeMs: number
 }
 
 type Message =
@@ -86,8 +94,10 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
   Effect.gen(function* () {
     const mailbox = yield* Queue.bounded<Message>(partitionMailboxSizeMax)
     const queues = new Map<string, PhysicalQueueActor>()
-    const restartAttempts = new Map<string, number>()
-    const restartAfterMs = new Map<string, number>()
+    // Restart bookkeeping outlives this instance: the host hands the same book to the next one,
+    // so a default queue's death (which unloads the partition) still waits out its delay.
+    const restarts = options.restarts ?? new Map<string, RestartEntry>()
+    const handled = new WeakSet<PhysicalQueueActor>()
     let queueGeneration = 0
     let unloaded = false
     const name = encodePartitionKey(options.partition)
@@ -99,7 +109,11 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       const slot = versionSlot(version)
       const existing = queues.get(slot)
       if (existing !== undefined && existing.state !== 'unloaded') return existing
-      const notBefore = restartAfterMs.get(slot) ?? 0
+      // A queue that died while requests sat in the mailbox ahead of its `queue.unloaded`
+      // message: settle its death now, so no request resurrects it (or a dead partition).
+      if (existing?.finalProgress != null) onQueueUnloaded(existing, existing.finalProgress)
+      if (unloaded) return new Unavailable({ operation: 'route', detail: `partition ${name} unloaded`, maybeCommitted: false })
+      const notBefore = restarts.get(slot)?.notBeforeMs ?? 0
       if (options.clock.now() < notBefore) {
         return new Unavailable({ operation: 'load', detail: `${name}${slot} restarts at ${notBefore}`, maybeCommitted: false })
       }
@@ -135,7 +149,12 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       if (unloaded) return Promise.resolve({ kind: 'failed', error: refused() })
       const versions: Array<string | null> = poller.version === null ? [null] : poller.version === options.currentVersion() ? [poller.version, null] : [poller.version]
       const targets = versions.map(queueFor).filter((queue): queue is PhysicalQueueActor => !(queue instanceof Unavailable))
-      if (targets.length === 0) return Promise.resolve({ kind: 'none' })
+      if (targets.length === 0) {
+        // Every queue is waiting out a restart: hold the poll until then (or its deadline) rather
+        // than answer at once, which would turn a patient poller into a busy loop.
+        const wakeMs = Math.min(deadlineMs, ...versions.map((version) => restarts.get(versionSlot(version))?.notBeforeMs ?? deadlineMs))
+        return new Promise((resolve) => options.clock.setTimer(wakeMs - options.clock.now(), () => resolve({ kind: 'none' })))
+      }
       if (targets.length === 1) return (targets[0] as PhysicalQueueActor).poll(poller, deadlineMs)
       // Two queues: the first task wins. A task the other queue starts for this poller in the
       // same instant goes unreceived; History's timeout delivers it again (at-least-once).
@@ -143,15 +162,16 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     }
 
     const onQueueUnloaded = (queue: PhysicalQueueActor, progress: QueueProgress): void => {
+      if (handled.has(queue)) return
+      handled.add(queue)
       const slot = versionSlot(queue.key.version)
       if (queues.get(slot) === queue) queues.delete(slot)
       const failed = progress.reason.kind === 'ownership-lost' || progress.reason.kind === 'acquire-failed'
       if (failed) {
-        const attempt = (restartAttempts.get(slot) ?? 0) + 1
-        restartAttempts.set(slot, attempt)
-        restartAfterMs.set(slot, options.clock.now() + cappedExponentialMs(acquireRetryInitialMs, acquireRetryMaxMs, attempt))
+        const attempts = (restarts.get(slot)?.attempts ?? 0) + 1
+        restarts.set(slot, { attempts, notBeforeMs: options.clock.now() + cappedExponentialMs(acquireRetryInitialMs, acquireRetryMaxMs, attempts) })
       } else {
-        restartAttempts.delete(slot)
+        restarts.delete(slot)
       }
       // The default queue's death takes the partition down; a version's only itself.
       if (queue.key.version === null && !unloaded && progress.reason.kind !== 'drained') void stop(`default queue ${progress.reason.kind}`)

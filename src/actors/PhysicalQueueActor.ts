@@ -306,8 +306,16 @@ export class PhysicalQueueActor {
     poll.resolve(outcome.kind === 'started' ? { kind: 'task', task, taskId, response: outcome.response } : { kind: 'none' })
   }
 
+  /** The progress report once unloaded (also before the `unloaded` promise's callbacks run). */
+  get finalProgress(): QueueProgress | null {
+    return this.#finalProgress
+  }
+
+  #finalProgress: QueueProgress | null = null
+
   #unload(progress: QueueProgress): void {
     this.#done = true
+    this.#finalProgress = progress
     for (const cancel of this.#timers.values()) cancel()
     this.#timers.clear()
     // Every add was answered by the machine; polls not waiting on History are told it is over.
