@@ -38,7 +38,7 @@ console.log(`two hosts: SIM_SEED=${seed}`)
 const namespace = 'default'
 const type = 'activity'
 const partitionCount = 4
-const rounds = 60
+const rounds = 90
 const hostA = 'host-a'
 const hostB = 'host-b'
 
@@ -104,7 +104,7 @@ describe('two hosts with different static membership on one PostgreSQL', () => {
       }
       await driveUntil(clock, recorder, () => pending.open === 0, `round ${round}: adds and polls to settle`, 50)
       // Let checkpoint timers (1 s) and restart delays (1 s … 10 s) come due between rounds.
-      clock.advance(random.int(0, 1_500))
+      clock.advance(random.int(0, 3_000))
       await recorder.quiesce()
     }
     await Promise.all([hostA, hostB].map((hostId) => (hosts[hostId] as MatchingHost).close()))
