@@ -21,6 +21,14 @@ export type BoundaryRecord =
     }
   | { readonly op: 'relocate'; readonly hostId: string; readonly from: string; readonly fromRangeId: number; readonly to: string; readonly toRangeId: number; readonly moved: number }
   | { readonly op: 'userData'; readonly hostId: string; readonly family: string; readonly expectedVersion: number; readonly outcome: number | 'conflict' }
+  | {
+      /** A checkpoint refused with OwnershipLost that nonetheless deleted rows (read before and after it ran). */
+      readonly op: 'refusedCheckpoint'
+      readonly hostId: string
+      readonly queue: string
+      readonly rangeId: number
+      readonly deletedJobIds: ReadonlyArray<string>
+    }
 
 /** Listens to committed store calls. */
 export type BoundaryListener = (record: BoundaryRecord) => void

@@ -4,10 +4,11 @@
  * never the runtime's own beliefs. Each violation is a sentence a person can act on.
  *
  * - fencing: no append, checkpoint or relocate commits under a range below the queue's current
- *   range (raised by a committed acquire);
+ *   range (raised by a committed acquire), and a checkpoint refused for its range deletes nothing;
  * - id uniqueness: no task id of a physical queue is allocated twice;
- * - ack safety: a subqueue's ack level never moves backwards, and a checkpoint never deletes a
- *   row whose delivery History has not handled;
+ * - ack safety: a subqueue's ack level never moves backwards, a checkpoint saves exactly the
+ *   level it asked for (or keeps a higher one: never more than the owner's handled prefix), and
+ *   never deletes a row whose delivery History has not handled;
  * - user data: every committed update expected the version before it (a linearizable CAS);
  * - at-least-once (at the end): every task whose add returned success was started or found
  *   obsolete. Duplicated starts are allowed and counted (Jepsen's categories).
@@ -69,12 +70,20 @@ export class Checkers {
       }
       case 'checkpoint': {
         this.#fence(record.queue, record.rangeId, 'checkpointed')
-        for (const level of record.ackLevels) this.#checkAck(record.queue, level.subqueue, record.metadata.ackLevels[level.subqueue] ?? 0)
+        for (const level of record.ackLevels) {
+          const saved = record.metadata.ackLevels[level.subqueue] ?? 0
+          const previous = this.#ackLevels.get(`${record.queue}/${level.subqueue}`) ?? 0
+          if (saved > Math.max(previous, level.ackLevel)) this.#fail(`${record.queue} subqueue ${level.subqueue}: range ${record.rangeId} checkpoint asked for ack level ${level.ackLevel} but ${saved} was saved, past the handled prefix`)
+          this.#checkAck(record.queue, level.subqueue, saved)
+        }
         for (const jobId of record.deletedJobIds) {
           if (!this.#history.isHandled(jobId)) this.#fail(`${record.queue}: range ${record.rangeId} checkpoint deleted the row of ${jobId}, whose delivery was never handled`)
         }
         return
       }
+      case 'refusedCheckpoint':
+        this.#fail(`${record.queue}: range ${record.rangeId} checkpoint was refused for its range, yet deleted the rows of ${record.deletedJobIds.slice(0, 3).join(', ')}${record.deletedJobIds.length > 3 ? ` and ${record.deletedJobIds.length - 3} more` : ''}`)
+        return
       case 'relocate':
         this.#fence(record.from, record.fromRangeId, 'relocated from')
         this.#fence(record.to, record.toRangeId, 'relocated into')

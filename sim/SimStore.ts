@@ -46,7 +46,19 @@ export function makeSimStore(hostId: string, inner: Store, gate: IoGate, record:
       gate.park(hostId, `checkpoint ${q(params.key)} r${params.rangeId} ${params.ackLevels.map((l) => `${l.subqueue}:${l.ackLevel}`).join(',')}`, true, async () => {
         const doomed: string[] = []
         for (const level of params.ackLevels) doomed.push(...(await rowsAtOrBelow(inner, params.key, level.subqueue, level.ackLevel)))
-        const result = await inner.checkpoint(params)
+        let result: Awaited<ReturnType<Store['checkpoint']>>
+        try {
+          result = await inner.checkpoint(params)
+        } catch (error) {
+          // A refused write must change nothing: look again at the rows it would have deleted.
+          if ((error as { _tag?: string })._tag === 'OwnershipLost' && doomed.length > 0) {
+            const kept = new Set<string>()
+            for (const level of params.ackLevels) for (const jobId of await rowsAtOrBelow(inner, params.key, level.subqueue, level.ackLevel)) kept.add(jobId)
+            const deletedJobIds = doomed.filter((jobId) => !kept.has(jobId))
+            if (deletedJobIds.length > 0) record({ op: 'refusedCheckpoint', hostId, queue: q(params.key), rangeId: params.rangeId, deletedJobIds })
+          }
+          throw error
+        }
         record({ op: 'checkpoint', hostId, queue: q(params.key), rangeId: params.rangeId, ackLevels: params.ackLevels, metadata: result.metadata, deletedJobIds: doomed })
         return result
       }),

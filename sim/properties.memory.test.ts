@@ -1,0 +1,18 @@
+/**
+ * Simulator properties on the memory store: fast-check generates schedules (a world seed and
+ * explicit decisions) and every run must satisfy every checker. The memory store is the fast
+ * mode, so it carries the bulk of the runs. Replay a failure with the command its message prints.
+ */
+import { expect, it } from 'vitest'
+import { checkSchedules } from './ScheduleProperty.ts'
+
+// 200 worlds of the full default length (2,000 safety steps plus liveness), ~1 minute on one core.
+const runs = 200
+
+it(`holds for ${runs} generated schedules on memory`, async () => {
+  let events = 0
+  const report = await checkSchedules({ store: 'memory', file: 'sim/properties.memory.test.ts', numRuns: runs, scriptLengthMax: 400, onRun: (_, count) => (events += count) })
+  console.log(`memory: ${report.runs} worlds, ${events} machine events`)
+  expect(report.failure).toBeNull()
+  expect(report.runs).toBeGreaterThanOrEqual(process.env.SIM_PATH ? 1 : runs)
+})
