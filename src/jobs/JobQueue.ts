@@ -17,7 +17,7 @@
  */
 import { InvalidInput } from '../domain/errors.ts'
 import { validateJson } from '../domain/Json.ts'
-import { ackBatchSizeMax, claimPollWaitMs, claimRetryDelayMs } from '../kernel/Limits.ts'
+import { ackBatchSizeMax, claimPollWaitMs, claimRefusalsMax, claimRetryDelayMs, claimWaitMsMax } from '../kernel/Limits.ts'
 import { randomId } from '../kernel/Ids.ts'
 import type { JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
 import { jobsNamespace } from './DueDriver.ts'
@@ -26,9 +26,6 @@ import { claimedJobOf } from './JobsHistory.ts'
 import { type EnqueueOptions, resolveEnqueueOptions } from './QueueOptions.ts'
 import { claimStateOf, type JobsRuntime } from './Runtime.ts'
 import { startWorkers, type WorkOptions } from './Worker.ts'
-
-/** Longest `claim({ waitMs })`: ten minutes, Matching's longest poll. */
-const claimWaitMsMax = 10 * 60_000
 
 /** A queue handle. Every method rejects with a typed Matchbox error on bad input or an unavailable store. */
 export interface JobQueue {
@@ -54,12 +51,14 @@ export interface JobQueue {
 export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: number, isStopped: () => boolean = () => false): Promise<JobHandle | null> {
   const deadlineMs = runtime.now() + waitMs
   const state = claimStateOf(runtime, queue)
+  let refusals = 0
   for (;;) {
     runtime.refuseIfClosed()
     await runtime.driver.run()
     const deliverable = await runtime.jobStore.deliverableCount({ queue, nowMs: runtime.now(), limit: state.inFlight + 1 })
     if (deliverable > state.inFlight && !isStopped()) {
       state.inFlight++
+      const pollDeadlineMs = runtime.now() + claimPollWaitMs
       let polled
       try {
         polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: 'activity', identity: runtime.hostId, waitMs: claimPollWaitMs })
@@ -69,6 +68,9 @@ export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: num
         runtime.driver.wake(queue)
       }
       if (polled !== null) return makeJobHandle(runtime, claimedJobOf(polled.response))
+      // Back before its deadline, the poll was refused: the physical queue was draining (idle
+      // unload). Once it has unloaded, the next poll loads a fresh one that reads the backlog.
+      if (runtime.now() < pollDeadlineMs && refusals++ < claimRefusalsMax && (await drained(runtime, queue))) continue
       if (runtime.now() >= deadlineMs) return null
       await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
       continue
@@ -76,6 +78,17 @@ export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: num
     if (runtime.now() >= deadlineMs || isStopped()) return null
     await runtime.driver.waitForDelivery(queue, deadlineMs)
   }
+}
+
+// Waits for this family's draining physical queues to unload; false when none was draining.
+async function drained(runtime: JobsRuntime, queue: string): Promise<boolean> {
+  const draining = runtime.matching
+    .loadedPartitions()
+    .filter((partition) => partition.partition.namespace === jobsNamespace && partition.partition.family === queue)
+    .flatMap((partition) => partition.loadedQueues())
+    .filter((physical) => physical.state === 'draining')
+  await Promise.all(draining.map((physical) => physical.unloaded))
+  return draining.length > 0
 }
 
 /** Makes a queue handle over `name` whose jobs carry `stamps`. */

@@ -14,7 +14,7 @@
  */
 import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
 import type { CancelTimer } from '../kernel/Clock.ts'
-import { claimRetryDelayMs, workerClaimWaitMs, workerHeartbeatDivisor } from '../kernel/Limits.ts'
+import { claimRetryDelayMs, workerClaimWaitMs, workerConcurrencyMax, workerHeartbeatDivisor } from '../kernel/Limits.ts'
 import type { JobHandle } from './JobHandle.ts'
 import { claimNext } from './JobQueue.ts'
 import type { JobsRuntime } from './Runtime.ts'
@@ -27,14 +27,12 @@ export interface WorkOptions {
   readonly onError?: (error: unknown, job: JobHandle | null) => void
 }
 
-const concurrencyMax = 1_000
-
 /** Starts the loops; returns `stop`. */
 export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job: JobHandle) => Promise<unknown>, options: WorkOptions = {}): () => Promise<void> {
   if (typeof handler !== 'function') throw new InvalidInput({ field: 'handler', reason: 'must be a function' })
   const concurrency = options.concurrency ?? 1
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > concurrencyMax) {
-    throw new InvalidInput({ field: 'options.concurrency', reason: `must be an integer in 1…${concurrencyMax}` })
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > workerConcurrencyMax) {
+    throw new InvalidInput({ field: 'options.concurrency', reason: `must be an integer in 1…${workerConcurrencyMax}` })
   }
   let stopping = false
   const report = (error: unknown, job: JobHandle | null): void => {
