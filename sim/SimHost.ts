@@ -50,6 +50,11 @@ class BendableMembership implements MembershipView {
     return owner
   }
 
+  /** Forgets every listener: the host process that registered them is dead. */
+  clearListeners(): void {
+    this.#listeners.clear()
+  }
+
   subscribe(listener: () => void): () => void {
     this.#listeners.add(listener)
     return () => this.#listeners.delete(listener)
@@ -79,6 +84,8 @@ export class SimHost {
   host: MatchingHost
   alive = true
   pollsInFlight = 0
+  /** Bumped on every crash and restart: answers to an earlier incarnation's requests are ignored. */
+  incarnation = 0
   #clock: HostClock
   readonly #deps: SimHostDeps
 
@@ -109,7 +116,10 @@ export class SimHost {
   /** The process dies: parked I/O never runs, timers never fire, memory is gone. */
   crash(): number {
     this.alive = false
+    this.incarnation++
     this.#clock.kill()
+    // The dead process must be inert: no membership change may reach its abandoned host.
+    this.membership.clearListeners()
     this.pollsInFlight = 0
     return this.#deps.gate.dropHost(this.id)
   }
@@ -118,6 +128,7 @@ export class SimHost {
   restart(): void {
     this.#clock = new HostClock(this.#deps.clock)
     this.alive = true
+    this.incarnation++
     this.host = this.#start()
   }
 }

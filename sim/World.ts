@@ -302,13 +302,13 @@ export class World {
     host.pollsInFlight++
     const identity = `${host.id}-poller`
     this.#log(`poll ${host.id} ${which.family}/${which.type} wait ${waitMs}`)
-    const incarnation = host.host
+    const incarnation = host.incarnation
     host.host.poll({ namespace: 'default', family: which.family, type: which.type, identity, waitMs }).then(
       () => {
-        if (host.host === incarnation) host.pollsInFlight--
+        if (host.incarnation === incarnation) host.pollsInFlight--
       },
       () => {
-        if (host.host === incarnation) host.pollsInFlight--
+        if (host.incarnation === incarnation) host.pollsInFlight--
       },
     )
   }
@@ -333,7 +333,7 @@ export class World {
       if (!host.alive) host.restart()
       host.membership.set(all)
     }
-    this.#log('HEAL: every host up, membership agreed, faults off')
+    this.#log(`HEAL: every host up, membership agreed, faults off (polls in flight: ${this.#hosts.map((host) => `${host.id}=${host.pollsInFlight}`).join(' ')})`)
     this.#config.onEvent?.({ kind: 'heal' }, this.#clock.now())
     let steps = 0
     for (; steps < this.#options.livenessStepsMax && this.#checkers.violations.length === 0; steps++) {

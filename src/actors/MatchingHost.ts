@@ -224,7 +224,10 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
         const result = await run(actorFor(key).addTask(task))
         if (result.kind === 'matched') return { kind: 'matched', partition: key.partition }
         if (result.kind === 'spooled') return { kind: 'spooled', partition: key.partition, taskId: result.taskId }
-        if (result.error._tag !== 'ShuttingDown' || attempt > 0 || closed) throw result.error
+        // Refused without a write (the partition was unloading, or its queue had just lost
+        // ownership): one fresh attempt, as a caller would retry.
+        const refusedCleanly = result.error._tag === 'ShuttingDown' || result.error._tag === 'OwnershipLost'
+        if (!refusedCleanly || attempt > 0 || closed) throw result.error
       }
     },
 
@@ -251,7 +254,10 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       const poller: PollerInfo = { identity, version }
       const result = await run(chosen.poll(poller, clock.now() + request.waitMs))
       if (result.kind === 'task') return { task: result.task, partition: chosen.partition.partition, taskId: result.taskId, response: result.response }
-      if (result.kind === 'failed' && result.error._tag !== 'ShuttingDown' && result.error._tag !== 'Unavailable') throw result.error
+      // A poll that found its partition unloading or its queue taken is simply empty: nothing was
+      // started for it, and the caller polls again.
+      const emptyHanded = ['ShuttingDown', 'Unavailable', 'OwnershipLost']
+      if (result.kind === 'failed' && !emptyHanded.includes(result.error._tag)) throw result.error
       return null
     },
 

@@ -216,6 +216,22 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       return moved
     }
 
+    const refuseMessage = (message: Message): Effect.Effect<unknown> => {
+      switch (message.kind) {
+        case 'add':
+          return Deferred.succeed(message.reply, Promise.resolve({ kind: 'failed', error: refused() }))
+        case 'poll':
+          return Deferred.succeed(message.reply, Promise.resolve({ kind: 'failed', error: refused() }))
+        case 'retire':
+          return Deferred.succeed(message.reply, Promise.reject(refused()))
+        case 'unload':
+        case 'warm':
+          return Deferred.succeed(message.reply, Promise.resolve())
+        case 'queue.unloaded':
+          return Effect.void
+      }
+    }
+
     const handle = (message: Message): Effect.Effect<unknown> => {
       switch (message.kind) {
         case 'add':
@@ -233,24 +249,41 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       }
     }
 
-    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(mailbox), handle)))
+    // When the scope closes, the mailbox loop stops; anyone still waiting on it (or arriving
+    // later with a stale reference) is refused instead of waiting forever.
+    const closed = yield* Deferred.make<void>()
+    yield* Effect.addFinalizer(() => Deferred.succeed(closed, undefined))
+    // A defect while handling one message is reported to the supervisor and answered with a
+    // refusal; it must not kill the loop, or every later request would wait forever.
+    const handleSafely = (message: Message): Effect.Effect<unknown> =>
+      Effect.suspend(() => {
+        try {
+          return handle(message)
+        } catch (defect) {
+          options.onDefect?.(name, defect)
+          return refuseMessage(message)
+        }
+      })
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(mailbox), handleSafely)))
 
-    const ask = <A>(make: (reply: Deferred.Deferred<Promise<A>>) => Message): Effect.Effect<A> =>
+    const ask = <A>(make: (reply: Deferred.Deferred<Promise<A>>) => Message, refusal: () => Promise<A>): Effect.Effect<A> =>
       Effect.gen(function* () {
+        if (Deferred.isDoneUnsafe(closed)) return yield* Effect.promise(refusal)
         const reply = yield* Deferred.make<Promise<A>>()
         yield* Queue.offer(mailbox, make(reply))
-        const pending = yield* Deferred.await(reply)
+        const pending = yield* Effect.raceFirst(Deferred.await(reply), Effect.map(Deferred.await(closed), refusal))
         return yield* Effect.promise(() => pending)
       })
+    const refuse = <A extends { kind: 'failed'; error: ShuttingDown }>(): Promise<A> => Promise.resolve({ kind: 'failed', error: refused() } as A)
 
     return {
       partition: options.partition,
       generation: options.generation,
-      addTask: (task) => ask((reply) => ({ kind: 'add', task, reply })),
-      poll: (poller, deadlineMs) => ask((reply) => ({ kind: 'poll', poller, deadlineMs, reply })),
-      unload: (reason) => ask((reply) => ({ kind: 'unload', reason, reply })),
-      retireVersion: (version) => ask((reply) => ({ kind: 'retire', version, reply })),
-      warm: () => ask((reply) => ({ kind: 'warm', reply })),
+      addTask: (task) => ask((reply) => ({ kind: 'add', task, reply }), refuse),
+      poll: (poller, deadlineMs) => ask((reply) => ({ kind: 'poll', poller, deadlineMs, reply }), refuse),
+      unload: (reason) => ask((reply) => ({ kind: 'unload', reason, reply }), () => Promise.resolve()),
+      retireVersion: (version) => ask((reply) => ({ kind: 'retire', version, reply }), () => Promise.reject(refused())),
+      warm: () => ask((reply) => ({ kind: 'warm', reply }), () => Promise.resolve()),
       isUnloaded: () => unloaded,
       loadedQueues: () => [...queues.values()],
     } satisfies PartitionActor

@@ -103,7 +103,13 @@ export function onPollArrived(context: QueueContext, event: EventOf<'poll.arrive
 
 /** A poll reached its deadline. If its task is already with History, the answer still goes to it. */
 export function onPollCancelled(context: QueueContext, event: EventOf<'poll.cancelled'>): Step {
-  if (!context.pollers.some((poller) => poller.pollId === event.pollId)) return [context, []]
+  if (!context.pollers.some((poller) => poller.pollId === event.pollId)) {
+    // With History now: remember, so a non-start answer ends the poll instead of re-queuing it.
+    const entry = Object.entries(context.deliveries).find(([, delivery]) => delivery.poller.pollId === event.pollId)
+    if (entry === undefined) return [context, []]
+    const [deliveryId, delivery] = entry
+    return [{ ...context, deliveries: { ...context.deliveries, [deliveryId]: { ...delivery, pollCancelled: true } } }, []]
+  }
   const pollers = context.pollers.filter((poller) => poller.pollId !== event.pollId)
   return [{ ...context, pollers }, [pollReply(event.pollId, { kind: 'none' })]]
 }
@@ -237,6 +243,8 @@ export function onDispatchCompleted(context: QueueContext, event: EventOf<'dispa
   }
   if (outcome.kind === 'started') {
     commands.push(pollReply(delivery.poller.pollId, { kind: 'task', task: delivery.task, taskId: source.kind === 'backlog' ? source.taskId : null, response: outcome.response }))
+  } else if (delivery.pollCancelled === true) {
+    commands.push(pollReply(delivery.poller.pollId, { kind: 'none' }))
   } else if (owned) {
     next = { ...next, pollers: [delivery.poller, ...next.pollers] }
   } else {

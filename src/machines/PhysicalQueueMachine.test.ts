@@ -158,6 +158,17 @@ describe('PhysicalQueueMachine', () => {
     expect(again.map((start) => start.params.taskId)).toEqual([1])
   })
 
+  it('a poll whose deadline passes while History has its task is answered, never re-queued', () => {
+    const queue = new Harness()
+    queue.acquired()
+    queue.send({ type: 'poll.arrived', pollId: 'p1', identity: 'w1' })
+    const [start] = queue.of('history.recordStart', queue.send({ type: 'read.completed', subqueue: 0, tasks: [stored(1)], limit: 1000 }))
+    expect(queue.send({ type: 'poll.cancelled', pollId: 'p1' })).toEqual([])
+    const answered = queue.send({ type: 'dispatch.completed', deliveryId: start?.params.deliveryId as string, outcome: { kind: 'obsolete' } })
+    expect(queue.of('poll.reply', answered)).toEqual([{ type: 'poll.reply', params: { pollId: 'p1', result: { kind: 'none' } } }])
+    expect(queue.snapshot.context.pollers).toEqual([])
+  })
+
   it('dispatches higher priority subqueues first, FIFO within a level', () => {
     const queue = new Harness()
     queue.acquired({ 0: 0, 5: 0 })

@@ -96,6 +96,8 @@ export interface Poller {
 /** A task handed to History for one poller, awaiting the answer. */
 export interface Delivery {
   readonly poller: Poller
+  /** The poll reached its deadline while History had the task: answer it, never requeue it. */
+  readonly pollCancelled?: boolean
   readonly task: Task
   readonly source: { readonly kind: 'backlog'; readonly subqueue: number; readonly taskId: number } | { readonly kind: 'sync'; readonly requestId: string }
 }
