@@ -19,6 +19,7 @@ import { equalJitterDelayMs } from '../domain/Backoff.ts'
 import { isMatchboxError, type MatchboxError, ShuttingDown } from '../domain/errors.ts'
 import { encodeQueueKey, type QueueKey } from '../domain/QueueKey.ts'
 import type { Task } from '../domain/Task.ts'
+import { assert } from '../kernel/assert.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
 import { historyRetryInitialMs, historyRetryMaxMs } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
@@ -49,6 +50,29 @@ export interface PhysicalQueueActorOptions {
 /** The lifecycle state, as callers see it. */
 export type QueueState = 'loading' | 'owned' | 'draining' | 'unloaded'
 
+// Command actions only collect the commands into the stepping actor's list; they run after the
+// transition completes, so the machine never observes I/O half-way through a step. The machine
+// is provided once per process: `provide` rebuilds every transition, too costly per queue.
+let collecting: QueueCommand[] | null = null
+const collect = (type: QueueCommand['type']) => (_: unknown, params: unknown) => {
+  assert(collecting !== null, `command ${type} outside a step`)
+  collecting.push({ type, params } as QueueCommand)
+}
+const runnableMachine = physicalQueueMachine.provide({
+  actions: {
+    'store.acquire': collect('store.acquire'),
+    'store.append': collect('store.append'),
+    'store.read': collect('store.read'),
+    'store.checkOwnership': collect('store.checkOwnership'),
+    'store.checkpoint': collect('store.checkpoint'),
+    'history.recordStart': collect('history.recordStart'),
+    'add.reply': collect('add.reply'),
+    'poll.reply': collect('poll.reply'),
+    'timer.set': collect('timer.set'),
+    'queue.unloaded': collect('queue.unloaded'),
+  },
+})
+
 /** A running physical queue. */
 export class PhysicalQueueActor {
   readonly key: QueueKey
@@ -74,26 +98,7 @@ export class PhysicalQueueActor {
     this.unloaded = new Promise((resolve) => {
       this.#resolveUnloaded = resolve
     })
-    // Command actions only collect the commands; they run after the transition completes, so
-    // the machine never observes I/O half-way through a step.
-    const collect = (type: QueueCommand['type']) => (_: unknown, params: unknown) => {
-      this.#pending.push({ type, params } as QueueCommand)
-    }
-    const machine = physicalQueueMachine.provide({
-      actions: {
-        'store.acquire': collect('store.acquire'),
-        'store.append': collect('store.append'),
-        'store.read': collect('store.read'),
-        'store.checkOwnership': collect('store.checkOwnership'),
-        'store.checkpoint': collect('store.checkpoint'),
-        'history.recordStart': collect('history.recordStart'),
-        'add.reply': collect('add.reply'),
-        'poll.reply': collect('poll.reply'),
-        'timer.set': collect('timer.set'),
-        'queue.unloaded': collect('queue.unloaded'),
-      },
-    })
-    this.#actor = createActor(machine, {
+    this.#actor = createActor(runnableMachine, {
       id: `${this.queue}#g${options.generation}`,
       input: { queue: this.queue, nowMs: options.clock.now(), ...(options.limits === undefined ? {} : { limits: options.limits }) },
     })
@@ -104,7 +109,7 @@ export class PhysicalQueueActor {
 
   /** Starts the machine (which asks to acquire the queue). */
   start(): void {
-    this.#actor.start()
+    this.#step(() => this.#actor.start())
     this.#flush(null)
   }
 
@@ -190,8 +195,19 @@ export class PhysicalQueueActor {
 
   #send(event: QueueEvent): void {
     if (this.#done) return
-    this.#actor.send(event)
+    this.#step(() => this.#actor.send(event))
     this.#flush(event)
+  }
+
+  // Runs one machine step with this actor's command list as the collection target.
+  #step(run: () => void): void {
+    assert(collecting === null, 'machine steps do not nest')
+    collecting = this.#pending
+    try {
+      run()
+    } finally {
+      collecting = null
+    }
   }
 
   #flush(event: QueueEvent | null): void {
