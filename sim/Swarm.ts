@@ -44,6 +44,10 @@ export interface SwarmOptions {
   readonly pollWeight: number
   /** Probability an add carries a priority above 0. */
   readonly priorityChance: number
+  /** Probability an add is pinned to deployment version `v1` (and a poll runs as `v1`). */
+  readonly versionChance: number
+  /** Relative weight of a user-data update (a read, then a CAS with the version read). */
+  readonly userDataWeight: number
 }
 
 /** Overrides a caller may pin (CLI flags); everything else comes from the seed. */
@@ -73,6 +77,8 @@ export function swarmOptions(seed: number, overrides: SwarmOverrides = {}): Swar
     produceWeight: random.int(1, 6),
     pollWeight: random.int(1, 6),
     priorityChance: random.pick([0, 0.1, 0.5]),
+    versionChance: random.pick([0, 0, 0.2]),
+    userDataWeight: random.pick([0, 1]),
   }
 }
 
@@ -83,7 +89,7 @@ export function describeOptions(options: SwarmOptions): string[] {
     .map(([name, p]) => `${name}=${p}`)
   return [
     `seed=${options.seed} hosts=${options.hosts} families=${options.families} partitions=${options.partitionCount} steps=${options.steps}`,
-    `weights produce=${options.produceWeight} poll=${options.pollWeight} priorityChance=${options.priorityChance}`,
+    `weights produce=${options.produceWeight} poll=${options.pollWeight} userData=${options.userDataWeight} priorityChance=${options.priorityChance} versionChance=${options.versionChance}`,
     `faults ${on.length === 0 ? 'none' : on.join(' ')}`,
   ]
 }

@@ -162,10 +162,11 @@ export class World {
   async #safetyStep(): Promise<void> {
     if (this.#maybeFault()) return
     const pending = this.#gate.pending().length
-    const choice = this.#decide.weighted([pending > 0 ? 12 : 0, this.#options.produceWeight, this.#options.pollWeight, pending > 0 ? 1 : 4])
+    const choice = this.#decide.weighted([pending > 0 ? 12 : 0, this.#options.produceWeight, this.#options.pollWeight, pending > 0 ? 1 : 4, this.#options.userDataWeight])
     if (choice === 0) return this.#runIo(this.#decide.int(0, pending - 1))
     if (choice === 1) return this.#produce()
     if (choice === 2) return this.#poll()
+    if (choice === 4) return this.#updateUserData()
     return this.#advance()
   }
 
@@ -286,24 +287,42 @@ export class World {
     if (host === undefined) return this.#advance()
     const jobId = `job-${++this.#jobSequence}`
     const priority = this.#decide.chance(this.#options.priorityChance) ? this.#decide.int(1, 9) : 0
+    const pinned = this.#decide.chance(this.#options.versionChance)
     this.#adds.set(jobId, 'unknown')
-    this.#log(`add ${jobId} → ${host.id} ${family}/${type} p${priority}`)
-    host.host.addTask({ namespace: 'default', family, type, task: { jobId, priority } }).then(
+    this.#log(`add ${jobId} → ${host.id} ${family}/${type} p${priority}${pinned ? ' @v1' : ''}`)
+    const versionDirective = pinned ? ({ kind: 'pinned', version: 'v1' } as const) : ({ kind: 'unversioned' } as const)
+    host.host.addTask({ namespace: 'default', family, type, task: { jobId, priority, versionDirective } }).then(
       () => this.#adds.set(jobId, 'accepted'),
       () => this.#adds.set(jobId, 'failed'),
     )
   }
 
-  #poll(target?: SimHost, family?: { family: string; type: TaskType }): void {
+  // A client reads a family's user data and writes it back with the version it read: racing
+  // clients conflict, and the checker holds every committed write to a linearizable CAS.
+  #updateUserData(): void {
+    const alive = this.#hosts.filter((host) => host.alive)
+    if (alive.length === 0) return this.#advance()
+    const host = this.#decide.pick(alive)
+    const { family } = this.#decide.pick(this.#families)
+    const currentVersion = this.#decide.pick(['v1', 'v2'])
+    this.#log(`userData ${host.id} ${family} → currentVersion ${currentVersion}`)
+    host.host
+      .getUserData('default', family)
+      .then((userData) => host.host.updateUserData('default', family, userData?.version ?? 0, { currentVersion }))
+      .catch(() => {})
+  }
+
+  #poll(target?: SimHost, family?: { family: string; type: TaskType }, versionOverride?: string | null): void {
     const which = family ?? this.#decide.pick(this.#families)
     const host = target ?? this.#routeTo(which.family, which.type)
     if (host === undefined || (target === undefined && host.pollsInFlight >= pollsPerHostMax)) return this.#advance()
     const waitMs = this.#decide.int(0, 2_000)
+    const version = versionOverride !== undefined ? versionOverride : this.#decide.chance(this.#options.versionChance) ? 'v1' : null
     host.pollsInFlight++
     const identity = `${host.id}-poller`
-    this.#log(`poll ${host.id} ${which.family}/${which.type} wait ${waitMs}`)
+    this.#log(`poll ${host.id} ${which.family}/${which.type}${version === null ? '' : ` @${version}`} wait ${waitMs}`)
     const incarnation = host.incarnation
-    host.host.poll({ namespace: 'default', family: which.family, type: which.type, identity, waitMs }).then(
+    host.host.poll({ namespace: 'default', family: which.family, type: which.type, identity, waitMs, version }).then(
       () => {
         if (host.incarnation === incarnation) host.pollsInFlight--
       },
@@ -340,7 +359,12 @@ export class World {
       await quiesce()
       if (this.#allDelivered() && this.#gate.pending().length === 0) break
       for (const host of this.#hosts) {
-        if (host.pollsInFlight === 0) for (const family of this.#families) this.#poll(host, family)
+        if (host.pollsInFlight > 0) continue
+        for (const family of this.#families) {
+          this.#poll(host, family, null)
+          // Pinned tasks wait in their version's queue: only a poller of that version takes them.
+          if (this.#options.versionChance > 0) this.#poll(host, family, 'v1')
+        }
       }
       await quiesce()
       const pending = this.#gate.pending().length

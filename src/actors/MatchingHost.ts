@@ -242,12 +242,18 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       if (owned.length === 0) throw noPartition(request.namespace, request.family, request.type)
       if (version !== null) await loadCurrentVersion(request.namespace, request.family)
       const actors = owned.map(actorFor)
-      // Load every owned partition's default queue so its backlog is read before anyone polls it.
-      const cold = actors.filter((actor) => !actor.loadedQueues().some((queue) => queue.key.version === null))
-      if (cold.length > 0) await Promise.all(cold.map((actor) => run(actor.warm())))
-      // Prefer a partition with tasks ready now; otherwise rotate so idle polls spread.
-      const ready = actors.find((actor) => actor.loadedQueues().some((queue) => queue.key.version === null && queue.readyCount() > 0))
-      const family = familyKey(request.namespace, request.family)
+      // The queues this poller may take from: its version's, and the default one when it is
+      // unversioned or its version is current.
+      const current = currentVersions.get(familyKey(request.namespace, request.family)) ?? null
+      const versions: ReadonlyArray<string | null> = version === null ? [null] : version === current ? [version, null] : [version]
+      const relevant = (queue: PhysicalQueueActor): boolean => versions.includes(queue.key.version)
+      // Load those queues in every owned partition so their backlogs are read before anyone polls.
+      const cold = actors.filter((actor) => actor.loadedQueues().filter(relevant).length < versions.length)
+      if (cold.length > 0) await Promise.all(cold.map((actor) => run(actor.warm(versions))))
+      // Prefer a partition with tasks ready now; otherwise rotate (per family, type and version,
+      // so interleaved pollers of different versions do not alias onto the same partitions).
+      const ready = actors.find((actor) => actor.loadedQueues().some((queue) => relevant(queue) && queue.readyCount() > 0))
+      const family = `${familyKey(request.namespace, request.family)}\u0000${request.type}\u0000${version ?? ''}`
       const turn = rotation.get(family) ?? 0
       rotation.set(family, turn + 1)
       const chosen = ready ?? (actors[turn % actors.length] as PartitionActor)

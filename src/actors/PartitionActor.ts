@@ -65,7 +65,7 @@ type Message =
   | { readonly kind: 'queue.unloaded'; readonly queue: PhysicalQueueActor; readonly progress: QueueProgress }
   | { readonly kind: 'unload'; readonly reason: string; readonly reply: Deferred.Deferred<Promise<void>> }
   | { readonly kind: 'retire'; readonly version: string; readonly reply: Deferred.Deferred<Promise<number>> }
-  | { readonly kind: 'warm'; readonly reply: Deferred.Deferred<Promise<void>> }
+  | { readonly kind: 'warm'; readonly versions: ReadonlyArray<string | null>; readonly reply: Deferred.Deferred<Promise<void>> }
 
 /** A running partition. Every method is an Effect that waits for mailbox room (backpressure). */
 export interface PartitionActor {
@@ -79,8 +79,8 @@ export interface PartitionActor {
   unload(reason: string): Effect.Effect<void>
   /** Moves a retired version's backlog to the default queue; returns how many tasks moved. */
   retireVersion(version: string): Effect.Effect<number>
-  /** Loads the default queue if it is not loaded, so its backlog is read before any poll. */
-  warm(): Effect.Effect<void>
+  /** Loads these queues (null = the default) if they are not loaded, so their backlogs are read before any poll. */
+  warm(versions: ReadonlyArray<string | null>): Effect.Effect<void>
   /** True once unloaded. */
   isUnloaded(): boolean
   /** The physical queues loaded now (for inspection and tests). */
@@ -245,7 +245,8 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         case 'retire':
           return Deferred.succeed(message.reply, onRetire(message.version))
         case 'warm':
-          return Deferred.succeed(message.reply, Promise.resolve(void (unloaded ? undefined : queueFor(null))))
+          if (!unloaded) for (const version of message.versions) queueFor(version)
+          return Deferred.succeed(message.reply, Promise.resolve())
       }
     }
 
@@ -283,7 +284,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       poll: (poller, deadlineMs) => ask((reply) => ({ kind: 'poll', poller, deadlineMs, reply }), refuse),
       unload: (reason) => ask((reply) => ({ kind: 'unload', reason, reply }), () => Promise.resolve()),
       retireVersion: (version) => ask((reply) => ({ kind: 'retire', version, reply }), () => Promise.reject(refused())),
-      warm: () => ask((reply) => ({ kind: 'warm', reply }), () => Promise.resolve()),
+      warm: (versions) => ask((reply) => ({ kind: 'warm', versions, reply }), () => Promise.resolve()),
       isUnloaded: () => unloaded,
       loadedQueues: () => [...queues.values()],
     } satisfies PartitionActor
