@@ -133,7 +133,7 @@ describe('matchbox sim', () => {
     const file = join(dir, 'sim-failure-1.json')
     expect(ran.stdout).toContain(`npx matchbox sim replay ${file}`)
     expect(ran.stdout).toContain(`SIM_REPLAY=${file} npx vitest run sim/replay.test.ts`)
-    expect(ran.stdout).toMatch(/fencing {9}FAIL \(1 violation, first on seed 1\)/)
+    expect(ran.stdout).toMatch(/fencing {9}FAIL \(\d+ violations?, first on seed 1\)/)
     const failure = JSON.parse(readFileSync(file, 'utf8')) as { seed: number; store: string; violations: string[]; traceTail: string[] }
     expect(failure).toMatchObject({ format: failureCaseFormat, seed: 1, store: 'memory', overrides: {} })
     expect(failure.violations.length).toBeGreaterThan(0)
