@@ -201,7 +201,7 @@ class Claim implements Command {
     const handle = await (real.queues[this.queue]?.[0] as JobQueue).claim()
     await quiesce(real)
     if (expected === undefined) return expect(handle, 'no job is claimable').toBeNull()
-    expect(handle?.id, `claim order among ${candidates.map((job) => job.id).join(', ')}`).toBe(expected.id)
+    expect(handle?.id, `claim order among ${candidates.map((job) => `${job.id} (p${job.priority}, ready ${job.readyAt - model.now}, seq ${job.readySeq}, ${job.state})`).join(', ')}`).toBe(expected.id)
     if (handle === null) return
     Object.assign(expected, { state: 'processing', attempts: expected.attempts + 1, claimedAt: model.now, deadline: model.now + expected.visMs, token: handle.claimToken })
     expected.readyAt = expected.deadline as number
@@ -431,6 +431,31 @@ export async function makeReal(open: (clock: ManualClock, seed: number) => Promi
   return { model: { now: start, seq: 0, jobs: [], claims: [] }, real: { mb, clock, queues, handles: [] } }
 }
 
+/** Real time one command may take before the run fails as hung (it names the command). */
+const commandWatchdogMs = 20_000
+
+// Wraps a command so a hang fails the run with the command's name instead of timing out the file.
+function watched(command: Command): Command {
+  return {
+    check: (model) => command.check(model),
+    run: (model, real) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`hung for ${commandWatchdogMs} ms in ${command.toString()}`)), commandWatchdogMs)
+        command.run(model, real).then(
+          () => {
+            clearTimeout(timer)
+            resolve()
+          },
+          (error: unknown) => {
+            clearTimeout(timer)
+            reject(error)
+          },
+        )
+      }),
+    toString: () => command.toString(),
+  }
+}
+
 /**
  * Registers the model property: `runs` runs of up to `maxCommands` commands, each on a fresh
  * engine from `open`. The seed comes from `SIM_SEED` or is drawn, and is printed first.
@@ -444,7 +469,7 @@ export function describeJobsModel(name: string, open: (clock: ManualClock, seed:
       fc.asyncProperty(commandsArbitrary(options.maxCommands), fc.integer(), async (commands, engineSeed) => {
         const { model, real } = await makeReal((clock, s) => open(clock, s, ++run), engineSeed)
         try {
-          await fc.asyncModelRun(() => ({ model, real }), commands)
+          await fc.asyncModelRun(() => ({ model, real }), [...commands].map(watched))
         } finally {
           await real.mb.close()
         }

@@ -13,9 +13,10 @@
  *
  * Invariants: passes run one at a time, in request order; a requested pass that has not started
  * yet is shared by every caller that asks meanwhile (it will read the clock after all of them);
- * one clock timer is armed, at the earliest known due time or the safety scan
- * (`jobDueScanIntervalMs`), whichever is sooner. Waiters for a queue are woken when a pass
- * hands that queue tasks, or when asked (`wake`).
+ * one clock timer is armed, at the earliest due time in the store (read after each pass, and
+ * lowered by `notifyDue`) or the safety scan (`jobDueScanIntervalMs`), whichever is sooner —
+ * the scan finds rows other connections wrote since. Waiters for a queue are woken first come first served: one per task a
+ * pass hands that queue, or as many as asked (`wake`).
  *
  * Does not: decide anything about a job (the store's statements do), or run sweeps.
  */
@@ -28,18 +29,29 @@ import type { DueJob, JobStore } from '../persistence/jobs/JobStore.ts'
 /** The Matching namespace job queues live in: one family per job queue, one partition per family. */
 export const jobsNamespace = 'jobs'
 
+/** Why a wait for delivery ended. */
+export type WakeReason = 'delivered' | 'woken' | 'timeout'
+
 /** The delivery driver of one engine. */
 export interface DueDriver {
   /** Runs a pass at the clock's time (after any running one); resolves when it is done. */
   run(): Promise<void>
+  /**
+   * Waits for a requested pass, or runs one if the armed timer is already due (a clock that
+   * jumped); otherwise returns at once. Workers use it: the timers and the scan deliver for them.
+   */
+  runIfDue(): Promise<void>
   /** Requests a pass soon without waiting for it. */
   kick(): void
   /** A row of this engine became due at `dueMs`: make sure a pass runs then. */
   notifyDue(dueMs: number): void
-  /** Resolves when a pass hands `queue` tasks, `wake(queue)` is called, `untilMs` arrives, or the driver closes. */
-  waitForDelivery(queue: string, untilMs: number): Promise<void>
-  /** Wakes every waiter of `queue`. */
-  wake(queue: string): void
+  /**
+   * Waits, first come first woken, until a pass hands `queue` tasks ('delivered'), `wake` is
+   * called ('woken'), `untilMs` arrives ('timeout'), or the driver closes ('woken').
+   */
+  waitForDelivery(queue: string, untilMs: number): Promise<WakeReason>
+  /** Wakes the first `count` waiters of `queue` (default: all). */
+  wake(queue: string, count?: number): void
   /** Resolves once no pass is running or requested. */
   idle(): Promise<void>
   /** Cancels the timer, wakes every waiter, and waits for the running pass. */
@@ -58,19 +70,20 @@ export interface DueDriverOptions {
 /** Starts a driver (it arms its first scan at once). */
 export function makeDueDriver(options: DueDriverOptions): DueDriver {
   const { jobStore, matching, clock } = options
-  const waiters = new Map<string, Set<() => void>>()
+  const waiters = new Map<string, Array<(reason: WakeReason) => void>>()
   let tail: Promise<void> = Promise.resolve()
   let requested: Promise<void> | null = null
   let timer: { atMs: number; cancel: CancelTimer } | null = null
   let closed = false
   const now = () => Math.floor(clock.now())
 
-  const wake = (queue: string): void => {
-    const set = waiters.get(queue)
-    if (set === undefined) return
-    waiters.delete(queue)
-    for (const resolve of set) resolve()
+  const wakeWith = (queue: string, reason: WakeReason, count: number): void => {
+    const list = waiters.get(queue)
+    if (list === undefined) return
+    for (const resolve of list.splice(0, count)) resolve(reason)
+    if (list.length === 0) waiters.delete(queue)
   }
+  const wake = (queue: string, count = Number.POSITIVE_INFINITY): void => wakeWith(queue, 'woken', count)
 
   const arm = (atMs: number): void => {
     if (closed || (timer !== null && timer.atMs <= atMs)) return
@@ -97,7 +110,9 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     const delivered = due.filter((_, index) => added[index]?.status === 'fulfilled')
     for (const result of added) if (result.status === 'rejected' && !isMatchboxError(result.reason)) report(result.reason)
     if (delivered.length > 0) await jobStore.confirmDelivered({ deliveries: delivered.map((job) => ({ id: job.id, revision: job.revision })) })
-    for (const queue of new Set(delivered.map((job) => job.queue))) wake(queue)
+    const perQueue = new Map<string, number>()
+    for (const job of delivered) perQueue.set(job.queue, (perQueue.get(job.queue) ?? 0) + 1)
+    for (const [queue, count] of perQueue) wakeWith(queue, 'delivered', count)
   }
 
   const pass = async (): Promise<void> => {
@@ -111,7 +126,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
         if (due.length < jobDeliveryBatchMax || closed) break
       }
       const next = await jobStore.nextDueMs({ nowMs: now(), queues: null })
-      // A due time not after now is a row another connection holds: look again at the scan.
+      // A due time not after now is a row another connection holds: the scan looks again.
       if (next !== null && next > now()) nextMs = Math.min(nextMs, next)
     } catch (error) {
       // An unavailable store: the scan timer tries again.
@@ -146,24 +161,32 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
 
   return {
     run,
+    runIfDue() {
+      if (requested !== null) return requested
+      return timer !== null && timer.atMs <= clock.now() ? run() : Promise.resolve()
+    },
     kick,
     notifyDue(dueMs) {
       if (dueMs <= clock.now()) kick()
       else arm(dueMs)
     },
     waitForDelivery(queue, untilMs) {
-      if (closed) return Promise.resolve()
+      if (closed) return Promise.resolve('woken')
       return new Promise((resolve) => {
-        let cancel: CancelTimer = () => {}
-        const done = () => {
+        let settled = false
+        const done = (reason: WakeReason) => {
+          if (settled) return
+          settled = true
           cancel()
-          waiters.get(queue)?.delete(done)
-          resolve()
+          const list = waiters.get(queue)
+          const index = list?.indexOf(done) ?? -1
+          if (index >= 0) list?.splice(index, 1)
+          resolve(reason)
         }
-        const set = waiters.get(queue) ?? new Set()
-        set.add(done)
-        waiters.set(queue, set)
-        cancel = clock.setTimer(untilMs - clock.now(), done)
+        const list = waiters.get(queue) ?? []
+        list.push(done)
+        waiters.set(queue, list)
+        const cancel = clock.setTimer(untilMs - clock.now(), () => done('timeout'))
       })
     },
     wake,

@@ -47,14 +47,21 @@ export interface JobQueue {
   work(handler: (job: JobHandle) => Promise<unknown>, options?: WorkOptions): () => Promise<void>
 }
 
-/** Claims the next job of `queue` (see the file header); null when none came within `waitMs`. */
-export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: number, isStopped: () => boolean = () => false): Promise<JobHandle | null> {
+/**
+ * Claims the next job of `queue` (see the file header); null when none came within `waitMs`.
+ * `lazy` (the public `claim`) runs a due-time pass first; workers pass false and rely on the
+ * driver's timers and scan, which wake them, so they do not queue a pass per job.
+ */
+export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: number, lazy: boolean, isStopped: () => boolean = () => false): Promise<JobHandle | null> {
   const deadlineMs = runtime.now() + waitMs
   const state = claimStateOf(runtime, queue)
   let refusals = 0
+  let passNeeded = true
   for (;;) {
     runtime.refuseIfClosed()
-    await runtime.driver.run()
+    // Woken by a delivery, the pass that delivered has just run: no need for another.
+    if (passNeeded && lazy) await runtime.driver.run()
+    else await runtime.driver.runIfDue()
     const deliverable = await runtime.jobStore.deliverableCount({ queue, nowMs: runtime.now(), limit: state.inFlight + 1 })
     if (deliverable > state.inFlight && !isStopped()) {
       state.inFlight++
@@ -64,19 +71,19 @@ export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: num
         polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: 'activity', identity: runtime.hostId, waitMs: claimPollWaitMs })
       } finally {
         state.inFlight--
-        // Another claim may have been waiting for this poll's slot.
-        runtime.driver.wake(queue)
+        // One claim may have been waiting for this poll's slot.
+        runtime.driver.wake(queue, 1)
       }
       if (polled !== null) return makeJobHandle(runtime, claimedJobOf(polled.response))
       // Back before its deadline, the poll was refused: the physical queue was draining (idle
       // unload). Once it has unloaded, the next poll loads a fresh one that reads the backlog.
       if (runtime.now() < pollDeadlineMs && refusals++ < claimRefusalsMax && (await drained(runtime, queue))) continue
       if (runtime.now() >= deadlineMs) return null
-      await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
+      passNeeded = (await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))) !== 'delivered'
       continue
     }
     if (runtime.now() >= deadlineMs || isStopped()) return null
-    await runtime.driver.waitForDelivery(queue, deadlineMs)
+    passNeeded = (await runtime.driver.waitForDelivery(queue, deadlineMs)) !== 'delivered'
   }
 }
 
@@ -124,7 +131,7 @@ export function makeJobQueue(runtime: JobsRuntime, name: string, stamps: JobStam
       if (typeof waitMs !== 'number' || !Number.isFinite(waitMs) || waitMs < 0 || waitMs > claimWaitMsMax) {
         throw new InvalidInput({ field: 'options.waitMs', reason: `must be a number of ms in 0…${claimWaitMsMax}` })
       }
-      return claimNext(runtime, name, waitMs)
+      return claimNext(runtime, name, waitMs, true)
     },
 
     async getJob(id) {

@@ -19,6 +19,7 @@ import { validateName } from '../domain/QueueKey.ts'
 import type { Clock } from '../kernel/Clock.ts'
 import { partitionCountDefault } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
+import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import type { Store } from '../persistence/Store.ts'
 import { jobsNamespace, makeDueDriver } from './DueDriver.ts'
@@ -55,6 +56,8 @@ export interface MatchboxParts {
   readonly random: Random
   /** Closes the stores (once; a shared driver is closed once). */
   readonly closeStores: () => Promise<void>
+  /** Matching queue limits (tests and simulators; default: DESIGN.md §9). */
+  readonly matchingLimits?: Partial<QueueLimits>
 }
 
 /** Builds an engine over opened stores. */
@@ -78,6 +81,7 @@ export function makeMatchbox(parts: MatchboxParts): Matchbox {
     clock: parts.clock,
     random: parts.random.fork(),
     partitionCount: (namespace) => (namespace === jobsNamespace ? 1 : partitionCountDefault),
+    ...(parts.matchingLimits === undefined ? {} : { limits: parts.matchingLimits }),
   })
   const driver = makeDueDriver({ jobStore: parts.jobStore, matching, clock: parts.clock })
   driverRef = driver

@@ -84,7 +84,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     while (!stopping && !runtime.isClosed()) {
       let job: JobHandle | null
       try {
-        job = await claimNext(runtime, queue, workerClaimWaitMs, () => stopping)
+        job = await claimNext(runtime, queue, workerClaimWaitMs, false, () => stopping)
       } catch (error) {
         if (runtime.isClosed()) return
         report(error, null)
