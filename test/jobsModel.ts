@@ -46,6 +46,13 @@ async function quiesce(real: Real): Promise<void> {
   await real.mb.idle()
 }
 
+// The handle of `name` opened with option variant `variant`.
+function queueOf(real: Real, name: string, variant = 0): JobQueue {
+  const queue = real.queues[name]?.[variant]
+  if (queue === undefined) throw new Error(`no queue handle ${name}/${variant}`)
+  return queue
+}
+
 type Command = fc.AsyncCommand<Model, Real, false>
 // Counts from the most recent item, so commands keep meeting the jobs and claims just made.
 const pick = <T>(items: ReadonlyArray<T>, index: number): T | undefined => (items.length === 0 ? undefined : items[items.length - 1 - (index % items.length)])
@@ -64,7 +71,7 @@ class Enqueue implements Command {
     const payload = { n: model.jobs.length, tag: `${this.queue}-${this.variant}` }
     const runAt = this.runAtOffset === undefined ? undefined : model.now + this.runAtOffset
     const expiresAt = this.expiresOffset === undefined ? undefined : model.now + this.expiresOffset
-    const queue = real.queues[this.queue]?.[this.variant] as JobQueue
+    const queue = queueOf(real, this.queue, this.variant)
     const id = await queue.enqueue(payload, {
       ...(this.priority === undefined ? {} : { priority: this.priority }),
       ...(runAt === undefined ? {} : { runAt }),
@@ -118,7 +125,7 @@ class Claim implements Command {
     const candidates = model.jobs.filter((job) => job.queue === this.queue && isClaimable(job, model.now))
     candidates.sort((x, y) => y.priority - x.priority || x.readyAt - y.readyAt || x.readySeq - y.readySeq)
     const expected = candidates[0]
-    const handle = await (real.queues[this.queue]?.[0] as JobQueue).claim()
+    const handle = await queueOf(real, this.queue).claim()
     await quiesce(real)
     if (expected === undefined) return expect(handle, 'no job is claimable').toBeNull()
     expect(handle?.id, `claim order among ${candidates.map((job) => `${job.id} (p${job.priority}, ready ${job.readyAt - model.now}, seq ${job.readySeq}, ${job.state})`).join(', ')}`).toBe(expected.id)
@@ -173,7 +180,7 @@ class HandleOp implements Command {
           let runAt = model.now + (this.seconds ?? 0) * 1000
           if (this.seconds === undefined) {
             const ceiling = Math.min(3_600_000, job.backoffMs * 2 ** (job.attempts - 1))
-            runAt = (await (real.queues[job.queue]?.[0] as JobQueue).getJob(job.id))?.runAt ?? Number.NaN
+            runAt = (await queueOf(real, job.queue).getJob(job.id))?.runAt ?? Number.NaN
             expect(runAt - model.now, `retry delay for attempt ${job.attempts}, base ${job.backoffMs}`).toBeGreaterThanOrEqual(Math.floor(ceiling / 2))
             expect(runAt - model.now).toBeLessThanOrEqual(ceiling)
           }
@@ -197,7 +204,7 @@ class Cancel implements Command {
   async run(model: Model, real: Real) {
     const job = pick(model.jobs, this.index)
     if (job === undefined) return
-    const cancelled = await (real.queues[job.queue]?.[0] as JobQueue).cancel(job.id)
+    const cancelled = await queueOf(real, job.queue).cancel(job.id)
     await quiesce(real)
     expect(cancelled).toBe(isLive(job))
     if (isLive(job)) job.state = 'gone'
@@ -211,7 +218,7 @@ class GetJob implements Command {
   async run(model: Model, real: Real) {
     const job = pick(model.jobs, this.index)
     if (job === undefined) return
-    expect(await (real.queues[job.queue]?.[0] as JobQueue).getJob(job.id)).toEqual(snapshot(job))
+    expect(await queueOf(real, job.queue).getJob(job.id)).toEqual(snapshot(job))
   }
   toString = () => `getJob(#${this.index})`
 }
@@ -223,7 +230,7 @@ class AckBatch implements Command {
     if (real.handles.length === 0) return
     const chosen = this.indexes.map((index) => real.handles.length - 1 - (index % real.handles.length))
     const valid = new Set(chosen.filter((index) => isValid((model.claims[index] as Model['claims'][number]).job, (model.claims[index] as Model['claims'][number]).token, model.now)).map((index) => model.claims[index]?.job))
-    const acked = await (real.queues.a?.[0] as JobQueue).ackBatch(chosen.map((index) => real.handles[index] as JobHandle))
+    const acked = await queueOf(real, 'a').ackBatch(chosen.map((index) => real.handles[index] as JobHandle))
     await quiesce(real)
     expect(acked).toBe(valid.size)
     for (const job of valid) if (job !== undefined) job.state = 'gone'
@@ -250,7 +257,7 @@ class Sweep implements Command {
       else die(job, 'expired', model.now)
       dead++
     }
-    const swept = await (real.queues[this.queue]?.[0] as JobQueue).sweepExpired()
+    const swept = await queueOf(real, this.queue).sweepExpired()
     await quiesce(real)
     expect(swept).toEqual({ dead, purged })
   }

@@ -200,7 +200,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       closed = true
       timer?.cancel()
       timer = null
-      for (const queue of [...waiters.keys()]) wake(queue)
+      for (const queue of waiters.keys()) wake(queue)
       await tail
     },
   }

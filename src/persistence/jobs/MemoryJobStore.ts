@@ -208,7 +208,7 @@ export function makeMemoryJobStore(): JobStore {
         if ((job.diedAtMs as number) + job.deadLetterRetentionMs <= nowMs && dead.delete(id)) purged++
       }
       let buried = 0
-      for (const row of [...live.values()]) {
+      for (const row of live.values()) {
         if (row.job.queue !== queue || !isExpired(row.job, nowMs)) continue
         if (isExhausted(row.job, nowMs)) bury(row, maxAttemptsExceeded, row.job.deadlineMs as number)
         else bury(row, expiredError, nowMs)
@@ -223,7 +223,7 @@ export function makeMemoryJobStore(): JobStore {
       const limit = checkCount('limit', params.limit, 1, 10_000)
       const queues = checkQueues(params.queues)
       const inScope = (row: LiveRow) => queues === null || queues.includes(row.job.queue)
-      for (const row of [...live.values()]) {
+      for (const row of live.values()) {
         if (inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && isExhausted(row.job, nowMs)) bury(row, maxAttemptsExceeded, row.job.deadlineMs as number)
       }
       const due = [...live.values()]
