@@ -310,8 +310,12 @@ function markGrown(context: QueueContext, subqueues: ReadonlyArray<number>): Que
 
 function takeEligible(context: QueueContext): [BufferedTask, number] | undefined {
   for (const subqueue of subqueueOrder(context)) {
-    const found = (context.subqueues[subqueue] as SubqueueState).buffer.find((entry) => entry.eligibleAtMs <= context.nowMs)
+    const state = context.subqueues[subqueue] as SubqueueState
+    const found = state.buffer.find((entry) => entry.eligibleAtMs <= context.nowMs)
     if (found !== undefined) return [found, subqueue]
+    // Rows of this priority may be stored but not read yet (after a load, an append, a
+    // relocation): a lower priority waits for that read rather than jump ahead of them.
+    if (state.readInFlight || state.mayHaveMore) return undefined
   }
   return undefined
 }

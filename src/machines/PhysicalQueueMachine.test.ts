@@ -178,6 +178,16 @@ describe('PhysicalQueueMachine', () => {
     expect(queue.of('history.recordStart').map((start) => start.params.taskId)).toEqual([3, 4, 1, 2])
   })
 
+  it('after a load, a lower priority waits for the read of a higher one instead of jumping ahead', () => {
+    const queue = new Harness()
+    queue.acquired({ 0: 0, 3: 0 })
+    queue.send({ type: 'poll.arrived', pollId: 'p1', identity: 'w1' })
+    const low = queue.send({ type: 'read.completed', subqueue: 0, tasks: [stored(1)], limit: 1000 })
+    expect(queue.of('history.recordStart', low)).toEqual([])
+    const high = queue.send({ type: 'read.completed', subqueue: 3, tasks: [stored(2, 'urgent', 3)], limit: 1000 })
+    expect(queue.of('history.recordStart', high).map((start) => start.params.task.jobId)).toEqual(['urgent'])
+  })
+
   it('drops expired tasks at read time and still advances the read and ack levels', () => {
     const queue = new Harness()
     queue.acquired()

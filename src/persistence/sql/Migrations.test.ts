@@ -8,6 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freshDatabase } from '../../../test/harness/database.ts'
 import { makeTask } from '../../domain/Task.ts'
+import type { JobStore } from '../jobs/JobStore.ts'
+import { openSqlJobStore } from '../jobs/sql/SqlJobStore.ts'
 import type { MembershipStore } from '../MembershipStore.ts'
 import type { Store } from '../Store.ts'
 import type { Driver } from './Driver.ts'
@@ -21,7 +23,7 @@ interface VersionFixture {
   /** Writes rows with SQL valid at exactly this schema version. */
   seed(driver: Driver, schema: Schema): Promise<void>
   /** Checks, through the stores at the latest version, that the rows survived and still work. */
-  verify(store: Store, membership: MembershipStore): Promise<void>
+  verify(store: Store, membership: MembershipStore, jobs: JobStore): Promise<void>
 }
 
 const queue = { namespace: 'up', family: 'emails', type: 'workflow', partition: 0, version: null } as const
@@ -60,10 +62,29 @@ const dataAtVersion: Record<number, VersionFixture> = {
       await dataAtVersion[1]?.seed(driver, schema)
       await driver.query(`INSERT INTO ${schema.quoted}.membership_hosts (host_id, last_seen_ms, expires_at_ms) VALUES ('host-up', 100, 5100)`)
     },
-    async verify(store, membership) {
-      await dataAtVersion[1]?.verify(store, membership)
+    async verify(store, membership, jobs) {
+      await dataAtVersion[1]?.verify(store, membership, jobs)
       expect(await membership.liveHosts({ nowMs: 200 })).toEqual([{ hostId: 'host-up', lastSeenMs: 100, expiresAtMs: 5_100 }])
       expect(await membership.heartbeat({ hostId: 'host-up', nowMs: 300, ttlMs: 5_000 })).toEqual({ hostId: 'host-up', lastSeenMs: 300, expiresAtMs: 5_300 })
+    },
+  },
+  3: {
+    async seed(driver, schema) {
+      await dataAtVersion[2]?.seed(driver, schema)
+      await driver.query(
+        `INSERT INTO ${schema.quoted}.jobs (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, due_ms)
+         VALUES ('job-up', 'emails', 'pending', '{"to": "a@b"}', 2, 0, 3, 300000, 5000, 100, 100, 100)`,
+      )
+      await driver.query(
+        `INSERT INTO ${schema.quoted}.dead_jobs (id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, last_error, died_at_ms)
+         VALUES ('job-dead', 'emails', '1', 0, 3, 3, 300000, 5000, 50, 50, 'max attempts exceeded', 90)`,
+      )
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[2]?.verify(store, membership, jobs)
+      expect(await jobs.getJob({ queue: 'emails', id: 'job-up' })).toMatchObject({ state: 'pending', payload: { to: 'a@b' }, priority: 2, attempts: 0 })
+      expect(await jobs.getJob({ queue: 'emails', id: 'job-dead' })).toMatchObject({ state: 'dead', lastError: 'max attempts exceeded' })
+      expect(await jobs.cancel({ queue: 'emails', id: 'job-up' })).toBe(true)
     },
   },
 }
@@ -95,7 +116,8 @@ describe('migrations on PostgreSQL', () => {
       await dataAtVersion[migration.version]?.seed(setup, schema)
       const store = await openSqlStore(driver(), { schema: schema.name })
       const membership = await openSqlMembershipStore(driver(), { schema: schema.name })
-      await dataAtVersion[migration.version]?.verify(store, membership)
+      const jobs = await openSqlJobStore(driver(), { schema: schema.name })
+      await dataAtVersion[migration.version]?.verify(store, membership, jobs)
       await store.close()
       await membership.close()
     })
