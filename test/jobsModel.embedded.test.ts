@@ -23,18 +23,12 @@ afterAll(async () => {
   await driver.close()
 })
 
-// Matching's idle unload is switched off here: a reload reads the priority subqueues in parallel
-// and, on a real database, can hand a poller a lower-priority task while a higher subqueue's read
-// is still in flight (reported to the Matching owner; ~4 in 30 reloads on PostgreSQL). The memory
-// binding keeps the default and exercises reloads.
-const matchingLimits = { idleUnloadMs: 365 * 24 * 3_600_000 }
-
 describeJobsModel(
   'embedded (PGlite)',
   async (clock, seed, run) => {
     const schema = makeSchema(`model_${run}`)
     await migrate(driver, schema)
-    return makeMatchbox({ hostId: 'model', store: makeSqlStore(driver, schema), jobStore: makeSqlJobStore(driver, schema), clock, random: Random.make(seed), closeStores: async () => {}, matchingLimits })
+    return makeMatchbox({ hostId: 'model', store: makeSqlStore(driver, schema), jobStore: makeSqlJobStore(driver, schema), clock, random: Random.make(seed), closeStores: async () => {} })
   },
   { runs: 50, maxCommands: 60 },
 )

@@ -139,10 +139,22 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
 
     const refused = (): ShuttingDown => new ShuttingDown({ component: `partition ${name}` })
 
+    // A queue draining on its own (idle unload) while its partition stays: requests wait for the
+    // drain to finish and go to a fresh queue rather than fail. The continuation runs outside the
+    // mailbox, which is safe because every handler body here is synchronous.
+    const afterDrain = <A>(queue: PhysicalQueueActor, retry: () => Promise<A>): Promise<A> | null =>
+      queue.state === 'draining' && !unloaded
+        ? queue.unloaded.then(() => {
+            if (queue.finalProgress !== null) onQueueUnloaded(queue, queue.finalProgress)
+            return retry()
+          })
+        : null
+
     const onAdd = (task: Task): Promise<AddResult> => {
       if (unloaded) return Promise.resolve({ kind: 'failed', error: refused() })
       const queue = queueFor(spoolVersionOf(task))
-      return queue instanceof Unavailable ? Promise.resolve({ kind: 'failed', error: queue }) : queue.addTask(task)
+      if (queue instanceof Unavailable) return Promise.resolve({ kind: 'failed', error: queue })
+      return afterDrain(queue, () => onAdd(task)) ?? queue.addTask(task)
     }
 
     const onPoll = (poller: PollerInfo, deadlineMs: number): Promise<PollResult> => {
@@ -155,6 +167,9 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         const wakeMs = Math.min(deadlineMs, ...versions.map((version) => restarts.get(versionSlot(version))?.notBeforeMs ?? deadlineMs))
         return new Promise((resolve) => options.clock.setTimer(wakeMs - options.clock.now(), () => resolve({ kind: 'none' })))
       }
+      const draining = targets.find((queue) => queue.state === 'draining')
+      const waited = draining === undefined ? null : afterDrain(draining, () => (options.clock.now() < deadlineMs ? onPoll(poller, deadlineMs) : Promise.resolve<PollResult>({ kind: 'none' })))
+      if (waited !== null) return waited
       if (targets.length === 1) return (targets[0] as PhysicalQueueActor).poll(poller, deadlineMs)
       // Two queues: the first task wins. A task the other queue starts for this poller in the
       // same instant goes unreceived; History's timeout delivers it again (at-least-once).
