@@ -32,6 +32,7 @@ export interface QueueKey extends PartitionKey {
 }
 
 // Control characters (C0, DEL, C1) make keys unprintable in traces and logs.
+// oxlint-disable-next-line no-control-regex -- matching control characters is the point
 const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/
 
 /** Checks one name; throws `InvalidInput` naming `field`. */

@@ -24,12 +24,11 @@ import { makeMemoryJobStore } from '../persistence/jobs/MemoryJobStore.ts'
 import { makeSqlJobStore } from '../persistence/jobs/sql/SqlJobStore.ts'
 import { makeMemoryStore } from '../persistence/MemoryStore.ts'
 import type { Driver } from '../persistence/sql/Driver.ts'
-import { migrate } from '../persistence/sql/Migrations.ts'
 import { makePgDriver } from '../persistence/sql/PgDriver.ts'
 import { makePgliteDriver } from '../persistence/sql/PgliteDriver.ts'
 import { makeSchema } from '../persistence/sql/Schema.ts'
-import { makeSqlStore, toStoreError } from '../persistence/sql/SqlStore.ts'
-import { DriverError } from '../persistence/sql/Driver.ts'
+import { openMigrated } from '../persistence/sql/SqlSession.ts'
+import { makeSqlStore } from '../persistence/sql/SqlStore.ts'
 import { makeMatchbox, type Matchbox } from './Matchbox.ts'
 
 /** Where the engine keeps its state. */
@@ -106,13 +105,6 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
     throw new InvalidInput({ field: 'options.schema', reason: error instanceof Error ? error.message : String(error) })
   }
   const driver = await sqlDriverOf(storeOption)
-  try {
-    await migrate(driver, schema)
-  } catch (error) {
-    await driver.close().catch(() => {})
-    throw error instanceof DriverError ? toStoreError('open', true, error) : error
-  }
-  const store = makeSqlStore(driver, schema)
-  const jobStore = makeSqlJobStore(driver, schema)
+  const [store, jobStore] = await openMigrated(driver, schema.name, (migrated) => [makeSqlStore(driver, migrated), makeSqlJobStore(driver, migrated)] as const)
   return makeMatchbox({ hostId, store, jobStore, clock, random, closeStores: () => store.close() })
 }

@@ -62,7 +62,7 @@ type EventOf<T extends EventType> = T extends '*' ? QueueEvent : Extract<QueueEv
 type Handler<E extends QueueEvent = QueueEvent> = (context: QueueContext, event: E) => Step
 
 // Command actions have no implementation here: the runner reads them off `transition`'s result.
-const command = (_: unknown, _params: unknown): void => {}
+const command = (): void => {}
 
 function errorOf(event: QueueEvent): MatchboxError | undefined {
   return 'error' in event ? event.error : undefined

@@ -21,12 +21,11 @@ import { assert } from '../../kernel/assert.ts'
 import { checkHeartbeat, checkHostId, checkLiveHosts, compareHostIds, type HostRow, type MembershipStore } from '../MembershipStore.ts'
 import type { Driver } from './Driver.ts'
 import { heartbeatSql, leaveSql, liveHostsSql } from './membershipSql.ts'
-import { migrate } from './Migrations.ts'
 import { makePgDriver } from './PgDriver.ts'
 import { makePgliteDriver } from './PgliteDriver.ts'
-import { makeSchema, type Schema } from './Schema.ts'
+import type { Schema } from './Schema.ts'
+import { makeSqlSession, openMigrated } from './SqlSession.ts'
 import { toSafeInteger } from './SqlValues.ts'
-import { toStoreError } from './SqlStore.ts'
 
 interface HostRowColumns {
   readonly host_id: unknown
@@ -46,20 +45,7 @@ function decodeHostRow(row: HostRowColumns): HostRow {
 export function makeSqlMembershipStore(driver: Driver, schema: Schema): MembershipStore {
   const sql = { heartbeat: heartbeatSql(schema), leave: leaveSql(schema), liveHosts: liveHostsSql(schema) }
 
-  const run = async <Row>(operation: string, isWrite: boolean, text: string, params: ReadonlyArray<unknown>): Promise<Row[]> => {
-    try {
-      return (await driver.query<Row>(text, params)).rows
-    } catch (error) {
-      throw toStoreError(operation, isWrite, error)
-    }
-  }
-  const validated = <T>(operation: string, check: () => T): T => {
-    try {
-      return check()
-    } catch (error) {
-      throw toStoreError(operation, false, error)
-    }
-  }
+  const { run, validated, close } = makeSqlSession(driver)
 
   return {
     kind: driver.kind,
@@ -87,13 +73,7 @@ export function makeSqlMembershipStore(driver: Driver, schema: Schema): Membersh
       return rows
     },
 
-    async close() {
-      try {
-        await driver.close()
-      } catch (error) {
-        throw toStoreError('close', false, error)
-      }
-    },
+    close,
   }
 }
 
@@ -102,14 +82,7 @@ export function makeSqlMembershipStore(driver: Driver, schema: Schema): Membersh
  * `matchbox`, the Store's). The membership store owns the driver.
  */
 export async function openSqlMembershipStore(driver: Driver, options: { readonly schema?: string } = {}): Promise<MembershipStore> {
-  try {
-    const schema = makeSchema(options.schema)
-    await migrate(driver, schema)
-    return makeSqlMembershipStore(driver, schema)
-  } catch (error) {
-    await driver.close().catch(() => {})
-    throw toStoreError('open', true, error)
-  }
+  return openMigrated(driver, options.schema, (schema) => makeSqlMembershipStore(driver, schema))
 }
 
 /** Opens the postgres membership store over a connection string (its own Pool) or the caller's Pool (left open by `close`). */

@@ -17,14 +17,15 @@
  *
  * Does not: open drivers or migrate (openSqlStore.ts), retry, or cache anything.
  */
-import { InvalidInput, isMatchboxError, OwnershipLost, Unavailable, VersionConflict } from '../../domain/errors.ts'
+import { InvalidInput, OwnershipLost, VersionConflict } from '../../domain/errors.ts'
 import { decodeQueueKey, encodeQueueKey, makeQueueKey, type QueueKey } from '../../domain/QueueKey.ts'
 import { AssertionFailed, assert } from '../../kernel/assert.ts'
 import type { Store } from '../Store.ts'
 import * as input from '../StoreInput.ts'
-import { type Driver, DriverError } from './Driver.ts'
+import type { Driver } from './Driver.ts'
 import { acquireSql, currentQueueSql, currentRangesSql, inspectSql, listSql } from './queueSql.ts'
 import type { Schema } from './Schema.ts'
+import { makeSqlSession } from './SqlSession.ts'
 import { decodeInspection, decodeMetadata, decodeStoredTask, type QueueRow, toSafeInteger } from './SqlValues.ts'
 import { appendSql, checkpointSql, readSql, relocateSql } from './taskSql.ts'
 import { getUserDataSql, insertUserDataSql, updateUserDataSql } from './userDataSql.ts'
@@ -33,25 +34,6 @@ import { getUserDataSql, insertUserDataSql, updateUserDataSql } from './userData
 export interface SqlStoreInternals {
   /** Test-only: remove the range check from append (taskSql.ts). Proves the fencing test can fail. */
   readonly unsafeSkipRangeCheck?: boolean
-}
-
-// SQLSTATE classes that mean the statement itself is wrong or the data broke an invariant the
-// store keeps: 22 data exception, 23 integrity violation, 42 syntax or undefined object
-// (except 42501, a missing privilege: an operator's problem, not ours).
-function isDefect(error: DriverError): boolean {
-  const state = error.sqlState
-  return state !== null && (state.startsWith('22') || state.startsWith('23') || (state.startsWith('42') && state !== '42501'))
-}
-
-/** Maps anything thrown during `operation` into the store's error catalogue. */
-export function toStoreError(operation: string, isWrite: boolean, error: unknown): unknown {
-  if (isMatchboxError(error) || error instanceof AssertionFailed) return error
-  if (error instanceof DriverError) {
-    if (isDefect(error)) return new AssertionFailed(`${operation}: the database refused a statement (${error.message})`)
-    return new Unavailable({ operation, detail: error.message, maybeCommitted: isWrite && error.sent && !error.rejectedByServer })
-  }
-  // Not a driver failure we understand: be conservative about whether a write happened.
-  return new Unavailable({ operation, detail: error instanceof Error ? error.message : String(error), maybeCommitted: isWrite })
 }
 
 /** Makes a Store over an already migrated schema. Closing the store closes the driver. */
@@ -71,28 +53,11 @@ export function makeSqlStore(driver: Driver, schema: Schema, internals: SqlStore
     updateUserData: updateUserDataSql(schema),
   }
 
-  const run = async <Row>(operation: string, isWrite: boolean, text: string, params: ReadonlyArray<unknown>): Promise<Row[]> => {
-    try {
-      return (await driver.query<Row>(text, params)).rows
-    } catch (error) {
-      throw toStoreError(operation, isWrite, error)
-    }
-  }
-  const write = <Row>(operation: string, text: string, params: ReadonlyArray<unknown>) => run<Row>(operation, true, text, params)
-  // Failure-path reads run after a write that matched nothing: that write is known not to have committed.
-  const read = <Row>(operation: string, text: string, params: ReadonlyArray<unknown>) => run<Row>(operation, false, text, params)
+  const { write, read, validated, close } = makeSqlSession(driver)
 
   const currentRange = async (operation: string, queue: string): Promise<{ rangeId: number; lastTaskId: number } | null> => {
     const [row] = await read<{ range_id: unknown; last_task_id: unknown }>(operation, sql.currentQueue, [queue])
     return row === undefined ? null : { rangeId: toSafeInteger(row.range_id, 'range_id'), lastTaskId: toSafeInteger(row.last_task_id, 'last_task_id') }
-  }
-
-  const validated = <T>(operation: string, check: () => T): T => {
-    try {
-      return check()
-    } catch (error) {
-      throw toStoreError(operation, false, error)
-    }
   }
 
   return {
@@ -208,13 +173,7 @@ export function makeSqlStore(driver: Driver, schema: Schema, internals: SqlStore
       throw new VersionConflict({ subject: `userData ${namespace}/${family}`, expectedVersion, currentVersion })
     },
 
-    async close() {
-      try {
-        await driver.close()
-      } catch (error) {
-        throw toStoreError('close', false, error)
-      }
-    },
+    close,
   }
 }
 

@@ -13,12 +13,11 @@
 import type { PGlite } from '@electric-sql/pglite'
 import type pg from 'pg'
 import type { Store } from '../Store.ts'
-import { type Driver, DriverError } from './Driver.ts'
-import { migrate } from './Migrations.ts'
+import type { Driver } from './Driver.ts'
 import { makePgDriver } from './PgDriver.ts'
 import { makePgliteDriver } from './PgliteDriver.ts'
-import { makeSchema } from './Schema.ts'
-import { makeSqlStore, type SqlStoreInternals, toStoreError } from './SqlStore.ts'
+import { openMigrated } from './SqlSession.ts'
+import { makeSqlStore, type SqlStoreInternals } from './SqlStore.ts'
 
 /** Options of `openSqlStore`. */
 export interface SqlStoreOptions {
@@ -32,16 +31,7 @@ export interface SqlStoreOptions {
  * are not reachable through the public factories below.
  */
 export async function openSqlStore(driver: Driver, options: SqlStoreOptions & SqlStoreInternals = {}): Promise<Store> {
-  try {
-    const schema = makeSchema(options.schema)
-    await migrate(driver, schema)
-    return makeSqlStore(driver, schema, options)
-  } catch (error) {
-    await driver.close().catch(() => {})
-    // A database that cannot be reached is Unavailable; a bad schema name or a database newer
-    // than this code is a configuration problem that retrying will not fix, so it stays as is.
-    throw error instanceof DriverError ? toStoreError('open', true, error) : error
-  }
+  return openMigrated(driver, options.schema, (schema) => makeSqlStore(driver, schema, options))
 }
 
 /** Opens the postgres store over a connection string (its own Pool) or the caller's Pool (left open by `close`). */

@@ -16,10 +16,9 @@
 import { InvalidInput } from '../../../domain/errors.ts'
 import { validateJson } from '../../../domain/Json.ts'
 import { assert } from '../../../kernel/assert.ts'
-import { type Driver, DriverError, toDriverError } from '../../sql/Driver.ts'
-import { migrate } from '../../sql/Migrations.ts'
-import { makeSchema, type Schema } from '../../sql/Schema.ts'
-import { toStoreError } from '../../sql/SqlStore.ts'
+import { type Driver, toDriverError } from '../../sql/Driver.ts'
+import type { Schema } from '../../sql/Schema.ts'
+import { makeSqlSession, openMigrated, toStoreError } from '../../sql/SqlSession.ts'
 import { toSafeInteger } from '../../sql/SqlValues.ts'
 import { checkClaimRef, checkClaims, checkCount, checkDurationMs, checkError, checkJobRef, checkName, checkNewJob, checkQueues, checkTime } from '../JobInput.ts'
 import type { DueJob, JobRecord, JobState, JobStore, NewJob, ScheduleRecord } from '../JobStore.ts'
@@ -115,22 +114,10 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     markFired: scheduleSql.markFiredSql(schema),
   }
 
-  const run = async (operation: string, isWrite: boolean, text: string, params: ReadonlyArray<unknown>): Promise<Row[]> => {
-    try {
-      return (await driver.query<Row>(text, params)).rows
-    } catch (error) {
-      throw toStoreError(operation, isWrite, error)
-    }
-  }
-  const write = (operation: string, text: string, params: ReadonlyArray<unknown>) => run(operation, true, text, params)
-  const read = (operation: string, text: string, params: ReadonlyArray<unknown>) => run(operation, false, text, params)
-  const validated = <T>(operation: string, check: () => T): T => {
-    try {
-      return check()
-    } catch (error) {
-      throw toStoreError(operation, false, error)
-    }
-  }
+  const session = makeSqlSession(driver)
+  const write = (operation: string, text: string, params: ReadonlyArray<unknown>) => session.write<Row>(operation, text, params)
+  const read = (operation: string, text: string, params: ReadonlyArray<unknown>) => session.read<Row>(operation, text, params)
+  const { validated } = session
 
   return {
     kind: driver.kind,
@@ -344,25 +331,11 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       }
     },
 
-    async close() {
-      try {
-        await driver.close()
-      } catch (error) {
-        throw toStoreError('close', false, error)
-      }
-    },
+    close: session.close,
   }
 }
 
 /** Migrates `driver`'s database (every migration, Matching's included) and returns a JobStore over it. */
 export async function openSqlJobStore(driver: Driver, options: { readonly schema?: string } = {}): Promise<JobStore> {
-  try {
-    const schema = makeSchema(options.schema)
-    await migrate(driver, schema)
-    return makeSqlJobStore(driver, schema)
-  } catch (error) {
-    await driver.close().catch(() => {})
-    // An unreachable database is Unavailable; a bad schema name or a newer database is not retryable.
-    throw error instanceof DriverError ? toStoreError('open', true, error) : error
-  }
+  return openMigrated(driver, options.schema, (schema) => makeSqlJobStore(driver, schema))
 }
