@@ -23,7 +23,6 @@ import { type MatchboxError, OwnershipLost, ShuttingDown } from '../domain/error
 import { assert } from '../kernel/assert.ts'
 import {
   abandonAll,
-  isIdle,
   maybeFinalCheckpoint,
   observe,
   onAcquired,
@@ -45,8 +44,8 @@ import {
   onRefused,
   onTaskAdded,
   onTimer,
-  type Step,
 } from './PhysicalQueueLogic.ts'
+import { isIdle, type Step } from './QueuePump.ts'
 import {
   isOwnershipLost,
   isTransient,
