@@ -29,3 +29,22 @@ export type { Job, JobHandle } from './jobs/JobHandle.ts'
 export type { EnqueueOptions, QueueOptions } from './jobs/QueueOptions.ts'
 export type { WorkOptions } from './jobs/Worker.ts'
 export type { JobState } from './persistence/jobs/JobStore.ts'
+// Matching (seed 000): a host over a History you provide, for services that own execution state.
+export {
+  type AddTaskOutcome,
+  type AddTaskRequest,
+  layerMatchingHost,
+  type MatchingHost,
+  type MatchingHostOptions,
+  MatchingHostService,
+  makeMatchingHost,
+  type PolledTask,
+  type PollRequest,
+} from './actors/MatchingHost.ts'
+export type { History, PollerInfo, RecordStartResult } from './actors/History.ts'
+export { makeDynamicMembership, makeStaticMembership, type Membership } from './actors/Membership.ts'
+// Stores: memory (tests, simulation), embedded (PGlite) and PostgreSQL, one contract.
+export { makeMemoryStore, type MemoryStore } from './persistence/MemoryStore.ts'
+export { openEmbeddedStore, openPostgresStore } from './persistence/sql/openSqlStore.ts'
+export { openEmbeddedMembershipStore, openPostgresMembershipStore } from './persistence/sql/SqlMembershipStore.ts'
+export type { MembershipStore } from './persistence/MembershipStore.ts'
