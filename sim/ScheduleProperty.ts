@@ -2,7 +2,8 @@
  * ScheduleProperty — the fast-check property the simulator's vitest files share: a schedule is
  * plain data (a world seed and a list of explicit decisions that Decisions.ts consumes before
  * the PRNG), so fast-check can generate it and shrink a failure to a shorter list of smaller
- * choices. The property runs the world and holds when every checker is silent.
+ * choices. The property runs the world (the Matching world, or the end-to-end Jobs world through
+ * `runWorld`) and holds when every checker is silent.
  *
  * Replay: the fast-check seed is printed before anything runs, and a failure's message names
  * the seed, the counterexample path, the violations and the exact command that replays it
@@ -32,6 +33,15 @@ export interface SchedulePropertyRun {
   readonly overrides?: SwarmOverrides
   /** Called with each finished run (counts for the file's summary line). */
   readonly onRun?: (schedule: Schedule, events: number) => void
+  /** Runs one schedule's world; default: the Matching world (`runSeed`) on `store`. */
+  readonly runWorld?: (schedule: Schedule) => Promise<WorldVerdict>
+}
+
+/** What the property needs to know of a finished world. */
+export interface WorldVerdict {
+  readonly ok: boolean
+  readonly violations: ReadonlyArray<string>
+  readonly events: number
 }
 
 /** What a property run reports. */
@@ -61,7 +71,7 @@ export async function checkSchedules(run: SchedulePropertyRun): Promise<Schedule
   const path = process.env.SIM_PATH
   console.log(`fast-check seed ${fcSeed}${path === undefined || path === '' ? '' : ` path ${path}`} (${run.store}, ${run.numRuns} runs)`)
   let runs = 0
-  const property = fc.asyncProperty(scheduleArbitrary(run.scriptLengthMax), async (schedule) => {
+  const runWorld = run.runWorld ?? (async (schedule: Schedule): Promise<WorldVerdict> => {
     const seedRun: SeedRun = {
       seed: schedule.seed,
       store: run.store,
@@ -69,7 +79,10 @@ export async function checkSchedules(run: SchedulePropertyRun): Promise<Schedule
       ...(run.databaseUrl === undefined ? {} : { databaseUrl: run.databaseUrl }),
       ...(run.overrides === undefined ? {} : { overrides: run.overrides }),
     }
-    const { result } = await runSeed(seedRun)
+    return (await runSeed(seedRun)).result
+  })
+  const property = fc.asyncProperty(scheduleArbitrary(run.scriptLengthMax), async (schedule) => {
+    const result = await runWorld(schedule)
     runs++
     run.onRun?.(schedule, result.events)
     if (!result.ok) throw new Error(`world seed ${schedule.seed} (script of ${schedule.script.length} decisions) broke:\n  ${result.violations.slice(0, 10).join('\n  ')}`)

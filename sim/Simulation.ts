@@ -87,11 +87,16 @@ export async function runSeed(run: SeedRun): Promise<SeedResult> {
 export async function checkDeterminism(run: SeedRun, earlier?: SeedResult): Promise<{ hash: string; divergence: string | null }> {
   const first = earlier ?? (await runSeed({ ...run, keepTrace: true }))
   const second = await runSeed({ ...run, keepTrace: true })
-  if (first.result.traceHash === second.result.traceHash) return { hash: first.result.traceHash, divergence: null }
-  const a = first.result.trace
-  const b = second.result.trace
+  return { hash: first.result.traceHash, divergence: firstDivergence(first.result, second.result) }
+}
+
+/** The first trace line where two runs of one seed part, or null when their hashes agree. */
+export function firstDivergence(first: { readonly traceHash: string; readonly trace: ReadonlyArray<string> }, second: { readonly traceHash: string; readonly trace: ReadonlyArray<string> }): string | null {
+  if (first.traceHash === second.traceHash) return null
+  const a = first.trace
+  const b = second.trace
   for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    if (a[i] !== b[i]) return { hash: first.result.traceHash, divergence: `line ${i + 1}:\n  first:  ${a[i] ?? '(end)'}\n  second: ${b[i] ?? '(end)'}` }
+    if (a[i] !== b[i]) return `line ${i + 1}:\n  first:  ${a[i] ?? '(end)'}\n  second: ${b[i] ?? '(end)'}`
   }
-  return { hash: first.result.traceHash, divergence: 'hashes differ but traces are equal (hash input differs)' }
+  return 'hashes differ but traces are equal (hash input differs)'
 }

@@ -58,14 +58,20 @@ export interface SwarmOverrides {
   readonly faultsOff?: boolean
 }
 
+/** Draws each fault's per-step probability, in `names` order (the end-to-end world shares it). */
+export function drawFaultChances<Name extends string>(random: Random, names: ReadonlyArray<Name>, faultsOff: boolean): Record<Name, number> {
+  const faults = {} as Record<Name, number>
+  for (const name of names) {
+    // A third of faults are off for any given seed; the rest get a probability on a log scale.
+    faults[name] = faultsOff || random.chance(1 / 3) ? 0 : 0.002 * 2 ** random.int(0, 4)
+  }
+  return faults
+}
+
 /** Draws a run's options from its seed. */
 export function swarmOptions(seed: number, overrides: SwarmOverrides = {}): SwarmOptions {
   const random = Random.make(seed)
-  const faults = {} as Record<FaultName, number>
-  for (const name of faultNames) {
-    // A third of faults are off for any given seed; the rest get a probability on a log scale.
-    faults[name] = overrides.faultsOff === true || random.chance(1 / 3) ? 0 : 0.002 * 2 ** random.int(0, 4)
-  }
+  const faults = drawFaultChances(random, faultNames, overrides.faultsOff === true)
   return {
     seed,
     hosts: overrides.hosts ?? random.int(2, 5),
@@ -82,14 +88,19 @@ export function swarmOptions(seed: number, overrides: SwarmOverrides = {}): Swar
   }
 }
 
-/** One line per option, for the run's header. */
-export function describeOptions(options: SwarmOptions): string[] {
-  const on = Object.entries(options.faults)
+/** `name=p` for every fault switched on, or `none`. */
+export function describeFaults(faults: Readonly<Record<string, number>>): string {
+  const on = Object.entries(faults)
     .filter(([, p]) => p > 0)
     .map(([name, p]) => `${name}=${p}`)
+  return on.length === 0 ? 'none' : on.join(' ')
+}
+
+/** One line per option, for the run's header. */
+export function describeOptions(options: SwarmOptions): string[] {
   return [
     `seed=${options.seed} hosts=${options.hosts} families=${options.families} partitions=${options.partitionCount} steps=${options.steps}`,
     `weights produce=${options.produceWeight} poll=${options.pollWeight} userData=${options.userDataWeight} priorityChance=${options.priorityChance} versionChance=${options.versionChance}`,
-    `faults ${on.length === 0 ? 'none' : on.join(' ')}`,
+    `faults ${describeFaults(options.faults)}`,
   ]
 }

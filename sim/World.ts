@@ -11,7 +11,6 @@
  * on membership, stop rejections) and a liveness phase that runs until every accepted task was
  * delivered or the step budget is spent; then every host closes (drains, final checkpoints).
  */
-import { createHash, type Hash } from 'node:crypto'
 import { Unavailable } from '../src/domain/errors.ts'
 import type { TaskType } from '../src/domain/QueueKey.ts'
 import { ownerOf } from '../src/domain/Rendezvous.ts'
@@ -28,6 +27,8 @@ import { IoGate } from './IoGate.ts'
 import { HistoryRecord, type HistoryScript } from './ScriptedHistory.ts'
 import { SimHost } from './SimHost.ts'
 import { type FaultName, faultNames, type SwarmOptions } from './Swarm.ts'
+import { TraceLog } from './TraceLog.ts'
+import { advanceTime, deliver, quiesce, runParked } from './Turns.ts'
 
 /** What a finished run reports. */
 export interface RunResult {
@@ -66,12 +67,10 @@ export interface WorldConfig {
   readonly onEvent?: (event: WorldEvent, nowMs: number) => void
 }
 
-const traceTailMax = 200
 const pollsPerHostMax = 4
 /** Where the world's virtual clock starts; traces print time since then (`@ms`). */
 export const epochMs = 1_700_000_000_000
 
-const quiesce = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
 /** A simulated world; `run()` once. */
 export class World {
@@ -86,8 +85,7 @@ export class World {
   readonly #hosts: SimHost[] = []
   readonly #adds = new Map<string, AddOutcome>()
   readonly #faults = Object.fromEntries(faultNames.map((name) => [name, 0])) as Record<FaultName, number>
-  readonly #hash: Hash = createHash('sha256')
-  readonly #trace: string[] = []
+  readonly #trace: TraceLog
   readonly #families: Array<{ family: string; type: TaskType }> = []
   #events = 0
   #ioRuns = 0
@@ -99,6 +97,7 @@ export class World {
     this.#config = config
     this.#options = config.options
     this.#decide = new Decisions(config.options.seed, config.script)
+    this.#trace = new TraceLog(config.keepTrace === true)
     this.#script = {
       retryableChance: this.#options.faults['history.retryable'] * 20,
       obsoleteChance: this.#options.faults['history.obsolete'] * 10,
@@ -152,8 +151,8 @@ export class World {
       ioRuns: this.#ioRuns,
       faults: this.#faults,
       simulatedMs: this.#clock.now() - epochMs,
-      traceHash: this.#hash.digest('hex'),
-      trace: this.#trace,
+      traceHash: this.#trace.digest(),
+      trace: this.#trace.lines,
     }
   }
 
@@ -237,12 +236,7 @@ export class World {
         return
       }
     }
-    let outcome: { ok: true; value: unknown } | { ok: false; error: unknown }
-    try {
-      outcome = { ok: true, value: await io.run() }
-    } catch (error) {
-      outcome = { ok: false, error }
-    }
+    const outcome = await runParked(io)
     const host = this.#hosts.find((candidate) => candidate.id === io.hostId)
     if (faults !== undefined && io.isWrite && host?.alive === true) {
       const midBatch = io.label.startsWith('append') && !io.label.endsWith('×1')
@@ -258,13 +252,11 @@ export class World {
         return
       }
     }
-    this.#log(`io ${io.hostId} ${io.label} → ${outcome.ok ? 'ok' : errorTag(outcome.error)}`)
     if (isHistory && outcome.ok && this.#config.onEvent !== undefined) {
       const answer = (outcome.value as RecordStartResult).kind
       this.#config.onEvent({ kind: 'history', hostId: io.hostId, jobId: io.label.split(' ')[1] as string, answer }, this.#clock.now())
     }
-    if (outcome.ok) io.resolve(outcome.value)
-    else io.reject(outcome.error)
+    this.#log(deliver(io, outcome))
   }
 
   // Clients mostly reach the host that owns a partition of the family (as a router would) and
@@ -333,11 +325,7 @@ export class World {
   }
 
   #advance(): void {
-    const next = this.#clock.nextDueMs()
-    const now = this.#clock.now()
-    const target = next !== undefined && next - now <= 10_000 ? Math.max(now, next) : now + this.#decide.int(1, 1_000)
-    this.#log(`time +${target - now}`)
-    this.#clock.advanceTo(target)
+    advanceTime(this.#clock, this.#decide, (line) => this.#log(line))
   }
 
   // ------------------------------------------------------------ liveness and close
@@ -401,14 +389,6 @@ export class World {
   }
 
   #log(line: string): void {
-    const stamped = `${this.#step} @${this.#clock.now() - epochMs} ${line}`
-    this.#hash.update(stamped)
-    this.#hash.update('\n')
-    this.#trace.push(stamped)
-    if (this.#config.keepTrace !== true && this.#trace.length > traceTailMax * 2) this.#trace.splice(0, this.#trace.length - traceTailMax)
+    this.#trace.add(`${this.#step} @${this.#clock.now() - epochMs} ${line}`)
   }
-}
-
-function errorTag(error: unknown): string {
-  return typeof error === 'object' && error !== null && '_tag' in error ? String((error as { _tag: unknown })._tag) : 'defect'
 }

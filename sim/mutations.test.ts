@@ -7,21 +7,14 @@
 import { describe, expect, it } from 'vitest'
 import { mutationNames, wrapWith } from './Mutations.ts'
 import { runSeed } from './Simulation.ts'
+import { huntMutation } from './MutationHunt.ts'
 
 const seedsMax = 100
 
 describe('mutation menu', () => {
   for (const mutation of mutationNames) {
     it(`catches ${mutation} within ${seedsMax} seeds`, async () => {
-      let caughtAt: number | null = null
-      let violation = ''
-      for (let seed = 1; seed <= seedsMax && caughtAt === null; seed++) {
-        const { result } = await runSeed({ seed, store: 'memory', wrapStore: wrapWith(mutation) })
-        if (!result.ok) {
-          caughtAt = seed
-          violation = result.violations[0] ?? '(no message)'
-        }
-      }
+      const { caughtAt, violation } = await huntMutation(seedsMax, async (seed) => (await runSeed({ seed, store: 'memory', wrapStore: wrapWith(mutation) })).result)
       console.log(`${mutation}: caught at seed ${caughtAt ?? `none of 1…${seedsMax}`}: ${violation}`)
       expect(caughtAt).not.toBeNull()
       expect(violation).not.toBe('')

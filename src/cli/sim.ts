@@ -4,6 +4,7 @@
  * speed, simulated vs wall time, faults by kind, each checker's verdict, and the determinism
  * self-check on the first seed. A failing seed leaves `sim-failure-<seed>.json` and the
  * commands that replay it; any failure exits 1. `matchbox sim replay FILE` re-runs one case.
+ * `--jobs` runs the end-to-end mode instead (SimJobs.ts): hosts run the real job engine.
  *
  * Defaults are sized for `npm start` (embedded store, a random first seed, a batch that takes
  * well under a minute on two cores) and printed, so a run can be repeated exactly.
@@ -19,6 +20,7 @@ import { swarmOptions, type SwarmOverrides } from '../../sim/Swarm.ts'
 import { TimelineRecorder } from '../../sim/TimelineRecorder.ts'
 import { seedFromEntropy } from '../kernel/Random.ts'
 import { type FirstSeed, hostIdsOf, runOneSeed, runSimBatch, type SimBatchReport } from './SimBatch.ts'
+import { type JobsBatchPlan, renderJobsSummary, runJobsBatch } from './SimJobs.ts'
 import { makeSimProgress, silentProgress } from './SimProgress.ts'
 import { renderFailure, renderSummary, seedHeader, seedLine, timelinePage, traceText } from './SimSummary.ts'
 import type { Terminal } from './Terminal.ts'
@@ -54,6 +56,8 @@ export interface SimOptions {
   readonly timeline?: string
   readonly failureDir: string
   readonly json?: boolean
+  /** The end-to-end mode: hosts run the real job engine (SimJobs.ts). */
+  readonly jobs?: boolean
 }
 
 /** The simulator found a violation or a nondeterministic trace; exit code 1. */
@@ -114,6 +118,7 @@ export async function runSimCommand(terminal: Terminal, options: SimOptions): Pr
   const seedCount = options.seeds ?? (options.seed === undefined ? simSeedsDefault[store] : 1)
   const firstSeed = options.seed ?? (seedFromEntropy() >>> 0) % 2 ** 31
   const overrides = overridesOf(options)
+  if (options.jobs === true) return runJobsMode(terminal, options, { firstSeed, seedCount, store, overrides, json: options.json === true, ...(databaseUrl === undefined ? {} : { databaseUrl }) })
   if (options.json !== true) {
     const { colors: c } = terminal
     const chosen = options.seed === undefined ? `random first seed ${firstSeed}` : `first seed ${firstSeed}`
@@ -136,6 +141,17 @@ export async function runSimCommand(terminal: Terminal, options: SimOptions): Pr
   else renderSummary(terminal, batch.report)
   const failure = failureMessage(batch.report)
   if (failure !== undefined) throw new SimulationFailed(failure)
+}
+
+// `--jobs`: its own batch and summary; the Matching mode's files (--trace, --timeline) do not apply.
+async function runJobsMode(terminal: Terminal, options: SimOptions, plan: JobsBatchPlan): Promise<void> {
+  if (options.trace !== undefined || options.timeline !== undefined) throw new UsageError({ reason: '--trace and --timeline are for the Matching mode; drop them with --jobs' })
+  if (!plan.json) terminal.line(terminal.colors.bold(`Matchbox simulator, end-to-end (jobs) mode — ${plan.seedCount} ${plan.seedCount === 1 ? 'seed' : 'seeds'} from ${plan.firstSeed} on the ${plan.store} store`))
+  const report = await runJobsBatch(terminal, plan)
+  if (plan.json) terminal.json(report)
+  else renderJobsSummary(terminal, report)
+  const parts = [report.failed > 0 ? `${report.failed} of ${report.seeds.length} seeds failed` : '', report.determinism?.divergence != null ? `seed ${report.determinism.seed} is not deterministic` : ''].filter((part) => part !== '')
+  if (parts.length > 0) throw new SimulationFailed(parts.join('; '))
 }
 
 function readCase(file: string): FailureCase {
@@ -195,6 +211,7 @@ export function registerSim(program: Command, terminal: Terminal): void {
     .option('--timeline <file.html>', "draw the first seed's run as a self-contained HTML page")
     .option('--failure-dir <dir>', 'where failing seeds leave sim-failure-<seed>.json', '.')
     .option('--json', 'print the report as JSON')
+    .option('--jobs', 'end-to-end mode: every host runs the real job engine; job checkers judge (claims, deadlines, attempt budgets, none stranded)')
     .action(async (options: SimOptions) => runSimCommand(terminal, options))
   sim
     .command('replay <failure.json>')

@@ -16,6 +16,7 @@
  */
 import { makeMatchingHost } from '../actors/MatchingHost.ts'
 import { validateName } from '../domain/QueueKey.ts'
+import type { Scheduler } from 'effect/Scheduler'
 import type { Clock } from '../kernel/Clock.ts'
 import { partitionCountDefault } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
@@ -58,6 +59,10 @@ export interface MatchboxParts {
   readonly closeStores: () => Promise<void>
   /** Matching queue limits (tests and simulators; default: DESIGN.md §9). */
   readonly matchingLimits?: Partial<QueueLimits>
+  /** The Effect scheduler of Matching's fibers (simulators pass a synchronous one); default: Effect's. */
+  readonly scheduler?: Scheduler
+  /** Defects (bugs) in Matching queues and delivery passes; default: rethrown asynchronously. */
+  readonly onDefect?: (where: string, defect: unknown) => void
 }
 
 /** Builds an engine over opened stores. */
@@ -82,8 +87,11 @@ export function makeMatchbox(parts: MatchboxParts): Matchbox {
     random: parts.random.fork(),
     partitionCount: (namespace) => (namespace === jobsNamespace ? 1 : partitionCountDefault),
     ...(parts.matchingLimits === undefined ? {} : { limits: parts.matchingLimits }),
+    ...(parts.scheduler === undefined ? {} : { scheduler: parts.scheduler }),
+    ...(parts.onDefect === undefined ? {} : { onDefect: parts.onDefect }),
   })
-  const driver = makeDueDriver({ jobStore: parts.jobStore, matching, clock: parts.clock })
+  const onDriverDefect = parts.onDefect
+  const driver = makeDueDriver({ jobStore: parts.jobStore, matching, clock: parts.clock, ...(onDriverDefect === undefined ? {} : { onDefect: (defect: unknown) => onDriverDefect('due-time driver', defect) }) })
   driverRef = driver
   const runtime = makeRuntime({
     hostId: parts.hostId,

@@ -1,0 +1,89 @@
+/**
+ * JobMutations — the job mutation menu: a JobStore that wraps the real one (wrap, don't fork)
+ * and adds one named, deliberate bug. The end-to-end simulator must catch each one within 100
+ * seeds on memory (sim/jobsWorld.mutations.test.ts): the evidence that the job checkers can fail.
+ *
+ * - `ackAfterDeadline`: a refused ack, heartbeat, retry or fail is re-issued as if a minute
+ *   earlier, so a claim that lapsed (and was not taken since) still accepts it (deadline);
+ * - `doubleGrant`: a claim refused because another claim is live is re-issued a day later, so
+ *   the job gets a second claim while the first is still valid (one valid claim);
+ * - `dropEnqueue`: every fifth enqueue reports the row it would have written without writing
+ *   it, so an accepted job is never seen again (none stranded).
+ *
+ * Does not: change reads, due-time bookkeeping or schedules.
+ */
+import type { JobRecord, JobStore } from '../src/persistence/jobs/JobStore.ts'
+
+/** The deliberate bugs, by name. */
+export const jobMutationNames = ['ackAfterDeadline', 'doubleGrant', 'dropEnqueue'] as const
+
+/** One job mutation's name. */
+export type JobMutationName = (typeof jobMutationNames)[number]
+
+// Far enough back that every drawn visibility timeout (≤ 30 s) covers a recent lapse.
+const backdateMs = 60_000
+const dayMs = 24 * 3_600_000
+// Rare enough that the run stays healthy to everything but the checkers.
+const dropEnqueueEvery = 5
+
+/** Wraps `inner` with one deliberate bug. */
+export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName): JobStore {
+  const base: JobStore = {
+    kind: inner.kind,
+    enqueue: (params, tx) => inner.enqueue(params, tx),
+    getJob: (params) => inner.getJob(params),
+    claim: (params) => inner.claim(params),
+    heartbeat: (params) => inner.heartbeat(params),
+    ack: (params) => inner.ack(params),
+    ackBatch: (params) => inner.ackBatch(params),
+    retry: (params) => inner.retry(params),
+    fail: (params) => inner.fail(params),
+    cancel: (params) => inner.cancel(params),
+    sweepExpired: (params) => inner.sweepExpired(params),
+    takeDue: (params) => inner.takeDue(params),
+    confirmDelivered: (params) => inner.confirmDelivered(params),
+    nextDueMs: (params) => inner.nextDueMs(params),
+    deliverableCount: (params) => inner.deliverableCount(params),
+    putSchedule: (params) => inner.putSchedule(params),
+    listSchedules: () => inner.listSchedules(),
+    acquireLease: (params) => inner.acquireLease(params),
+    fireSchedule: (params) => inner.fireSchedule(params),
+    close: () => inner.close(),
+  }
+  switch (mutation) {
+    case 'ackAfterDeadline': {
+      const earlier = <P extends { readonly nowMs: number }>(params: P): P => ({ ...params, nowMs: params.nowMs - backdateMs })
+      return {
+        ...base,
+        ack: async (params) => (await inner.ack(params)) || inner.ack(earlier(params)),
+        heartbeat: async (params) => (await inner.heartbeat(params)) ?? inner.heartbeat(earlier(params)),
+        retry: async (params) => (await inner.retry(params)) ?? inner.retry(earlier(params)),
+        fail: async (params) => (await inner.fail(params)) || inner.fail(earlier(params)),
+      }
+    }
+    case 'doubleGrant':
+      return {
+        ...base,
+        async claim(params) {
+          const outcome = await inner.claim(params)
+          return outcome.kind === 'already-started' ? inner.claim({ ...params, nowMs: params.nowMs + dayMs }) : outcome
+        },
+      }
+    case 'dropEnqueue': {
+      let enqueues = 0
+      return {
+        ...base,
+        async enqueue(params, tx) {
+          if (++enqueues % dropEnqueueEvery !== 0) return inner.enqueue(params, tx)
+          const job: JobRecord = { ...params.job, state: 'pending', attempts: 0, createdAtMs: params.nowMs, claimedAtMs: null, claimToken: null, deadlineMs: null, lastError: null, diedAtMs: null }
+          return job
+        },
+      }
+    }
+  }
+}
+
+/** For `runJobsSeed({ wrapJobStore })`: wraps each job store the world opens with `mutation`. */
+export function wrapJobsWith(mutation: JobMutationName): (store: JobStore) => JobStore {
+  return (store) => makeMutantJobStore(store, mutation)
+}

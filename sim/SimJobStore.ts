@@ -1,0 +1,121 @@
+/**
+ * SimJobStore — the JobStore one simulated engine sees (the job twin of SimStore.ts). Every
+ * call is parked in the IoGate until the world runs it, one at a time; when a call the job
+ * checkers care about commits, it is reported to the boundary log before the engine hears
+ * back — so a crash after commit still leaves its record, as the database would.
+ *
+ * `ackBatch` is read around (each named job before and after, on the store underneath) so the
+ * checkers learn exactly which claims it acked, not only how many.
+ *
+ * Wrap, don't fork: the store underneath is the real one (memory or SQL), possibly wrapped by
+ * a mutant (sim/JobMutations.ts). Does not: judge anything or inject faults (the world does).
+ */
+import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
+import type { IoGate } from './IoGate.ts'
+import type { JobBoundaryListener } from './JobBoundary.ts'
+
+/** What a gated job store needs besides the store it wraps. */
+export interface SimJobStoreDeps {
+  readonly hostId: string
+  readonly gate: IoGate
+  /** The world's clock (commit times). */
+  readonly now: () => number
+  readonly record: JobBoundaryListener
+  /** The queue of a job id the world has seen enqueued (for reads around `ackBatch`). */
+  readonly queueOf: (id: string) => string | undefined
+}
+
+/** A host's view of the shared job store, through the gate. */
+export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStore {
+  const { hostId, gate, now, record } = deps
+  const park = <T>(label: string, isWrite: boolean, run: () => Promise<T>): Promise<T> => gate.park(hostId, label, isWrite, run)
+  const stamp = (nowMs: number) => ({ hostId, nowMs, committedAtMs: now() })
+  return {
+    kind: inner.kind,
+    enqueue: (params, tx) =>
+      park(`job.enqueue ${params.job.queue} ${params.job.id} p${params.job.priority}`, true, async () => {
+        const job = await inner.enqueue(params, tx)
+        record({ op: 'enqueue', ...stamp(params.nowMs), job })
+        return job
+      }),
+    getJob: (params) =>
+      park(`job.get ${params.id}`, false, async () => {
+        const job = await inner.getJob(params)
+        record({ op: 'getJob', ...stamp(now()), queue: params.queue, id: params.id, job })
+        return job
+      }),
+    claim: (params) =>
+      park(`job.claim ${params.id}`, true, async () => {
+        const outcome = await inner.claim(params)
+        record({ op: 'claim', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, outcome })
+        return outcome
+      }),
+    heartbeat: (params) =>
+      park(`job.heartbeat ${params.id} ${params.claimToken}`, true, async () => {
+        const renewed = await inner.heartbeat(params)
+        record({ op: 'heartbeat', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, extendMs: params.extendMs, renewed })
+        return renewed
+      }),
+    ack: (params) =>
+      park(`job.ack ${params.id} ${params.claimToken}`, true, async () => {
+        const ok = await inner.ack(params)
+        record({ op: 'ack', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, ok })
+        return ok
+      }),
+    ackBatch: (params) =>
+      park(`job.ackBatch ×${params.claims.length}`, true, async () => {
+        const live = await liveIds(inner, params.claims.map((claim) => claim.id), deps.queueOf)
+        const count = await inner.ackBatch(params)
+        const gone: string[] = []
+        for (const id of live) if ((await inner.getJob({ queue: deps.queueOf(id) as string, id })) === null) gone.push(id)
+        record({ op: 'ackBatch', ...stamp(params.nowMs), claims: params.claims, count, ackedIds: gone })
+        return count
+      }),
+    retry: (params) =>
+      park(`job.retry ${params.id} ${params.claimToken} +${params.delayMs}ms`, true, async () => {
+        const outcome = await inner.retry(params)
+        record({ op: 'retry', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, outcome })
+        return outcome
+      }),
+    fail: (params) =>
+      park(`job.fail ${params.id} ${params.claimToken}`, true, async () => {
+        const ok = await inner.fail(params)
+        record({ op: 'fail', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, ok })
+        return ok
+      }),
+    cancel: (params) =>
+      park(`job.cancel ${params.id}`, true, async () => {
+        const ok = await inner.cancel(params)
+        record({ op: 'cancel', ...stamp(now()), queue: params.queue, id: params.id, ok })
+        return ok
+      }),
+    sweepExpired: (params) =>
+      park(`job.sweep ${params.queue}`, true, async () => {
+        const result = await inner.sweepExpired(params)
+        record({ op: 'sweep', ...stamp(params.nowMs), queue: params.queue, dead: result.dead, purged: result.purged })
+        return result
+      }),
+    takeDue: (params) => park(`job.takeDue ≤${params.limit}`, true, () => inner.takeDue(params)),
+    confirmDelivered: (params) => park(`job.confirm ×${params.deliveries.length}`, true, () => inner.confirmDelivered(params)),
+    nextDueMs: (params) => park('job.nextDue', false, () => inner.nextDueMs(params)),
+    deliverableCount: (params) => park(`job.deliverable ${params.queue}`, false, () => inner.deliverableCount(params)),
+    putSchedule: (params) => park(`job.putSchedule ${params.name}`, true, () => inner.putSchedule(params)),
+    listSchedules: () => park('job.listSchedules', false, () => inner.listSchedules()),
+    acquireLease: (params) => park(`job.lease ${params.name}`, true, () => inner.acquireLease(params)),
+    fireSchedule: (params) => park(`job.fire ${params.name}`, true, () => inner.fireSchedule(params)),
+    // The world closes the shared stores once, after every engine has closed.
+    close: async () => {},
+  }
+}
+
+// The ids among `ids` whose job is live (pending or processing) right now, each once.
+async function liveIds(inner: JobStore, ids: ReadonlyArray<string>, queueOf: (id: string) => string | undefined): Promise<string[]> {
+  const live: string[] = []
+  for (const id of new Set(ids)) {
+    const queue = queueOf(id)
+    if (queue === undefined) continue
+    const job = await inner.getJob({ queue, id })
+    if (job !== null && job.state !== 'dead') live.push(id)
+  }
+  return live
+}

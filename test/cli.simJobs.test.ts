@@ -1,0 +1,72 @@
+/**
+ * `matchbox sim --jobs` in-process through `run(argv, io)`, on the memory store: a JSON report
+ * (every job checker passes, the first seed runs twice to the same trace), the text summary, and
+ * a failing run (the job mutation `doubleGrant`, switched on per test) that exits 1, names the
+ * checker that caught it and prints the command that replays the seed.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { run } from '../src/cli/main.ts'
+import type { JobsBatchReport } from '../src/cli/SimJobs.ts'
+
+const bug = vi.hoisted(() => ({ on: false }))
+
+vi.mock('../sim/JobsSimulation.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../sim/JobsSimulation.ts')>()
+  const { wrapJobsWith } = await import('../sim/JobMutations.ts')
+  const withBug = (seedRun: import('../sim/JobsSimulation.ts').JobsSeedRun) => (bug.on ? { ...seedRun, wrapJobStore: wrapJobsWith('doubleGrant') } : seedRun)
+  return {
+    ...real,
+    runJobsSeed: (seedRun: import('../sim/JobsSimulation.ts').JobsSeedRun) => real.runJobsSeed(withBug(seedRun)),
+    checkJobsDeterminism: (seedRun: import('../sim/JobsSimulation.ts').JobsSeedRun, earlier?: import('../sim/JobsSimulation.ts').JobsSeedResult) => real.checkJobsDeterminism(withBug(seedRun), earlier),
+  }
+})
+
+async function cli(argv: ReadonlyArray<string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out: string[] = []
+  const err: string[] = []
+  const code = await run(argv, { stdout: { write: (text) => void out.push(text), isTTY: false }, stderr: { write: (text) => void err.push(text), isTTY: false } })
+  return { code, stdout: out.join(''), stderr: err.join('') }
+}
+
+afterEach(() => {
+  bug.on = false
+})
+
+describe('matchbox sim --jobs', () => {
+  it('runs 3 memory seeds from seed 1 and reports every job checker as passing, as JSON', async () => {
+    const ran = await cli(['sim', '--jobs', '--store', 'memory', '--seed', '1', '--seeds', '3', '--json'])
+    expect(ran.stderr).toBe('')
+    expect(ran.code).toBe(0)
+    const report = JSON.parse(ran.stdout) as JobsBatchReport
+    expect(report.mode).toBe('jobs')
+    expect(report.seeds.map((seed) => seed.seed)).toEqual([1, 2, 3])
+    expect(report.passed).toBe(3)
+    expect(report.checkers.every((checker) => checker.verdict === 'pass')).toBe(true)
+    expect(report.checkers.map((checker) => checker.name)).toContain('one valid claim')
+    expect(report.jobs.enqueued).toBeGreaterThan(0)
+    expect(report.jobs.stranded).toBe(0)
+    expect(report.determinism?.divergence).toBeNull()
+    expect(report.determinism?.hash).toBe(report.seeds[0]?.traceHash)
+  })
+
+  it('prints each seed and a summary with the verdicts and where the jobs ended', async () => {
+    const ran = await cli(['sim', '--jobs', '--store', 'memory', '--seed', '2', '--seeds', '1'])
+    expect(ran.code).toBe(0)
+    for (const text of ['end-to-end (jobs) mode', 'seed 2 (1/1)', 'seed=2 hosts=', 'one valid claim', 'attempt budget', 'none stranded', 'same trace twice', 'enqueued']) expect(ran.stdout).toContain(text)
+  })
+
+  it('fails with exit 1 when the job store double-grants claims, naming the checker and the replay command', async () => {
+    bug.on = true
+    const ran = await cli(['sim', '--jobs', '--store', 'memory', '--seed', '1', '--seeds', '1'])
+    expect(ran.code).toBe(1)
+    expect(ran.stdout).toMatch(/claimed by \S+ at \d+ while claim \S+ was valid until \d+/)
+    expect(ran.stdout).toContain('npx matchbox sim --jobs --store memory --seed 1')
+    expect(ran.stdout).toMatch(/one valid claim +FAIL/)
+  })
+
+  it('refuses --trace with --jobs (exit 2)', async () => {
+    const ran = await cli(['sim', '--jobs', '--store', 'memory', '--seed', '1', '--trace', 'x.txt'])
+    expect(ran.code).toBe(2)
+    expect(ran.stderr).toContain('--trace and --timeline are for the Matching mode')
+  })
+})
