@@ -65,10 +65,12 @@ export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: num
     const deliverable = await runtime.jobStore.deliverableCount({ queue, nowMs: runtime.now(), limit: state.inFlight + 1 })
     if (deliverable > state.inFlight && !isStopped()) {
       state.inFlight++
-      const pollDeadlineMs = runtime.now() + claimPollWaitMs
+      // Never wait on Matching past the claim's own deadline: claim({ waitMs: 0 }) returns promptly.
+      const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
+      const pollDeadlineMs = runtime.now() + pollWaitMs
       let polled
       try {
-        polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: 'activity', identity: runtime.hostId, waitMs: claimPollWaitMs })
+        polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: 'activity', identity: runtime.hostId, waitMs: pollWaitMs })
       } finally {
         state.inFlight--
         // One claim may have been waiting for this poll's slot.
