@@ -5,11 +5,11 @@
  * and exits 1, `sim replay` of that case (red while the bug is in, green once it is out) and
  * of a case written by hand, and bad usage (exit 2, one line).
  */
+import { cli } from './harness/runCli.ts'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
-import { run } from '../src/cli/main.ts'
 import type { SimBatchReport } from '../src/cli/SimBatch.ts'
 import type { Store } from '../src/persistence/Store.ts'
 import { failureCaseFormat } from '../sim/FailureCase.ts'
@@ -49,22 +49,6 @@ vi.mock('../sim/Simulation.ts', async (importOriginal) => {
     checkDeterminism: (seedRun: import('../sim/Simulation.ts').SeedRun, earlier?: import('../sim/Simulation.ts').SeedResult) => real.checkDeterminism(withBug(seedRun), earlier),
   }
 })
-
-interface Ran {
-  readonly code: number
-  readonly stdout: string
-  readonly stderr: string
-}
-
-async function cli(argv: ReadonlyArray<string>, isTTY = false): Promise<Ran> {
-  const out: string[] = []
-  const err: string[] = []
-  const code = await run(argv, {
-    stdout: { write: (text) => void out.push(text), isTTY },
-    stderr: { write: (text) => void err.push(text), isTTY },
-  })
-  return { code, stdout: out.join(''), stderr: err.join('') }
-}
 
 const dir = mkdtempSync(join(tmpdir(), 'matchbox-sim-cli-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

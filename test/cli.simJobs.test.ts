@@ -5,8 +5,8 @@
  * checker that caught it and prints the command that replays the seed.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { run } from '../src/cli/main.ts'
 import type { JobsBatchReport } from '../src/cli/SimJobs.ts'
+import { cli } from './harness/runCli.ts'
 
 const bug = vi.hoisted(() => ({ on: false }))
 
@@ -20,13 +20,6 @@ vi.mock('../sim/JobsSimulation.ts', async (importOriginal) => {
     checkJobsDeterminism: (seedRun: import('../sim/JobsSimulation.ts').JobsSeedRun, earlier?: import('../sim/JobsSimulation.ts').JobsSeedResult) => real.checkJobsDeterminism(withBug(seedRun), earlier),
   }
 })
-
-async function cli(argv: ReadonlyArray<string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = []
-  const err: string[] = []
-  const code = await run(argv, { stdout: { write: (text) => void out.push(text), isTTY: false }, stderr: { write: (text) => void err.push(text), isTTY: false } })
-  return { code, stdout: out.join(''), stderr: err.join('') }
-}
 
 afterEach(() => {
   bug.on = false

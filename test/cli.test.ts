@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { run } from '../src/cli/main.ts'
 import type { InspectReport } from '../src/cli/inspect.ts'
 import type { LifecycleReport } from '../src/cli/LifecycleWalkthrough.ts'
 import type { QueueKey } from '../src/domain/QueueKey.ts'
@@ -15,22 +14,7 @@ import { makeTask } from '../src/domain/Task.ts'
 import { openEmbeddedStore, openPostgresStore } from '../src/persistence/sql/openSqlStore.ts'
 import type { Store } from '../src/persistence/Store.ts'
 import { freshDatabase } from './harness/database.ts'
-
-interface Ran {
-  readonly code: number
-  readonly stdout: string
-  readonly stderr: string
-}
-
-async function cli(argv: ReadonlyArray<string>, isTTY = false): Promise<Ran> {
-  const out: string[] = []
-  const err: string[] = []
-  const code = await run(argv, {
-    stdout: { write: (text) => void out.push(text), isTTY },
-    stderr: { write: (text) => void err.push(text), isTTY },
-  })
-  return { code, stdout: out.join(''), stderr: err.join('') }
-}
+import { cli } from './harness/runCli.ts'
 
 /** The text of stage `step` of the lifecycle output (from its heading to the next). */
 function stageText(stdout: string, step: number): string {
