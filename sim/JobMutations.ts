@@ -42,6 +42,7 @@ export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName): 
     sweepExpired: (params) => inner.sweepExpired(params),
     takeDue: (params) => inner.takeDue(params),
     confirmDelivered: (params) => inner.confirmDelivered(params),
+    releaseDelivered: (params) => inner.releaseDelivered(params),
     nextDueMs: (params) => inner.nextDueMs(params),
     deliverableCount: (params) => inner.deliverableCount(params),
     putSchedule: (params) => inner.putSchedule(params),

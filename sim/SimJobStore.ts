@@ -97,6 +97,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
       }),
     takeDue: (params) => park(`job.takeDue ≤${params.limit}`, true, () => inner.takeDue(params)),
     confirmDelivered: (params) => park(`job.confirm ×${params.deliveries.length}`, true, () => inner.confirmDelivered(params)),
+    releaseDelivered: (params) => park(`job.release ×${params.deliveries.length}`, true, () => inner.releaseDelivered(params)),
     nextDueMs: (params) => park('job.nextDue', false, () => inner.nextDueMs(params)),
     deliverableCount: (params) => park(`job.deliverable ${params.queue}`, false, () => inner.deliverableCount(params)),
     putSchedule: (params) => park(`job.putSchedule ${params.name}`, true, () => inner.putSchedule(params)),

@@ -16,7 +16,7 @@ import { Cron } from 'croner'
 import { ManualClock, type Matchbox, open, Random } from '../src/index.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
 import { makeMemoryStore } from '../src/persistence/MemoryStore.ts'
-import { jobDeliveryRetryMs, scheduleLeaseTtlMs } from '../src/kernel/Limits.ts'
+import { jobDeliveryRefusedRetryMs, scheduleLeaseTtlMs } from '../src/kernel/Limits.ts'
 import { freshDatabase } from './harness/database.ts'
 
 const start = 1_700_000_000_000
@@ -101,9 +101,10 @@ describe('runSchedules: two hosts for 1,000 virtual minutes', () => {
     const end = await race(clock, seed, async (hostId) =>
       makeMatchbox({ hostId, store, jobStore, clock, random: Random.make(seed + ++incarnation), closeStores: async () => {} }),
     )
-    // An engine that closed (or crashed) between reserving an occurrence's delivery and
-    // confirming it leaves the job reserved; it becomes due again after the delivery retry.
-    clock.advance(jobDeliveryRetryMs + 1)
+    // The engines steal the one Matching queue from each other (no membership), so a delivery
+    // may have been refused by a queue waiting out its restart delay: its reservation was given
+    // back, due again after the refused-delivery retry.
+    clock.advance(jobDeliveryRefusedRetryMs + 1)
     const reader = makeMatchbox({ hostId: 'reader', store, jobStore, clock, random: Random.make(seed - 1), closeStores: async () => {} })
     const queue = reader.queue('ticks')
     const rows: Array<{ kind: string; runAt: number }> = []

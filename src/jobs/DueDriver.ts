@@ -22,7 +22,7 @@
  */
 import { isMatchboxError } from '../domain/errors.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
-import { jobDeliveryBatchMax, jobDeliveryRetryMs, jobDueScanIntervalMs } from '../kernel/Limits.ts'
+import { jobDeliveryBatchMax, jobDeliveryRefusedRetryMs, jobDeliveryRetryMs, jobDueScanIntervalMs } from '../kernel/Limits.ts'
 import type { MatchingHost } from '../actors/MatchingHost.ts'
 import type { DueJob, JobStore } from '../persistence/jobs/JobStore.ts'
 
@@ -108,6 +108,15 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       ),
     )
     const delivered = due.filter((_, index) => added[index]?.status === 'fulfilled')
+    // A refusal that wrote nothing gives the reservation back at once; an outcome that may have
+    // committed keeps it, and the job is offered again when the reservation runs out.
+    const refused = due.filter((_, index) => {
+      const result = added[index]
+      return result?.status === 'rejected' && isMatchboxError(result.reason) && !result.reason.maybeCommitted
+    })
+    if (refused.length > 0) {
+      await jobStore.releaseDelivered({ deliveries: refused.map((job) => ({ id: job.id, revision: job.revision })), dueMs: now() + jobDeliveryRefusedRetryMs })
+    }
     for (const result of added) if (result.status === 'rejected' && !isMatchboxError(result.reason)) report(result.reason)
     if (delivered.length > 0) await jobStore.confirmDelivered({ deliveries: delivered.map((job) => ({ id: job.id, revision: job.revision })) })
     const perQueue = new Map<string, number>()

@@ -118,6 +118,13 @@ export const ackBatchSizeMax = 1_000
  */
 export const jobDeliveryRetryMs = 30_000
 
+/**
+ * When Matching refused a job's task outright (nothing written: a queue waiting out a restart
+ * delay, a host that owns no partition), the job is due again after this, not after the whole
+ * reservation; long enough that a refusing queue is not hammered, short next to a claim's wait.
+ */
+export const jobDeliveryRefusedRetryMs = 1_000
+
 /** Due jobs handed to Matching per driver round: one append batch (upstream 100). */
 export const jobDeliveryBatchMax = 100
 

@@ -184,6 +184,13 @@ export interface JobStore {
   /** Clears the due time of rows still at their reservation revision; returns how many. */
   confirmDelivered(params: { readonly deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }> }): Promise<number>
 
+  /**
+   * Gives back reservations whose task was definitely not added (Matching refused it, nothing
+   * written): rows still at their reservation revision become due at `dueMs` instead of waiting
+   * out the whole reservation. Returns how many.
+   */
+  releaseDelivered(params: { readonly deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }>; readonly dueMs: number }): Promise<number>
+
   /** The earliest due time among unexpired rows (of `queues`, null = all), or null. */
   nextDueMs(params: { readonly nowMs: number; readonly queues: ReadonlyArray<string> | null }): Promise<number | null>
 

@@ -253,6 +253,24 @@ export function makeMemoryJobStore(): JobStore {
       return confirmed
     },
 
+    async releaseDelivered(params) {
+      if (!Array.isArray(params.deliveries)) throw new InvalidInput({ field: 'deliveries', reason: 'must be an array' })
+      const dueMs = checkTime('dueMs', params.dueMs)
+      const deliveries = params.deliveries.map((delivery, index) => ({
+        id: checkName(`deliveries[${index}].id`, delivery?.id),
+        revision: checkCount(`deliveries[${index}].revision`, delivery?.revision, 1, Number.MAX_SAFE_INTEGER),
+      }))
+      let released = 0
+      for (const delivery of deliveries) {
+        const row = live.get(delivery.id)
+        if (row !== undefined && row.revision === delivery.revision && row.dueMs !== null) {
+          row.dueMs = dueMs
+          released++
+        }
+      }
+      return released
+    },
+
     async nextDueMs(params) {
       const nowMs = checkTime('nowMs', params.nowMs)
       const queues = checkQueues(params.queues)

@@ -48,6 +48,20 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       expect(await store().nextDueMs({ nowMs: 9_000, queues: [queue] })).toBe(39_000)
     })
 
+    it('a released reservation is due again at the given time; a stale release changes nothing', async () => {
+      const queue = fixture.queue('release')
+      const job = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+      const [reserved] = await take(queue, 1_000)
+      expect(reserved?.id).toBe(job.id)
+      expect(await store().releaseDelivered({ deliveries: [{ id: job.id, revision: (reserved?.revision ?? 0) + 1 }], dueMs: 2_000 })).toBe(0)
+      expect(await store().nextDueMs({ nowMs: 1_000, queues: [queue] })).toBe(31_000)
+      expect(await store().releaseDelivered({ deliveries: [{ id: job.id, revision: reserved?.revision ?? 0 }], dueMs: 2_000 })).toBe(1)
+      expect(await store().nextDueMs({ nowMs: 1_000, queues: [queue] })).toBe(2_000)
+      expect(await take(queue, 1_999)).toEqual([])
+      expect((await take(queue, 2_000)).map((due) => due.id)).toEqual([job.id])
+      expect(await store().releaseDelivered({ deliveries: [], dueMs: 2_000 })).toBe(0)
+    })
+
     it('a claim after the reservation wins: the stale confirmation leaves the deadline as the due time', async () => {
       const queue = fixture.queue('stale-confirm')
       const job = await store().enqueue({ job: fixture.job(queue, { visibilityTimeoutMs: 5_000 }), nowMs: 1_000 })

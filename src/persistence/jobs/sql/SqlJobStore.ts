@@ -104,6 +104,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     buryExhausted: jobSql.buryExhaustedSql(schema),
     takeDue: jobSql.takeDueSql(schema),
     confirmDelivered: jobSql.confirmDeliveredSql(schema),
+    releaseDelivered: jobSql.releaseDeliveredSql(schema),
     nextDue: jobSql.nextDueSql(schema),
     deliverableCount: jobSql.deliverableCountSql(schema),
     putSchedule: scheduleSql.putScheduleSql(schema),
@@ -255,6 +256,22 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       })
       if (deliveries.length === 0) return 0
       const rows = await write('confirmDelivered', sql.confirmDelivered, [deliveries.map((d) => d.id), deliveries.map((d) => d.revision)])
+      return rows.length
+    },
+
+    async releaseDelivered(params) {
+      const { deliveries, dueMs } = validated('releaseDelivered', () => {
+        if (!Array.isArray(params.deliveries)) throw new InvalidInput({ field: 'deliveries', reason: 'must be an array' })
+        return {
+          dueMs: checkTime('dueMs', params.dueMs),
+          deliveries: params.deliveries.map((delivery, index) => ({
+            id: checkName(`deliveries[${index}].id`, delivery?.id),
+            revision: checkCount(`deliveries[${index}].revision`, delivery?.revision, 1, Number.MAX_SAFE_INTEGER),
+          })),
+        }
+      })
+      if (deliveries.length === 0) return 0
+      const rows = await write('releaseDelivered', sql.releaseDelivered, [deliveries.map((d) => d.id), deliveries.map((d) => d.revision), Math.floor(dueMs)])
       return rows.length
     },
 

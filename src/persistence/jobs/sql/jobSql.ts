@@ -211,6 +211,15 @@ WHERE job.id = delivered.id AND job.revision = delivered.revision
 RETURNING job.id`
 }
 
+/** `$1` ids, `$2` revisions, `$3` the new due time: gives back reservations still held at their revision. */
+export function releaseDeliveredSql(schema: Schema): string {
+  return `
+UPDATE ${schema.quoted}.jobs AS job SET due_ms = $3::bigint
+FROM unnest($1::text[], $2::bigint[]) AS released(id, revision)
+WHERE job.id = released.id AND job.revision = released.revision AND job.due_ms IS NOT NULL
+RETURNING job.id`
+}
+
 /** `$1` now, `$2` queues or null. The earliest due time among unexpired rows. */
 export function nextDueSql(schema: Schema): string {
   return `
