@@ -44,6 +44,7 @@ export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName): 
     confirmDelivered: (params) => inner.confirmDelivered(params),
     releaseDelivered: (params) => inner.releaseDelivered(params),
     nextDueMs: (params) => inner.nextDueMs(params),
+    dueQueues: (params) => inner.dueQueues(params),
     deliverableCount: (params) => inner.deliverableCount(params),
     putSchedule: (params) => inner.putSchedule(params),
     listSchedules: () => inner.listSchedules(),

@@ -99,6 +99,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     confirmDelivered: (params) => park(`job.confirm ×${params.deliveries.length}`, true, () => inner.confirmDelivered(params)),
     releaseDelivered: (params) => park(`job.release ×${params.deliveries.length}`, true, () => inner.releaseDelivered(params)),
     nextDueMs: (params) => park('job.nextDue', false, () => inner.nextDueMs(params)),
+    dueQueues: (params) => park('job.dueQueues', false, () => inner.dueQueues(params)),
     deliverableCount: (params) => park(`job.deliverable ${params.queue}`, false, () => inner.deliverableCount(params)),
     putSchedule: (params) => park(`job.putSchedule ${params.name}`, true, () => inner.putSchedule(params)),
     listSchedules: () => park('job.listSchedules', false, () => inner.listSchedules()),

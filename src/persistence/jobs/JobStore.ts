@@ -194,6 +194,12 @@ export interface JobStore {
   /** The earliest due time among unexpired rows (of `queues`, null = all), or null. */
   nextDueMs(params: { readonly nowMs: number; readonly queues: ReadonlyArray<string> | null }): Promise<number | null>
 
+  /**
+   * The queues that have unexpired rows with a due time, each with its earliest one, earliest
+   * first, up to `limit` queues: how an engine that delivers only the queues it owns finds them.
+   */
+  dueQueues(params: { readonly nowMs: number; readonly limit: number }): Promise<ReadonlyArray<{ readonly queue: string; readonly nextDueMs: number }>>
+
   /** Claimable jobs of `queue` whose task is with Matching (due null), counted up to `limit`. */
   deliverableCount(params: { readonly queue: string; readonly nowMs: number; readonly limit: number }): Promise<number>
 

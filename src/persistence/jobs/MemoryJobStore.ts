@@ -282,6 +282,21 @@ export function makeMemoryJobStore(): JobStore {
       return next
     },
 
+    async dueQueues(params) {
+      const nowMs = checkTime('nowMs', params.nowMs)
+      const limit = checkCount('limit', params.limit, 1, 10_000)
+      const earliest = new Map<string, number>()
+      for (const row of live.values()) {
+        if (row.dueMs === null || isExpired(row.job, nowMs)) continue
+        const known = earliest.get(row.job.queue)
+        if (known === undefined || row.dueMs < known) earliest.set(row.job.queue, row.dueMs)
+      }
+      return [...earliest]
+        .map(([queue, nextDueMs]) => ({ queue, nextDueMs }))
+        .sort((a, b) => a.nextDueMs - b.nextDueMs || (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0))
+        .slice(0, limit)
+    },
+
     async deliverableCount(params) {
       const queue = checkName('queue', params.queue)
       const nowMs = checkTime('nowMs', params.nowMs)

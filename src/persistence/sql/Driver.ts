@@ -37,6 +37,24 @@ export interface Driver extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
   /** Releases connections the driver opened; a caller-provided pool or instance stays open. */
   close(): Promise<void>
+  /**
+   * Opens a dedicated connection that LISTENs on `channels` (PostgreSQL only; absent on drivers
+   * that cannot hear other processes). `onNotification` hears every notification; `onLost` is
+   * called once if the connection breaks, after which the listener is dead (listen again).
+   */
+  listen?(channels: ReadonlyArray<string>, onNotification: (channel: string, payload: string) => void, onLost: (error: DriverError) => void): Promise<Listener>
+}
+
+/** A live LISTEN connection. */
+export interface Listener {
+  /** Ends the connection (idempotent); `onLost` is not called for it. */
+  close(): Promise<void>
+}
+
+/** Channel names we LISTEN on are our own hashed identifiers; anything else is refused before it reaches SQL text. */
+export function checkChannel(channel: string): string {
+  if (!/^[a-z0-9_]{1,63}$/.test(channel)) throw new DriverError({ cause: new Error(`not a channel name: ${JSON.stringify(channel)}`), sent: false })
+  return channel
 }
 
 /**

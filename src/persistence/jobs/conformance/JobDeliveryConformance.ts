@@ -87,6 +87,25 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       expect(await store().nextDueMs({ nowMs: 6_000, queues: [queue] })).toBeNull()
     })
 
+    it('lists the queues with due rows and their earliest due time; delivered and expired rows do not count', async () => {
+      const early = fixture.queue('due-queues-early')
+      const late = fixture.queue('due-queues-late')
+      const delivered = fixture.queue('due-queues-delivered')
+      await store().enqueue({ job: fixture.job(late, { runAtMs: 9_000 }), nowMs: 1_000 })
+      await store().enqueue({ job: fixture.job(late, { runAtMs: 7_000 }), nowMs: 1_000 })
+      await store().enqueue({ job: fixture.job(early, { runAtMs: 3_000 }), nowMs: 1_000 })
+      await store().enqueue({ job: fixture.job(early, { runAtMs: 5_000, expiresAtMs: 1_500 }), nowMs: 1_000 })
+      await store().enqueue({ job: fixture.job(delivered), nowMs: 1_000 })
+      const taken = await take(delivered, 1_000)
+      await store().confirmDelivered({ deliveries: taken.map((job) => ({ id: job.id, revision: job.revision })) })
+      const ours = (await store().dueQueues({ nowMs: 2_000, limit: 10_000 })).filter((entry) => [early, late, delivered].includes(entry.queue))
+      expect(ours).toEqual([
+        { queue: early, nextDueMs: 3_000 },
+        { queue: late, nextDueMs: 7_000 },
+      ])
+      await expect(store().dueQueues({ nowMs: 2_000, limit: 0 })).rejects.toMatchObject({ _tag: 'InvalidInput' })
+    })
+
     it('counts claimable jobs whose task is with Matching, up to the limit', async () => {
       const queue = fixture.queue('deliverable')
       for (let i = 0; i < 3; i++) await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })

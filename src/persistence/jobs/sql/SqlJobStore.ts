@@ -22,6 +22,7 @@ import { makeSqlSession, openMigrated, toStoreError } from '../../sql/SqlSession
 import { toSafeInteger } from '../../sql/SqlValues.ts'
 import { checkClaimRef, checkClaims, checkCount, checkDurationMs, checkError, checkJobRef, checkName, checkNewJob, checkQueues, checkTime } from '../JobInput.ts'
 import type { DueJob, JobRecord, JobState, JobStore, NewJob, ScheduleRecord } from '../JobStore.ts'
+import { dueChannelOf } from '../../bus/Channels.ts'
 import * as jobSql from './jobSql.ts'
 import * as scheduleSql from './scheduleSql.ts'
 
@@ -72,7 +73,8 @@ function decodeSchedule(row: Row): ScheduleRecord {
   }
 }
 
-const enqueueParams = (job: NewJob, nowMs: number): unknown[] => [
+// The due channel rides in every enqueue: the INSERT signals the owner of the queue itself, at commit.
+const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string): unknown[] => [
   job.id,
   job.queue,
   JSON.stringify(job.payload),
@@ -84,10 +86,12 @@ const enqueueParams = (job: NewJob, nowMs: number): unknown[] => [
   nowMs,
   job.runAtMs,
   job.expiresAtMs,
+  dueChannel,
 ]
 
 /** Makes a JobStore over an already migrated schema. `close` closes the driver (idempotent). */
 export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
+  const dueChannel = dueChannelOf(schema.name)
   const sql = {
     enqueue: jobSql.enqueueSql(schema),
     getJob: jobSql.getJobSql(schema),
@@ -107,6 +111,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     releaseDelivered: jobSql.releaseDeliveredSql(schema),
     nextDue: jobSql.nextDueSql(schema),
     deliverableCount: jobSql.deliverableCountSql(schema),
+    dueQueues: jobSql.dueQueuesSql(schema),
     putSchedule: scheduleSql.putScheduleSql(schema),
     getSchedule: scheduleSql.getScheduleSql(schema),
     listSchedules: scheduleSql.listSchedulesSql(schema),
@@ -126,14 +131,14 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     async enqueue(params, tx) {
       const { job, nowMs } = validated('enqueue', () => ({ job: checkNewJob(params.job), nowMs: checkTime('nowMs', params.nowMs) }))
       if (tx === undefined) {
-        const [row] = await write('enqueue', sql.enqueue, enqueueParams(job, nowMs))
+        const [row] = await write('enqueue', sql.enqueue, enqueueParams(job, nowMs, dueChannel))
         assert(row !== undefined, `enqueue of ${job.id} returned no row`)
         return decodeJob(row)
       }
       if (typeof tx?.query !== 'function') throw new InvalidInput({ field: 'tx', reason: 'must be a pg client inside an open transaction' })
       let result
       try {
-        result = await tx.query(sql.enqueue, enqueueParams(job, nowMs))
+        result = await tx.query(sql.enqueue, enqueueParams(job, nowMs, dueChannel))
       } catch (error) {
         throw toStoreError('enqueue', true, toDriverError(error, true))
       }
@@ -281,6 +286,12 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       return nullableInteger(row?.next_due_ms, 'next_due_ms')
     },
 
+    async dueQueues(params) {
+      const { nowMs, limit } = validated('dueQueues', () => ({ nowMs: checkTime('nowMs', params.nowMs), limit: checkCount('limit', params.limit, 1, 10_000) }))
+      const rows = await read('dueQueues', sql.dueQueues, [nowMs, limit])
+      return rows.map((row) => ({ queue: row.queue as string, nextDueMs: toSafeInteger(row.next_due_ms, 'next_due_ms') }))
+    },
+
     async deliverableCount(params) {
       const { queue, nowMs, limit } = validated('deliverableCount', () => ({
         queue: checkName('queue', params.queue),
@@ -340,7 +351,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
           if (fenced.rows.length === 0) return 'fenced' as const
           const marked = await tx.query(sql.markFired, [checked.name, checked.expectedRevision, checked.lastFiredMs])
           if (marked.rows.length === 0) return 'conflict' as const
-          for (const job of checked.jobs) await tx.query(sql.enqueue, enqueueParams(job, checked.nowMs))
+          for (const job of checked.jobs) await tx.query(sql.enqueue, enqueueParams(job, checked.nowMs, dueChannel))
           return 'fired' as const
         })
       } catch (error) {

@@ -37,17 +37,21 @@ const bury = (schema: Schema, error: string, diedAt: string) =>
 
 /**
  * `$1` id, `$2` queue, `$3` payload json, `$4` priority, `$5` max attempts, `$6` visibility ms,
- * `$7` backoff base ms, `$8` retention ms or null, `$9` now, `$10` run at, `$11` expires at or null.
- * A plain INSERT, so it can run on a caller's transaction.
+ * `$7` backoff base ms, `$8` retention ms or null, `$9` now, `$10` run at, `$11` expires at or null,
+ * `$12` the due channel. One statement, so it can run on a caller's transaction; it raises the
+ * due signal (NOTIFY, delivered only when the transaction commits) for the queue's owner.
  */
 export function enqueueSql(schema: Schema): string {
   return `
+WITH inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
    created_at_ms, run_at_ms, expires_at_ms, due_ms)
 VALUES ($1::text, $2::text, 'pending', $3::jsonb, $4::smallint, 0, $5::integer, $6::bigint, $7::bigint, $8::bigint,
    $9::bigint, $10::bigint, $11::bigint, GREATEST($10::bigint, $9::bigint))
-RETURNING ${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
+RETURNING ${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms
+)
+SELECT inserted.* FROM inserted CROSS JOIN LATERAL (SELECT pg_notify($12::text, inserted.queue)) AS signal`
 }
 
 /** `$1` id, `$2` queue. The job in either table. */
@@ -225,6 +229,14 @@ export function nextDueSql(schema: Schema): string {
   return `
 SELECT min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
 WHERE due_ms IS NOT NULL AND ($2::text[] IS NULL OR queue = ANY($2::text[])) AND ${notExpired('$1::bigint')}`
+}
+
+/** `$1` now, `$2` limit. Queues with unexpired due rows and their earliest due time, earliest first. */
+export function dueQueuesSql(schema: Schema): string {
+  return `
+SELECT queue, min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
+WHERE due_ms IS NOT NULL AND ${notExpired('$1::bigint')}
+GROUP BY queue ORDER BY next_due_ms, queue LIMIT $2::integer`
 }
 
 /** `$1` queue, `$2` now, `$3` limit. Claimable rows whose task is with Matching, up to the limit. */
