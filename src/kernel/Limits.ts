@@ -55,6 +55,32 @@ export const relocateBatchSizeMax = 1_000
 /** Largest serialized task payload or user-data document, in bytes (1 MiB). */
 export const payloadBytesMax = 1 << 20
 
+/**
+ * How long opening a PostgreSQL connection may take (TCP, TLS, startup, authentication), and how
+ * long a statement waits for a free pooled connection: 10 s. A reachable server answers in
+ * milliseconds; one that accepts TCP and never answers (a hung host, a half-dead proxy) would
+ * otherwise hold the caller for as long as the operating system keeps the socket open.
+ */
+export const pgConnectTimeoutMs = 10_000
+
+/**
+ * Longest a statement may run before PostgreSQL cancels it (`statement_timeout`): 30 s. Matchbox's
+ * statements are short and indexed and take milliseconds; one running this long waits on a lock
+ * or a sick server, and failing it as `Unavailable` hands the decision to retry to the caller.
+ */
+export const pgStatementTimeoutMs = 30_000
+
+/**
+ * How long past the statement timeout the client still waits for the server's answer before it
+ * gives up on the connection: 5 s, or the statement timeout itself when that is shorter. The server
+ * normally cancels first and the connection stays usable; this bound catches a server that went
+ * silent mid-statement, which no server-side timeout can.
+ */
+export const pgStatementGraceMs = 5_000
+
+/** Largest timeout a driver option may name, in ms: Node's timers cannot wait longer (about 24.8 days). */
+export const timerDelayMsMax = 2_147_483_647
+
 /** First delay before re-dispatching a task whose start History failed retryably. */
 export const historyRetryInitialMs = 100
 

@@ -1,26 +1,79 @@
 /**
  * PgDriver — the `Driver` over a `pg` Pool, for the postgres store.
  *
- * Owns: checking clients out of the pool, BEGIN/COMMIT/ROLLBACK on one client, and turning
- * every client failure into a `DriverError` that says whether the statement was sent.
+ * Owns: checking clients out of the pool, BEGIN/COMMIT/ROLLBACK on one client, turning every
+ * client failure into a `DriverError` that says whether the statement was sent, and the time
+ * bounds of a pool it creates: connecting (and waiting for a pooled client) within
+ * `connectTimeoutMs`, statements cancelled by the server after `statementTimeoutMs`, and the
+ * client giving up on a silent server a grace later. The timers are pg's own options
+ * (`connectionTimeoutMillis`, `statement_timeout`, `query_timeout`), so a server that accepts
+ * TCP and never answers fails the call as a `DriverError`, which the store reports as
+ * `Unavailable`, instead of hanging it.
  *
  * Invariants: a client whose connection may be broken is destroyed, never returned to the pool
- * (pg re-uses released clients); a caller-provided Pool is never ended by `close`; an owned
- * Pool gets an `error` listener, because pg emits idle-client errors there and an unhandled one
- * would crash the process.
+ * (pg re-uses released clients); a caller-provided Pool is never ended by `close` and keeps its
+ * own settings, timeouts included; an owned Pool gets an `error` listener, because pg emits
+ * idle-client errors there and an unhandled one would crash the process.
  *
- * Does not: retry, time out or interpret errors — the store maps outcomes to its catalogue.
+ * `statement_timeout` travels as a startup parameter. PgBouncer refuses startup parameters it
+ * does not know: behind it, list `statement_timeout` in its `ignore_startup_parameters`, or pass
+ * a Pool of your own.
+ *
+ * Does not: retry or interpret errors — the store maps outcomes to its catalogue.
  */
 import pg from 'pg'
+import { InvalidInput } from '../../domain/errors.ts'
+import { pgConnectTimeoutMs, pgStatementGraceMs, pgStatementTimeoutMs, timerDelayMsMax } from '../../kernel/Limits.ts'
 import { type Driver, DriverError, type Queryable, type QueryResult, toDriverError } from './Driver.ts'
 
-/** Where the pool comes from: a connection string (the driver owns the pool) or the caller's Pool. */
-export type PgDriverOptions = { readonly connectionString: string } | { readonly pool: pg.Pool }
+/** Time bounds of a pool the driver creates; each a whole number of ms in 1…`timerDelayMsMax`. */
+export interface PgTimeoutOptions {
+  /**
+   * Longest wait for a connection: opening one (TCP, TLS, startup, authentication) or, when the
+   * pool is full, waiting for a free one. Default `pgConnectTimeoutMs` (10 s).
+   */
+  readonly connectTimeoutMs?: number
+  /**
+   * Longest a statement runs before the server cancels it (`statement_timeout`); the client gives
+   * up on a server that stays silent for this plus a grace (`pgStatementGraceMs`, at most this
+   * again). Default `pgStatementTimeoutMs` (30 s).
+   */
+  readonly statementTimeoutMs?: number
+}
 
-/** Creates a driver over a `pg` Pool. */
+/**
+ * Where the pool comes from: a connection string (the driver owns the pool, with the time bounds
+ * of `PgTimeoutOptions`) or the caller's Pool, used with the settings it has.
+ */
+export type PgDriverOptions = ({ readonly connectionString: string } & PgTimeoutOptions) | { readonly pool: pg.Pool }
+
+function checkTimeout(field: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > timerDelayMsMax) {
+    throw new InvalidInput({ field, reason: `must be a whole number of ms in 1…${timerDelayMsMax}` })
+  }
+  return value
+}
+
+/** The pg Pool settings for `options`: the connection string and the time bounds. */
+function poolConfig(options: { readonly connectionString: string } & PgTimeoutOptions): pg.PoolConfig {
+  const connectTimeoutMs = checkTimeout('connectTimeoutMs', options.connectTimeoutMs, pgConnectTimeoutMs)
+  const statementTimeoutMs = checkTimeout('statementTimeoutMs', options.statementTimeoutMs, pgStatementTimeoutMs)
+  return {
+    connectionString: options.connectionString,
+    connectionTimeoutMillis: connectTimeoutMs,
+    statement_timeout: statementTimeoutMs,
+    query_timeout: Math.min(timerDelayMsMax, statementTimeoutMs + Math.min(statementTimeoutMs, pgStatementGraceMs)),
+  }
+}
+
+/**
+ * Creates a driver over a `pg` Pool. Throws `InvalidInput` (naming `connectTimeoutMs` or
+ * `statementTimeoutMs`) for a timeout that is not a whole number of ms in 1…`timerDelayMsMax`.
+ */
 export function makePgDriver(options: PgDriverOptions): Driver {
   const ownsPool = !('pool' in options)
-  const pool = 'pool' in options ? options.pool : new pg.Pool({ connectionString: options.connectionString })
+  const pool = 'pool' in options ? options.pool : new pg.Pool(poolConfig(options))
   // Idle-client errors are reported again, usefully, by the next statement that checks a client out.
   if (ownsPool) pool.on('error', () => {})
   let closed = false
@@ -78,6 +131,10 @@ export function makePgDriver(options: PgDriverOptions): Driver {
       try {
         result = await fn(tx)
       } catch (error) {
+        // A connection in an unknown state (lost, or timed out on a silent server) is not rolled
+        // back but destroyed (withClient does): the server rolls back a transaction whose
+        // connection is gone, and a ROLLBACK sent to a silent server would wait out another timeout.
+        if (error instanceof DriverError && !error.rejectedByServer) throw error
         // A failed ROLLBACK means the connection is gone: destroy it, but report the first error.
         await run(client, 'ROLLBACK', []).catch(markBroken)
         throw error

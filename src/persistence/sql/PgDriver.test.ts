@@ -1,0 +1,162 @@
+/**
+ * PgDriver's time bounds: a server that accepts TCP and never answers, a server that answers the
+ * startup and then goes silent, and a statement the real server cancels — each fails as a typed
+ * `Unavailable` within its bound (small timeouts passed in) instead of hanging. A caller's Pool
+ * keeps its own settings; a malformed timeout is `InvalidInput` naming the option.
+ */
+import { createServer, type Server, type Socket } from 'node:net'
+import pg from 'pg'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { freshDatabase } from '../../../test/harness/database.ts'
+import { InvalidInput, Unavailable } from '../../domain/errors.ts'
+import { makePgDriver } from './PgDriver.ts'
+import { openSqlStore } from './openSqlStore.ts'
+import { makeSqlSession } from './SqlSession.ts'
+
+// A pg protocol answer to any startup message: AuthenticationOk, then ReadyForQuery (idle).
+const startupAnswer = Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 0, 0x5a, 0, 0, 0, 5, 0x49])
+
+interface FakeServer {
+  readonly url: string
+  close(): Promise<void>
+}
+
+/** A TCP server on a free port; `answerStartup` decides whether it ever says anything. */
+async function fakeServer(answerStartup: boolean): Promise<FakeServer> {
+  const sockets = new Set<Socket>()
+  const server: Server = createServer((socket) => {
+    sockets.add(socket)
+    socket.on('error', () => {})
+    socket.on('close', () => sockets.delete(socket))
+    if (answerStartup) socket.once('data', () => socket.write(startupAnswer))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  if (address === null || typeof address === 'string') throw new Error('no TCP address')
+  return {
+    url: `postgres://matchbox@127.0.0.1:${address.port}/silent`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+// Runs `attempt` and returns what it threw and how long that took.
+async function failure(attempt: () => Promise<unknown>): Promise<{ error: unknown; elapsedMs: number }> {
+  const started = performance.now()
+  try {
+    await attempt()
+  } catch (error) {
+    return { error, elapsedMs: performance.now() - started }
+  }
+  return expect.fail('expected a failure')
+}
+
+describe('PgDriver against a server that accepts TCP and never answers', () => {
+  let server: FakeServer
+  beforeAll(async () => {
+    server = await fakeServer(false)
+  })
+  afterAll(() => server.close())
+
+  it('fails a statement and an open as Unavailable within the connect timeout', { timeout: 10_000 }, async () => {
+    const driver = makePgDriver({ connectionString: server.url, connectTimeoutMs: 200 })
+    try {
+      const statement = await failure(() => makeSqlSession(driver).write('probe', 'SELECT 1', []))
+      expect(statement.error).toBeInstanceOf(Unavailable)
+      // Nothing was sent: a write that never reached a server cannot have committed.
+      expect(statement.error).toMatchObject({ operation: 'probe', maybeCommitted: false, retryable: true })
+      expect(statement.elapsedMs).toBeGreaterThanOrEqual(150)
+      expect(statement.elapsedMs).toBeLessThan(5_000)
+    } finally {
+      await driver.close()
+    }
+    const open = await failure(() => openSqlStore(makePgDriver({ connectionString: server.url, connectTimeoutMs: 200 })))
+    expect(open.error).toBeInstanceOf(Unavailable)
+    expect(open.error).toMatchObject({ operation: 'open', maybeCommitted: false })
+    expect(open.elapsedMs).toBeLessThan(5_000)
+  })
+})
+
+describe('PgDriver against a server that goes silent after the startup', () => {
+  let server: FakeServer
+  beforeAll(async () => {
+    server = await fakeServer(true)
+  })
+  afterAll(() => server.close())
+
+  it('gives up on a statement after the statement timeout and its grace; a write may have committed', { timeout: 10_000 }, async () => {
+    // Grace = min(statement timeout, pgStatementGraceMs): the client waits 2 × 100 ms here.
+    const driver = makePgDriver({ connectionString: server.url, connectTimeoutMs: 5_000, statementTimeoutMs: 100 })
+    const session = makeSqlSession(driver)
+    try {
+      const read = await failure(() => session.read('peek', 'SELECT 1', []))
+      expect(read.error).toBeInstanceOf(Unavailable)
+      expect(read.error).toMatchObject({ operation: 'peek', maybeCommitted: false })
+      expect(read.elapsedMs).toBeGreaterThanOrEqual(150)
+      expect(read.elapsedMs).toBeLessThan(5_000)
+
+      const write = await failure(() => session.write('poke', 'UPDATE t SET n = 1', []))
+      // The statement reached the server, which said nothing: it may have run.
+      expect(write.error).toMatchObject({ _tag: 'Unavailable', operation: 'poke', maybeCommitted: true })
+      expect(write.elapsedMs).toBeLessThan(5_000)
+
+      const transaction = await failure(() => driver.transaction((tx) => tx.query('SELECT 1')))
+      expect(transaction.error).toMatchObject({ name: 'DriverError', sent: true, rejectedByServer: false })
+      expect(transaction.elapsedMs).toBeLessThan(5_000)
+    } finally {
+      await driver.close()
+    }
+  })
+})
+
+describe('PgDriver on a real server', () => {
+  let connectionString: string
+  const drivers: Array<{ close(): Promise<void> }> = []
+  beforeAll(async () => {
+    connectionString = await freshDatabase('pg_driver')
+  })
+  afterEach(async () => {
+    for (const driver of drivers.splice(0)) await driver.close()
+  })
+
+  it('sets statement_timeout: the server cancels a long statement and the driver stays usable', { timeout: 10_000 }, async () => {
+    const driver = makePgDriver({ connectionString, statementTimeoutMs: 200 })
+    drivers.push(driver)
+    expect((await driver.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '200ms' }])
+    const slow = await failure(() => makeSqlSession(driver).write('slow', 'SELECT pg_sleep(5)', []))
+    // The server reported the cancellation (57014): nothing it did can commit.
+    expect(slow.error).toMatchObject({ _tag: 'Unavailable', operation: 'slow', maybeCommitted: false })
+    expect(slow.elapsedMs).toBeLessThan(4_000)
+    expect((await driver.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }])
+  })
+
+  it('uses the default bounds when none are given, and leaves a caller Pool its own settings', async () => {
+    const owned = makePgDriver({ connectionString })
+    drivers.push(owned)
+    expect((await owned.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '30s' }])
+    const pool = new pg.Pool({ connectionString, statement_timeout: 1_234 })
+    try {
+      const borrowed = makePgDriver({ pool })
+      expect((await borrowed.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '1234ms' }])
+      await borrowed.close()
+      expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }])
+    } finally {
+      await pool.end()
+    }
+  })
+
+  it('refuses a malformed timeout as InvalidInput naming the option', () => {
+    for (const [options, field] of [
+      [{ connectTimeoutMs: 0 }, 'connectTimeoutMs'],
+      [{ connectTimeoutMs: 1.5 }, 'connectTimeoutMs'],
+      [{ statementTimeoutMs: -1 }, 'statementTimeoutMs'],
+      [{ statementTimeoutMs: 2 ** 31 }, 'statementTimeoutMs'],
+      [{ statementTimeoutMs: '30' }, 'statementTimeoutMs'],
+    ] as const) {
+      expect(() => makePgDriver({ connectionString, ...(options as object) })).toThrow(InvalidInput)
+      expect(() => makePgDriver({ connectionString, ...(options as object) })).toThrow(expect.objectContaining({ field }))
+    }
+  })
+})
