@@ -7,6 +7,10 @@
  * rows kept above an acknowledgement gap, so they are not the deliveries still outstanding;
  * only the loaded owner knows those, and the metadata cannot even say whether one is loaded.
  *
+ * A data directory a running store holds is refused, not opened a second time: the embedded
+ * driver's lock answers `DataDirInUse`, printed as one line naming the holder's pid (exit 1).
+ * Inspect such a store from its own process, or after it closed.
+ *
  * Does not: change queues (opening the store applies pending migrations, as every open does)
  * or print connection strings, which may hold passwords.
  */
@@ -122,7 +126,7 @@ export function registerInspect(program: Command, terminal: Terminal): void {
     .command('inspect')
     .description('show what a store holds per physical queue: range, ack levels, last task id, stored rows and tasks, gauges')
     .option('--database-url <url>', 'PostgreSQL connection string (postgres store)')
-    .option('--data-dir <dir>', 'PGlite data directory (embedded store), used when no --database-url is given')
+    .option('--data-dir <dir>', 'PGlite data directory (embedded store) that no running store holds, used when no --database-url is given')
     .option('--schema <schema>', 'schema holding the Matchbox tables (default matchbox)')
     .option('--namespace <namespace>', 'only queues of this namespace')
     .option('--family <family>', 'only queues of this queue family')

@@ -118,13 +118,35 @@ export class InvalidSpec extends Data.TaggedError('InvalidSpec')<{
   }
 }
 
+/**
+ * An embedded data directory is held by another opener — another process, or another store in
+ * this one — and two PGlite instances on one directory would corrupt it. Nothing was opened.
+ */
+export class DataDirInUse extends Data.TaggedError('DataDirInUse')<{
+  /** The directory, as an absolute path. */
+  readonly dataDir: string
+  /** The holder's process id. */
+  readonly pid: number
+  /** The host the holder runs on. */
+  readonly hostname: string
+}> {
+  readonly retryable = false
+  readonly maybeCommitted = false
+  override get message(): string {
+    return (
+      `data directory ${this.dataDir} is in use by process ${this.pid} on ${this.hostname}; close that store first ` +
+      '(.matchbox.lock in the directory names the holder: remove it only if that process is not a Matchbox)'
+    )
+  }
+}
+
 /** Every error a Store operation may fail with. */
 export type StoreError = InvalidInput | OwnershipLost | VersionConflict | Unavailable
 
 /** Every expected Matchbox error. */
-export type MatchboxError = StoreError | Overloaded | ShuttingDown | SnapshotInvalid | InvalidSpec
+export type MatchboxError = StoreError | Overloaded | ShuttingDown | SnapshotInvalid | InvalidSpec | DataDirInUse
 
-const tags = new Set(['InvalidInput', 'OwnershipLost', 'VersionConflict', 'Unavailable', 'Overloaded', 'ShuttingDown', 'SnapshotInvalid', 'InvalidSpec'])
+const tags = new Set(['InvalidInput', 'OwnershipLost', 'VersionConflict', 'Unavailable', 'Overloaded', 'ShuttingDown', 'SnapshotInvalid', 'InvalidSpec', 'DataDirInUse'])
 
 /** True for any error in this catalogue. */
 export function isMatchboxError(error: unknown): error is MatchboxError {

@@ -81,6 +81,13 @@ export const pgStatementGraceMs = 5_000
 /** Largest timeout a driver option may name, in ms: Node's timers cannot wait longer (about 24.8 days). */
 export const timerDelayMsMax = 2_147_483_647
 
+/**
+ * Attempts to take an embedded data directory's lock file before giving up: 3. An attempt ends
+ * without an answer only when a stale lock had to be removed first or its holder released it
+ * meanwhile, which happens once; a third such attempt means something keeps rewriting the file.
+ */
+export const dataDirLockAttemptsMax = 3
+
 /** First delay before re-dispatching a task whose start History failed retryably. */
 export const historyRetryInitialMs = 100
 

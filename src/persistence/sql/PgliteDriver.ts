@@ -3,24 +3,50 @@
  * process, in memory or in a data directory.
  *
  * Owns: serializing every statement and transaction on PGlite's single connection, so a
- * transaction's statements are never interleaved with another caller's.
+ * transaction's statements are never interleaved with another caller's; and, for a data
+ * directory it opens, the directory's lock (DataDirLock.ts), held from before PGlite starts
+ * until after it closed, so a second opener — another process, or another driver in this one —
+ * is refused with `DataDirInUse` instead of corrupting the database.
  *
  * Invariants: uses of one driver run strictly one after another, in call order; a caller-given
  * PGlite instance is never closed by `close` (PGlite's own locks order us against its other
- * users); bigint columns come back as numbers or bigints — the store converts them.
+ * users) and is not locked (its owner opened it); bigint columns come back as numbers or
+ * bigints — the store converts them.
  *
  * Does not: share PGlite across processes (PGlite is single-process by design).
  */
 import { PGlite, type Transaction } from '@electric-sql/pglite'
+import { type DataDirLock, lockDataDir } from './DataDirLock.ts'
 import { type Driver, DriverError, type Queryable, type QueryResult, toDriverError } from './Driver.ts'
 
 /** Where the PGlite instance comes from: a new one (in memory, or in `dataDir`) or the caller's. */
 export type PgliteDriverOptions = { readonly dataDir?: string } | { readonly pglite: PGlite }
 
-/** Creates a driver over PGlite; starting a new instance takes a few seconds. */
+// The directory PGlite would store `dataDir` in on this machine, or null when it keeps the
+// database elsewhere: in memory (no dataDir, '' or `memory://`) or in a browser store (`idb://` …).
+function directoryOf(dataDir: string | undefined): string | null {
+  if (dataDir === undefined || dataDir === '') return null
+  if (dataDir.startsWith('file://')) return dataDir.slice('file://'.length)
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(dataDir) ? null : dataDir
+}
+
+/**
+ * Creates a driver over PGlite; starting a new instance takes a few seconds. A `dataDir` is
+ * locked first: `DataDirInUse` when another opener holds it, `InvalidInput` (field `dataDir`)
+ * when it is not a usable directory (a regular file, a missing parent); a missing directory
+ * is created.
+ */
 export async function makePgliteDriver(options: PgliteDriverOptions = {}): Promise<Driver> {
   const ownsInstance = !('pglite' in options)
-  const db = 'pglite' in options ? options.pglite : await PGlite.create(options.dataDir)
+  const directory = 'pglite' in options ? null : directoryOf(options.dataDir)
+  const lock: DataDirLock | null = directory === null ? null : lockDataDir(directory)
+  let db: PGlite
+  try {
+    db = 'pglite' in options ? options.pglite : await PGlite.create(options.dataDir)
+  } catch (error) {
+    lock?.release()
+    throw error
+  }
   let closed = false
   // Tail of the queue of uses: each use starts when the previous one settled.
   let tail: Promise<unknown> = Promise.resolve()
@@ -71,7 +97,11 @@ export async function makePgliteDriver(options: PgliteDriverOptions = {}): Promi
       if (closed) return
       await exclusive(async () => {
         closed = true
-        if (ownsInstance) await db.close()
+        try {
+          if (ownsInstance) await db.close()
+        } finally {
+          lock?.release()
+        }
       })
     },
   }
