@@ -56,6 +56,14 @@ export const relocateBatchSizeMax = 1_000
 export const payloadBytesMax = 1 << 20
 
 /**
+ * Deepest nesting of arrays and objects in a payload or user-data document: 64. Real documents
+ * nest a handful of levels; every layer that walks a document recursively (validation, the
+ * memory store's copy, PGlite, which already fails a 5,000-level document) stays far from its
+ * stack limit, and a hostile 10,000-level value is refused instead of overflowing one.
+ */
+export const payloadDepthMax = 64
+
+/**
  * How long opening a PostgreSQL connection may take (TCP, TLS, startup, authentication), and how
  * long a statement waits for a free pooled connection: 10 s. A reachable server answers in
  * milliseconds; one that accepts TCP and never answers (a hung host, a half-dead proxy) would
