@@ -103,6 +103,8 @@ export interface MatchingHost {
   updateUserData(namespace: string, family: string, expectedVersion: number, data: JsonValue): Promise<UserData>
   /** Moves a retired version's backlog (every owned partition) to the default queues; returns tasks moved. */
   retireVersion(request: { namespace: string; family: string; type: TaskType; version: string }): Promise<number>
+  /** The partition numbers of a family that membership assigns to this host now (all of them without membership). */
+  ownedPartitions(namespace: string, family: string, type: TaskType): ReadonlyArray<number>
   /** Partition actors loaded now (inspection, tests). */
   loadedPartitions(): ReadonlyArray<PartitionActor>
   close(): Promise<void>
@@ -285,6 +287,10 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
         moved += await run(actorFor(key).retireVersion(version))
       }
       return moved
+    },
+
+    ownedPartitions(namespace, family, type) {
+      return ownedPartitions(namespace, family, type).map((key) => key.partition)
     },
 
     loadedPartitions() {

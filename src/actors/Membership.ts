@@ -61,6 +61,11 @@ export interface DynamicMembershipOptions {
   readonly ttlMs?: number
   /** Hears every store failure a beat swallowed (for logs and gauges). */
   readonly onStoreError?: (error: MatchboxError) => void
+  /**
+   * False for an observer: it reads the live hosts but writes no row of its own, so it owns no
+   * partition (a process that only enqueues). Default true.
+   */
+  readonly member?: boolean
 }
 
 /** A dynamic membership view. */
@@ -154,10 +159,13 @@ export function makeDynamicMembership(options: DynamicMembershipOptions): Dynami
     listeners.notify()
   }
 
+  const member = options.member ?? true
   const beat = async (): Promise<void> => {
-    const own = await attempt(() => store.heartbeat({ hostId, nowMs: clock.now(), ttlMs }))
-    // Keep our fresh row even if the read below fails, so our own view does not lapse early.
-    if (own !== undefined) rows = [...rows.filter((row) => row.hostId !== hostId), own]
+    if (member) {
+      const own = await attempt(() => store.heartbeat({ hostId, nowMs: clock.now(), ttlMs }))
+      // Keep our fresh row even if the read below fails, so our own view does not lapse early.
+      if (own !== undefined) rows = [...rows.filter((row) => row.hostId !== hostId), own]
+    }
     const live = await attempt(() => store.liveHosts({ nowMs: clock.now() }))
     if (live !== undefined) rows = live
     publish()
@@ -195,7 +203,7 @@ export function makeDynamicMembership(options: DynamicMembershipOptions): Dynami
         view = Object.freeze([])
         await inFlight
         // Leaving is a courtesy that moves our partitions at once; if it fails, our row expires.
-        await attempt(() => store.leave({ hostId }))
+        if (member) await attempt(() => store.leave({ hostId }))
       })()
       return closing
     },

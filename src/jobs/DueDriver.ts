@@ -6,10 +6,15 @@
  * A pass, at the clock's current time: the store dead-letters exhausted lapsed claims, then
  * reserves the due rows — pushing each one's due time `jobDeliveryRetryMs` forward BEFORE its
  * task is added — adds one Matching task per row in claim order (priority DESC, due time ASC,
- * ready order), and confirms the rows whose task Matching accepted (due := null). A crash or a
- * failed add between reserve and confirm leaves the reservation, so the row is offered again
- * after `jobDeliveryRetryMs`: at worst a duplicate task, which History answers obsolete or
+ * ready order), and confirms the rows whose task Matching accepted (due := null). A failed add
+ * gives its reservation back (due again after `jobDeliveryRefusedRetryMs`); a crash between
+ * reserve and confirm leaves the reservation, so the row is offered again after
+ * `jobDeliveryRetryMs`: at worst a duplicate task, which History answers obsolete or
  * already-started; never a stranded job.
+ *
+ * With routing (several engines on one database), a pass delivers only the queues of which this
+ * engine owns a partition: those named by due signals since the last pass, plus — on a timer,
+ * a lazy claim or a change of ownership — the queues the store lists with due rows.
  *
  * Invariants: passes run one at a time, in request order; a requested pass that has not started
  * yet is shared by every caller that asks meanwhile (it will read the clock after all of them);
@@ -22,12 +27,10 @@
  */
 import { isMatchboxError } from '../domain/errors.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
-import { jobDeliveryBatchMax, jobDeliveryRefusedRetryMs, jobDeliveryRetryMs, jobDueScanIntervalMs } from '../kernel/Limits.ts'
+import { dueQueuesPerScanMax, jobDeliveryBatchMax, jobDeliveryRefusedRetryMs, jobDeliveryRetryMs, jobDueScanIntervalMs } from '../kernel/Limits.ts'
 import type { MatchingHost } from '../actors/MatchingHost.ts'
 import type { DueJob, JobStore } from '../persistence/jobs/JobStore.ts'
-
-/** The Matching namespace job queues live in: one family per job queue, one partition per family. */
-export const jobsNamespace = 'jobs'
+import { jobsNamespace, jobTaskType, type QueueRouting } from './QueueRouting.ts'
 
 /** Why a wait for delivery ended. */
 export type WakeReason = 'delivered' | 'woken' | 'timeout'
@@ -41,10 +44,10 @@ export interface DueDriver {
    * jumped); otherwise returns at once. Workers use it: the timers and the scan deliver for them.
    */
   runIfDue(): Promise<void>
-  /** Requests a pass soon without waiting for it. */
-  kick(): void
-  /** A row of this engine became due at `dueMs`: make sure a pass runs then. */
-  notifyDue(dueMs: number): void
+  /** Requests a pass soon without waiting for it: for `queue` (a due signal), or a full scan. */
+  kick(queue?: string): void
+  /** A row of `queue` became due at `dueMs`: make sure a pass runs then. */
+  notifyDue(dueMs: number, queue?: string): void
   /**
    * Waits, first come first woken, until a pass hands `queue` tasks ('delivered'), `wake` is
    * called ('woken'), `untilMs` arrives ('timeout'), or the driver closes ('woken').
@@ -63,6 +66,11 @@ export interface DueDriverOptions {
   readonly jobStore: JobStore
   readonly matching: MatchingHost
   readonly clock: Clock
+  /**
+   * Which queues this engine delivers. Absent: every queue (one engine on its store, no scan of
+   * queue names needed). Present: only queues of which it owns a partition.
+   */
+  readonly routing?: QueueRouting
   /** Failures of a pass that are not expected store errors (defects); default: rethrown asynchronously. */
   readonly onDefect?: (defect: unknown) => void
 }
@@ -75,6 +83,10 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   let requested: Promise<void> | null = null
   let timer: { atMs: number; cancel: CancelTimer } | null = null
   let closed = false
+  // With routing: the queues signalled since the last pass, and whether the next pass must
+  // also scan the store for queue names (a timer, a lazy claim, a change of ownership).
+  const signalled = new Set<string>()
+  let scanNeeded = true
   const now = () => Math.floor(clock.now())
 
   const wakeWith = (queue: string, reason: WakeReason, count: number): void => {
@@ -90,32 +102,37 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     timer?.cancel()
     const armed = { atMs, cancel: clock.setTimer(atMs - clock.now(), () => {
       if (timer === armed) timer = null
+      scanNeeded = true
       kick()
     }) }
     timer = armed
   }
 
   const deliver = async (due: ReadonlyArray<DueJob>): Promise<void> => {
+    // Adds route by the queue's partition count: make sure each queue's is known.
+    if (options.routing !== undefined) await Promise.all([...new Set(due.map((job) => job.queue))].map((queue) => options.routing?.load(queue)))
     // Issued together, in claim order: Matching queues each add in arrival order and batches them.
     const added = await Promise.allSettled(
       due.map((job) =>
         matching.addTask({
           namespace: jobsNamespace,
           family: job.queue,
-          type: 'activity',
+          type: jobTaskType,
           task: { jobId: job.id, kind: 'job', priority: job.priority, expiresAtMs: job.expiresAtMs },
         }),
       ),
     )
     const delivered = due.filter((_, index) => added[index]?.status === 'fulfilled')
-    // A refusal that wrote nothing gives the reservation back at once; an outcome that may have
-    // committed keeps it, and the job is offered again when the reservation runs out.
-    const refused = due.filter((_, index) => {
+    // A failed add gives its reservation back soon, whether or not it may have committed: if it
+    // did, the job has two tasks and History answers the second one already-started or obsolete;
+    // if it did not, the job is not stranded for a whole reservation (the queue may have moved to
+    // another engine, which can deliver it now). Only a crash leaves the full reservation.
+    const failed = due.filter((_, index) => {
       const result = added[index]
-      return result?.status === 'rejected' && isMatchboxError(result.reason) && !result.reason.maybeCommitted
+      return result?.status === 'rejected' && isMatchboxError(result.reason)
     })
-    if (refused.length > 0) {
-      await jobStore.releaseDelivered({ deliveries: refused.map((job) => ({ id: job.id, revision: job.revision })), dueMs: now() + jobDeliveryRefusedRetryMs })
+    if (failed.length > 0) {
+      await jobStore.releaseDelivered({ deliveries: failed.map((job) => ({ id: job.id, revision: job.revision })), dueMs: now() + jobDeliveryRefusedRetryMs })
     }
     for (const result of added) if (result.status === 'rejected' && !isMatchboxError(result.reason)) report(result.reason)
     if (delivered.length > 0) await jobStore.confirmDelivered({ deliveries: delivered.map((job) => ({ id: job.id, revision: job.revision })) })
@@ -124,22 +141,40 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     for (const [queue, count] of perQueue) wakeWith(queue, 'delivered', count)
   }
 
+  // The queues this pass delivers: null for all; with routing, the owned ones among those
+  // signalled and, on a scan, those the store has due rows for.
+  const queuesOfPass = async (nowMs: number): Promise<ReadonlyArray<string> | null> => {
+    const routing = options.routing
+    if (routing?.membership === undefined) return null
+    const candidates = new Set(signalled)
+    signalled.clear()
+    if (scanNeeded) {
+      scanNeeded = false
+      for (const entry of await jobStore.dueQueues({ nowMs, limit: dueQueuesPerScanMax })) candidates.add(entry.queue)
+    }
+    await Promise.all([...candidates].map((queue) => routing.load(queue)))
+    return [...candidates].filter((queue) => routing.owns(queue))
+  }
+
   const pass = async (): Promise<void> => {
     if (closed) return
     const nowMs = now()
     let nextMs = nowMs + jobDueScanIntervalMs
     try {
+      const queues = await queuesOfPass(nowMs)
+      if (queues !== null && queues.length === 0) return arm(nextMs)
       for (;;) {
-        const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: jobDeliveryBatchMax, queues: null })
+        const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: jobDeliveryBatchMax, queues })
         if (due.length > 0) await deliver(due)
         if (due.length < jobDeliveryBatchMax || closed) break
       }
-      const next = await jobStore.nextDueMs({ nowMs: now(), queues: null })
+      const next = await jobStore.nextDueMs({ nowMs: now(), queues })
       // A due time not after now is a row another connection holds: the scan looks again.
       if (next !== null && next > now()) nextMs = Math.min(nextMs, next)
     } catch (error) {
       // An unavailable store: the scan timer tries again.
       if (!isMatchboxError(error)) report(error)
+      scanNeeded = true
     }
     arm(nextMs)
   }
@@ -162,21 +197,29 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     return started
   }
 
-  const kick = (): void => {
-    if (!closed) void run()
+  const kick = (queue?: string): void => {
+    if (closed) return
+    if (queue === undefined) scanNeeded = true
+    else signalled.add(queue)
+    void run()
   }
 
   arm(now() + jobDueScanIntervalMs)
 
   return {
-    run,
+    run() {
+      scanNeeded = true
+      return run()
+    },
     runIfDue() {
       if (requested !== null) return requested
-      return timer !== null && timer.atMs <= clock.now() ? run() : Promise.resolve()
+      if (timer === null || timer.atMs > clock.now()) return Promise.resolve()
+      scanNeeded = true
+      return run()
     },
     kick,
-    notifyDue(dueMs) {
-      if (dueMs <= clock.now()) kick()
+    notifyDue(dueMs, queue) {
+      if (dueMs <= clock.now()) kick(queue)
       else arm(dueMs)
     },
     waitForDelivery(queue, untilMs) {

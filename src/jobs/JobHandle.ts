@@ -124,7 +124,7 @@ export function makeJobHandle(runtime: JobsRuntime, claimed: JobRecord): JobHand
       const renewed = await jobStore.heartbeat({ ...ref, extendMs, nowMs: runtime.now() })
       if (renewed === null) return false
       deadline = renewed.deadlineMs as number
-      driver.notifyDue(deadline)
+      driver.notifyDue(deadline, claimed.queue)
       return true
     },
     async retry(error, delayS) {
@@ -133,7 +133,7 @@ export function makeJobHandle(runtime: JobsRuntime, claimed: JobRecord): JobHand
           ? equalJitterDelayMs(claimed.backoffBaseMs, claimed.attempts, runtime.random.float(), retryDelayCapMs)
           : secondsToMs('delayS', delayS, false)
       const outcome = await jobStore.retry({ ...ref, error: errorText(error), delayMs, nowMs: runtime.now() })
-      if (outcome?.kind === 'retried') driver.notifyDue(outcome.runAtMs)
+      if (outcome?.kind === 'retried') runtime.announceDue(claimed.queue, outcome.runAtMs, false)
       return outcome !== null
     },
     fail: (error) => jobStore.fail({ ...ref, error: errorText(error), nowMs: runtime.now() }),

@@ -2,12 +2,9 @@
  * JobQueue — the queue handle users hold (`mb.queue(name, options)`, `mb.outbox(name)`):
  * enqueue, claim, getJob, cancel, ackBatch, sweepExpired and work.
  *
- * Claim (lazy-correct): every claim first runs the due-time driver at the clock's current time,
- * so a job whose runAt arrived or whose claim lapsed has its task with Matching even if no timer
- * fired. It then polls Matching only when the store shows more deliverable jobs of this queue
- * than this engine already has polls in flight for — so a poll always has a task to take and
- * never waits on a timer — and otherwise waits (up to `waitMs`) for the driver to deliver.
- * History's claim decides; the poll hands back the claimed job.
+ * Claims go through Claimer.ts (lazy-correct, local or forwarded to the queue's owner). The
+ * handle's partition count, if it names one, is checked against the stored one at the first
+ * enqueue or claim (QueueRouting.ts).
  *
  * Invariants: every input is validated before anything is written (`InvalidInput`); every job
  * is stamped with this handle's resolved options at enqueue; with `tx` the insert is a plain
@@ -17,14 +14,13 @@
  */
 import { InvalidInput } from '../domain/errors.ts'
 import { validateJson } from '../domain/Json.ts'
-import { ackBatchSizeMax, claimPollWaitMs, claimRefusalsMax, claimRetryDelayMs, claimWaitMsMax } from '../kernel/Limits.ts'
+import { ackBatchSizeMax, claimWaitMsMax } from '../kernel/Limits.ts'
 import { randomId } from '../kernel/Ids.ts'
 import type { JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
-import { jobsNamespace } from './DueDriver.ts'
-import { type Job, type JobHandle, makeJobHandle, toJob } from './JobHandle.ts'
-import { claimedJobOf } from './JobsHistory.ts'
+import { claimNext } from './Claimer.ts'
+import { type Job, type JobHandle, toJob } from './JobHandle.ts'
 import { type EnqueueOptions, resolveEnqueueOptions } from './QueueOptions.ts'
-import { claimStateOf, type JobsRuntime } from './Runtime.ts'
+import type { JobsRuntime } from './Runtime.ts'
 import { startWorkers, type WorkOptions } from './Worker.ts'
 
 /** A queue handle. Every method rejects with a typed Matchbox error on bad input or an unavailable store. */
@@ -47,61 +43,8 @@ export interface JobQueue {
   work(handler: (job: JobHandle) => Promise<unknown>, options?: WorkOptions): () => Promise<void>
 }
 
-/**
- * Claims the next job of `queue` (see the file header); null when none came within `waitMs`.
- * `lazy` (the public `claim`) runs a due-time pass first; workers pass false and rely on the
- * driver's timers and scan, which wake them, so they do not queue a pass per job.
- */
-export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: number, lazy: boolean, isStopped: () => boolean = () => false): Promise<JobHandle | null> {
-  const deadlineMs = runtime.now() + waitMs
-  const state = claimStateOf(runtime, queue)
-  let refusals = 0
-  let passNeeded = true
-  for (;;) {
-    runtime.refuseIfClosed()
-    // Woken by a delivery, the pass that delivered has just run: no need for another.
-    if (passNeeded && lazy) await runtime.driver.run()
-    else await runtime.driver.runIfDue()
-    const deliverable = await runtime.jobStore.deliverableCount({ queue, nowMs: runtime.now(), limit: state.inFlight + 1 })
-    if (deliverable > state.inFlight && !isStopped()) {
-      state.inFlight++
-      // Never wait on Matching past the claim's own deadline: claim({ waitMs: 0 }) returns promptly.
-      const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
-      const pollDeadlineMs = runtime.now() + pollWaitMs
-      let polled
-      try {
-        polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: 'activity', identity: runtime.hostId, waitMs: pollWaitMs })
-      } finally {
-        state.inFlight--
-        // One claim may have been waiting for this poll's slot.
-        runtime.driver.wake(queue, 1)
-      }
-      if (polled !== null) return makeJobHandle(runtime, claimedJobOf(polled.response))
-      // Back before its deadline, the poll was refused: the physical queue was draining (idle
-      // unload). Once it has unloaded, the next poll loads a fresh one that reads the backlog.
-      if (runtime.now() < pollDeadlineMs && refusals++ < claimRefusalsMax && (await drained(runtime, queue))) continue
-      if (runtime.now() >= deadlineMs) return null
-      passNeeded = (await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))) !== 'delivered'
-      continue
-    }
-    if (runtime.now() >= deadlineMs || isStopped()) return null
-    passNeeded = (await runtime.driver.waitForDelivery(queue, deadlineMs)) !== 'delivered'
-  }
-}
-
-// Waits for this family's draining physical queues to unload; false when none was draining.
-async function drained(runtime: JobsRuntime, queue: string): Promise<boolean> {
-  const draining = runtime.matching
-    .loadedPartitions()
-    .filter((partition) => partition.partition.namespace === jobsNamespace && partition.partition.family === queue)
-    .flatMap((partition) => partition.loadedQueues())
-    .filter((physical) => physical.state === 'draining')
-  await Promise.all(draining.map((physical) => physical.unloaded))
-  return draining.length > 0
-}
-
 /** Makes a queue handle over `name` whose jobs carry `stamps`. */
-export function makeJobQueue(runtime: JobsRuntime, name: string, stamps: JobStamps): JobQueue {
+export function makeJobQueue(runtime: JobsRuntime, name: string, stamps: JobStamps, partitions?: number): JobQueue {
   const { jobStore } = runtime
   const queue: JobQueue = {
     name,
@@ -120,9 +63,11 @@ export function makeJobQueue(runtime: JobsRuntime, name: string, stamps: JobStam
         ...stamps,
         maxAttempts: resolved.maxAttempts ?? stamps.maxAttempts,
       }
+      await runtime.routing.load(name, partitions)
       const stored = await jobStore.enqueue({ job, nowMs }, resolved.tx)
-      // With tx the row is invisible until the caller commits; the driver's scan finds it then.
-      runtime.driver.notifyDue(Math.max(stored.runAtMs, nowMs))
+      // With tx the row is invisible until the caller commits: the store's own signal (raised
+      // at commit) and the driver's scan find it then.
+      runtime.announceDue(name, Math.max(stored.runAtMs, nowMs), true)
       return stored.id
     },
 
@@ -133,6 +78,7 @@ export function makeJobQueue(runtime: JobsRuntime, name: string, stamps: JobStam
       if (typeof waitMs !== 'number' || !Number.isFinite(waitMs) || waitMs < 0 || waitMs > claimWaitMsMax) {
         throw new InvalidInput({ field: 'options.waitMs', reason: `must be a number of ms in 0…${claimWaitMsMax}` })
       }
+      await runtime.routing.load(name, partitions)
       return claimNext(runtime, name, waitMs, true)
     },
 

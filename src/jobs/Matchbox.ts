@@ -2,10 +2,12 @@
  * Matchbox — one embedded job engine (DESIGN.md §10): a Matching host whose History is Jobs,
  * the due-time driver, and the queue, outbox and schedule faces over a Store and a JobStore.
  *
- * Wiring: jobs of queue `q` are delivered through Matching family `q` in namespace `jobs`, with
- * ONE partition per family — claim order (priority DESC, runAt ASC, enqueue order) holds only
- * within one partition's backlog. This host owns every partition it serves (no membership):
- * hosts sharing a database all deliver, and their Matching queues are fenced by range ids.
+ * Wiring: jobs of queue `q` are delivered through Matching family `q` in namespace `jobs`
+ * (QueueRouting.ts: one partition by default, since claim order holds only within one
+ * partition's backlog). Alone on its store an engine owns every partition. In a group
+ * (`parts.group`: several engines on one PostgreSQL) membership assigns partitions; an engine
+ * delivers only the queues it owns, hears due signals from the others, and forwards polls for
+ * queues another engine owns (Forwarding.ts).
  *
  * Invariants: every time comes from the injected clock and every draw from the seeded Random
  * (ids, claim tokens, jitter and Matching's choices on separate forks); `close` stops workers
@@ -14,7 +16,8 @@
  *
  * Does not: open stores (open.ts does), or sweep, or run schedules on its own.
  */
-import { makeMatchingHost } from '../actors/MatchingHost.ts'
+import { makeMatchingHost, type MembershipView } from '../actors/MatchingHost.ts'
+import { isMatchboxError } from '../domain/errors.ts'
 import { validateName } from '../domain/QueueKey.ts'
 import type { Scheduler } from 'effect/Scheduler'
 import type { Clock } from '../kernel/Clock.ts'
@@ -22,11 +25,15 @@ import { partitionCountDefault } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
+import type { Bus } from '../persistence/bus/Bus.ts'
 import type { Store } from '../persistence/Store.ts'
-import { jobsNamespace, makeDueDriver } from './DueDriver.ts'
+import { pollDeliverable } from './Claimer.ts'
+import { makeDueDriver } from './DueDriver.ts'
+import { makeForwarding } from './Forwarding.ts'
 import { type JobQueue, makeJobQueue } from './JobQueue.ts'
 import { makeJobsHistory } from './JobsHistory.ts'
-import { outboxPrefix, outboxStamps, type QueueOptions, resolveQueueOptions, validateQueueName } from './QueueOptions.ts'
+import { outboxPrefix, outboxStamps, type QueueOptions, requestedPartitions, resolveQueueOptions, validateQueueName } from './QueueOptions.ts'
+import { jobsNamespace, makeQueueRouting } from './QueueRouting.ts'
 import { makeRuntime } from './Runtime.ts'
 import { registerSchedule, runSchedules } from './Schedules.ts'
 
@@ -44,6 +51,11 @@ export interface Matchbox {
   runSchedules(): Promise<number>
   /** Resolves once no due-time pass is running or requested: for tests and simulators on a ManualClock. */
   idle(): Promise<void>
+  /**
+   * The engines this engine sees in its group on a PostgreSQL store (itself included unless it
+   * is a producer), sorted; empty for an engine alone on its store.
+   */
+  hosts(): ReadonlyArray<string>
   /** Stops workers (waiting for handlers in flight), delivery and Matching, then closes the stores. */
   close(): Promise<void>
 }
@@ -63,21 +75,59 @@ export interface MatchboxParts {
   readonly scheduler?: Scheduler
   /** Defects (bugs) in Matching queues and delivery passes; default: rethrown asynchronously. */
   readonly onDefect?: (where: string, defect: unknown) => void
+  /**
+   * Several engines on one database: membership decides which engine owns which Matching
+   * partition, and the bus carries due signals and forwarded polls. Absent: this engine is
+   * alone on its store and owns every partition.
+   */
+  readonly group?: EngineGroup
+}
+
+/** How an engine takes part in a group of engines sharing one database. */
+export interface EngineGroup {
+  /** Which engine owns each partition (a non-member view for an engine that owns nothing). */
+  readonly membership: MembershipView & { hosts(): ReadonlyArray<string> }
+  readonly bus: Bus
+  /** True when the store raises the due signal itself on every enqueue (the SQL stores do, at commit). */
+  readonly storeSignalsDue: boolean
+  /** Leaves the group (stops heartbeating, removes this engine's row); called by `close` after Matching has drained. */
+  readonly leave: () => Promise<void>
+}
+
+/** An engine as `open` builds it: the public face plus the moment it is ready. */
+export interface MatchboxEngine extends Matchbox {
+  /** Settles when the engine hears the other engines of its group (at once when alone); rejects if it cannot. */
+  readonly ready: Promise<void>
 }
 
 /** Builds an engine over opened stores. */
-export function makeMatchbox(parts: MatchboxParts): Matchbox {
+export function makeMatchbox(parts: MatchboxParts): MatchboxEngine {
   let closed = false
   let closing: Promise<void> | null = null
   const ids = parts.random.fork()
   const jitter = parts.random.fork()
   const tokens = parts.random.fork()
+  const report = (where: string) => (defect: unknown) => {
+    if (parts.onDefect !== undefined) return parts.onDefect(where, defect)
+    queueMicrotask(() => {
+      throw defect
+    })
+  }
+  const group = parts.group
   let driverRef: ReturnType<typeof makeDueDriver> | null = null
   const history = makeJobsHistory({
     jobStore: parts.jobStore,
     clock: parts.clock,
     random: tokens,
-    onClaimed: (job) => driverRef?.notifyDue(job.deadlineMs as number),
+    onClaimed: (job) => driverRef?.notifyDue(job.deadlineMs as number, job.queue),
+  })
+  const routing = makeQueueRouting({
+    hostId: parts.hostId,
+    ...(group === undefined ? {} : { membership: group.membership }),
+    userData: {
+      getUserData: (namespace, family) => parts.store.getUserData({ namespace, family }),
+      updateUserData: (namespace, family, expectedVersion, data) => parts.store.updateUserData({ namespace, family, expectedVersion, data, nowMs: Math.floor(parts.clock.now()) }),
+    },
   })
   const matching = makeMatchingHost({
     hostId: parts.hostId,
@@ -85,14 +135,28 @@ export function makeMatchbox(parts: MatchboxParts): Matchbox {
     history,
     clock: parts.clock,
     random: parts.random.fork(),
-    partitionCount: (namespace) => (namespace === jobsNamespace ? 1 : partitionCountDefault),
+    ...(routing.membership === undefined ? {} : { membership: routing.membership }),
+    partitionCount: (namespace, family) => (namespace === jobsNamespace ? routing.partitionCount(family) : partitionCountDefault),
     ...(parts.matchingLimits === undefined ? {} : { limits: parts.matchingLimits }),
     ...(parts.scheduler === undefined ? {} : { scheduler: parts.scheduler }),
     ...(parts.onDefect === undefined ? {} : { onDefect: parts.onDefect }),
   })
-  const onDriverDefect = parts.onDefect
-  const driver = makeDueDriver({ jobStore: parts.jobStore, matching, clock: parts.clock, ...(onDriverDefect === undefined ? {} : { onDefect: (defect: unknown) => onDriverDefect('due-time driver', defect) }) })
+  const driver = makeDueDriver({ jobStore: parts.jobStore, matching, clock: parts.clock, routing, onDefect: report('due-time driver') })
   driverRef = driver
+  const forwarding =
+    group === undefined
+      ? null
+      : makeForwarding({
+          hostId: parts.hostId,
+          bus: group.bus,
+          clock: parts.clock,
+          random: parts.random.fork(),
+          jobStore: parts.jobStore,
+          routing,
+          serveLocally: (queue, waitMs, lazy, identity, isCancelled) => pollDeliverable(runtime, queue, runtime.now() + waitMs, lazy, isCancelled, identity),
+          wakeLocal: (queue) => driver.wake(queue),
+          onDefect: report('forwarding'),
+        })
   const runtime = makeRuntime({
     hostId: parts.hostId,
     clock: parts.clock,
@@ -101,14 +165,39 @@ export function makeMatchbox(parts: MatchboxParts): Matchbox {
     jobStore: parts.jobStore,
     matching,
     driver,
+    routing,
+    forwarding,
+    announceDue(queue, dueMs, byEnqueue) {
+      driver.notifyDue(dueMs, queue)
+      // The owner hears it from the store when the store signals enqueues itself.
+      if (group === undefined || routing.owns(queue) || (byEnqueue && group.storeSignalsDue)) return
+      group.bus.signalDue(queue).catch((error: unknown) => {
+        if (!isMatchboxError(error)) report('due signal')(error)
+      })
+    },
     isClosed: () => closed,
   })
+  // A change of ownership: queues this engine just took over may have due rows.
+  const unsubscribeMembership = group?.membership.subscribe(() => driver.kick())
+  const subscription: Promise<(() => Promise<void>) | null> =
+    group === undefined
+      ? Promise.resolve(null)
+      : group.bus.subscribe(parts.hostId, {
+          onDue: (queue) => driver.kick(queue),
+          onMessage: (message) => forwarding?.onMessage(message),
+          onGap: () => driver.kick(),
+        })
+
+  const ready = subscription.then(() => {})
+  // Awaited by open; an engine built directly may ignore it without an unhandled rejection.
+  ready.catch(() => {})
 
   return {
     hostId: parts.hostId,
+    ready,
     queue(name, options) {
       runtime.refuseIfClosed()
-      return makeJobQueue(runtime, validateQueueName('name', name), resolveQueueOptions(options))
+      return makeJobQueue(runtime, validateQueueName('name', name), resolveQueueOptions(options), requestedPartitions(options))
     },
     outbox(name) {
       runtime.refuseIfClosed()
@@ -117,13 +206,21 @@ export function makeMatchbox(parts: MatchboxParts): Matchbox {
     schedule: (name, spec, queue, payload) => registerSchedule(runtime, name, spec, queue, payload),
     runSchedules: () => runSchedules(runtime),
     idle: () => driver.idle(),
+    hosts: () => group?.membership.hosts() ?? [],
     close() {
       closing ??= (async () => {
         closed = true
         // Workers first, while the stores still answer their handlers' acks.
         await Promise.all([...runtime.workers].map((stop) => stop()))
+        forwarding?.close()
+        unsubscribeMembership?.()
+        const stopListening = await subscription.catch(() => null)
+        await stopListening?.()
         await driver.close()
+        // Final checkpoints while this engine still owns its partitions; then it leaves, and the
+        // others take them over at once.
         await matching.close()
+        await group?.leave()
         await parts.closeStores()
       })()
       return closing

@@ -24,6 +24,7 @@ import {
   visibilityTimeoutSDefault,
 } from '../kernel/Limits.ts'
 import type { JobStamps, SqlClient } from '../persistence/jobs/JobStore.ts'
+import { checkPartitions } from './QueueRouting.ts'
 
 /** Options of a queue handle; each job enqueued through the handle is stamped with them. */
 export interface QueueOptions {
@@ -35,6 +36,12 @@ export interface QueueOptions {
   readonly backoffBaseS?: number
   /** How long dead jobs are kept before `sweepExpired` deletes them, seconds (default: forever). */
   readonly deadLetterRetentionS?: number | null
+  /**
+   * Matching partitions of the queue, stored by the first engine that uses it and the same for
+   * every engine afterwards (default 1, at most 64). One keeps the strict claim order across the
+   * queue; several let several engines share a hot queue, with the order held per partition.
+   */
+  readonly partitions?: number
 }
 
 /** Options of one enqueue. Times are epoch milliseconds. */
@@ -119,9 +126,17 @@ export function validateQueueName(field: string, name: unknown): string {
   return valid
 }
 
+/** The partition count a queue handle asks for, if any. */
+export function requestedPartitions(options: unknown, field = 'options'): number | undefined {
+  const given = knownKeys(field, options, queueOptionKeys)
+  return given.partitions === undefined ? undefined : checkPartitions(`${field}.partitions`, given.partitions)
+}
+
+const queueOptionKeys = ['visibilityTimeoutS', 'maxAttempts', 'backoffBaseS', 'deadLetterRetentionS', 'partitions']
+
 /** Resolves a queue handle's options over the defaults into stamps. */
 export function resolveQueueOptions(options: unknown, field = 'options'): JobStamps {
-  const given = knownKeys(field, options, ['visibilityTimeoutS', 'maxAttempts', 'backoffBaseS', 'deadLetterRetentionS'])
+  const given = knownKeys(field, options, queueOptionKeys)
   const retention = given.deadLetterRetentionS
   return {
     visibilityTimeoutMs: given.visibilityTimeoutS === undefined ? defaultStamps.visibilityTimeoutMs : secondsToMs(`${field}.visibilityTimeoutS`, given.visibilityTimeoutS, true),

@@ -13,6 +13,8 @@ import type { Clock } from '../kernel/Clock.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import type { DueDriver } from './DueDriver.ts'
+import type { Forwarding } from './Forwarding.ts'
+import type { QueueRouting } from './QueueRouting.ts'
 
 /** Claims of one queue in flight through Matching on this engine. */
 export interface ClaimState {
@@ -31,6 +33,16 @@ export interface JobsRuntime {
   readonly jobStore: JobStore
   readonly matching: MatchingHost
   readonly driver: DueDriver
+  /** Which engine serves each queue's partitions. */
+  readonly routing: QueueRouting
+  /** Polls forwarded to other engines; null for an engine alone on its store. */
+  readonly forwarding: Forwarding | null
+  /**
+   * Rows of `queue` became due at `dueMs` through this engine (`byEnqueue`: an enqueue, else a
+   * retry): tells this engine's driver, and the queue's owner when that is another engine and
+   * the store has not signalled it already.
+   */
+  announceDue(queue: string, dueMs: number, byEnqueue: boolean): void
   readonly claims: Map<string, ClaimState>
   /** Stop functions of running workers, for `close`. */
   readonly workers: Set<() => Promise<void>>

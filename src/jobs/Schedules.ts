@@ -61,8 +61,10 @@ export async function runSchedules(runtime: JobsRuntime): Promise<number> {
     }))
     const fired = await jobStore.fireSchedule({ leaseName: schedulesLeaseName, fence: lease.fence, name: schedule.name, expectedRevision: schedule.revision, lastFiredMs: last, jobs, nowMs })
     if (fired === 'fenced') break
-    if (fired === 'fired') enqueued += jobs.length
+    if (fired === 'fired') {
+      enqueued += jobs.length
+      runtime.announceDue(schedule.queue, nowMs, true)
+    }
   }
-  if (enqueued > 0) runtime.driver.kick()
   return enqueued
 }

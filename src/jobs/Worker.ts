@@ -16,7 +16,7 @@ import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
 import type { CancelTimer } from '../kernel/Clock.ts'
 import { claimRetryDelayMs, workerClaimWaitMs, workerConcurrencyMax, workerHeartbeatDivisor } from '../kernel/Limits.ts'
 import type { JobHandle } from './JobHandle.ts'
-import { claimNext } from './JobQueue.ts'
+import { claimNext } from './Claimer.ts'
 import type { JobsRuntime } from './Runtime.ts'
 
 /** Options of `work`. */
@@ -99,6 +99,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   const stop = async (): Promise<void> => {
     stopping = true
     runtime.driver.wake(queue)
+    runtime.forwarding?.wake(queue)
     await Promise.all(loops)
     runtime.workers.delete(stop)
   }

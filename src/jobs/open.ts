@@ -29,7 +29,10 @@ import { makePgliteDriver } from '../persistence/sql/PgliteDriver.ts'
 import { makeSchema } from '../persistence/sql/Schema.ts'
 import { openMigrated } from '../persistence/sql/SqlSession.ts'
 import { makeSqlStore } from '../persistence/sql/SqlStore.ts'
-import { makeMatchbox, type Matchbox } from './Matchbox.ts'
+import { makeDynamicMembership } from '../actors/Membership.ts'
+import { makeSqlBus } from '../persistence/bus/SqlBus.ts'
+import { makeSqlMembershipStore } from '../persistence/sql/SqlMembershipStore.ts'
+import { makeMatchbox, type Matchbox, type MatchboxEngine } from './Matchbox.ts'
 
 /** Where the engine keeps its state. */
 export type StoreOption =
@@ -51,9 +54,19 @@ export interface OpenOptions {
   readonly hostId?: string
   /** PostgreSQL schema of the tables (default `matchbox`). */
   readonly schema?: string
+  /**
+   * On a PostgreSQL store, how this engine takes part among the engines sharing the database:
+   * - `'worker'` (default): it joins the group (a heartbeat row), owns the Matching partitions
+   *   membership gives it, delivers their jobs, and serves polls other engines forward to it;
+   * - `'producer'`: it owns nothing and delivers nothing — for a process that only enqueues (a
+   *   web app). Its enqueues reach the owners through the database; a `claim` or `work` on it
+   *   still works, forwarded to the owners.
+   * The memory and embedded stores are one engine's own: the option must be left out there.
+   */
+  readonly role?: 'worker' | 'producer'
 }
 
-const optionKeys = ['store', 'clock', 'seed', 'hostId', 'schema']
+const optionKeys = ['store', 'clock', 'seed', 'hostId', 'schema', 'role']
 
 // FNV-1a: folds the host id into the seed, so two hosts given the same seed still draw different ids.
 function hashOf(text: string): number {
@@ -66,6 +79,7 @@ function checkOptions(options: OpenOptions): void {
   if (typeof options !== 'object' || options === null) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
   for (const key of Object.keys(options)) if (!optionKeys.includes(key)) throw new InvalidInput({ field: `options.${key}`, reason: `is not an option (known: ${optionKeys.join(', ')})` })
   if (options.seed !== undefined && !Number.isSafeInteger(options.seed)) throw new InvalidInput({ field: 'options.seed', reason: 'must be an integer' })
+  if (options.role !== undefined && options.role !== 'worker' && options.role !== 'producer') throw new InvalidInput({ field: 'options.role', reason: "must be 'worker' or 'producer'" })
   if (options.clock !== undefined && (typeof options.clock?.now !== 'function' || typeof options.clock?.setTimer !== 'function')) {
     throw new InvalidInput({ field: 'options.clock', reason: 'must be a Clock (now, setTimer)' })
   }
@@ -105,6 +119,46 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
     throw new InvalidInput({ field: 'options.schema', reason: error instanceof Error ? error.message : String(error) })
   }
   const driver = await sqlDriverOf(storeOption)
-  const [store, jobStore] = await openMigrated(driver, schema.name, (migrated) => [makeSqlStore(driver, migrated), makeSqlJobStore(driver, migrated)] as const)
-  return makeMatchbox({ hostId, store, jobStore, clock, random, closeStores: () => store.close() })
+  const [store, jobStore, membershipStore] = await openMigrated(
+    driver,
+    schema.name,
+    (migrated) => [makeSqlStore(driver, migrated), makeSqlJobStore(driver, migrated), makeSqlMembershipStore(driver, migrated)] as const,
+  )
+  if (driver.kind !== 'postgres') {
+    if (options.role !== undefined) {
+      await store.close()
+      throw new InvalidInput({ field: 'options.role', reason: 'applies to PostgreSQL stores only (an embedded store belongs to one engine)' })
+    }
+    return engineReady(makeMatchbox({ hostId, store, jobStore, clock, random, closeStores: () => store.close() }))
+  }
+  const membership = makeDynamicMembership({ hostId, store: membershipStore, clock, member: options.role !== 'producer' })
+  await membership.ready
+  const bus = makeSqlBus({ driver, schema: schema.name, clock })
+  const group = { membership, bus, storeSignalsDue: true, leave: () => membership.close() }
+  return engineReady(
+    makeMatchbox({
+      hostId,
+      store,
+      jobStore,
+      clock,
+      random,
+      group,
+      closeStores: async () => {
+        await membership.close()
+        await bus.close()
+        await store.close()
+      },
+    }),
+  )
+}
+
+// Resolves once the engine hears its group; closes it when it cannot.
+async function engineReady(engine: MatchboxEngine): Promise<Matchbox> {
+  try {
+    await engine.ready
+  } catch (error) {
+    await engine.close().catch(() => {})
+    throw error
+  }
+  return engine
 }

@@ -219,3 +219,33 @@ export const claimRefusalsMax = 3
 
 /** Most handlers one `work` call runs at once: bounds the loops and polls of one worker. */
 export const workerConcurrencyMax = 1_000
+
+/** First wait before re-opening a lost LISTEN connection; short, since messages are lost meanwhile. */
+export const busRelistenInitialMs = 100
+
+/** Longest wait between attempts to re-open a LISTEN connection (a database that is down). */
+export const busRelistenMaxMs = 5_000
+
+/**
+ * How much longer a forwarded poll waits for its answer than the owner's own poll wait: the
+ * owner answers when its poll ends, and the answer needs a NOTIFY round trip to arrive.
+ */
+export const forwardedPollGraceMs = 1_000
+
+/**
+ * Forwarded polls an engine serves at once for other engines; past it a forwarded poll is
+ * refused at once (the poller asks again), so a flood of pollers cannot grow memory unbounded.
+ */
+export const forwardedPollsMax = 1_000
+
+/** Claimed jobs handed over after their forwarded poll gave up, kept per engine for the next claim of their queue. */
+export const orphanedHandOversMax = 100
+
+/** Matching partitions of a job queue unless the queue says otherwise: one keeps the strict claim order. */
+export const jobQueuePartitionsDefault = 1
+
+/** Most Matching partitions a job queue may have. */
+export const jobQueuePartitionsMax = 64
+
+/** Queue names one due-time scan reads from the store (engines that deliver only the queues they own). */
+export const dueQueuesPerScanMax = 1_000

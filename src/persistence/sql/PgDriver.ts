@@ -24,7 +24,7 @@
 import pg from 'pg'
 import { InvalidInput } from '../../domain/errors.ts'
 import { pgConnectTimeoutMs, pgStatementGraceMs, pgStatementTimeoutMs, timerDelayMsMax } from '../../kernel/Limits.ts'
-import { type Driver, DriverError, type Queryable, type QueryResult, toDriverError } from './Driver.ts'
+import { checkChannel, type Driver, DriverError, type Listener, type Queryable, type QueryResult, toDriverError } from './Driver.ts'
 
 /** Time bounds of a pool the driver creates; each a whole number of ms in 1…`timerDelayMsMax`. */
 export interface PgTimeoutOptions {
@@ -74,6 +74,9 @@ function poolConfig(options: { readonly connectionString: string } & PgTimeoutOp
 export function makePgDriver(options: PgDriverOptions): Driver {
   const ownsPool = !('pool' in options)
   const pool = 'pool' in options ? options.pool : new pg.Pool(poolConfig(options))
+  // A LISTEN connection is made with the pool's own settings (host, credentials, timeouts).
+  const clientConfig = pool.options as pg.ClientConfig
+  const listeners = new Set<Listener>()
   // Idle-client errors are reported again, usefully, by the next statement that checks a client out.
   if (ownsPool) pool.on('error', () => {})
   let closed = false
@@ -154,7 +157,53 @@ export function makePgDriver(options: PgDriverOptions): Driver {
     close: async () => {
       if (closed) return
       closed = true
+      for (const listener of [...listeners]) await listener.close()
       if (ownsPool) await pool.end()
     },
+    listen: (channels, onNotification, onLost) => listenOn(clientConfig, channels, onNotification, onLost, listeners),
   }
+}
+
+// A LISTEN connection lives outside the pool: it is held for the engine's lifetime, and pooled
+// clients are shared by statements.
+async function listenOn(
+  config: pg.ClientConfig,
+  channels: ReadonlyArray<string>,
+  onNotification: (channel: string, payload: string) => void,
+  onLost: (error: DriverError) => void,
+  registry: Set<Listener>,
+): Promise<Listener> {
+  const names = channels.map(checkChannel)
+  const client = new pg.Client(config)
+  let ended = false
+  const lose = (cause: unknown): void => {
+    if (ended) return
+    ended = true
+    registry.delete(listener)
+    void client.end().catch(() => {})
+    onLost(toDriverError(cause, true))
+  }
+  const listener: Listener = {
+    async close() {
+      if (ended) return
+      ended = true
+      registry.delete(listener)
+      await client.end().catch(() => {})
+    },
+  }
+  client.on('error', lose)
+  client.on('end', () => lose(new Error('the LISTEN connection ended')))
+  client.on('notification', (message) => {
+    if (!ended) onNotification(message.channel, message.payload ?? '')
+  })
+  try {
+    await client.connect()
+    for (const name of names) await client.query(`LISTEN "${name}"`)
+  } catch (error) {
+    ended = true
+    await client.end().catch(() => {})
+    throw toDriverError(error, false)
+  }
+  registry.add(listener)
+  return listener
 }

@@ -1,0 +1,125 @@
+/**
+ * Claimer — how an engine claims the next job of a queue, wherever the queue's partitions are
+ * served. Both `queue.claim()` and the `work` loops use it.
+ *
+ * - **Local** (this engine owns every partition): every lazy claim first runs the due-time
+ *   driver at the clock's time, so a job whose runAt arrived or whose claim lapsed has its task
+ *   with Matching even if no timer fired. It polls Matching only when the store shows more
+ *   deliverable jobs than this engine has polls in flight for — so a poll always has a task to
+ *   take — and otherwise waits (up to the claim's wait) for the driver to deliver. History's
+ *   claim decides; the poll hands back the claimed job.
+ * - **Remote** (another engine owns the partitions): the poll is forwarded to the owner, which
+ *   waits for a task in its partition, claims the job on this engine's behalf, and hands it over
+ *   (Forwarding.ts). Owners are taken in turn when the queue has several.
+ * - **Mixed** (this engine owns some partitions): turns alternate between the two, each local
+ *   turn bounded by `workerClaimWaitMs` so remote partitions are not starved.
+ *
+ * Invariants: a claim never waits past its own deadline (`claim({ waitMs: 0 })` returns
+ * promptly, after at most one forwarded round trip); a stop (`isStopped`) ends the wait.
+ */
+import { claimPollWaitMs, claimRefusalsMax, claimRetryDelayMs, workerClaimWaitMs } from '../kernel/Limits.ts'
+import type { JobRecord } from '../persistence/jobs/JobStore.ts'
+import { type JobHandle, makeJobHandle } from './JobHandle.ts'
+import { claimedJobOf } from './JobsHistory.ts'
+import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
+import { claimStateOf, type JobsRuntime } from './Runtime.ts'
+
+/**
+ * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
+ * `claim`) runs a due-time pass first; workers pass false and rely on the driver's timers, due
+ * signals and scan, which wake them, so they do not queue a pass per job.
+ */
+export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: number, lazy: boolean, isStopped: () => boolean = () => false): Promise<JobHandle | null> {
+  const deadlineMs = runtime.now() + waitMs
+  await runtime.routing.load(queue)
+  for (let turn = 0; ; turn++) {
+    runtime.refuseIfClosed()
+    if (isStopped()) return null
+    const orphan = runtime.forwarding?.takeOrphan(queue, runtime.now())
+    if (orphan !== undefined && orphan !== null) return makeJobHandle(runtime, orphan)
+    const route = runtime.routing.route(queue)
+    const hasRemote = runtime.forwarding !== null && route.remote.length > 0
+    const mixed = hasRemote && route.owned.length > 0
+    // A mixed claim tries both sides at least once, even with no time to wait.
+    const overdue = () => isStopped() || (runtime.now() >= deadlineMs && (!mixed || turn >= 1))
+    if (!hasRemote && route.owned.length === 0) {
+      // Nobody serves the queue yet (membership is settling): wait a little and look again.
+      if (overdue()) return null
+      await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
+      continue
+    }
+    if (!hasRemote || (mixed && turn % 2 === 0)) {
+      const untilMs = mixed ? Math.min(deadlineMs, runtime.now() + workerClaimWaitMs) : deadlineMs
+      const job = await claimLocal(runtime, queue, untilMs, lazy, isStopped)
+      if (job !== null || !mixed || overdue()) return job
+      continue
+    }
+    const owner = route.remote[Math.floor(turn / (mixed ? 2 : 1)) % route.remote.length] as { readonly hostId: string }
+    const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
+    const result = await (runtime.forwarding as NonNullable<JobsRuntime['forwarding']>).poll(queue, owner.hostId, pollWaitMs, lazy)
+    if (result.kind === 'claimed') return makeJobHandle(runtime, result.job)
+    if (overdue()) return null
+    // A refused poll (ownership moving, the owner closing or busy): look again shortly.
+    if (result.kind === 'refused') await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
+  }
+}
+
+// The local path for a claim of this engine.
+async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean): Promise<JobHandle | null> {
+  const job = await pollDeliverable(runtime, queue, deadlineMs, lazy, isStopped, runtime.hostId)
+  return job === null ? null : makeJobHandle(runtime, job)
+}
+
+/**
+ * Claims through this engine's own Matching partitions of `queue`, for a local claim or for a
+ * poll another engine forwarded here (`identity` names the poller). Polls Matching only when
+ * the store shows more deliverable jobs than polls already in flight on this engine — local and
+ * forwarded ones alike — so every poll has a task to take and none is left waiting on a task
+ * another poll took; otherwise waits for the driver to deliver. Null at `deadlineMs` or stop.
+ */
+export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, identity: string): Promise<JobRecord | null> {
+  const state = claimStateOf(runtime, queue)
+  let refusals = 0
+  let passNeeded = true
+  for (;;) {
+    runtime.refuseIfClosed()
+    // Woken by a delivery, the pass that delivered has just run: no need for another.
+    if (passNeeded && lazy) await runtime.driver.run()
+    else await runtime.driver.runIfDue()
+    const deliverable = await runtime.jobStore.deliverableCount({ queue, nowMs: runtime.now(), limit: state.inFlight + 1 })
+    if (deliverable > state.inFlight && !isStopped()) {
+      state.inFlight++
+      // Never wait on Matching past the claim's own deadline: claim({ waitMs: 0 }) returns promptly.
+      const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
+      const pollDeadlineMs = runtime.now() + pollWaitMs
+      let polled
+      try {
+        polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs })
+      } finally {
+        state.inFlight--
+        // One claim may have been waiting for this poll's slot.
+        runtime.driver.wake(queue, 1)
+      }
+      if (polled !== null) return claimedJobOf(polled.response)
+      // Back before its deadline, the poll was refused: the physical queue was draining (idle
+      // unload). Once it has unloaded, the next poll loads a fresh one that reads the backlog.
+      if (runtime.now() < pollDeadlineMs && refusals++ < claimRefusalsMax && (await drained(runtime, queue))) continue
+      if (runtime.now() >= deadlineMs || isStopped()) return null
+      passNeeded = (await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))) !== 'delivered'
+      continue
+    }
+    if (runtime.now() >= deadlineMs || isStopped()) return null
+    passNeeded = (await runtime.driver.waitForDelivery(queue, deadlineMs)) !== 'delivered'
+  }
+}
+
+// Waits for this family's draining physical queues to unload; false when none was draining.
+async function drained(runtime: JobsRuntime, queue: string): Promise<boolean> {
+  const draining = runtime.matching
+    .loadedPartitions()
+    .filter((partition) => partition.partition.namespace === jobsNamespace && partition.partition.family === queue)
+    .flatMap((partition) => partition.loadedQueues())
+    .filter((physical) => physical.state === 'draining')
+  await Promise.all(draining.map((physical) => physical.unloaded))
+  return draining.length > 0
+}
