@@ -3,8 +3,9 @@
  * builds the engine (Matchbox.ts) over them.
  *
  * Stores: 'memory' (nothing persists); 'embedded' (default: PGlite in memory) or `{ dataDir }`
- * (PGlite in a directory); `{ databaseUrl }` (a `pg` Pool of our own) or `{ pool }` (the
- * caller's Pool, left open on close). The Matching Store and the JobStore share one driver and
+ * (PGlite in a directory); `{ databaseUrl, connectTimeoutMs?, statementTimeoutMs? }` (a `pg`
+ * Pool of our own, with those time bounds) or `{ pool }` (the caller's Pool, left open on close,
+ * with its own settings). The Matching Store and the JobStore share one driver and
  * one migrated schema (default `matchbox`).
  *
  * The only file of src/jobs that may import store implementations and drivers (the
@@ -24,7 +25,7 @@ import { makeMemoryJobStore } from '../persistence/jobs/MemoryJobStore.ts'
 import { makeSqlJobStore } from '../persistence/jobs/sql/SqlJobStore.ts'
 import { makeMemoryStore } from '../persistence/MemoryStore.ts'
 import type { Driver } from '../persistence/sql/Driver.ts'
-import { makePgDriver } from '../persistence/sql/PgDriver.ts'
+import { makePgDriver, type PgTimeoutOptions } from '../persistence/sql/PgDriver.ts'
 import { makePgliteDriver } from '../persistence/sql/PgliteDriver.ts'
 import { makeSchema } from '../persistence/sql/Schema.ts'
 import { openMigrated } from '../persistence/sql/SqlSession.ts'
@@ -39,7 +40,7 @@ export type StoreOption =
   | 'memory'
   | 'embedded'
   | { readonly dataDir: string }
-  | { readonly databaseUrl: string }
+  | ({ readonly databaseUrl: string } & PgTimeoutOptions)
   | { readonly pool: pg.Pool }
 
 /** Options of `open`. */
@@ -85,20 +86,41 @@ function checkOptions(options: OpenOptions): void {
   }
 }
 
+// Time bounds a `{ databaseUrl }` store may carry beside the URL (PgDriver's `PgTimeoutOptions`).
+const timeoutKeys = ['connectTimeoutMs', 'statementTimeoutMs']
+
 async function sqlDriverOf(store: Exclude<StoreOption, 'memory'>): Promise<Driver> {
   if (store === 'embedded') return makePgliteDriver()
   if (typeof store !== 'object' || store === null) throw new InvalidInput({ field: 'options.store', reason: "must be 'memory', 'embedded', { dataDir }, { databaseUrl } or { pool }" })
-  const keys = Object.keys(store)
-  if (keys.length !== 1) throw new InvalidInput({ field: 'options.store', reason: 'must name exactly one of dataDir, databaseUrl, pool' })
+  const kinds = Object.keys(store).filter((key) => !timeoutKeys.includes(key))
+  if (kinds.length !== 1) throw new InvalidInput({ field: 'options.store', reason: 'must name exactly one of dataDir, databaseUrl, pool' })
+  if (!('databaseUrl' in store)) {
+    const misplaced = Object.keys(store).find((key) => timeoutKeys.includes(key))
+    if (misplaced !== undefined) throw new InvalidInput({ field: `options.store.${misplaced}`, reason: 'applies to { databaseUrl } only (a pool keeps its own settings)' })
+  }
   if ('dataDir' in store) return makePgliteDriver({ dataDir: validateName('options.store.dataDir', store.dataDir) })
-  if ('databaseUrl' in store) return makePgDriver({ connectionString: validateName('options.store.databaseUrl', store.databaseUrl) })
+  if ('databaseUrl' in store) {
+    try {
+      return makePgDriver({
+        connectionString: validateName('options.store.databaseUrl', store.databaseUrl),
+        ...(store.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: store.connectTimeoutMs }),
+        ...(store.statementTimeoutMs === undefined ? {} : { statementTimeoutMs: store.statementTimeoutMs }),
+      })
+    } catch (error) {
+      // The driver names the bare option; name it where the caller wrote it.
+      if (error instanceof InvalidInput && timeoutKeys.includes(error.field)) throw new InvalidInput({ field: `options.store.${error.field}`, reason: error.reason })
+      throw error
+    }
+  }
   if ('pool' in store && typeof (store.pool as { connect?: unknown } | null)?.connect === 'function') return makePgDriver({ pool: store.pool })
   throw new InvalidInput({ field: 'options.store', reason: 'must name exactly one of dataDir, databaseUrl, pool (a pg.Pool)' })
 }
 
 /**
  * Opens an engine: `await open()` is an embedded, in-memory PGlite engine on the real clock.
- * Rejects with `InvalidInput` for bad options and `Unavailable` when the database cannot be reached.
+ * Rejects with `InvalidInput` for bad options and `Unavailable` when the database cannot be
+ * reached — on `{ databaseUrl }` within `connectTimeoutMs` (default 10 s) even when the server
+ * accepts the connection and never answers.
  */
 export async function open(options: OpenOptions = {}): Promise<Matchbox> {
   checkOptions(options)
