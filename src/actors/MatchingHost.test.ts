@@ -1,10 +1,11 @@
+import { Effect } from 'effect'
 import { describe, expect, it } from 'vitest'
 import { settle } from '../../test/harness/settle.ts'
 import { ManualClock } from '../kernel/Clock.ts'
 import { Random } from '../kernel/Random.ts'
 import { makeMemoryStore } from '../persistence/MemoryStore.ts'
 import type { History } from './History.ts'
-import { makeMatchingHost } from './MatchingHost.ts'
+import { layerMatchingHost, makeMatchingHost, MatchingHostService } from './MatchingHost.ts'
 
 const family = { namespace: 'default', family: 'emails', type: 'activity' } as const
 const startedHistory: History = { recordTaskStarted: async (task) => ({ kind: 'started', response: { job: task.jobId } }) }
@@ -89,5 +90,41 @@ describe('MatchingHost', () => {
     await expect(host.addTask({ ...family, task: { jobId: '' } })).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'task.jobId' })
     await host.close()
     await expect(host.addTask({ ...family, task: { jobId: 'x' } })).rejects.toMatchObject({ _tag: 'ShuttingDown' })
+  })
+})
+
+describe('MatchingHost as an Effect layer', () => {
+  it('fails in the error channel with tagged errors an Effect user can catchTag', async () => {
+    const clock = new ManualClock(1_000)
+    const layer = layerMatchingHost({ hostId: 'h1', store: makeMemoryStore(), history: startedHistory, clock, random: Random.make(1), partitionCount: 1 })
+    const program = Effect.gen(function* () {
+      const host = yield* MatchingHostService
+      const badWait = yield* host.poll({ ...family, identity: 'w1', waitMs: -1 }).pipe(
+        Effect.map(() => 'no error'),
+        Effect.catchTag('InvalidInput', (error) => Effect.succeed(`InvalidInput ${error.field}`)),
+      )
+      const added = yield* host.addTask({ ...family, task: { jobId: 'j1' } })
+      const badTask = yield* host.addTask({ ...family, task: { jobId: '' } }).pipe(
+        Effect.map(() => 'no error'),
+        Effect.catchTag('InvalidInput', (error) => Effect.succeed(`InvalidInput ${error.field}`)),
+      )
+      yield* host.close
+      const afterClose = yield* host.addTask({ ...family, task: { jobId: 'j2' } }).pipe(
+        Effect.map(() => 'no error'),
+        Effect.catchTag('ShuttingDown', () => Effect.succeed('ShuttingDown')),
+      )
+      return { badWait, added: added.kind, badTask, afterClose }
+    })
+    const result = await Effect.runPromise(Effect.provide(program, layer))
+    expect(result).toEqual({ badWait: 'InvalidInput waitMs', added: 'spooled', badTask: expect.stringMatching(/^InvalidInput /), afterClose: 'ShuttingDown' })
+  })
+
+  it('the Promise face rejects with the same catalogue errors', async () => {
+    const { host } = makeHost()
+    await expect(host.poll({ ...family, identity: 'w1', waitMs: -1 })).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'waitMs' })
+    await host.close()
+    await expect(host.addTask({ ...family, task: { jobId: 'j' } })).rejects.toMatchObject({ _tag: 'ShuttingDown' })
+    // Closing twice is harmless.
+    await host.close()
   })
 })

@@ -13,9 +13,9 @@
  * Does not: forward requests to other hosts. A request for a family none of whose partitions
  * is ours fails with a retryable `Unavailable`; a router in front of the hosts picks the host.
  */
-import { Context, Effect, Exit, Layer, Scope } from 'effect'
+import { Context, Effect, Exit, Layer, Result, Scope } from 'effect'
 import { Scheduler as SchedulerReference, type Scheduler } from 'effect/Scheduler'
-import { InvalidInput, type MatchboxError, ShuttingDown, Unavailable } from '../domain/errors.ts'
+import { InvalidInput, isMatchboxError, type MatchboxError, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { encodePartitionKey, makePartitionKey, type PartitionKey, type TaskType, validateName } from '../domain/QueueKey.ts'
 import { makeTask, type Task, type TaskInput } from '../domain/Task.ts'
@@ -94,9 +94,31 @@ export interface PolledTask {
   readonly response: JsonValue
 }
 
+/** Every error a Matching host's operations fail with (catalogue errors, each with `_tag` for `catchTag`). */
+export type MatchingError = MatchboxError
+
+/**
+ * The Effect face of a Matching host: each operation's expected failures are in its error
+ * channel as tagged catalogue errors — `InvalidInput` (bad request), `Unavailable` (no owned
+ * partition here, a store outage), `ShuttingDown` (the host is closing), `Overloaded`,
+ * `VersionConflict` (user data) — so Effect users `catchTag` them; defects stay defects.
+ */
+export interface MatchingHostEffects {
+  readonly hostId: string
+  addTask(request: AddTaskRequest): Effect.Effect<AddTaskOutcome, MatchingError>
+  poll(request: PollRequest): Effect.Effect<PolledTask | null, MatchingError>
+  getUserData(namespace: string, family: string): Effect.Effect<UserData | null, MatchingError>
+  updateUserData(namespace: string, family: string, expectedVersion: number, data: JsonValue): Effect.Effect<UserData, MatchingError>
+  retireVersion(request: { namespace: string; family: string; type: TaskType; version: string }): Effect.Effect<number, MatchingError>
+  /** Drains every partition (final checkpoints); afterwards every operation fails with `ShuttingDown`. */
+  readonly close: Effect.Effect<void>
+}
+
 /** The Promise face of a Matching host. Failures reject with a MatchboxError. */
 export interface MatchingHost {
   readonly hostId: string
+  /** The same host as Effects, with typed errors. */
+  readonly effects: MatchingHostEffects
   addTask(request: AddTaskRequest): Promise<AddTaskOutcome>
   poll(request: PollRequest): Promise<PolledTask | null>
   getUserData(namespace: string, family: string): Promise<UserData | null>
@@ -124,7 +146,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   let generation = 0
   let closed = false
   const runOptions = options.scheduler === undefined ? undefined : { scheduler: options.scheduler }
-  const run = <A>(effect: Effect.Effect<A>): Promise<A> => Effect.runPromise(effect, runOptions)
+  const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Effect.runPromise(effect, runOptions)
 
   const countOf = (namespace: string, family: string): number => {
     const count = typeof options.partitionCount === 'function' ? options.partitionCount(namespace, family) : (options.partitionCount ?? partitionCountDefault)
@@ -198,51 +220,69 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     }
   })
 
-  const refuseIfClosed = (): void => {
-    if (closed) throw new ShuttingDown({ component: `matching host ${options.hostId}` })
-  }
+  const shuttingDown = (): ShuttingDown => new ShuttingDown({ component: `matching host ${options.hostId}` })
+  const refuseIfClosed: Effect.Effect<void, MatchingError> = Effect.suspend(() => (closed ? Effect.fail(shuttingDown()) : Effect.void))
 
   const noPartition = (namespace: string, family: string, type: TaskType): Unavailable =>
     new Unavailable({ operation: 'route', detail: `host ${options.hostId} owns no partition of ${namespace}/${family}/${type}`, maybeCommitted: false })
 
-  const loadCurrentVersion = async (namespace: string, family: string): Promise<void> => {
-    const key = familyKey(namespace, family)
-    if (currentVersions.has(key)) return
-    const userData = await options.store.getUserData({ namespace, family })
-    currentVersions.set(key, currentVersionOf(userData))
-  }
+  // Runs a synchronous validation or store call: a catalogue error fails, anything else is a defect.
+  const attempt = <A>(fn: () => A): Effect.Effect<A, MatchingError> =>
+    Effect.suspend(() => {
+      try {
+        return Effect.succeed(fn())
+      } catch (error) {
+        return isMatchboxError(error) ? Effect.fail(error) : Effect.die(error)
+      }
+    })
+  const fromStore = <A>(call: () => Promise<A>): Effect.Effect<A, MatchingError> =>
+    Effect.tryPromise({ try: call, catch: (error) => error }).pipe(Effect.catch((error: unknown) => (isMatchboxError(error) ? Effect.fail(error) : Effect.die(error))))
 
-  return {
-    hostId: options.hostId,
+  const loadCurrentVersion = (namespace: string, family: string): Effect.Effect<void, MatchingError> =>
+    Effect.suspend(() => {
+      const key = familyKey(namespace, family)
+      if (currentVersions.has(key)) return Effect.void
+      return Effect.map(
+        fromStore(() => options.store.getUserData({ namespace, family })),
+        (userData) => void currentVersions.set(key, currentVersionOf(userData)),
+      )
+    })
 
-    async addTask(request) {
-      refuseIfClosed()
+  const addTask = (request: AddTaskRequest): Effect.Effect<AddTaskOutcome, MatchingError> =>
+    Effect.gen(function* () {
+      yield* refuseIfClosed
       const owned = ownedPartitions(request.namespace, request.family, request.type)
-      const task = makeTask({ ...request.task, createdAtMs: request.task.createdAtMs ?? clock.now() })
-      if (owned.length === 0) throw noPartition(request.namespace, request.family, request.type)
+      const task = yield* attempt(() => makeTask({ ...request.task, createdAtMs: request.task.createdAtMs ?? clock.now() }))
+      if (owned.length === 0) return yield* Effect.fail(noPartition(request.namespace, request.family, request.type))
       const key = random.pick(owned)
       // One retry: the partition may have been unloading when the add reached it.
-      for (let attempt = 0; ; attempt++) {
-        const result = await run(actorFor(key).addTask(task))
-        if (result.kind === 'matched') return { kind: 'matched', partition: key.partition }
-        if (result.kind === 'spooled') return { kind: 'spooled', partition: key.partition, taskId: result.taskId }
+      for (let attemptIndex = 0; ; attemptIndex++) {
+        const result = yield* Effect.result(actorFor(key).addTask(task))
+        if (Result.isSuccess(result)) {
+          const added = result.success
+          return added.kind === 'matched' ? { kind: 'matched', partition: key.partition } : { kind: 'spooled', partition: key.partition, taskId: added.taskId }
+        }
         // Refused without a write (the partition was unloading, or its queue had just lost
         // ownership): one fresh attempt, as a caller would retry.
-        const refusedCleanly = result.error._tag === 'ShuttingDown' || result.error._tag === 'OwnershipLost'
-        if (!refusedCleanly || attempt > 0 || closed) throw result.error
+        const error = result.failure
+        const refusedCleanly = error._tag === 'ShuttingDown' || error._tag === 'OwnershipLost'
+        if (!refusedCleanly || attemptIndex > 0 || closed) return yield* Effect.fail(error)
+        // Let the partition settle the death that refused us before routing again.
+        yield* Effect.promise(() => Promise.resolve())
       }
-    },
+    })
 
-    async poll(request) {
-      refuseIfClosed()
-      const identity = validateName('identity', request.identity)
+  const poll = (request: PollRequest): Effect.Effect<PolledTask | null, MatchingError> =>
+    Effect.gen(function* () {
+      yield* refuseIfClosed
+      const identity = yield* attempt(() => validateName('identity', request.identity))
       if (typeof request.waitMs !== 'number' || !Number.isFinite(request.waitMs) || request.waitMs < 0 || request.waitMs > pollWaitMsMax) {
-        throw new InvalidInput({ field: 'waitMs', reason: `must be a number in 0…${pollWaitMsMax}` })
+        return yield* Effect.fail(new InvalidInput({ field: 'waitMs', reason: `must be a number in 0…${pollWaitMsMax}` }))
       }
-      const version = request.version === undefined || request.version === null ? null : validateName('version', request.version)
+      const version = request.version === undefined || request.version === null ? null : yield* attempt(() => validateName('version', request.version as string))
       const owned = ownedPartitions(request.namespace, request.family, request.type)
-      if (owned.length === 0) throw noPartition(request.namespace, request.family, request.type)
-      if (version !== null) await loadCurrentVersion(request.namespace, request.family)
+      if (owned.length === 0) return yield* Effect.fail(noPartition(request.namespace, request.family, request.type))
+      if (version !== null) yield* loadCurrentVersion(request.namespace, request.family)
       const actors = owned.map(actorFor)
       // The queues this poller may take from: its version's, and the default one when it is
       // unversioned or its version is current.
@@ -251,7 +291,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       const relevant = (queue: PhysicalQueueActor): boolean => versions.includes(queue.key.version)
       // Load those queues in every owned partition so their backlogs are read before anyone polls.
       const cold = actors.filter((actor) => actor.loadedQueues().filter(relevant).length < versions.length)
-      if (cold.length > 0) await Promise.all(cold.map((actor) => run(actor.warm(versions))))
+      if (cold.length > 0) yield* Effect.all(cold.map((actor) => actor.warm(versions)), { concurrency: 'unbounded', discard: true })
       // Prefer a partition with tasks ready now; otherwise rotate (per family, type and version,
       // so interleaved pollers of different versions do not alias onto the same partitions).
       const ready = actors.find((actor) => actor.loadedQueues().some((queue) => relevant(queue) && queue.readyCount() > 0))
@@ -260,50 +300,71 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       rotation.set(family, turn + 1)
       const chosen = ready ?? (actors[turn % actors.length] as PartitionActor)
       const poller: PollerInfo = { identity, version }
-      const result = await run(chosen.poll(poller, clock.now() + request.waitMs))
-      if (result.kind === 'task') return { task: result.task, partition: chosen.partition.partition, taskId: result.taskId, response: result.response }
+      const result = yield* Effect.result(chosen.poll(poller, clock.now() + request.waitMs))
+      if (Result.isSuccess(result)) {
+        const polled = result.success
+        return polled.kind === 'task' ? { task: polled.task, partition: chosen.partition.partition, taskId: polled.taskId, response: polled.response } : null
+      }
       // A poll that found its partition unloading or its queue taken is simply empty: nothing was
       // started for it, and the caller polls again.
       const emptyHanded = ['ShuttingDown', 'Unavailable', 'OwnershipLost']
-      if (result.kind === 'failed' && !emptyHanded.includes(result.error._tag)) throw result.error
+      if (!emptyHanded.includes(result.failure._tag)) return yield* Effect.fail(result.failure)
       return null
-    },
+    })
 
-    getUserData(namespace, family) {
-      return options.store.getUserData({ namespace, family })
-    },
-
-    async updateUserData(namespace, family, expectedVersion, data) {
-      const updated = await options.store.updateUserData({ namespace, family, expectedVersion, data, nowMs: clock.now() })
-      currentVersions.set(familyKey(namespace, family), currentVersionOf(updated))
-      return updated
-    },
-
-    async retireVersion(request) {
-      refuseIfClosed()
-      const version = validateName('version', request.version)
+  const retireVersion = (request: { namespace: string; family: string; type: TaskType; version: string }): Effect.Effect<number, MatchingError> =>
+    Effect.gen(function* () {
+      yield* refuseIfClosed
+      const version = yield* attempt(() => validateName('version', request.version))
       let moved = 0
-      for (const key of ownedPartitions(request.namespace, request.family, request.type)) {
-        moved += await run(actorFor(key).retireVersion(version))
-      }
+      for (const key of ownedPartitions(request.namespace, request.family, request.type)) moved += yield* actorFor(key).retireVersion(version)
       return moved
-    },
+    })
 
+  const close: Effect.Effect<void> = Effect.suspend(() => {
+    if (closed) return Effect.void
+    closed = true
+    unsubscribe?.()
+    return Effect.promise(async () => {
+      await Promise.all([...partitions.entries()].map(([name, entry]) => unloadInstance(name, entry.actor.generation, 'host closing')))
+      await run(Scope.close(scope, Exit.void))
+    })
+  })
+
+  const effects: MatchingHostEffects = {
+    hostId: options.hostId,
+    addTask,
+    poll,
+    getUserData: (namespace, family) => fromStore(() => options.store.getUserData({ namespace, family })),
+    updateUserData: (namespace, family, expectedVersion, data) =>
+      Effect.map(
+        fromStore(() => options.store.updateUserData({ namespace, family, expectedVersion, data, nowMs: clock.now() })),
+        (updated) => {
+          currentVersions.set(familyKey(namespace, family), currentVersionOf(updated))
+          return updated
+        },
+      ),
+    retireVersion,
+    close,
+  }
+
+  // The Promise face: every call runs the Effect face on this host's one runner (its scheduler);
+  // a failure rejects with the catalogue error itself.
+  return {
+    hostId: options.hostId,
+    effects,
+    addTask: (request) => run(addTask(request)),
+    poll: (request) => run(poll(request)),
+    getUserData: (namespace, family) => run(effects.getUserData(namespace, family)),
+    updateUserData: (namespace, family, expectedVersion, data) => run(effects.updateUserData(namespace, family, expectedVersion, data)),
+    retireVersion: (request) => run(retireVersion(request)),
     ownedPartitions(namespace, family, type) {
       return ownedPartitions(namespace, family, type).map((key) => key.partition)
     },
-
     loadedPartitions() {
       return [...partitions.values()].map((entry) => entry.actor)
     },
-
-    async close() {
-      if (closed) return
-      closed = true
-      unsubscribe?.()
-      await Promise.all([...partitions.entries()].map(([name, entry]) => unloadInstance(name, entry.actor.generation, 'host closing')))
-      await run(Scope.close(scope, Exit.void))
-    },
+    close: () => run(close),
   }
 }
 
@@ -315,19 +376,16 @@ export function currentVersionOf(userData: UserData | null): string | null {
   return typeof current === 'string' ? current : null
 }
 
-/** The Matching host as an Effect service. */
-export class MatchingHostService extends Context.Service<MatchingHostService, MatchingHost>()('matchbox/MatchingHost') {}
+/** The Matching host as an Effect service: its Effect face, with typed errors. */
+export class MatchingHostService extends Context.Service<MatchingHostService, MatchingHostEffects>()('matchbox/MatchingHost') {}
 
 /** A layer that starts a host and closes it (draining every partition) when the layer's scope ends. */
 export function layerMatchingHost(options: MatchingHostOptions): Layer.Layer<MatchingHostService> {
   return Layer.effect(
     MatchingHostService,
     Effect.acquireRelease(
-      Effect.sync(() => makeMatchingHost(options)),
-      (host) => Effect.promise(() => host.close()),
+      Effect.sync(() => makeMatchingHost(options).effects),
+      (host) => host.close,
     ),
   )
 }
-
-/** Tags every host error so Effect users can `catchTag` it. */
-export type MatchingError = MatchboxError

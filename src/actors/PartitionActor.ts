@@ -19,7 +19,7 @@
  */
 import { Deferred, Effect, Queue, type Scope } from 'effect'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
-import { ShuttingDown, Unavailable } from '../domain/errors.ts'
+import { isMatchboxError, type MatchboxError, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { encodePartitionKey, type PartitionKey, type QueueKey } from '../domain/QueueKey.ts'
 import { spoolVersionOf, type Task } from '../domain/Task.ts'
 import type { Clock } from '../kernel/Clock.ts'
@@ -67,18 +67,29 @@ type Message =
   | { readonly kind: 'retire'; readonly version: string; readonly reply: Deferred.Deferred<Promise<number>> }
   | { readonly kind: 'warm'; readonly versions: ReadonlyArray<string | null>; readonly reply: Deferred.Deferred<Promise<void>> }
 
-/** A running partition. Every method is an Effect that waits for mailbox room (backpressure). */
+/** Where a routed task went: matched to a waiting poller, or spooled with its task id. */
+export type Added = Exclude<AddResult, { readonly kind: 'failed' }>
+
+/** A poll's answer: a started task, or nothing within the deadline. */
+export type Polled = Exclude<PollResult, { readonly kind: 'failed' }>
+
+/**
+ * A running partition. Every method is an Effect that waits for mailbox room (backpressure:
+ * a full mailbox makes the caller wait, it never drops a message). Expected failures are
+ * catalogue errors in the error channel (`ShuttingDown` once the partition unloads, a store's
+ * `Unavailable`, `OwnershipLost`, `Overloaded`…); defects stay defects.
+ */
 export interface PartitionActor {
   readonly partition: PartitionKey
   readonly generation: number
   /** Routes a task to its physical queue. */
-  addTask(task: Task): Effect.Effect<AddResult>
+  addTask(task: Task): Effect.Effect<Added, MatchboxError>
   /** Waits for a task until `deadlineMs` on the queues this poller may take from. */
-  poll(poller: PollerInfo, deadlineMs: number): Effect.Effect<PollResult>
+  poll(poller: PollerInfo, deadlineMs: number): Effect.Effect<Polled, MatchboxError>
   /** Drains every queue (final checkpoints) and stops. */
   unload(reason: string): Effect.Effect<void>
   /** Moves a retired version's backlog to the default queue; returns how many tasks moved. */
-  retireVersion(version: string): Effect.Effect<number>
+  retireVersion(version: string): Effect.Effect<number, MatchboxError>
   /** Loads these queues (null = the default) if they are not loaded, so their backlogs are read before any poll. */
   warm(versions: ReadonlyArray<string | null>): Effect.Effect<void>
   /** True once unloaded. */
@@ -125,7 +136,11 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         random: options.random,
         generation: ++queueGeneration,
         ...(options.limits === undefined ? {} : { limits: options.limits }),
-        onUnloaded: (progress) => Queue.offerUnsafe(mailbox, { kind: 'queue.unloaded', queue, progress }),
+        onUnloaded: (progress) => {
+          // Never dropped: with the mailbox full, the notice waits for room on a fiber of its own.
+          const notice: Message = { kind: 'queue.unloaded', queue, progress }
+          if (!Queue.offerUnsafe(mailbox, notice)) Effect.runFork(Queue.offer(mailbox, notice))
+        },
         onDefect: (defect) => {
           options.onDefect?.(queue.queue, defect)
           void queue.drain('defect')
@@ -282,24 +297,33 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       })
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(mailbox), handleSafely)))
 
-    const ask = <A>(make: (reply: Deferred.Deferred<Promise<A>>) => Message, refusal: () => Promise<A>): Effect.Effect<A> =>
+    // Sends a request and waits for its answer; a closed partition refuses at once. A rejected
+    // answer is a catalogue error (the error channel) or a defect (a bug: it stays a defect).
+    const ask = <A>(make: (reply: Deferred.Deferred<Promise<A>>) => Message, refusal: () => Promise<A>): Effect.Effect<A, MatchboxError> =>
       Effect.gen(function* () {
-        if (Deferred.isDoneUnsafe(closed)) return yield* Effect.promise(refusal)
+        if (Deferred.isDoneUnsafe(closed)) return yield* settled(refusal)
         const reply = yield* Deferred.make<Promise<A>>()
         yield* Queue.offer(mailbox, make(reply))
         const pending = yield* Effect.raceFirst(Deferred.await(reply), Effect.map(Deferred.await(closed), refusal))
-        return yield* Effect.promise(() => pending)
+        return yield* settled(() => pending)
       })
-    const refuse = <A extends { kind: 'failed'; error: ShuttingDown }>(): Promise<A> => Promise.resolve({ kind: 'failed', error: refused() } as A)
+    const settled = <A>(answer: () => Promise<A>): Effect.Effect<A, MatchboxError> =>
+      Effect.tryPromise({ try: answer, catch: (error) => error }).pipe(
+        Effect.catch((error: unknown) => (isMatchboxError(error) ? Effect.fail(error) : Effect.die(error))),
+      )
+    // A failed outcome of a physical queue moves into the error channel.
+    const outcome = <A extends { readonly kind: string }>(result: A): Effect.Effect<Exclude<A, { readonly kind: 'failed' }>, MatchboxError> =>
+      result.kind === 'failed' ? Effect.fail((result as unknown as { readonly error: MatchboxError }).error) : Effect.succeed(result as Exclude<A, { readonly kind: 'failed' }>)
+    const refuse = <A>(): Promise<A> => Promise.reject(refused())
 
     return {
       partition: options.partition,
       generation: options.generation,
-      addTask: (task) => ask((reply) => ({ kind: 'add', task, reply }), refuse),
-      poll: (poller, deadlineMs) => ask((reply) => ({ kind: 'poll', poller, deadlineMs, reply }), refuse),
-      unload: (reason) => ask((reply) => ({ kind: 'unload', reason, reply }), () => Promise.resolve()),
-      retireVersion: (version) => ask((reply) => ({ kind: 'retire', version, reply }), () => Promise.reject(refused())),
-      warm: (versions) => ask((reply) => ({ kind: 'warm', versions, reply }), () => Promise.resolve()),
+      addTask: (task) => Effect.flatMap(ask<AddResult>((reply) => ({ kind: 'add', task, reply }), refuse), outcome),
+      poll: (poller, deadlineMs) => Effect.flatMap(ask<PollResult>((reply) => ({ kind: 'poll', poller, deadlineMs, reply }), refuse), outcome),
+      unload: (reason) => Effect.orDie(ask((reply) => ({ kind: 'unload', reason, reply }), () => Promise.resolve())),
+      retireVersion: (version) => ask((reply) => ({ kind: 'retire', version, reply }), refuse),
+      warm: (versions) => Effect.orDie(ask((reply) => ({ kind: 'warm', versions, reply }), () => Promise.resolve())),
       isUnloaded: () => unloaded,
       loadedQueues: () => [...queues.values()],
     } satisfies PartitionActor
