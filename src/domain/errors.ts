@@ -81,14 +81,26 @@ export class Overloaded extends Data.TaggedError('Overloaded')<{
   }
 }
 
-/** The component is shutting down or draining and refuses new work; retry elsewhere. */
+/**
+ * The component is shutting down or draining and refuses the call; nothing was done.
+ *
+ * Two cases, told apart by `closed`: a part handing over (a Matching partition unloading, a
+ * queue draining) refuses for a moment and the call may go elsewhere — retryable; an engine
+ * whose `close()` began refuses for good — retrying on it cannot succeed, so it is not
+ * retryable (open another engine).
+ */
 export class ShuttingDown extends Data.TaggedError('ShuttingDown')<{
   readonly component: string
+  /** True when the component was closed for good by its owner (absent: a hand-over). */
+  readonly closed?: boolean
 }> {
-  readonly retryable = true
   readonly maybeCommitted = false
+  /** False once the component is closed for good; true for a hand-over. */
+  get retryable(): boolean {
+    return this.closed !== true
+  }
   override get message(): string {
-    return `${this.component} is shutting down`
+    return this.closed === true ? `${this.component} is closed` : `${this.component} is shutting down`
   }
 }
 

@@ -43,7 +43,10 @@ export interface Job {
   readonly diedAt?: number
 }
 
-/** A claimed job. Each operation resolves true when it took effect, false when the claim was no longer valid. */
+/**
+ * A claimed job. Each operation resolves true when it took effect, false when the claim was no
+ * longer valid; it rejects with `ShuttingDown` (not retryable) once the engine is closed.
+ */
 export interface JobHandle {
   readonly id: string
   readonly queue: string
@@ -118,8 +121,12 @@ export function makeJobHandle(runtime: JobsRuntime, claimed: JobRecord): JobHand
     get deadline() {
       return deadline
     },
-    ack: () => jobStore.ack({ ...ref, nowMs: runtime.now() }),
+    async ack() {
+      runtime.refuseIfStoresClosed()
+      return jobStore.ack({ ...ref, nowMs: runtime.now() })
+    },
     async heartbeat(extendS) {
+      runtime.refuseIfStoresClosed()
       const extendMs = extendS === undefined ? null : secondsToMs('extendS', extendS, true)
       const renewed = await jobStore.heartbeat({ ...ref, extendMs, nowMs: runtime.now() })
       if (renewed === null) return false
@@ -128,6 +135,7 @@ export function makeJobHandle(runtime: JobsRuntime, claimed: JobRecord): JobHand
       return true
     },
     async retry(error, delayS) {
+      runtime.refuseIfStoresClosed()
       const delayMs =
         delayS === undefined
           ? equalJitterDelayMs(claimed.backoffBaseMs, claimed.attempts, runtime.random.float(), retryDelayCapMs)
@@ -136,6 +144,9 @@ export function makeJobHandle(runtime: JobsRuntime, claimed: JobRecord): JobHand
       if (outcome?.kind === 'retried') runtime.announceDue(claimed.queue, outcome.runAtMs, false)
       return outcome !== null
     },
-    fail: (error) => jobStore.fail({ ...ref, error: errorText(error), nowMs: runtime.now() }),
+    async fail(error) {
+      runtime.refuseIfStoresClosed()
+      return jobStore.fail({ ...ref, error: errorText(error), nowMs: runtime.now() })
+    },
   }
 }

@@ -23,7 +23,10 @@ import { type EnqueueOptions, resolveEnqueueOptions } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
 import { startWorkers, type WorkOptions } from './Worker.ts'
 
-/** A queue handle. Every method rejects with a typed Matchbox error on bad input or an unavailable store. */
+/**
+ * A queue handle. Every method rejects with a typed Matchbox error on bad input or an unavailable
+ * store, and with `ShuttingDown` (not retryable) once its engine is closed.
+ */
 export interface JobQueue {
   /** The queue's name (an outbox's is `outbox:<name>`). */
   readonly name: string
@@ -83,20 +86,28 @@ export function makeJobQueue(runtime: JobsRuntime, name: string, stamps: JobStam
     },
 
     async getJob(id) {
+      runtime.refuseIfStoresClosed()
       const record = await jobStore.getJob({ queue: name, id })
       return record === null ? null : toJob(record)
     },
 
-    cancel: (id) => jobStore.cancel({ queue: name, id }),
+    async cancel(id) {
+      runtime.refuseIfStoresClosed()
+      return jobStore.cancel({ queue: name, id })
+    },
 
     async ackBatch(jobs) {
+      runtime.refuseIfStoresClosed()
       if (!Array.isArray(jobs) || jobs.length > ackBatchSizeMax) {
         throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${ackBatchSizeMax} claimed jobs` })
       }
       return jobStore.ackBatch({ claims: jobs.map((job) => ({ id: job?.id, claimToken: job?.claimToken })), nowMs: runtime.now() })
     },
 
-    sweepExpired: () => jobStore.sweepExpired({ queue: name, nowMs: runtime.now() }),
+    async sweepExpired() {
+      runtime.refuseIfStoresClosed()
+      return jobStore.sweepExpired({ queue: name, nowMs: runtime.now() })
+    },
 
     work(handler, options) {
       runtime.refuseIfClosed()

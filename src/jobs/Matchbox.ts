@@ -12,7 +12,9 @@
  * Invariants: every time comes from the injected clock and every draw from the seeded Random
  * (ids, claim tokens, jitter and Matching's choices on separate forks); `close` stops workers
  * (waiting for handlers in flight), the driver, the Matching host (final checkpoints), then the
- * stores; afterwards every operation refuses with `ShuttingDown`.
+ * stores; once close begins new work refuses with `ShuttingDown`, and once the stores close every
+ * operation does — not retryable (`closed: true`): an engine never reopens. `close` twice is
+ * the same close.
  *
  * Does not: open stores (open.ts does), or sweep, or run schedules on its own.
  */
@@ -103,6 +105,9 @@ export interface MatchboxEngine extends Matchbox {
 /** Builds an engine over opened stores. */
 export function makeMatchbox(parts: MatchboxParts): MatchboxEngine {
   let closed = false
+  // Set once workers, delivery and Matching have stopped: from then on reads and handle
+  // operations refuse too (until then they serve the handlers `close` waits for).
+  let storesClosed = false
   let closing: Promise<void> | null = null
   const ids = parts.random.fork()
   const jitter = parts.random.fork()
@@ -176,6 +181,7 @@ export function makeMatchbox(parts: MatchboxParts): MatchboxEngine {
       })
     },
     isClosed: () => closed,
+    areStoresClosed: () => storesClosed,
   })
   // A change of ownership: queues this engine just took over may have due rows.
   const unsubscribeMembership = group?.membership.subscribe(() => driver.kick())
@@ -205,7 +211,10 @@ export function makeMatchbox(parts: MatchboxParts): MatchboxEngine {
     },
     schedule: (name, spec, queue, payload) => registerSchedule(runtime, name, spec, queue, payload),
     runSchedules: () => runSchedules(runtime),
-    idle: () => driver.idle(),
+    async idle() {
+      runtime.refuseIfStoresClosed()
+      await driver.idle()
+    },
     hosts: () => group?.membership.hosts() ?? [],
     close() {
       closing ??= (async () => {
@@ -221,6 +230,7 @@ export function makeMatchbox(parts: MatchboxParts): MatchboxEngine {
         // others take them over at once.
         await matching.close()
         await group?.leave()
+        storesClosed = true
         await parts.closeStores()
       })()
       return closing

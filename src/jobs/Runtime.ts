@@ -3,7 +3,9 @@
  * due-time driver, the clock and the seeded randomness, and the per-queue claim bookkeeping.
  *
  * Invariants: one runtime per `open()`; `now()` is whole milliseconds of the injected clock;
- * after `close` begins, every public operation refuses with `ShuttingDown`.
+ * after `close` begins, new work (enqueue, claim, work, schedules) refuses with `ShuttingDown`;
+ * once the stores close, every public operation does (reads and settling claims included). An
+ * engine never reopens, so these refusals are not retryable (`closed: true`).
  *
  * Does not: hold logic; the queue, handle, worker and schedules files do.
  */
@@ -49,19 +51,30 @@ export interface JobsRuntime {
   /** Whole milliseconds of the injected clock. */
   now(): number
   isClosed(): boolean
-  /** Throws `ShuttingDown` once the engine is closing. */
+  /** True once `close` has stopped everything and is closing the stores. */
+  areStoresClosed(): boolean
+  /** Throws `ShuttingDown` (closed, not retryable) once the engine is closing: for new work. */
   refuseIfClosed(): void
+  /**
+   * Throws `ShuttingDown` (closed, not retryable) once the stores are closing: for reads and for
+   * settling claims, which stay allowed while `close` waits for the handlers in flight.
+   */
+  refuseIfStoresClosed(): void
 }
 
 /** Builds a runtime; `isClosed` reads the engine's flag. */
-export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'claims' | 'workers'>): JobsRuntime {
+export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'claims' | 'workers'>): JobsRuntime {
+  const refusal = () => new ShuttingDown({ component: `matchbox ${parts.hostId}`, closed: true })
   return {
     ...parts,
     claims: new Map(),
     workers: new Set(),
     now: () => Math.floor(parts.clock.now()),
     refuseIfClosed() {
-      if (parts.isClosed()) throw new ShuttingDown({ component: `matchbox ${parts.hostId}` })
+      if (parts.isClosed()) throw refusal()
+    },
+    refuseIfStoresClosed() {
+      if (parts.areStoresClosed()) throw refusal()
     },
   }
 }
