@@ -46,7 +46,11 @@ export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName): 
     nextDueMs: (params) => inner.nextDueMs(params),
     dueQueues: (params) => inner.dueQueues(params),
     deliverableCount: (params) => inner.deliverableCount(params),
+    countJobs: (params) => inner.countJobs(params),
+    listJobs: (params) => inner.listJobs(params),
+    retryDead: (params) => inner.retryDead(params),
     putSchedule: (params) => inner.putSchedule(params),
+    deleteSchedule: (params) => inner.deleteSchedule(params),
     listSchedules: () => inner.listSchedules(),
     acquireLease: (params) => inner.acquireLease(params),
     fireSchedule: (params) => inner.fireSchedule(params),
@@ -77,7 +81,7 @@ export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName): 
         ...base,
         async enqueue(params, tx) {
           if (++enqueues % dropEnqueueEvery !== 0) return inner.enqueue(params, tx)
-          const job: JobRecord = { ...params.job, state: 'pending', attempts: 0, createdAtMs: params.nowMs, claimedAtMs: null, claimToken: null, deadlineMs: null, lastError: null, diedAtMs: null }
+          const job: JobRecord = { ...params.job, state: 'pending', attempts: 0, createdAtMs: params.nowMs, claimedAtMs: null, claimToken: null, deadlineMs: null, key: params.job.key ?? null, lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null }
           return job
         },
       }

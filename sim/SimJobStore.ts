@@ -109,7 +109,11 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     close: async () => {},
   }
 }
+    countJobs: (params) => park(`job.count ${params.queue}`, false, () => inner.countJobs(params)),
+    listJobs: (params) => park(`job.list ${params.queue} ${params.state}`, false, () => inner.listJobs(params)),
+    retryDead: (params) => park(`job.retryDead ${params.id}`, true, () => inner.retryDead(params)),
 
+    deleteSchedule: (params) => park(`job.deleteSchedule ${params.name}`, true, () => inner.deleteSchedule(params)),
 // The ids among `ids` whose job is live (pending or processing) right now, each once.
 async function liveIds(inner: JobStore, ids: ReadonlyArray<string>, queueOf: (id: string) => string | undefined): Promise<string[]> {
   const live: string[] = []

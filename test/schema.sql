@@ -5,6 +5,7 @@
 migration 1 matching
 migration 2 membership
 migration 3 jobs
+migration 4 job_admin
 
 table dead_jobs
   column id text collate "C" not null
@@ -22,6 +23,9 @@ table dead_jobs
   column expires_at_ms bigint
   column last_error text not null
   column died_at_ms bigint not null
+  column job_key text collate "C"
+  column last_handler_error text
+  column last_handler_stack text
 
 table job_leases
   column name text collate "C" not null
@@ -37,6 +41,7 @@ table job_schedules
   column anchor_ms bigint not null
   column last_fired_ms bigint
   column revision bigint not null
+  column timezone text
 
 table jobs
   column id text collate "C" not null
@@ -58,6 +63,9 @@ table jobs
   column due_ms bigint
   column ready_seq bigint not null default nextval('matchbox.job_ready_seq'::regclass)
   column revision bigint not null default 1
+  column job_key text collate "C"
+  column last_handler_error text
+  column last_handler_stack text
 
 table membership_hosts
   column host_id text collate "C" not null
@@ -135,12 +143,15 @@ constraint tasks.tasks_task_id_check CHECK ((task_id >= 1))
 
 -- indexes
 index dead_jobs.dead_jobs_by_queue CREATE INDEX dead_jobs_by_queue ON matchbox.dead_jobs USING btree (queue, died_at_ms)
+index dead_jobs.dead_jobs_by_queue_id CREATE INDEX dead_jobs_by_queue_id ON matchbox.dead_jobs USING btree (queue, id)
 index dead_jobs.dead_jobs_pkey CREATE UNIQUE INDEX dead_jobs_pkey ON matchbox.dead_jobs USING btree (id)
 index job_leases.job_leases_pkey CREATE UNIQUE INDEX job_leases_pkey ON matchbox.job_leases USING btree (name)
 index job_schedules.job_schedules_pkey CREATE UNIQUE INDEX job_schedules_pkey ON matchbox.job_schedules USING btree (name)
 index jobs.jobs_by_queue CREATE INDEX jobs_by_queue ON matchbox.jobs USING btree (queue, state) WHERE (due_ms IS NULL)
+index jobs.jobs_by_queue_state_id CREATE INDEX jobs_by_queue_state_id ON matchbox.jobs USING btree (queue, state, id)
 index jobs.jobs_due CREATE INDEX jobs_due ON matchbox.jobs USING btree (due_ms) WHERE (due_ms IS NOT NULL)
 index jobs.jobs_expiring CREATE INDEX jobs_expiring ON matchbox.jobs USING btree (queue, expires_at_ms) WHERE (expires_at_ms IS NOT NULL)
+index jobs.jobs_live_key CREATE UNIQUE INDEX jobs_live_key ON matchbox.jobs USING btree (queue, job_key) WHERE (job_key IS NOT NULL)
 index jobs.jobs_pkey CREATE UNIQUE INDEX jobs_pkey ON matchbox.jobs USING btree (id)
 index membership_hosts.membership_hosts_pkey CREATE UNIQUE INDEX membership_hosts_pkey ON matchbox.membership_hosts USING btree (host_id)
 index migrations.migrations_pkey CREATE UNIQUE INDEX migrations_pkey ON matchbox.migrations USING btree (version)

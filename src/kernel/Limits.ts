@@ -148,6 +148,12 @@ export const jobMaxAttemptsMax = 10_000
 /** Longest error text kept on a dead job, in characters; longer handler errors are truncated. */
 export const jobErrorLengthMax = 10_000
 
+/** Longest handler stack kept on a job, in characters: the frames that locate a failure, not a log. */
+export const jobErrorStackLengthMax = 8_000
+
+/** Jobs one `list` page may return: bounds one statement and one screen of `matchbox jobs list`. */
+export const jobListLimitMax = 1_000
+
 /** Claims one `ackBatch` call may name: bounds one statement, like an append batch. */
 export const ackBatchSizeMax = 1_000
 

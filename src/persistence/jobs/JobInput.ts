@@ -12,8 +12,8 @@ import { InvalidInput } from '../../domain/errors.ts'
 import { validateJson } from '../../domain/Json.ts'
 import { validateName } from '../../domain/QueueKey.ts'
 import { validatePriority } from '../../domain/Task.ts'
-import { ackBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobMaxAttemptsMax } from '../../kernel/Limits.ts'
-import type { ClaimRef, NewJob } from './JobStore.ts'
+import { ackBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax } from '../../kernel/Limits.ts'
+import type { ClaimRef, JobState, NewJob } from './JobStore.ts'
 
 const durationMsMax = jobDurationSMax * 1000
 
@@ -49,6 +49,44 @@ export function checkError(field: string, value: unknown): string {
   return value
 }
 
+/** A handler's stack kept with its error: null, or a string of at most `jobErrorStackLengthMax` characters. */
+export function checkStack(field: string, value: unknown): string | null {
+  if (value === undefined || value === null) return null
+  if (typeof value !== 'string') throw new InvalidInput({ field, reason: 'must be a string or null' })
+  if (value.length > jobErrorStackLengthMax) throw new InvalidInput({ field, reason: `must be at most ${jobErrorStackLengthMax} characters` })
+  if (value.includes('\u0000')) throw new InvalidInput({ field, reason: 'contains a NUL character, which PostgreSQL text cannot store' })
+  return value
+}
+
+/** A job key: null, or a name (non-empty, at most 1000 UTF-8 bytes, no control characters). */
+export function checkKey(field: string, value: unknown): string | null {
+  return value === undefined || value === null ? null : validateName(field, value)
+}
+
+/** A job state to list. */
+export function checkState(field: string, value: unknown): JobState {
+  if (value !== 'pending' && value !== 'processing' && value !== 'dead') throw new InvalidInput({ field, reason: "must be 'pending', 'processing' or 'dead'" })
+  return value
+}
+
+/** A page size of `listJobs`: 1…jobListLimitMax. */
+export function checkListLimit(field: string, value: unknown): number {
+  return checkCount(field, value, 1, jobListLimitMax)
+}
+
+/** An IANA time zone name the runtime knows (`Europe/Paris`, `UTC`), or null for UTC. */
+export function checkTimezone(field: string, value: unknown): string | null {
+  if (value === undefined || value === null) return null
+  const name = validateName(field, value)
+  try {
+    // Intl refuses unknown zones with a RangeError; it reads no clock.
+    new Intl.DateTimeFormat('en-US', { timeZone: name })
+  } catch {
+    throw new InvalidInput({ field, reason: `is not a time zone this runtime knows (an IANA name such as "Europe/Paris")` })
+  }
+  return name
+}
+
 /** A job to enqueue, fully resolved. */
 export function checkNewJob(job: NewJob, field = 'job'): NewJob {
   if (typeof job !== 'object' || job === null) throw new InvalidInput({ field, reason: 'must be an object' })
@@ -63,6 +101,7 @@ export function checkNewJob(job: NewJob, field = 'job'): NewJob {
     visibilityTimeoutMs: checkDurationMs(`${field}.visibilityTimeoutMs`, job.visibilityTimeoutMs, 1),
     backoffBaseMs: checkDurationMs(`${field}.backoffBaseMs`, job.backoffBaseMs, 0),
     deadLetterRetentionMs: job.deadLetterRetentionMs === null ? null : checkDurationMs(`${field}.deadLetterRetentionMs`, job.deadLetterRetentionMs, 0),
+    key: checkKey(`${field}.key`, job.key),
   }
 }
 

@@ -25,6 +25,16 @@
  * "max attempts exceeded" — unless it expired at or before that deadline, in which case the
  * sweep kills it as "expired". `takeDue`, `claim` and `sweepExpired` all apply it.
  *
+ * Keys: a job may carry a key. While a live (pending or processing) job of a queue holds a key,
+ * `enqueue` of another job with that key in that queue writes nothing and returns the live
+ * job (the caller sees a different id than it drew). Dead jobs keep their key for inspection
+ * but do not hold it. The SQL stores enforce this with a partial unique index, not a read.
+ *
+ * Handler errors: every `retry` and `fail` records the caller's error text and stack as
+ * `lastHandlerError`/`lastHandlerStack` on the row — while it waits for its next attempt and
+ * after it is dead — whereas `lastError` stays dead-only and may be the contract's
+ * "max attempts exceeded" or "expired".
+ *
  * Time: every operation takes `nowMs` from the caller (whole epoch ms); no store reads a clock.
  * Errors: `InvalidInput` before anything is written; `Unavailable` from SQL stores.
  */
@@ -56,6 +66,8 @@ export interface NewJob extends JobStamps {
   readonly runAtMs: number
   /** Swept to dead as "expired" at or after this epoch ms; null = never. */
   readonly expiresAtMs: number | null
+  /** Idempotency key: at most one live job per queue holds it (see the file header); absent or null = none. */
+  readonly key?: string | null
 }
 
 /** A job as stored. Claim fields are non-null exactly while processing; dead fields exactly when dead. */
@@ -70,9 +82,30 @@ export interface JobRecord extends NewJob {
   readonly claimToken: string | null
   /** Handle operations are valid while `nowMs < deadlineMs`. */
   readonly deadlineMs: number | null
+  readonly key: string | null
+  /** Why it died (dead rows only): the caller's `fail` error, "max attempts exceeded" or "expired". */
   readonly lastError: string | null
   readonly diedAtMs: number | null
+  /** The error text of the latest `retry` or `fail`, live or dead; null before the first. */
+  readonly lastHandlerError: string | null
+  /** The stack recorded with `lastHandlerError`, if the caller gave one. */
+  readonly lastHandlerStack: string | null
 }
+
+/** Jobs of one queue by state. */
+export interface JobCounts {
+  readonly pending: number
+  readonly processing: number
+  readonly dead: number
+}
+
+/** What `retryDead` did. */
+export type RetryDeadOutcome =
+  | { readonly kind: 'retried'; readonly job: JobRecord }
+  /** No dead job with that id in that queue (live, acked, purged or unknown). */
+  | { readonly kind: 'not-dead' }
+  /** The dead job's key is held by the live job `liveId`; nothing changed. */
+  | { readonly kind: 'key-taken'; readonly liveId: string }
 
 /** What `claim` did. `obsolete` carries why, for traces. */
 export type ClaimOutcome =
@@ -106,6 +139,8 @@ export interface ScheduleRecord {
   readonly anchorMs: number
   /** The latest occurrence enqueued; null before the first. */
   readonly lastFiredMs: number | null
+  /** The IANA time zone a cron spec is read in; null = UTC. */
+  readonly timezone: string | null
   /** +1 on every change and every firing: the compare-and-set token of `fireSchedule`. */
   readonly revision: number
 }
@@ -128,6 +163,7 @@ export interface JobStore {
   /**
    * Inserts a pending job (attempts 0, due at max(runAt, now)). With `tx` (SQL stores only) the
    * insert is one plain statement on the caller's transaction: the job exists iff it commits.
+   * When a live job of the queue holds the job's key, writes nothing and returns that job.
    */
   enqueue(params: { readonly job: NewJob; readonly nowMs: number }, tx?: SqlClient): Promise<JobRecord>
 
@@ -155,10 +191,10 @@ export interface JobStore {
    * With a valid claim: back to pending at now + delayMs (due then), or — when attempts have
    * reached the budget — dead with "max attempts exceeded". Null when invalid.
    */
-  retry(params: ClaimRef & { readonly error: string; readonly delayMs: number; readonly nowMs: number }): Promise<RetryOutcome | null>
+  retry(params: ClaimRef & { readonly error: string; readonly stack?: string | null; readonly delayMs: number; readonly nowMs: number }): Promise<RetryOutcome | null>
 
-  /** With a valid claim: dead at once with `error`. */
-  fail(params: ClaimRef & { readonly error: string; readonly nowMs: number }): Promise<boolean>
+  /** With a valid claim: dead at once with `error` (as both `lastError` and `lastHandlerError`). */
+  fail(params: ClaimRef & { readonly error: string; readonly stack?: string | null; readonly nowMs: number }): Promise<boolean>
 
   /** Deletes a pending or processing job of `queue`, whoever holds it; dead jobs stay (false). */
   cancel(params: { readonly queue: string; readonly id: string }): Promise<boolean>
@@ -168,6 +204,23 @@ export interface JobStore {
    * rule's verdict), and deletes dead jobs of `queue` whose retention had passed before this call.
    */
   sweepExpired(params: { readonly queue: string; readonly nowMs: number }): Promise<{ readonly dead: number; readonly purged: number }>
+
+  /** How many jobs of `queue` are pending, processing (lapsed claims included) and dead. */
+  countJobs(params: { readonly queue: string }): Promise<JobCounts>
+
+  /**
+   * Up to `limit` jobs of `queue` in `state`, in id order, after `afterId` (exclusive; null =
+   * from the start): keyset pages that stay stable while jobs come and go.
+   */
+  listJobs(params: { readonly queue: string; readonly state: JobState; readonly limit: number; readonly afterId: string | null }): Promise<ReadonlyArray<JobRecord>>
+
+  /**
+   * Moves dead job `id` of `queue` back to live storage as a fresh pending job, atomically: the
+   * same id, payload, priority, stamps and key; attempts 0, created and runnable now, due now,
+   * its handler error kept, an expiry already passed dropped. Nothing changes unless it answers
+   * 'retried'.
+   */
+  retryDead(params: { readonly queue: string; readonly id: string; readonly nowMs: number }): Promise<RetryDeadOutcome>
 
   /**
    * Applies the exhaustion rule to lapsed rows, then reserves up to `limit` unexpired rows with
@@ -207,7 +260,18 @@ export interface JobStore {
    * Registers a schedule. Same spec, queue and payload as stored: unchanged (so every process may
    * register its schedules at start). Otherwise it is (re)anchored at now with nothing fired.
    */
-  putSchedule(params: { readonly name: string; readonly spec: string; readonly queue: string; readonly payload: JsonValue; readonly nowMs: number }): Promise<ScheduleRecord>
+  putSchedule(params: {
+    readonly name: string
+    readonly spec: string
+    readonly queue: string
+    readonly payload: JsonValue
+    /** IANA time zone of a cron spec; absent or null = UTC. A change of zone re-anchors too. */
+    readonly timezone?: string | null
+    readonly nowMs: number
+  }): Promise<ScheduleRecord>
+
+  /** Removes schedule `name`; false when there was none. Jobs it already enqueued stay. */
+  deleteSchedule(params: { readonly name: string }): Promise<boolean>
 
   /** Every schedule, by name. */
   listSchedules(): Promise<ReadonlyArray<ScheduleRecord>>

@@ -7,6 +7,7 @@
  * - conformance/JobExpiryConformance.ts — the exhaustion rule, sweepExpired, retention;
  * - conformance/JobDeliveryConformance.ts — due times, reservation, claim order, deliverability;
  * - conformance/JobScheduleConformance.ts — schedules, the fenced lease, firing;
+ * - conformance/JobAdminConformance.ts — keys, counts and pages by state, retrying dead jobs;
  * - conformance/JobInputConformance.ts — the same InvalidInput for the same bad input.
  *
  * The suite opens one store through the binding's `open` before its tests and closes it after;
@@ -16,6 +17,7 @@
  */
 import { afterAll, beforeAll, describe } from 'vitest'
 import { seedFromEntropy } from '../../kernel/Random.ts'
+import { describeJobAdminConformance } from './conformance/JobAdminConformance.ts'
 import { describeJobDeliveryConformance } from './conformance/JobDeliveryConformance.ts'
 import { describeJobExpiryConformance } from './conformance/JobExpiryConformance.ts'
 import { makeJobFixture } from './conformance/JobFixture.ts'
@@ -50,6 +52,7 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
     describeJobExpiryConformance(fixture)
     describeJobDeliveryConformance(fixture)
     describeJobScheduleConformance(fixture)
+    describeJobAdminConformance(fixture)
     describeJobInputConformance(fixture)
   })
 }

@@ -3,7 +3,7 @@
  * simulator's fast mode and `open({ store: 'memory' })`.
  *
  * Owns: live rows (pending, processing) and dead rows in two maps, as the SQL store keeps two
- * tables; schedules and leases. Every operation validates first (JobInput.ts), then runs to
+ * tables (schedules and leases live in MemoryJobSchedules.ts). Every operation validates first (JobInput.ts), then runs to
  * completion synchronously inside its promise, so each one is atomic as the SQL statements are.
  *
  * Invariants: values go in and come out as copies (no caller can mutate stored state); claim
@@ -14,9 +14,23 @@
  * `InvalidInput` here, since there is no transaction to join.
  */
 import { InvalidInput } from '../../domain/errors.ts'
-import { validateJson } from '../../domain/Json.ts'
 import { assert } from '../../kernel/assert.ts'
-import { checkClaimRef, checkClaims, checkCount, checkDurationMs, checkError, checkJobRef, checkName, checkNewJob, checkQueues, checkTime } from './JobInput.ts'
+import {
+  checkClaimRef,
+  checkClaims,
+  checkCount,
+  checkDurationMs,
+  checkError,
+  checkJobRef,
+  checkListLimit,
+  checkName,
+  checkNewJob,
+  checkQueues,
+  checkStack,
+  checkState,
+  checkTime,
+} from './JobInput.ts'
+import { makeMemorySchedules } from './MemoryJobSchedules.ts'
 import {
   type ClaimOutcome,
   type DueJob,
@@ -25,7 +39,6 @@ import {
   type JobStore,
   maxAttemptsExceeded,
   type NewJob,
-  type ScheduleRecord,
 } from './JobStore.ts'
 
 interface LiveRow {
@@ -36,14 +49,6 @@ interface LiveRow {
 }
 
 const copy = <T>(value: T): T => structuredClone(value)
-
-// JSON with object keys sorted: equal exactly when PostgreSQL's jsonb values are equal.
-const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, item: unknown) =>
-    item !== null && typeof item === 'object' && !Array.isArray(item)
-      ? Object.fromEntries(Object.entries(item as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : item,
-  )
 
 const isExpired = (job: JobRecord, nowMs: number): boolean => job.expiresAtMs !== null && job.expiresAtMs <= nowMs
 
@@ -67,8 +72,6 @@ const isExhausted = (job: JobRecord, nowMs: number): boolean =>
 export function makeMemoryJobStore(): JobStore {
   const live = new Map<string, LiveRow>()
   const dead = new Map<string, JobRecord>()
-  const schedules = new Map<string, ScheduleRecord>()
-  const leases = new Map<string, { holder: string; fence: number; expiresAtMs: number }>()
   let readySeq = 0
 
   const bury = (row: LiveRow, lastError: string, diedAtMs: number): void => {
@@ -76,10 +79,22 @@ export function makeMemoryJobStore(): JobStore {
     dead.set(row.job.id, { ...row.job, state: 'dead', claimToken: null, deadlineMs: null, lastError, diedAtMs })
   }
 
+  // The live job of `queue` holding `key`, as the SQL stores' partial unique index sees it.
+  const holderOf = (queue: string, key: string | null): JobRecord | undefined => {
+    if (key === null) return undefined
+    for (const row of live.values()) if (row.job.queue === queue && row.job.key === key) return row.job
+    return undefined
+  }
+
   const insert = (job: NewJob, nowMs: number): JobRecord => {
+    const holder = holderOf(job.queue, job.key ?? null)
+    if (holder !== undefined) return copy(holder)
     assert(!live.has(job.id) && !dead.has(job.id), `job id ${job.id} is already taken`)
     const record: JobRecord = {
       ...copy(job),
+      key: job.key ?? null,
+      lastHandlerError: null,
+      lastHandlerStack: null,
       state: 'pending',
       attempts: 0,
       createdAtMs: nowMs,
@@ -165,12 +180,14 @@ export function makeMemoryJobStore(): JobStore {
 
     async retry(params) {
       const { id, claimToken } = checkClaimRef(params)
-      // A retried job keeps no error (seed 004 §1: lastError is dead-only); a budget death says why.
-      checkError('error', params.error)
+      // lastError stays dead-only (a budget death says why); the handler's error is kept apart.
+      const error = checkError('error', params.error)
+      const stack = checkStack('stack', params.stack)
       const delayMs = checkDurationMs('delayMs', params.delayMs, 0)
       const nowMs = checkTime('nowMs', params.nowMs)
       const row = validRow(id, claimToken, nowMs)
       if (row === undefined) return null
+      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack }
       if (row.job.attempts >= row.job.maxAttempts) {
         bury(row, maxAttemptsExceeded, nowMs)
         return { kind: 'dead' }
@@ -186,9 +203,11 @@ export function makeMemoryJobStore(): JobStore {
     async fail(params) {
       const { id, claimToken } = checkClaimRef(params)
       const error = checkError('error', params.error)
+      const stack = checkStack('stack', params.stack)
       const nowMs = checkTime('nowMs', params.nowMs)
       const row = validRow(id, claimToken, nowMs)
       if (row === undefined) return false
+      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack }
       bury(row, error, nowMs)
       return true
     },
@@ -215,6 +234,50 @@ export function makeMemoryJobStore(): JobStore {
         buried++
       }
       return { dead: buried, purged }
+    },
+
+    async countJobs(params) {
+      const queue = checkName('queue', params.queue)
+      const counts = { pending: 0, processing: 0, dead: 0 }
+      for (const row of live.values()) if (row.job.queue === queue) counts[row.job.state as 'pending' | 'processing']++
+      for (const job of dead.values()) if (job.queue === queue) counts.dead++
+      return counts
+    },
+
+    async listJobs(params) {
+      const queue = checkName('queue', params.queue)
+      const state = checkState('state', params.state)
+      const limit = checkListLimit('limit', params.limit)
+      const afterId = params.afterId === null ? null : checkName('afterId', params.afterId)
+      const pool = state === 'dead' ? [...dead.values()] : [...live.values()].map((row) => row.job)
+      return pool
+        .filter((job) => job.queue === queue && job.state === state && (afterId === null || job.id > afterId))
+        .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+        .slice(0, limit)
+        .map(copy)
+    },
+
+    async retryDead(params) {
+      const { queue, id } = checkJobRef(params)
+      const nowMs = checkTime('nowMs', params.nowMs)
+      const job = dead.get(id)
+      if (job === undefined || job.queue !== queue) return { kind: 'not-dead' }
+      const holder = holderOf(queue, job.key)
+      if (holder !== undefined) return { kind: 'key-taken', liveId: holder.id }
+      dead.delete(id)
+      const revived: JobRecord = {
+        ...job,
+        state: 'pending',
+        attempts: 0,
+        createdAtMs: nowMs,
+        runAtMs: nowMs,
+        claimedAtMs: null,
+        expiresAtMs: job.expiresAtMs !== null && job.expiresAtMs > nowMs ? job.expiresAtMs : null,
+        lastError: null,
+        diedAtMs: null,
+      }
+      live.set(id, { job: revived, dueMs: nowMs, readySeq: ++readySeq, revision: 1 })
+      return { kind: 'retried', job: copy(revived) }
     },
 
     async takeDue(params) {
@@ -309,58 +372,7 @@ export function makeMemoryJobStore(): JobStore {
       return count
     },
 
-    async putSchedule(params) {
-      const name = checkName('name', params.name)
-      const spec = checkName('spec', params.spec)
-      const queue = checkName('queue', params.queue)
-      const payload = validateJson('payload', params.payload)
-      const nowMs = checkTime('nowMs', params.nowMs)
-      const existing = schedules.get(name)
-      if (existing !== undefined && existing.spec === spec && existing.queue === queue && canonical(existing.payload) === canonical(payload)) {
-        return copy(existing)
-      }
-      const record: ScheduleRecord = { name, spec, queue, payload: copy(payload), anchorMs: nowMs, lastFiredMs: null, revision: (existing?.revision ?? 0) + 1 }
-      schedules.set(name, record)
-      return copy(record)
-    },
-
-    async listSchedules() {
-      return [...schedules.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(copy)
-    },
-
-    async acquireLease(params) {
-      const name = checkName('name', params.name)
-      const holder = checkName('holder', params.holder)
-      const nowMs = checkTime('nowMs', params.nowMs)
-      const ttlMs = checkDurationMs('ttlMs', params.ttlMs, 1)
-      const lease = leases.get(name)
-      if (lease === undefined) {
-        leases.set(name, { holder, fence: 1, expiresAtMs: nowMs + ttlMs })
-        return { fence: 1 }
-      }
-      const live = lease.expiresAtMs > nowMs
-      if (live && lease.holder !== holder) return null
-      const fence = live ? lease.fence : lease.fence + 1
-      leases.set(name, { holder, fence, expiresAtMs: nowMs + ttlMs })
-      return { fence }
-    },
-
-    async fireSchedule(params) {
-      const leaseName = checkName('leaseName', params.leaseName)
-      const fence = checkCount('fence', params.fence, 1, Number.MAX_SAFE_INTEGER)
-      const name = checkName('name', params.name)
-      const expectedRevision = checkCount('expectedRevision', params.expectedRevision, 1, Number.MAX_SAFE_INTEGER)
-      const lastFiredMs = checkTime('lastFiredMs', params.lastFiredMs)
-      const nowMs = checkTime('nowMs', params.nowMs)
-      if (!Array.isArray(params.jobs)) throw new InvalidInput({ field: 'jobs', reason: 'must be an array' })
-      const jobs = params.jobs.map((job, index) => checkNewJob(job, `jobs[${index}]`))
-      if (leases.get(leaseName)?.fence !== fence) return 'fenced'
-      const schedule = schedules.get(name)
-      if (schedule === undefined || schedule.revision !== expectedRevision) return 'conflict'
-      for (const job of jobs) insert(job, nowMs)
-      schedules.set(name, { ...schedule, lastFiredMs, revision: schedule.revision + 1 })
-      return 'fired'
-    },
+    ...makeMemorySchedules(insert),
 
     async close() {},
   }

@@ -87,6 +87,35 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect(await jobs.cancel({ queue: 'emails', id: 'job-up' })).toBe(true)
     },
   },
+  4: {
+    async seed(driver, schema) {
+      await dataAtVersion[3]?.seed(driver, schema)
+      await driver.query(
+        `INSERT INTO ${schema.quoted}.jobs (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, due_ms,
+           job_key, last_handler_error, last_handler_stack)
+         VALUES ('job-keyed', 'emails', 'pending', '2', 0, 1, 3, 300000, 5000, 100, 150, 150, 'order-1', 'timeout', 'at send')`,
+      )
+      await driver.query(
+        `INSERT INTO ${schema.quoted}.dead_jobs (id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, last_error, died_at_ms,
+           job_key, last_handler_error)
+         VALUES ('job-dead-keyed', 'emails', '3', 0, 3, 3, 300000, 5000, 50, 50, 'max attempts exceeded', 90, 'order-1', 'smtp 451')`,
+      )
+      await driver.query(
+        `INSERT INTO ${schema.quoted}.job_schedules (name, spec, queue, payload, anchor_ms, last_fired_ms, revision, timezone) VALUES ('nightly', '0 2 * * *', 'emails', '{}', 0, NULL, 1, 'Europe/Paris')`,
+      )
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[3]?.verify(store, membership, jobs)
+      expect(await jobs.getJob({ queue: 'emails', id: 'job-keyed' })).toMatchObject({ key: 'order-1', lastHandlerError: 'timeout', lastHandlerStack: 'at send' })
+      expect(await jobs.getJob({ queue: 'emails', id: 'job-dead-keyed' })).toMatchObject({ state: 'dead', key: 'order-1', lastHandlerError: 'smtp 451' })
+      // The live job holds the key: a keyed enqueue returns it, and the dead one cannot come back yet.
+      const again = { id: 'job-again', queue: 'emails', payload: 4, priority: 0, runAtMs: 200, expiresAtMs: null, maxAttempts: 3, visibilityTimeoutMs: 1_000, backoffBaseMs: 0, deadLetterRetentionMs: null, key: 'order-1' }
+      expect((await jobs.enqueue({ job: again, nowMs: 200 })).id).toBe('job-keyed')
+      expect(await jobs.retryDead({ queue: 'emails', id: 'job-dead-keyed', nowMs: 200 })).toEqual({ kind: 'key-taken', liveId: 'job-keyed' })
+      expect(await jobs.countJobs({ queue: 'emails' })).toEqual({ pending: 1, processing: 0, dead: 2 })
+      expect(await jobs.listSchedules()).toEqual([{ name: 'nightly', spec: '0 2 * * *', queue: 'emails', payload: {}, anchorMs: 0, lastFiredMs: null, revision: 1, timezone: 'Europe/Paris' }])
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {

@@ -5,7 +5,7 @@
  * racing an ack with exactly one winner.
  *
  * Readings pinned here: a deadline is valid while now < deadline (at the deadline it has
- * lapsed); a retried job keeps no lastError (dead-only); cancel leaves dead jobs alone (false);
+ * lapsed); a retried job keeps no lastError (dead-only) but keeps the handler's error apart; cancel leaves dead jobs alone (false);
  * ackBatch counts a duplicated claim once.
  */
 import { describe, expect, it } from 'vitest'
@@ -20,7 +20,20 @@ export function describeJobLifecycleConformance(fixture: JobFixture): void {
       const queue = fixture.queue('enqueue')
       const job = fixture.job(queue, { payload: { to: 'a@b.c', list: [1, 2], nested: { ok: true } }, priority: 7, runAtMs: 5_000, expiresAtMs: 90_000, deadLetterRetentionMs: 60_000 })
       const stored = await store().enqueue({ job, nowMs: 2_000 })
-      const expected = { ...job, state: 'pending', attempts: 0, createdAtMs: 2_000, claimedAtMs: null, claimToken: null, deadlineMs: null, lastError: null, diedAtMs: null }
+      const expected = {
+        ...job,
+        state: 'pending',
+        attempts: 0,
+        createdAtMs: 2_000,
+        claimedAtMs: null,
+        claimToken: null,
+        deadlineMs: null,
+        key: null,
+        lastError: null,
+        diedAtMs: null,
+        lastHandlerError: null,
+        lastHandlerStack: null,
+      }
       expect(stored).toEqual(expected)
       expect(await store().getJob({ queue, id: job.id })).toEqual(expected)
       expect(await store().getJob({ queue: fixture.queue('other'), id: job.id })).toBeNull()
@@ -76,22 +89,59 @@ export function describeJobLifecycleConformance(fixture: JobFixture): void {
       expect(await store().getJob({ queue, id: job.id })).toMatchObject({ state: 'processing', claimToken: 'new', attempts: 2 })
     })
 
-    it('retry returns the job to pending at now + delay; at the budget it dead-letters', async () => {
+    it('retry returns the job to pending at now + delay with the handler error kept; at the budget it dead-letters', async () => {
       const queue = fixture.queue('retry')
       const job = await fixture.claimed(queue, 1_000, { maxAttempts: 2 }, 't1')
-      expect(await store().retry({ id: job.id, claimToken: 't1', error: 'boom', delayMs: 4_000, nowMs: 2_000 })).toEqual({ kind: 'retried', runAtMs: 6_000 })
-      expect(await store().getJob({ queue, id: job.id })).toEqual({ ...job, state: 'pending', runAtMs: 6_000, claimToken: null, deadlineMs: null })
+      expect(await store().retry({ id: job.id, claimToken: 't1', error: 'boom', stack: 'Error: boom\n    at f', delayMs: 4_000, nowMs: 2_000 })).toEqual({ kind: 'retried', runAtMs: 6_000 })
+      expect(await store().getJob({ queue, id: job.id })).toEqual({
+        ...job,
+        state: 'pending',
+        runAtMs: 6_000,
+        claimToken: null,
+        deadlineMs: null,
+        lastHandlerError: 'boom',
+        lastHandlerStack: 'Error: boom\n    at f',
+      })
       expect(await store().claim({ id: job.id, claimToken: 't2', nowMs: 5_999 })).toEqual({ kind: 'obsolete', reason: 'not-due' })
-      expect(await store().claim({ id: job.id, claimToken: 't2', nowMs: 6_000 })).toMatchObject({ kind: 'claimed', job: { attempts: 2 } })
+      expect(await store().claim({ id: job.id, claimToken: 't2', nowMs: 6_000 })).toMatchObject({ kind: 'claimed', job: { attempts: 2, lastHandlerError: 'boom' } })
       expect(await store().retry({ id: job.id, claimToken: 't2', error: 'again', delayMs: 0, nowMs: 7_000 })).toEqual({ kind: 'dead' })
-      expect(await store().getJob({ queue, id: job.id })).toMatchObject({ state: 'dead', attempts: 2, lastError: 'max attempts exceeded', diedAtMs: 7_000, claimToken: null, deadlineMs: null })
+      expect(await store().getJob({ queue, id: job.id })).toMatchObject({
+        state: 'dead',
+        attempts: 2,
+        lastError: 'max attempts exceeded',
+        diedAtMs: 7_000,
+        claimToken: null,
+        deadlineMs: null,
+        lastHandlerError: 'again',
+        lastHandlerStack: null,
+      })
+    })
+
+    it('a death by reclaim or sweep keeps the last handler error beside the contract’s reason', async () => {
+      const queue = fixture.queue('reclaim-error')
+      const job = await fixture.claimed(queue, 1_000, { maxAttempts: 1, visibilityTimeoutMs: 1_000, expiresAtMs: 50_000 }, 't1')
+      expect(await store().claim({ id: job.id, claimToken: 't2', nowMs: 3_000 })).toEqual({ kind: 'obsolete', reason: 'exhausted' })
+      expect(await store().getJob({ queue, id: job.id })).toMatchObject({ state: 'dead', lastError: 'max attempts exceeded', lastHandlerError: null })
+      const other = await fixture.claimed(queue, 1_000, { expiresAtMs: 9_000 }, 't3')
+      await store().retry({ id: other.id, claimToken: 't3', error: 'flaky', delayMs: 0, nowMs: 1_500 })
+      expect(await store().sweepExpired({ queue, nowMs: 9_000 })).toEqual({ dead: 1, purged: 0 })
+      expect(await store().getJob({ queue, id: other.id })).toMatchObject({ state: 'dead', lastError: 'expired', lastHandlerError: 'flaky' })
     })
 
     it('fail dead-letters with the caller’s error; dead jobs are visible, unclaimable and not cancellable', async () => {
       const queue = fixture.queue('fail')
       const job = await fixture.claimed(queue, 1_000, {}, 'tok')
-      expect(await store().fail({ id: job.id, claimToken: 'tok', error: 'bad input ✗', nowMs: 1_500 })).toBe(true)
-      expect(await store().getJob({ queue, id: job.id })).toEqual({ ...job, state: 'dead', claimToken: null, deadlineMs: null, lastError: 'bad input ✗', diedAtMs: 1_500 })
+      expect(await store().fail({ id: job.id, claimToken: 'tok', error: 'bad input ✗', stack: 'at g', nowMs: 1_500 })).toBe(true)
+      expect(await store().getJob({ queue, id: job.id })).toEqual({
+        ...job,
+        state: 'dead',
+        claimToken: null,
+        deadlineMs: null,
+        lastError: 'bad input ✗',
+        diedAtMs: 1_500,
+        lastHandlerError: 'bad input ✗',
+        lastHandlerStack: 'at g',
+      })
       expect(await store().claim({ id: job.id, claimToken: 'again', nowMs: 2_000 })).toEqual({ kind: 'obsolete', reason: 'dead' })
       expect(await store().cancel({ queue, id: job.id })).toBe(false)
       expect(await store().fail({ id: job.id, claimToken: 'tok', error: 'twice', nowMs: 1_600 })).toBe(false)

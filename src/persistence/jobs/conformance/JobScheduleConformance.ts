@@ -19,11 +19,23 @@ export function describeJobScheduleConformance(fixture: JobFixture): void {
       const name = fixture.id('schedule')
       const queue = fixture.queue('scheduled')
       const first = await store().putSchedule({ name, spec: '@every 60s', queue, payload: { a: 1, b: [2] }, nowMs: 1_000 })
-      expect(first).toEqual({ name, spec: '@every 60s', queue, payload: { a: 1, b: [2] }, anchorMs: 1_000, lastFiredMs: null, revision: 1 })
+      expect(first).toEqual({ name, spec: '@every 60s', queue, payload: { a: 1, b: [2] }, anchorMs: 1_000, lastFiredMs: null, timezone: null, revision: 1 })
       expect(await store().putSchedule({ name, spec: '@every 60s', queue, payload: { b: [2], a: 1 }, nowMs: 5_000 })).toEqual(first)
       const changed = await store().putSchedule({ name, spec: '*/5 * * * *', queue, payload: { a: 1, b: [2] }, nowMs: 7_000 })
       expect(changed).toEqual({ ...first, spec: '*/5 * * * *', anchorMs: 7_000, revision: 2 })
       expect((await store().listSchedules()).filter((schedule) => schedule.name === name)).toEqual([changed])
+      const zoned = await store().putSchedule({ name, spec: '*/5 * * * *', queue, payload: { a: 1, b: [2] }, timezone: 'Europe/Paris', nowMs: 8_000 })
+      expect(zoned).toEqual({ ...changed, timezone: 'Europe/Paris', anchorMs: 8_000, revision: 3 })
+      expect(await store().putSchedule({ name, spec: '*/5 * * * *', queue, payload: { a: 1, b: [2] }, timezone: 'Europe/Paris', nowMs: 9_000 })).toEqual(zoned)
+    })
+
+    it('deleteSchedule removes a schedule once; jobs it fired stay', async () => {
+      const name = fixture.id('gone')
+      const queue = fixture.queue('gone')
+      await store().putSchedule({ name, spec: '@every 1m', queue, payload: 1, nowMs: 0 })
+      expect(await store().deleteSchedule({ name })).toBe(true)
+      expect(await store().deleteSchedule({ name })).toBe(false)
+      expect((await store().listSchedules()).some((schedule) => schedule.name === name)).toBe(false)
     })
 
     it('a lease has one live holder; renewal keeps the fence, takeover after expiry grows it', async () => {

@@ -1,10 +1,11 @@
 /**
  * SqlJobStore — the JobStore contract (persistence/jobs/JobStore.ts) written once over the SQL
  * `Driver` seam, so the embedded (PGlite) and postgres (`pg`) stores run the same statements
- * (jobSql.ts, scheduleSql.ts) on the tables of migration 003.
+ * (jobSql.ts, scheduleSql.ts) on the tables of migrations 003 and 004.
  *
  * Owns: validating inputs (JobInput.ts) before any SQL, one statement per transition, decoding
- * rows with assertions after read, the one multi-statement transaction (`fireSchedule`), and
+ * rows with assertions after read (jobRows.ts), the two transactions (`fireSchedule`, and
+ * `retryDead`, which rolls its move back when the job's key turns out to be held), and
  * mapping failures into the catalogue exactly as the Matching Store does (`toStoreError`).
  *
  * A transactional enqueue runs the same INSERT on the caller's client; its failures are mapped
@@ -20,74 +21,37 @@ import { type Driver, toDriverError } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { makeSqlSession, openMigrated, toStoreError } from '../../sql/SqlSession.ts'
 import { toSafeInteger } from '../../sql/SqlValues.ts'
-import { checkClaimRef, checkClaims, checkCount, checkDurationMs, checkError, checkJobRef, checkName, checkNewJob, checkQueues, checkTime } from '../JobInput.ts'
-import type { DueJob, JobRecord, JobState, JobStore, NewJob, ScheduleRecord } from '../JobStore.ts'
+import {
+  checkClaimRef,
+  checkClaims,
+  checkCount,
+  checkDurationMs,
+  checkError,
+  checkJobRef,
+  checkListLimit,
+  checkName,
+  checkNewJob,
+  checkQueues,
+  checkStack,
+  checkState,
+  checkTime,
+  checkTimezone,
+} from '../JobInput.ts'
+import type { DueJob, JobStore, RetryDeadOutcome } from '../JobStore.ts'
 import { dueChannelOf } from '../../bus/Channels.ts'
+import type { Queryable } from '../../sql/Driver.ts'
+import { decodeJob, decodeSchedule, enqueueParams, nullableInteger } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
 import * as scheduleSql from './scheduleSql.ts'
 
 type Row = Record<string, unknown>
 
-const nullableInteger = (value: unknown, what: string): number | null => (value === null || value === undefined ? null : toSafeInteger(value, what))
+// A keyed enqueue that finds neither its insert nor the key's holder raced a holder that
+// committed after its snapshot or went away meanwhile; the next snapshot settles it.
+const keyedEnqueueAttemptsMax = 5
 
-/** Decodes a job row (live or dead); asserts the contract's shape invariants. */
-function decodeJob(row: Row): JobRecord {
-  const state = row.state as JobState
-  assert(state === 'pending' || state === 'processing' || state === 'dead', `job state ${String(row.state)}`)
-  const job: JobRecord = {
-    id: row.id as string,
-    queue: row.queue as string,
-    state,
-    payload: row.payload as never,
-    priority: toSafeInteger(row.priority, 'priority'),
-    attempts: toSafeInteger(row.attempts, 'attempts'),
-    maxAttempts: toSafeInteger(row.max_attempts, 'max_attempts'),
-    visibilityTimeoutMs: toSafeInteger(row.visibility_timeout_ms, 'visibility_timeout_ms'),
-    backoffBaseMs: toSafeInteger(row.backoff_base_ms, 'backoff_base_ms'),
-    deadLetterRetentionMs: nullableInteger(row.dead_letter_retention_ms, 'dead_letter_retention_ms'),
-    createdAtMs: toSafeInteger(row.created_at_ms, 'created_at_ms'),
-    runAtMs: toSafeInteger(row.run_at_ms, 'run_at_ms'),
-    claimedAtMs: nullableInteger(row.claimed_at_ms, 'claimed_at_ms'),
-    expiresAtMs: nullableInteger(row.expires_at_ms, 'expires_at_ms'),
-    claimToken: (row.claim_token as string | null) ?? null,
-    deadlineMs: nullableInteger(row.deadline_ms, 'deadline_ms'),
-    lastError: (row.last_error as string | null) ?? null,
-    diedAtMs: nullableInteger(row.died_at_ms, 'died_at_ms'),
-  }
-  assert(typeof job.id === 'string' && typeof job.queue === 'string', 'job id or queue is not text')
-  assert((job.state === 'processing') === (job.claimToken !== null && job.deadlineMs !== null), `job ${job.id}: claim fields do not match state ${job.state}`)
-  assert((job.state === 'dead') === (job.lastError !== null && job.diedAtMs !== null), `job ${job.id}: dead fields do not match state ${job.state}`)
-  assert(job.attempts >= 0 && job.maxAttempts >= 1, `job ${job.id}: attempts ${job.attempts} of ${job.maxAttempts}`)
-  return job
-}
-
-function decodeSchedule(row: Row): ScheduleRecord {
-  return {
-    name: row.name as string,
-    spec: row.spec as string,
-    queue: row.queue as string,
-    payload: row.payload as never,
-    anchorMs: toSafeInteger(row.anchor_ms, 'anchor_ms'),
-    lastFiredMs: nullableInteger(row.last_fired_ms, 'last_fired_ms'),
-    revision: toSafeInteger(row.revision, 'revision'),
-  }
-}
-
-// The due channel rides in every enqueue: the INSERT signals the owner of the queue itself, at commit.
-const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string): unknown[] => [
-  job.id,
-  job.queue,
-  JSON.stringify(job.payload),
-  job.priority,
-  job.maxAttempts,
-  job.visibilityTimeoutMs,
-  job.backoffBaseMs,
-  job.deadLetterRetentionMs,
-  nowMs,
-  job.runAtMs,
-  job.expiresAtMs,
-  dueChannel,
-]
+// Thrown inside retryDead's transaction to roll back a move whose key turned out to be held.
+class KeyTaken extends Error {}
 
 /** Makes a JobStore over an already migrated schema. `close` closes the driver (idempotent). */
 export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
@@ -95,6 +59,11 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const sql = {
     enqueue: jobSql.enqueueSql(schema),
     getJob: jobSql.getJobSql(schema),
+    countJobs: jobSql.countJobsSql(schema),
+    listLiveJobs: jobSql.listLiveJobsSql(schema),
+    listDeadJobs: jobSql.listDeadJobsSql(schema),
+    retryDead: jobSql.retryDeadSql(schema),
+    keyHolder: jobSql.keyHolderSql(schema),
     claim: jobSql.claimSql(schema),
     buryExhaustedOne: jobSql.buryExhaustedOneSql(schema),
     claimState: jobSql.claimStateSql(schema),
@@ -113,6 +82,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     deliverableCount: jobSql.deliverableCountSql(schema),
     dueQueues: jobSql.dueQueuesSql(schema),
     putSchedule: scheduleSql.putScheduleSql(schema),
+    deleteSchedule: scheduleSql.deleteScheduleSql(schema),
     getSchedule: scheduleSql.getScheduleSql(schema),
     listSchedules: scheduleSql.listSchedulesSql(schema),
     acquireLease: scheduleSql.acquireLeaseSql(schema),
@@ -130,21 +100,23 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
 
     async enqueue(params, tx) {
       const { job, nowMs } = validated('enqueue', () => ({ job: checkNewJob(params.job), nowMs: checkTime('nowMs', params.nowMs) }))
-      if (tx === undefined) {
-        const [row] = await write('enqueue', sql.enqueue, enqueueParams(job, nowMs, dueChannel))
-        assert(row !== undefined, `enqueue of ${job.id} returned no row`)
-        return decodeJob(row)
+      if (tx !== undefined && typeof tx?.query !== 'function') throw new InvalidInput({ field: 'tx', reason: 'must be a pg client inside an open transaction' })
+      const run = async (): Promise<ReadonlyArray<Row>> => {
+        if (tx === undefined) return write('enqueue', sql.enqueue, enqueueParams(job, nowMs, dueChannel))
+        try {
+          return (await tx.query(sql.enqueue, enqueueParams(job, nowMs, dueChannel))).rows as ReadonlyArray<Row>
+        } catch (error) {
+          throw toStoreError('enqueue', true, toDriverError(error, true))
+        }
       }
-      if (typeof tx?.query !== 'function') throw new InvalidInput({ field: 'tx', reason: 'must be a pg client inside an open transaction' })
-      let result
-      try {
-        result = await tx.query(sql.enqueue, enqueueParams(job, nowMs, dueChannel))
-      } catch (error) {
-        throw toStoreError('enqueue', true, toDriverError(error, true))
+      for (let attempt = 1; ; attempt++) {
+        const rows = await run()
+        assert(rows.length <= 1, `enqueue of ${job.id} returned ${rows.length} rows`)
+        const [row] = rows
+        if (row !== undefined) return decodeJob(row)
+        // Only a keyed insert can come back empty (see enqueueSql).
+        assert(job.key !== null && attempt < keyedEnqueueAttemptsMax, `enqueue of ${job.id} found neither its row nor the holder of key ${String(job.key)}`)
       }
-      const row = result.rows[0] as Row | undefined
-      assert(row !== undefined, `enqueue of ${job.id} on the caller's transaction returned no row`)
-      return decodeJob(row)
     },
 
     async getJob(params) {
@@ -195,11 +167,14 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     },
 
     async retry(params) {
-      const { id, claimToken, nowMs, delayMs } = validated('retry', () => {
-        checkError('error', params.error)
-        return { ...checkClaimRef(params), nowMs: checkTime('nowMs', params.nowMs), delayMs: checkDurationMs('delayMs', params.delayMs, 0) }
-      })
-      const rows = await write('retry', sql.retry, [id, claimToken, nowMs, delayMs])
+      const { id, claimToken, nowMs, delayMs, error, stack } = validated('retry', () => ({
+        error: checkError('error', params.error),
+        stack: checkStack('stack', params.stack),
+        ...checkClaimRef(params),
+        nowMs: checkTime('nowMs', params.nowMs),
+        delayMs: checkDurationMs('delayMs', params.delayMs, 0),
+      }))
+      const rows = await write('retry', sql.retry, [id, claimToken, nowMs, delayMs, error, stack])
       assert(rows.length <= 1, `retry of ${id} took both branches`)
       const [row] = rows
       if (row === undefined) return null
@@ -207,12 +182,13 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     },
 
     async fail(params) {
-      const { id, claimToken, nowMs, error } = validated('fail', () => ({
+      const { id, claimToken, nowMs, error, stack } = validated('fail', () => ({
         ...checkClaimRef(params),
         nowMs: checkTime('nowMs', params.nowMs),
         error: checkError('error', params.error),
+        stack: checkStack('stack', params.stack),
       }))
-      return (await write('fail', sql.fail, [id, claimToken, nowMs, error])).length === 1
+      return (await write('fail', sql.fail, [id, claimToken, nowMs, error, stack])).length === 1
     },
 
     async cancel(params) {
@@ -225,6 +201,52 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       const [row] = await write('sweepExpired', sql.sweepExpired, [queue, nowMs])
       assert(row !== undefined, 'sweepExpired returned no row')
       return { dead: toSafeInteger(row.dead, 'dead'), purged: toSafeInteger(row.purged, 'purged') }
+    },
+
+    async countJobs(params) {
+      const queue = validated('countJobs', () => checkName('queue', params.queue))
+      const [row] = await read('countJobs', sql.countJobs, [queue])
+      assert(row !== undefined, 'countJobs returned no row')
+      return { pending: toSafeInteger(row.pending, 'pending'), processing: toSafeInteger(row.processing, 'processing'), dead: toSafeInteger(row.dead, 'dead') }
+    },
+
+    async listJobs(params) {
+      const { queue, state, limit, afterId } = validated('listJobs', () => ({
+        queue: checkName('queue', params.queue),
+        state: checkState('state', params.state),
+        limit: checkListLimit('limit', params.limit),
+        afterId: params.afterId === null ? null : checkName('afterId', params.afterId),
+      }))
+      const rows =
+        state === 'dead'
+          ? await read('listJobs', sql.listDeadJobs, [queue, afterId, limit])
+          : await read('listJobs', sql.listLiveJobs, [queue, state, afterId, limit])
+      return rows.map(decodeJob)
+    },
+
+    async retryDead(params) {
+      const { queue, id, nowMs } = validated('retryDead', () => ({ ...checkJobRef(params), nowMs: checkTime('nowMs', params.nowMs) }))
+      let key: string | null = null
+      try {
+        return await driver.transaction(async (tx: Queryable): Promise<RetryDeadOutcome> => {
+          const { rows } = await tx.query<Row>(sql.retryDead, [id, queue, nowMs, dueChannel])
+          const [row] = rows
+          assert(row !== undefined, 'retryDead returned no row')
+          if (toSafeInteger(row.moved, 'moved') === 0) return { kind: 'not-dead' }
+          if (row.id === null) {
+            key = row.job_key as string | null
+            throw new KeyTaken()
+          }
+          return { kind: 'retried', job: decodeJob(row) }
+        })
+      } catch (error) {
+        if (!(error instanceof KeyTaken)) throw toStoreError('retryDead', true, error)
+      }
+      // The move was rolled back: the dead job stays, its key held by a live job.
+      const [dead] = await read('retryDead', sql.getJob, [id, queue])
+      const holderKey = key ?? (dead?.job_key as string | null | undefined) ?? null
+      const [holder] = holderKey === null ? [] : await read('retryDead', sql.keyHolder, [queue, holderKey])
+      return holder === undefined ? { kind: 'not-dead' } : { kind: 'key-taken', liveId: holder.id as string }
     },
 
     async takeDue(params) {
@@ -303,18 +325,24 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     },
 
     async putSchedule(params) {
-      const { name, spec, queue, payload, nowMs } = validated('putSchedule', () => ({
+      const { name, spec, queue, payload, timezone, nowMs } = validated('putSchedule', () => ({
         name: checkName('name', params.name),
         spec: checkName('spec', params.spec),
         queue: checkName('queue', params.queue),
         payload: validateJson('payload', params.payload),
+        timezone: checkTimezone('timezone', params.timezone),
         nowMs: checkTime('nowMs', params.nowMs),
       }))
-      const [changed] = await write('putSchedule', sql.putSchedule, [name, spec, queue, JSON.stringify(payload), nowMs])
+      const [changed] = await write('putSchedule', sql.putSchedule, [name, spec, queue, JSON.stringify(payload), nowMs, timezone])
       if (changed !== undefined) return decodeSchedule(changed)
       const [current] = await read('putSchedule', sql.getSchedule, [name])
       assert(current !== undefined, `schedule ${name} neither changed nor exists`)
       return decodeSchedule(current)
+    },
+
+    async deleteSchedule(params) {
+      const name = validated('deleteSchedule', () => checkName('name', params.name))
+      return (await write('deleteSchedule', sql.deleteSchedule, [name])).length === 1
     },
 
     async listSchedules() {

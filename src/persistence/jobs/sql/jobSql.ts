@@ -1,5 +1,5 @@
 /**
- * jobSql — the statements on `jobs` and `dead_jobs` (migration 003), as readable SQL text.
+ * jobSql — the statements on `jobs` and `dead_jobs` (migrations 003 and 004), as readable SQL text.
  *
  * Invariants: every transition is ONE statement with its validity predicate in its WHERE
  * clause, so concurrent transitions on a row serialize on the row lock and the loser re-checks
@@ -16,53 +16,123 @@
  */
 import type { Schema } from '../../sql/Schema.ts'
 
-/** Columns of a live row, as every statement returns them. */
+/** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
 export const liveColumns =
-  'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, claim_token, deadline_ms'
+  'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, claim_token, deadline_ms, job_key, last_handler_error, last_handler_stack'
+
+/** A live row as a job record: its columns and null dead-only ones. */
+export const liveRecord = `${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
+
+/** A dead_jobs row as a job record, in the order of `liveRecord`. */
+export const deadRecord = `id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
+       created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, NULL::text AS claim_token, NULL::bigint AS deadline_ms, job_key, last_handler_error, last_handler_stack,
+       last_error, died_at_ms`
 
 const deadInsertColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, last_error, died_at_ms'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, last_error, died_at_ms, last_handler_error, last_handler_stack'
 
 const movedColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key'
 
 const notExpired = (now: string) => `(expires_at_ms IS NULL OR expires_at_ms > ${now})`
 const validClaim = `state = 'processing' AND claim_token = $2::text AND deadline_ms > $3::bigint`
 const exhausted = (now: string) =>
   `state = 'processing' AND deadline_ms <= ${now} AND attempts >= max_attempts AND (expires_at_ms IS NULL OR expires_at_ms > deadline_ms)`
 
-// Moves the rows of `moved` into dead_jobs with the given error and death-time expressions.
-const bury = (schema: Schema, error: string, diedAt: string) =>
-  `INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns}) SELECT ${movedColumns}, ${error}, ${diedAt} FROM moved`
+// Moves the rows of `moved` into dead_jobs with the given error and death-time expressions; the
+// handler's error is the row's own unless the caller's transition records a new one.
+const bury = (schema: Schema, error: string, diedAt: string, handlerError = 'last_handler_error, last_handler_stack') =>
+  `INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns}) SELECT ${movedColumns}, ${error}, ${diedAt}, ${handlerError} FROM moved`
 
 /**
  * `$1` id, `$2` queue, `$3` payload json, `$4` priority, `$5` max attempts, `$6` visibility ms,
  * `$7` backoff base ms, `$8` retention ms or null, `$9` now, `$10` run at, `$11` expires at or null,
- * `$12` the due channel. One statement, so it can run on a caller's transaction; it raises the
- * due signal (NOTIFY, delivered only when the transaction commits) for the queue's owner.
+ * `$12` the due channel, `$13` key or null. One statement, so it can run on a caller's
+ * transaction; it raises the due signal (NOTIFY, delivered only when the transaction commits)
+ * for the queue's owner.
+ *
+ * A key held by a live job of the queue is a conflict on the partial unique index: nothing is
+ * inserted and the holder is returned instead (`was_inserted` = false). No row at all means the
+ * holder committed after this statement's snapshot, or went away meanwhile: run it again.
  */
 export function enqueueSql(schema: Schema): string {
   return `
 WITH inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-   created_at_ms, run_at_ms, expires_at_ms, due_ms)
+   created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key)
 VALUES ($1::text, $2::text, 'pending', $3::jsonb, $4::smallint, 0, $5::integer, $6::bigint, $7::bigint, $8::bigint,
-   $9::bigint, $10::bigint, $11::bigint, GREATEST($10::bigint, $9::bigint))
-RETURNING ${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms
+   $9::bigint, $10::bigint, $11::bigint, GREATEST($10::bigint, $9::bigint), $13::text)
+ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
+RETURNING ${liveRecord}
 )
-SELECT inserted.* FROM inserted CROSS JOIN LATERAL (SELECT pg_notify($12::text, inserted.queue)) AS signal`
+SELECT inserted.*, true AS was_inserted FROM inserted CROSS JOIN LATERAL (SELECT pg_notify($12::text, inserted.queue)) AS signal
+UNION ALL
+SELECT ${liveRecord}, false AS was_inserted FROM ${schema.quoted}.jobs
+WHERE $13::text IS NOT NULL AND queue = $2::text AND job_key = $13::text AND NOT EXISTS (SELECT 1 FROM inserted)`
 }
 
 /** `$1` id, `$2` queue. The job in either table. */
 export function getJobSql(schema: Schema): string {
   return `
-SELECT ${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms
-FROM ${schema.quoted}.jobs WHERE id = $1::text AND queue = $2::text
+SELECT ${liveRecord} FROM ${schema.quoted}.jobs WHERE id = $1::text AND queue = $2::text
 UNION ALL
-SELECT id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-       created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, NULL::text AS claim_token, NULL::bigint AS deadline_ms, last_error, died_at_ms
-FROM ${schema.quoted}.dead_jobs WHERE id = $1::text AND queue = $2::text`
+SELECT ${deadRecord} FROM ${schema.quoted}.dead_jobs WHERE id = $1::text AND queue = $2::text`
+}
+
+/** `$1` queue. Jobs of the queue by state. */
+export function countJobsSql(schema: Schema): string {
+  return `
+SELECT (SELECT count(*) FROM ${schema.quoted}.jobs WHERE queue = $1::text AND state = 'pending') AS pending,
+       (SELECT count(*) FROM ${schema.quoted}.jobs WHERE queue = $1::text AND state = 'processing') AS processing,
+       (SELECT count(*) FROM ${schema.quoted}.dead_jobs WHERE queue = $1::text) AS dead`
+}
+
+/** `$1` queue, `$2` state, `$3` after id or null, `$4` limit. A keyset page of live jobs in one state. */
+export function listLiveJobsSql(schema: Schema): string {
+  return `
+SELECT ${liveRecord} FROM ${schema.quoted}.jobs
+WHERE queue = $1::text AND state = $2::text AND ($3::text IS NULL OR id > $3::text)
+ORDER BY id LIMIT $4::integer`
+}
+
+/** `$1` queue, `$2` after id or null, `$3` limit. A keyset page of dead jobs. */
+export function listDeadJobsSql(schema: Schema): string {
+  return `
+SELECT ${deadRecord} FROM ${schema.quoted}.dead_jobs
+WHERE queue = $1::text AND ($2::text IS NULL OR id > $2::text)
+ORDER BY id LIMIT $3::integer`
+}
+
+/**
+ * `$1` id, `$2` queue, `$3` now, `$4` the due channel. Moves a dead job back to `jobs` as a
+ * fresh pending job (same id; attempts 0; created, runnable and due now; a passed expiry
+ * dropped) in ONE statement. When its key is held by a live job the insert does nothing while
+ * the delete happened: `moved` = 1 with no row revived, and the caller must roll back.
+ */
+export function retryDeadSql(schema: Schema): string {
+  return `
+WITH moved AS (
+  DELETE FROM ${schema.quoted}.dead_jobs WHERE id = $1::text AND queue = $2::text RETURNING *
+), revived AS (
+  INSERT INTO ${schema.quoted}.jobs
+    (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
+     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack)
+  SELECT id, queue, 'pending', payload, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
+     $3::bigint, $3::bigint, CASE WHEN expires_at_ms > $3::bigint THEN expires_at_ms END, $3::bigint, job_key, last_handler_error, last_handler_stack
+  FROM moved
+  ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
+  RETURNING ${liveRecord}
+)
+SELECT (SELECT count(*) FROM moved) AS moved, revived.*
+FROM (SELECT 1) AS one
+LEFT JOIN revived ON true
+LEFT JOIN LATERAL (SELECT pg_notify($4::text, revived.queue) WHERE revived.id IS NOT NULL) AS signal ON true`
+}
+
+/** `$1` queue, `$2` key. The live job holding a key. */
+export function keyHolderSql(schema: Schema): string {
+  return `SELECT id FROM ${schema.quoted}.jobs WHERE queue = $1::text AND job_key = $2::text`
 }
 
 /** `$1` id, `$2` new claim token, `$3` now. Claims a claimable job; returns it. */
@@ -74,7 +144,7 @@ SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, c
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
 WHERE id = $1::text AND attempts < max_attempts AND ${notExpired('$3::bigint')}
   AND ((state = 'pending' AND run_at_ms <= $3::bigint) OR (state = 'processing' AND deadline_ms <= $3::bigint))
-RETURNING ${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
+RETURNING ${liveRecord}`
 }
 
 /** `$1` id, `$2` now. Dead-letters job `$1` if the exhaustion rule holds; returns its id. */
@@ -100,7 +170,7 @@ UPDATE ${schema.quoted}.jobs
 SET deadline_ms = $3::bigint + COALESCE($4::bigint, visibility_timeout_ms), due_ms = $3::bigint + COALESCE($4::bigint, visibility_timeout_ms),
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
 WHERE id = $1::text AND ${validClaim}
-RETURNING ${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
+RETURNING ${liveRecord}`
 }
 
 /** `$1` id, `$2` token, `$3` now. Deletes the job under a valid claim. */
@@ -118,32 +188,35 @@ RETURNING job.id`
 }
 
 /**
- * `$1` id, `$2` token, `$3` now, `$4` delay ms. Under a valid claim: back to pending at now + delay,
- * or — at the budget — dead with "max attempts exceeded". The two branches exclude each other.
+ * `$1` id, `$2` token, `$3` now, `$4` delay ms, `$5` error, `$6` stack or null. Under a valid
+ * claim: back to pending at now + delay with the handler's error recorded, or — at the budget —
+ * dead with "max attempts exceeded" and the handler's error kept beside it. The two branches
+ * exclude each other.
  */
 export function retrySql(schema: Schema): string {
   return `
 WITH retried AS (
   UPDATE ${schema.quoted}.jobs
   SET state = 'pending', run_at_ms = $3::bigint + $4::bigint, due_ms = $3::bigint + $4::bigint, claim_token = NULL, deadline_ms = NULL,
+      last_handler_error = $5::text, last_handler_stack = $6::text,
       ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
   WHERE id = $1::text AND ${validClaim} AND attempts < max_attempts
   RETURNING run_at_ms
 ), moved AS (
   DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} AND attempts >= max_attempts RETURNING *
 ), buried AS (
-  ${bury(schema, `'max attempts exceeded'`, '$3::bigint')} RETURNING id
+  ${bury(schema, `'max attempts exceeded'`, '$3::bigint', '$5::text, $6::text')} RETURNING id
 )
 SELECT 'retried' AS outcome, run_at_ms FROM retried
 UNION ALL
 SELECT 'dead' AS outcome, NULL::bigint FROM buried`
 }
 
-/** `$1` id, `$2` token, `$3` now, `$4` error. Dead-letters under a valid claim. */
+/** `$1` id, `$2` token, `$3` now, `$4` error, `$5` stack or null. Dead-letters under a valid claim. */
 export function failSql(schema: Schema): string {
   return `
 WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} RETURNING *)
-${bury(schema, '$4::text', '$3::bigint')}
+${bury(schema, '$4::text', '$3::bigint', '$4::text, $5::text')}
 RETURNING id`
 }
 
@@ -165,7 +238,8 @@ WITH moved AS (
   INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns})
   SELECT ${movedColumns},
          CASE WHEN ${isExhausted} THEN 'max attempts exceeded' ELSE 'expired' END,
-         CASE WHEN ${isExhausted} THEN deadline_ms ELSE $2::bigint END
+         CASE WHEN ${isExhausted} THEN deadline_ms ELSE $2::bigint END,
+         last_handler_error, last_handler_stack
   FROM moved
   RETURNING id
 ), purged AS (

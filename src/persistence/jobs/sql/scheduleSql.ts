@@ -1,5 +1,5 @@
 /**
- * scheduleSql — the statements on `job_schedules` and `job_leases` (migration 003).
+ * scheduleSql — the statements on `job_schedules` and `job_leases` (migrations 003 and 004).
  *
  * Invariants: registering a schedule is one upsert that changes nothing when spec, queue and
  * payload are unchanged (jsonb equality, so key order does not matter); a lease is one upsert
@@ -9,18 +9,27 @@
  */
 import type { Schema } from '../../sql/Schema.ts'
 
-const scheduleColumns = 'name, spec, queue, payload, anchor_ms, last_fired_ms, revision'
+const scheduleColumns = 'name, spec, queue, payload, anchor_ms, last_fired_ms, revision, timezone'
 
-/** `$1` name, `$2` spec, `$3` queue, `$4` payload json, `$5` now. Inserts or re-anchors; no row when unchanged. */
+/**
+ * `$1` name, `$2` spec, `$3` queue, `$4` payload json, `$5` now, `$6` time zone or null. Inserts
+ * or re-anchors; no row when unchanged.
+ */
 export function putScheduleSql(schema: Schema): string {
   return `
 INSERT INTO ${schema.quoted}.job_schedules AS schedule (${scheduleColumns})
-VALUES ($1::text, $2::text, $3::text, $4::jsonb, $5::bigint, NULL, 1)
+VALUES ($1::text, $2::text, $3::text, $4::jsonb, $5::bigint, NULL, 1, $6::text)
 ON CONFLICT (name) DO UPDATE
-  SET spec = EXCLUDED.spec, queue = EXCLUDED.queue, payload = EXCLUDED.payload, anchor_ms = EXCLUDED.anchor_ms,
+  SET spec = EXCLUDED.spec, queue = EXCLUDED.queue, payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, anchor_ms = EXCLUDED.anchor_ms,
       last_fired_ms = NULL, revision = schedule.revision + 1
   WHERE schedule.spec <> EXCLUDED.spec OR schedule.queue <> EXCLUDED.queue OR schedule.payload <> EXCLUDED.payload
+     OR schedule.timezone IS DISTINCT FROM EXCLUDED.timezone
 RETURNING ${scheduleColumns}`
+}
+
+/** `$1` name. Removes a schedule; returns its name when there was one. */
+export function deleteScheduleSql(schema: Schema): string {
+  return `DELETE FROM ${schema.quoted}.job_schedules WHERE name = $1::text RETURNING name`
 }
 
 /** `$1` name. One schedule. */

@@ -1,0 +1,82 @@
+/**
+ * jobRows — decoding the rows of the job tables into contract records, with the contract's shape
+ * invariants asserted after every read, and the parameters of the enqueue statement.
+ *
+ * Does not: run statements (SqlJobStore.ts does) or validate caller input (JobInput.ts does).
+ */
+import { assert } from '../../../kernel/assert.ts'
+import { toSafeInteger } from '../../sql/SqlValues.ts'
+import type { JobRecord, JobState, NewJob, ScheduleRecord } from '../JobStore.ts'
+
+type Row = Record<string, unknown>
+
+/** A nullable bigint column as a number. */
+export const nullableInteger = (value: unknown, what: string): number | null => (value === null || value === undefined ? null : toSafeInteger(value, what))
+
+const nullableText = (value: unknown): string | null => (value as string | null | undefined) ?? null
+
+/** Decodes a job row (live or dead); asserts the contract's shape invariants. */
+export function decodeJob(row: Row): JobRecord {
+  const state = row.state as JobState
+  assert(state === 'pending' || state === 'processing' || state === 'dead', `job state ${String(row.state)}`)
+  const job: JobRecord = {
+    id: row.id as string,
+    queue: row.queue as string,
+    state,
+    payload: row.payload as never,
+    priority: toSafeInteger(row.priority, 'priority'),
+    attempts: toSafeInteger(row.attempts, 'attempts'),
+    maxAttempts: toSafeInteger(row.max_attempts, 'max_attempts'),
+    visibilityTimeoutMs: toSafeInteger(row.visibility_timeout_ms, 'visibility_timeout_ms'),
+    backoffBaseMs: toSafeInteger(row.backoff_base_ms, 'backoff_base_ms'),
+    deadLetterRetentionMs: nullableInteger(row.dead_letter_retention_ms, 'dead_letter_retention_ms'),
+    createdAtMs: toSafeInteger(row.created_at_ms, 'created_at_ms'),
+    runAtMs: toSafeInteger(row.run_at_ms, 'run_at_ms'),
+    claimedAtMs: nullableInteger(row.claimed_at_ms, 'claimed_at_ms'),
+    expiresAtMs: nullableInteger(row.expires_at_ms, 'expires_at_ms'),
+    claimToken: nullableText(row.claim_token),
+    deadlineMs: nullableInteger(row.deadline_ms, 'deadline_ms'),
+    key: nullableText(row.job_key),
+    lastError: nullableText(row.last_error),
+    diedAtMs: nullableInteger(row.died_at_ms, 'died_at_ms'),
+    lastHandlerError: nullableText(row.last_handler_error),
+    lastHandlerStack: nullableText(row.last_handler_stack),
+  }
+  assert(typeof job.id === 'string' && typeof job.queue === 'string', 'job id or queue is not text')
+  assert((job.state === 'processing') === (job.claimToken !== null && job.deadlineMs !== null), `job ${job.id}: claim fields do not match state ${job.state}`)
+  assert((job.state === 'dead') === (job.lastError !== null && job.diedAtMs !== null), `job ${job.id}: dead fields do not match state ${job.state}`)
+  assert(job.attempts >= 0 && job.maxAttempts >= 1, `job ${job.id}: attempts ${job.attempts} of ${job.maxAttempts}`)
+  assert(job.lastHandlerStack === null || job.lastHandlerError !== null, `job ${job.id}: a handler stack without its error`)
+  return job
+}
+
+/** Decodes a schedule row. */
+export function decodeSchedule(row: Row): ScheduleRecord {
+  return {
+    name: row.name as string,
+    spec: row.spec as string,
+    queue: row.queue as string,
+    payload: row.payload as never,
+    anchorMs: toSafeInteger(row.anchor_ms, 'anchor_ms'),
+    lastFiredMs: nullableInteger(row.last_fired_ms, 'last_fired_ms'),
+    timezone: nullableText(row.timezone),
+    revision: toSafeInteger(row.revision, 'revision'),
+  }
+}
+
+/** The parameters of `enqueueSql`. The due channel rides in every enqueue: the INSERT signals the queue's owner itself, at commit. */
+export const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string): unknown[] => [
+  job.id,
+  job.queue,
+  JSON.stringify(job.payload),
+  job.priority,
+  job.maxAttempts,
+  job.visibilityTimeoutMs,
+  job.backoffBaseMs,
+  job.deadLetterRetentionMs,
+  nowMs,
+  job.runAtMs,
+  job.expiresAtMs,
+  dueChannel,
+  job.key ?? null,
+]
