@@ -9,8 +9,10 @@ export default defineConfig({
     env: ciSeed,
     include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'sim/**/*.test.ts'],
     globalSetup: ['test/harness/globalSetup.ts'],
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
+    // Properties are bounded by their run counts, not by time; this limit only turns a hang into
+    // a failure (its seed is printed first), far past what a slow, busy machine needs.
+    testTimeout: 600_000,
+    hookTimeout: 300_000,
     // Two cores: files run in parallel forks, but PGlite and PostgreSQL suites are heavy.
     pool: 'forks',
     maxWorkers: 2,

@@ -5,9 +5,10 @@
  */
 import { expect, it } from 'vitest'
 import { checkSchedules } from './ScheduleProperty.ts'
+import { runsFor } from '../test/harness/depth.ts'
 
-const runs = 20
-// Half the default safety phase: PGlite runs ~10× slower than memory, and 20 worlds must fit in
+const runs = runsFor(6, 40)
+// Half the default safety phase: PGlite runs ~10× slower than memory, and the worlds must fit in
 // a few minutes on two shared cores. Liveness still runs to completion.
 const steps = 1_000
 

@@ -4,10 +4,11 @@
  * mode, so it carries the bulk of the runs. Replay a failure with the command its message prints.
  */
 import { expect, it } from 'vitest'
+import { runsFor } from '../test/harness/depth.ts'
 import { checkSchedules } from './ScheduleProperty.ts'
 
-// 200 worlds of the full default length (2,000 safety steps plus liveness), ~1 minute on one core.
-const runs = 200
+// Worlds of the full default length (2,000 safety steps plus liveness): about 0.3 s each on one core.
+const runs = runsFor(60, 500)
 
 it(`holds for ${runs} generated schedules on memory`, async () => {
   let events = 0

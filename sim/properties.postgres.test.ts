@@ -6,8 +6,9 @@
 import { beforeAll, expect, it } from 'vitest'
 import { freshDatabase } from '../test/harness/database.ts'
 import { checkSchedules } from './ScheduleProperty.ts'
+import { runsFor } from '../test/harness/depth.ts'
 
-const runs = 20
+const runs = runsFor(8, 60)
 let databaseUrl = ''
 
 beforeAll(async () => {

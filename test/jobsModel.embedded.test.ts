@@ -14,6 +14,7 @@ import { makeSchema } from '../src/persistence/sql/Schema.ts'
 import { makeSqlStore } from '../src/persistence/sql/SqlStore.ts'
 import { Random } from '../src/kernel/Random.ts'
 import { describeJobsModel } from './jobsModel.ts'
+import { runsFor } from './harness/depth.ts'
 
 let driver: Driver
 beforeAll(async () => {
@@ -30,5 +31,5 @@ describeJobsModel(
     await migrate(driver, schema)
     return makeMatchbox({ hostId: 'model', store: makeSqlStore(driver, schema), jobStore: makeSqlJobStore(driver, schema), clock, random: Random.make(seed), closeStores: async () => {} })
   },
-  { runs: 50, maxCommands: 60 },
+  { runs: runsFor(20, 100), maxCommands: 60 },
 )

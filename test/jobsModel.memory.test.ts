@@ -4,5 +4,6 @@
  */
 import { open } from '../src/index.ts'
 import { describeJobsModel } from './jobsModel.ts'
+import { runsFor } from './harness/depth.ts'
 
-describeJobsModel('memory', (clock, seed) => open({ store: 'memory', clock, seed, hostId: 'model' }), { runs: 200, maxCommands: 60 })
+describeJobsModel('memory', (clock, seed) => open({ store: 'memory', clock, seed, hostId: 'model' }), { runs: runsFor(100, 500), maxCommands: 60 })

@@ -15,6 +15,7 @@ import { makeSchema } from '../src/persistence/sql/Schema.ts'
 import { makeSqlStore } from '../src/persistence/sql/SqlStore.ts'
 import { freshDatabase } from './harness/database.ts'
 import { describeJobsModel } from './jobsModel.ts'
+import { runsFor } from './harness/depth.ts'
 
 let driver: Driver
 beforeAll(async () => {
@@ -31,5 +32,5 @@ describeJobsModel(
     await migrate(driver, schema)
     return makeMatchbox({ hostId: 'model', store: makeSqlStore(driver, schema), jobStore: makeSqlJobStore(driver, schema), clock, random: Random.make(seed), closeStores: async () => {} })
   },
-  { runs: 50, maxCommands: 60 },
+  { runs: runsFor(25, 150), maxCommands: 60 },
 )
