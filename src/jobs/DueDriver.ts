@@ -23,13 +23,19 @@
  * the scan finds rows other connections wrote since. Waiters for a queue are woken first come first served: one per task a
  * pass hands that queue, or as many as asked (`wake`).
  *
+ * While the store is failing, passes back off (OutageBackoff.ts: 50 ms doubling to 1 s, with
+ * jitter): the retry scan waits out each step and kicks in between only mark what to scan; the
+ * first pass that succeeds ends the outage. Explicit `run()` calls (a lazy claim) still run.
+ *
  * Does not: decide anything about a job (the store's statements do), or run sweeps.
  */
 import { isMatchboxError } from '../domain/errors.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
+import type { Random } from '../kernel/Random.ts'
 import { dueQueuesPerScanMax, jobDeliveryBatchMax, jobDeliveryRefusedRetryMs, jobDeliveryRetryMs, jobDueScanIntervalMs } from '../kernel/Limits.ts'
 import type { MatchingHost } from '../actors/MatchingHost.ts'
 import type { DueJob, JobStore } from '../persistence/jobs/JobStore.ts'
+import { makeOutageBackoff } from './OutageBackoff.ts'
 import { jobsNamespace, jobTaskType, type QueueRouting } from './QueueRouting.ts'
 
 /** Why a wait for delivery ended. */
@@ -66,6 +72,8 @@ export interface DueDriverOptions {
   readonly jobStore: JobStore
   readonly matching: MatchingHost
   readonly clock: Clock
+  /** Jitter of the back-off while the store is failing. */
+  readonly random: Random
   /**
    * Which queues this engine delivers. Absent: every queue (one engine on its store, no scan of
    * queue names needed). Present: only queues of which it owns a partition.
@@ -88,6 +96,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   const signalled = new Set<string>()
   let scanNeeded = true
   const now = () => Math.floor(clock.now())
+  const outage = makeOutageBackoff(options.random)
 
   const wakeWith = (queue: string, reason: WakeReason, count: number): void => {
     const list = waiters.get(queue)
@@ -159,6 +168,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   const pass = async (): Promise<void> => {
     if (closed) return
     const nowMs = now()
+    const startedMs = nowMs
     let nextMs = nowMs + jobDueScanIntervalMs
     try {
       const queues = await queuesOfPass(nowMs)
@@ -171,10 +181,12 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       const next = await jobStore.nextDueMs({ nowMs: now(), queues })
       // A due time not after now is a row another connection holds: the scan looks again.
       if (next !== null && next > now()) nextMs = Math.min(nextMs, next)
+      outage.succeeded()
     } catch (error) {
-      // An unavailable store: the scan timer tries again.
+      // An unavailable store: a scan tries again after the back-off step (kicks wait for it too).
       if (!isMatchboxError(error)) report(error)
       scanNeeded = true
+      nextMs = outage.failed(startedMs, now()).retryAtMs
     }
     arm(nextMs)
   }
@@ -201,6 +213,9 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     if (closed) return
     if (queue === undefined) scanNeeded = true
     else signalled.add(queue)
+    // While the store is failing, signals wait for the back-off step's scan instead of each
+    // running a pass against it.
+    if (outage.retryAtMs() > clock.now()) return arm(outage.retryAtMs())
     void run()
   }
 

@@ -146,7 +146,8 @@ export function makeMatchbox(parts: MatchboxParts): MatchboxEngine {
     ...(parts.scheduler === undefined ? {} : { scheduler: parts.scheduler }),
     ...(parts.onDefect === undefined ? {} : { onDefect: parts.onDefect }),
   })
-  const driver = makeDueDriver({ jobStore: parts.jobStore, matching, clock: parts.clock, routing, onDefect: report('due-time driver') })
+  // The driver draws only while the store is failing, from the retry-jitter stream.
+  const driver = makeDueDriver({ jobStore: parts.jobStore, matching, clock: parts.clock, random: jitter, routing, onDefect: report('due-time driver') })
   driverRef = driver
   const forwarding =
     group === undefined

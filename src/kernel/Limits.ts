@@ -191,6 +191,19 @@ export const claimPollWaitMs = 5_000
 /** Pause before a claim looks again after Matching handed nothing over (a lost race, a restarting queue). */
 export const claimRetryDelayMs = 100
 
+/**
+ * First back-off step after a store failure (a worker's claim loop, the due-time driver): short,
+ * so a single dropped connection costs little.
+ */
+export const outageRetryInitialMs = 50
+
+/**
+ * Cap of the store-outage back-off: the steps double from `outageRetryInitialMs` to this and
+ * stay, with equal jitter ([cap/2, cap]). One second keeps a down store to about one attempt a
+ * second per worker and driver, and lets work resume within a second of the store coming back.
+ */
+export const outageRetryMaxMs = 1_000
+
 /** A worker heartbeats every visibility timeout / this: two beats may fail before the claim lapses. */
 export const workerHeartbeatDivisor = 3
 
