@@ -27,12 +27,12 @@ import type { Terminal } from './Terminal.ts'
 import { UsageError } from './UsageError.ts'
 
 /**
- * Seeds run when `--seeds` is not given and no `--seed` pins one. Sized so a default run takes
- * roughly 20–40 s of wall time on two cores: a memory seed takes about half a second, an
- * embedded (PGlite) or PostgreSQL seed 2–6 s, and the first seed runs once more for the
- * determinism check. (Measured: 8 embedded seeds took 50 s on two busy cores.)
+ * Seeds run when `--seeds` is not given and no `--seed` pins one. Sized so a default run (what
+ * `npm start` does) ends within half a minute on two cores: a memory seed takes about half a
+ * second, an embedded (PGlite) or PostgreSQL seed 2–6 s plus PGlite's start, and the first seed
+ * runs once more for the determinism check.
  */
-export const simSeedsDefault: Readonly<Record<SimStoreKind, number>> = { memory: 50, embedded: 5, postgres: 5 }
+export const simSeedsDefault: Readonly<Record<SimStoreKind, number>> = { memory: 50, embedded: 2, postgres: 5 }
 
 /** The store `npm start` runs on. */
 export const simStoreDefault: SimStoreKind = 'embedded'
@@ -141,6 +141,15 @@ export async function runSimCommand(terminal: Terminal, options: SimOptions): Pr
   else renderSummary(terminal, batch.report)
   const failure = failureMessage(batch.report)
   if (failure !== undefined) throw new SimulationFailed(failure)
+  if (options.json !== true) {
+    const { colors: c } = terminal
+    terminal.line()
+    terminal.line(c.bold('Next:'))
+    terminal.line(`  npx matchbox sim --store memory --seeds 200     ${c.dim('many more worlds, fast')}`)
+    terminal.line(`  npx matchbox sim --jobs --seeds 20              ${c.dim('the job engine end to end, with several engines')}`)
+    terminal.line(`  npx matchbox sim --seed ${batch.report.seeds[0]?.seed ?? firstSeed} --timeline run.html   ${c.dim('a picture of one world')}`)
+    terminal.line(`  npx matchbox lifecycle                          ${c.dim('one queue, step by step')}`)
+  }
 }
 
 // `--jobs`: its own batch and summary; the Matching mode's files (--trace, --timeline) do not apply.
