@@ -99,10 +99,16 @@ function translated<T>(run: () => T): T {
   }
 }
 
+// A field as a path segment: `.name`, or `["odd key"]` unless it is all letters, digits, _ and $, so a key
+// holding `:`, spaces or control characters cannot blur where the path ends.
+function segmentOf(field: string): string {
+  return /^[\w$]+$/.test(field) ? `.${field}` : `[${JSON.stringify(field)}]`
+}
+
 function record(path: string, value: unknown, fields: ReadonlyArray<string>): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) refuse(path, 'must be an object')
   const object = value as Record<string, unknown>
-  for (const field of Object.keys(object)) if (!fields.includes(field)) refuse(`${path}.${field}`, 'is not a known field')
+  for (const field of Object.keys(object)) if (!fields.includes(field)) refuse(`${path}${segmentOf(field)}`, 'is not a known field')
   for (const field of fields) if (!(field in object)) refuse(`${path}.${field}`, 'is missing')
   return object
 }
@@ -137,7 +143,7 @@ function validateQueue(path: string, value: unknown): ValidSnapshotQueue {
   const levels = entry.ackLevels
   if (typeof levels !== 'object' || levels === null || Array.isArray(levels)) refuse(`${path}.ackLevels`, 'must be an object keyed by subqueue')
   for (const [subqueue, level] of Object.entries(levels)) {
-    const levelPath = `${path}.ackLevels.${subqueue}`
+    const levelPath = `${path}.ackLevels${segmentOf(subqueue)}`
     if (!/^(0|[1-9][0-9]*)$/.test(subqueue) || Number(subqueue) > priorityMax) refuse(levelPath, `subqueue must be an integer in 0…${priorityMax}`)
     ackLevels[Number(subqueue)] = integer(levelPath, level, 0)
     if ((ackLevels[Number(subqueue)] as number) > lastTaskId) refuse(levelPath, `must be at most lastTaskId (${lastTaskId})`)
