@@ -14,10 +14,26 @@ interface Stamped {
   readonly committedAtMs: number
 }
 
+/**
+ * What the claiming host's own membership view said when it issued a claim (read when the call
+ * was parked, i.e. at the instant History asked the store): the job's queue, which of its
+ * partitions the view gave this host, and when the view last took the host's last partition of
+ * the queue away (null: never, in this incarnation). Null when the job's queue is unknown to the
+ * world (no enqueue of it committed).
+ */
+export interface ClaimOwnership {
+  readonly queue: string
+  readonly partitions: number
+  readonly owned: ReadonlyArray<number>
+  readonly lostAtMs: number | null
+  /** False for a producer (an observer of membership that never owns anything). */
+  readonly member: boolean
+}
+
 /** One committed JobStore call the checkers care about. */
 export type JobBoundaryRecord =
   | (Stamped & { readonly op: 'enqueue'; readonly job: JobRecord })
-  | (Stamped & { readonly op: 'claim'; readonly id: string; readonly claimToken: string; readonly outcome: ClaimOutcome })
+  | (Stamped & { readonly op: 'claim'; readonly id: string; readonly claimToken: string; readonly outcome: ClaimOutcome; readonly ownership: ClaimOwnership | null })
   | (Stamped & ClaimRef & { readonly op: 'heartbeat'; readonly extendMs: number | null; readonly renewed: JobRecord | null })
   | (Stamped & ClaimRef & { readonly op: 'ack'; readonly ok: boolean })
   | (Stamped & ClaimRef & { readonly op: 'retry'; readonly outcome: RetryOutcome | null })

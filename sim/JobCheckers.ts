@@ -22,8 +22,8 @@
 import type { JobRecord } from '../src/persistence/jobs/JobStore.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
 
-/** The job checkers and the Matching checkers the end-to-end world also runs, for verdicts. */
-export const jobCheckerNames = ['one valid claim', 'deadline', 'attempt budget', 'none stranded', 'matching', 'other'] as const
+/** The job checkers, the ownership checker (OwnershipChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */
+export const jobCheckerNames = ['one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'matching', 'other'] as const
 
 /** One job checker's name. */
 export type JobCheckerName = (typeof jobCheckerNames)[number]

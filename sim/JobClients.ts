@@ -7,7 +7,9 @@
  * call returned is reported to the job checkers.
  *
  * Invariants: a client only acts through a live host's current incarnation; handles die with
- * the process that claimed them; claims in flight per host are bounded.
+ * the process that claimed them; claims in flight per host are bounded; on a producer host
+ * clients only enqueue. A claim goes, with the seed's `claimElsewhere` chance, to a worker whose
+ * own view gives it none of the queue's partitions, so the poll is forwarded to the owner.
  *
  * Does not: move time, run I/O or inject faults (JobsWorld.ts does).
  */
@@ -62,13 +64,16 @@ export class JobClients {
   act(): boolean {
     const { weights } = this.#deps.options
     const choice = this.#deps.decide.weighted([weights.enqueue, weights.claim, weights.act, weights.cancel, weights.ackBatch, weights.getJob, weights.sweep])
-    const host = this.#aliveHost()
+    // Producers' clients only enqueue.
+    const host = this.#aliveHost(choice !== 0)
     if (host === undefined) return false
     switch (choice) {
       case 0:
         return this.enqueue(host)
-      case 1:
-        return this.claim(host, this.#deps.decide.pick(this.#queueNames), this.#deps.decide.pick([0, 0, 0, 500, 2_000]))
+      case 1: {
+        const queue = this.#deps.decide.pick(this.#queueNames)
+        return this.claim(this.#claimHost(host, queue), queue, this.#deps.decide.pick([0, 0, 0, 500, 2_000]))
+      }
       case 2:
         return this.#handleAction()
       case 3:
@@ -270,9 +275,16 @@ export class JobClients {
     if (index >= 0) this.held.splice(index, 1)
   }
 
-  #aliveHost(): JobsHost | undefined {
-    const alive = this.#deps.hosts.filter((host) => host.alive)
+  #aliveHost(workersOnly: boolean): JobsHost | undefined {
+    const alive = this.#deps.hosts.filter((host) => host.alive && (!workersOnly || host.role === 'worker'))
     return alive.length === 0 ? undefined : this.#deps.decide.pick(alive)
+  }
+
+  // With the seed's chance, a live worker owning none of `queue`'s partitions by its own view.
+  #claimHost(drawn: JobsHost, queue: string): JobsHost {
+    if (!this.#deps.decide.chance(this.#deps.options.claimElsewhere)) return drawn
+    const elsewhere = this.#deps.hosts.filter((host) => host.alive && host.role === 'worker' && host.ownedPartitions(queue).length === 0)
+    return elsewhere.length === 0 ? drawn : this.#deps.decide.pick(elsewhere)
   }
 
   // Runs `call`'s continuation only if the host is still the incarnation that issued it: a dead

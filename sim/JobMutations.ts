@@ -1,21 +1,29 @@
 /**
- * JobMutations — the job mutation menu: a JobStore that wraps the real one (wrap, don't fork)
- * and adds one named, deliberate bug. The end-to-end simulator must catch each one within 100
- * seeds on memory (sim/jobsWorld.mutations.test.ts): the evidence that the job checkers can fail.
+ * JobMutations — the job mutation menu: a JobStore that wraps the real one (wrap, don't fork),
+ * and for bugs of the group a tap on the world's bus, adding one named, deliberate bug. The
+ * end-to-end simulator must catch each one within 100 seeds on memory
+ * (sim/jobsWorld.mutations.test.ts): the evidence that the job checkers can fail.
  *
  * - `ackAfterDeadline`: a refused ack, heartbeat, retry or fail is re-issued as if a minute
  *   earlier, so a claim that lapsed (and was not taken since) still accepts it (deadline);
  * - `doubleGrant`: a claim refused because another claim is live is re-issued a day later, so
  *   the job gets a second claim while the first is still valid (one valid claim);
  * - `dropEnqueue`: every fifth enqueue reports the row it would have written without writing
- *   it, so an accepted job is never seen again (none stranded).
+ *   it, so an accepted job is never seen again (none stranded);
+ * - `dropHandOver`: the bus loses every hand-over of a job an owner claimed for a forwarded poll
+ *   (legal on its own: the claim lapses and the job is delivered again) AND the due-time
+ *   bookkeeping believes the lapse was delivered: when a driver reserves such a job it is
+ *   confirmed delivered without a Matching task, so the claimed job nobody holds is never
+ *   offered again (none stranded).
  *
- * Does not: change reads, due-time bookkeeping or schedules.
+ * Does not: change reads or schedules.
  */
+import type { JsonValue } from '../src/domain/Json.ts'
+import type { BusTap } from '../src/persistence/bus/MemoryBus.ts'
 import type { JobRecord, JobStore } from '../src/persistence/jobs/JobStore.ts'
 
 /** The deliberate bugs, by name. */
-export const jobMutationNames = ['ackAfterDeadline', 'doubleGrant', 'dropEnqueue'] as const
+export const jobMutationNames = ['ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver'] as const
 
 /** One job mutation's name. */
 export type JobMutationName = (typeof jobMutationNames)[number]
@@ -26,8 +34,39 @@ const dayMs = 24 * 3_600_000
 // Rare enough that the run stays healthy to everything but the checkers.
 const dropEnqueueEvery = 5
 
-/** Wraps `inner` with one deliberate bug. */
-export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName): JobStore {
+/** A mutation as one world applies it: its job store wrapper and, for bus bugs, the bus tap. */
+export interface JobsMutant {
+  readonly wrapJobStore: (store: JobStore) => JobStore
+  readonly busTap?: BusTap
+}
+
+// The job a hand-over message names, or null for any other message.
+function handedOverJob(message: JsonValue): string | null {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return null
+  const record = message as { readonly [key: string]: JsonValue }
+  return record.kind === 'claimed' && typeof record.jobId === 'string' ? record.jobId : null
+}
+
+/** One world's instance of `mutation` (state shared by its store wrappers and its bus tap). */
+export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
+  const lostHandOvers = new Set<string>()
+  if (mutation !== 'dropHandOver') return { wrapJobStore: (store) => makeMutantJobStore(store, mutation) }
+  return {
+    wrapJobStore: (store) => makeMutantJobStore(store, mutation, lostHandOvers),
+    busTap(message) {
+      const jobId = message.kind === 'host' ? handedOverJob(message.message) : null
+      if (jobId === null) return 'deliver'
+      lostHandOvers.add(jobId)
+      return 'drop'
+    },
+  }
+}
+
+/**
+ * Wraps `inner` with one deliberate bug; `lostHandOvers` is what `dropHandOver`'s bus half
+ * dropped (empty when the store is wrapped alone).
+ */
+export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName, lostHandOvers: ReadonlySet<string> = new Set()): JobStore {
   const base: JobStore = {
     kind: inner.kind,
     enqueue: (params, tx) => inner.enqueue(params, tx),
@@ -86,10 +125,21 @@ export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName): 
         },
       }
     }
+    case 'dropHandOver':
+      return {
+        ...base,
+        async takeDue(params) {
+          const due = await inner.takeDue(params)
+          const lost = due.filter((job) => lostHandOvers.has(job.id))
+          if (lost.length === 0) return due
+          await inner.confirmDelivered({ deliveries: lost.map((job) => ({ id: job.id, revision: job.revision })) })
+          return due.filter((job) => !lostHandOvers.has(job.id))
+        },
+      }
   }
 }
 
-/** For `runJobsSeed({ wrapJobStore })`: wraps each job store the world opens with `mutation`. */
+/** For `runJobsSeed({ wrapJobStore })`: wraps each job store the world opens with `mutation` (store bugs; `makeJobsMutant` for all). */
 export function wrapJobsWith(mutation: JobMutationName): (store: JobStore) => JobStore {
   return (store) => makeMutantJobStore(store, mutation)
 }

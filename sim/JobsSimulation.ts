@@ -3,7 +3,9 @@
  * memory (one MemoryStore and one MemoryJobStore shared by every host), embedded (one PGlite
  * shared), or PostgreSQL (one `pg` Pool per host, through `openPostgresStore` and the SQL
  * JobStore on a driver over the same pool, every run in its own schema) — runs the world, and
- * closes what it opened. Also the determinism self-check for this mode.
+ * closes what it opened. Also the determinism self-check for this mode. The group's membership
+ * table and bus live in the world itself (JobsWorld.ts), in memory on every store kind, so a
+ * seed's trace is the same on memory and on PostgreSQL.
  */
 import pg from 'pg'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
@@ -16,6 +18,7 @@ import { makePgliteDriver } from '../src/persistence/sql/PgliteDriver.ts'
 import { makeSchema } from '../src/persistence/sql/Schema.ts'
 import type { Store } from '../src/persistence/Store.ts'
 import { type JobsSwarmOptions, type JobsSwarmOverrides, jobsSwarmOptions } from './JobsSwarm.ts'
+import type { JobsMutant } from './JobMutations.ts'
 import { type JobsRunResult, JobsWorld } from './JobsWorld.ts'
 import { firstDivergence, type SimStoreKind } from './Simulation.ts'
 
@@ -30,6 +33,8 @@ export interface JobsSeedRun {
   readonly keepTrace?: boolean
   /** Wraps the shared job store (the job mutation menu); on PostgreSQL each host's. */
   readonly wrapJobStore?: (store: JobStore) => JobStore
+  /** One deliberate bug of the job mutation menu (JobMutations.ts `makeJobsMutant`): its store wrapper (instead of `wrapJobStore`) and bus tap. */
+  readonly mutant?: JobsMutant
 }
 
 /** A seed's options and result. */
@@ -45,7 +50,7 @@ interface OpenedStores {
 }
 
 async function openStores(run: JobsSeedRun, hostIds: ReadonlyArray<string>): Promise<OpenedStores> {
-  const wrap = run.wrapJobStore ?? ((store: JobStore) => store)
+  const wrap = run.mutant?.wrapJobStore ?? run.wrapJobStore ?? ((store: JobStore) => store)
   if (run.store === 'memory') {
     const store = makeMemoryStore()
     const jobStore = wrap(makeMemoryJobStore())
@@ -93,6 +98,7 @@ export async function runJobsSeed(run: JobsSeedRun): Promise<JobsSeedResult> {
       jobStoreFor: stores.jobStoreFor,
       ...(run.script === undefined ? {} : { script: run.script }),
       ...(run.keepTrace === undefined ? {} : { keepTrace: run.keepTrace }),
+      ...(run.mutant?.busTap === undefined ? {} : { busTap: run.mutant.busTap }),
     })
     return { options, result: await world.run() }
   } finally {

@@ -1,24 +1,32 @@
 /**
- * JobsWorld — the simulator's end-to-end mode (DESIGN.md §8, issue #5 item 4): N processes each
- * running the REAL job engine (`makeMatchbox`, whose History is Jobs) over one shared database,
- * every Matching Store call and every JobStore call parked in one IoGate and run one at a time,
- * one virtual clock (each host through its own HostClock), one seeded source of decisions, and
- * clients using the public job API (JobClients.ts).
+ * JobsWorld — the simulator's end-to-end mode (DESIGN.md §8): N processes each running the REAL
+ * job engine (`makeMatchbox`, whose History is Jobs) as one group of engines over one shared
+ * database (DESIGN.md §6) — one membership table and one bus per world — with every Matching
+ * Store call, JobStore call, membership heartbeat and bus message parked in one IoGate and run
+ * one at a time, one virtual clock (each host through its own HostClock), one seeded source of
+ * decisions, and clients using the public job API (JobClients.ts). Workers own the partitions
+ * membership gives them; producers own nothing; claims on a worker that does not own the queue
+ * are forwarded to the owner, which claims and hands the job over on the bus.
  *
  * Phases: a safety phase of `steps` decisions with faults (crash before a store call, crash after
- * a commit, restart, clock jumps, outages, ambiguous commits, latency); then heal (restart every
- * host, faults off) and a final phase in which workers ack what they hold and claim and ack
+ * a commit, restart, clock jumps, outages, ambiguous commits, latency, bus messages lost or
+ * late, a worker cut off from the membership table); then heal (restart every host, faults off,
+ * membership settles) and a final phase in which workers ack what they hold and claim and ack
  * everything they can, time moves past every runAt, backoff and deadline, `sweepExpired` runs on
  * every queue, every engine closes, and the job checkers audit every job that was enqueued.
  *
- * Judged by JobCheckers.ts (from the JobStore boundary and the clients) and by the Matching
- * checkers (fencing, id uniqueness, ack safety) over the Matching Store boundary.
+ * Judged by JobCheckers.ts (from the JobStore boundary and the clients), OwnershipChecker.ts
+ * (only a partition's owner delivers) and the Matching checkers (fencing, id uniqueness, ack
+ * safety) over the Matching Store boundary.
  *
- * Does not: open or close the shared stores (JobsSimulation.ts does), or bend membership.
+ * Does not: open or close the shared database (JobsSimulation.ts does).
  */
 import { Unavailable } from '../src/domain/errors.ts'
 import { ManualClock } from '../src/kernel/Clock.ts'
+import { membershipHeartbeatIntervalMs, membershipHostTtlMs } from '../src/kernel/Limits.ts'
+import { type BusTap, makeMemoryBus } from '../src/persistence/bus/MemoryBus.ts'
 import type { JobRecord, JobStore } from '../src/persistence/jobs/JobStore.ts'
+import { makeMemoryMembershipStore } from '../src/persistence/MemoryMembershipStore.ts'
 import type { Store } from '../src/persistence/Store.ts'
 import type { BoundaryRecord } from './Boundary.ts'
 import { Checkers } from './Checkers.ts'
@@ -29,6 +37,9 @@ import { JobClients } from './JobClients.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
 import { JobsHost } from './JobsHost.ts'
 import { type JobsFaultName, jobsFaultNames, type JobsSwarmOptions } from './JobsSwarm.ts'
+import { type OwnershipCounts, OwnershipChecker } from './OwnershipChecker.ts'
+import { busLabelPrefix } from './SimBus.ts'
+import { membershipLabelPrefix } from './SimMembershipStore.ts'
 import { HistoryRecord } from './ScriptedHistory.ts'
 import { TraceLog } from './TraceLog.ts'
 import { advanceTime, deliver, quiesce, runParked } from './Turns.ts'
@@ -41,6 +52,10 @@ export interface JobsRunResult {
   /** Violations per checker. */
   readonly checkers: Readonly<Record<JobCheckerName, number>>
   readonly jobs: JobsReport
+  /** Claims by an owner, and within the unload delay after losing the queue (OwnershipChecker.ts). */
+  readonly ownership: OwnershipCounts
+  /** Forwarded polls sent (by `from→to` route) and hand-overs sent back by owners. */
+  readonly forwarding: { readonly polls: number; readonly routes: ReadonlyArray<string>; readonly handOvers: number }
   readonly steps: number
   readonly livenessSteps: number
   /** Client calls issued plus store calls run. */
@@ -61,6 +76,8 @@ export interface JobsWorldConfig {
   /** Explicit decisions consumed before the PRNG. */
   readonly script?: ReadonlyArray<number>
   readonly keepTrace?: boolean
+  /** Sees every bus message before delivery and may drop it (the job mutation menu's bus bugs). */
+  readonly busTap?: BusTap
 }
 
 // Time the final phase moves when nothing is claimable: past the retry curve's one-hour cap,
@@ -68,6 +85,17 @@ export interface JobsWorldConfig {
 const finalJumpMs = 2 * 3_600_000
 // Idle rounds (nothing claimed, time moved by finalJumpMs) after which the final phase stops.
 const idleRoundsMax = 3
+// Claim rounds without a jump before a round counts as idle: a zero-wait claim polls one of the
+// queue's partitions (the one Matching sees tasks ready in, else the next in turn), so a job in
+// another partition, or in a backlog not read yet, waits for a later claim, as a worker's would.
+const quietRoundsMax = 8
+// Heartbeat rounds membership gets to settle after the heal or a final-phase jump (a view needs
+// one beat of every worker; a few more cover beats still queued behind other I/O).
+const settleRoundsMax = 10
+// How long a worker cut off from the membership table stays cut: from shorter than a row's
+// lifetime (nobody notices) to several lifetimes (its partitions move, then come back).
+const cutMsMin = 2_000
+const cutMsMax = 4 * membershipHostTtlMs
 
 /** One end-to-end run; `run()` once. */
 export class JobsWorld {
@@ -81,6 +109,12 @@ export class JobsWorld {
   // (any answer), or once the job expired (Matching drops expired tasks without asking).
   readonly #handled = new HistoryRecord()
   readonly #matching = new Checkers(this.#handled)
+  readonly #ownership = new OwnershipChecker()
+  readonly #membershipStore = makeMemoryMembershipStore()
+  readonly #bus = makeMemoryBus()
+  // Workers cut off from the membership table, until when (world time).
+  readonly #cutUntilMs = new Map<string, number>()
+  readonly #forwarding = { polls: 0, routes: new Set<string>(), handOvers: 0 }
   readonly #hosts: JobsHost[] = []
   readonly #clients: JobClients
   readonly #faults = Object.fromEntries(jobsFaultNames.map((name) => [name, 0])) as Record<JobsFaultName, number>
@@ -96,6 +130,7 @@ export class JobsWorld {
     this.#decide = new Decisions(config.options.seed, config.script)
     this.#trace = new TraceLog(config.keepTrace === true)
     const random = this.#decide.fork()
+    if (config.busTap !== undefined) this.#bus.setTap(config.busTap)
     for (let i = 1; i <= this.#options.hosts; i++) {
       const hostId = `host-${i}`
       this.#hosts.push(
@@ -103,6 +138,9 @@ export class JobsWorld {
           hostId,
           store: config.storeFor(hostId),
           jobStore: config.jobStoreFor(hostId),
+          membershipStore: this.#membershipStore,
+          bus: this.#bus,
+          role: this.#options.roles[i - 1] ?? 'worker',
           gate: this.#gate,
           clock: this.#clock,
           random: random.fork(),
@@ -110,6 +148,7 @@ export class JobsWorld {
           recordStore: (record) => this.#observeStore(record),
           recordJobs: (record) => this.#observeJobs(record),
           queueOf: (id) => this.#checkers.queueOf(id),
+          onView: (id, hosts) => this.#log(`view ${id}: ${hosts.join(',') || 'nobody'}`),
           onDefect: (id, where, defect) => this.#checkers.fail('other', `defect on ${id} in ${where}: ${defect instanceof Error ? defect.stack : String(defect)}`),
         }),
       )
@@ -126,6 +165,7 @@ export class JobsWorld {
     const finalPhaseRan = !this.#failed()
     const livenessSteps = finalPhaseRan ? await this.#finalPhase() : 0
     await this.#closeAll()
+    await this.#bus.close()
     const jobs = this.#checkers.audit(await this.#finalRows(), finalPhaseRan)
     for (const violation of this.#matching.violations) this.#checkers.fail('matching', violation)
     return {
@@ -133,6 +173,8 @@ export class JobsWorld {
       violations: this.#checkers.violations,
       checkers: this.#checkers.counts,
       jobs,
+      ownership: this.#ownership.counts(),
+      forwarding: { polls: this.#forwarding.polls, routes: [...this.#forwarding.routes].sort(), handOvers: this.#forwarding.handOvers },
       steps: this.#step,
       livenessSteps,
       events: this.#events + this.#ioRuns,
@@ -183,6 +225,14 @@ export class JobsWorld {
       this.#fault('clock.jump', `clock jumps +${jump} ms`)
       return true
     }
+    const workers = alive.filter((host) => host.role === 'worker' && !this.#isCut(host.id))
+    if (workers.length > 0 && this.#decide.chance(faults['membership.cut'])) {
+      const host = this.#decide.pick(workers)
+      const cutMs = this.#decide.int(cutMsMin, cutMsMax)
+      this.#cutUntilMs.set(host.id, this.#clock.now() + cutMs)
+      this.#fault('membership.cut', `${host.id} cannot reach the membership table for ${cutMs} ms`)
+      return true
+    }
     return false
   }
 
@@ -196,11 +246,34 @@ export class JobsWorld {
     this.#log(`FAULT ${name}: ${line}`)
   }
 
+  #isCut(hostId: string): boolean {
+    return (this.#cutUntilMs.get(hostId) ?? Number.NEGATIVE_INFINITY) > this.#clock.now()
+  }
+
   async #runIo(index: number): Promise<void> {
     const io = this.#gate.take(index)
     const faults = this.#faultsOn ? this.#options.faults : undefined
     const operation = io.label.split(' ')[0] as string
     this.#ioRuns++
+    if (io.label.startsWith(membershipLabelPrefix) && this.#isCut(io.hostId)) {
+      this.#log(`${io.hostId} ${io.label} cannot reach the membership table`)
+      io.reject(new Unavailable({ operation, detail: 'cut off from the membership table', maybeCommitted: false }))
+      return
+    }
+    if (faults !== undefined && io.label.startsWith(busLabelPrefix)) {
+      // NOTIFY gives no receipt: the sender hears success either way.
+      if (this.#decide.chance(faults['bus.drop'])) {
+        this.#fault('bus.drop', `${io.hostId} ${io.label} is lost in transit`)
+        io.resolve(undefined)
+        return
+      }
+      if (this.#decide.chance(faults['bus.delay'])) {
+        this.#fault('bus.delay', `${io.hostId} ${io.label} is held back; it arrives after later steps`)
+        io.resolve(undefined)
+        this.#gate.park(io.hostId, `late ${io.label}`, false, io.run).catch(() => {})
+        return
+      }
+    }
     if (faults !== undefined) {
       if (this.#decide.chance(faults['store.latency'])) {
         const delay = this.#decide.int(1, 2_000)
@@ -226,7 +299,18 @@ export class JobsWorld {
         return
       }
     }
+    if (outcome.ok) this.#countForwarding(io.hostId, io.label)
     this.#log(deliver(io, outcome))
+  }
+
+  #countForwarding(hostId: string, label: string): void {
+    const sent = /^(?:late )?bus\.send →(\S+) (poll|claimed) /.exec(label)
+    if (sent === null) return
+    if (sent[2] === 'claimed') this.#forwarding.handOvers++
+    else {
+      this.#forwarding.polls++
+      this.#forwarding.routes.add(`${hostId}→${sent[1]}`)
+    }
   }
 
   #advance(): void {
@@ -237,22 +321,32 @@ export class JobsWorld {
 
   async #finalPhase(): Promise<number> {
     this.#faultsOn = false
+    this.#cutUntilMs.clear()
     for (const host of this.#hosts) if (!host.alive) host.restart()
-    this.#log('HEAL: every host up, faults off; workers ack what they hold, then claim and ack everything')
-    let steps = 0
+    this.#log('HEAL: every host up, faults off; membership settles; workers ack what they hold, then claim and ack everything')
+    let steps = await this.#settleMembership()
     let idleRounds = 0
+    let quietRounds = 0
     while (steps < this.#options.livenessStepsMax && idleRounds < idleRoundsMax && !this.#failed()) {
       this.#clients.ackAll()
       const claimedBefore = this.#clients.claimed
-      for (const host of this.#hosts) for (const queue of Object.keys(this.#options.queues)) this.#clients.claim(host, queue, 0, true)
+      for (const host of this.#hosts) {
+        if (host.role !== 'worker') continue
+        for (const queue of Object.keys(this.#options.queues)) this.#clients.claim(host, queue, 0, true)
+      }
       steps += await this.#drain()
       if (this.#clients.claimed > claimedBefore) {
         idleRounds = 0
+        quietRounds = 0
         continue
       }
+      if (++quietRounds <= quietRoundsMax) continue
+      quietRounds = 0
       idleRounds++
       this.#log(`final: nothing claimed; time +${finalJumpMs}`)
       this.#clock.advance(finalJumpMs)
+      // Nobody could beat during the jump: every view lapsed; let them fill again.
+      steps += await this.#settleMembership()
     }
     if (steps >= this.#options.livenessStepsMax) {
       const unsettled = this.#clients.unsettled()
@@ -260,6 +354,19 @@ export class JobsWorld {
     }
     for (const queue of Object.keys(this.#options.queues)) this.#clients.sweep(this.#hosts[0] as JobsHost, queue)
     return steps + (await this.#drain())
+  }
+
+  // Runs I/O and heartbeat rounds until every live host's view shows exactly the live workers.
+  async #settleMembership(): Promise<number> {
+    const workers = this.#hosts.filter((host) => host.alive && host.role === 'worker').map((host) => host.id).sort().join(',')
+    let steps = 0
+    for (let round = 0; round < settleRoundsMax; round++) {
+      steps += await this.#drain()
+      if (this.#hosts.every((host) => !host.alive || host.view().join(',') === workers)) return steps
+      this.#log(`settle: time +${membershipHeartbeatIntervalMs}`)
+      this.#clock.advance(membershipHeartbeatIntervalMs)
+    }
+    return steps
   }
 
   // Runs parked I/O (and moves time when none is parked) until every client call has settled.
@@ -298,7 +405,11 @@ export class JobsWorld {
   // ------------------------------------------------------------ boundaries and trace
 
   #observeJobs(record: JobBoundaryRecord): void {
-    if (record.op === 'claim') this.#handled.started.set(record.id, (this.#handled.started.get(record.id) ?? 0) + 1)
+    if (record.op === 'claim') {
+      this.#handled.started.set(record.id, (this.#handled.started.get(record.id) ?? 0) + 1)
+      const violation = this.#ownership.observe(record)
+      if (violation !== null) this.#checkers.fail('owner delivers', violation)
+    }
     this.#checkers.observe(record)
   }
 

@@ -4,6 +4,9 @@
  * checkers care about commits, it is reported to the boundary log before the engine hears
  * back — so a crash after commit still leaves its record, as the database would.
  *
+ * A claim also carries what the claiming host's membership view said at the moment it was
+ * issued (JobBoundary.ts's ClaimOwnership), for the ownership checker.
+ *
  * `ackBatch` is read around (each named job before and after, on the store underneath) so the
  * checkers learn exactly which claims it acked, not only how many.
  *
@@ -12,7 +15,7 @@
  */
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import type { IoGate } from './IoGate.ts'
-import type { JobBoundaryListener } from './JobBoundary.ts'
+import type { ClaimOwnership, JobBoundaryListener } from './JobBoundary.ts'
 
 /** What a gated job store needs besides the store it wraps. */
 export interface SimJobStoreDeps {
@@ -23,6 +26,8 @@ export interface SimJobStoreDeps {
   readonly record: JobBoundaryListener
   /** The queue of a job id the world has seen enqueued (for reads around `ackBatch`). */
   readonly queueOf: (id: string) => string | undefined
+  /** What this host's membership view says about job `id`'s queue now (see JobBoundary.ts); absent: no group. */
+  readonly ownershipOf?: (id: string) => ClaimOwnership | null
 }
 
 /** A host's view of the shared job store, through the gate. */
@@ -44,12 +49,15 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         record({ op: 'getJob', ...stamp(now()), queue: params.queue, id: params.id, job })
         return job
       }),
-    claim: (params) =>
-      park(`job.claim ${params.id}`, true, async () => {
+    claim: (params) => {
+      // Read at the claim's issue, not its commit: the view the engine acted on.
+      const ownership = deps.ownershipOf?.(params.id) ?? null
+      return park(`job.claim ${params.id}`, true, async () => {
         const outcome = await inner.claim(params)
-        record({ op: 'claim', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, outcome })
+        record({ op: 'claim', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, outcome, ownership })
         return outcome
-      }),
+      })
+    },
     heartbeat: (params) =>
       park(`job.heartbeat ${params.id} ${params.claimToken}`, true, async () => {
         const renewed = await inner.heartbeat(params)
@@ -101,7 +109,11 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     nextDueMs: (params) => park('job.nextDue', false, () => inner.nextDueMs(params)),
     dueQueues: (params) => park('job.dueQueues', false, () => inner.dueQueues(params)),
     deliverableCount: (params) => park(`job.deliverable ${params.queue}`, false, () => inner.deliverableCount(params)),
+    countJobs: (params) => park(`job.count ${params.queue}`, false, () => inner.countJobs(params)),
+    listJobs: (params) => park(`job.list ${params.queue} ${params.state}`, false, () => inner.listJobs(params)),
+    retryDead: (params) => park(`job.retryDead ${params.id}`, true, () => inner.retryDead(params)),
     putSchedule: (params) => park(`job.putSchedule ${params.name}`, true, () => inner.putSchedule(params)),
+    deleteSchedule: (params) => park(`job.deleteSchedule ${params.name}`, true, () => inner.deleteSchedule(params)),
     listSchedules: () => park('job.listSchedules', false, () => inner.listSchedules()),
     acquireLease: (params) => park(`job.lease ${params.name}`, true, () => inner.acquireLease(params)),
     fireSchedule: (params) => park(`job.fire ${params.name}`, true, () => inner.fireSchedule(params)),
@@ -109,11 +121,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     close: async () => {},
   }
 }
-    countJobs: (params) => park(`job.count ${params.queue}`, false, () => inner.countJobs(params)),
-    listJobs: (params) => park(`job.list ${params.queue} ${params.state}`, false, () => inner.listJobs(params)),
-    retryDead: (params) => park(`job.retryDead ${params.id}`, true, () => inner.retryDead(params)),
 
-    deleteSchedule: (params) => park(`job.deleteSchedule ${params.name}`, true, () => inner.deleteSchedule(params)),
 // The ids among `ids` whose job is live (pending or processing) right now, each once.
 async function liveIds(inner: JobStore, ids: ReadonlyArray<string>, queueOf: (id: string) => string | undefined): Promise<string[]> {
   const live: string[] = []
