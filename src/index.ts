@@ -21,14 +21,29 @@ export { makeTask, type StoredTask, type Task, type TaskInput, type VersionDirec
 export type { JsonValue } from './domain/Json.ts'
 export type { QueueInspection, QueueMetadata, Store, StoreKind, UserData } from './persistence/Store.ts'
 export { InvalidSpec } from './domain/errors.ts'
-// Jobs (seed 004 on the History role): the embedding API of issue #5.
+// Jobs: the embedding API (queues, workers, schedules, events, admin).
 export { open, type OpenOptions, type StoreOption } from './jobs/open.ts'
 export type { Matchbox } from './jobs/Matchbox.ts'
-export type { JobQueue } from './jobs/JobQueue.ts'
-export type { Job, JobHandle } from './jobs/JobHandle.ts'
+export type { JobQueue, PayloadInput } from './jobs/JobQueue.ts'
+export type { HandlerError, Job, JobHandle } from './jobs/JobHandle.ts'
 export type { EnqueueOptions, QueueOptions } from './jobs/QueueOptions.ts'
+export type { JobPage, ListOptions, QueueAdmin, RetryDeadResult } from './jobs/QueueAdmin.ts'
+export type { ScheduleInfo, ScheduleOptions } from './jobs/Schedules.ts'
+export type { MaintenanceOptions } from './jobs/Maintenance.ts'
+export type {
+  JobCompletedEvent,
+  JobDeadEvent,
+  JobRetriedEvent,
+  JobStartedEvent,
+  Logger,
+  MatchboxEvent,
+  MatchboxEventOf,
+  MatchboxEventType,
+  StoreRecoveredEvent,
+  StoreUnavailableEvent,
+} from './jobs/Events.ts'
 export type { WorkOptions } from './jobs/Worker.ts'
-export type { JobState } from './persistence/jobs/JobStore.ts'
+export type { JobCounts, JobState } from './persistence/jobs/JobStore.ts'
 // Matching (seed 000): a host over a History you provide, for services that own execution state.
 export {
   type AddTaskOutcome,

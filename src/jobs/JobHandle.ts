@@ -8,22 +8,35 @@
  * equal-jitter curve on the job's own backoff stamp and attempt count, capped at one hour;
  * `retry(err, delayS)` overrides it.
  *
+ * Every `retry` and `fail` records the error's message and its stack (capped) on the job, so
+ * `getJob` shows why while the job waits for its next attempt and after it is dead. Each
+ * successful op emits its event (Events.ts) with the attempt and the time since the claim.
+ *
  * Invariants: a handle never outlives its claim token — a reclaim elsewhere makes every op
  * false; delays and deadlines come from the job's stamps, never the queue handle's options.
  */
 import { equalJitterDelayMs, retryDelayCapMs } from '../domain/Backoff.ts'
 import type { JsonValue } from '../domain/Json.ts'
-import { jobErrorLengthMax } from '../kernel/Limits.ts'
+import { jobErrorLengthMax, jobErrorStackLengthMax } from '../kernel/Limits.ts'
 import type { JobRecord, JobState } from '../persistence/jobs/JobStore.ts'
 import { secondsToMs } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
 
-/** A job as `getJob` sees it. Times are epoch ms; durations seconds. */
-export interface Job {
+/** The error a handler's latest `retry` or `fail` (or throw in `work`) recorded. */
+export interface HandlerError {
+  readonly message: string
+  /** The error's stack, capped at `jobErrorStackLengthMax` characters; absent when it had none. */
+  readonly stack?: string
+}
+
+/** A job as `getJob` sees it, its payload typed as the queue's. Times are epoch ms; durations seconds. */
+export interface Job<T = JsonValue> {
   readonly id: string
   readonly queue: string
   readonly state: JobState
-  readonly payload: JsonValue
+  readonly payload: T
+  /** Its idempotency key, if enqueued with one. */
+  readonly key?: string
   /** Claims so far, fresh or reclaim. */
   readonly attempts: number
   readonly maxAttempts: number
@@ -41,16 +54,18 @@ export interface Job {
   readonly lastError?: string
   /** When it died (dead jobs only). */
   readonly diedAt?: number
+  /** The latest handler error, pending or dead (a budget death keeps it beside `lastError`). */
+  readonly lastHandlerError?: HandlerError
 }
 
 /**
  * A claimed job. Each operation resolves true when it took effect, false when the claim was no
  * longer valid; it rejects with `ShuttingDown` (not retryable) once the engine is closed.
  */
-export interface JobHandle {
+export interface JobHandle<T = JsonValue> {
   readonly id: string
   readonly queue: string
-  readonly payload: JsonValue
+  readonly payload: T
   /** This claim's attempt number (1 on the first claim). */
   readonly attempts: number
   readonly maxAttempts: number
@@ -63,19 +78,23 @@ export interface JobHandle {
   ack(): Promise<boolean>
   /** Resets the deadline to now + `extendS` (default: the job's visibility timeout). A late heartbeat is refused. */
   heartbeat(extendS?: number): Promise<boolean>
-  /** Back to pending after `delayS` (default: the retry curve); dead-letters with "max attempts exceeded" at the budget. */
+  /**
+   * Back to pending after `delayS` (default: the retry curve), recording `error` (message and
+   * stack) as the job's `lastHandlerError`; dead-letters with "max attempts exceeded" at the budget.
+   */
   retry(error: unknown, delayS?: number): Promise<boolean>
-  /** Dead-letters now with `error`. */
+  /** Dead-letters now with `error` (its message becomes `lastError`; message and stack `lastHandlerError`). */
   fail(error: unknown): Promise<boolean>
 }
 
 /** The public snapshot of a stored job. */
-export function toJob(record: JobRecord): Job {
+export function toJob<T = JsonValue>(record: JobRecord): Job<T> {
   return {
     id: record.id,
     queue: record.queue,
     state: record.state,
-    payload: record.payload,
+    payload: record.payload as T,
+    ...(record.key === null ? {} : { key: record.key }),
     attempts: record.attempts,
     maxAttempts: record.maxAttempts,
     priority: record.priority,
@@ -88,6 +107,9 @@ export function toJob(record: JobRecord): Job {
     deadLetterRetentionS: record.deadLetterRetentionMs === null ? null : record.deadLetterRetentionMs / 1000,
     ...(record.lastError === null ? {} : { lastError: record.lastError }),
     ...(record.diedAtMs === null ? {} : { diedAt: record.diedAtMs }),
+    ...(record.lastHandlerError === null
+      ? {}
+      : { lastHandlerError: { message: record.lastHandlerError, ...(record.lastHandlerStack === null ? {} : { stack: record.lastHandlerStack }) } }),
   }
 }
 
@@ -95,6 +117,12 @@ export function toJob(record: JobRecord): Job {
 export function errorText(error: unknown): string {
   const text = error instanceof Error ? error.message || error.name : typeof error === 'string' ? error : safeStringify(error)
   return text.replaceAll('\u0000', '\uFFFD').slice(0, jobErrorLengthMax)
+}
+
+/** The stack kept with a handler's error, truncated to `jobErrorStackLengthMax`; null when it has none. */
+export function errorStack(error: unknown): string | null {
+  const stack = error instanceof Error ? error.stack : undefined
+  return typeof stack === 'string' && stack.length > 0 ? stack.replaceAll('\u0000', '\uFFFD').slice(0, jobErrorStackLengthMax) : null
 }
 
 function safeStringify(value: unknown): string {
@@ -105,15 +133,18 @@ function safeStringify(value: unknown): string {
   }
 }
 
-/** Wraps a claimed record into a handle bound to `runtime`. */
-export function makeJobHandle(runtime: JobsRuntime, claimed: JobRecord): JobHandle {
-  const { jobStore, driver } = runtime
+/** Wraps a claimed record into a handle bound to `runtime`; emits `job.started`. */
+export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobRecord): JobHandle<T> {
+  const { jobStore, driver, events } = runtime
   const ref = { id: claimed.id, claimToken: claimed.claimToken as string }
+  const claimedAtMs = claimed.claimedAtMs ?? runtime.now()
+  const about = { queue: claimed.queue, id: claimed.id, attempt: claimed.attempts }
+  events.emit({ type: 'job.started', ...about, maxAttempts: claimed.maxAttempts, lagMs: Math.max(0, claimedAtMs - claimed.runAtMs), at: runtime.now() })
   let deadline = claimed.deadlineMs as number
   return {
     id: claimed.id,
     queue: claimed.queue,
-    payload: claimed.payload,
+    payload: claimed.payload as T,
     attempts: claimed.attempts,
     maxAttempts: claimed.maxAttempts,
     priority: claimed.priority,
@@ -123,7 +154,10 @@ export function makeJobHandle(runtime: JobsRuntime, claimed: JobRecord): JobHand
     },
     async ack() {
       runtime.refuseIfStoresClosed()
-      return jobStore.ack({ ...ref, nowMs: runtime.now() })
+      const nowMs = runtime.now()
+      const acked = await jobStore.ack({ ...ref, nowMs })
+      if (acked) events.emit({ type: 'job.completed', ...about, durationMs: nowMs - claimedAtMs, at: nowMs })
+      return acked
     },
     async heartbeat(extendS) {
       runtime.refuseIfStoresClosed()
@@ -140,13 +174,24 @@ export function makeJobHandle(runtime: JobsRuntime, claimed: JobRecord): JobHand
         delayS === undefined
           ? equalJitterDelayMs(claimed.backoffBaseMs, claimed.attempts, runtime.random.float(), retryDelayCapMs)
           : secondsToMs('delayS', delayS, false)
-      const outcome = await jobStore.retry({ ...ref, error: errorText(error), delayMs, nowMs: runtime.now() })
-      if (outcome?.kind === 'retried') runtime.announceDue(claimed.queue, outcome.runAtMs, false)
+      const nowMs = runtime.now()
+      const text = errorText(error)
+      const outcome = await jobStore.retry({ ...ref, error: text, stack: errorStack(error), delayMs, nowMs })
+      if (outcome?.kind === 'retried') {
+        runtime.announceDue(claimed.queue, outcome.runAtMs, false)
+        events.emit({ type: 'job.retried', ...about, durationMs: nowMs - claimedAtMs, delayMs, error: text, at: nowMs })
+      } else if (outcome?.kind === 'dead') {
+        events.emit({ type: 'job.dead', ...about, durationMs: nowMs - claimedAtMs, reason: 'max attempts exceeded', error: text, at: nowMs })
+      }
       return outcome !== null
     },
     async fail(error) {
       runtime.refuseIfStoresClosed()
-      return jobStore.fail({ ...ref, error: errorText(error), nowMs: runtime.now() })
+      const nowMs = runtime.now()
+      const text = errorText(error)
+      const failed = await jobStore.fail({ ...ref, error: text, stack: errorStack(error), nowMs })
+      if (failed) events.emit({ type: 'job.dead', ...about, durationMs: nowMs - claimedAtMs, reason: 'failed', error: text, at: nowMs })
+      return failed
     },
   }
 }

@@ -18,39 +18,54 @@ import { ackBatchSizeMax, claimWaitMsMax } from '../kernel/Limits.ts'
 import { randomId } from '../kernel/Ids.ts'
 import type { JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
 import { claimNext } from './Claimer.ts'
+import type { JsonValue } from '../domain/Json.ts'
 import { type Job, type JobHandle, toJob } from './JobHandle.ts'
+import { makeQueueAdmin, type QueueAdmin } from './QueueAdmin.ts'
 import { type EnqueueOptions, resolveEnqueueOptions } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
 import { startWorkers, type WorkOptions } from './Worker.ts'
 
 /**
+ * What `enqueue` accepts: the queue's payload type, or — on a queue opened without one
+ * (`mb.queue(name)`, payloads typed as any JSON) — anything, checked at run time.
+ */
+export type PayloadInput<T> = [JsonValue] extends [T] ? ([T] extends [JsonValue] ? unknown : T) : T
+
+/**
  * A queue handle. Every method rejects with a typed Matchbox error on bad input or an unavailable
  * store, and with `ShuttingDown` (not retryable) once its engine is closed.
  */
-export interface JobQueue {
+export interface JobQueue<T = JsonValue> extends QueueAdmin<T> {
   /** The queue's name (an outbox's is `outbox:<name>`). */
   readonly name: string
-  /** Enqueues `payload` (plain JSON); returns the new job's id. */
-  enqueue(payload: unknown, options?: EnqueueOptions): Promise<string>
+  /**
+   * Enqueues `payload` (plain JSON, checked at run time); returns the job's id — the new job's,
+   * or with `options.key` the live job already holding that key, in which case nothing is written.
+   */
+  enqueue(payload: PayloadInput<T>, options?: EnqueueOptions): Promise<string>
   /** Claims the next job in claim order (priority DESC, runAt ASC, enqueue order), waiting up to `waitMs` (default 0). */
-  claim(options?: { readonly waitMs?: number }): Promise<JobHandle | null>
+  claim(options?: { readonly waitMs?: number }): Promise<JobHandle<T> | null>
   /** The job in any state, dead included; null when acked, cancelled, purged or unknown. */
-  getJob(id: string): Promise<Job | null>
+  getJob(id: string): Promise<Job<T> | null>
   /** Deletes a pending or processing job, whoever holds it; false for dead or unknown jobs. */
   cancel(id: string): Promise<boolean>
   /** Acks many claims at once, each under the validity predicate; returns how many were acked. */
   ackBatch(jobs: ReadonlyArray<Pick<JobHandle, 'id' | 'claimToken'>>): Promise<number>
   /** Moves jobs past expiresAt (pending and processing) to dead and purges dead jobs past retention. */
   sweepExpired(): Promise<{ readonly dead: number; readonly purged: number }>
-  /** Runs `handler` on claimed jobs: return → ack, throw → retry(err); heartbeats for it. Returns `stop`. */
-  work(handler: (job: JobHandle) => Promise<unknown>, options?: WorkOptions): () => Promise<void>
+  /**
+   * Runs `handler` on claimed jobs: return → ack, throw → retry(err) (the error and its stack are
+   * recorded on the job); heartbeats for it. Returns `stop`.
+   */
+  work(handler: (job: JobHandle<T>) => Promise<unknown>, options?: WorkOptions): () => Promise<void>
 }
 
 /** Makes a queue handle over `name` whose jobs carry `stamps`. */
-export function makeJobQueue(runtime: JobsRuntime, name: string, stamps: JobStamps, partitions?: number): JobQueue {
+export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, stamps: JobStamps, partitions?: number): JobQueue<T> {
   const { jobStore } = runtime
-  const queue: JobQueue = {
+  const queue: JobQueue<T> = {
     name,
+    ...makeQueueAdmin<T>(runtime, name),
 
     async enqueue(payload, options) {
       runtime.refuseIfClosed()
@@ -61,10 +76,11 @@ export function makeJobQueue(runtime: JobsRuntime, name: string, stamps: JobStam
         queue: name,
         payload: validateJson('payload', payload),
         priority: resolved.priority,
-        runAtMs: resolved.runAtMs ?? nowMs,
+        runAtMs: resolved.runAtMs ?? nowMs + (resolved.delayMs ?? 0),
         expiresAtMs: resolved.expiresAtMs,
         ...stamps,
         maxAttempts: resolved.maxAttempts ?? stamps.maxAttempts,
+        key: resolved.key,
       }
       await runtime.routing.load(name, partitions)
       const stored = await jobStore.enqueue({ job, nowMs }, resolved.tx)
@@ -82,13 +98,13 @@ export function makeJobQueue(runtime: JobsRuntime, name: string, stamps: JobStam
         throw new InvalidInput({ field: 'options.waitMs', reason: `must be a number of ms in 0…${claimWaitMsMax}` })
       }
       await runtime.routing.load(name, partitions)
-      return claimNext(runtime, name, waitMs, true)
+      return (await claimNext(runtime, name, waitMs, true)) as JobHandle<T> | null
     },
 
     async getJob(id) {
       runtime.refuseIfStoresClosed()
       const record = await jobStore.getJob({ queue: name, id })
-      return record === null ? null : toJob(record)
+      return record === null ? null : toJob<T>(record)
     },
 
     async cancel(id) {
@@ -111,7 +127,8 @@ export function makeJobQueue(runtime: JobsRuntime, name: string, stamps: JobStam
 
     work(handler, options) {
       runtime.refuseIfClosed()
-      return startWorkers(runtime, name, handler, options)
+      // Payloads are stored as plain JSON; T is the caller's description of them.
+      return startWorkers(runtime, name, handler as (job: JobHandle) => Promise<unknown>, options)
     },
   }
   return queue

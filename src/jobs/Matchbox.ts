@@ -37,20 +37,45 @@ import { makeJobsHistory } from './JobsHistory.ts'
 import { outboxPrefix, outboxStamps, type QueueOptions, requestedPartitions, resolveQueueOptions, validateQueueName } from './QueueOptions.ts'
 import { jobsNamespace, makeQueueRouting } from './QueueRouting.ts'
 import { makeRuntime } from './Runtime.ts'
-import { registerSchedule, runSchedules } from './Schedules.ts'
+import { describeSchedules, registerSchedule, runSchedules, type ScheduleInfo, type ScheduleOptions, unregisterSchedule } from './Schedules.ts'
+import { type EventHub, type Logger, makeEventHub, type MatchboxEvent } from './Events.ts'
+import { type MaintenanceOptions, startMaintenance } from './Maintenance.ts'
+import { makeObservedJobStore } from './StoreHealth.ts'
+import type { JsonValue } from '../domain/Json.ts'
 
 /** An open engine. */
 export interface Matchbox {
   /** This host's id (lease holder, poller identity). */
   readonly hostId: string
-  /** A handle on queue `name`; jobs enqueued through it carry `options` (defaults 300 s / 3 / 5 s / forever). */
-  queue(name: string, options?: QueueOptions): JobQueue
+  /**
+   * A handle on queue `name`; jobs enqueued through it carry `options` (defaults 300 s / 3 / 5 s /
+   * forever). `T` types the payload for `enqueue`, `claim`, `getJob` and `work`
+   * (`mb.queue<Email>('emails')`); payloads are still checked to be plain JSON at run time.
+   */
+  queue<T = JsonValue>(name: string, options?: QueueOptions): JobQueue<T>
   /** The outbox `name`: a queue with fixed options (visibility 60 s, 5 attempts, backoff base 5 s). */
-  outbox(name: string): JobQueue
-  /** Registers a recurring enqueue: `@every <n>s|m|h` or 5-field cron (UTC); a bad spec is `InvalidSpec`. */
-  schedule(name: string, spec: string, queue: string, payload: unknown): Promise<void>
+  outbox<T = JsonValue>(name: string): JobQueue<T>
+  /**
+   * Registers a recurring enqueue: `@every <n>s|m|h` or 5-field cron, read in UTC or in
+   * `options.timezone`; a bad spec is `InvalidSpec`, a bad name, queue, payload or zone `InvalidInput`.
+   */
+  schedule(name: string, spec: string, queue: string, payload: unknown, options?: ScheduleOptions): Promise<void>
+  /** Removes schedule `name`; false when there was none. Jobs it already enqueued stay. */
+  unschedule(name: string): Promise<boolean>
+  /** Every registered schedule, by name, with its last and next occurrence. */
+  listSchedules(): Promise<ReadonlyArray<ScheduleInfo>>
   /** Enqueues every due occurrence exactly once across hosts (leader-elected); returns how many. */
   runSchedules(): Promise<number>
+  /**
+   * Starts housekeeping on the engine's clock: `runSchedules` every `schedulesEveryMs` and
+   * `sweepExpired` of `queues` every `sweepEveryMs`. Returns `stop`; `close` stops it too.
+   */
+  startMaintenance(options: MaintenanceOptions): () => Promise<void>
+  /**
+   * Calls `listener` with every event of `type` (job.started, job.completed, job.retried,
+   * job.dead, store.unavailable, store.recovered); returns the unsubscribe function.
+   */
+  on: EventHub['on']
   /** Resolves once no due-time pass is running or requested: for tests and simulators on a ManualClock. */
   idle(): Promise<void>
   /**
@@ -73,6 +98,10 @@ export interface MatchboxParts {
   readonly closeStores: () => Promise<void>
   /** Matching queue limits (tests and simulators; default: DESIGN.md §9). */
   readonly matchingLimits?: Partial<QueueLimits>
+  /** Where events and maintenance failures are logged (pino-compatible); default: nowhere. */
+  readonly logger?: Logger
+  /** Called with every event, before `mb.on` listeners. */
+  readonly onEvent?: (event: MatchboxEvent) => void
   /** The Effect scheduler of Matching's fibers (simulators pass a synchronous one); default: Effect's. */
   readonly scheduler?: Scheduler
   /** Defects (bugs) in Matching queues and delivery passes; default: rethrown asynchronously. */
@@ -103,7 +132,13 @@ export interface MatchboxEngine extends Matchbox {
 }
 
 /** Builds an engine over opened stores. */
-export function makeMatchbox(parts: MatchboxParts): MatchboxEngine {
+export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
+  const events = makeEventHub({
+    ...(given.logger === undefined ? {} : { logger: given.logger }),
+    ...(given.onEvent === undefined ? {} : { onEvent: given.onEvent }),
+  })
+  // Every part of the engine sees the job store through the outage watch.
+  const parts: MatchboxParts = { ...given, jobStore: makeObservedJobStore(given.jobStore, events, () => Math.floor(given.clock.now())) }
   let closed = false
   // Set once workers, delivery and Matching have stopped: from then on reads and handle
   // operations refuse too (until then they serve the handlers `close` waits for).
@@ -187,6 +222,7 @@ export function makeMatchbox(parts: MatchboxParts): MatchboxEngine {
   // A change of ownership: queues this engine just took over may have due rows.
   const unsubscribeMembership = group?.membership.subscribe(() => driver.kick())
   const subscription: Promise<(() => Promise<void>) | null> =
+    events,
     group === undefined
       ? Promise.resolve(null)
       : group.bus.subscribe(parts.hostId, {
@@ -202,20 +238,24 @@ export function makeMatchbox(parts: MatchboxParts): MatchboxEngine {
   return {
     hostId: parts.hostId,
     ready,
-    queue(name, options) {
+    queue<T = JsonValue>(name: string, options?: QueueOptions) {
       runtime.refuseIfClosed()
-      return makeJobQueue(runtime, validateQueueName('name', name), resolveQueueOptions(options), requestedPartitions(options))
+      return makeJobQueue<T>(runtime, validateQueueName('name', name), resolveQueueOptions(options), requestedPartitions(options))
     },
-    outbox(name) {
+    outbox<T = JsonValue>(name: string) {
       runtime.refuseIfClosed()
-      return makeJobQueue(runtime, `${outboxPrefix}${validateName('name', name)}`, outboxStamps)
+      return makeJobQueue<T>(runtime, `${outboxPrefix}${validateName('name', name)}`, outboxStamps)
     },
-    schedule: (name, spec, queue, payload) => registerSchedule(runtime, name, spec, queue, payload),
+    schedule: (name, spec, queue, payload, options) => registerSchedule(runtime, name, spec, queue, payload, options),
+    unschedule: (name) => unregisterSchedule(runtime, name),
+    listSchedules: () => describeSchedules(runtime),
     runSchedules: () => runSchedules(runtime),
     async idle() {
       runtime.refuseIfStoresClosed()
       await driver.idle()
     },
+    startMaintenance: (options) => startMaintenance(runtime, options, parts.logger),
+    on: (type, listener) => events.on(type, listener),
     hosts: () => group?.membership.hosts() ?? [],
     close() {
       closing ??= (async () => {

@@ -44,14 +44,24 @@ export interface QueueOptions {
   readonly partitions?: number
 }
 
-/** Options of one enqueue. Times are epoch milliseconds. */
+/** Options of one enqueue. Times are a `Date` or epoch milliseconds. */
 export interface EnqueueOptions {
   /** 0–9, higher is claimed first (default 0). */
   readonly priority?: number
-  /** Not claimable before this time (default: now). */
-  readonly runAt?: number
+  /** Not claimable before this time (default: now). Give `runAt` or `delayMs`, not both. */
+  readonly runAt?: Date | number
+  /** Not claimable for this many milliseconds from now (the engine's clock). */
+  readonly delayMs?: number
   /** `sweepExpired` moves the job to dead from this time on; claims refuse it (default: never). */
-  readonly expiresAt?: number
+  readonly expiresAt?: Date | number
+  /**
+   * Makes the enqueue idempotent: while a job of this queue holding `key` is live (pending or
+   * processing), enqueueing again with the key writes nothing and returns that job's id. Once
+   * it is acked, cancelled or dead the key is free again. The database enforces it (a unique
+   * index), so concurrent enqueues from many processes leave one job. Non-empty, at most 1000
+   * UTF-8 bytes, no control characters.
+   */
+  readonly key?: string
   /** Overrides the queue's attempt budget for this job. */
   readonly maxAttempts?: number
   /** A `pg` client inside the caller's open transaction: the job exists iff that transaction commits. */
@@ -61,7 +71,11 @@ export interface EnqueueOptions {
 /** Enqueue options, validated. */
 export interface ResolvedEnqueue {
   readonly priority: number
+  /** An absolute time, or null for now. */
   readonly runAtMs: number | null
+  /** A delay from now, or null. */
+  readonly delayMs: number | null
+  readonly key: string | null
   readonly expiresAtMs: number | null
   readonly maxAttempts: number | null
   readonly tx: SqlClient | undefined
@@ -113,10 +127,12 @@ function attempts(field: string, value: unknown): number {
 }
 
 function epochMs(field: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new InvalidInput({ field, reason: 'must be a whole epoch-ms number ≥ 0' })
+  // A Date is only converted, never read from the clock.
+  const ms = value instanceof Date ? value.getTime() : value
+  if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) {
+    throw new InvalidInput({ field, reason: 'must be a valid Date or a whole epoch-ms number ≥ 0' })
   }
-  return value
+  return ms
 }
 
 /** Validates a user queue name (not an outbox's reserved name). */
@@ -148,7 +164,12 @@ export function resolveQueueOptions(options: unknown, field = 'options'): JobSta
 
 /** Validates one enqueue's options. */
 export function resolveEnqueueOptions(options: unknown, field = 'options'): ResolvedEnqueue {
-  const given = knownKeys(field, options, ['priority', 'runAt', 'expiresAt', 'maxAttempts', 'tx'])
+  const given = knownKeys(field, options, ['priority', 'runAt', 'delayMs', 'expiresAt', 'maxAttempts', 'key', 'tx'])
+  if (given.runAt !== undefined && given.delayMs !== undefined) throw new InvalidInput({ field: `${field}.delayMs`, reason: 'give runAt or delayMs, not both' })
+  const delayMs = given.delayMs
+  if (delayMs !== undefined && (typeof delayMs !== 'number' || !Number.isSafeInteger(delayMs) || delayMs < 0 || delayMs > jobDurationSMax * 1000)) {
+    throw new InvalidInput({ field: `${field}.delayMs`, reason: `must be a whole number of ms in 0…${jobDurationSMax * 1000}` })
+  }
   const tx = given.tx
   if (tx !== undefined && (typeof tx !== 'object' || tx === null || typeof (tx as SqlClient).query !== 'function')) {
     throw new InvalidInput({ field: `${field}.tx`, reason: 'must be a pg client inside an open transaction' })
@@ -156,6 +177,8 @@ export function resolveEnqueueOptions(options: unknown, field = 'options'): Reso
   return {
     priority: given.priority === undefined ? priorityDefault : validatePriority(`${field}.priority`, given.priority),
     runAtMs: given.runAt === undefined ? null : epochMs(`${field}.runAt`, given.runAt),
+    delayMs: delayMs === undefined ? null : (delayMs as number),
+    key: given.key === undefined ? null : validateName(`${field}.key`, given.key),
     expiresAtMs: given.expiresAt === undefined ? null : epochMs(`${field}.expiresAt`, given.expiresAt),
     maxAttempts: given.maxAttempts === undefined ? null : attempts(`${field}.maxAttempts`, given.maxAttempts),
     tx: tx as SqlClient | undefined,

@@ -15,6 +15,7 @@ import type { Clock } from '../kernel/Clock.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import type { DueDriver } from './DueDriver.ts'
+import type { EventHub } from './Events.ts'
 import type { Forwarding } from './Forwarding.ts'
 import type { QueueRouting } from './QueueRouting.ts'
 
@@ -46,7 +47,9 @@ export interface JobsRuntime {
    */
   announceDue(queue: string, dueMs: number, byEnqueue: boolean): void
   readonly claims: Map<string, ClaimState>
-  /** Stop functions of running workers, for `close`. */
+  /** The user's event hooks and logger. */
+  readonly events: EventHub
+  /** Stop functions of running workers and maintenance loops, for `close`. */
   readonly workers: Set<() => Promise<void>>
   /** Whole milliseconds of the injected clock. */
   now(): number

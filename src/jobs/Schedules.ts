@@ -11,31 +11,82 @@
  * `scheduleCatchUpMax`; the rest follow on the next call).
  *
  * Nothing runs this on its own: the caller decides the cadence (seed 004 §6, "no ambient
- * sweeper"). Occurrence jobs carry the default queue stamps and runAt = the occurrence time.
+ * sweeper"), by calling it or by starting `startMaintenance` (Maintenance.ts). Occurrence jobs
+ * carry the default queue stamps and runAt = the occurrence time.
  */
-import { validateJson } from '../domain/Json.ts'
+import { InvalidInput } from '../domain/errors.ts'
+import { type JsonValue, validateJson } from '../domain/Json.ts'
 import { validateName } from '../domain/QueueKey.ts'
 import { randomId } from '../kernel/Ids.ts'
 import { priorityDefault, scheduleCatchUpMax, scheduleLeaseTtlMs } from '../kernel/Limits.ts'
 import { defaultStamps, validateQueueName } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
-import { occurrencesOf, parseScheduleSpec } from './ScheduleSpec.ts'
+import { checkTimezone } from '../persistence/jobs/JobInput.ts'
+import { nextOccurrence, occurrencesOf, parseScheduleSpec } from './ScheduleSpec.ts'
 
 /** The lease every host's `runSchedules` competes for. */
 export const schedulesLeaseName = 'schedules'
+
+/** Options of `mb.schedule`. */
+export interface ScheduleOptions {
+  /** IANA time zone the cron fields are read in (`Europe/Paris`); default UTC. Cron specs only. */
+  readonly timezone?: string
+}
+
+/** A registered schedule as `mb.listSchedules()` shows it. Times are epoch ms. */
+export interface ScheduleInfo {
+  readonly name: string
+  readonly spec: string
+  readonly queue: string
+  readonly payload: JsonValue
+  /** Null for UTC. */
+  readonly timezone: string | null
+  /** The latest occurrence enqueued; null before the first. */
+  readonly lastFiredAt: number | null
+  /** The next occurrence `runSchedules` will enqueue once it is due; null when the spec has none. */
+  readonly nextRunAt: number | null
+}
+
+function resolveScheduleOptions(options: unknown): { timezone: string | null } {
+  if (options === undefined) return { timezone: null }
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
+  for (const key of Object.keys(options)) if (key !== 'timezone') throw new InvalidInput({ field: `options.${key}`, reason: 'is not an option (known: timezone)' })
+  return { timezone: checkTimezone('options.timezone', (options as ScheduleOptions).timezone) }
+}
 
 /**
  * Registers (or updates) schedule `name`: throws `InvalidSpec` for a bad spec and `InvalidInput`
  * for a bad name, queue or payload, writing nothing. Re-registering the same schedule keeps its
  * firing state; changing spec, queue or payload restarts it from now.
  */
-export async function registerSchedule(runtime: JobsRuntime, name: string, spec: string, queue: string, payload: unknown): Promise<void> {
+export async function registerSchedule(runtime: JobsRuntime, name: string, spec: string, queue: string, payload: unknown, options?: ScheduleOptions): Promise<void> {
   runtime.refuseIfClosed()
   const validName = validateName('name', name)
-  parseScheduleSpec(spec)
+  const { timezone } = resolveScheduleOptions(options)
+  parseScheduleSpec(spec, timezone)
   const validQueue = validateQueueName('queue', queue)
   const validPayload = validateJson('payload', payload)
-  await runtime.jobStore.putSchedule({ name: validName, spec: spec.trim(), queue: validQueue, payload: validPayload, nowMs: runtime.now() })
+  await runtime.jobStore.putSchedule({ name: validName, spec: spec.trim(), queue: validQueue, payload: validPayload, timezone, nowMs: runtime.now() })
+}
+
+/** Removes schedule `name`; false when there was none. Jobs it already enqueued stay. */
+export async function unregisterSchedule(runtime: JobsRuntime, name: string): Promise<boolean> {
+  runtime.refuseIfClosed()
+  return runtime.jobStore.deleteSchedule({ name: validateName('name', name) })
+}
+
+/** Every registered schedule, by name, with its next occurrence. */
+export async function describeSchedules(runtime: JobsRuntime): Promise<ReadonlyArray<ScheduleInfo>> {
+  runtime.refuseIfStoresClosed()
+  return (await runtime.jobStore.listSchedules()).map((schedule) => ({
+    name: schedule.name,
+    spec: schedule.spec,
+    queue: schedule.queue,
+    payload: schedule.payload,
+    timezone: schedule.timezone,
+    lastFiredAt: schedule.lastFiredMs,
+    nextRunAt: nextOccurrence(parseScheduleSpec(schedule.spec, schedule.timezone), schedule.anchorMs, schedule.lastFiredMs),
+  }))
 }
 
 /** One round of every schedule under the lease; returns how many jobs it enqueued (0 when another host leads). */
@@ -47,7 +98,7 @@ export async function runSchedules(runtime: JobsRuntime): Promise<number> {
   if (lease === null) return 0
   let enqueued = 0
   for (const schedule of await jobStore.listSchedules()) {
-    const times = occurrencesOf(parseScheduleSpec(schedule.spec), schedule.anchorMs, schedule.lastFiredMs, nowMs, scheduleCatchUpMax)
+    const times = occurrencesOf(parseScheduleSpec(schedule.spec, schedule.timezone), schedule.anchorMs, schedule.lastFiredMs, nowMs, scheduleCatchUpMax)
     const last = times.at(-1)
     if (last === undefined) continue
     const jobs = times.map((runAtMs) => ({

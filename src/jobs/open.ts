@@ -1,5 +1,5 @@
 /**
- * open — the one entry point of the job engine (issue #5): picks and opens the stores, then
+ * open — the one entry point of the job engine: picks and opens the stores, then
  * builds the engine (Matchbox.ts) over them.
  *
  * Stores: 'memory' (nothing persists); 'embedded' (default: PGlite in memory) or `{ dataDir }`
@@ -33,6 +33,7 @@ import { makeSqlStore } from '../persistence/sql/SqlStore.ts'
 import { makeDynamicMembership } from '../actors/Membership.ts'
 import { makeSqlBus } from '../persistence/bus/SqlBus.ts'
 import { makeSqlMembershipStore } from '../persistence/sql/SqlMembershipStore.ts'
+import { type Logger, type MatchboxEvent, validateLogger } from './Events.ts'
 import { makeMatchbox, type Matchbox, type MatchboxEngine } from './Matchbox.ts'
 
 /** Where the engine keeps its state. */
@@ -65,9 +66,16 @@ export interface OpenOptions {
    * The memory and embedded stores are one engine's own: the option must be left out there.
    */
   readonly role?: 'worker' | 'producer'
+  /**
+   * A pino-compatible logger (`info/warn/error(obj, msg)`, `debug` if it has one): job retries
+   * and deaths, store outages and recoveries, and failed maintenance passes are logged to it.
+   */
+  readonly logger?: Logger
+  /** Called with every event (job.started/completed/retried/dead, store.unavailable/recovered): feed metrics from here. */
+  readonly onEvent?: (event: MatchboxEvent) => void
 }
 
-const optionKeys = ['store', 'clock', 'seed', 'hostId', 'schema', 'role']
+const optionKeys = ['store', 'clock', 'seed', 'hostId', 'schema', 'role', 'logger', 'onEvent']
 
 // FNV-1a: folds the host id into the seed, so two hosts given the same seed still draw different ids.
 function hashOf(text: string): number {
@@ -81,6 +89,8 @@ function checkOptions(options: OpenOptions): void {
   for (const key of Object.keys(options)) if (!optionKeys.includes(key)) throw new InvalidInput({ field: `options.${key}`, reason: `is not an option (known: ${optionKeys.join(', ')})` })
   if (options.seed !== undefined && !Number.isSafeInteger(options.seed)) throw new InvalidInput({ field: 'options.seed', reason: 'must be an integer' })
   if (options.role !== undefined && options.role !== 'worker' && options.role !== 'producer') throw new InvalidInput({ field: 'options.role', reason: "must be 'worker' or 'producer'" })
+  if (options.logger !== undefined) validateLogger('options.logger', options.logger)
+  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') throw new InvalidInput({ field: 'options.onEvent', reason: 'must be a function' })
   if (options.clock !== undefined && (typeof options.clock?.now !== 'function' || typeof options.clock?.setTimer !== 'function')) {
     throw new InvalidInput({ field: 'options.clock', reason: 'must be a Clock (now, setTimer)' })
   }
@@ -129,10 +139,14 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
   const clock = options.clock ?? new RealClock()
   const random = Random.make((seed ^ hashOf(hostId)) | 0)
   const storeOption = options.store ?? 'embedded'
+  const hooks = {
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
+  }
   if (storeOption === 'memory') {
     const store = makeMemoryStore()
     const jobStore = makeMemoryJobStore()
-    return makeMatchbox({ hostId, store, jobStore, clock, random, closeStores: async () => {} })
+    return makeMatchbox({ hostId, store, jobStore, clock, random, ...hooks, closeStores: async () => {} })
   }
   let schema
   try {
@@ -151,7 +165,7 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
       await store.close()
       throw new InvalidInput({ field: 'options.role', reason: 'applies to PostgreSQL stores only (an embedded store belongs to one engine)' })
     }
-    return engineReady(makeMatchbox({ hostId, store, jobStore, clock, random, closeStores: () => store.close() }))
+    return engineReady(makeMatchbox({ hostId, store, jobStore, clock, random, ...hooks, closeStores: () => store.close() }))
   }
   const membership = makeDynamicMembership({ hostId, store: membershipStore, clock, member: options.role !== 'producer' })
   await membership.ready
@@ -159,6 +173,7 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
   const group = { membership, bus, storeSignalsDue: true, leave: () => membership.close() }
   return engineReady(
     makeMatchbox({
+      ...hooks,
       hostId,
       store,
       jobStore,
