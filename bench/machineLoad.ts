@@ -1,0 +1,117 @@
+/**
+ * machineLoad — how much of the machine other processes used while a bench step ran.
+ *
+ * Reads /proc (Linux): the whole machine's busy CPU time from /proc/stat, less the CPU time of
+ * the processes the bench owns — itself, its descendants (worker children) and the throwaway
+ * PostgreSQL server (its postmaster and the postmaster's children). What remains is other
+ * processes' share of the machine's capacity, as a percentage of all cores.
+ *
+ * Invariants: a step is `quiet` only if others used at most `othersCpuPercentQuiet` over the
+ * whole step; a process of ours that starts and exits between two samples is counted as
+ * "others" (the error makes a step look busier, never quieter).
+ *
+ * Does not: wait by itself, nor decide what to do with a busy step (bench/peers.ts does).
+ * Off Linux it reports the load as unknown (`othersCpuPercent: NaN`, never quiet).
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { cpus, loadavg } from 'node:os'
+
+/** A step is quiet when other processes used at most this share of the machine: 5 % is well under one busy core on any machine we bench on, and above the few-tenths-of-a-percent an idle desktop shows. */
+export const othersCpuPercentQuiet = 5
+
+/** CPU counters at one instant. */
+interface Sample {
+  readonly busyTicks: number
+  readonly totalTicks: number
+  readonly oursTicks: number
+}
+
+/** Other processes' use of the machine over a span. */
+export interface Load {
+  /** Other processes' CPU, % of all cores (NaN when /proc cannot be read). */
+  readonly othersCpuPercent: number
+  /** os.loadavg()[0] at the end of the span. */
+  readonly loadAverage1m: number
+  readonly quiet: boolean
+}
+
+function machineTicks(): { busyTicks: number; totalTicks: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? ''
+  const fields = line.trim().split(/\s+/).slice(1).map(Number)
+  // user nice system idle iowait irq softirq steal: idle and iowait are not busy; guest time is already in user.
+  const total = fields.slice(0, 8).reduce((sum, value) => sum + value, 0)
+  const idle = (fields[3] ?? 0) + (fields[4] ?? 0)
+  return { busyTicks: total - idle, totalTicks: total }
+}
+
+// utime + stime of one process, and its parent pid; null once it has exited.
+function processTicks(pid: number): { ticks: number; parentPid: number } | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // The command name is parenthesised and may hold spaces; the fields after it are fixed.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
+    return { ticks: Number(fields[11]) + Number(fields[12]), parentPid: Number(fields[1]) }
+  } catch {
+    return null
+  }
+}
+
+/** Tracks the bench's own processes: this one, its descendants, and the server rooted at `serverPid`. */
+export interface LoadMeter {
+  /** Starts a span. */
+  start(): () => Load
+  /** Sets the PostgreSQL postmaster whose process tree counts as ours. */
+  setServerPid(pid: number): void
+}
+
+/** Makes a meter; each `start()` returns the function that ends its span. */
+export function makeLoadMeter(): LoadMeter {
+  const readable = existsSync('/proc/stat')
+  let serverPid: number | null = null
+
+  const oursTicks = (): number => {
+    const parents = new Map<number, number>()
+    const ticks = new Map<number, number>()
+    for (const name of readdirSync('/proc')) {
+      const pid = Number(name)
+      if (!Number.isInteger(pid)) continue
+      const stat = processTicks(pid)
+      if (stat === null) continue
+      parents.set(pid, stat.parentPid)
+      ticks.set(pid, stat.ticks)
+    }
+    const roots = new Set<number>([process.pid, ...(serverPid === null ? [] : [serverPid])])
+    let sum = 0
+    for (const [pid, value] of ticks) {
+      for (let at: number | undefined = pid, depth = 0; at !== undefined && at > 1 && depth < 64; at = parents.get(at), depth++) {
+        if (roots.has(at)) {
+          sum += value
+          break
+        }
+      }
+    }
+    return sum
+  }
+
+  const sample = (): Sample => ({ ...machineTicks(), oursTicks: oursTicks() })
+
+  return {
+    setServerPid(pid) {
+      serverPid = pid
+    },
+    start() {
+      if (!readable) return () => ({ othersCpuPercent: Number.NaN, loadAverage1m: loadavg()[0] ?? Number.NaN, quiet: false })
+      const before = sample()
+      return () => {
+        const after = sample()
+        const total = after.totalTicks - before.totalTicks
+        const others = after.busyTicks - before.busyTicks - (after.oursTicks - before.oursTicks)
+        const othersCpuPercent = total <= 0 ? 0 : Math.max(0, (100 * others) / total)
+        return { othersCpuPercent, loadAverage1m: loadavg()[0] ?? Number.NaN, quiet: othersCpuPercent <= othersCpuPercentQuiet }
+      }
+    },
+  }
+}
+
+/** The number of cores, for the header. */
+export const coreCount = (): number => cpus().length
