@@ -1,6 +1,7 @@
 /**
  * JobMutations — the job mutation menu: a JobStore that wraps the real one (wrap, don't fork),
- * and for bugs of the group a tap on the world's bus, adding one named, deliberate bug. The
+ * and for bugs of the group a tap on the world's bus or a wrapper of the membership view an
+ * engine routes by, adding one named, deliberate bug. The
  * end-to-end simulator must catch each one within 100 seeds on memory
  * (sim/jobsWorld.mutations.test.ts): the evidence that the job checkers can fail.
  *
@@ -14,16 +15,20 @@
  *   (legal on its own: the claim lapses and the job is delivered again) AND the due-time
  *   bookkeeping believes the lapse was delivered: when a driver reserves such a job it is
  *   confirmed delivered without a Matching task, so the claimed job nobody holds is never
- *   offered again (none stranded).
+ *   offered again (none stranded);
+ * - `stealPartitions`: every engine routes as if it owned every partition of every queue
+ *   (membership ignored), while its membership view says otherwise: engines deliver queues they
+ *   do not own (owner delivers).
  *
  * Does not: change reads or schedules.
  */
 import type { JsonValue } from '../src/domain/Json.ts'
+import type { EngineGroup } from '../src/jobs/Matchbox.ts'
 import type { BusTap } from '../src/persistence/bus/MemoryBus.ts'
 import type { JobRecord, JobStore } from '../src/persistence/jobs/JobStore.ts'
 
 /** The deliberate bugs, by name. */
-export const jobMutationNames = ['ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver'] as const
+export const jobMutationNames = ['ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions'] as const
 
 /** One job mutation's name. */
 export type JobMutationName = (typeof jobMutationNames)[number]
@@ -38,6 +43,8 @@ const dropEnqueueEvery = 5
 export interface JobsMutant {
   readonly wrapJobStore: (store: JobStore) => JobStore
   readonly busTap?: BusTap
+  /** Wraps the membership view host `hostId`'s engine routes by (the world judges by the unwrapped one). */
+  readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
 }
 
 // The job a hand-over message names, or null for any other message.
@@ -50,6 +57,12 @@ function handedOverJob(message: JsonValue): string | null {
 /** One world's instance of `mutation` (state shared by its store wrappers and its bus tap). */
 export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
   const lostHandOvers = new Set<string>()
+  if (mutation === 'stealPartitions') {
+    return {
+      wrapJobStore: (store) => store,
+      wrapMembership: (hostId, membership) => ({ ownerOf: () => hostId, subscribe: (listener) => membership.subscribe(listener), hosts: () => membership.hosts() }),
+    }
+  }
   if (mutation !== 'dropHandOver') return { wrapJobStore: (store) => makeMutantJobStore(store, mutation) }
   return {
     wrapJobStore: (store) => makeMutantJobStore(store, mutation, lostHandOvers),
@@ -136,6 +149,8 @@ export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName, l
           return due.filter((job) => !lostHandOvers.has(job.id))
         },
       }
+    case 'stealPartitions':
+      return base
   }
 }
 

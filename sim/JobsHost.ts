@@ -21,7 +21,7 @@ import { MixedScheduler } from 'effect/Scheduler'
 import { type DynamicMembership, makeDynamicMembership } from '../src/actors/Membership.ts'
 import { makePartitionKey } from '../src/domain/QueueKey.ts'
 import type { JobQueue } from '../src/jobs/JobQueue.ts'
-import { type Matchbox, makeMatchbox } from '../src/jobs/Matchbox.ts'
+import { type EngineGroup, type Matchbox, makeMatchbox } from '../src/jobs/Matchbox.ts'
 import { jobsNamespace, jobTaskType } from '../src/jobs/QueueRouting.ts'
 import type { ManualClock } from '../src/kernel/Clock.ts'
 import type { Random } from '../src/kernel/Random.ts'
@@ -57,6 +57,8 @@ export interface JobsHostDeps {
   readonly recordStore: BoundaryListener
   readonly recordJobs: JobBoundaryListener
   readonly queueOf: (id: string) => string | undefined
+  /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
+  readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
   /** Hears every change of this host's membership view (for the trace). */
   readonly onView: (hostId: string, hosts: ReadonlyArray<string>) => void
   readonly onDefect: (hostId: string, where: string, defect: unknown) => void
@@ -147,7 +149,7 @@ export class JobsHost {
       scheduler: new MixedScheduler('sync'),
       onDefect: (where, defect) => deps.onDefect(deps.hostId, where, defect),
       // The simulated store never raises due signals itself: the engine sends them on the bus.
-      group: { membership, bus, storeSignalsDue: false, leave: () => membership.close() },
+      group: { membership: deps.wrapMembership?.(deps.hostId, membership) ?? membership, bus, storeSignalsDue: false, leave: () => membership.close() },
       // The world closes the shared stores and bus once, after every engine.
       closeStores: async () => {},
     })

@@ -33,7 +33,7 @@ export interface JobsSeedRun {
   readonly keepTrace?: boolean
   /** Wraps the shared job store (the job mutation menu); on PostgreSQL each host's. */
   readonly wrapJobStore?: (store: JobStore) => JobStore
-  /** One deliberate bug of the job mutation menu (JobMutations.ts `makeJobsMutant`): its store wrapper (instead of `wrapJobStore`) and bus tap. */
+  /** One deliberate bug of the job mutation menu (JobMutations.ts `makeJobsMutant`): its store wrapper (instead of `wrapJobStore`), bus tap and membership wrapper. */
   readonly mutant?: JobsMutant
 }
 
@@ -99,6 +99,7 @@ export async function runJobsSeed(run: JobsSeedRun): Promise<JobsSeedResult> {
       ...(run.script === undefined ? {} : { script: run.script }),
       ...(run.keepTrace === undefined ? {} : { keepTrace: run.keepTrace }),
       ...(run.mutant?.busTap === undefined ? {} : { busTap: run.mutant.busTap }),
+      ...(run.mutant?.wrapMembership === undefined ? {} : { wrapMembership: run.mutant.wrapMembership }),
     })
     return { options, result: await world.run() }
   } finally {

@@ -35,7 +35,7 @@ import { IoGate } from './IoGate.ts'
 import { JobCheckers, type JobCheckerName, type JobsReport } from './JobCheckers.ts'
 import { JobClients } from './JobClients.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
-import { JobsHost } from './JobsHost.ts'
+import { JobsHost, type JobsHostDeps } from './JobsHost.ts'
 import { type JobsFaultName, jobsFaultNames, type JobsSwarmOptions } from './JobsSwarm.ts'
 import { type OwnershipCounts, OwnershipChecker } from './OwnershipChecker.ts'
 import { busLabelPrefix } from './SimBus.ts'
@@ -78,6 +78,8 @@ export interface JobsWorldConfig {
   readonly keepTrace?: boolean
   /** Sees every bus message before delivery and may drop it (the job mutation menu's bus bugs). */
   readonly busTap?: BusTap
+  /** Wraps the membership view each engine routes by (the job mutation menu's routing bugs). */
+  readonly wrapMembership?: JobsHostDeps['wrapMembership']
 }
 
 // Time the final phase moves when nothing is claimable: past the retry curve's one-hour cap,
@@ -141,6 +143,7 @@ export class JobsWorld {
           membershipStore: this.#membershipStore,
           bus: this.#bus,
           role: this.#options.roles[i - 1] ?? 'worker',
+          ...(config.wrapMembership === undefined ? {} : { wrapMembership: config.wrapMembership }),
           gate: this.#gate,
           clock: this.#clock,
           random: random.fork(),

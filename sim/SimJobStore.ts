@@ -5,7 +5,8 @@
  * back — so a crash after commit still leaves its record, as the database would.
  *
  * A claim also carries what the claiming host's membership view said at the moment it was
- * issued (JobBoundary.ts's ClaimOwnership), for the ownership checker.
+ * issued (JobBoundary.ts's ClaimOwnership), for the ownership checker, and names the
+ * partitions that view gave the host in its trace label.
  *
  * `ackBatch` is read around (each named job before and after, on the store underneath) so the
  * checkers learn exactly which claims it acked, not only how many.
@@ -52,7 +53,8 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     claim: (params) => {
       // Read at the claim's issue, not its commit: the view the engine acted on.
       const ownership = deps.ownershipOf?.(params.id) ?? null
-      return park(`job.claim ${params.id}`, true, async () => {
+      const owns = ownership === null ? '' : ` (${ownership.queue}: owns ${ownership.owned.join(',') || 'none'} of ${ownership.partitions})`
+      return park(`job.claim ${params.id}${owns}`, true, async () => {
         const outcome = await inner.claim(params)
         record({ op: 'claim', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, outcome, ownership })
         return outcome

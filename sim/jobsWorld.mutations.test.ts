@@ -1,7 +1,8 @@
 /**
  * The job mutation menu must be caught: for each deliberate bug (sim/JobMutations.ts: JobStore
- * bugs, and `dropHandOver`, a lost forwarded hand-over whose claim is then never delivered
- * again) the end-to-end simulator runs seeds 1, 2, … on memory until a checker reports a
+ * bugs; `dropHandOver`, a lost forwarded hand-over whose claim is then never delivered again;
+ * `stealPartitions`, engines routing as if they owned every partition) the end-to-end simulator
+ * runs seeds 1, 2, … on memory until a checker reports a
  * violation, and must get there within 100 seeds. This is the evidence that the job checkers
  * can fail; the first violation is printed so a reader sees which checker caught it. For
  * `dropHandOver` the same seeds must pass without the bug: a lost message alone is legal (the
