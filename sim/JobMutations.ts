@@ -99,6 +99,7 @@ export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName, l
     dueQueues: (params) => inner.dueQueues(params),
     deliverableCount: (params) => inner.deliverableCount(params),
     countJobs: (params) => inner.countJobs(params),
+    countQueues: (params) => inner.countQueues(params),
     listJobs: (params) => inner.listJobs(params),
     retryDead: (params) => inner.retryDead(params),
     putSchedule: (params) => inner.putSchedule(params),

@@ -112,6 +112,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     dueQueues: (params) => park('job.dueQueues', false, () => inner.dueQueues(params)),
     deliverableCount: (params) => park(`job.deliverable ${params.queue}`, false, () => inner.deliverableCount(params)),
     countJobs: (params) => park(`job.count ${params.queue}`, false, () => inner.countJobs(params)),
+    countQueues: (params) => park('job.countQueues', false, () => inner.countQueues(params)),
     listJobs: (params) => park(`job.list ${params.queue} ${params.state}`, false, () => inner.listJobs(params)),
     retryDead: (params) => park(`job.retryDead ${params.id}`, true, () => inner.retryDead(params)),
     putSchedule: (params) => park(`job.putSchedule ${params.name}`, true, () => inner.putSchedule(params)),

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { Command, CommanderError } from 'commander'
 import { isMatchboxError } from '../domain/errors.ts'
 import { registerInspect } from './inspect.ts'
+import { registerJobs } from './jobs.ts'
 import { registerLifecycle } from './lifecycle.ts'
 import { registerSim } from './sim.ts'
 import { type Io, makeTerminal, processIo, type Terminal } from './Terminal.ts'
@@ -24,7 +25,7 @@ import { UsageError } from './UsageError.ts'
 export type CommandRegistration = (program: Command, terminal: Terminal) => void
 
 /** Every subcommand, in help order. A new command is one file and one entry here. */
-export const registerCommands: ReadonlyArray<CommandRegistration> = [registerLifecycle, registerInspect, registerSim]
+export const registerCommands: ReadonlyArray<CommandRegistration> = [registerLifecycle, registerInspect, registerJobs, registerSim]
 
 /** Exit codes. */
 export const exitCodes = { ok: 0, failure: 1, usage: 2 } as const

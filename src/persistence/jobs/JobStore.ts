@@ -208,6 +208,9 @@ export interface JobStore {
   /** How many jobs of `queue` are pending, processing (lapsed claims included) and dead. */
   countJobs(params: { readonly queue: string }): Promise<JobCounts>
 
+  /** `countJobs` for every queue that has jobs, by queue name, at most `limit` queues. */
+  countQueues(params: { readonly limit: number }): Promise<ReadonlyArray<JobCounts & { readonly queue: string }>>
+
   /**
    * Up to `limit` jobs of `queue` in `state`, in id order, after `afterId` (exclusive; null =
    * from the start): keyset pages that stay stable while jobs come and go.

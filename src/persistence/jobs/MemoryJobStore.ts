@@ -244,6 +244,24 @@ export function makeMemoryJobStore(): JobStore {
       return counts
     },
 
+    async countQueues(params) {
+      const limit = checkListLimit('limit', params.limit)
+      const counts = new Map<string, { pending: number; processing: number; dead: number }>()
+      const of = (queue: string) => {
+        const known = counts.get(queue)
+        if (known !== undefined) return known
+        const fresh = { pending: 0, processing: 0, dead: 0 }
+        counts.set(queue, fresh)
+        return fresh
+      }
+      for (const row of live.values()) of(row.job.queue)[row.job.state as 'pending' | 'processing']++
+      for (const job of dead.values()) of(job.queue).dead++
+      return [...counts]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .slice(0, limit)
+        .map(([queue, count]) => ({ queue, ...count }))
+    },
+
     async listJobs(params) {
       const queue = checkName('queue', params.queue)
       const state = checkState('state', params.state)

@@ -60,6 +60,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     enqueue: jobSql.enqueueSql(schema),
     getJob: jobSql.getJobSql(schema),
     countJobs: jobSql.countJobsSql(schema),
+    countQueues: jobSql.countQueuesSql(schema),
     listLiveJobs: jobSql.listLiveJobsSql(schema),
     listDeadJobs: jobSql.listDeadJobsSql(schema),
     retryDead: jobSql.retryDeadSql(schema),
@@ -208,6 +209,17 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       const [row] = await read('countJobs', sql.countJobs, [queue])
       assert(row !== undefined, 'countJobs returned no row')
       return { pending: toSafeInteger(row.pending, 'pending'), processing: toSafeInteger(row.processing, 'processing'), dead: toSafeInteger(row.dead, 'dead') }
+    },
+
+    async countQueues(params) {
+      const limit = validated('countQueues', () => checkListLimit('limit', params.limit))
+      const rows = await read('countQueues', sql.countQueues, [limit])
+      return rows.map((row) => ({
+        queue: row.queue as string,
+        pending: toSafeInteger(row.pending, 'pending'),
+        processing: toSafeInteger(row.processing, 'processing'),
+        dead: toSafeInteger(row.dead, 'dead'),
+      }))
     },
 
     async listJobs(params) {

@@ -88,6 +88,18 @@ SELECT (SELECT count(*) FROM ${schema.quoted}.jobs WHERE queue = $1::text AND st
        (SELECT count(*) FROM ${schema.quoted}.dead_jobs WHERE queue = $1::text) AS dead`
 }
 
+/** `$1` limit. Jobs by state for every queue that has any, by queue name. */
+export function countQueuesSql(schema: Schema): string {
+  return `
+SELECT queue, sum(pending) AS pending, sum(processing) AS processing, sum(dead) AS dead FROM (
+  SELECT queue, count(*) FILTER (WHERE state = 'pending') AS pending, count(*) FILTER (WHERE state = 'processing') AS processing, 0::bigint AS dead
+  FROM ${schema.quoted}.jobs GROUP BY queue
+  UNION ALL
+  SELECT queue, 0::bigint, 0::bigint, count(*) FROM ${schema.quoted}.dead_jobs GROUP BY queue
+) AS counted
+GROUP BY queue ORDER BY queue LIMIT $1::integer`
+}
+
 /** `$1` queue, `$2` state, `$3` after id or null, `$4` limit. A keyset page of live jobs in one state. */
 export function listLiveJobsSql(schema: Schema): string {
   return `
