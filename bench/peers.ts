@@ -26,6 +26,10 @@
  * counts instead, and the table says which.
  *
  * Numbers compare libraries on one machine at one moment; they are not claims.
+ *
+ * Longer than the house ~400 lines: the workloads share one measuring protocol (quiet check,
+ * window, retries) and read best in one file; the libraries, the child, the load meter and the
+ * table live beside it (peerLibraries.ts, peerLatencyChild.ts, machineLoad.ts, peerTable.ts).
  */
 import { fork, spawnSync } from 'node:child_process'
 import { dirname, join } from 'node:path'
@@ -33,6 +37,7 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { type RunningCluster, startCluster } from '../test/harness/PostgresCluster.ts'
 import { coreCount, type Load, makeLoadMeter, othersCpuPercentQuiet } from './machineLoad.ts'
+import { type Cell, format, type Outcome, printTable, type Row } from './peerTable.ts'
 import {
   type BenchPayload,
   batchSize,
@@ -84,16 +89,6 @@ const wallClockMs = (): number => performance.timeOrigin + performance.now()
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 const databaseOf = (name: LibraryName): string => `bench_${name.toLowerCase().replace(/[^a-z]/g, '_')}`
 
-/** One measured step. */
-interface Outcome {
-  /** jobs/s for throughput, p50 ms for latency. */
-  readonly value: number
-  /** p99 ms, latency only. */
-  readonly p99?: number
-  readonly statementsPerJob: number
-  readonly load: Load
-  readonly note?: string
-}
 
 interface Workload {
   readonly key: string
@@ -414,67 +409,6 @@ const latencySameProcess: Workload = {
     }),
 }
 
-// ——— the table ———
-
-function format(value: number, unit: 'jobs/s' | 'ms' = 'jobs/s'): string {
-  if (!Number.isFinite(value)) return 'n/a'
-  if (unit === 'ms') return value < 10 ? value.toFixed(2) : value.toFixed(1)
-  return value >= 100 ? value.toFixed(0) : value.toFixed(1)
-}
-
-const median = (values: ReadonlyArray<number>): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length === 0 ? Number.NaN : sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
-}
-
-interface Cell {
-  readonly outcomes: Array<Outcome & { busy: boolean }>
-  readonly unavailable: string | null
-}
-
-interface Row {
-  readonly title: string
-  readonly unit: 'jobs/s' | 'ms'
-  readonly pick: (outcome: Outcome) => number
-}
-
-function cellText(cell: Cell | undefined, pick: (outcome: Outcome) => number, unit: 'jobs/s' | 'ms'): string {
-  if (cell === undefined) return '—'
-  if (cell.unavailable !== null) return 'n/a'
-  const busy = cell.outcomes.filter((outcome) => outcome.busy).length
-  const capped = cell.outcomes.some((outcome) => outcome.note !== undefined)
-  return `${format(median(cell.outcomes.map(pick)), unit)}${busy > 0 ? ` busy ${busy}/${cell.outcomes.length}` : ''}${capped ? ' !' : ''}`
-}
-
-function ratioText(cells: ReadonlyMap<LibraryName, Cell>, pick: (outcome: Outcome) => number, higherIsBetter: boolean): string {
-  const valueOf = (name: LibraryName): number => {
-    const cell = cells.get(name)
-    return cell === undefined || cell.unavailable !== null ? Number.NaN : median(cell.outcomes.map(pick))
-  }
-  const peers = libraryNames.filter((name) => name !== 'Matchbox').map(valueOf).filter(Number.isFinite)
-  const ours = valueOf('Matchbox')
-  if (peers.length === 0 || !Number.isFinite(ours)) return 'n/a'
-  const best = higherIsBetter ? Math.max(...peers) : Math.min(...peers)
-  const busy = [...cells.values()].some((cell) => cell.outcomes.some((outcome) => outcome.busy))
-  return `${(ours / best).toFixed(2)}${busy ? ' busy' : ''}`
-}
-
-function printTable(title: string, rows: ReadonlyArray<Row & { cells: ReadonlyMap<LibraryName, Cell>; higherIsBetter: boolean }>): void {
-  const header = ['workload', ...libraryNames, 'Matchbox ÷ best peer']
-  const lines = rows.map((row) => [
-    row.title,
-    ...libraryNames.map((name) => cellText(row.cells.get(name), row.pick, row.unit)),
-    ratioText(row.cells, row.pick, row.higherIsBetter),
-  ])
-  const widths = header.map((heading, column) => Math.max(heading.length, ...lines.map((line) => (line[column] ?? '').length)))
-  console.log(`\n${title}`)
-  const render = (line: ReadonlyArray<string>): string => line.map((text, column) => (column === 0 ? text.padEnd(widths[column] ?? 0) : text.padStart(widths[column] ?? 0))).join('  ')
-  console.log(render(header))
-  console.log(widths.map((width) => '─'.repeat(width)).join('  '))
-  for (const line of lines) console.log(render(line))
-}
-
 // ——— main ———
 
 let matchboxHasEnqueueMany = false
@@ -534,9 +468,8 @@ try {
     results.set(workload.key, cells)
   }
 
-  type TableRow = Row & { cells: ReadonlyMap<LibraryName, Cell>; higherIsBetter: boolean }
-  const rowsOf = (pickStatements: boolean): TableRow[] =>
-    workloads.flatMap((workload): TableRow[] => {
+  const rowsOf = (pickStatements: boolean): Row[] =>
+    workloads.flatMap((workload): Row[] => {
       const cells: ReadonlyMap<LibraryName, Cell> = results.get(workload.key) ?? new Map()
       const latency = workload.key.startsWith('latency')
       const where = workload.key === 'latency-process' ? 'other process' : 'same process'

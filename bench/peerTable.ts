@@ -1,0 +1,87 @@
+/**
+ * peerTable — the outcome of one measured step of bench/peers.ts, and the tables it prints: per
+ * workload each library's median over the rounds, flagged `busy k/n` when k rounds had no
+ * attempt on a quiet machine, and Matchbox ÷ the best peer (highest jobs/s, lowest ms or
+ * statements).
+ *
+ * Does not: measure; a cell prints what it was given.
+ */
+import type { Load } from './machineLoad.ts'
+import { type LibraryName, libraryNames } from './peerLibraries.ts'
+
+/** One measured step. */
+export interface Outcome {
+  /** jobs/s for throughput, p50 ms for latency. */
+  readonly value: number
+  /** p99 ms, latency only. */
+  readonly p99?: number
+  readonly statementsPerJob: number
+  readonly load: Load
+  readonly note?: string
+}
+
+/** A number as the tables print it: whole jobs/s from 100 up, ms to 2 decimals under 10. */
+export function format(value: number, unit: 'jobs/s' | 'ms' = 'jobs/s'): string {
+  if (!Number.isFinite(value)) return 'n/a'
+  if (unit === 'ms') return value < 10 ? value.toFixed(2) : value.toFixed(1)
+  return value >= 100 ? value.toFixed(0) : value.toFixed(1)
+}
+
+/** The median (the mean of the middle two for an even count); NaN for none. */
+export const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length === 0 ? Number.NaN : sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
+}
+
+/** One library's outcomes in one workload, or why it has none. */
+export interface Cell {
+  readonly outcomes: Array<Outcome & { busy: boolean }>
+  readonly unavailable: string | null
+}
+
+/** One line of a table: which number of an outcome it shows, in what unit, and which way is better. */
+export interface Row {
+  readonly title: string
+  readonly unit: 'jobs/s' | 'ms'
+  readonly pick: (outcome: Outcome) => number
+  readonly cells: ReadonlyMap<LibraryName, Cell>
+  readonly higherIsBetter: boolean
+}
+
+function cellText(cell: Cell | undefined, pick: (outcome: Outcome) => number, unit: 'jobs/s' | 'ms'): string {
+  if (cell === undefined) return '—'
+  if (cell.unavailable !== null) return 'n/a'
+  const busy = cell.outcomes.filter((outcome) => outcome.busy).length
+  const capped = cell.outcomes.some((outcome) => outcome.note !== undefined)
+  return `${format(median(cell.outcomes.map(pick)), unit)}${busy > 0 ? ` busy ${busy}/${cell.outcomes.length}` : ''}${capped ? ' !' : ''}`
+}
+
+function ratioText(cells: ReadonlyMap<LibraryName, Cell>, pick: (outcome: Outcome) => number, higherIsBetter: boolean): string {
+  const valueOf = (name: LibraryName): number => {
+    const cell = cells.get(name)
+    return cell === undefined || cell.unavailable !== null ? Number.NaN : median(cell.outcomes.map(pick))
+  }
+  const peers = libraryNames.filter((name) => name !== 'Matchbox').map(valueOf).filter(Number.isFinite)
+  const ours = valueOf('Matchbox')
+  if (peers.length === 0 || !Number.isFinite(ours)) return 'n/a'
+  const best = higherIsBetter ? Math.max(...peers) : Math.min(...peers)
+  const busy = [...cells.values()].some((cell) => cell.outcomes.some((outcome) => outcome.busy))
+  return `${(ours / best).toFixed(2)}${busy ? ' busy' : ''}`
+}
+
+/** Prints `rows` under `title`, one column per library and the Matchbox ÷ best peer ratio. */
+export function printTable(title: string, rows: ReadonlyArray<Row>): void {
+  const header = ['workload', ...libraryNames, 'Matchbox ÷ best peer']
+  const lines = rows.map((row) => [
+    row.title,
+    ...libraryNames.map((name) => cellText(row.cells.get(name), row.pick, row.unit)),
+    ratioText(row.cells, row.pick, row.higherIsBetter),
+  ])
+  const widths = header.map((heading, column) => Math.max(heading.length, ...lines.map((line) => (line[column] ?? '').length)))
+  console.log(`\n${title}`)
+  const render = (line: ReadonlyArray<string>): string => line.map((text, column) => (column === 0 ? text.padEnd(widths[column] ?? 0) : text.padStart(widths[column] ?? 0))).join('  ')
+  console.log(render(header))
+  console.log(widths.map((width) => '─'.repeat(width)).join('  '))
+  for (const line of lines) console.log(render(line))
+}
