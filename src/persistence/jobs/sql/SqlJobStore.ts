@@ -4,8 +4,8 @@
  * (jobSql.ts, scheduleSql.ts) on the tables of migrations 003 and 004.
  *
  * Owns: validating inputs (JobInput.ts) before any SQL, one statement per transition, decoding
- * rows with assertions after read (jobRows.ts), the two transactions (`fireSchedule`, and
- * `retryDead`, which rolls its move back when the job's key turns out to be held), and
+ * rows with assertions after read (jobRows.ts), the one multi-statement transaction
+ * (`fireSchedule`; the admin operations live in SqlJobAdmin.ts), and
  * mapping failures into the catalogue exactly as the Matching Store does (`toStoreError`).
  *
  * A transactional enqueue runs the same INSERT on the caller's client; its failures are mapped
@@ -28,20 +28,18 @@ import {
   checkDurationMs,
   checkError,
   checkJobRef,
-  checkListLimit,
   checkName,
   checkNewJob,
   checkQueues,
   checkStack,
-  checkState,
   checkTime,
   checkTimezone,
 } from '../JobInput.ts'
-import type { DueJob, JobStore, RetryDeadOutcome } from '../JobStore.ts'
+import type { DueJob, JobStore } from '../JobStore.ts'
 import { dueChannelOf } from '../../bus/Channels.ts'
-import type { Queryable } from '../../sql/Driver.ts'
 import { decodeJob, decodeSchedule, enqueueParams, nullableInteger } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
+import { makeSqlJobAdmin } from './SqlJobAdmin.ts'
 import * as scheduleSql from './scheduleSql.ts'
 
 type Row = Record<string, unknown>
@@ -50,21 +48,12 @@ type Row = Record<string, unknown>
 // committed after its snapshot or went away meanwhile; the next snapshot settles it.
 const keyedEnqueueAttemptsMax = 5
 
-// Thrown inside retryDead's transaction to roll back a move whose key turned out to be held.
-class KeyTaken extends Error {}
-
 /** Makes a JobStore over an already migrated schema. `close` closes the driver (idempotent). */
 export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const dueChannel = dueChannelOf(schema.name)
   const sql = {
     enqueue: jobSql.enqueueSql(schema),
     getJob: jobSql.getJobSql(schema),
-    countJobs: jobSql.countJobsSql(schema),
-    countQueues: jobSql.countQueuesSql(schema),
-    listLiveJobs: jobSql.listLiveJobsSql(schema),
-    listDeadJobs: jobSql.listDeadJobsSql(schema),
-    retryDead: jobSql.retryDeadSql(schema),
-    keyHolder: jobSql.keyHolderSql(schema),
     claim: jobSql.claimSql(schema),
     buryExhaustedOne: jobSql.buryExhaustedOneSql(schema),
     claimState: jobSql.claimStateSql(schema),
@@ -204,62 +193,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       return { dead: toSafeInteger(row.dead, 'dead'), purged: toSafeInteger(row.purged, 'purged') }
     },
 
-    async countJobs(params) {
-      const queue = validated('countJobs', () => checkName('queue', params.queue))
-      const [row] = await read('countJobs', sql.countJobs, [queue])
-      assert(row !== undefined, 'countJobs returned no row')
-      return { pending: toSafeInteger(row.pending, 'pending'), processing: toSafeInteger(row.processing, 'processing'), dead: toSafeInteger(row.dead, 'dead') }
-    },
-
-    async countQueues(params) {
-      const limit = validated('countQueues', () => checkListLimit('limit', params.limit))
-      const rows = await read('countQueues', sql.countQueues, [limit])
-      return rows.map((row) => ({
-        queue: row.queue as string,
-        pending: toSafeInteger(row.pending, 'pending'),
-        processing: toSafeInteger(row.processing, 'processing'),
-        dead: toSafeInteger(row.dead, 'dead'),
-      }))
-    },
-
-    async listJobs(params) {
-      const { queue, state, limit, afterId } = validated('listJobs', () => ({
-        queue: checkName('queue', params.queue),
-        state: checkState('state', params.state),
-        limit: checkListLimit('limit', params.limit),
-        afterId: params.afterId === null ? null : checkName('afterId', params.afterId),
-      }))
-      const rows =
-        state === 'dead'
-          ? await read('listJobs', sql.listDeadJobs, [queue, afterId, limit])
-          : await read('listJobs', sql.listLiveJobs, [queue, state, afterId, limit])
-      return rows.map(decodeJob)
-    },
-
-    async retryDead(params) {
-      const { queue, id, nowMs } = validated('retryDead', () => ({ ...checkJobRef(params), nowMs: checkTime('nowMs', params.nowMs) }))
-      let key: string | null = null
-      try {
-        return await driver.transaction(async (tx: Queryable): Promise<RetryDeadOutcome> => {
-          const { rows } = await tx.query<Row>(sql.retryDead, [id, queue, nowMs, dueChannel])
-          const [row] = rows
-          assert(row !== undefined, 'retryDead returned no row')
-          if (toSafeInteger(row.moved, 'moved') === 0) return { kind: 'not-dead' }
-          if (row.id === null) {
-            key = row.job_key as string | null
-            throw new KeyTaken()
-          }
-          return { kind: 'retried', job: decodeJob(row) }
-        })
-      } catch (error) {
-        if (!(error instanceof KeyTaken)) throw toStoreError('retryDead', true, error)
-      }
-      // The move was rolled back: the dead job stays, its key held by a live job.
-      const [dead] = await read('retryDead', sql.getJob, [id, queue])
-      const holderKey = key ?? (dead?.job_key as string | null | undefined) ?? null
-      const [holder] = holderKey === null ? [] : await read('retryDead', sql.keyHolder, [queue, holderKey])
-      return holder === undefined ? { kind: 'not-dead' } : { kind: 'key-taken', liveId: holder.id as string }
-    },
+    ...makeSqlJobAdmin(driver, schema, session, dueChannel),
 
     async takeDue(params) {
       const { nowMs, reserveUntilMs, limit, queues } = validated('takeDue', () => ({
