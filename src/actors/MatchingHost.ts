@@ -83,6 +83,8 @@ export interface PollRequest {
   readonly identity: string
   /** How long to wait for a task, ms (0 … 10 min). */
   readonly waitMs: number
+  /** Ends the wait early when aborted (a worker stopping); the poll then answers null. */
+  readonly signal?: AbortSignal
 }
 
 /** A task started for a poller: what History answered and where the task came from. */
@@ -300,7 +302,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       rotation.set(family, turn + 1)
       const chosen = ready ?? (actors[turn % actors.length] as PartitionActor)
       const poller: PollerInfo = { identity, version }
-      const result = yield* Effect.result(chosen.poll(poller, clock.now() + request.waitMs))
+      const result = yield* Effect.result(chosen.poll(poller, clock.now() + request.waitMs, request.signal))
       if (Result.isSuccess(result)) {
         const polled = result.success
         return polled.kind === 'task' ? { task: polled.task, partition: chosen.partition.partition, taskId: polled.taskId, response: polled.response } : null

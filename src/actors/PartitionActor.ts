@@ -61,7 +61,7 @@ export interface RestartEntry {
 
 type Message =
   | { readonly kind: 'add'; readonly task: Task; readonly reply: Deferred.Deferred<Promise<AddResult>> }
-  | { readonly kind: 'poll'; readonly poller: PollerInfo; readonly deadlineMs: number; readonly reply: Deferred.Deferred<Promise<PollResult>> }
+  | { readonly kind: 'poll'; readonly poller: PollerInfo; readonly deadlineMs: number; readonly signal: AbortSignal | undefined; readonly reply: Deferred.Deferred<Promise<PollResult>> }
   | { readonly kind: 'queue.unloaded'; readonly queue: PhysicalQueueActor; readonly progress: QueueProgress }
   | { readonly kind: 'unload'; readonly reason: string; readonly reply: Deferred.Deferred<Promise<void>> }
   | { readonly kind: 'retire'; readonly version: string; readonly reply: Deferred.Deferred<Promise<number>> }
@@ -84,8 +84,8 @@ export interface PartitionActor {
   readonly generation: number
   /** Routes a task to its physical queue. */
   addTask(task: Task): Effect.Effect<Added, MatchboxError>
-  /** Waits for a task until `deadlineMs` on the queues this poller may take from. */
-  poll(poller: PollerInfo, deadlineMs: number): Effect.Effect<Polled, MatchboxError>
+  /** Waits for a task until `deadlineMs` (or until `signal` aborts) on the queues this poller may take from. */
+  poll(poller: PollerInfo, deadlineMs: number, signal?: AbortSignal): Effect.Effect<Polled, MatchboxError>
   /** Drains every queue (final checkpoints) and stops. */
   unload(reason: string): Effect.Effect<void>
   /** Moves a retired version's backlog to the default queue; returns how many tasks moved. */
@@ -172,7 +172,8 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       return afterDrain(queue, () => onAdd(task)) ?? queue.addTask(task)
     }
 
-    const onPoll = (poller: PollerInfo, deadlineMs: number): Promise<PollResult> => {
+    const onPoll = (poller: PollerInfo, deadlineMs: number, signal: AbortSignal | undefined): Promise<PollResult> => {
+      if (signal?.aborted === true) return Promise.resolve({ kind: 'none' })
       if (unloaded) return Promise.resolve({ kind: 'failed', error: refused() })
       const versions: Array<string | null> = poller.version === null ? [null] : poller.version === options.currentVersion() ? [poller.version, null] : [poller.version]
       const targets = versions.map(queueFor).filter((queue): queue is PhysicalQueueActor => !(queue instanceof Unavailable))
@@ -180,15 +181,21 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         // Every queue is waiting out a restart: hold the poll until then (or its deadline) rather
         // than answer at once, which would turn a patient poller into a busy loop.
         const wakeMs = Math.min(deadlineMs, ...versions.map((version) => restarts.get(versionSlot(version))?.notBeforeMs ?? deadlineMs))
-        return new Promise((resolve) => options.clock.setTimer(wakeMs - options.clock.now(), () => resolve({ kind: 'none' })))
+        return new Promise((resolve) => {
+          const cancel = options.clock.setTimer(wakeMs - options.clock.now(), () => resolve({ kind: 'none' }))
+          signal?.addEventListener('abort', () => {
+            cancel()
+            resolve({ kind: 'none' })
+          }, { once: true })
+        })
       }
       const draining = targets.find((queue) => queue.state === 'draining')
-      const waited = draining === undefined ? null : afterDrain(draining, () => (options.clock.now() < deadlineMs ? onPoll(poller, deadlineMs) : Promise.resolve<PollResult>({ kind: 'none' })))
+      const waited = draining === undefined ? null : afterDrain(draining, () => (options.clock.now() < deadlineMs ? onPoll(poller, deadlineMs, signal) : Promise.resolve<PollResult>({ kind: 'none' })))
       if (waited !== null) return waited
-      if (targets.length === 1) return (targets[0] as PhysicalQueueActor).poll(poller, deadlineMs)
+      if (targets.length === 1) return (targets[0] as PhysicalQueueActor).poll(poller, deadlineMs, signal)
       // Two queues: the first task wins. A task the other queue starts for this poller in the
       // same instant goes unreceived; History's timeout delivers it again (at-least-once).
-      return firstTask(targets.map((queue) => queue.poll(poller, deadlineMs)))
+      return firstTask(targets.map((queue) => queue.poll(poller, deadlineMs, signal)))
     }
 
     const onQueueUnloaded = (queue: PhysicalQueueActor, progress: QueueProgress): void => {
@@ -267,7 +274,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         case 'add':
           return Deferred.succeed(message.reply, onAdd(message.task))
         case 'poll':
-          return Deferred.succeed(message.reply, onPoll(message.poller, message.deadlineMs))
+          return Deferred.succeed(message.reply, onPoll(message.poller, message.deadlineMs, message.signal))
         case 'queue.unloaded':
           return Effect.sync(() => onQueueUnloaded(message.queue, message.progress))
         case 'unload':
@@ -320,7 +327,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       partition: options.partition,
       generation: options.generation,
       addTask: (task) => Effect.flatMap(ask<AddResult>((reply) => ({ kind: 'add', task, reply }), refuse), outcome),
-      poll: (poller, deadlineMs) => Effect.flatMap(ask<PollResult>((reply) => ({ kind: 'poll', poller, deadlineMs, reply }), refuse), outcome),
+      poll: (poller, deadlineMs, signal) => Effect.flatMap(ask<PollResult>((reply) => ({ kind: 'poll', poller, deadlineMs, signal, reply }), refuse), outcome),
       unload: (reason) => Effect.orDie(ask((reply) => ({ kind: 'unload', reason, reply }), () => Promise.resolve())),
       retireVersion: (version) => ask((reply) => ({ kind: 'retire', version, reply }), refuse),
       warm: (versions) => Effect.orDie(ask((reply) => ({ kind: 'warm', versions, reply }), () => Promise.resolve())),

@@ -141,14 +141,23 @@ export class PhysicalQueueActor {
     })
   }
 
-  /** Waits for a task until `deadlineMs`; resolves with a started task, nothing, or a refusal. */
-  poll(poller: PollerInfo, deadlineMs: number): Promise<PollResult> {
+  /**
+   * Waits for a task until `deadlineMs`; resolves with a started task, nothing, or a refusal.
+   * An aborted `signal` ends the wait like the deadline does (a task already with History still
+   * reaches the poll).
+   */
+  poll(poller: PollerInfo, deadlineMs: number, signal?: AbortSignal): Promise<PollResult> {
     const pollId = this.#nextId('poll')
     return new Promise((resolve) => {
       if (this.#done) return resolve({ kind: 'failed', error: this.#gone() })
-      const cancelDeadline = this.#options.clock.setTimer(deadlineMs - this.#now(), () => {
-        this.#send({ type: 'poll.cancelled', nowMs: this.#now(), pollId })
-      })
+      if (signal?.aborted === true) return resolve({ kind: 'none' })
+      const cancel = (): void => this.#send({ type: 'poll.cancelled', nowMs: this.#now(), pollId })
+      const cancelTimer = this.#options.clock.setTimer(deadlineMs - this.#now(), cancel)
+      signal?.addEventListener('abort', cancel, { once: true })
+      const cancelDeadline = (): void => {
+        cancelTimer()
+        signal?.removeEventListener('abort', cancel)
+      }
       this.#polls.set(pollId, { resolve, poller, cancelDeadline })
       this.#send({ type: 'poll.arrived', nowMs: this.#now(), pollId, identity: poller.identity })
     })

@@ -2,12 +2,13 @@
  * Claimer — how an engine claims the next job of a queue, wherever the queue's partitions are
  * served. Both `queue.claim()` and the `work` loops use it.
  *
- * - **Local** (this engine owns every partition): every lazy claim first runs the due-time
- *   driver at the clock's time, so a job whose runAt arrived or whose claim lapsed has its task
- *   with Matching even if no timer fired. It polls Matching only when the store shows more
- *   deliverable jobs than this engine has polls in flight for — so a poll always has a task to
- *   take — and otherwise waits (up to the claim's wait) for the driver to deliver. History's
- *   claim decides; the poll hands back the claimed job.
+ * - **Local** (this engine owns every partition): a worker parks its poll in Matching, where
+ *   a delivered task sync-matches it (`pollParked`). A lazy claim (`queue.claim()`) first runs
+ *   the due-time driver at the clock's time, so a job whose runAt arrived or whose claim lapsed
+ *   has its task with Matching even if no timer fired; it polls Matching only when the store
+ *   shows more deliverable jobs than lazy polls in flight — so its poll always has a task to
+ *   take — and otherwise waits (up to the claim's wait) for the driver to deliver
+ *   (`pollDeliverable`). History's claim decides; the poll hands back the claimed job.
  * - **Remote** (another engine owns the partitions): the poll is forwarded to the owner, which
  *   waits for a task in its partition, claims the job on this engine's behalf, and hands it over
  *   (Forwarding.ts). Owners are taken in turn when the queue has several.
@@ -29,7 +30,14 @@ import { claimStateOf, type JobsRuntime } from './Runtime.ts'
  * `claim`) runs a due-time pass first; workers pass false and rely on the driver's timers, due
  * signals and scan, which wake them, so they do not queue a pass per job.
  */
-export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: number, lazy: boolean, isStopped: () => boolean = () => false): Promise<JobHandle | null> {
+export async function claimNext(
+  runtime: JobsRuntime,
+  queue: string,
+  waitMs: number,
+  lazy: boolean,
+  isStopped: () => boolean = () => false,
+  signal?: AbortSignal,
+): Promise<JobHandle | null> {
   const deadlineMs = runtime.now() + waitMs
   await runtime.routing.load(queue)
   for (let turn = 0; ; turn++) {
@@ -50,7 +58,7 @@ export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: num
     }
     if (!hasRemote || (mixed && turn % 2 === 0)) {
       const untilMs = mixed ? Math.min(deadlineMs, runtime.now() + workerClaimWaitMs) : deadlineMs
-      const job = await claimLocal(runtime, queue, untilMs, lazy, isStopped)
+      const job = await claimLocal(runtime, queue, untilMs, lazy, isStopped, signal)
       if (job !== null || !mixed || overdue()) return job
       continue
     }
@@ -64,10 +72,37 @@ export async function claimNext(runtime: JobsRuntime, queue: string, waitMs: num
   }
 }
 
-// The local path for a claim of this engine.
-async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean): Promise<JobHandle | null> {
-  const job = await pollDeliverable(runtime, queue, deadlineMs, lazy, isStopped, runtime.hostId)
+// The local path for a claim of this engine: a worker parks its poll in Matching; a lazy
+// claim polls only for a deliverable job.
+async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, signal: AbortSignal | undefined): Promise<JobHandle | null> {
+  const job = lazy ? await pollDeliverable(runtime, queue, deadlineMs, true, isStopped, runtime.hostId) : await pollParked(runtime, queue, deadlineMs, isStopped, runtime.hostId, signal)
   return job === null ? null : makeJobHandle(runtime, job)
+}
+
+/**
+ * A worker's poll, as upstream Matching pollers do it: parked in this engine's Matching
+ * partition until a task arrives (a new task sync-matches it without touching the backlog),
+ * its wait ends, or `signal` aborts (the worker stopping). No store statement per poll.
+ */
+export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined): Promise<JobRecord | null> {
+  let refusals = 0
+  const ended = (): boolean => isStopped() || signal?.aborted === true
+  for (;;) {
+    runtime.refuseIfClosed()
+    if (ended()) return null
+    const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
+    const pollDeadlineMs = runtime.now() + pollWaitMs
+    const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(signal === undefined ? {} : { signal }) })
+    if (polled !== null) return claimedJobOf(polled.response)
+    if (ended()) return null
+    // Back before its deadline, the poll was refused: the physical queue was draining (idle
+    // unload). Once it has unloaded, the next poll loads a fresh one that reads the backlog.
+    const early = runtime.now() < pollDeadlineMs
+    if (early && refusals++ < claimRefusalsMax && (await drained(runtime, queue))) continue
+    if (runtime.now() >= deadlineMs) return null
+    // Refused early for another reason (the partition unloading): pause rather than spin.
+    if (early) await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
+  }
 }
 
 /**

@@ -65,7 +65,7 @@ export interface ForwardingOptions {
    * Claims through this engine's own partitions on behalf of `identity`, waiting up to `waitMs`
    * (Claimer's `pollDeliverable`, so forwarded and local polls share one count of polls in flight).
    */
-  readonly serveLocally: (queue: string, waitMs: number, lazy: boolean, identity: string, isCancelled: () => boolean) => Promise<JobRecord | null>
+  readonly serveLocally: (queue: string, waitMs: number, lazy: boolean, identity: string, cancelled: AbortSignal) => Promise<JobRecord | null>
   /** Wakes this engine's waiting claims of `queue`, so a cancelled forwarded poll notices. */
   readonly wakeLocal: (queue: string) => void
   /** Failures that are not catalogue errors (defects). */
@@ -93,7 +93,7 @@ export function makeForwarding(options: ForwardingOptions): Forwarding {
   const waiting = new Map<string, Waiting>()
   const orphans: JobRecord[] = []
   // Polls served for other engines, by poll id: a cancel marks one, and its wait ends.
-  const served = new Map<string, { readonly queue: string; cancelled: boolean }>()
+  const served = new Map<string, { readonly queue: string; readonly cancelled: AbortController }>()
   // This engine's own forwarded polls, by poll id: where each went, to cancel it.
   const sentTo = new Map<string, string>()
   let closed = false
@@ -106,12 +106,12 @@ export function makeForwarding(options: ForwardingOptions): Forwarding {
 
   const serve = async (pollId: string, from: string, queue: string, waitMs: number, lazy: boolean): Promise<void> => {
     if (closed || served.size >= forwardedPollsMax) return send(from, { kind: 'empty', pollId, refused: true })
-    const entry = { queue, cancelled: false }
+    const entry = { queue, cancelled: new AbortController() }
     served.set(pollId, entry)
     try {
       await options.routing.load(queue)
       if (!options.routing.owns(queue)) return send(from, { kind: 'empty', pollId, refused: true })
-      const job = await options.serveLocally(queue, waitMs, lazy, from, () => entry.cancelled || closed)
+      const job = await options.serveLocally(queue, waitMs, lazy, from, entry.cancelled.signal)
       if (job === null) return send(from, { kind: 'empty', pollId, refused: false })
       const full = { kind: 'claimed', pollId, jobId: job.id, claimToken: job.claimToken as string, job: job as unknown as JsonValue }
       // A job too large for one message goes by reference; the poller reads it back.
@@ -214,7 +214,7 @@ export function makeForwarding(options: ForwardingOptions): Forwarding {
         case 'cancel': {
           const entry = served.get(pollId)
           if (entry === undefined) return
-          entry.cancelled = true
+          entry.cancelled.abort()
           options.wakeLocal(entry.queue)
           return
         }
@@ -226,7 +226,10 @@ export function makeForwarding(options: ForwardingOptions): Forwarding {
     close() {
       closed = true
       for (const pollId of [...waiting.keys()]) cancel(pollId)
-      for (const entry of served.values()) options.wakeLocal(entry.queue)
+      for (const entry of served.values()) {
+        entry.cancelled.abort()
+        options.wakeLocal(entry.queue)
+      }
     },
   }
 

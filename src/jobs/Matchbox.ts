@@ -29,7 +29,7 @@ import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import type { Bus } from '../persistence/bus/Bus.ts'
 import type { Store } from '../persistence/Store.ts'
-import { pollDeliverable } from './Claimer.ts'
+import { pollDeliverable, pollParked } from './Claimer.ts'
 import { makeDueDriver } from './DueDriver.ts'
 import { makeForwarding } from './Forwarding.ts'
 import { type JobQueue, makeJobQueue } from './JobQueue.ts'
@@ -194,7 +194,11 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
           random: parts.random.fork(),
           jobStore: parts.jobStore,
           routing,
-          serveLocally: (queue, waitMs, lazy, identity, isCancelled) => pollDeliverable(runtime, queue, runtime.now() + waitMs, lazy, isCancelled, identity),
+          serveLocally: (queue, waitMs, lazy, identity, cancelled) => {
+            const untilMs = runtime.now() + waitMs
+            const isCancelled = () => cancelled.aborted
+            return lazy ? pollDeliverable(runtime, queue, untilMs, true, isCancelled, identity) : pollParked(runtime, queue, untilMs, isCancelled, identity, cancelled)
+          },
           wakeLocal: (queue) => driver.wake(queue),
           onDefect: report('forwarding'),
         })
@@ -218,11 +222,11 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     },
     isClosed: () => closed,
     areStoresClosed: () => storesClosed,
+    events,
   })
   // A change of ownership: queues this engine just took over may have due rows.
   const unsubscribeMembership = group?.membership.subscribe(() => driver.kick())
   const subscription: Promise<(() => Promise<void>) | null> =
-    events,
     group === undefined
       ? Promise.resolve(null)
       : group.bus.subscribe(parts.hostId, {
@@ -250,12 +254,12 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     unschedule: (name) => unregisterSchedule(runtime, name),
     listSchedules: () => describeSchedules(runtime),
     runSchedules: () => runSchedules(runtime),
+    startMaintenance: (options) => startMaintenance(runtime, options, parts.logger),
+    on: (type, listener) => events.on(type, listener),
     async idle() {
       runtime.refuseIfStoresClosed()
       await driver.idle()
     },
-    startMaintenance: (options) => startMaintenance(runtime, options, parts.logger),
-    on: (type, listener) => events.on(type, listener),
     hosts: () => group?.membership.hosts() ?? [],
     close() {
       closing ??= (async () => {
