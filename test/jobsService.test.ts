@@ -42,13 +42,14 @@ describe.each(stores)('service API on %s', (label, storeOf) => {
     await mb?.close()
   })
   const of = (queue: string) => events.filter((event) => 'queue' in event && event.queue === queue)
-  // Waits for `condition`; now and then moves the clock a little, for the timers an engine in a
-  // PostgreSQL group waits on (delivery retries, forwarded polls).
+  // Waits for `condition` through real I/O (bounded by turns, not time), firing timers due now and
+  // now and then moving the clock a little, for the timers an engine in a PostgreSQL group waits
+  // on (delivery retries while membership settles): at most 10 s of engine time in all.
   const pump = async (condition: () => boolean, what: string): Promise<void> => {
-    for (let turn = 0; turn < 4_000; turn++) {
+    for (let turn = 0; turn < 200_000; turn++) {
       if (condition()) return
       await settle(1)
-      if (turn % 50 === 49) clock.advance(100)
+      clock.advance(turn % 2_000 === 1_999 ? 100 : 0)
     }
     throw new Error(`condition never held: ${what}`)
   }
@@ -204,5 +205,23 @@ describe.each(stores)('service API on %s', (label, storeOf) => {
     await settle(10)
     expect((await ticks.counts()).pending).toBe(1)
     await mb.unschedule('tick')
+  })
+})
+
+describe('startMaintenance and close', () => {
+  it('close stops maintenance that was never stopped: no pass runs on a closed engine', async () => {
+    const clock = new ManualClock(start)
+    const warnings: string[] = []
+    const logger = { info() {}, warn: (_object: object, message?: string) => warnings.push(message ?? ''), error: (_object: object, message?: string) => warnings.push(message ?? '') }
+    const mb = await open({ store: 'memory', clock, seed: 5, hostId: 'maintained', logger })
+    await mb.schedule('tick', '@every 1s', 'ticks', 'tick')
+    mb.startMaintenance({ schedulesEveryMs: 1_000 })
+    clock.advance(1_000)
+    for (let i = 0; i < 100 && (await mb.queue('ticks').counts()).pending === 0; i++) await settle()
+    expect((await mb.queue('ticks').counts()).pending).toBe(1)
+    await mb.close()
+    clock.advance(10_000)
+    await settle(10)
+    expect(warnings).toEqual([])
   })
 })

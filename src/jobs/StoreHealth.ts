@@ -14,7 +14,11 @@ import type { EventHub } from './Events.ts'
 export function makeObservedJobStore(inner: JobStore, events: EventHub, now: () => number): JobStore {
   let downSinceMs: number | null = null
   const observed: Record<string, unknown> = { kind: inner.kind }
-  for (const [name, member] of Object.entries(inner)) {
+  // Own members and, for a store written as a class, its prototype's methods.
+  const names = new Set([...Object.keys(inner), ...Object.getOwnPropertyNames(Object.getPrototypeOf(inner) ?? {})])
+  names.delete('constructor')
+  for (const name of names) {
+    const member = (inner as unknown as Record<string, unknown>)[name]
     if (typeof member !== 'function') continue
     const call = member as (...args: unknown[]) => Promise<unknown>
     observed[name] = async (...args: unknown[]) => {
