@@ -26,6 +26,7 @@ import type { JsonValue } from '../src/domain/Json.ts'
 import type { EngineGroup } from '../src/jobs/Matchbox.ts'
 import type { BusTap } from '../src/persistence/bus/MemoryBus.ts'
 import type { JobRecord, JobStore } from '../src/persistence/jobs/JobStore.ts'
+import { withSequentialBatches } from './SequentialBatches.ts'
 
 /** The deliberate bugs, by name. */
 export const jobMutationNames = ['ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions'] as const
@@ -80,6 +81,11 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
  * dropped (empty when the store is wrapped alone).
  */
 export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName, lostHandOvers: ReadonlySet<string> = new Set()): JobStore {
+  // Batched claims and acks go through the mutant's own claim and ack, so every planted bug applies to them.
+  return withSequentialBatches(mutateJobStore(inner, mutation, lostHandOvers))
+}
+
+function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOvers: ReadonlySet<string>): JobStore {
   const base: JobStore = {
     kind: inner.kind,
     enqueue: (params, tx) => inner.enqueue(params, tx),
@@ -88,6 +94,8 @@ export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName, l
     heartbeat: (params) => inner.heartbeat(params),
     ack: (params) => inner.ack(params),
     ackBatch: (params) => inner.ackBatch(params),
+    claimMany: (params) => inner.claimMany(params),
+    ackMany: (params) => inner.ackMany(params),
     retry: (params) => inner.retry(params),
     fail: (params) => inner.fail(params),
     cancel: (params) => inner.cancel(params),

@@ -17,6 +17,7 @@
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import type { IoGate } from './IoGate.ts'
 import type { ClaimOwnership, JobBoundaryListener } from './JobBoundary.ts'
+import { withSequentialBatches } from './SequentialBatches.ts'
 
 /** What a gated job store needs besides the store it wraps. */
 export interface SimJobStoreDeps {
@@ -36,8 +37,11 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
   const { hostId, gate, now, record } = deps
   const park = <T>(label: string, isWrite: boolean, run: () => Promise<T>): Promise<T> => gate.park(hostId, label, isWrite, run)
   const stamp = (nowMs: number) => ({ hostId, nowMs, committedAtMs: now() })
-  return {
+  // Batched claims and acks pass the gate and the trace one by one.
+  return withSequentialBatches({
     kind: inner.kind,
+    claimMany: (params) => inner.claimMany(params),
+    ackMany: (params) => inner.ackMany(params),
     enqueue: (params, tx) =>
       park(`job.enqueue ${params.job.queue} ${params.job.id} p${params.job.priority}`, true, async () => {
         const job = await inner.enqueue(params, tx)
@@ -122,7 +126,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     fireSchedule: (params) => park(`job.fire ${params.name}`, true, () => inner.fireSchedule(params)),
     // The world closes the shared stores once, after every engine has closed.
     close: async () => {},
-  }
+  })
 }
 
 // The ids among `ids` whose job is live (pending or processing) right now, each once.

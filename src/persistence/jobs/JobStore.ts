@@ -188,6 +188,15 @@ export interface JobStore {
   ackBatch(params: { readonly claims: ReadonlyArray<ClaimRef>; readonly nowMs: number }): Promise<number>
 
   /**
+   * `claim` for several jobs in one round trip, each judged independently exactly as `claim`
+   * judges it; outcomes in the order given. Two claims of one job: at most one is `claimed`.
+   */
+  claimMany(params: { readonly claims: ReadonlyArray<ClaimRef>; readonly nowMs: number }): Promise<ReadonlyArray<ClaimOutcome>>
+
+  /** `ackBatch` that says which: the ids whose claim was valid and that were deleted. */
+  ackMany(params: { readonly claims: ReadonlyArray<ClaimRef>; readonly nowMs: number }): Promise<ReadonlyArray<string>>
+
+  /**
    * With a valid claim: back to pending at now + delayMs (due then), or — when attempts have
    * reached the budget — dead with "max attempts exceeded". Null when invalid.
    */

@@ -8,6 +8,7 @@
  * - conformance/JobDeliveryConformance.ts — due times, reservation, claim order, deliverability;
  * - conformance/JobScheduleConformance.ts — schedules, the fenced lease, firing;
  * - conformance/JobAdminConformance.ts — keys, counts and pages by state, retrying dead jobs;
+ * - conformance/JobBatchConformance.ts — claimMany and ackMany, judged claim by claim;
  * - conformance/JobInputConformance.ts — the same InvalidInput for the same bad input.
  *
  * The suite opens one store through the binding's `open` before its tests and closes it after;
@@ -18,6 +19,7 @@
 import { afterAll, beforeAll, describe } from 'vitest'
 import { seedFromEntropy } from '../../kernel/Random.ts'
 import { describeJobAdminConformance } from './conformance/JobAdminConformance.ts'
+import { describeJobBatchConformance } from './conformance/JobBatchConformance.ts'
 import { describeJobDeliveryConformance } from './conformance/JobDeliveryConformance.ts'
 import { describeJobExpiryConformance } from './conformance/JobExpiryConformance.ts'
 import { makeJobFixture } from './conformance/JobFixture.ts'
@@ -53,6 +55,7 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
     describeJobDeliveryConformance(fixture)
     describeJobScheduleConformance(fixture)
     describeJobAdminConformance(fixture)
+    describeJobBatchConformance(fixture)
     describeJobInputConformance(fixture)
   })
 }

@@ -113,7 +113,7 @@ export function makeMemoryJobStore(): JobStore {
     return row !== undefined && isValidClaim(row.job, claimToken, nowMs) ? row : undefined
   }
 
-  return {
+  const store: JobStore = {
     kind: 'memory',
 
     async enqueue(params, tx) {
@@ -168,6 +168,22 @@ export function makeMemoryJobStore(): JobStore {
       const { id, claimToken } = checkClaimRef(params)
       const nowMs = checkTime('nowMs', params.nowMs)
       return validRow(id, claimToken, nowMs) !== undefined && live.delete(id)
+    },
+
+    async claimMany(params) {
+      const claims = checkClaims(params.claims)
+      const nowMs = checkTime('nowMs', params.nowMs)
+      const outcomes: ClaimOutcome[] = []
+      for (const claim of claims) outcomes.push(await store.claim({ id: claim.id, claimToken: claim.claimToken, nowMs }))
+      return outcomes
+    },
+
+    async ackMany(params) {
+      const claims = checkClaims(params.claims)
+      const nowMs = checkTime('nowMs', params.nowMs)
+      const acked: string[] = []
+      for (const claim of claims) if (validRow(claim.id, claim.claimToken, nowMs) !== undefined && live.delete(claim.id)) acked.push(claim.id)
+      return acked
     },
 
     async ackBatch(params) {
@@ -394,6 +410,7 @@ export function makeMemoryJobStore(): JobStore {
 
     async close() {},
   }
+  return store
 
   function classify(job: JobRecord, nowMs: number): ClaimOutcome {
     if (job.state === 'processing' && (job.deadlineMs as number) > nowMs) return { kind: 'already-started' }

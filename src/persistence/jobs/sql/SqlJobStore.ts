@@ -35,7 +35,7 @@ import {
   checkTime,
   checkTimezone,
 } from '../JobInput.ts'
-import type { DueJob, JobStore } from '../JobStore.ts'
+import type { ClaimOutcome, DueJob, JobStore } from '../JobStore.ts'
 import { dueChannelOf } from '../../bus/Channels.ts'
 import { decodeJob, decodeSchedule, enqueueParams, nullableInteger } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
@@ -55,6 +55,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     enqueue: jobSql.enqueueSql(schema),
     getJob: jobSql.getJobSql(schema),
     claim: jobSql.claimSql(schema),
+    claimMany: jobSql.claimManySql(schema),
     buryExhaustedOne: jobSql.buryExhaustedOneSql(schema),
     claimState: jobSql.claimStateSql(schema),
     heartbeat: jobSql.heartbeatSql(schema),
@@ -85,7 +86,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const read = (operation: string, text: string, params: ReadonlyArray<unknown>) => session.read<Row>(operation, text, params)
   const { validated } = session
 
-  return {
+  const store: JobStore = {
     kind: driver.kind,
 
     async enqueue(params, tx) {
@@ -147,6 +148,32 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     async ack(params) {
       const { id, claimToken, nowMs } = validated('ack', () => ({ ...checkClaimRef(params), nowMs: checkTime('nowMs', params.nowMs) }))
       return (await write('ack', sql.ack, [id, claimToken, nowMs])).length === 1
+    },
+
+    async claimMany(params) {
+      const { claims, nowMs } = validated('claimMany', () => ({ claims: checkClaims(params.claims), nowMs: checkTime('nowMs', params.nowMs) }))
+      if (claims.length === 0) return []
+      const rows = await write('claimMany', sql.claimMany, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs])
+      const claimed = new Map(rows.map((row) => [row.id as string, decodeJob(row)]))
+      const outcomes: ClaimOutcome[] = []
+      for (const claim of claims) {
+        const job = claimed.get(claim.id)
+        if (job !== undefined && job.claimToken === claim.claimToken) {
+          claimed.delete(claim.id)
+          outcomes.push({ kind: 'claimed', job })
+        } else {
+          // Not claimable now (or named twice): judged on its own, which also buries an exhausted job.
+          outcomes.push(await store.claim({ id: claim.id, claimToken: claim.claimToken, nowMs }))
+        }
+      }
+      return outcomes
+    },
+
+    async ackMany(params) {
+      const { claims, nowMs } = validated('ackMany', () => ({ claims: checkClaims(params.claims), nowMs: checkTime('nowMs', params.nowMs) }))
+      if (claims.length === 0) return []
+      const rows = await write('ackMany', sql.ackBatch, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs])
+      return rows.map((row) => row.id as string)
     },
 
     async ackBatch(params) {
@@ -335,6 +362,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
 
     close: session.close,
   }
+  return store
 }
 
 /** Migrates `driver`'s database (every migration, Matching's included) and returns a JobStore over it. */

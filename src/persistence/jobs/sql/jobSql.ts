@@ -159,6 +159,23 @@ WHERE id = $1::text AND attempts < max_attempts AND ${notExpired('$3::bigint')}
 RETURNING ${liveRecord}`
 }
 
+/**
+ * `$1` ids, `$2` new claim tokens (parallel arrays), `$3` now. `claimSql` for many jobs in one
+ * statement: each claimable job among them is claimed with its token (the first token given for
+ * a job named twice); returns the claimed rows. The rest are judged one by one by the caller.
+ */
+export function claimManySql(schema: Schema): string {
+  return `
+UPDATE ${schema.quoted}.jobs AS job
+SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = wanted.token,
+    deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = job.revision + 1
+FROM (SELECT DISTINCT ON (asked_id) asked_id, token FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(asked_id, token, position) ORDER BY asked_id, position) AS wanted
+WHERE job.id = wanted.asked_id AND job.attempts < job.max_attempts AND (job.expires_at_ms IS NULL OR job.expires_at_ms > $3::bigint)
+  AND ((job.state = 'pending' AND job.run_at_ms <= $3::bigint) OR (job.state = 'processing' AND job.deadline_ms <= $3::bigint))
+RETURNING ${liveRecord}`
+}
+
 /** `$1` id, `$2` now. Dead-letters job `$1` if the exhaustion rule holds; returns its id. */
 export function buryExhaustedOneSql(schema: Schema): string {
   return `
