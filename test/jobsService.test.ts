@@ -208,6 +208,19 @@ describe.each(stores)('service API on %s', (label, storeOf) => {
   })
 })
 
+describe('open: logger and onEvent', () => {
+  it('refuses a logger without info/warn/error and an onEvent that is not a function', async () => {
+    await expect(open({ store: 'memory', logger: { info() {} } as never })).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'options.logger' })
+    await expect(open({ store: 'memory', onEvent: 5 as never })).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'options.onEvent' })
+    const mb = await open({ store: 'memory' })
+    expect(() => mb.on('job.finished' as never, () => {})).toThrow(expect.objectContaining({ _tag: 'InvalidInput', field: 'type' }))
+    expect(() => mb.on('job.dead', 'nope' as never)).toThrow(expect.objectContaining({ _tag: 'InvalidInput', field: 'listener' }))
+    await expect(mb.queue('q').retryDead('')).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'id' })
+    await expect(mb.unschedule('')).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'name' })
+    await mb.close()
+  })
+})
+
 describe('startMaintenance and close', () => {
   it('close stops maintenance that was never stopped: no pass runs on a closed engine', async () => {
     const clock = new ManualClock(start)

@@ -2,8 +2,8 @@
  * Maintenance — housekeeping in one line, started by the user: `mb.startMaintenance({
  * schedulesEveryMs, sweepEveryMs, queues })` runs `runSchedules` every `schedulesEveryMs` and
  * `sweepExpired` on each of `queues` every `sweepEveryMs`, on the engine's injected clock. It
- * is seed 004 §6's recipe (a schedule plus a worker that sweeps) packaged as a helper: nothing
- * runs unless the user starts it, and every engine may start it — `runSchedules` is
+ * packages the usual recipe (a schedule plus a worker that sweeps) as a helper: the engine has
+ * no ambient sweeper, so nothing runs unless the user starts it, and every engine may start it — `runSchedules` is
  * leader-elected and a sweep is one atomic statement per queue, so several hosts doing it is safe.
  *
  * A pass starts only after the previous one of its kind finished (no overlap); a failed pass

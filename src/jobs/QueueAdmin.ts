@@ -2,8 +2,8 @@
  * QueueAdmin — what an operator asks of one queue: how many jobs are in each state, which ones
  * (keyset pages by id, dead ones with their errors), and bringing a dead job back.
  *
- * `retryDead(id)` is seed 004's redrive recipe (getJob + a fresh enqueue) done as ONE store
- * operation: the dead row moves back to live storage as a fresh pending job with the SAME id —
+ * `retryDead(id)` does what reading a dead job and enqueueing it afresh would, as ONE store
+ * operation, so the job is never lost or doubled in between: the dead row moves back to live storage as a fresh pending job with the SAME id —
  * attempts 0, runnable now, payload, priority, options and key unchanged, its last handler error
  * kept for reference, an expiry already passed dropped. It is refused, changing nothing, while
  * another live job holds the dead job's key.
