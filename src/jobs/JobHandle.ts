@@ -155,7 +155,7 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
     async ack() {
       runtime.refuseIfStoresClosed()
       const nowMs = runtime.now()
-      const acked = await jobStore.ack({ ...ref, nowMs })
+      const acked = await runtime.ack({ ...ref, nowMs })
       if (acked) events.emit({ type: 'job.completed', ...about, durationMs: nowMs - claimedAtMs, at: nowMs })
       return acked
     },

@@ -1,7 +1,7 @@
 /**
  * JobsHistory — Jobs in the History role (DESIGN.md §1, §7): Matching delivers a task that names
  * a job (`task.jobId`, kind `job`); `recordTaskStarted` is the claim, performed atomically by the
- * JobStore in one statement.
+ * JobStore. Claims asked for in the same turn share one statement (`claimMany`, MicroBatcher.ts).
  *
  * Answers: `started` with the claimed job (claim token and deadline included) as the response;
  * `already-started` when the job is processing under a live claim (a duplicate task);
@@ -20,7 +20,9 @@ import { assert } from '../kernel/assert.ts'
 import type { Clock } from '../kernel/Clock.ts'
 import { randomId } from '../kernel/Ids.ts'
 import type { Random } from '../kernel/Random.ts'
-import type { JobRecord, JobStore } from '../persistence/jobs/JobStore.ts'
+import type { ClaimOutcome, ClaimRef, JobRecord, JobStore } from '../persistence/jobs/JobStore.ts'
+import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
+import { makeMicroBatcher } from './MicroBatcher.ts'
 
 /** What the History role needs. */
 export interface JobsHistoryOptions {
@@ -37,12 +39,18 @@ export const jobTaskKind = 'job'
 
 /** Makes the History that claims jobs. */
 export function makeJobsHistory(options: JobsHistoryOptions): History {
+  // Claims of one turn (a pump dispatching to several waiting pollers) travel in one statement.
+  const claim = makeMicroBatcher<ClaimRef, ClaimOutcome>({
+    run: (claims) => options.jobStore.claimMany({ claims, nowMs: Math.floor(options.clock.now()) }),
+    sizeMax: jobBatchSizeMax,
+    inFlightMax: jobBatchesInFlightMax,
+  })
   return {
     async recordTaskStarted(task): Promise<RecordStartResult> {
       if (task.kind !== jobTaskKind) return { kind: 'obsolete' }
       let outcome
       try {
-        outcome = await options.jobStore.claim({ id: task.jobId, claimToken: randomId(options.random), nowMs: Math.floor(options.clock.now()) })
+        outcome = await claim({ id: task.jobId, claimToken: randomId(options.random) })
       } catch (error) {
         if (isMatchboxError(error) && error.retryable) return { kind: 'retryable', reason: error.message }
         throw error

@@ -13,8 +13,10 @@ import type { MatchingHost } from '../actors/MatchingHost.ts'
 import { ShuttingDown } from '../domain/errors.ts'
 import type { Clock } from '../kernel/Clock.ts'
 import type { Random } from '../kernel/Random.ts'
-import type { JobStore } from '../persistence/jobs/JobStore.ts'
+import type { ClaimRef, JobStore } from '../persistence/jobs/JobStore.ts'
+import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
 import type { DueDriver } from './DueDriver.ts'
+import { makeMicroBatcher } from './MicroBatcher.ts'
 import type { EventHub } from './Events.ts'
 import type { Forwarding } from './Forwarding.ts'
 import type { QueueRouting } from './QueueRouting.ts'
@@ -63,13 +65,35 @@ export interface JobsRuntime {
    * settling claims, which stay allowed while `close` waits for the handlers in flight.
    */
   refuseIfStoresClosed(): void
+  /**
+   * Acks one claim, batched with the acks of the same turn (MicroBatcher.ts); true when the
+   * claim was valid at `nowMs` and the job is gone. A batch is judged at its latest stamp, which
+   * can only refuse an ack whose deadline passed meanwhile, never accept a late one.
+   */
+  ack(claim: ClaimRef & { readonly nowMs: number }): Promise<boolean>
 }
 
 /** Builds a runtime; `isClosed` reads the engine's flag. */
-export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'claims' | 'workers'>): JobsRuntime {
+export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'claims' | 'workers' | 'ack'>): JobsRuntime {
   const refusal = () => new ShuttingDown({ component: `matchbox ${parts.hostId}`, closed: true })
+  const ack = makeMicroBatcher<ClaimRef & { readonly nowMs: number }, boolean>({
+    async run(claims) {
+      const nowMs = Math.max(...claims.map((claim) => claim.nowMs))
+      // A job named twice in one batch (two handles of it on this engine): the first goes in the
+      // batch, the others alone after it, so each answer is its own claim's.
+      const seen = new Set<string>()
+      const first = claims.filter((claim) => !seen.has(claim.id) && seen.add(claim.id) !== undefined)
+      const acked = new Set(await parts.jobStore.ackMany({ claims: first.map(({ id, claimToken }) => ({ id, claimToken })), nowMs }))
+      const answers: boolean[] = []
+      for (const claim of claims) answers.push(first.includes(claim) ? acked.has(claim.id) : await parts.jobStore.ack({ id: claim.id, claimToken: claim.claimToken, nowMs }))
+      return answers
+    },
+    sizeMax: jobBatchSizeMax,
+    inFlightMax: jobBatchesInFlightMax,
+  })
   return {
     ...parts,
+    ack,
     claims: new Map(),
     workers: new Set(),
     now: () => Math.floor(parts.clock.now()),

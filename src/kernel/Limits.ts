@@ -268,3 +268,16 @@ export const jobQueuePartitionsMax = 64
 
 /** Queue names one due-time scan reads from the store (engines that deliver only the queues they own). */
 export const dueQueuesPerScanMax = 1_000
+
+/**
+ * Claims (History's recordTaskStarted) or acks one batch carries to the store. Large enough that
+ * a busy engine's deliveries of one turn travel together; small enough that one statement stays
+ * short (its arrays are parameters, not SQL text).
+ */
+export const jobBatchSizeMax = 256
+
+/**
+ * Batches of claims, or of acks, at the store at once per engine. Two keep the connection busy
+ * while the next batch gathers; more would only make batches smaller.
+ */
+export const jobBatchesInFlightMax = 2
