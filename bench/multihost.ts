@@ -1,6 +1,6 @@
 /**
  * Multi-host bench — `npx tsx bench/multihost.ts [--quick] [--jobs 10000] [--latency-jobs 2000]
- * [--rate 200] [--kills 3] [--concurrency 16]`.
+ * [--rate 200] [--kills 3] [--concurrency 16] [--reruns 1]`.
  *
  * Several engine processes on one throwaway PostgreSQL (test/harness/PostgresCluster.ts, fsync
  * off), each a Matchbox engine in a process of its own (test/harness/engineChild.ts, driven
@@ -23,7 +23,8 @@
  *
  * Honesty: before each step the bench waits (up to 20 s) for a quiet machine and records the
  * CPU other processes used during the step (bench/CpuWatch.ts). A step during which others used
- * more than `busyCoresMax` is run again once (not with --quick) and flagged if still busy.
+ * more than `busyCoresMax` is run again up to `--reruns` times (not with --quick), the least
+ * disturbed run is kept, and it is flagged if still busy.
  * Numbers are this machine's, in this run; they are not claims.
  */
 import { Command } from 'commander'
@@ -42,11 +43,12 @@ const program = new Command()
   .option('--rate <n>', 'enqueues per second of the latency step', '200')
   .option('--kills <n>', 'SIGKILLs in the kill step', '3')
   .option('--concurrency <n>', 'handlers per worker process in the drain step', '16')
+  .option('--reruns <n>', 'times a step measured while others used the CPU is run again (0 with --quick)', '1')
   .parse()
-const given = program.opts<{ quick?: boolean; jobs: string; latencyJobs: string; rate: string; kills: string; concurrency: string }>()
-const whole = (name: string, text: string): number => {
+const given = program.opts<{ quick?: boolean; jobs: string; latencyJobs: string; rate: string; kills: string; concurrency: string; reruns: string }>()
+const whole = (name: string, text: string, least = 1): number => {
   const value = Number(text)
-  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--${name} needs a whole number ≥ 1`)
+  if (!Number.isSafeInteger(value) || value < least) throw new Error(`--${name} needs a whole number ≥ ${least}`)
   return value
 }
 const quick = given.quick === true
@@ -55,6 +57,7 @@ const latencyJobs = quick ? 400 : whole('latency-jobs', given.latencyJobs)
 const ratePerS = whole('rate', given.rate)
 const kills = quick ? 1 : whole('kills', given.kills)
 const concurrency = whole('concurrency', given.concurrency)
+const reruns = quick ? 0 : whole('reruns', given.reruns, 0)
 
 // Another process using half a core on this two-core machine moves our numbers visibly.
 const busyCoresMax = 0.5
@@ -118,7 +121,7 @@ interface Measured<T> {
 // Runs a step on a quiet machine; re-runs it once when others used the CPU meanwhile.
 async function measured<T>(step: () => Promise<T>): Promise<Measured<T>> {
   let best: Measured<T> | null = null
-  for (let run = 1; run <= (quick ? 1 : 2); run++) {
+  for (let run = 1; run <= 1 + reruns; run++) {
     const before = await quiet()
     const from = cpu.sample()
     const result = await step()
@@ -322,7 +325,7 @@ try {
   const startedMs = performance.now()
   console.log(
     `multi-host bench: node ${process.version}, ${quick ? '--quick, ' : ''}backlog ${backlogJobs}, latency ${latencyJobs} jobs at ${ratePerS}/s, ${kills} kills, ` +
-      `drain concurrency ${concurrency} per worker; busy = others > ${busyCoresMax} cores`,
+      `drain concurrency ${concurrency} per worker, ${reruns} re-runs of a busy step; busy = others > ${busyCoresMax} cores`,
   )
   cluster = startCluster()
   const admin = new pg.Client({ connectionString: cluster.url })

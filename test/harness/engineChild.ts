@@ -3,14 +3,14 @@
  * driven by its parent over the IPC channel (engineProcess.ts spawns it and holds the protocol
  * types). Shared by test/multiEngine.kill.postgres.test.ts and bench/multihost.ts.
  *
- * Commands: `open` (role worker or producer), `work` (handlers on one or more queues),
+ * Protocol: `loaded` once the modules are in (a standby), then commands: `open` (role worker or producer), `work` (handlers on one or more queues),
  * `enqueue` (a paced or unpaced stream of jobs), `stopEnqueue`, `stopWork`, `close`.
  * Events: `opened`, `hosts` (whenever the engine's view of its group changes), `handled`
  * (batched: job id, queue, and enqueue → handler-start time when the payload carries the
  * enqueue time), `enqueued` (batched ids of enqueues that resolved), `enqueueDone`, `error`.
  *
  * A handler with `table` set records the job id in that table (`INSERT … ON CONFLICT DO
- * NOTHING`) before it returns, so a record exists for every handler that ran, whether or not
+ * NOTHING`; columns job_id, host_id, enqueued_at_ms, handled_at_ms) before it returns, so a record exists for every handler that ran, whether or not
  * its ack made it before a kill. Times are wall-clock (`performance.timeOrigin + now()`), so a
  * parent on the same machine can compare them with its own.
  *
@@ -113,7 +113,14 @@ async function handle(command: ChildCommand): Promise<void> {
             async (job) => {
               const startedMs = wallMs()
               const sentAtMs = (job.payload as { sentAtMs?: unknown } | null)?.sentAtMs
-              if (table !== undefined && recorder !== null) await recorder.query(`INSERT INTO ${table} (job_id, host_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [job.id, hostId])
+              if (table !== undefined && recorder !== null) {
+                await recorder.query(`INSERT INTO ${table} (job_id, host_id, enqueued_at_ms, handled_at_ms) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [
+                  job.id,
+                  hostId,
+                  typeof sentAtMs === 'number' ? sentAtMs : null,
+                  startedMs,
+                ])
+              }
               handled.push({ id: job.id, queue: job.queue, startedMs, latencyMs: typeof sentAtMs === 'number' ? startedMs - sentAtMs : null })
             },
             { concurrency: command.concurrency, onError: (error) => send({ type: 'error', message: `work ${name}: ${messageOf(error)}` }) },
@@ -141,7 +148,7 @@ async function handle(command: ChildCommand): Promise<void> {
       return
     }
     case 'close': {
-      await engine().close()
+      await mb?.close()
       await recorder?.end()
       flush()
       send({ type: 'closed' })
@@ -157,6 +164,7 @@ process.on('message', (command: ChildCommand) => {
   })
 })
 process.on('disconnect', () => process.exit(0))
+send({ type: 'loaded' })
 process.on('uncaughtException', (error) => {
   send({ type: 'error', message: `uncaught: ${messageOf(error)}`, fatal: true })
   process.stderr.write(`engineChild: uncaught ${messageOf(error)}\n`)

@@ -3,6 +3,10 @@
  * of its own (Node with tsx, an IPC channel), sends it commands, and lets the caller wait on its
  * events. Holds the protocol types both sides share.
  *
+ * Two steps, so a caller can keep a process standing by: `startEngineProcess` resolves once the
+ * child has loaded its modules (Node + tsx: the slow second or two), `open` then opens its
+ * engine (connect, membership: fast); `spawnEngine` does both.
+ *
  * Invariants: every wait is bounded and its failure names what was awaited and the child's
  * stderr tail; `kill` is SIGKILL (no goodbye from the child); a child's stderr is kept (bounded).
  *
@@ -36,7 +40,7 @@ export type ChildCommand =
       readonly queues: ReadonlyArray<string>
       readonly queueOptions?: QueueOptions
       readonly concurrency: number
-      /** Record each handled job id in this table (job_id, host_id). */
+      /** Record each handled job in this table: job_id text primary key, host_id text, enqueued_at_ms and handled_at_ms double precision (first handler wins). */
       readonly table?: string
     }
   | { readonly type: 'enqueue'; readonly queue: string; readonly queueOptions?: QueueOptions; readonly count: number; readonly ratePerS: number; readonly inflightMax: number }
@@ -46,6 +50,7 @@ export type ChildCommand =
 
 /** Child → parent. */
 export type ChildEvent =
+  | { readonly type: 'loaded' }
   | { readonly type: 'opened'; readonly hostId: string; readonly hosts: ReadonlyArray<string>; readonly atMs: number }
   | { readonly type: 'hosts'; readonly hosts: ReadonlyArray<string>; readonly atMs: number }
   | { readonly type: 'handled'; readonly jobs: ReadonlyArray<HandledJob> }
@@ -63,8 +68,11 @@ export interface ChildExit {
 
 /** A running engine process. */
 export interface EngineProcess {
+  /** The host id it was opened with ('' before `open`). */
   readonly hostId: string
   readonly pid: number
+  /** Opens the engine in the child; resolves once it is open. */
+  open(options: OpenEngineOptions): Promise<void>
   /** The engine's latest view of its group. */
   hosts(): ReadonlyArray<string>
   send(command: ChildCommand): void
@@ -82,18 +90,28 @@ export interface EngineProcess {
   stderr(): string
 }
 
-/** What to spawn. */
-export interface SpawnOptions {
+/** How to open the engine of a process. */
+export interface OpenEngineOptions {
   readonly url: string
   readonly hostId: string
   readonly role: 'worker' | 'producer'
   readonly seed: number
-  /** Bound on process start plus `open` (default 60 s: tsx compiles on a busy machine). */
+  /** Bound on `open` (default 30 s). */
   readonly openTimeoutMs?: number
 }
 
-/** Spawns an engine process and resolves once its engine is open. */
-export async function spawnEngine(options: SpawnOptions): Promise<EngineProcess> {
+// Bound on a process start: tsx compiles the sources on a busy machine.
+const startTimeoutMs = 60_000
+
+/** Spawns an engine process and resolves once it is open. */
+export async function spawnEngine(options: OpenEngineOptions): Promise<EngineProcess> {
+  const engine = await startEngineProcess()
+  await engine.open(options)
+  return engine
+}
+
+/** Spawns an engine process and resolves once it has loaded, before any engine opens (a standby). */
+export async function startEngineProcess(): Promise<EngineProcess> {
   const child: ChildProcess = fork(childPath, [], { cwd: repoRoot, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
   const listeners = new Set<(event: ChildEvent) => void>()
   let stderr = ''
@@ -112,9 +130,18 @@ export async function spawnEngine(options: SpawnOptions): Promise<EngineProcess>
     ended = exit
   })
 
+  let hostId = ''
   const engine: EngineProcess = {
-    hostId: options.hostId,
+    get hostId() {
+      return hostId
+    },
     pid: child.pid ?? -1,
+    async open(options) {
+      hostId = options.hostId
+      const opened = engine.waitFor((event) => (event.type === 'opened' ? event : undefined), 'the engine to open', options.openTimeoutMs ?? 30_000)
+      engine.send({ type: 'open', url: options.url, hostId: options.hostId, role: options.role, seed: options.seed })
+      await opened
+    },
     hosts: () => hosts,
     send(command) {
       if (child.connected) child.send(command)
@@ -134,7 +161,7 @@ export async function spawnEngine(options: SpawnOptions): Promise<EngineProcess>
           return true
         }
         const fail = (why: string) => {
-          if (finish()) reject(new Error(`${options.hostId} (pid ${child.pid}): ${why} while waiting for ${what}\n--- stderr tail ---\n${stderr.slice(-4_000)}`))
+          if (finish()) reject(new Error(`${hostId || 'standby'} (pid ${child.pid}): ${why} while waiting for ${what}\n--- stderr tail ---\n${stderr.slice(-4_000)}`))
         }
         const timer = setTimeout(() => fail(`no answer within ${timeoutMs} ms`), timeoutMs)
         const unsubscribe = engine.on((event) => {
@@ -160,10 +187,9 @@ export async function spawnEngine(options: SpawnOptions): Promise<EngineProcess>
     },
     stderr: () => stderr,
   }
-  const opened = engine.waitFor((event) => (event.type === 'opened' ? event : undefined), 'the engine to open', options.openTimeoutMs ?? 60_000)
-  engine.send({ type: 'open', url: options.url, hostId: options.hostId, role: options.role, seed: options.seed })
+  const loaded = engine.waitFor((event) => (event.type === 'loaded' ? event : undefined), 'the process to load', startTimeoutMs)
   try {
-    await opened
+    await loaded
   } catch (error) {
     child.kill('SIGKILL')
     throw error
