@@ -1,7 +1,8 @@
 /**
  * PgDriver's time bounds: a server that accepts TCP and never answers, a server that answers the
  * startup and then goes silent, and a statement the real server cancels — each fails as a typed
- * `Unavailable` within its bound (small timeouts passed in) instead of hanging. A caller's Pool
+ * `Unavailable` within its bound (small timeouts passed in) instead of hanging; a backend
+ * terminated as it becomes ready fails the statement instead of crashing the process. A caller's Pool
  * keeps its own settings; a malformed timeout is `InvalidInput` naming the option.
  */
 import { createServer, type Server, type Socket } from 'node:net'
@@ -107,6 +108,45 @@ describe('PgDriver against a server that goes silent after the startup', () => {
       expect(transaction.elapsedMs).toBeLessThan(5_000)
     } finally {
       await driver.close()
+    }
+  })
+})
+
+// ErrorResponse FATAL 57P01, as a backend terminated by pg_terminate_backend sends it.
+function fatalTermination(): Buffer {
+  const fields = Buffer.concat([
+    Buffer.from('SFATAL\u0000', 'utf8'),
+    Buffer.from('C57P01\u0000', 'utf8'),
+    Buffer.from('Mterminating connection due to administrator command\u0000', 'utf8'),
+    Buffer.from([0]),
+  ])
+  const header = Buffer.alloc(5)
+  header.write('E', 0)
+  header.writeInt32BE(fields.length + 4, 1)
+  return Buffer.concat([header, fields])
+}
+
+describe('PgDriver when a backend is terminated as it becomes ready', () => {
+  it('fails the statement as Unavailable instead of an uncaught error event', { timeout: 10_000 }, async () => {
+    // Startup answered and the termination in one TCP write: pg hands the client over and
+    // emits the error while parsing the same bytes.
+    const sockets = new Set<Socket>()
+    const server: Server = createServer((socket) => {
+      sockets.add(socket)
+      socket.on('error', () => {})
+      socket.once('data', () => socket.end(Buffer.concat([startupAnswer, fatalTermination()])))
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const address = server.address()
+    if (address === null || typeof address === 'string') throw new Error('no TCP address')
+    const driver = makePgDriver({ connectionString: `postgres://matchbox@127.0.0.1:${address.port}/terminated`, connectTimeoutMs: 2_000, statementTimeoutMs: 1_000 })
+    try {
+      const statement = await failure(() => makeSqlSession(driver).write('probe', 'SELECT 1', []))
+      expect(statement.error).toBeInstanceOf(Unavailable)
+    } finally {
+      await driver.close()
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
     }
   })
 })

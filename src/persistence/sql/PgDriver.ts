@@ -81,18 +81,23 @@ export function makePgDriver(options: PgDriverOptions): Driver {
   if (ownsPool) pool.on('error', () => {})
   let closed = false
 
-  const checkout = async (): Promise<pg.PoolClient> => {
-    if (closed) throw new DriverError({ cause: new Error('driver is closed'), sent: false })
-    try {
-      return await pool.connect()
-    } catch (error) {
-      throw toDriverError(error, false)
-    }
-  }
-
   // While checked out, a client whose backend dies between statements emits `error`; without a
   // listener that would be an uncaught exception. The next statement reports the failure.
   const ignore = (): void => {}
+
+  // The listener goes on inside pg's callback, not after an await: the pool hands a client over
+  // while parsing the server's bytes, and a FATAL error in the same read (a backend terminated
+  // as it became ready) is emitted before any promise continuation could attach it.
+  const checkout = (): Promise<pg.PoolClient> => {
+    if (closed) return Promise.reject(new DriverError({ cause: new Error('driver is closed'), sent: false }))
+    return new Promise((resolve, reject) => {
+      pool.connect((error, client) => {
+        if (error || client === undefined) return reject(toDriverError(error, false))
+        client.on('error', ignore)
+        resolve(client)
+      })
+    })
+  }
 
   const run = async <Row>(client: pg.PoolClient, text: string, params: ReadonlyArray<unknown>): Promise<QueryResult<Row>> => {
     try {
@@ -105,7 +110,6 @@ export function makePgDriver(options: PgDriverOptions): Driver {
 
   const withClient = async <T>(fn: (client: pg.PoolClient, markBroken: () => void) => Promise<T>): Promise<T> => {
     const client = await checkout()
-    client.on('error', ignore)
     let broken = false
     try {
       return await fn(client, () => {
