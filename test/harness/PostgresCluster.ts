@@ -4,12 +4,13 @@
  * Starts the local server binaries (`PG_BIN`, else the newest /usr/lib/postgresql/N/bin) on a
  * Unix socket in a fresh temp directory, with `fsync=off`, and stops it (deleting the data) on
  * `stop()`. PostgreSQL refuses to run as root, so when we are root the cluster runs as the
- * `postgres` user through `setpriv`.
+ * `postgres` user through `setpriv`. `restart()` bounces the server in place, for fault tests
+ * (a test that restarts must start a cluster of its own: the global one is shared by every file).
  *
  * Does not: skip anything. If no server can be had, `start` throws a message that says how to
  * provide one (`DATABASE_URL`).
  */
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFile, execFileSync, spawnSync } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -36,6 +37,13 @@ function findBinaries(): string {
 export interface RunningCluster {
   /** Connection string for the `postgres` database as superuser. */
   readonly url: string
+  /**
+   * Restarts the server in place (same socket, same data): `immediate` kills it as a crash
+   * would (recovery replays the log), `fast` rolls back open transactions and shuts down
+   * cleanly. Resolves once it accepts connections again; the event loop runs meanwhile, so
+   * clients live through the outage.
+   */
+  restart(mode?: 'immediate' | 'fast'): Promise<void>
   stop(): void
 }
 
@@ -75,6 +83,12 @@ export function startCluster(): RunningCluster {
   let stopped = false
   return {
     url: `postgresql://postgres@localhost/postgres?host=${encodeURIComponent(dir)}`,
+    restart(mode = 'immediate') {
+      const [command, ...args] = asOwner('pg_ctl', ['-D', dataDir, '-o', options, '-l', join(dir, 'server.log'), '-m', mode, '-w', '-t', '60', 'restart']) as [string, ...string[]]
+      return new Promise<void>((resolve, reject) => {
+        execFile(command, args, { cwd: dir }, (error, stdout, stderr) => (error === null ? resolve() : reject(new Error(`pg_ctl restart failed: ${stderr || stdout || error.message}`))))
+      })
+    },
     stop() {
       if (stopped) return
       stopped = true
