@@ -26,12 +26,17 @@ export async function checkClosedRefusals(mb: Matchbox): Promise<void> {
     'queue.cancel': () => q.cancel(id),
     'queue.ackBatch': () => q.ackBatch([job]),
     'queue.sweepExpired': () => q.sweepExpired(),
+    'queue.counts': () => q.counts(),
+    'queue.list': () => q.list(),
+    'queue.retryDead': () => q.retryDead(id),
     'job.ack': () => job.ack(),
     'job.heartbeat': () => job.heartbeat(),
     'job.retry': () => job.retry('late'),
     'job.fail': () => job.fail('late'),
     'mb.schedule': () => mb.schedule('s', '@every 5s', 'closing', {}),
     'mb.runSchedules': () => mb.runSchedules(),
+    'mb.unschedule': () => mb.unschedule('s'),
+    'mb.listSchedules': () => mb.listSchedules(),
     'mb.idle': () => mb.idle(),
   }
   for (const [name, call] of Object.entries(calls)) {
@@ -46,6 +51,7 @@ export async function checkClosedRefusals(mb: Matchbox): Promise<void> {
     'mb.queue': () => mb.queue('other'),
     'mb.outbox': () => mb.outbox('other'),
     'queue.work': () => q.work(async () => {}),
+    'mb.startMaintenance': () => mb.startMaintenance({ schedulesEveryMs: 1_000 }),
   }
   for (const [name, call] of Object.entries(throws)) expect(call, name).toThrow(expect.objectContaining(refusal))
 }
