@@ -48,10 +48,18 @@ async function database(name: string): Promise<string> {
   return url.toString()
 }
 
+// Median and worst of the per-cycle recovery times.
+function recoveryOf(report: FaultRunReport): string {
+  const times = report.recoveryMs.filter((ms): ms is number => ms !== null).sort((x, y) => x - y)
+  const never = report.recoveryMs.length - times.length
+  if (times.length === 0) return 'no cycle'
+  return `median ${times[Math.floor(times.length / 2)]} ms, max ${times.at(-1)} ms${never > 0 ? `, ${never} cycles not within 30 s` : ''}`
+}
+
 function summary(name: string, report: FaultRunReport, seconds: number): void {
   console.log(
     `${name}: ${cycles} cycles in ${seconds.toFixed(1)} s: ${report.enqueued} enqueued (${report.enqueueFailures} refused), ${report.handled} handled ` +
-      `(${report.handledAgain} again), ${report.workerErrors} worker errors reported; ${report.violations.length} violations`,
+      `(${report.handledAgain} again), ${report.workerErrors} worker errors reported, handling again after a fault in ${recoveryOf(report)}; ${report.violations.length} violations`,
   )
   for (const violation of report.violations) console.log(`VIOLATION ${name}: ${violation}`)
 }

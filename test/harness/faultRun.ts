@@ -43,6 +43,8 @@ export interface FaultRunReport {
   /** Handler runs past the first per job (redeliveries after a lost ack or a lapsed claim). */
   readonly handledAgain: number
   readonly workerErrors: number
+  /** Per cycle, ms from the fault's end until the next job was handled (null: none within 30 s). */
+  readonly recoveryMs: ReadonlyArray<number | null>
   readonly violations: ReadonlyArray<string>
 }
 
@@ -90,6 +92,7 @@ export async function runUnderFaults(options: FaultRunOptions): Promise<FaultRun
   const handled = new Map<string, number>()
   let enqueueFailures = 0
   let workerErrors = 0
+  const recoveryMs: Array<number | null> = []
   let producing = true
   let stopWork: (() => Promise<void>) | null = null
   try {
@@ -124,7 +127,10 @@ export async function runUnderFaults(options: FaultRunOptions): Promise<FaultRun
       const target = enqueued.length + perCycle
       if (!(await until(() => enqueued.length >= target, 30_000))) violations.push(`cycle ${cycle}: the producer stalled at ${enqueued.length} enqueues`)
       await options.fault(cycle, flow)
-      log(`cycle ${cycle}: ${enqueued.length} enqueued, ${handled.size} handled, ${enqueueFailures} enqueue failures, ${workerErrors} worker errors`)
+      const handledBefore = handled.size
+      const faultEndedMs = performance.now()
+      recoveryMs.push((await until(() => handled.size > handledBefore, 30_000, 5)) ? Math.round(performance.now() - faultEndedMs) : null)
+      log(`cycle ${cycle}: ${enqueued.length} enqueued, ${handled.size} handled, ${enqueueFailures} enqueue failures, ${workerErrors} worker errors, handling again ${recoveryMs.at(-1) ?? 'never'} ms after the fault`)
     }
     const target = enqueued.length + perCycle
     await until(() => enqueued.length >= target, 30_000)
@@ -153,7 +159,7 @@ export async function runUnderFaults(options: FaultRunOptions): Promise<FaultRun
     await admin.end().catch(() => {})
   }
   const handledAgain = [...handled.values()].reduce((sum, count) => sum + count - 1, 0)
-  return { enqueued: enqueued.length, enqueueFailures, handled: handled.size, handledAgain, workerErrors, violations }
+  return { enqueued: enqueued.length, enqueueFailures, handled: handled.size, handledAgain, workerErrors, recoveryMs, violations }
 }
 
 /** Terminates every backend of `database` but the caller's own; resolves with how many. */
