@@ -23,7 +23,7 @@
  */
 import { Unavailable } from '../src/domain/errors.ts'
 import { ManualClock } from '../src/kernel/Clock.ts'
-import { membershipHeartbeatIntervalMs, membershipHostTtlMs } from '../src/kernel/Limits.ts'
+import { membershipHeartbeatIntervalMs, membershipHostTtlMs, ownershipCheckIntervalMs } from '../src/kernel/Limits.ts'
 import { type BusTap, makeMemoryBus } from '../src/persistence/bus/MemoryBus.ts'
 import type { JobRecord, JobStore } from '../src/persistence/jobs/JobStore.ts'
 import { makeMemoryMembershipStore } from '../src/persistence/MemoryMembershipStore.ts'
@@ -91,6 +91,9 @@ const idleRoundsMax = 3
 // queue's partitions (the one Matching sees tasks ready in, else the next in turn), so a job in
 // another partition, or in a backlog not read yet, waits for a later claim, as a worker's would.
 const quietRoundsMax = 8
+// Time a quiet round lets pass, beat by beat: together the quiet rounds outlast the ownership
+// check, so a host still serving a queue another host took over meanwhile learns it and reloads.
+const quietRoundMs = ownershipCheckIntervalMs / 4
 // Heartbeat rounds membership gets to settle after the heal or a final-phase jump (a view needs
 // one beat of every worker; a few more cover beats still queued behind other I/O).
 const settleRoundsMax = 10
@@ -98,6 +101,8 @@ const settleRoundsMax = 10
 // lifetime (nobody notices) to several lifetimes (its partitions move, then come back).
 const cutMsMin = 2_000
 const cutMsMax = 4 * membershipHostTtlMs
+// Bus faults strike a message with this many times the seed's drawn chance (0.016–0.256 when on).
+const busFaultScale = 8
 
 /** One end-to-end run; `run()` once. */
 export class JobsWorld {
@@ -264,13 +269,15 @@ export class JobsWorld {
       return
     }
     if (faults !== undefined && io.label.startsWith(busLabelPrefix)) {
-      // NOTIFY gives no receipt: the sender hears success either way.
-      if (this.#decide.chance(faults['bus.drop'])) {
+      // NOTIFY gives no receipt: the sender hears success either way. Per message, the drawn
+      // chances are scaled up (bus steps are a small share of all I/O; hand-overs a smaller one
+      // still), so a seed with the fault on loses hand-overs, not only due signals.
+      if (this.#decide.chance(faults['bus.drop'] * busFaultScale)) {
         this.#fault('bus.drop', `${io.hostId} ${io.label} is lost in transit`)
         io.resolve(undefined)
         return
       }
-      if (this.#decide.chance(faults['bus.delay'])) {
+      if (this.#decide.chance(faults['bus.delay'] * busFaultScale)) {
         this.#fault('bus.delay', `${io.hostId} ${io.label} is held back; it arrives after later steps`)
         io.resolve(undefined)
         this.#gate.park(io.hostId, `late ${io.label}`, false, io.run).catch(() => {})
@@ -343,11 +350,18 @@ export class JobsWorld {
         quietRounds = 0
         continue
       }
-      if (++quietRounds <= quietRoundsMax) continue
+      if (++quietRounds <= quietRoundsMax) {
+        this.#log(`final: nothing claimed; claim again in ${quietRoundMs} ms`)
+        steps += await this.#passTime(quietRoundMs)
+        continue
+      }
       quietRounds = 0
       idleRounds++
       this.#log(`final: nothing claimed; time +${finalJumpMs}`)
-      this.#clock.advance(finalJumpMs)
+      // One jump, then every overdue timer fires once (a paused process waking), rather than
+      // two hours of one-second heartbeat ticks that could not beat anyway.
+      this.#clock.set(this.#clock.now() + finalJumpMs)
+      this.#clock.advance(0)
       // Nobody could beat during the jump: every view lapsed; let them fill again.
       steps += await this.#settleMembership()
     }
@@ -357,6 +371,16 @@ export class JobsWorld {
     }
     for (const queue of Object.keys(this.#options.queues)) this.#clients.sweep(this.#hosts[0] as JobsHost, queue)
     return steps + (await this.#drain())
+  }
+
+  // Moves time by `ms`, one heartbeat interval at a time, running what each interval parks.
+  async #passTime(ms: number): Promise<number> {
+    let steps = 0
+    for (let passed = 0; passed < ms; passed += membershipHeartbeatIntervalMs) {
+      this.#clock.advance(membershipHeartbeatIntervalMs)
+      steps += await this.#drain()
+    }
+    return steps
   }
 
   // Runs I/O and heartbeat rounds until every live host's view shows exactly the live workers.

@@ -33,13 +33,14 @@ it(`the job invariants hold for ${runs} generated schedules on memory`, async ()
 }, 600_000)
 
 it('one seed twice gives one trace on memory', async () => {
-  // Seed 2 crashes hosts and reclaims a job, has a producer, and its two workers forward polls to
-  // each other: equal hashes mean more than an empty run twice.
-  const seed = 2
+  // Seed 7 crashes hosts, cuts them off from membership and reclaims a job, and its four workers
+  // forward polls to each other: equal hashes mean more than an empty run twice.
+  const seed = 7
   console.log(`seed ${seed}`)
   const first = await runJobsSeed({ seed, store: 'memory', keepTrace: true })
   expect(first.result.jobs.reclaimed).toBeGreaterThan(0)
-  expect(first.result.forwarding.routes).toEqual(['host-1→host-2', 'host-2→host-1'])
+  expect(first.result.forwarding.routes).toContain('host-1→host-2')
+  expect(first.result.forwarding.routes).toContain('host-2→host-1')
   expect(first.result.forwarding.handOvers).toBeGreaterThan(0)
   const { hash, divergence } = await checkJobsDeterminism({ seed, store: 'memory' }, first)
   expect(divergence).toBeNull()

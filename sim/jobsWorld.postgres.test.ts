@@ -1,7 +1,8 @@
 /**
  * The end-to-end simulator on PostgreSQL: each simulated host has its own `pg` Pool (its Matching
  * Store through `openPostgresStore`, its JobStore on a driver over the same pool), every world in
- * its own schema of one fresh database, one store call in flight at a time. Replay a failure with
+ * its own schema of one fresh database, one store call in flight at a time; the group's
+ * membership table and bus are the world's own, in memory, so traces match the memory store's. Replay a failure with
  * the command its message prints (the vitest global setup provides the server).
  */
 import { beforeAll, expect, it } from 'vitest'
@@ -9,7 +10,8 @@ import { freshDatabase } from '../test/harness/database.ts'
 import { checkJobsDeterminism, runJobsSeed } from './JobsSimulation.ts'
 import { checkSchedules } from './ScheduleProperty.ts'
 
-// ~0.6 s a world of 1,000 steps (each store call a round trip to the server): ~15 s in all.
+// 1–2.5 s a world of 1,000 steps (each store call a round trip to the server; membership
+// heartbeats and bus messages stay in memory): 20–50 s in all, depending on the machine's load.
 const runs = 20
 const steps = 1_000
 let databaseUrl = ''
