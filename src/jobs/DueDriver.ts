@@ -7,7 +7,8 @@
  * reserves the due rows — pushing each one's due time `jobDeliveryRetryMs` forward BEFORE its
  * task is added — adds one Matching task per row in claim order (priority DESC, due time ASC,
  * ready order), and confirms the rows whose task Matching accepted (due := null). A failed add
- * gives its reservation back (due again after `jobDeliveryRefusedRetryMs`); a crash between
+ * gives its reservation back (due again after `jobDeliveryRefusedRetryMs`; when the store fails
+ * that too, at the start of the next pass); a crash between
  * reserve and confirm leaves the reservation, so the row is offered again after
  * `jobDeliveryRetryMs`: at worst a duplicate task, which History answers obsolete or
  * already-started; never a stranded job.
@@ -32,7 +33,7 @@
 import { isMatchboxError } from '../domain/errors.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
 import type { Random } from '../kernel/Random.ts'
-import { dueQueuesPerScanMax, jobDeliveryBatchMax, jobDeliveryRefusedRetryMs, jobDeliveryRetryMs, jobDueScanIntervalMs } from '../kernel/Limits.ts'
+import { dueQueuesPerScanMax, jobDeliveryBatchMax, jobDeliveryRefusedRetryMs, jobDeliveryRetryMs, jobDeliveryUnreleasedMax, jobDueScanIntervalMs } from '../kernel/Limits.ts'
 import type { MatchingHost } from '../actors/MatchingHost.ts'
 import type { DueJob, JobStore } from '../persistence/jobs/JobStore.ts'
 import { makeOutageBackoff } from './OutageBackoff.ts'
@@ -97,6 +98,19 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   let scanNeeded = true
   const now = () => Math.floor(clock.now())
   const outage = makeOutageBackoff(options.random)
+  // Reservations of failed adds that could not be given back because the store failed as well:
+  // given back at the start of the next pass, so a brief outage does not hold those jobs for a
+  // whole reservation. A stale one is harmless: the release is revision-guarded.
+  let unreleased: Array<{ readonly id: string; readonly revision: number }> = []
+
+  const release = async (deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }>): Promise<void> => {
+    try {
+      await jobStore.releaseDelivered({ deliveries, dueMs: now() + jobDeliveryRefusedRetryMs })
+    } catch (error) {
+      if (!isMatchboxError(error)) throw error
+      unreleased = [...unreleased, ...deliveries].slice(0, jobDeliveryUnreleasedMax)
+    }
+  }
 
   const wakeWith = (queue: string, reason: WakeReason, count: number): void => {
     const list = waiters.get(queue)
@@ -140,9 +154,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       const result = added[index]
       return result?.status === 'rejected' && isMatchboxError(result.reason)
     })
-    if (failed.length > 0) {
-      await jobStore.releaseDelivered({ deliveries: failed.map((job) => ({ id: job.id, revision: job.revision })), dueMs: now() + jobDeliveryRefusedRetryMs })
-    }
+    if (failed.length > 0) await release(failed.map((job) => ({ id: job.id, revision: job.revision })))
     for (const result of added) if (result.status === 'rejected' && !isMatchboxError(result.reason)) report(result.reason)
     if (delivered.length > 0) await jobStore.confirmDelivered({ deliveries: delivered.map((job) => ({ id: job.id, revision: job.revision })) })
     const perQueue = new Map<string, number>()
@@ -171,6 +183,11 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     const startedMs = nowMs
     let nextMs = nowMs + jobDueScanIntervalMs
     try {
+      if (unreleased.length > 0) {
+        const pending = unreleased
+        unreleased = []
+        await release(pending)
+      }
       const queues = await queuesOfPass(nowMs)
       if (queues !== null && queues.length === 0) return arm(nextMs)
       for (;;) {

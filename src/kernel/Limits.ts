@@ -176,6 +176,13 @@ export const jobDeliveryRefusedRetryMs = 1_000
 export const jobDeliveryBatchMax = 100
 
 /**
+ * Reservations a due-time driver keeps in memory to give back once the store answers again,
+ * when giving them back failed too (the store went down mid-pass): ten delivery batches. Past
+ * it, the rest wait out their reservation (`jobDeliveryRetryMs`), as after a crash.
+ */
+export const jobDeliveryUnreleasedMax = 1_000
+
+/**
  * Period of the due-time driver's safety scan: bounds how late a job written by another
  * connection (a `tx` enqueue that committed later, another host) is noticed when no claim
  * looks for it.

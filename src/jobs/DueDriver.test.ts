@@ -1,0 +1,67 @@
+/**
+ * DueDriver, when the store fails in the middle of a pass: a reservation whose Matching add
+ * failed, and whose give-back failed too, is given back by the next pass once the store
+ * answers, so the job is delivered within a couple of back-off steps instead of waiting out the
+ * whole reservation (`jobDeliveryRetryMs`, 30 s). ManualClock, a fake Matching, the memory job
+ * store behind a wrapper that fails chosen operations.
+ */
+import { expect, it } from 'vitest'
+import type { MatchingHost } from '../actors/MatchingHost.ts'
+import { Unavailable } from '../domain/errors.ts'
+import { ManualClock } from '../kernel/Clock.ts'
+import { jobDeliveryRetryMs } from '../kernel/Limits.ts'
+import { Random } from '../kernel/Random.ts'
+import type { JobStore } from '../persistence/jobs/JobStore.ts'
+import { makeMemoryJobStore } from '../persistence/jobs/MemoryJobStore.ts'
+import { makeDueDriver } from './DueDriver.ts'
+import { resolveQueueOptions } from './QueueOptions.ts'
+
+const start = 1_700_000_000_000
+
+async function turns(count = 20): Promise<void> {
+  for (let turn = 0; turn < count; turn++) await new Promise<void>((resolve) => setImmediate(resolve))
+}
+
+it('gives back a reservation whose release failed once the store answers again', async () => {
+  const clock = new ManualClock(start)
+  const failing = new Set<string>()
+  const inner = makeMemoryJobStore()
+  const jobStore = new Proxy(inner, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) =>
+        failing.has(String(property))
+          ? Promise.reject(new Unavailable({ operation: String(property), detail: 'server restarting', maybeCommitted: false }))
+          : (value as (...a: unknown[]) => unknown).apply(target, args)
+    },
+  }) as JobStore
+  let matchingDown = true
+  const added: Array<{ jobId: string; at: number }> = []
+  const matching = {
+    addTask: (request: { task: { jobId: string } }) => {
+      if (matchingDown) return Promise.reject(new Unavailable({ operation: 'append', detail: 'server restarting', maybeCommitted: true }))
+      added.push({ jobId: request.task.jobId, at: clock.now() })
+      return Promise.resolve({ taskId: 1 })
+    },
+  } as unknown as MatchingHost
+  await jobStore.enqueue({ job: { id: 'j1', queue: 'q', payload: null, priority: 0, runAtMs: start, expiresAtMs: null, ...resolveQueueOptions(undefined) }, nowMs: start })
+
+  const driver = makeDueDriver({ jobStore, matching, clock, random: Random.make(1) })
+  // The pass reserves the job; the add fails, and so does giving the reservation back.
+  failing.add('releaseDelivered')
+  await driver.run()
+  expect(added).toEqual([])
+
+  // The store and Matching answer again.
+  failing.clear()
+  matchingDown = false
+  for (let step = 0; step < 300 && added.length === 0; step++) {
+    clock.advance(10)
+    await turns()
+  }
+  expect(added.map((add) => add.jobId)).toEqual(['j1'])
+  expect((added[0]?.at as number) - start).toBeLessThan(3_000)
+  expect((added[0]?.at as number) - start).toBeLessThan(jobDeliveryRetryMs)
+  await driver.close()
+})
