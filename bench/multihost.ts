@@ -62,6 +62,8 @@ const reruns = quick ? 0 : whole('reruns', given.reruns, 0)
 // Another process using half a core on this two-core machine moves our numbers visibly.
 const busyCoresMax = 0.5
 const quietWaitMs = 20_000
+// After every handler has started, the acks land within milliseconds; rows left past this are stuck.
+const leftBoundMs = 30_000
 const killQueues = Array.from({ length: 12 }, (_, index) => `kill-${index}`)
 
 const percentile = (sorted: ReadonlyArray<number>, p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
@@ -177,7 +179,9 @@ async function latencyStep(round: number): Promise<LatencyResult> {
 // --- 2. drain ---------------------------------------------------------------------------------
 
 interface DrainResult {
+  /** NaN when rows were left after every handler had run (see `leftOver`). */
   readonly drainMs: number
+  readonly leftOver: string
   readonly deliveredAtStart: number
   readonly rangeSettled: number
   readonly rangeEnd: number
@@ -237,14 +241,26 @@ async function drainStep(partitions: number, hostCount: number, round: number): 
     const startedMs = performance.now()
     for (const worker of workers) worker.send({ type: 'work', url, queues: [queue], queueOptions: { partitions }, concurrency })
     await until(() => seen.size >= backlogJobs, `${backlogJobs} jobs handled (${seen.size} so far)`, 300_000, 10)
-    await until(async () => (await jobsLeft(queue)) === 0, 'no job row left', 60_000)
-    const drainMs = performance.now() - startedMs
+    let drainMs = Number.NaN
+    let leftOver = ''
+    try {
+      await until(async () => (await jobsLeft(queue)) === 0, 'no job row left', leftBoundMs)
+      drainMs = performance.now() - startedMs
+    } catch {
+      // Every handler ran but rows remain: say what they are instead of a time.
+      const { rows: left } = await pool.query<{ state: string; attempts: number; n: number; deadline_in_ms: number | null }>(
+        'SELECT state, attempts, count(*)::int AS n, (min(deadline_ms) - $2::bigint)::int AS deadline_in_ms FROM matchbox.jobs WHERE queue = $1 GROUP BY 1, 2 ORDER BY 1, 2',
+        [queue, Math.round(wallMs())],
+      )
+      leftOver = left.map((row) => `${row.n} ${row.state} (attempts ${row.attempts}, deadline in ${row.deadline_in_ms} ms)`).join(', ')
+    }
     const before = await (settled ?? rangesOf(queue))
     const after = await rangesOf(queue)
     let increments = 0
     for (const [partition, range] of after) increments += range - (before.get(partition) ?? 0)
     return {
       drainMs,
+      leftOver,
       deliveredAtStart,
       rangeSettled: [...before.values()].reduce((sum, value) => sum + value, 0),
       rangeEnd: [...after.values()].reduce((sum, value) => sum + value, 0),
@@ -366,6 +382,7 @@ try {
           `${((backlogJobs * 1000) / r.drainMs).toFixed(0).padStart(6)}   ${String(r.deliveredAtStart).padStart(15)}  ${r.owners.padEnd(6)}  ${r.byHost.padEnd(14)}  ` +
           `${`${r.rangeSettled}→${r.rangeEnd} (+${r.increments})`.padEnd(25)}  ${r.duplicates}   ${cpuNote(m)}`,
       )
+      if (r.leftOver !== '') console.log(`   ** every handler ran, yet ${leftBoundMs / 1000} s later the queue still had job rows: ${r.leftOver} **`)
     }
   }
 
