@@ -10,8 +10,8 @@ import { freshDatabase } from '../test/harness/database.ts'
 import { checkJobsDeterminism, runJobsSeed } from './JobsSimulation.ts'
 import { checkSchedules } from './ScheduleProperty.ts'
 
-// 1–2.5 s a world of 1,000 steps (each store call a round trip to the server; membership
-// heartbeats and bus messages stay in memory): 20–50 s in all, depending on the machine's load.
+// 1.5–3.5 s a world of 1,000 steps and its final phase (each store call a round trip to the
+// server; membership heartbeats and bus messages stay in memory): 30–70 s in all, by the load.
 const runs = 20
 const steps = 1_000
 let databaseUrl = ''
