@@ -15,7 +15,9 @@
  *    joined: the "delivered at start" column says how much), and stops when the queue has no
  *    job row left. Ratio to the 1-host time of the same partition count. Range increments: the
  *    sum over the queue's partitions of range_id at the end minus range_id when the first job
- *    was handled (the group had settled) — 0 means no partition changed owner while draining.
+ *    was handled (the group had settled) — 0 means no partition changed owner while draining. A
+ *    partition first loaded after that moment shows 0 in "settled", and its first acquire
+ *    (range 1) is not an increment.
  * 3. kill: three workers on twelve queues; one is SIGKILLed and a job is enqueued at once to
  *    each queue it owned; the time until the last of those is handled by a survivor (its
  *    partitions are served again), next to when the survivors' view dropped it (the membership
@@ -257,12 +259,13 @@ async function drainStep(partitions: number, hostCount: number, round: number): 
     const before = await (settled ?? rangesOf(queue))
     const after = await rangesOf(queue)
     let increments = 0
-    for (const [partition, range] of after) increments += range - (before.get(partition) ?? 0)
+    // A partition first loaded after the first handled job starts at range 1: its first acquire is not a change of owner.
+    for (const [partition, range] of after) increments += range - (before.get(partition) ?? 1)
     return {
       drainMs,
       leftOver,
       deliveredAtStart,
-      rangeSettled: [...before.values()].reduce((sum, value) => sum + value, 0),
+      rangeSettled: [...after.keys()].reduce((sum, partition) => sum + (before.get(partition) ?? 0), 0),
       rangeEnd: [...after.values()].reduce((sum, value) => sum + value, 0),
       increments,
       owners: hostIds.map((hostId) => owners.filter((owner) => owner === hostId).length).join('/'),
