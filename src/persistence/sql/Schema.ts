@@ -6,6 +6,7 @@
  * value travels as a parameter. The pattern admits lowercase identifiers PostgreSQL accepts
  * unquoted (≤ 63 bytes), so quoting changes nothing about which schema is meant.
  */
+import { InvalidInput } from '../../domain/errors.ts'
 
 /** The schema used when none is given. */
 export const schemaDefault = 'matchbox'
@@ -19,10 +20,10 @@ export interface Schema {
   readonly quoted: string
 }
 
-/** Validates a schema name; throws a plain Error (a configuration mistake, caught at open). */
+/** Validates a schema name; throws `InvalidInput` naming `schema` (a configuration mistake). */
 export function makeSchema(name: string = schemaDefault): Schema {
   if (typeof name !== 'string' || !schemaPattern.test(name)) {
-    throw new Error(`invalid schema name ${JSON.stringify(name)}: must match ${schemaPattern}`)
+    throw new InvalidInput({ field: 'schema', reason: `${JSON.stringify(name)} is not a schema name: it must match ${schemaPattern}` })
   }
   return { name, quoted: `"${name}"` }
 }

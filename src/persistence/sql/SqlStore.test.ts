@@ -184,7 +184,7 @@ function describeSqlStore(name: string, setup: () => Promise<Fixture>, teardown:
       expect(await fixture.store.inspect(key)).toBeNull()
       expect((await other.inspect(key))?.metadata.rangeId).toBe(1)
       await other.close()
-      await expect(openSqlStore(await fixture.driver(), { schema: 'Bad-Name' })).rejects.toThrow(/invalid schema name/)
+      await expect(openSqlStore(await fixture.driver(), { schema: 'Bad-Name' })).rejects.toThrow(/is not a schema name/)
     })
   })
 }
