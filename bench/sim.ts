@@ -86,7 +86,7 @@ try {
       ].join(' '),
     )
   }
-  console.log('target on memory: ≥ 100,000 events/s (issue #4)')
+  console.log('target on memory: ≥ 100,000 events/s')
 } finally {
   cluster?.stop()
 }

@@ -1,5 +1,5 @@
 /**
- * JobCheckers — seed 004's job invariants, judged outside the engine from the JobStore boundary
+ * JobCheckers — the job contract's job invariants, judged outside the engine from the JobStore boundary
  * (what committed, in commit order, with the time the engine stamped on each call and the
  * world's clock at commit) and from what the clients saw. Each violation is a sentence.
  *

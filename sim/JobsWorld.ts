@@ -20,6 +20,10 @@
  * safety) over the Matching Store boundary.
  *
  * Does not: open or close the shared database (JobsSimulation.ts does).
+ *
+ * Length: past 400 lines because the world is one state machine over its hosts (build, crash,
+ * restart, heal, settle membership, final phase) whose steps share the same host table and gate;
+ * the clients, checkers, bus, membership store and swarm already live in files of their own.
  */
 import { Unavailable } from '../src/domain/errors.ts'
 import { ManualClock } from '../src/kernel/Clock.ts'

@@ -44,7 +44,7 @@ export type {
 } from './jobs/Events.ts'
 export type { WorkOptions } from './jobs/Worker.ts'
 export type { JobCounts, JobState } from './persistence/jobs/JobStore.ts'
-// Matching (seed 000): a host over a History you provide, for services that own execution state.
+// Matching: a host over a History you provide, for services that own execution state.
 export {
   type AddTaskOutcome,
   type AddTaskRequest,

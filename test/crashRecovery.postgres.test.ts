@@ -1,5 +1,5 @@
 /**
- * Crash recovery on real PostgreSQL (issue #3 item 9): 20+ cycles of a child process running a
+ * Crash recovery on real PostgreSQL: 20+ cycles of a child process running a
  * Matching host on the real clock, SIGKILLed the moment it has reported a seeded random number
  * of successful adds, then a new host in this process takes over on the same database. The
  * cycle and its checks live in harness/crashCycle.ts (shared with bench/crashRecovery.ts, which

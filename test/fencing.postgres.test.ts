@@ -1,5 +1,5 @@
 /**
- * Fencing across independent connections (DESIGN.md §1, seed 000): two stores on two separate
+ * Fencing across independent connections (DESIGN.md §1, upstream Matching): two stores on two separate
  * `pg` Pools share one fresh database. In each race owner A acquires a queue and fires writes
  * while owner B acquires it; the checker (harness/fencingChecker.ts) proves that no write under
  * A's old range committed after B's acquire and that every write A saw succeed is readable by B.

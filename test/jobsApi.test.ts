@@ -1,5 +1,5 @@
 /**
- * The public job API (issue #5) on the memory stores and a ManualClock: typed refusals of bad
+ * The public job API on the memory stores and a ManualClock: typed refusals of bad
  * input with nothing written, stamps and outbox options, lazy-correct claims, `work` (ack on
  * return, retry on throw, heartbeats on the handler's behalf, stop waiting for handlers),
  * schedules (specs, exactly-once firing, the sweep recipe), and close.

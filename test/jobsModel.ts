@@ -1,6 +1,5 @@
 /**
- * jobsModel — a fast-check model-based test (`fc.commands`) of the whole job contract (seed 004
- * §1–§6 as issue #5 restates it) through the public API, against a small reference model, on a
+ * jobsModel — a fast-check model-based test (`fc.commands`) of the whole job contract through the public API, against a small reference model, on a
  * ManualClock. Bound to memory, PGlite and PostgreSQL by test/jobsModel.*.test.ts.
  *
  * The model is independent of the implementation: a list of jobs with their state, stamps,

@@ -1,6 +1,6 @@
 /**
  * Two hosts racing `runSchedules` for 1,000 virtual minutes produce every occurrence exactly
- * once (seed 004 §6): on the memory stores (two engines sharing them) and on PostgreSQL (two
+ * once: on the memory stores (two engines sharing them) and on PostgreSQL (two
  * engines, each with its own Pool, on one database).
  *
  * Each virtual minute is three 20 s steps; in each step the live hosts call `runSchedules` at

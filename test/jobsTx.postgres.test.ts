@@ -1,6 +1,5 @@
 /**
- * Transactional enqueue on PostgreSQL (issue #5: `tx` is a `pg` client inside the caller's open
- * transaction; the job exists iff that transaction commits), with the engine on the caller's
+ * Transactional enqueue on PostgreSQL, with the engine on the caller's
  * own Pool (left open by close). The delivery task is added later by the due-time driver, which
  * finds the committed row at the next claim or at its safety scan.
  */

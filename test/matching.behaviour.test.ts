@@ -1,5 +1,5 @@
 /**
- * Upstream-equivalent behavioural tests of the Matching runtime (issue #3 "Done when"), at the
+ * Upstream-equivalent behavioural tests of the Matching runtime, at the
  * level of a whole MatchingHost over a real store — the machine and actor tests beside the
  * code step the same behaviours in isolation. Bound to the memory store and PGlite (a fresh
  * schema per test on one PGlite instance); the range-bump tests also run on PostgreSQL, where

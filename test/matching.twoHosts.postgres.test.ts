@@ -1,6 +1,5 @@
 /**
- * Two Matching hosts that disagree about membership, on one PostgreSQL database (issue #3 item
- * 7, DESIGN.md §6). Host A's static list is [A]: it thinks it owns every partition. Host B's is
+ * Two Matching hosts that disagree about membership, on one PostgreSQL database. Host A's static list is [A]: it thinks it owns every partition. Host B's is
  * [A, B]: it owns the partitions rendezvous hashing gives B. Each host has its own store (its
  * own pg Pool). On the contested partitions both load the default queue, so they take it from
  * each other over and over: every load is an acquire (range +1), and the loser learns at its

@@ -1,6 +1,6 @@
 /**
  * History — the seam through which Matching asks the owner of execution state to record that a
- * task started (seed 000's `RecordTaskStarted`, DESIGN.md §1). Matching knows nothing about what
+ * task started. Matching knows nothing about what
  * a task means; History decides.
  *
  * Production plugs in Jobs (src/jobs); the simulator plugs in a scripted History with rejection

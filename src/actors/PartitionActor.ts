@@ -4,7 +4,7 @@
  * per deployment version — creates them on demand and supervises them.
  *
  * Routing: a task pinned to a version spools to that version's queue; unversioned and
- * auto-upgrade tasks to the default queue (seed 000). A poller with a version waits on its
+ * auto-upgrade tasks to the default queue. A poller with a version waits on its
  * version's queue and, when that version is current in the family's user data, on the default
  * queue too; an unversioned poller waits on the default queue.
  *

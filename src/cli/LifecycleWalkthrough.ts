@@ -1,5 +1,5 @@
 /**
- * LifecycleWalkthrough — seed 000's "follow one queue", run for real: one PhysicalQueueActor
+ * LifecycleWalkthrough — upstream Matching's "follow one queue", run for real: one PhysicalQueueActor
  * over a memory store, a ManualClock and a History that answers when told to. It loads
  * `default/emails/activity/0`, spools tasks 1–3, dispatches task 2 before task 1 (an
  * acknowledgement gap), lets the checkpoint advance the ack level, unloads, reloads and
@@ -25,7 +25,7 @@ import type { Store } from '../persistence/Store.ts'
 import { DeferredHistory } from './DeferredHistory.ts'
 import { type PersistedQueue, readPersistedQueue } from './PersistedQueue.ts'
 
-/** The queue the walkthrough follows (seed 000's example). */
+/** The queue the walkthrough follows. */
 export const lifecycleQueueKey: QueueKey = { namespace: 'default', family: 'emails', type: 'activity', partition: 0, version: null }
 
 /** Virtual start time: 2026-01-01T00:00:00Z, fixed so the walkthrough is reproducible. */

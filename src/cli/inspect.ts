@@ -3,7 +3,7 @@
  * level per subqueue, last task id, stored rows (total and per subqueue), then the stored tasks
  * (bounded by `--tasks-max`, read in pages), then gauges.
  *
- * The gauges are honest about what a store can know (seed 000): stored rows include dispatched
+ * The gauges are honest about what a store can know: stored rows include dispatched
  * rows kept above an acknowledgement gap, so they are not the deliveries still outstanding;
  * only the loaded owner knows those, and the metadata cannot even say whether one is loaded.
  *

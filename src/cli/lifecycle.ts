@@ -1,5 +1,5 @@
 /**
- * `matchbox lifecycle` — prints seed 000's walkthrough of one physical queue, stage by stage:
+ * `matchbox lifecycle` — prints upstream Matching's walkthrough of one physical queue, stage by stage:
  * what happened, what the store holds (persistedQueue) and what the loaded owner holds in
  * memory (loadedQueueProgress). `--json` prints the same stages as JSON.
  *
@@ -58,7 +58,7 @@ export function renderLifecycle(terminal: Terminal, report: LifecycleReport): vo
 export function registerLifecycle(program: Command, terminal: Terminal): void {
   program
     .command('lifecycle')
-    .description("walk one physical queue through load, spool, out-of-order dispatch, checkpoint, unload and reload (seed 000), on a memory store")
+    .description("walk one physical queue through load, spool, out-of-order dispatch, checkpoint, unload and reload, on a memory store")
     .option('--json', 'print the stages as JSON')
     .action(async (options: { readonly json?: boolean }) => {
       const report = await runLifecycleWalkthrough()

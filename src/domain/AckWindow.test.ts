@@ -26,7 +26,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 )
 
 describe('AckWindow', () => {
-  it('walks seed 000: tasks 1–3 read, 2 handled first, then 1', () => {
+  it('walks upstream Matching: tasks 1–3 read, 2 handled first, then 1', () => {
     let window = markRead(makeAckWindow(0), [1, 2, 3])
     window = markHandled(window, 2)
     expect(window).toMatchObject({ ackLevel: 0, readLevel: 3, handledAboveAck: [2], unhandled: [1, 3] })

@@ -1,6 +1,6 @@
 /**
  * AckWindow — the ordered-acknowledgement window of one subqueue of a loaded physical queue
- * (seed 000's `ack_manager`): read level, outstanding deliveries, and the ack level through the
+ * (upstream Matching's `ack_manager`): read level, outstanding deliveries, and the ack level through the
  * fully handled prefix.
  *
  * Invariants (checked by the property test against a trivially correct model):

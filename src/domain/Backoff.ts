@@ -2,14 +2,14 @@
  * Backoff — the retry delay curves, pure: callers pass the random draw, so the same draw gives
  * the same delay everywhere (engines, simulator, replay).
  *
- * - `equalJitterDelayMs`: seed 004 §3's curve. For attempt a ≥ 1 and base b, the delay lies in
+ * - `equalJitterDelayMs`: the job contract's curve. For attempt a ≥ 1 and base b, the delay lies in
  *   [b·2^(a−1)/2, b·2^(a−1)], uniform over that lower half of the doubling, capped at the cap.
  * - `cappedExponentialMs`: deterministic doubling from an initial delay to a maximum (acquire
  *   retries, upstream 1 s → 10 s).
  */
 import { assert } from '../kernel/assert.ts'
 
-/** One hour, seed 004's pinned cap on retry delays. */
+/** One hour, the job contract's pinned cap on retry delays. */
 export const retryDelayCapMs = 60 * 60_000
 
 /**

@@ -1,6 +1,6 @@
 /**
  * QueueKey — names a physical queue: (namespace, family, task type, partition, deployment
- * version or default). Seed 000: each physical queue has its own range id and task sequence;
+ * version or default). Upstream Matching: each physical queue has its own range id and task sequence;
  * a workflow and an activity queue of one family are separate queues.
  *
  * Owns: validation and the canonical encoding `namespace/family/type/partition[@version]`,

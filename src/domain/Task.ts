@@ -3,7 +3,7 @@
  * nothing about what the job means.
  *
  * Owns: the task shape, its validation, and the version directive that routes it to a
- * physical queue (seed 000: unversioned and auto-upgrade tasks spool to the default queue,
+ * physical queue (upstream Matching: unversioned and auto-upgrade tasks spool to the default queue,
  * pinned ones to their version's queue).
  *
  * Invariants: priority is an integer in 0…9 (higher first) and is also the task's subqueue in

@@ -1,5 +1,5 @@
 /**
- * JobHandle — a claimed job as a worker holds it (seed 004 §2–§3), and `Job`, the snapshot
+ * JobHandle — a claimed job as a worker holds it, and `Job`, the snapshot
  * `getJob` returns.
  *
  * Every handle operation (ack, heartbeat, retry, fail) is the store's one validity predicate at

@@ -10,7 +10,7 @@
  * is stamped with this handle's resolved options at enqueue; with `tx` the insert is a plain
  * statement on the caller's transaction and the driver finds the row once it commits.
  *
- * Does not: sweep on its own (seed 004 §6: only `sweepExpired` does, when called).
+ * Does not: sweep on its own.
  */
 import { InvalidInput } from '../domain/errors.ts'
 import { validateJson } from '../domain/Json.ts'

@@ -1,6 +1,6 @@
 /**
  * QueueOptions — what a user may pass to `mb.queue(name, options)` and `queue.enqueue(payload,
- * options)`, its validation, and its resolution into the stamps every job carries (seed 004 §3a).
+ * options)`, its validation, and its resolution into the stamps every job carries.
  *
  * Invariants: unknown keys, negative or non-finite numbers, priorities outside 0–9 and
  * non-integer times are a typed `InvalidInput` naming the field, raised before anything is
@@ -84,7 +84,7 @@ export interface ResolvedEnqueue {
 /** Prefix of the queues backing outboxes; user queues may not start with it. */
 export const outboxPrefix = 'outbox:'
 
-/** The fixed stamps of outbox queues (seed 004 §3: visibility 60 s, 5 attempts, base 5 s). */
+/** The fixed stamps of outbox queues. */
 export const outboxStamps: JobStamps = {
   visibilityTimeoutMs: outboxVisibilityTimeoutS * 1000,
   maxAttempts: outboxMaxAttempts,
@@ -92,7 +92,7 @@ export const outboxStamps: JobStamps = {
   deadLetterRetentionMs: null,
 }
 
-/** The stamps of a queue opened without options (seed 004 §3: 300 s, 3 attempts, 5 s, forever). */
+/** The stamps of a queue opened without options. */
 export const defaultStamps: JobStamps = {
   visibilityTimeoutMs: visibilityTimeoutSDefault * 1000,
   maxAttempts: maxAttemptsDefault,

@@ -1,5 +1,5 @@
 /**
- * ScheduleSpec — the two schedule spec forms of seed 004 §6 and their occurrences:
+ * ScheduleSpec — the two schedule spec forms of the job contract and their occurrences:
  * `@every <n>s|m|h` (n a positive integer) and 5-field cron (minute hour day month weekday),
  * parsed by croner, read in UTC or in the schedule's IANA time zone (so `0 9 * * *` in
  * `Europe/Paris` fires at 09:00 Paris time through daylight-saving changes). Anything else is a

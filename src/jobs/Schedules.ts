@@ -1,5 +1,5 @@
 /**
- * Schedules — `mb.schedule(name, spec, queue, payload)` and `mb.runSchedules()` (seed 004 §6):
+ * Schedules — `mb.schedule(name, spec, queue, payload)` and `mb.runSchedules()`:
  * recurring enqueues, fired exactly once across hosts.
  *
  * `runSchedules` takes (or renews) the schedules lease — one row with a fencing token that grows
@@ -10,7 +10,7 @@
  * restart neither repeats nor skips an occurrence (catch-up is bounded per call by
  * `scheduleCatchUpMax`; the rest follow on the next call).
  *
- * Nothing runs this on its own: the caller decides the cadence (seed 004 §6, "no ambient
+ * Nothing runs this on its own: the caller decides the cadence (the job contract, "no ambient
  * sweeper"), by calling it or by starting `startMaintenance` (Maintenance.ts). Occurrence jobs
  * carry the default queue stamps and runAt = the occurrence time.
  */

@@ -3,7 +3,7 @@
  * handler, and settle it — return → ack, throw → retry(err) on the curve — heartbeating on the
  * handler's behalf every visibility timeout / `workerHeartbeatDivisor` with the injected clock's
  * timers. A heartbeat refused (the claim lapsed or the job was cancelled) stops the beats; the
- * handler runs on and its ack is then refused, the honest at-least-once window of seed 004 §2.
+ * handler runs on and its ack is then refused, the honest at-least-once window of the job contract.
  *
  * `stop()` stops claiming, wakes idle loops at once, and resolves when every handler in flight
  * has finished and been settled. A job a loop had already claimed when stop was asked still

@@ -115,24 +115,24 @@ export const membershipHeartbeatIntervalMs = 1_000
  */
 export const membershipHostTtlMs = 5_000
 
-// ---------------------------------------------------------------- jobs (seed 004, DESIGN.md §7)
+// ---------------------------------------------------------------- jobs
 
-/** Default visibility timeout of a claim, seconds (seed 004 §2, honker parity). */
+/** Default visibility timeout of a claim, seconds. */
 export const visibilityTimeoutSDefault = 300
 
-/** Default attempt budget of a job: every claim, fresh or reclaim, counts (seed 004 §1, honker parity). */
+/** Default attempt budget of a job: every claim, fresh or reclaim, counts. */
 export const maxAttemptsDefault = 3
 
-/** Default base of the retry curve, seconds (seed 004 §3, honker parity). */
+/** Default base of the retry curve, seconds. */
 export const backoffBaseSDefault = 5
 
-/** Outbox queues' fixed visibility timeout, seconds (seed 004 §3, honker's outbox parity). */
+/** Outbox queues' fixed visibility timeout, seconds. */
 export const outboxVisibilityTimeoutS = 60
 
-/** Outbox queues' fixed attempt budget (seed 004 §3, honker's outbox parity). */
+/** Outbox queues' fixed attempt budget. */
 export const outboxMaxAttempts = 5
 
-/** Outbox queues' fixed retry-curve base, seconds (seed 004 §3, honker's outbox parity). */
+/** Outbox queues' fixed retry-curve base, seconds. */
 export const outboxBackoffBaseS = 5
 
 /**

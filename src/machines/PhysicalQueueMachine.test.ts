@@ -125,7 +125,7 @@ describe('PhysicalQueueMachine', () => {
     expect(queue.of('add.reply')[0]?.params.result).toMatchObject({ error: { _tag: 'Overloaded' } })
   })
 
-  it('walks seed 000: 1–3 read, 2 dispatched before 1, the gap holds the ack level, then it advances', () => {
+  it('walks upstream Matching: 1–3 read, 2 dispatched before 1, the gap holds the ack level, then it advances', () => {
     const queue = new Harness()
     queue.acquired()
     for (const id of ['p1', 'p2', 'p3']) queue.send({ type: 'poll.arrived', pollId: id, identity: `w-${id}` })

@@ -1,5 +1,5 @@
 /**
- * PhysicalQueueMachine — one physical queue's lifecycle, as a pure XState 5 machine (seed 000,
+ * PhysicalQueueMachine — one physical queue's lifecycle, as a pure XState 5 machine (upstream Matching,
  * DESIGN.md §5). It does no I/O: every store call, History call, reply and timer is a command
  * action (PhysicalQueueProtocol.ts) that a runner executes, answering with an event. Step it
  * with `initialTransition` / `transition` and assert the snapshot and the commands.

@@ -1,5 +1,5 @@
 /**
- * Store — the persistence contract every store implements (DESIGN.md §4, seed 000).
+ * Store — the persistence contract every store implements (DESIGN.md §4, upstream Matching).
  *
  * Three resources: physical queue metadata (`task_queues`), spooled tasks (`tasks`) and
  * queue-family user data (`task_queue_user_data`). Every mutating call on a physical queue

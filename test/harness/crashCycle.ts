@@ -1,5 +1,5 @@
 /**
- * crashCycle — crash recovery on real PostgreSQL (issue #3 item 9), shared by the test and the
+ * crashCycle — crash recovery on real PostgreSQL, shared by the test and the
  * bench. One cycle: spawn matchingChild.ts (a Matching host on the real clock), read its
  * `added <jobId>` lines until a seeded random count, SIGKILL it at that moment, then take over
  * in this process with a new host on a ManualClock and the same database, and check:

@@ -1,6 +1,6 @@
 /**
  * CheckpointConformance — saving ack levels, deleting the handled prefix, and resuming after a
- * reload (seed 000: "the next manager increments the range and resumes reading above the saved
+ * reload (upstream Matching: "the next manager increments the range and resumes reading above the saved
  * acknowledgement level").
  *
  * Readings of the contract pinned here:

@@ -1,5 +1,5 @@
 /**
- * RelocateConformance — moving backlog between physical queues (seed 000's migration 004:
+ * RelocateConformance — moving backlog between physical queues (upstream Matching's migration 004:
  * "relocates old auto backlog to default storage, allocating fresh destination IDs without
  * collisions"), and the `inspect` / `list` views with stored-row counts.
  *

@@ -1,6 +1,6 @@
 /**
  * UserDataConformance — queue-family user data: insert-if-absent at expected version 0, then
- * compare-and-set, with a typed `VersionConflict` for the loser (seed 000: "conditional
+ * compare-and-set, with a typed `VersionConflict` for the loser (upstream Matching: "conditional
  * insertion and update, with a typed conflict for the loser"). Range fences do not protect it.
  *
  * Readings of the contract pinned here: a conflict reports `currentVersion` 0 when the family

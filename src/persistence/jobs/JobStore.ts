@@ -1,5 +1,5 @@
 /**
- * JobStore — the persistence contract of seed 004's jobs (DESIGN.md §7), beside the Matching
+ * JobStore — the persistence contract of jobs (DESIGN.md §7), beside the Matching
  * Store. Memory and SQL (PGlite, `pg`) implement it; one conformance suite binds to all three.
  *
  * Job states: `pending` → `processing` → `dead`, plus absence (ack and cancel delete the row).
@@ -46,7 +46,7 @@ export type JobStoreKind = 'memory' | 'embedded' | 'postgres'
 /** A job's state; absence (acked, cancelled, purged) is not a state. */
 export type JobState = 'pending' | 'processing' | 'dead'
 
-/** The options stamped on a job at enqueue (seed 004 §3a), in milliseconds. */
+/** The options stamped on a job at enqueue, in milliseconds. */
 export interface JobStamps {
   readonly maxAttempts: number
   readonly visibilityTimeoutMs: number
@@ -129,7 +129,7 @@ export interface DueJob {
   readonly expiresAtMs: number | null
 }
 
-/** A registered schedule (seed 004 §6). */
+/** A registered schedule. */
 export interface ScheduleRecord {
   readonly name: string
   readonly spec: string
@@ -314,8 +314,8 @@ export interface JobStore {
   close(): Promise<void>
 }
 
-/** The last error of jobs killed by budget exhaustion (seed 004 §4, contract-pinned). */
+/** The last error of jobs killed by budget exhaustion. */
 export const maxAttemptsExceeded = 'max attempts exceeded'
 
-/** The last error of jobs killed by `sweepExpired` (seed 004 §4, contract-pinned). */
+/** The last error of jobs killed by `sweepExpired`. */
 export const expiredError = 'expired'

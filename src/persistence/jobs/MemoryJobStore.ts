@@ -12,6 +12,10 @@
  *
  * Does not: persist anything, or refuse a transactional enqueue's `tx` silently — it is
  * `InvalidInput` here, since there is no transaction to join.
+ *
+ * Length: past 400 lines because it is one object implementing one contract whose every
+ * operation shares the same two maps and predicates; schedules already live apart, and cutting
+ * the row operations further would scatter one table's semantics over files.
  */
 import { InvalidInput } from '../../domain/errors.ts'
 import { assert } from '../../kernel/assert.ts'

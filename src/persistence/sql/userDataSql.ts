@@ -4,7 +4,7 @@
  *
  * Invariants: a write succeeds only from the expected version, decided by the database in the
  * same statement (ON CONFLICT DO NOTHING, or UPDATE … WHERE version = expected), so two
- * writers from one version cannot both win. Range fences do not apply here (seed 000: they
+ * writers from one version cannot both win. Range fences do not apply here (upstream Matching: they
  * protect backlog ownership, not user data).
  *
  * Does not: explain a lost race — the store reads the current version only when a write

@@ -1,5 +1,5 @@
 /**
- * JobExpiryConformance — seed 004 §3–§5 on a job store: budget exhaustion by reclaim, the
+ * JobExpiryConformance — the job contract's expiry rules on a job store: budget exhaustion by reclaim, the
  * no-stranded-rows sweep (pending AND processing jobs past expiresAt), and dead-row retention.
  *
  * Readings pinned here (JobStore.ts states the rule): a lapsed job at its budget died at its

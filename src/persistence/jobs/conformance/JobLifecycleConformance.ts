@@ -1,5 +1,5 @@
 /**
- * JobLifecycleConformance — seed 004 §1–§3 on a job store: enqueue stamps, claim, one validity
+ * JobLifecycleConformance — the job contract's lifecycle on a job store: enqueue stamps, claim, one validity
  * predicate for every handle operation, heartbeat as absolute renewal (a late one refused),
  * reclaim counting an attempt, retry and fail, unconditional cancel, ackBatch, and a reclaim
  * racing an ack with exactly one winner.

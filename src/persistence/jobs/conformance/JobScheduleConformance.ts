@@ -1,5 +1,5 @@
 /**
- * JobScheduleConformance — seed 004 §6's schedules on a job store: registration that survives
+ * JobScheduleConformance — the job contract's schedules on a job store: registration that survives
  * re-registration unchanged, a leader lease with a fencing token that grows on takeover, and a
  * firing that writes the jobs and the last-fired state together or not at all.
  *
