@@ -19,7 +19,7 @@ export {
 export { decodeQueueKey, encodeQueueKey, makeQueueKey, type PartitionKey, type QueueKey, type TaskType } from './domain/QueueKey.ts'
 export { makeTask, type StoredTask, type Task, type TaskInput, type VersionDirective } from './domain/Task.ts'
 export type { JsonValue } from './domain/Json.ts'
-export type { QueueInspection, QueueMetadata, Store, StoreKind, UserData } from './persistence/Store.ts'
+export type { QueueInspection, QueueMetadata, Store, StoreKind, UserData } from './persistence/queues/Store.ts'
 export { InvalidSpec } from './domain/errors.ts'
 // Jobs: the embedding API (queues, workers, schedules, events, admin).
 export { open, type OpenOptions, type StoreOption } from './jobs/open.ts'
@@ -59,7 +59,7 @@ export {
 export type { History, PollerInfo, RecordStartResult } from './actors/History.ts'
 export { makeDynamicMembership, makeStaticMembership, type Membership } from './actors/Membership.ts'
 // Stores: memory (tests, simulation), embedded (PGlite) and PostgreSQL, one contract.
-export { makeMemoryStore, type MemoryStore } from './persistence/MemoryStore.ts'
-export { openEmbeddedStore, openPostgresStore } from './persistence/sql/openSqlStore.ts'
-export { openEmbeddedMembershipStore, openPostgresMembershipStore } from './persistence/sql/SqlMembershipStore.ts'
-export type { MembershipStore } from './persistence/MembershipStore.ts'
+export { makeMemoryStore, type MemoryStore } from './persistence/queues/MemoryStore.ts'
+export { openEmbeddedStore, openPostgresStore } from './persistence/queues/sql/openSqlStore.ts'
+export { openEmbeddedMembershipStore, openPostgresMembershipStore } from './persistence/membership/sql/SqlMembershipStore.ts'
+export type { MembershipStore } from './persistence/membership/MembershipStore.ts'

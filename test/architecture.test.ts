@@ -93,14 +93,35 @@ describe('architecture', () => {
       const rel = relative(root, file)
       for (const specifier of importsOf(file)) {
         const isDriver = specifier === 'pg' || specifier.startsWith('@electric-sql/pglite')
-        if (isDriver && !rel.startsWith('src/persistence/sql/') && !rel.startsWith('src/cli/') && rel !== 'src/index.ts' && !rel.startsWith('src/jobs/open')) {
+        if (isDriver && !/^src\/persistence\/(?:\w+\/)*sql\//.test(rel) && !rel.startsWith('src/cli/') && rel !== 'src/index.ts' && !rel.startsWith('src/jobs/open')) {
           violations.push(`${rel} imports ${specifier}`)
         }
-        const isStoreImpl = /persistence\/(sql\/|MemoryStore)/.test(specifier)
+        const isStoreImpl = /persistence\/(?:\w+\/)*(?:sql\/|Memory\w*Store)/.test(specifier)
         if (isStoreImpl && ['machines', 'actors', 'domain', 'kernel'].includes(layerOf(file))) violations.push(`${rel} imports ${specifier}`)
       }
     }
     expect(violations).toEqual([])
+  })
+
+  it('no import cycle anywhere under src/ (type-only imports included)', () => {
+    const graph = new Map(
+      srcFiles.map((file) => [file, importsOf(file).filter((s) => s.startsWith('.')).map((s) => resolve(dirname(file), s))] as const),
+    )
+    const cycles: string[] = []
+    const state = new Map<string, 'open' | 'done'>()
+    const stack: string[] = []
+    const visit = (file: string): void => {
+      state.set(file, 'open')
+      stack.push(file)
+      for (const next of graph.get(file) ?? []) {
+        if (state.get(next) === 'open') cycles.push([...stack.slice(stack.indexOf(next)), next].map((f) => relative(root, f)).join(' -> '))
+        else if (!state.has(next) && graph.has(next)) visit(next)
+      }
+      stack.pop()
+      state.set(file, 'done')
+    }
+    for (const file of graph.keys()) if (!state.has(file)) visit(file)
+    expect(cycles).toEqual([])
   })
 
   it('nothing outside src/kernel reads the real clock, randomness or timers', () => {

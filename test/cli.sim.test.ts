@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import type { SimBatchReport } from '../src/cli/SimBatch.ts'
-import type { Store } from '../src/persistence/Store.ts'
+import type { Store } from '../src/persistence/queues/Store.ts'
 import { failureCaseFormat } from '../sim/FailureCase.ts'
 
 // A deliberate bug the checkers must catch: once a queue has an owner, acquire hands the next

@@ -13,7 +13,7 @@ import { afterAll, expect, it } from 'vitest'
 import { DataDirInUse } from '../src/domain/errors.ts'
 import { makeTask } from '../src/domain/Task.ts'
 import { dataDirLockName } from '../src/persistence/sql/DataDirLock.ts'
-import { openEmbeddedStore } from '../src/persistence/sql/openSqlStore.ts'
+import { openEmbeddedStore } from '../src/persistence/queues/sql/openSqlStore.ts'
 import { makePgliteDriver } from '../src/persistence/sql/PgliteDriver.ts'
 import { cli } from './harness/runCli.ts'
 

@@ -16,7 +16,7 @@ import { InvalidInput, InvalidSpec, SnapshotInvalid } from '../src/domain/errors
 import { makeTask } from '../src/domain/Task.ts'
 import { ManualClock, open } from '../src/index.ts'
 import { occurrencesOf, parseScheduleSpec } from '../src/jobs/ScheduleSpec.ts'
-import { makeMemoryStore, type MemoryStore } from '../src/persistence/MemoryStore.ts'
+import { makeMemoryStore, type MemoryStore } from '../src/persistence/queues/MemoryStore.ts'
 import { runsFor } from './harness/depth.ts'
 
 const seed = Number(process.env.SIM_SEED ?? Date.now() % 2 ** 31)

@@ -15,7 +15,7 @@ import { makeMatchbox } from '../src/jobs/Matchbox.ts'
 import { Cron } from 'croner'
 import { ManualClock, type Matchbox, open, Random } from '../src/index.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
-import { makeMemoryStore } from '../src/persistence/MemoryStore.ts'
+import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
 import { jobDeliveryRefusedRetryMs, scheduleLeaseTtlMs } from '../src/kernel/Limits.ts'
 import { freshDatabase } from './harness/database.ts'
 

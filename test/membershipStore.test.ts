@@ -3,10 +3,10 @@
  * in memory) and the postgres store (a fresh database of the test server; without a server
  * `freshDatabase` throws, so that suite fails — it never skips).
  */
-import { makeMemoryMembershipStore } from '../src/persistence/MemoryMembershipStore.ts'
-import { describeMembershipConformance } from '../src/persistence/MembershipConformance.ts'
+import { makeMemoryMembershipStore } from '../src/persistence/membership/MemoryMembershipStore.ts'
+import { describeMembershipConformance } from '../src/persistence/membership/MembershipConformance.ts'
 import { makePgliteDriver } from '../src/persistence/sql/PgliteDriver.ts'
-import { openPostgresMembershipStore, openSqlMembershipStore } from '../src/persistence/sql/SqlMembershipStore.ts'
+import { openPostgresMembershipStore, openSqlMembershipStore } from '../src/persistence/membership/sql/SqlMembershipStore.ts'
 import { freshDatabase } from './harness/database.ts'
 
 describeMembershipConformance('memory', async () => makeMemoryMembershipStore())

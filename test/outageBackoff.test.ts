@@ -12,7 +12,7 @@ import { Unavailable } from '../src/domain/errors.ts'
 import { ManualClock, Random } from '../src/index.ts'
 import { makeMatchbox } from '../src/jobs/Matchbox.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
-import { makeMemoryStore } from '../src/persistence/MemoryStore.ts'
+import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
 import { settle } from './harness/settle.ts'
 
 const start = 1_700_000_000_000

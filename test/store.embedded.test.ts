@@ -3,7 +3,7 @@
  * (no data directory). PGlite is slow to open, so the suite opens one store for the whole file
  * and isolates its tests by namespace.
  */
-import { openEmbeddedStore } from '../src/persistence/sql/openSqlStore.ts'
-import { describeStoreConformance } from '../src/persistence/StoreConformance.ts'
+import { openEmbeddedStore } from '../src/persistence/queues/sql/openSqlStore.ts'
+import { describeStoreConformance } from '../src/persistence/queues/StoreConformance.ts'
 
 describeStoreConformance('embedded (PGlite)', () => openEmbeddedStore(), { propertyRuns: 25 })

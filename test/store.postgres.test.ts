@@ -2,8 +2,8 @@
  * Binds the Store conformance suite to the postgres store (`pg` Pool) on a fresh database of
  * the test server. Without a server `freshDatabase` throws, so the suite fails — it never skips.
  */
-import { openPostgresStore } from '../src/persistence/sql/openSqlStore.ts'
-import { describeStoreConformance } from '../src/persistence/StoreConformance.ts'
+import { openPostgresStore } from '../src/persistence/queues/sql/openSqlStore.ts'
+import { describeStoreConformance } from '../src/persistence/queues/StoreConformance.ts'
 import { freshDatabase } from './harness/database.ts'
 
 describeStoreConformance(

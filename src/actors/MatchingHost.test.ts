@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { settle } from '../../test/harness/settle.ts'
 import { ManualClock } from '../kernel/Clock.ts'
 import { Random } from '../kernel/Random.ts'
-import { makeMemoryStore } from '../persistence/MemoryStore.ts'
+import { makeMemoryStore } from '../persistence/queues/MemoryStore.ts'
 import type { History } from './History.ts'
 import { layerMatchingHost, makeMatchingHost, MatchingHostService } from './MatchingHost.ts'
 

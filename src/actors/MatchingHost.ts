@@ -24,7 +24,7 @@ import { membershipUnloadDelayMs, partitionCountDefault } from '../kernel/Limits
 import { Random, seedFromEntropy } from '../kernel/Random.ts'
 import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
-import type { Store, UserData } from '../persistence/Store.ts'
+import type { Store, UserData } from '../persistence/queues/Store.ts'
 import type { History, PollerInfo } from './History.ts'
 import { makePartitionActor, type PartitionActor, type RestartEntry } from './PartitionActor.ts'
 import type { PhysicalQueueActor } from './PhysicalQueueActor.ts'

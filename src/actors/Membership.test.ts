@@ -11,8 +11,8 @@ import { InvalidInput, type MatchboxError, Unavailable } from '../domain/errors.
 import type { PartitionKey } from '../domain/QueueKey.ts'
 import { ownerOf } from '../domain/Rendezvous.ts'
 import { ManualClock } from '../kernel/Clock.ts'
-import type { MembershipStore } from '../persistence/MembershipStore.ts'
-import { makeMemoryMembershipStore } from '../persistence/MemoryMembershipStore.ts'
+import type { MembershipStore } from '../persistence/membership/MembershipStore.ts'
+import { makeMemoryMembershipStore } from '../persistence/membership/MemoryMembershipStore.ts'
 import { makeDynamicMembership, makeStaticMembership, type Membership } from './Membership.ts'
 
 const intervalMs = 1_000

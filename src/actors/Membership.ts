@@ -7,7 +7,7 @@
  * - static: a fixed host list given at construction. Two hosts given different lists disagree
  *   about owners and may take queues from each other over and over; the range fence keeps that
  *   safe, and the simulator uses exactly this to inject membership disagreement.
- * - dynamic: host rows with heartbeats in the shared database (persistence/MembershipStore.ts).
+ * - dynamic: host rows with heartbeats in the shared database (persistence/membership/MembershipStore.ts).
  *   Every `heartbeatIntervalMs` on the injected clock the host renews its own row (expiring
  *   `ttlMs` later) and re-reads the live rows; subscribers hear when the host list changes. A
  *   host that stops heartbeating drops out of every view once its row expires.
@@ -34,7 +34,7 @@ import type { PartitionKey } from '../domain/QueueKey.ts'
 import { ownerOf } from '../domain/Rendezvous.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
 import { membershipHeartbeatIntervalMs, membershipHostTtlMs } from '../kernel/Limits.ts'
-import { checkHostId, compareHostIds, type HostRow, type MembershipStore } from '../persistence/MembershipStore.ts'
+import { checkHostId, compareHostIds, type HostRow, type MembershipStore } from '../persistence/membership/MembershipStore.ts'
 
 /** Which host owns each partition, as this host currently sees it. */
 export interface Membership {

@@ -27,7 +27,7 @@ import { acquireRetryInitialMs, acquireRetryMaxMs, partitionMailboxSizeMax } fro
 import type { Random } from '../kernel/Random.ts'
 import type { AddResult, PollResult, QueueCommand, QueueEvent, QueueProgress } from '../machines/PhysicalQueueProtocol.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
-import type { Store } from '../persistence/Store.ts'
+import type { Store } from '../persistence/queues/Store.ts'
 import type { History, PollerInfo } from './History.ts'
 import { PhysicalQueueActor } from './PhysicalQueueActor.ts'
 

@@ -26,7 +26,7 @@ import type { Random } from '../kernel/Random.ts'
 import { physicalQueueMachine } from '../machines/PhysicalQueueMachine.ts'
 import type { AddResult, PollResult, QueueCommand, QueueEvent, QueueProgress, StartOutcome, TimerName } from '../machines/PhysicalQueueProtocol.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
-import type { Store } from '../persistence/Store.ts'
+import type { Store } from '../persistence/queues/Store.ts'
 import type { History, PollerInfo } from './History.ts'
 
 /** What a physical queue actor needs. */

@@ -14,10 +14,10 @@ import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import { openSqlJobStore } from '../persistence/jobs/sql/SqlJobStore.ts'
-import { openEmbeddedStore, openPostgresStore } from '../persistence/sql/openSqlStore.ts'
+import { openEmbeddedStore, openPostgresStore } from '../persistence/queues/sql/openSqlStore.ts'
 import { makePgDriver } from '../persistence/sql/PgDriver.ts'
 import { makePgliteDriver } from '../persistence/sql/PgliteDriver.ts'
-import type { Store } from '../persistence/Store.ts'
+import type { Store } from '../persistence/queues/Store.ts'
 import { UsageError } from './UsageError.ts'
 
 /** Where a command's store is. */

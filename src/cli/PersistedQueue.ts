@@ -14,7 +14,7 @@
 import { encodeQueueKey, type QueueKey } from '../domain/QueueKey.ts'
 import type { StoredTask, VersionDirective } from '../domain/Task.ts'
 import { readPageSizeMax } from '../kernel/Limits.ts'
-import type { QueueInspection, Store } from '../persistence/Store.ts'
+import type { QueueInspection, Store } from '../persistence/queues/Store.ts'
 
 /** One stored task row, flattened for printing. */
 export interface PersistedTaskRow {

@@ -15,7 +15,7 @@
  * or print connection strings, which may hold passwords.
  */
 import { type Command, InvalidArgumentError } from 'commander'
-import type { Store } from '../persistence/Store.ts'
+import type { Store } from '../persistence/queues/Store.ts'
 import { openCliStore } from './CliStore.ts'
 import { describeDirective, formatBySubqueue, type PersistedQueue, readPersistedQueue } from './PersistedQueue.ts'
 import type { Terminal } from './Terminal.ts'

@@ -23,7 +23,7 @@ import type { JsonValue } from '../domain/Json.ts'
 import { makePartitionKey } from '../domain/QueueKey.ts'
 import { jobQueuePartitionsDefault, jobQueuePartitionsMax } from '../kernel/Limits.ts'
 import type { MatchingHost, MembershipView } from '../actors/MatchingHost.ts'
-import type { UserData } from '../persistence/Store.ts'
+import type { UserData } from '../persistence/queues/Store.ts'
 
 /** The Matching namespace job queues live in. */
 export const jobsNamespace = 'jobs'

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { initialTransition, transition } from 'xstate'
 import { OwnershipLost, Unavailable } from '../domain/errors.ts'
 import { makeTask, type Task } from '../domain/Task.ts'
-import type { QueueMetadata } from '../persistence/Store.ts'
+import type { QueueMetadata } from '../persistence/queues/Store.ts'
 import { physicalQueueMachine } from './PhysicalQueueMachine.ts'
 import type { QueueCommand, QueueEvent } from './PhysicalQueueProtocol.ts'
 

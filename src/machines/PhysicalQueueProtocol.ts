@@ -9,7 +9,7 @@
 import type { MatchboxError, OwnershipLost, Unavailable } from '../domain/errors.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import type { StoredTask, Task } from '../domain/Task.ts'
-import type { QueueMetadata, SubqueueAckLevel } from '../persistence/Store.ts'
+import type { QueueMetadata, SubqueueAckLevel } from '../persistence/queues/Store.ts'
 
 /** What History answered to `recordTaskStarted`, as the machine sees it. */
 export type StartOutcome =

@@ -14,7 +14,7 @@
  * present with their job, relocated rows at their new ids and gone from the source), every
  * seeded task is in exactly one place, and every refused write was refused with OwnershipLost.
  */
-import type { QueueMetadata } from '../../src/persistence/Store.ts'
+import type { QueueMetadata } from '../../src/persistence/queues/Store.ts'
 
 /** What one owner's write reported. */
 export type WriteOutcome =

@@ -11,7 +11,7 @@
 import { encodeQueueKey, type QueueKey } from '../../src/domain/QueueKey.ts'
 import { makeTask } from '../../src/domain/Task.ts'
 import type { Random } from '../../src/kernel/Random.ts'
-import type { QueueMetadata, Store } from '../../src/persistence/Store.ts'
+import type { QueueMetadata, Store } from '../../src/persistence/queues/Store.ts'
 import type { RaceRecord, StoredRows, WriteOutcome } from './fencingChecker.ts'
 
 /** Which write A races against B's acquire. */

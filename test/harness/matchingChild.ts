@@ -16,7 +16,7 @@ import pg from 'pg'
 import { makeMatchingHost } from '../../src/actors/MatchingHost.ts'
 import { RealClock } from '../../src/kernel/Clock.ts'
 import { Random } from '../../src/kernel/Random.ts'
-import { openPostgresStore } from '../../src/persistence/sql/openSqlStore.ts'
+import { openPostgresStore } from '../../src/persistence/queues/sql/openSqlStore.ts'
 import { crashFamily, crashPartitionCount, crashQueueLimits } from './crashFamily.ts'
 import { makeTableHistory } from './tableHistory.ts'
 

@@ -18,7 +18,7 @@
  * Does not: change any call's arguments or outcome.
  */
 import { encodeQueueKey, type QueueKey } from '../../src/domain/QueueKey.ts'
-import type { QueueMetadata, Store, SubqueueAckLevel } from '../../src/persistence/Store.ts'
+import type { QueueMetadata, Store, SubqueueAckLevel } from '../../src/persistence/queues/Store.ts'
 import { settle, until } from './settle.ts'
 
 /** The Store operations the recorder names. */

@@ -10,14 +10,14 @@ import { freshDatabase } from '../../../test/harness/database.ts'
 import { makeTask } from '../../domain/Task.ts'
 import type { JobStore } from '../jobs/JobStore.ts'
 import { openSqlJobStore } from '../jobs/sql/SqlJobStore.ts'
-import type { MembershipStore } from '../MembershipStore.ts'
-import type { Store } from '../Store.ts'
+import type { MembershipStore } from '../membership/MembershipStore.ts'
+import type { Store } from '../queues/Store.ts'
 import type { Driver } from './Driver.ts'
 import { loadMigrations, migrate } from './Migrations.ts'
-import { openSqlStore } from './openSqlStore.ts'
+import { openSqlStore } from '../queues/sql/openSqlStore.ts'
 import { makePgDriver } from './PgDriver.ts'
 import { makeSchema, type Schema } from './Schema.ts'
-import { openSqlMembershipStore } from './SqlMembershipStore.ts'
+import { openSqlMembershipStore } from '../membership/sql/SqlMembershipStore.ts'
 
 interface VersionFixture {
   /** Writes rows with SQL valid at exactly this schema version. */

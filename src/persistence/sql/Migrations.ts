@@ -16,7 +16,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { assert } from '../../kernel/assert.ts'
 import type { Driver } from './Driver.ts'
 import type { Schema } from './Schema.ts'
-import { toSafeInteger } from './SqlValues.ts'
+import { toSafeInteger } from '../queues/sql/SqlValues.ts'
 
 /** One migration file. */
 export interface Migration {

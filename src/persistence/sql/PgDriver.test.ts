@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { freshDatabase } from '../../../test/harness/database.ts'
 import { InvalidInput, Unavailable } from '../../domain/errors.ts'
 import { makePgDriver } from './PgDriver.ts'
-import { openSqlStore } from './openSqlStore.ts'
+import { openSqlStore } from '../queues/sql/openSqlStore.ts'
 import { makeSqlSession } from './SqlSession.ts'
 
 // A pg protocol answer to any startup message: AuthenticationOk, then ReadyForQuery (idle).

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, expect, it } from 'vitest'
 import { makeTask } from '../../domain/Task.ts'
-import { openEmbeddedStore, openSqlStore } from './openSqlStore.ts'
+import { openEmbeddedStore, openSqlStore } from '../queues/sql/openSqlStore.ts'
 import { makePgliteDriver } from './PgliteDriver.ts'
 
 const dataDir = mkdtempSync(join(tmpdir(), 'matchbox-pglite-'))

@@ -9,7 +9,7 @@
  * is refused (nothing changed) while its key is held by a live job.
  */
 import { describe, expect, it } from 'vitest'
-import { expectRejection } from '../../conformance/ConformanceFixture.ts'
+import { expectRejection } from '../../queues/conformance/ConformanceFixture.ts'
 import type { JobFixture } from './JobFixture.ts'
 
 /** Registers the admin tests. */

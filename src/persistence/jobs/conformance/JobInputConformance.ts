@@ -3,7 +3,7 @@
  * `InvalidInput` (field and reason come from JobInput.ts), and writes nothing.
  */
 import { describe, expect, it } from 'vitest'
-import { expectRejection } from '../../conformance/ConformanceFixture.ts'
+import { expectRejection } from '../../queues/conformance/ConformanceFixture.ts'
 import type { NewJob } from '../JobStore.ts'
 import type { JobFixture } from './JobFixture.ts'
 

@@ -20,7 +20,7 @@ import { assert } from '../../../kernel/assert.ts'
 import { type Driver, toDriverError } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { makeSqlSession, openMigrated, toStoreError } from '../../sql/SqlSession.ts'
-import { toSafeInteger } from '../../sql/SqlValues.ts'
+import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
 import {
   checkClaimRef,
   checkClaims,

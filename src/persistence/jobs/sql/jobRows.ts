@@ -5,7 +5,7 @@
  * Does not: run statements (SqlJobStore.ts does) or validate caller input (JobInput.ts does).
  */
 import { assert } from '../../../kernel/assert.ts'
-import { toSafeInteger } from '../../sql/SqlValues.ts'
+import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
 import type { JobRecord, JobState, NewJob, ScheduleRecord } from '../JobStore.ts'
 
 type Row = Record<string, unknown>

@@ -8,7 +8,7 @@
  *
  * Does not: prune expired rows (liveHosts skips them) or decide ownership.
  */
-import type { Schema } from './Schema.ts'
+import type { Schema } from '../../sql/Schema.ts'
 
 /** `$1` host id, `$2` now, `$3` expires at. Upserts the host's row; returns it. */
 export function heartbeatSql(schema: Schema): string {

@@ -16,11 +16,11 @@
  * Does not: upgrade older formats or read newer ones — both are refused; a format change is a
  * new version number and a reader for it.
  */
-import { InvalidInput, SnapshotInvalid } from '../domain/errors.ts'
-import { type JsonValue, validateJson } from '../domain/Json.ts'
-import { decodeQueueKey, type QueueKey, validateName } from '../domain/QueueKey.ts'
-import { makeTask, type Task } from '../domain/Task.ts'
-import { priorityMax } from '../kernel/Limits.ts'
+import { InvalidInput, SnapshotInvalid } from '../../domain/errors.ts'
+import { type JsonValue, validateJson } from '../../domain/Json.ts'
+import { decodeQueueKey, type QueueKey, validateName } from '../../domain/QueueKey.ts'
+import { makeTask, type Task } from '../../domain/Task.ts'
+import { priorityMax } from '../../kernel/Limits.ts'
 
 /** The format tag of a memory snapshot. */
 export const memorySnapshotFormat = 'matchbox.memory'

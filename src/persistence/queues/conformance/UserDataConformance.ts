@@ -8,7 +8,7 @@
  * of any queue rows; data round-trips deep-equal (nested objects, arrays, unicode, numbers).
  */
 import { describe, expect, it } from 'vitest'
-import type { JsonValue } from '../../domain/Json.ts'
+import type { JsonValue } from '../../../domain/Json.ts'
 import { type ConformanceFixture, expectRejection } from './ConformanceFixture.ts'
 
 /** Registers the user-data tests. */

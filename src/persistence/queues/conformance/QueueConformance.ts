@@ -10,8 +10,8 @@
  *   epoch-ms times, null run ids, pinned directives with unicode versions, and expiry.
  */
 import { describe, expect, it } from 'vitest'
-import { encodeQueueKey } from '../../domain/QueueKey.ts'
-import type { Task } from '../../domain/Task.ts'
+import { encodeQueueKey } from '../../../domain/QueueKey.ts'
+import type { Task } from '../../../domain/Task.ts'
 import { type ConformanceFixture, expectRejection, readAll, stateOf, task, tasks } from './ConformanceFixture.ts'
 
 /** Registers the acquire / append / read tests. */

@@ -13,7 +13,7 @@
  * - a checkpoint registers the subqueues it names, even at 0 and even with no rows in them.
  */
 import { describe, expect, it } from 'vitest'
-import { encodeQueueKey, type QueueKey } from '../../domain/QueueKey.ts'
+import { encodeQueueKey, type QueueKey } from '../../../domain/QueueKey.ts'
 import { type ConformanceFixture, expectRejection, readAll, stateOf, task, tasks } from './ConformanceFixture.ts'
 
 /** Registers the checkpoint and reload tests. */

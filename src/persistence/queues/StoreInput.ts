@@ -5,11 +5,11 @@
  *
  * Each `check…` returns the validated, normalized parameters or throws `InvalidInput`.
  */
-import { InvalidInput } from '../domain/errors.ts'
-import { type JsonValue, validateJson } from '../domain/Json.ts'
-import { makeQueueKey, type QueueKey, validateName } from '../domain/QueueKey.ts'
-import { makeTask, type Task, validatePriority } from '../domain/Task.ts'
-import { appendBatchSizeMax, readPageSizeMax, relocateBatchSizeMax } from '../kernel/Limits.ts'
+import { InvalidInput } from '../../domain/errors.ts'
+import { type JsonValue, validateJson } from '../../domain/Json.ts'
+import { makeQueueKey, type QueueKey, validateName } from '../../domain/QueueKey.ts'
+import { makeTask, type Task, validatePriority } from '../../domain/Task.ts'
+import { appendBatchSizeMax, readPageSizeMax, relocateBatchSizeMax } from '../../kernel/Limits.ts'
 import type { SubqueueAckLevel } from './Store.ts'
 
 function count(field: string, value: unknown, min: number): number {

@@ -17,7 +17,7 @@
  * SQL store's own tests do), nor snapshots (memory-only, MemorySnapshot.test.ts).
  */
 import { afterAll, beforeAll, describe } from 'vitest'
-import { seedFromEntropy } from '../kernel/Random.ts'
+import { seedFromEntropy } from '../../kernel/Random.ts'
 import { describeCheckpointConformance } from './conformance/CheckpointConformance.ts'
 import { type ConformanceOptions, makeConformanceFixture } from './conformance/ConformanceFixture.ts'
 import { describeInputConformance } from './conformance/InputConformance.ts'

@@ -11,8 +11,8 @@
  * Does not: fence, validate, or know its queue. It never hands out its own task objects:
  * every task leaving it is a fresh copy, so callers cannot change what is stored.
  */
-import type { StoredTask, Task } from '../domain/Task.ts'
-import { assert } from '../kernel/assert.ts'
+import type { StoredTask, Task } from '../../domain/Task.ts'
+import { assert } from '../../kernel/assert.ts'
 
 /** A fresh copy of a (validated) task; tasks are flat except for the version directive. */
 export function copyTask(task: Task): Task {

@@ -9,10 +9,10 @@
  * Does not: open or close stores (StoreConformance.ts does, through the binding's `open`).
  */
 import { expect } from 'vitest'
-import { isMatchboxError, type MatchboxError } from '../../domain/errors.ts'
-import type { QueueKey } from '../../domain/QueueKey.ts'
-import { makeTask, type StoredTask, type Task, type TaskInput } from '../../domain/Task.ts'
-import { priorityMax, readPageSizeMax } from '../../kernel/Limits.ts'
+import { isMatchboxError, type MatchboxError } from '../../../domain/errors.ts'
+import type { QueueKey } from '../../../domain/QueueKey.ts'
+import { makeTask, type StoredTask, type Task, type TaskInput } from '../../../domain/Task.ts'
+import { priorityMax, readPageSizeMax } from '../../../kernel/Limits.ts'
 import type { QueueInspection, Store } from '../Store.ts'
 
 /** Tuning a binding may pass to `describeStoreConformance`. */

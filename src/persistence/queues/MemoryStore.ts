@@ -22,11 +22,11 @@
  * Does not: read a clock (times come from callers), share state between instances, or persist
  * anything on its own — `exportSnapshot` is the way out.
  */
-import { InvalidInput, OwnershipLost, Unavailable, VersionConflict } from '../domain/errors.ts'
-import type { JsonValue } from '../domain/Json.ts'
-import { encodeQueueKey, makeQueueKey, type QueueKey } from '../domain/QueueKey.ts'
-import type { StoredTask, Task } from '../domain/Task.ts'
-import { priorityMax } from '../kernel/Limits.ts'
+import { InvalidInput, OwnershipLost, Unavailable, VersionConflict } from '../../domain/errors.ts'
+import type { JsonValue } from '../../domain/Json.ts'
+import { encodeQueueKey, makeQueueKey, type QueueKey } from '../../domain/QueueKey.ts'
+import type { StoredTask, Task } from '../../domain/Task.ts'
+import { priorityMax } from '../../kernel/Limits.ts'
 import { compareCodeUnits, type MemorySnapshot, type MemorySnapshotTask, memorySnapshotFormat, memorySnapshotVersion, type ValidSnapshot, validateMemorySnapshot } from './MemorySnapshot.ts'
 import { copyTask, MemorySubqueue } from './MemorySubqueue.ts'
 import type { AppendResult, CheckpointResult, QueueInspection, QueueMetadata, RelocatedTask, Store, UserData } from './Store.ts'

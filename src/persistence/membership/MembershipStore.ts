@@ -18,9 +18,9 @@
  * host that wrongly thinks it is a member is safe because of them), or prune long-expired rows
  * (they are skipped by `liveHosts` and overwritten when their host returns).
  */
-import { InvalidInput } from '../domain/errors.ts'
-import { validateName } from '../domain/QueueKey.ts'
-import type { StoreKind } from './Store.ts'
+import { InvalidInput } from '../../domain/errors.ts'
+import { validateName } from '../../domain/QueueKey.ts'
+import type { StoreKind } from '../queues/Store.ts'
 
 /** One host's membership row. */
 export interface HostRow {

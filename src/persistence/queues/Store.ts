@@ -16,9 +16,9 @@
  *
  * Time: operations that stamp rows take `nowMs` from the caller; no store reads a clock.
  */
-import type { JsonValue } from '../domain/Json.ts'
-import type { QueueKey } from '../domain/QueueKey.ts'
-import type { StoredTask, Task } from '../domain/Task.ts'
+import type { JsonValue } from '../../domain/Json.ts'
+import type { QueueKey } from '../../domain/QueueKey.ts'
+import type { StoredTask, Task } from '../../domain/Task.ts'
 
 /** Which implementation a store is. */
 export type StoreKind = 'memory' | 'embedded' | 'postgres'

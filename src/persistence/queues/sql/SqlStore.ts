@@ -1,5 +1,5 @@
 /**
- * SqlStore — the Store (persistence/Store.ts) written once over the `Driver` seam, so the
+ * SqlStore — the Store (persistence/queues/Store.ts) written once over the `Driver` seam, so the
  * embedded (PGlite) and postgres (`pg`) stores run the same SQL.
  *
  * Owns: validating inputs (StoreInput.ts) before any SQL, running one statement per fenced
@@ -17,15 +17,15 @@
  *
  * Does not: open drivers or migrate (openSqlStore.ts), retry, or cache anything.
  */
-import { InvalidInput, OwnershipLost, VersionConflict } from '../../domain/errors.ts'
-import { decodeQueueKey, encodeQueueKey, makeQueueKey, type QueueKey } from '../../domain/QueueKey.ts'
-import { AssertionFailed, assert } from '../../kernel/assert.ts'
+import { InvalidInput, OwnershipLost, VersionConflict } from '../../../domain/errors.ts'
+import { decodeQueueKey, encodeQueueKey, makeQueueKey, type QueueKey } from '../../../domain/QueueKey.ts'
+import { AssertionFailed, assert } from '../../../kernel/assert.ts'
 import type { Store } from '../Store.ts'
 import * as input from '../StoreInput.ts'
-import type { Driver } from './Driver.ts'
+import type { Driver } from '../../sql/Driver.ts'
 import { acquireSql, currentQueueSql, currentRangesSql, inspectSql, listSql } from './queueSql.ts'
-import type { Schema } from './Schema.ts'
-import { makeSqlSession } from './SqlSession.ts'
+import type { Schema } from '../../sql/Schema.ts'
+import { makeSqlSession } from '../../sql/SqlSession.ts'
 import { decodeInspection, decodeMetadata, decodeStoredTask, type QueueRow, toSafeInteger } from './SqlValues.ts'
 import { appendSql, checkpointSql, readSql, relocateSql } from './taskSql.ts'
 import { getUserDataSql, insertUserDataSql, updateUserDataSql } from './userDataSql.ts'

@@ -10,7 +10,7 @@
  * Does not: explain a lost race — the store reads the current version only when a write
  * matched nothing.
  */
-import type { Schema } from './Schema.ts'
+import type { Schema } from '../../sql/Schema.ts'
 
 /** `$1` namespace, `$2` family. */
 export function getUserDataSql(schema: Schema): string {

@@ -8,10 +8,10 @@
  * Invariants: a value that fails these checks is a defect in the store or a tampered database,
  * never an expected outcome, so it is an `AssertionFailed`, not a `StoreError`.
  */
-import { isMatchboxError } from '../../domain/errors.ts'
-import type { QueueKey } from '../../domain/QueueKey.ts'
-import { makeTask, type StoredTask } from '../../domain/Task.ts'
-import { assert } from '../../kernel/assert.ts'
+import { isMatchboxError } from '../../../domain/errors.ts'
+import type { QueueKey } from '../../../domain/QueueKey.ts'
+import { makeTask, type StoredTask } from '../../../domain/Task.ts'
+import { assert } from '../../../kernel/assert.ts'
 import type { QueueInspection, QueueMetadata } from '../Store.ts'
 
 /** An int8 / numeric / int4 value as a JavaScript number; asserts it is a safe integer. */

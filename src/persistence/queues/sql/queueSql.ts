@@ -8,7 +8,7 @@
  *
  * Does not: write tasks (taskSql.ts) or user data (userDataSql.ts).
  */
-import type { Schema } from './Schema.ts'
+import type { Schema } from '../../sql/Schema.ts'
 
 /**
  * `$1` queue key, `$2` namespace, `$3` family, `$4` task type, `$5` partition, `$6` version,

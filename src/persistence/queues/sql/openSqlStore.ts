@@ -13,10 +13,10 @@
 import type { PGlite } from '@electric-sql/pglite'
 import type pg from 'pg'
 import type { Store } from '../Store.ts'
-import type { Driver } from './Driver.ts'
-import { makePgDriver } from './PgDriver.ts'
-import { makePgliteDriver } from './PgliteDriver.ts'
-import { openMigrated } from './SqlSession.ts'
+import type { Driver } from '../../sql/Driver.ts'
+import { makePgDriver } from '../../sql/PgDriver.ts'
+import { makePgliteDriver } from '../../sql/PgliteDriver.ts'
+import { openMigrated } from '../../sql/SqlSession.ts'
 import { makeSqlStore, type SqlStoreInternals } from './SqlStore.ts'
 
 /** Options of `openSqlStore`. */

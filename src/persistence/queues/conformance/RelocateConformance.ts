@@ -11,7 +11,7 @@
  *   before `…/2` and upper case before lower case, whatever the database's collation.
  */
 import { describe, expect, it } from 'vitest'
-import { encodeQueueKey, type QueueKey } from '../../domain/QueueKey.ts'
+import { encodeQueueKey, type QueueKey } from '../../../domain/QueueKey.ts'
 import { type ConformanceFixture, expectRejection, readAll, stateOf, task } from './ConformanceFixture.ts'
 
 /** Registers the relocate, inspect and list tests. */

@@ -1,5 +1,5 @@
 /**
- * SqlMembershipStore — the MembershipStore contract (persistence/MembershipStore.ts) over the
+ * SqlMembershipStore — the MembershipStore contract (persistence/membership/MembershipStore.ts) over the
  * SQL driver seam, so the embedded (PGlite) and postgres (`pg`) stores run the same statements
  * (membershipSql.ts) on the table of migration 002.
  *
@@ -17,15 +17,15 @@
  */
 import type { PGlite } from '@electric-sql/pglite'
 import type pg from 'pg'
-import { assert } from '../../kernel/assert.ts'
+import { assert } from '../../../kernel/assert.ts'
 import { checkHeartbeat, checkHostId, checkLiveHosts, compareHostIds, type HostRow, type MembershipStore } from '../MembershipStore.ts'
-import type { Driver } from './Driver.ts'
+import type { Driver } from '../../sql/Driver.ts'
 import { heartbeatSql, leaveSql, liveHostsSql } from './membershipSql.ts'
-import { makePgDriver } from './PgDriver.ts'
-import { makePgliteDriver } from './PgliteDriver.ts'
-import type { Schema } from './Schema.ts'
-import { makeSqlSession, openMigrated } from './SqlSession.ts'
-import { toSafeInteger } from './SqlValues.ts'
+import { makePgDriver } from '../../sql/PgDriver.ts'
+import { makePgliteDriver } from '../../sql/PgliteDriver.ts'
+import type { Schema } from '../../sql/Schema.ts'
+import { makeSqlSession, openMigrated } from '../../sql/SqlSession.ts'
+import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
 
 interface HostRowColumns {
   readonly host_id: unknown

@@ -4,9 +4,9 @@
  * refused import leaves the store exactly as it was.
  */
 import { describe, expect, it } from 'vitest'
-import { SnapshotInvalid } from '../domain/errors.ts'
-import { encodeQueueKey, type QueueKey } from '../domain/QueueKey.ts'
-import { makeTask } from '../domain/Task.ts'
+import { SnapshotInvalid } from '../../domain/errors.ts'
+import { encodeQueueKey, type QueueKey } from '../../domain/QueueKey.ts'
+import { makeTask } from '../../domain/Task.ts'
 import type { MemorySnapshot } from './MemorySnapshot.ts'
 import { makeMemoryStore, type MemoryStore } from './MemoryStore.ts'
 

@@ -8,9 +8,9 @@
  * its key like every other call.
  */
 import { describe, expect, it } from 'vitest'
-import type { JsonValue } from '../../domain/Json.ts'
-import type { QueueKey } from '../../domain/QueueKey.ts'
-import type { Task } from '../../domain/Task.ts'
+import type { JsonValue } from '../../../domain/Json.ts'
+import type { QueueKey } from '../../../domain/QueueKey.ts'
+import type { Task } from '../../../domain/Task.ts'
 import type { Store } from '../Store.ts'
 import { type ConformanceFixture, expectRejection, stateOf, task, tasks } from './ConformanceFixture.ts'
 

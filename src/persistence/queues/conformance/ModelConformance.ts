@@ -11,8 +11,8 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { QueueKey } from '../../domain/QueueKey.ts'
-import { priorityMax } from '../../kernel/Limits.ts'
+import type { QueueKey } from '../../../domain/QueueKey.ts'
+import { priorityMax } from '../../../kernel/Limits.ts'
 import type { Store } from '../Store.ts'
 import { type ConformanceFixture, expectRejection, readAll, task } from './ConformanceFixture.ts'
 

@@ -13,8 +13,8 @@
  * Does not: test heartbeating on a timer or views built on the rows (actors/Membership.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { seedFromEntropy } from '../kernel/Random.ts'
-import { expectRejection } from './conformance/ConformanceFixture.ts'
+import { seedFromEntropy } from '../../kernel/Random.ts'
+import { expectRejection } from '../queues/conformance/ConformanceFixture.ts'
 import type { HostRow, MembershipStore } from './MembershipStore.ts'
 
 /** Registers `MembershipStore conformance: ${name}` against the store `open` returns (opened once, closed after the last test). */

@@ -15,7 +15,7 @@
  * Does not: explain failures. When the fenced CTE matched nothing the statement returns no
  * row and the store reads why (OwnershipLost or InvalidInput) on that path only.
  */
-import type { Schema } from './Schema.ts'
+import type { Schema } from '../../sql/Schema.ts'
 
 /** Options of the append statement. */
 export interface AppendSqlOptions {

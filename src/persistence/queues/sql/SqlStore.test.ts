@@ -7,15 +7,15 @@
 import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freshDatabase } from '../../../test/harness/database.ts'
-import { InvalidInput, OwnershipLost, Unavailable, VersionConflict } from '../../domain/errors.ts'
-import type { QueueKey } from '../../domain/QueueKey.ts'
-import { makeTask, type Task } from '../../domain/Task.ts'
+import { freshDatabase } from '../../../../test/harness/database.ts'
+import { InvalidInput, OwnershipLost, Unavailable, VersionConflict } from '../../../domain/errors.ts'
+import type { QueueKey } from '../../../domain/QueueKey.ts'
+import { makeTask, type Task } from '../../../domain/Task.ts'
 import type { Store } from '../Store.ts'
-import { type Driver, DriverError } from './Driver.ts'
+import { type Driver, DriverError } from '../../sql/Driver.ts'
 import { openEmbeddedStore, openPostgresStore, openSqlStore } from './openSqlStore.ts'
-import { makePgDriver } from './PgDriver.ts'
-import { makePgliteDriver } from './PgliteDriver.ts'
+import { makePgDriver } from '../../sql/PgDriver.ts'
+import { makePgliteDriver } from '../../sql/PgliteDriver.ts'
 
 let namespaceCounter = 0
 function keyOf(family = 'emails', version: string | null = null): QueueKey {
