@@ -89,6 +89,7 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
   const base: JobStore = {
     kind: inner.kind,
     enqueue: (params, tx) => inner.enqueue(params, tx),
+    enqueueMany: (params, tx) => inner.enqueueMany(params, tx),
     getJob: (params) => inner.getJob(params),
     claim: (params) => inner.claim(params),
     heartbeat: (params) => inner.heartbeat(params),

@@ -4,12 +4,17 @@
  * claim and ack the engine batches still passes the gate, the trace and the planted bugs one
  * by one; the batched SQL statements themselves are covered by the conformance suite.
  */
-import type { ClaimOutcome, JobStore } from '../src/persistence/jobs/JobStore.ts'
+import type { ClaimOutcome, JobRecord, JobStore } from '../src/persistence/jobs/JobStore.ts'
 
-/** `store` with `claimMany` and `ackMany` made of its own `claim` and `ack`. */
+/** `store` with `enqueueMany`, `claimMany` and `ackMany` made of its own `enqueue`, `claim` and `ack`. */
 export function withSequentialBatches(store: JobStore): JobStore {
   return {
     ...store,
+    async enqueueMany(params, tx) {
+      const records: JobRecord[] = []
+      for (const job of params.jobs) records.push(await store.enqueue({ job, nowMs: params.nowMs }, tx))
+      return records
+    },
     async claimMany(params) {
       const outcomes: ClaimOutcome[] = []
       for (const claim of params.claims) outcomes.push(await store.claim({ id: claim.id, claimToken: claim.claimToken, nowMs: params.nowMs }))

@@ -40,6 +40,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
   // Batched claims and acks pass the gate and the trace one by one.
   return withSequentialBatches({
     kind: inner.kind,
+    enqueueMany: (params, tx) => inner.enqueueMany(params, tx),
     claimMany: (params) => inner.claimMany(params),
     ackMany: (params) => inner.ackMany(params),
     enqueue: (params, tx) =>

@@ -167,6 +167,13 @@ export interface JobStore {
    */
   enqueue(params: { readonly job: NewJob; readonly nowMs: number }, tx?: SqlClient): Promise<JobRecord>
 
+  /**
+   * `enqueue` of every job in `jobs`, in order, all or nothing: one statement on SQL stores (on
+   * the caller's transaction with `tx`). The answer holds one record per job, in the same order;
+   * a job whose key a live job of its queue holds answers with that job and writes nothing.
+   */
+  enqueueMany(params: { readonly jobs: ReadonlyArray<NewJob>; readonly nowMs: number }, tx?: SqlClient): Promise<ReadonlyArray<JobRecord>>
+
   /** The job in any state (dead included), or null; only if it belongs to `queue`. */
   getJob(params: { readonly queue: string; readonly id: string }): Promise<JobRecord | null>
 

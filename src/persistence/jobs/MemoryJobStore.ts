@@ -120,6 +120,13 @@ export function makeMemoryJobStore(): JobStore {
   const store: JobStore = {
     kind: 'memory',
 
+    async enqueueMany(params, tx) {
+      if (tx !== undefined) throw new InvalidInput({ field: 'tx', reason: 'needs a PostgreSQL store; the memory store has no transaction to join' })
+      const jobs = params.jobs.map((job) => checkNewJob(job))
+      const nowMs = checkTime('nowMs', params.nowMs)
+      return jobs.map((job) => insert(job, nowMs))
+    },
+
     async enqueue(params, tx) {
       if (tx !== undefined) throw new InvalidInput({ field: 'tx', reason: 'needs a PostgreSQL store; the memory store has no transaction to join' })
       const job = checkNewJob(params.job)

@@ -89,6 +89,12 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const store: JobStore = {
     kind: driver.kind,
 
+    async enqueueMany(params, tx) {
+      const records = []
+      for (const job of params.jobs) records.push(await store.enqueue({ job, nowMs: params.nowMs }, tx))
+      return records
+    },
+
     async enqueue(params, tx) {
       const { job, nowMs } = validated('enqueue', () => ({ job: checkNewJob(params.job), nowMs: checkTime('nowMs', params.nowMs) }))
       if (tx !== undefined && typeof tx?.query !== 'function') throw new InvalidInput({ field: 'tx', reason: 'must be a pg client inside an open transaction' })
