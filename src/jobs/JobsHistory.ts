@@ -22,7 +22,7 @@ import { randomId } from '../kernel/Ids.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { ClaimOutcome, ClaimRef, JobRecord, JobStore } from '../persistence/jobs/JobStore.ts'
 import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
-import { makeMicroBatcher } from './MicroBatcher.ts'
+import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
 
 /** What the History role needs. */
 export interface JobsHistoryOptions {

@@ -253,6 +253,13 @@ export const busRelistenInitialMs = 100
 export const busRelistenMaxMs = 5_000
 
 /**
+ * Bus messages sent together in one `pg_notify` statement at most: a turn's hand-overs and
+ * forwarded polls share a round trip; 64 messages of up to ~8 kB each stay well inside what one
+ * statement and PostgreSQL's notification queue take at once.
+ */
+export const busNotifyBatchMax = 64
+
+/**
  * How much longer a forwarded poll waits for its answer than the owner's own poll wait: the
  * owner answers when its poll ends, and the answer needs a NOTIFY round trip to arrive.
  */

@@ -6,6 +6,10 @@
  * clock (`busRelistenInitialMs` → `busRelistenMaxMs`); notifications sent while it was down are
  * gone, so the subscriber is told (`onGap`) and re-scans the store.
  *
+ * Sends of one turn share one statement (`pg_notify` over `unnest`, through a MicroBatcher):
+ * an owner handing over a batch of claimed jobs, or a worker forwarding its polls, costs one
+ * round trip, not one per message. PostgreSQL delivers each notification on its own, in order.
+ *
  * Invariants: a host message carries its receiver (`to`); a listener drops messages for another
  * host (two host ids may hash to one channel). Payloads over `busMessageBytesMax` are refused
  * before sending (an `InvalidInput`: the sender must send a reference instead).
@@ -16,7 +20,8 @@
 import { InvalidInput, isMatchboxError, type MatchboxError, Unavailable } from '../../domain/errors.ts'
 import type { JsonValue } from '../../domain/Json.ts'
 import type { CancelTimer, Clock } from '../../kernel/Clock.ts'
-import { busRelistenInitialMs, busRelistenMaxMs } from '../../kernel/Limits.ts'
+import { busNotifyBatchMax, busRelistenInitialMs, busRelistenMaxMs, jobBatchesInFlightMax } from '../../kernel/Limits.ts'
+import { makeMicroBatcher } from '../../kernel/MicroBatcher.ts'
 import type { Driver, Listener } from '../sql/Driver.ts'
 import { makeSqlSession } from '../sql/SqlSession.ts'
 import { type Bus, busMessageBytesMax } from './Bus.ts'
@@ -33,7 +38,7 @@ export interface SqlBusOptions {
   readonly onError?: (error: MatchboxError | Error) => void
 }
 
-const notifySql = 'SELECT pg_notify($1::text, $2::text)'
+const notifySql = 'SELECT pg_notify(sent.channel, sent.payload) FROM unnest($1::text[], $2::text[]) AS sent(channel, payload)'
 
 /** Makes a bus over `driver`; throws `InvalidInput` when the driver cannot listen. */
 export function makeSqlBus(options: SqlBusOptions): Bus {
@@ -45,17 +50,26 @@ export function makeSqlBus(options: SqlBusOptions): Bus {
   const stops = new Set<() => Promise<void>>()
   let closed = false
 
-  const notify = async (operation: string, channel: string, payload: string): Promise<void> => {
+  const notifyBatched = makeMicroBatcher<{ readonly channel: string; readonly payload: string }, void>({
+    run: async (sent) => {
+      await session.write('notify', notifySql, [sent.map((one) => one.channel), sent.map((one) => one.payload)])
+      return sent.map(() => undefined)
+    },
+    sizeMax: busNotifyBatchMax,
+    inFlightMax: jobBatchesInFlightMax,
+  })
+
+  const notify = async (channel: string, payload: string): Promise<void> => {
     if (Buffer.byteLength(payload, 'utf8') > busMessageBytesMax) throw new InvalidInput({ field: 'message', reason: `is longer than ${busMessageBytesMax} bytes` })
-    await session.write(operation, notifySql, [channel, payload])
+    await notifyBatched({ channel, payload })
   }
 
   return {
     kind: 'postgres',
 
-    signalDue: (queue) => notify('signalDue', dueChannel, queue),
+    signalDue: (queue) => notify(dueChannel, queue),
 
-    send: (hostId, message) => notify('send', hostChannelOf(options.schema, hostId), JSON.stringify({ to: hostId, message })),
+    send: (hostId, message) => notify(hostChannelOf(options.schema, hostId), JSON.stringify({ to: hostId, message })),
 
     async subscribe(hostId, handlers) {
       const hostChannel = hostChannelOf(options.schema, hostId)
