@@ -1,6 +1,6 @@
 /**
  * Multi-host bench — `npx tsx bench/multihost.ts [--quick] [--jobs 10000] [--latency-jobs 2000]
- * [--rate 200] [--kills 3] [--concurrency 16] [--reruns 1]`.
+ * [--rate 200] [--kills 3] [--concurrency 16] [--reruns 1] [--steps latency,drain,kill]`.
  *
  * Several engine processes on one throwaway PostgreSQL (test/harness/PostgresCluster.ts, fsync
  * off), each a Matchbox engine in a process of its own (test/harness/engineChild.ts, driven
@@ -45,15 +45,18 @@ const program = new Command()
   .option('--rate <n>', 'enqueues per second of the latency step', '200')
   .option('--kills <n>', 'SIGKILLs in the kill step', '3')
   .option('--concurrency <n>', 'handlers per worker process in the drain step', '16')
+  .option('--steps <list>', 'which steps to run, comma-separated: latency, drain, kill', 'latency,drain,kill')
   .option('--reruns <n>', 'times a step measured while others used the CPU is run again (0 with --quick)', '1')
   .parse()
-const given = program.opts<{ quick?: boolean; jobs: string; latencyJobs: string; rate: string; kills: string; concurrency: string; reruns: string }>()
+const given = program.opts<{ quick?: boolean; steps: string; jobs: string; latencyJobs: string; rate: string; kills: string; concurrency: string; reruns: string }>()
 const whole = (name: string, text: string, least = 1): number => {
   const value = Number(text)
   if (!Number.isSafeInteger(value) || value < least) throw new Error(`--${name} needs a whole number ≥ ${least}`)
   return value
 }
 const quick = given.quick === true
+const steps = new Set(given.steps.split(',').map((step) => step.trim()))
+for (const step of steps) if (!['latency', 'drain', 'kill'].includes(step)) throw new Error(`--steps: unknown step ${step} (latency, drain, kill)`)
 const backlogJobs = quick ? 2_000 : whole('jobs', given.jobs)
 const latencyJobs = quick ? 400 : whole('latency-jobs', given.latencyJobs)
 const ratePerS = whole('rate', given.rate)
@@ -191,6 +194,14 @@ interface DrainResult {
   readonly owners: string
   readonly byHost: string
   readonly duplicates: number
+  /** Database transactions committed while draining, per job handled (statements outside a transaction count one each). */
+  readonly transactionsPerJob: number
+}
+
+async function transactionsCommitted(): Promise<number> {
+  await pool.query('SELECT pg_stat_clear_snapshot()')
+  const { rows } = await pool.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')
+  return Number(rows[0]?.n)
 }
 
 async function rangesOf(queue: string): Promise<Map<number, number>> {
@@ -240,6 +251,7 @@ async function drainStep(partitions: number, hostCount: number, round: number): 
         }
       })
     }
+    const transactionsBefore = await transactionsCommitted()
     const startedMs = performance.now()
     for (const worker of workers) worker.send({ type: 'work', url, queues: [queue], queueOptions: { partitions }, concurrency })
     await until(() => seen.size >= backlogJobs, `${backlogJobs} jobs handled (${seen.size} so far)`, 300_000, 10)
@@ -256,6 +268,7 @@ async function drainStep(partitions: number, hostCount: number, round: number): 
       )
       leftOver = left.map((row) => `${row.n} ${row.state} (attempts ${row.attempts}, deadline in ${row.deadline_in_ms} ms)`).join(', ')
     }
+    const transactionsPerJob = ((await transactionsCommitted()) - transactionsBefore) / backlogJobs
     const before = await (settled ?? rangesOf(queue))
     const after = await rangesOf(queue)
     let increments = 0
@@ -271,6 +284,7 @@ async function drainStep(partitions: number, hostCount: number, round: number): 
       owners: hostIds.map((hostId) => owners.filter((owner) => owner === hostId).length).join('/'),
       byHost: hostIds.map((hostId) => handledBy.get(hostId) ?? 0).join('/'),
       duplicates: handled - seen.size,
+      transactionsPerJob,
     }
   } finally {
     await closeAll(workers)
@@ -360,43 +374,50 @@ try {
   cpu = makeCpuWatch(postmaster === null ? [] : [postmaster])
   if (postmaster === null) console.log('(the postmaster pid is unknown: PostgreSQL CPU counts as others)')
 
-  console.log(`\n1. enqueue → handler start, producer process → worker process, ${latencyJobs} jobs at ${ratePerS}/s (targets p50 ≤ 5 ms, p99 ≤ 50 ms, max ≤ 1 s)`)
-  let latencyRound = 0
-  const latency = await measured(() => latencyStep(latencyRound++))
-  const sorted = [...latency.result.samples].sort((a, b) => a - b)
-  const verdict = (value: number, target: number) => (value <= target ? 'ok' : 'MISSED')
-  console.log(
-    `   p50 ${ms(percentile(sorted, 50))} (${verdict(percentile(sorted, 50), 5)})   p99 ${ms(percentile(sorted, 99))} (${verdict(percentile(sorted, 99), 50)})   ` +
-      `max ${ms(sorted.at(-1) ?? Number.NaN)} (${verdict(sorted.at(-1) ?? Number.NaN, 1_000)})   ${sorted.length} samples, ${latency.result.failed} failed enqueues`,
-  )
-  console.log(`   ${cpuNote(latency)}`)
-
-  console.log(`\n2. draining a ${backlogJobs}-job backlog (target: 2 and 3 hosts ≤ 1.0× the 1-host time; range increments after start-up 0)`)
-  console.log('   partitions hosts   drain      ratio  jobs/s   delivered@start  owned   handled by      range settled→end (+incr)  dup')
-  let drainRound = 0
-  for (const partitions of [1, 4]) {
-    let baseline = Number.NaN
-    for (const hostCount of [1, 2, 3]) {
-      const m = await measured(() => drainStep(partitions, hostCount, drainRound++))
-      const r = m.result
-      if (hostCount === 1) baseline = r.drainMs
-      console.log(
-        `   ${String(partitions).padStart(10)} ${String(hostCount).padStart(5)}   ${ms(r.drainMs).padStart(9)}  ${(r.drainMs / baseline).toFixed(2).padStart(5)}×  ` +
-          `${((backlogJobs * 1000) / r.drainMs).toFixed(0).padStart(6)}   ${String(r.deliveredAtStart).padStart(15)}  ${r.owners.padEnd(6)}  ${r.byHost.padEnd(14)}  ` +
-          `${`${r.rangeSettled}→${r.rangeEnd} (+${r.increments})`.padEnd(25)}  ${r.duplicates}   ${cpuNote(m)}`,
-      )
-      if (r.leftOver !== '') console.log(`   ** every handler ran, yet ${leftBoundMs / 1000} s later the queue still had job rows: ${r.leftOver} **`)
-    }
+  if (steps.has('latency')) {
+    console.log(`\n1. enqueue → handler start, producer process → worker process, ${latencyJobs} jobs at ${ratePerS}/s (targets p50 ≤ 5 ms, p99 ≤ 50 ms, max ≤ 1 s)`)
+    let latencyRound = 0
+    const latency = await measured(() => latencyStep(latencyRound++))
+    const sorted = [...latency.result.samples].sort((a, b) => a - b)
+    const verdict = (value: number, target: number) => (value <= target ? 'ok' : 'MISSED')
+    console.log(
+      `   p50 ${ms(percentile(sorted, 50))} (${verdict(percentile(sorted, 50), 5)})   p99 ${ms(percentile(sorted, 99))} (${verdict(percentile(sorted, 99), 50)})   ` +
+        `max ${ms(sorted.at(-1) ?? Number.NaN)} (${verdict(sorted.at(-1) ?? Number.NaN, 1_000)})   ${sorted.length} samples, ${latency.result.failed} failed enqueues`,
+    )
+    console.log(`   ${cpuNote(latency)}`)
   }
 
-  console.log(`\n3. SIGKILL one of three workers; a job enqueued at once to each queue it owned (membership TTL 5 s, heartbeat 1 s)`)
-  const killed = await measured(killStep)
-  for (const result of killed.result) {
-    console.log(
-      `   killed ${result.victim}: its ${result.queues} queues served again after ${ms(result.servedMinMs)} … ${ms(result.servedMaxMs)}; survivors dropped it after ${ms(result.droppedMs)}`,
-    )
+  if (steps.has('drain')) {
+    console.log(`\n2. draining a ${backlogJobs}-job backlog (target: 2 and 3 hosts ≤ 1.0× the 1-host time; range increments after start-up 0)`)
+    console.log('   partitions hosts   drain      ratio  jobs/s   delivered@start  owned   handled by      range settled→end (+incr)  dup  tx/job')
+    let drainRound = 0
+    for (const partitions of [1, 4]) {
+      let baseline = Number.NaN
+      for (const hostCount of [1, 2, 3]) {
+        const m = await measured(() => drainStep(partitions, hostCount, drainRound++))
+        const r = m.result
+        if (hostCount === 1) baseline = r.drainMs
+        console.log(
+          `   ${String(partitions).padStart(10)} ${String(hostCount).padStart(5)}   ${ms(r.drainMs).padStart(9)}  ${(r.drainMs / baseline).toFixed(2).padStart(5)}×  ` +
+            `${((backlogJobs * 1000) / r.drainMs).toFixed(0).padStart(6)}   ${String(r.deliveredAtStart).padStart(15)}  ${r.owners.padEnd(6)}  ${r.byHost.padEnd(14)}  ` +
+            `${`${r.rangeSettled}→${r.rangeEnd} (+${r.increments})`.padEnd(25)}  ${String(r.duplicates).padStart(3)}  ${r.transactionsPerJob.toFixed(2).padStart(6)}   ${cpuNote(m)}`,
+        )
+        if (r.leftOver !== '') console.log(`   ** every handler ran, yet ${leftBoundMs / 1000} s later the queue still had job rows: ${r.leftOver} **`)
+      }
+  }
+
+  }
+
+  if (steps.has('kill')) {
+    console.log(`\n3. SIGKILL one of three workers; a job enqueued at once to each queue it owned (membership TTL 5 s, heartbeat 1 s)`)
+    const killed = await measured(killStep)
+    for (const result of killed.result) {
+      console.log(
+        `   killed ${result.victim}: its ${result.queues} queues served again after ${ms(result.servedMinMs)} … ${ms(result.servedMaxMs)}; survivors dropped it after ${ms(result.droppedMs)}`,
+      )
   }
   console.log(`   ${cpuNote(killed)}`)
+  }
   console.log(`\ndone in ${((performance.now() - startedMs) / 1000).toFixed(0)} s`)
 } finally {
   await closeAll(live).catch(() => {})
