@@ -10,6 +10,19 @@ import { layerMatchingHost, makeMatchingHost, MatchingHostService } from './Matc
 const family = { namespace: 'default', family: 'emails', type: 'activity' } as const
 const startedHistory: History = { recordTaskStarted: async (task) => ({ kind: 'started', response: { job: task.jobId } }) }
 
+// A membership view whose single owner the test sets; listeners hear every change.
+function viewOf(initial: string) {
+  const listeners = new Set<() => void>()
+  let owner = initial
+  return {
+    view: { ownerOf: () => owner, subscribe: (listener: () => void) => (listeners.add(listener), () => listeners.delete(listener)) },
+    set(next: string) {
+      owner = next
+      for (const listener of listeners) listener()
+    },
+  }
+}
+
 function makeHost(store = makeMemoryStore(), clock = new ManualClock(1_000), partitionCount = 4) {
   return { host: makeMatchingHost({ hostId: 'h1', store, history: startedHistory, clock, random: Random.make(1), partitionCount }), store, clock }
 }
@@ -125,6 +138,47 @@ describe('MatchingHost as an Effect layer', () => {
     await host.close()
     await expect(host.addTask({ ...family, task: { jobId: 'j' } })).rejects.toMatchObject({ _tag: 'ShuttingDown' })
     // Closing twice is harmless.
+    await host.close()
+  })
+
+  it('drops a partition another host took while its membership view flickered away and back', async () => {
+    const store = makeMemoryStore()
+    const clock = new ManualClock(1_000)
+    // Each host has its own view; h1's flickers to h2 and back, h2's says h2 from the flicker on.
+    const view1 = viewOf('h1')
+    const view2 = viewOf('h1')
+    const make = (hostId: string, membership: ReturnType<typeof viewOf>['view']) =>
+      makeMatchingHost({ hostId, store, history: startedHistory, clock, random: Random.make(1), partitionCount: 1, membership })
+    const h1 = make('h1', view1.view)
+    const h2 = make('h2', view2.view)
+    await h1.addTask({ ...family, task: { jobId: 'a' } })
+    await settle()
+    view1.set('h2')
+    view2.set('h2')
+    await h2.addTask({ ...family, task: { jobId: 'b' } })
+    await settle()
+    view1.set('h1')
+    expect(h1.loadedPartitions()).toHaveLength(1)
+    clock.advance(500)
+    await settle()
+    expect(h1.loadedPartitions()).toHaveLength(0)
+    // h2, which took it, keeps it.
+    expect(h2.loadedPartitions()).toHaveLength(1)
+    await h2.close()
+    await h1.close()
+  })
+
+  it('keeps a partition whose membership view flickered when nobody took it', async () => {
+    const clock = new ManualClock(1_000)
+    const view = viewOf('h1')
+    const host = makeMatchingHost({ hostId: 'h1', store: makeMemoryStore(), history: startedHistory, clock, random: Random.make(1), partitionCount: 1, membership: view.view })
+    await host.addTask({ ...family, task: { jobId: 'a' } })
+    await settle()
+    view.set('h2')
+    view.set('h1')
+    clock.advance(500)
+    await settle()
+    expect(host.loadedPartitions()).toHaveLength(1)
     await host.close()
   })
 })

@@ -8,6 +8,9 @@
  *   else rotates through them — an idle poll looks at the other partitions of its family.
  * - When membership moves a partition away, the host unloads it after `membershipUnloadDelayMs`
  *   if it still is not ours, by instance: a later instance of the same partition is untouched.
+ *   If it is ours again by then (the view flickered), the host compares each owned queue's
+ *   range with the stored one at once and unloads the instance if another host took it in the
+ *   meantime, instead of serving from a stale queue until its periodic ownership check.
  * - `close()` drains every partition (final checkpoints) and closes the scope.
  *
  * Does not: forward requests to other hosts. A request for a family none of whose partitions
@@ -212,12 +215,30 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     await run(Scope.close(entry.scope, Exit.void))
   }
 
+  // After a flicker: true when another host acquired one of the instance's owned queues since
+  // this host did. A failed read answers false: the queue's own periodic check still runs.
+  const takenMeanwhile = async (actor: PartitionActor): Promise<boolean> => {
+    for (const queue of actor.loadedQueues()) {
+      if (queue.state !== 'owned') continue
+      try {
+        const [ours, stored] = await Promise.all([queue.rangeIdWhenOwned(), options.store.inspect(queue.key)])
+        if (stored !== null && stored.metadata.rangeId !== ours) return true
+      } catch {
+        return false
+      }
+    }
+    return false
+  }
+
   const unsubscribe = options.membership?.subscribe(() => {
     for (const [name, entry] of partitions) {
       if (isOurs(entry.actor.partition)) continue
       const instance = entry.actor.generation
       clock.setTimer(membershipUnloadDelayMs, () => {
-        if (!isOurs(entry.actor.partition)) void unloadInstance(name, instance, 'membership moved the partition')
+        if (!isOurs(entry.actor.partition)) return void unloadInstance(name, instance, 'membership moved the partition')
+        void takenMeanwhile(entry.actor).then((taken) => {
+          if (taken) return unloadInstance(name, instance, 'another host took the partition while membership flickered')
+        })
       })
     }
   })
