@@ -12,7 +12,7 @@
  * bounded to about a minute. Numbers compare stores on one machine; they are not claims.
  */
 import pg from 'pg'
-import { runSeed, type SimStoreKind } from '../sim/Simulation.ts'
+import { runSeed, type SimStoreKind } from '../sim/matching/Simulation.ts'
 import { type RunningCluster, startCluster } from '../test/harness/PostgresCluster.ts'
 
 // Per-store budgets: PGlite is the slowest per call and opens a fresh in-process database per

@@ -12,11 +12,11 @@ import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import type { SimBatchReport } from '../src/cli/SimBatch.ts'
 import type { Store } from '../src/persistence/queues/Store.ts'
-import { failureCaseFormat } from '../sim/FailureCase.ts'
+import { failureCaseFormat } from '../sim/matching/FailureCase.ts'
 
 // A deliberate bug the checkers must catch: once a queue has an owner, acquire hands the next
 // host the same range instead of raising it, so two owners write under one range. The fencing
-// checker sees it at the second acquire. sim/Mutations.ts holds the simulator's real menu.
+// checker sees it at the second acquire. sim/matching/Mutations.ts holds the simulator's real menu.
 const bug = vi.hoisted(() => ({
   on: false,
   sameRange: (store: Store): Store => {
@@ -40,13 +40,13 @@ const bug = vi.hoisted(() => ({
   },
 }))
 
-vi.mock('../sim/Simulation.ts', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../sim/Simulation.ts')>()
-  const withBug = (seedRun: import('../sim/Simulation.ts').SeedRun) => (bug.on ? { ...seedRun, wrapStore: bug.sameRange } : seedRun)
+vi.mock('../sim/matching/Simulation.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../sim/matching/Simulation.ts')>()
+  const withBug = (seedRun: import('../sim/matching/Simulation.ts').SeedRun) => (bug.on ? { ...seedRun, wrapStore: bug.sameRange } : seedRun)
   return {
     ...real,
-    runSeed: (seedRun: import('../sim/Simulation.ts').SeedRun) => real.runSeed(withBug(seedRun)),
-    checkDeterminism: (seedRun: import('../sim/Simulation.ts').SeedRun, earlier?: import('../sim/Simulation.ts').SeedResult) => real.checkDeterminism(withBug(seedRun), earlier),
+    runSeed: (seedRun: import('../sim/matching/Simulation.ts').SeedRun) => real.runSeed(withBug(seedRun)),
+    checkDeterminism: (seedRun: import('../sim/matching/Simulation.ts').SeedRun, earlier?: import('../sim/matching/Simulation.ts').SeedResult) => real.checkDeterminism(withBug(seedRun), earlier),
   }
 })
 
@@ -116,7 +116,7 @@ describe('matchbox sim', () => {
     expect(ran.stdout).toMatch(/✗ default\/family-0\/\w+\/\d: acquire returned range 1, not above 1/)
     const file = join(dir, 'sim-failure-1.json')
     expect(ran.stdout).toContain(`npx matchbox sim replay ${file}`)
-    expect(ran.stdout).toContain(`SIM_REPLAY=${file} npx vitest run sim/replay.test.ts`)
+    expect(ran.stdout).toContain(`SIM_REPLAY=${file} npx vitest run sim/matching/replay.test.ts`)
     expect(ran.stdout).toMatch(/fencing {9}FAIL \(\d+ violations?, first on seed 1\)/)
     const failure = JSON.parse(readFileSync(file, 'utf8')) as { seed: number; store: string; violations: string[]; traceTail: string[] }
     expect(failure).toMatchObject({ format: failureCaseFormat, seed: 1, store: 'memory', overrides: {} })

@@ -10,14 +10,14 @@ import { cli } from './harness/runCli.ts'
 
 const bug = vi.hoisted(() => ({ on: false }))
 
-vi.mock('../sim/JobsSimulation.ts', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../sim/JobsSimulation.ts')>()
-  const { wrapJobsWith } = await import('../sim/JobMutations.ts')
-  const withBug = (seedRun: import('../sim/JobsSimulation.ts').JobsSeedRun) => (bug.on ? { ...seedRun, wrapJobStore: wrapJobsWith('doubleGrant') } : seedRun)
+vi.mock('../sim/jobs/JobsSimulation.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../sim/jobs/JobsSimulation.ts')>()
+  const { wrapJobsWith } = await import('../sim/jobs/JobMutations.ts')
+  const withBug = (seedRun: import('../sim/jobs/JobsSimulation.ts').JobsSeedRun) => (bug.on ? { ...seedRun, wrapJobStore: wrapJobsWith('doubleGrant') } : seedRun)
   return {
     ...real,
-    runJobsSeed: (seedRun: import('../sim/JobsSimulation.ts').JobsSeedRun) => real.runJobsSeed(withBug(seedRun)),
-    checkJobsDeterminism: (seedRun: import('../sim/JobsSimulation.ts').JobsSeedRun, earlier?: import('../sim/JobsSimulation.ts').JobsSeedResult) => real.checkJobsDeterminism(withBug(seedRun), earlier),
+    runJobsSeed: (seedRun: import('../sim/jobs/JobsSimulation.ts').JobsSeedRun) => real.runJobsSeed(withBug(seedRun)),
+    checkJobsDeterminism: (seedRun: import('../sim/jobs/JobsSimulation.ts').JobsSeedRun, earlier?: import('../sim/jobs/JobsSimulation.ts').JobsSeedResult) => real.checkJobsDeterminism(withBug(seedRun), earlier),
   }
 })
 

@@ -12,11 +12,11 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { failureCaseOf, failureFileName, replayCommands } from '../../sim/FailureCase.ts'
-import { checkDeterminism, runSeed, type SeedResult, type SeedRun, type SimStoreKind } from '../../sim/Simulation.ts'
-import { describeOptions, type FaultName, faultNames, type SwarmOptions, type SwarmOverrides, swarmOptions } from '../../sim/Swarm.ts'
-import { TimelineRecorder } from '../../sim/TimelineRecorder.ts'
-import { checkerNames, type CheckerName, type DeliveryTotals, Verdicts } from '../../sim/Verdicts.ts'
+import { failureCaseOf, failureFileName, replayCommands } from '../../sim/matching/FailureCase.ts'
+import { checkDeterminism, runSeed, type SeedResult, type SeedRun, type SimStoreKind } from '../../sim/matching/Simulation.ts'
+import { describeOptions, type FaultName, faultNames, type SwarmOptions, type SwarmOverrides, swarmOptions } from '../../sim/matching/Swarm.ts'
+import { TimelineRecorder } from '../../sim/matching/TimelineRecorder.ts'
+import { checkerNames, type CheckerName, type DeliveryTotals, Verdicts } from '../../sim/matching/Verdicts.ts'
 import { RealClock } from '../kernel/Clock.ts'
 
 /** What to run. */

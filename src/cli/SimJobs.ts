@@ -1,6 +1,6 @@
 /**
  * SimJobs — `matchbox sim --jobs`: the simulator's end-to-end mode, whose hosts run the real job
- * engine (sim/JobsWorld.ts). Runs a batch of seeds and prints, per seed, the options it drew and
+ * engine (sim/jobs/JobsWorld.ts). Runs a batch of seeds and prints, per seed, the options it drew and
  * how it ended; then a summary: seeds, events, simulated vs wall time, faults by kind, each job
  * checker's verdict, where every enqueued job ended, and the determinism self-check on the first
  * seed. A failing seed prints the command that replays it; any failure exits 1 (the caller
@@ -9,10 +9,10 @@
  * Does not: write failure files, traces or timelines (the Matching mode's files do not describe
  * this world); replay is `--jobs --seed S` on the same store.
  */
-import { jobCheckerNames, type JobsReport } from '../../sim/JobCheckers.ts'
-import { checkJobsDeterminism, type JobsSeedRun, runJobsSeed } from '../../sim/JobsSimulation.ts'
-import { describeJobsOptions, type JobsFaultName, jobsFaultNames, type JobsSwarmOverrides } from '../../sim/JobsSwarm.ts'
-import type { SimStoreKind } from '../../sim/Simulation.ts'
+import { jobCheckerNames, type JobsReport } from '../../sim/jobs/JobCheckers.ts'
+import { checkJobsDeterminism, type JobsSeedRun, runJobsSeed } from '../../sim/jobs/JobsSimulation.ts'
+import { describeJobsOptions, type JobsFaultName, jobsFaultNames, type JobsSwarmOverrides } from '../../sim/jobs/JobsSwarm.ts'
+import type { SimStoreKind } from '../../sim/matching/Simulation.ts'
 import { RealClock } from '../kernel/Clock.ts'
 import { formatDuration } from './SimSummary.ts'
 import type { Terminal } from './Terminal.ts'

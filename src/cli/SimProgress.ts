@@ -6,7 +6,7 @@
  * Does not: run seeds or decide what a seed's lines say (SimSummary.ts).
  */
 import cliProgress from 'cli-progress'
-import type { SwarmOptions } from '../../sim/Swarm.ts'
+import type { SwarmOptions } from '../../sim/matching/Swarm.ts'
 import type { SeedOutcome, SimBatchObserver } from './SimBatch.ts'
 import { renderFailure, seedHeader, seedLine } from './SimSummary.ts'
 import type { Terminal } from './Terminal.ts'

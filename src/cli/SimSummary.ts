@@ -7,10 +7,10 @@
  *
  * Does not: run seeds (SimBatch.ts) or write files (sim.ts).
  */
-import type { SeedResult, SeedRun } from '../../sim/Simulation.ts'
-import { describeOptions, type SwarmOptions } from '../../sim/Swarm.ts'
-import { renderTimelineHtml } from '../../sim/TimelineHtml.ts'
-import type { TimelineRecorder } from '../../sim/TimelineRecorder.ts'
+import type { SeedResult, SeedRun } from '../../sim/matching/Simulation.ts'
+import { describeOptions, type SwarmOptions } from '../../sim/matching/Swarm.ts'
+import { renderTimelineHtml } from '../../sim/matching/TimelineHtml.ts'
+import type { TimelineRecorder } from '../../sim/matching/TimelineRecorder.ts'
 import type { SeedOutcome, SimBatchReport } from './SimBatch.ts'
 import type { Terminal } from './Terminal.ts'
 
@@ -46,7 +46,7 @@ export function renderFailure(terminal: Terminal, outcome: SeedOutcome): void {
   if (outcome.failureFile !== undefined) {
     terminal.line(`  case written to ${outcome.failureFile}; replay it with`)
     terminal.line(`    npx matchbox sim replay ${outcome.failureFile}`)
-    terminal.line(`    SIM_REPLAY=${outcome.failureFile} npx vitest run sim/replay.test.ts`)
+    terminal.line(`    SIM_REPLAY=${outcome.failureFile} npx vitest run sim/matching/replay.test.ts`)
   }
 }
 

@@ -1,0 +1,101 @@
+/**
+ * ScheduleProperty — the fast-check property the simulator's vitest files share: a schedule is
+ * plain data (a world seed and a list of explicit decisions that Decisions.ts consumes before
+ * the PRNG), so fast-check can generate it and shrink a failure to a shorter list of smaller
+ * choices. The property runs the world (the Matching world, or the end-to-end Jobs world through
+ * `runWorld`) and holds when every checker is silent.
+ *
+ * Replay: the fast-check seed is printed before anything runs, and a failure's message names
+ * the seed, the counterexample path, the violations and the exact command that replays it
+ * (`SIM_SEED` and `SIM_PATH` are read here and handed to fast-check).
+ *
+ * Does not: choose stores or databases (the test files do), or retry anything.
+ */
+import fc from 'fast-check'
+import { type SeedRun, runSeed, type SimStoreKind } from '../matching/Simulation.ts'
+import type { SwarmOverrides } from '../matching/Swarm.ts'
+
+/** One generated schedule. */
+export interface Schedule {
+  readonly seed: number
+  readonly script: ReadonlyArray<number>
+}
+
+/** How a test file runs the property. */
+export interface SchedulePropertyRun {
+  readonly store: SimStoreKind
+  /** The test file, for the replay command (`sim/matching/properties.memory.test.ts`). */
+  readonly file: string
+  readonly numRuns: number
+  /** Longest decision list generated; later decisions come from the world seed's PRNG. */
+  readonly scriptLengthMax: number
+  readonly databaseUrl?: string
+  readonly overrides?: SwarmOverrides
+  /** Called with each finished run (counts for the file's summary line). */
+  readonly onRun?: (schedule: Schedule, events: number) => void
+  /** Runs one schedule's world; default: the Matching world (`runSeed`) on `store`. */
+  readonly runWorld?: (schedule: Schedule) => Promise<WorldVerdict>
+}
+
+/** What the property needs to know of a finished world. */
+export interface WorldVerdict {
+  readonly ok: boolean
+  readonly violations: ReadonlyArray<string>
+  readonly events: number
+}
+
+/** What a property run reports. */
+export interface SchedulePropertyReport {
+  readonly fcSeed: number
+  readonly runs: number
+  /** Null when every run held; otherwise the replayable failure message. */
+  readonly failure: string | null
+}
+
+/** The schedule generator: plain data that shrinks. */
+export function scheduleArbitrary(scriptLengthMax: number): fc.Arbitrary<Schedule> {
+  return fc.record({ seed: fc.integer(), script: fc.array(fc.nat({ max: 10_000 }), { maxLength: scriptLengthMax }) })
+}
+
+/** The fast-check seed: SIM_SEED if set, else a fresh one (printed by the caller before running). */
+export function fastCheckSeed(): number {
+  const fromEnv = process.env.SIM_SEED
+  if (fromEnv !== undefined && fromEnv !== '') return Number(fromEnv)
+  // fast-check's own default, made explicit so it can be printed first.
+  return Date.now() ^ (Math.random() * 0x1_0000_0000)
+}
+
+/** Runs the property and returns a report (the caller asserts `failure === null`). */
+export async function checkSchedules(run: SchedulePropertyRun): Promise<SchedulePropertyReport> {
+  const fcSeed = fastCheckSeed()
+  const path = process.env.SIM_PATH
+  console.log(`fast-check seed ${fcSeed}${path === undefined || path === '' ? '' : ` path ${path}`} (${run.store}, ${run.numRuns} runs)`)
+  let runs = 0
+  const runWorld = run.runWorld ?? (async (schedule: Schedule): Promise<WorldVerdict> => {
+    const seedRun: SeedRun = {
+      seed: schedule.seed,
+      store: run.store,
+      script: schedule.script,
+      ...(run.databaseUrl === undefined ? {} : { databaseUrl: run.databaseUrl }),
+      ...(run.overrides === undefined ? {} : { overrides: run.overrides }),
+    }
+    return (await runSeed(seedRun)).result
+  })
+  const property = fc.asyncProperty(scheduleArbitrary(run.scriptLengthMax), async (schedule) => {
+    const result = await runWorld(schedule)
+    runs++
+    run.onRun?.(schedule, result.events)
+    if (!result.ok) throw new Error(`world seed ${schedule.seed} (script of ${schedule.script.length} decisions) broke:\n  ${result.violations.slice(0, 10).join('\n  ')}`)
+  })
+  const details = await fc.check(property, { seed: fcSeed, numRuns: run.numRuns, ...(path === undefined || path === '' ? {} : { path }) })
+  if (!details.failed) return { fcSeed, runs, failure: null }
+  const counterexample = details.counterexample?.[0]
+  const failure = [
+    `simulator property failed on ${run.store} after ${details.numRuns} runs (${details.numShrinks} shrinks)`,
+    `fast-check seed ${details.seed} path ${details.counterexamplePath ?? '(none)'}`,
+    `schedule ${JSON.stringify(counterexample)}`,
+    details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance),
+    `replay: SIM_SEED=${details.seed} SIM_PATH=${details.counterexamplePath ?? ''} npx vitest run ${run.file}`,
+  ].join('\n')
+  return { fcSeed, runs, failure }
+}

@@ -1,0 +1,53 @@
+/**
+ * JobBoundary — what committed at the JobStore boundary, in commit order (the job twin of
+ * Boundary.ts). The world runs one store call at a time, so the order in which gated calls
+ * return is the order in which they committed. Each record carries the time the engine stamped
+ * on the call (`nowMs`, the caller's clock when it issued it) and the world's clock when it
+ * committed (`committedAtMs`); the job checkers read both, never the engine's beliefs.
+ */
+import type { ClaimOutcome, ClaimRef, JobRecord, RetryOutcome } from '../../src/persistence/jobs/JobStore.ts'
+
+/** A handle operation's claim and the time the engine stamped on it. */
+interface Stamped {
+  readonly hostId: string
+  readonly nowMs: number
+  readonly committedAtMs: number
+}
+
+/**
+ * What the claiming host's own membership view said when it issued a claim (read when the call
+ * was parked, i.e. at the instant History asked the store): the job's queue, which of its
+ * partitions the view gave this host, and when the view last took the host's last partition of
+ * the queue away (null: never, in this incarnation). Null when the job's queue is unknown to the
+ * world (no enqueue of it committed).
+ */
+export interface ClaimOwnership {
+  readonly queue: string
+  readonly partitions: number
+  readonly owned: ReadonlyArray<number>
+  readonly lostAtMs: number | null
+  /** False for a producer (an observer of membership that never owns anything). */
+  readonly member: boolean
+}
+
+/** One committed JobStore call the checkers care about. */
+export type JobBoundaryRecord =
+  | (Stamped & { readonly op: 'enqueue'; readonly job: JobRecord })
+  | (Stamped & { readonly op: 'claim'; readonly id: string; readonly claimToken: string; readonly outcome: ClaimOutcome; readonly ownership: ClaimOwnership | null })
+  | (Stamped & ClaimRef & { readonly op: 'heartbeat'; readonly extendMs: number | null; readonly renewed: JobRecord | null })
+  | (Stamped & ClaimRef & { readonly op: 'ack'; readonly ok: boolean })
+  | (Stamped & ClaimRef & { readonly op: 'retry'; readonly outcome: RetryOutcome | null })
+  | (Stamped & ClaimRef & { readonly op: 'fail'; readonly ok: boolean })
+  | (Stamped & {
+      readonly op: 'ackBatch'
+      readonly claims: ReadonlyArray<ClaimRef>
+      readonly count: number
+      /** Ids whose row was live before the call and gone after it (read around it). */
+      readonly ackedIds: ReadonlyArray<string>
+    })
+  | (Stamped & { readonly op: 'cancel'; readonly queue: string; readonly id: string; readonly ok: boolean })
+  | (Stamped & { readonly op: 'sweep'; readonly queue: string; readonly dead: number; readonly purged: number })
+  | (Stamped & { readonly op: 'getJob'; readonly queue: string; readonly id: string; readonly job: JobRecord | null })
+
+/** Listens to committed JobStore calls. */
+export type JobBoundaryListener = (record: JobBoundaryRecord) => void

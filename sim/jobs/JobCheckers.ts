@@ -1,0 +1,293 @@
+/**
+ * JobCheckers — the job contract's job invariants, judged outside the engine from the JobStore boundary
+ * (what committed, in commit order, with the time the engine stamped on each call and the
+ * world's clock at commit) and from what the clients saw. Each violation is a sentence.
+ *
+ * - one valid claim: a claim may commit only when no other claim of the job is still within its
+ *   deadline (judged at the new claim's stamp), and a claim token's operations are accepted only
+ *   while it is the job's current claim and the job is live;
+ * - deadline: no handle operation (ack, heartbeat, retry, fail, a batch ack) succeeds when it was
+ *   issued at or after its claim's deadline — by the store's record and by the deadline the engine
+ *   reported to the client. An operation issued in time whose commit landed after the deadline
+ *   (the call was in flight) is counted as `landedLate`, not judged: the store decides at the
+ *   caller's stamp (every store operation takes `nowMs`), and the token check above is what keeps
+ *   a reclaim safe from it;
+ * - attempt budget: no claim, handle or `getJob` shows attempts above the job's maxAttempts, and
+ *   every claim counts exactly one attempt;
+ * - none stranded (at the end, after the final sweep): every job whose enqueue committed is acked,
+ *   cancelled or dead, consistently with what committed; sorted into honest categories.
+ *
+ * Does not: read the engine's memory, or decide which dead jobs are "right" beyond their budget.
+ */
+import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
+import type { JobBoundaryRecord } from './JobBoundary.ts'
+
+/** The job checkers, the ownership checker (OwnershipChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */
+export const jobCheckerNames = ['one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'matching', 'other'] as const
+
+/** One job checker's name. */
+export type JobCheckerName = (typeof jobCheckerNames)[number]
+
+/** Where every enqueued job ended, Jepsen-style. */
+export interface JobsReport {
+  /** Enqueues whose caller got the id. */
+  readonly enqueued: number
+  /** Enqueues that committed but whose caller never heard (crash or error): ambiguous, still owed. */
+  readonly recovered: number
+  readonly acked: number
+  /** Acks that committed but whose caller never heard. */
+  readonly ackedUnheard: number
+  readonly cancelled: number
+  readonly cancelledUnheard: number
+  readonly dead: { readonly failed: number; readonly exhausted: number; readonly expired: number }
+  /** Jobs claimed more than once (at-least-once: allowed and counted). */
+  readonly reclaimed: number
+  /** Handle operations issued before their deadline that committed after it (see the header). */
+  readonly landedLate: number
+  readonly stranded: ReadonlyArray<string>
+}
+
+interface Track {
+  readonly job: JobRecord
+  life: 'live' | 'acked' | 'cancelled' | 'dead'
+  attempts: number
+  claim: { readonly token: string; deadlineMs: number } | null
+  claims: number
+  heard: boolean
+  endHeard: boolean
+}
+
+const violationsMax = 50
+
+/** The online job checks plus the final audit. */
+export class JobCheckers {
+  readonly violations: string[] = []
+  readonly counts = Object.fromEntries(jobCheckerNames.map((name) => [name, 0])) as Record<JobCheckerName, number>
+  readonly #jobs = new Map<string, Track>()
+  #landedLate = 0
+
+  /** The queue of a job whose enqueue committed. */
+  queueOf(id: string): string | undefined {
+    return this.#jobs.get(id)?.job.queue
+  }
+
+  /** The expiry of a job whose enqueue committed (null: never, or unknown). */
+  expiresAtOf(id: string): number | null {
+    return this.#jobs.get(id)?.job.expiresAtMs ?? null
+  }
+
+  /** Ids of every job whose enqueue committed, in commit order. */
+  jobIds(): string[] {
+    return [...this.#jobs.keys()]
+  }
+
+  /** Records a violation under `checker` (bounded: the first ones tell the story). */
+  fail(checker: JobCheckerName, sentence: string): void {
+    this.counts[checker]++
+    if (this.violations.length < violationsMax) this.violations.push(sentence)
+  }
+
+  /** Checks one committed JobStore call. */
+  observe(record: JobBoundaryRecord): void {
+    if (record.nowMs > record.committedAtMs) this.fail('deadline', `${record.hostId} stamped ${record.op} at ${record.nowMs}, after the clock's ${record.committedAtMs}`)
+    switch (record.op) {
+      case 'enqueue':
+        if (record.job.attempts !== 0 || record.job.state !== 'pending') this.fail('attempt budget', `job ${record.job.id} enqueued as ${record.job.state} with ${record.job.attempts} attempts`)
+        this.#jobs.set(record.job.id, { job: record.job, life: 'live', attempts: 0, claim: null, claims: 0, heard: false, endHeard: false })
+        return
+      case 'claim':
+        return this.#claimed(record)
+      case 'heartbeat':
+        if (record.renewed === null) return
+        if (this.#accepted('heartbeat', record)) {
+          const track = this.#jobs.get(record.id) as Track
+          const expected = record.nowMs + (record.extendMs ?? track.job.visibilityTimeoutMs)
+          if (record.renewed.deadlineMs !== expected) this.fail('deadline', `job ${record.id} heartbeat at ${record.nowMs} set deadline ${record.renewed.deadlineMs}, not ${expected}`)
+          if (track.claim !== null) track.claim.deadlineMs = record.renewed.deadlineMs as number
+        }
+        return
+      case 'ack':
+      case 'fail':
+        if (record.ok && this.#accepted(record.op, record)) this.#end(record.id, record.op === 'ack' ? 'acked' : 'dead')
+        return
+      case 'retry': {
+        if (record.outcome === null || !this.#accepted('retry', record)) return
+        const track = this.#jobs.get(record.id) as Track
+        if (record.outcome.kind === 'dead') {
+          if (track.attempts < track.job.maxAttempts) this.fail('attempt budget', `job ${record.id} was dead-lettered by a retry at attempt ${track.attempts} of ${track.job.maxAttempts}`)
+          this.#end(record.id, 'dead')
+        } else track.claim = null
+        return
+      }
+      case 'ackBatch': {
+        if (record.count !== record.ackedIds.length) this.fail('one valid claim', `ackBatch of ${record.claims.length} reported ${record.count} acked, but ${record.ackedIds.length} rows went`)
+        for (const id of record.ackedIds) {
+          // A batch may name one job under several claims (a lapsed handle and its reclaim): the current one is the one judged.
+          const named = record.claims.filter((c) => c.id === id)
+          const claim = named.find((c) => c.claimToken === this.#jobs.get(id)?.claim?.token) ?? named[0]
+          if (claim !== undefined && this.#accepted('ackBatch', { ...record, ...claim })) this.#end(id, 'acked')
+        }
+        return
+      }
+      case 'cancel': {
+        const track = this.#jobs.get(record.id)
+        if (!record.ok || track === undefined) return
+        if (track.life !== 'live') this.fail('one valid claim', `job ${record.id} cancelled at ${record.committedAtMs} though it was ${track.life}`)
+        this.#end(record.id, 'cancelled')
+        return
+      }
+      case 'sweep': {
+        // Every live job of the queue past its expiry dies in a sweep (some may already be dead
+        // by the exhaustion rule, which the checkers cannot see): at most this many.
+        const expired = [...this.#jobs.values()].filter((t) => t.job.queue === record.queue && t.life === 'live' && t.job.expiresAtMs !== null && t.job.expiresAtMs <= record.nowMs)
+        if (record.dead > expired.length) this.fail('none stranded', `sweep of ${record.queue} at ${record.nowMs} moved ${record.dead} jobs to dead, but only ${expired.length} live jobs had expired`)
+        for (const track of expired) this.#end(track.job.id, 'dead')
+        return
+      }
+      case 'getJob':
+        return this.#seen(record.id, record.job, `getJob at ${record.committedAtMs}`)
+    }
+  }
+
+  /** A client's handle operation returned; `deadlineMs` is what the engine had reported when it was issued. */
+  clientOp(op: string, id: string, issuedAtMs: number, deadlineMs: number, succeeded: boolean): void {
+    if (succeeded && issuedAtMs >= deadlineMs) this.fail('deadline', `job ${id} ${op} succeeded though issued at ${issuedAtMs}, at or after its deadline ${deadlineMs} (as the engine reported it)`)
+    if (succeeded && (op === 'ack' || op === 'ackBatch')) {
+      const track = this.#jobs.get(id)
+      if (track !== undefined && track.life === 'acked') track.endHeard = true
+    }
+  }
+
+  /** A client's `ackBatch` of `ids` (with the deadlines the engine had reported) returned `count`. */
+  clientBatch(ids: ReadonlyArray<string>, issuedAtMs: number, deadlinesMs: ReadonlyArray<number>, count: number): void {
+    const inTime = deadlinesMs.filter((deadlineMs) => issuedAtMs < deadlineMs).length
+    if (count > inTime) this.fail('deadline', `ackBatch of ${ids.join(', ')} issued at ${issuedAtMs} acked ${count}, but only ${inTime} of their deadlines (${deadlinesMs.join(', ')}) were ahead`)
+    for (const id of ids) {
+      const track = this.#jobs.get(id)
+      if (track !== undefined && track.life === 'acked') track.endHeard = true
+    }
+  }
+
+  /** A client's claim returned a handle. */
+  clientClaimed(id: string, attempts: number, maxAttempts: number): void {
+    if (attempts > maxAttempts) this.fail('attempt budget', `job ${id} handed to a worker at attempt ${attempts} of ${maxAttempts}`)
+  }
+
+  /** A client's enqueue returned `id`; a client's cancel of `id` returned true. */
+  clientEnqueued(id: string): void {
+    const track = this.#jobs.get(id)
+    if (track === undefined) this.fail('none stranded', `enqueue returned ${id}, but no enqueue of it committed`)
+    else track.heard = true
+  }
+
+  /** A client's cancel returned true. */
+  clientCancelled(id: string): void {
+    const track = this.#jobs.get(id)
+    if (track !== undefined && track.life === 'cancelled') track.endHeard = true
+  }
+
+  /**
+   * The final audit: `final` holds each committed job's row after the final sweep (null: gone).
+   * `judgeStranded` is false when the run stopped at an earlier violation and skipped the final
+   * phase: live jobs are then expected, not stranded.
+   */
+  audit(final: ReadonlyMap<string, JobRecord | null>, judgeStranded: boolean): JobsReport {
+    let enqueued = 0
+    let recovered = 0
+    let acked = 0
+    let ackedUnheard = 0
+    let cancelled = 0
+    let cancelledUnheard = 0
+    let reclaimed = 0
+    const dead = { failed: 0, exhausted: 0, expired: 0 }
+    const stranded: string[] = []
+    for (const [id, track] of this.#jobs) {
+      if (track.heard) enqueued++
+      else recovered++
+      if (track.claims > 1) reclaimed++
+      const job = final.get(id) ?? null
+      this.#seen(id, job, 'the final audit')
+      if (job === null) {
+        if (track.life === 'acked' && track.endHeard) acked++
+        else if (track.life === 'acked') ackedUnheard++
+        else if (track.life === 'cancelled' && track.endHeard) cancelled++
+        else if (track.life === 'cancelled') cancelledUnheard++
+        continue
+      }
+      if (job.state === 'dead') {
+        if (job.lastError === 'max attempts exceeded') dead.exhausted++
+        else if (job.lastError === 'expired') dead.expired++
+        else dead.failed++
+        continue
+      }
+      if (!judgeStranded) continue
+      stranded.push(id)
+      if (stranded.length <= 5) this.fail('none stranded', `job ${id} of ${job.queue} stranded: still ${job.state} after the final sweep (attempts ${job.attempts} of ${job.maxAttempts}, runAt ${job.runAtMs}, expiresAt ${job.expiresAtMs ?? 'never'})`)
+    }
+    if (stranded.length > 5) this.fail('none stranded', `… and ${stranded.length - 5} more jobs stranded`)
+    return { enqueued, recovered, acked, ackedUnheard, cancelled, cancelledUnheard, dead, reclaimed, landedLate: this.#landedLate, stranded }
+  }
+
+  #claimed(record: Extract<JobBoundaryRecord, { op: 'claim' }>): void {
+    const track = this.#jobs.get(record.id)
+    const outcome = record.outcome
+    if (outcome.kind === 'obsolete' && (outcome.reason === 'dead' || outcome.reason === 'exhausted') && track !== undefined) this.#end(record.id, 'dead')
+    if (outcome.kind !== 'claimed') return
+    const job = outcome.job
+    if (track === undefined) return this.fail('one valid claim', `job ${record.id} claimed at ${record.nowMs}, but no enqueue of it committed`)
+    if (track.life !== 'live') this.fail('one valid claim', `job ${record.id} claimed by ${record.claimToken} at ${record.nowMs} after it was ${track.life}`)
+    if (track.claim !== null && track.claim.deadlineMs > record.nowMs) {
+      this.fail('one valid claim', `job ${record.id} claimed by ${record.claimToken} at ${record.nowMs} while claim ${track.claim.token} was valid until ${track.claim.deadlineMs}`)
+    }
+    if (job.attempts !== track.attempts + 1) this.fail('attempt budget', `job ${record.id} claim at ${record.nowMs} counted attempt ${job.attempts} after ${track.attempts}`)
+    if (job.attempts > job.maxAttempts) this.fail('attempt budget', `job ${record.id} claimed for attempt ${job.attempts} of ${job.maxAttempts}`)
+    if (job.expiresAtMs !== null && job.expiresAtMs <= record.nowMs) this.fail('one valid claim', `job ${record.id} claimed at ${record.nowMs} after it expired at ${job.expiresAtMs}`)
+    if (job.deadlineMs !== record.nowMs + track.job.visibilityTimeoutMs) this.fail('deadline', `job ${record.id} claimed at ${record.nowMs} with deadline ${job.deadlineMs}, not now + its visibility ${track.job.visibilityTimeoutMs} ms`)
+    track.attempts = job.attempts
+    track.claims++
+    track.claim = { token: record.claimToken, deadlineMs: job.deadlineMs as number }
+  }
+
+  // A handle operation the store accepted: was its claim current, live and within its deadline?
+  #accepted(op: string, record: { readonly id: string; readonly claimToken: string; readonly nowMs: number; readonly committedAtMs: number }): boolean {
+    const track = this.#jobs.get(record.id)
+    if (track === undefined) {
+      this.fail('one valid claim', `job ${record.id} ${op} accepted, but no enqueue of it committed`)
+      return false
+    }
+    const claim = track.claim
+    if (track.life !== 'live') this.fail('one valid claim', `job ${record.id} ${op} by ${record.claimToken} accepted at ${record.nowMs} after it was ${track.life}`)
+    else if (claim === null || claim.token !== record.claimToken) {
+      this.fail('one valid claim', `job ${record.id} ${op} accepted for claim ${record.claimToken}, which is not its current claim (${claim?.token ?? 'none'})`)
+    } else if (record.nowMs >= claim.deadlineMs) {
+      this.fail('deadline', `job ${record.id} ${op === 'ack' || op === 'ackBatch' ? 'acked' : op} after its deadline ${claim.deadlineMs} at ${record.nowMs}`)
+    } else {
+      if (record.committedAtMs >= claim.deadlineMs) this.#landedLate++
+      return true
+    }
+    return false
+  }
+
+  #end(id: string, life: Track['life']): void {
+    const track = this.#jobs.get(id)
+    if (track === undefined || track.life !== 'live') return
+    track.life = life
+    track.claim = null
+  }
+
+  // A row as the store showed it: within budget, and consistent with what committed.
+  #seen(id: string, job: JobRecord | null, where: string): void {
+    const track = this.#jobs.get(id)
+    if (track === undefined) return
+    if (job === null) {
+      if (track.life === 'live' || track.life === 'dead') this.fail('none stranded', `job ${id} vanished (${where}): gone from the store, but no ack or cancel of it committed`)
+      return
+    }
+    if (job.attempts > job.maxAttempts) this.fail('attempt budget', `job ${id} shows attempts ${job.attempts} of ${job.maxAttempts} (${where}, ${job.state})`)
+    if (track.life === 'acked' || track.life === 'cancelled' || (track.life === 'dead' && job.state !== 'dead')) this.fail('none stranded', `job ${id} is ${job.state} (${where}) though it was ${track.life}`)
+    if (job.state === 'dead') this.#end(id, 'dead')
+    else if (job.state === 'processing' && track.claim !== null && job.claimToken !== track.claim.token) {
+      this.fail('one valid claim', `job ${id} shows claim ${job.claimToken} (${where}), but the last committed claim was ${track.claim.token}`)
+    }
+  }
+}

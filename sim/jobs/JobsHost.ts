@@ -1,0 +1,176 @@
+/**
+ * JobsHost — one simulated process running the real job engine (`makeMatchbox`) as one engine
+ * of a group (DESIGN.md §6): its Matching Store, its JobStore, its membership table and its bus
+ * all gated (SimStore.ts, SimJobStore.ts, SimMembershipStore.ts, SimBus.ts), its timers — the
+ * membership heartbeats among them — on a private view of the world's clock (HostClock.ts),
+ * Matching's fibers on a synchronous scheduler so one event-loop turn reaches quiescence.
+ *
+ * A worker joins dynamic membership and owns the partitions it is given; a producer watches
+ * membership (`member: false`) and owns nothing. Every queue is opened with the seed's partition
+ * count. Crashing the host drops its parked I/O and timers (so its heartbeats stop and its row
+ * expires), cuts its bus subscriptions, and abandons the engine and every handle its clients
+ * held; restarting builds a fresh engine and membership over the same shared stores and bus, as
+ * a new process would.
+ *
+ * Records, for the ownership checker, what its own membership view says about a job's queue at
+ * the moment a claim is issued, and when that view last took the queue's last partition away.
+ *
+ * Does not: choose what clients do (JobsWorld.ts) or judge anything.
+ */
+import { MixedScheduler } from 'effect/Scheduler'
+import { type DynamicMembership, makeDynamicMembership } from '../../src/actors/Membership.ts'
+import { makePartitionKey } from '../../src/domain/QueueKey.ts'
+import type { JobQueue } from '../../src/jobs/JobQueue.ts'
+import { type EngineGroup, type Matchbox, makeMatchbox } from '../../src/jobs/Matchbox.ts'
+import { jobsNamespace, jobTaskType } from '../../src/jobs/QueueRouting.ts'
+import type { ManualClock } from '../../src/kernel/Clock.ts'
+import type { Random } from '../../src/kernel/Random.ts'
+import type { Bus } from '../../src/persistence/bus/Bus.ts'
+import type { JobStore } from '../../src/persistence/jobs/JobStore.ts'
+import type { MembershipStore } from '../../src/persistence/membership/MembershipStore.ts'
+import type { Store } from '../../src/persistence/queues/Store.ts'
+import type { BoundaryListener } from '../matching/Boundary.ts'
+import { HostClock } from '../core/HostClock.ts'
+import type { IoGate } from '../core/IoGate.ts'
+import type { ClaimOwnership, JobBoundaryListener } from './JobBoundary.ts'
+import type { HostRole, SimQueueOptions } from './JobsSwarm.ts'
+import { makeSimBus, type SimBus } from './SimBus.ts'
+import { makeSimJobStore } from './SimJobStore.ts'
+import { makeSimMembershipStore } from './SimMembershipStore.ts'
+import { makeSimStore } from '../matching/SimStore.ts'
+
+/** Everything a simulated engine host is made from. */
+export interface JobsHostDeps {
+  readonly hostId: string
+  /** This host's connection to the shared database (shared objects on memory). */
+  readonly store: Store
+  readonly jobStore: JobStore
+  /** The group's membership table and bus, shared by every host of the world. */
+  readonly membershipStore: MembershipStore
+  readonly bus: Bus
+  readonly role: HostRole
+  readonly gate: IoGate
+  readonly clock: ManualClock
+  /** Each incarnation's engine draws its own fork (ids, tokens, jitter). */
+  readonly random: Random
+  readonly queues: Readonly<Record<string, SimQueueOptions>>
+  readonly recordStore: BoundaryListener
+  readonly recordJobs: JobBoundaryListener
+  readonly queueOf: (id: string) => string | undefined
+  /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
+  readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
+  /** Hears every change of this host's membership view (for the trace). */
+  readonly onView: (hostId: string, hosts: ReadonlyArray<string>) => void
+  readonly onDefect: (hostId: string, where: string, defect: unknown) => void
+}
+
+/** A simulated engine host, alive or crashed. */
+export class JobsHost {
+  readonly id: string
+  readonly role: HostRole
+  alive = true
+  /** Bumped on every crash and restart: answers to an earlier incarnation are ignored. */
+  incarnation = 0
+  mb: Matchbox
+  /** This incarnation's handles, by queue name. */
+  queues = new Map<string, JobQueue>()
+  #clock: HostClock
+  #bus: SimBus | null = null
+  #membership: DynamicMembership | null = null
+  // Per queue: when this incarnation's view last took the queue's last owned partition away.
+  #lostAtMs = new Map<string, number>()
+  readonly #deps: JobsHostDeps
+
+  constructor(deps: JobsHostDeps) {
+    this.#deps = deps
+    this.id = deps.hostId
+    this.role = deps.role
+    this.#clock = new HostClock(deps.clock)
+    this.mb = this.#start()
+  }
+
+  /** The hosts this incarnation's membership view shows now. */
+  view(): ReadonlyArray<string> {
+    return this.#membership?.hosts() ?? []
+  }
+
+  /** The partitions of `queue` this incarnation's view gives it now. */
+  ownedPartitions(queue: string): number[] {
+    const membership = this.#membership
+    const partitions = this.#deps.queues[queue]?.partitions ?? 1
+    const owned: number[] = []
+    if (membership === null) return owned
+    for (let partition = 0; partition < partitions; partition++) {
+      if (membership.ownerOf(makePartitionKey({ namespace: jobsNamespace, family: queue, type: jobTaskType, partition })) === this.id) owned.push(partition)
+    }
+    return owned
+  }
+
+  #ownershipOf(id: string): ClaimOwnership | null {
+    const queue = this.#deps.queueOf(id)
+    if (queue === undefined) return null
+    return { queue, partitions: this.#deps.queues[queue]?.partitions ?? 1, owned: this.ownedPartitions(queue), lostAtMs: this.#lostAtMs.get(queue) ?? null, member: this.role === 'worker' }
+  }
+
+  /** This incarnation's handle on `queue`. */
+  queue(name: string): JobQueue {
+    const queue = this.queues.get(name)
+    if (queue === undefined) throw new Error(`${this.id} has no queue ${name}`)
+    return queue
+  }
+
+  #start(): Matchbox {
+    const deps = this.#deps
+    const clock = deps.clock
+    const bus = makeSimBus(deps.hostId, deps.bus, deps.gate)
+    const membership = makeDynamicMembership({
+      hostId: deps.hostId,
+      store: makeSimMembershipStore(deps.hostId, deps.membershipStore, deps.gate),
+      clock: this.#clock,
+      member: this.role === 'worker',
+    })
+    this.#bus = bus
+    this.#membership = membership
+    this.#lostAtMs = new Map()
+    const queueNames = Object.keys(deps.queues)
+    let owning = new Set<string>()
+    membership.subscribe(() => {
+      const now = new Set(queueNames.filter((queue) => this.ownedPartitions(queue).length > 0))
+      for (const queue of owning) if (!now.has(queue)) this.#lostAtMs.set(queue, clock.now())
+      owning = now
+      deps.onView(deps.hostId, membership.hosts())
+    })
+    const mb = makeMatchbox({
+      hostId: deps.hostId,
+      store: makeSimStore(deps.hostId, deps.store, deps.gate, deps.recordStore),
+      jobStore: makeSimJobStore(deps.jobStore, { hostId: deps.hostId, gate: deps.gate, now: () => clock.now(), record: deps.recordJobs, queueOf: deps.queueOf, ownershipOf: (id) => this.#ownershipOf(id) }),
+      clock: this.#clock,
+      random: deps.random.fork(),
+      scheduler: new MixedScheduler('sync'),
+      onDefect: (where, defect) => deps.onDefect(deps.hostId, where, defect),
+      // The simulated store never raises due signals itself: the engine sends them on the bus.
+      group: { membership: deps.wrapMembership?.(deps.hostId, membership) ?? membership, bus, storeSignalsDue: false, leave: () => membership.close() },
+      // The world closes the shared stores and bus once, after every engine.
+      closeStores: async () => {},
+    })
+    this.queues = new Map(Object.entries(deps.queues).map(([name, options]) => [name, mb.queue(name, options)]))
+    return mb
+  }
+
+  /** The process dies: parked I/O never runs, timers never fire, memory and handles are gone. */
+  crash(): number {
+    this.alive = false
+    this.incarnation++
+    this.#clock.kill()
+    this.#bus?.kill()
+    return this.#deps.gate.dropHost(this.id)
+  }
+
+  /** A new process takes the host's place, with fresh memory. */
+  restart(): void {
+    this.#clock = new HostClock(this.#deps.clock)
+    this.alive = true
+    this.incarnation++
+    this.mb = this.#start()
+  }
+}

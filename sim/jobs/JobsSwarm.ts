@@ -1,0 +1,125 @@
+/**
+ * JobsSwarm — every option of one end-to-end (Jobs) run, drawn from its seed: how many hosts
+ * and queues, the queues' stamps (short visibility timeouts and small budgets, so claims lapse
+ * and budgets run out within a run), what clients do and how often, and which faults strike
+ * (swarm testing, as Swarm.ts draws them for the Matching world).
+ *
+ * The hosts form one group of engines on the shared database (DESIGN.md §6): each is a worker
+ * (a member of dynamic membership, owning the partitions it is given) or a producer (an observer
+ * that owns nothing; its clients only enqueue); host-1 is always a worker. Each queue has 1 to 4
+ * Matching partitions, and a seed may send most claims to workers that own none of the queue's
+ * partitions, so polls are forwarded to the owner and hand-overs come back over the bus.
+ *
+ * Does not: draw anything at run time (Decisions.ts does), or include faults the job engine does
+ * not claim to survive.
+ */
+import { Random } from '../../src/kernel/Random.ts'
+import { describeFaults, drawFaultChances } from '../matching/Swarm.ts'
+
+/**
+ * The faults the end-to-end world injects: the Matching world's crashes, restarts, clock jumps
+ * and store faults, plus the group's: a bus message lost (`bus.drop`) or delivered late, after
+ * other steps (`bus.delay`), and a worker cut off from the membership table for a while
+ * (`membership.cut`: its row lapses, the others take its partitions, it sees nobody).
+ */
+export const jobsFaultNames = ['crash.beforeStore', 'crash.afterCommit', 'restart', 'clock.jump', 'store.unavailable', 'store.maybeCommitted', 'store.latency', 'bus.drop', 'bus.delay', 'membership.cut'] as const
+
+/** One end-to-end fault's name. */
+export type JobsFaultName = (typeof jobsFaultNames)[number]
+
+/** What a worker does with a claimed job, by relative weight. */
+export interface HandleActionWeights {
+  readonly ack: number
+  readonly heartbeat: number
+  readonly retry: number
+  readonly fail: number
+  /** Forgets the handle: the claim lapses. */
+  readonly drop: number
+  /** Waits until the deadline has passed, then acks (must be refused). */
+  readonly late: number
+}
+
+/** The stamps of one queue handle, in seconds as the public API takes them. */
+export interface SimQueueOptions {
+  readonly visibilityTimeoutS: number
+  readonly maxAttempts: number
+  readonly backoffBaseS: number
+  /** Matching partitions of the queue (1 keeps the strict claim order). */
+  readonly partitions: number
+}
+
+/** A host's part in the group: a worker joins membership and delivers; a producer only enqueues. */
+export type HostRole = 'worker' | 'producer'
+
+/** Every option of an end-to-end run. */
+export interface JobsSwarmOptions {
+  readonly seed: number
+  readonly hosts: number
+  /** Each host's role, `host-1` first (always a worker). */
+  readonly roles: ReadonlyArray<HostRole>
+  /** Probability that a claim goes to a worker owning none of the queue's partitions (forwarded), when there is one. */
+  readonly claimElsewhere: number
+  /** Queue name → the options every host opens it with. */
+  readonly queues: Readonly<Record<string, SimQueueOptions>>
+  /** Safety-phase steps (with faults). */
+  readonly steps: number
+  /** Final-phase step budget before a run is declared stuck. */
+  readonly livenessStepsMax: number
+  readonly faults: Readonly<Record<JobsFaultName, number>>
+  /** Relative weights of client actions. */
+  readonly weights: { readonly enqueue: number; readonly claim: number; readonly act: number; readonly cancel: number; readonly ackBatch: number; readonly getJob: number; readonly sweep: number }
+  readonly actions: HandleActionWeights
+  /** Probabilities that an enqueue carries each option. */
+  readonly enqueueChances: { readonly priority: number; readonly runAt: number; readonly expiresAt: number; readonly maxAttempts: number }
+}
+
+/** Overrides a caller may pin (CLI flags); everything else comes from the seed. */
+export interface JobsSwarmOverrides {
+  readonly hosts?: number
+  readonly steps?: number
+  readonly faultsOff?: boolean
+}
+
+/** Draws an end-to-end run's options from its seed. */
+export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {}): JobsSwarmOptions {
+  const random = Random.make(seed ^ 0x10b5)
+  const faults = drawFaultChances(random, jobsFaultNames, overrides.faultsOff === true)
+  const queueCount = random.int(1, 2)
+  const queues: Record<string, SimQueueOptions> = {}
+  for (let q = 0; q < queueCount; q++) {
+    // Seconds, not minutes: a few hundred steps of virtual time must see claims lapse.
+    queues[`queue-${q}`] = { visibilityTimeoutS: random.pick([1, 2, 5, 30]), maxAttempts: random.int(1, 4), backoffBaseS: random.pick([1, 2, 5]), partitions: random.int(1, 4) }
+  }
+  const hosts = overrides.hosts ?? random.int(2, 4)
+  // Producers are the last hosts; host-1 stays a worker so the group always delivers.
+  const producers = random.chance(0.5) ? random.int(1, Math.max(1, hosts - 1)) : 0
+  const roles = Array.from({ length: hosts }, (_, i): HostRole => (i === 0 || i < hosts - producers ? 'worker' : 'producer'))
+  return {
+    seed,
+    hosts,
+    roles,
+    claimElsewhere: random.pick([0, 0.5, 0.9]),
+    queues,
+    steps: overrides.steps ?? 1_000,
+    livenessStepsMax: 20_000,
+    faults,
+    weights: { enqueue: random.int(2, 6), claim: random.int(2, 6), act: random.int(2, 6), cancel: random.pick([0, 1]), ackBatch: random.pick([0, 1]), getJob: random.pick([0, 1, 2]), sweep: random.pick([0, 1]) },
+    actions: { ack: random.int(1, 6), heartbeat: random.int(0, 3), retry: random.int(0, 3), fail: random.int(0, 2), drop: random.int(0, 2), late: random.int(0, 2) },
+    enqueueChances: { priority: random.pick([0, 0.3, 0.7]), runAt: random.pick([0, 0.2, 0.5]), expiresAt: random.pick([0, 0.1, 0.4]), maxAttempts: random.pick([0, 0.3]) },
+  }
+}
+
+/** One line per option, for the run's header. */
+export function describeJobsOptions(options: JobsSwarmOptions): string[] {
+  const queues = Object.entries(options.queues).map(([name, q]) => `${name}(vis ${q.visibilityTimeoutS}s, max ${q.maxAttempts}, backoff ${q.backoffBaseS}s, ${q.partitions} partition${q.partitions === 1 ? '' : 's'})`)
+  const w = options.weights
+  const a = options.actions
+  const e = options.enqueueChances
+  return [
+    `seed=${options.seed} hosts=${options.hosts} steps=${options.steps} queues ${queues.join(' ')}`,
+    `roles ${options.roles.map((role, i) => `host-${i + 1}=${role}`).join(' ')} · claims elsewhere ${options.claimElsewhere}`,
+    `weights enqueue=${w.enqueue} claim=${w.claim} act=${w.act} cancel=${w.cancel} ackBatch=${w.ackBatch} getJob=${w.getJob} sweep=${w.sweep}`,
+    `actions ack=${a.ack} heartbeat=${a.heartbeat} retry=${a.retry} fail=${a.fail} drop=${a.drop} late=${a.late} · enqueue chances priority=${e.priority} runAt=${e.runAt} expiresAt=${e.expiresAt} maxAttempts=${e.maxAttempts}`,
+    `faults ${describeFaults(options.faults)}`,
+  ]
+}

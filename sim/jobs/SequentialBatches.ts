@@ -1,0 +1,29 @@
+/**
+ * SequentialBatches — a job store whose batched claims and acks are its own single claims and
+ * acks, one after another. The simulator wraps its gated and mutant stores with it, so every
+ * claim and ack the engine batches still passes the gate, the trace and the planted bugs one
+ * by one; the batched SQL statements themselves are covered by the conformance suite.
+ */
+import type { ClaimOutcome, JobRecord, JobStore } from '../../src/persistence/jobs/JobStore.ts'
+
+/** `store` with `enqueueMany`, `claimMany` and `ackMany` made of its own `enqueue`, `claim` and `ack`. */
+export function withSequentialBatches(store: JobStore): JobStore {
+  return {
+    ...store,
+    async enqueueMany(params, tx) {
+      const records: JobRecord[] = []
+      for (const job of params.jobs) records.push(await store.enqueue({ job, nowMs: params.nowMs }, tx))
+      return records
+    },
+    async claimMany(params) {
+      const outcomes: ClaimOutcome[] = []
+      for (const claim of params.claims) outcomes.push(await store.claim({ id: claim.id, claimToken: claim.claimToken, nowMs: params.nowMs }))
+      return outcomes
+    },
+    async ackMany(params) {
+      const acked: string[] = []
+      for (const claim of params.claims) if (await store.ack({ id: claim.id, claimToken: claim.claimToken, nowMs: params.nowMs })) acked.push(claim.id)
+      return acked
+    },
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * SimJobStore — the JobStore one simulated engine sees (the job twin of SimStore.ts). Every
+ * call is parked in the IoGate until the world runs it, one at a time; when a call the job
+ * checkers care about commits, it is reported to the boundary log before the engine hears
+ * back — so a crash after commit still leaves its record, as the database would.
+ *
+ * A claim also carries what the claiming host's membership view said at the moment it was
+ * issued (JobBoundary.ts's ClaimOwnership), for the ownership checker, and names the
+ * partitions that view gave the host in its trace label.
+ *
+ * `ackBatch` is read around (each named job before and after, on the store underneath) so the
+ * checkers learn exactly which claims it acked, not only how many.
+ *
+ * Wrap, don't fork: the store underneath is the real one (memory or SQL), possibly wrapped by
+ * a mutant (sim/jobs/JobMutations.ts). Does not: judge anything or inject faults (the world does).
+ */
+import type { JobStore } from '../../src/persistence/jobs/JobStore.ts'
+import type { IoGate } from '../core/IoGate.ts'
+import type { ClaimOwnership, JobBoundaryListener } from './JobBoundary.ts'
+import { withSequentialBatches } from './SequentialBatches.ts'
+
+/** What a gated job store needs besides the store it wraps. */
+export interface SimJobStoreDeps {
+  readonly hostId: string
+  readonly gate: IoGate
+  /** The world's clock (commit times). */
+  readonly now: () => number
+  readonly record: JobBoundaryListener
+  /** The queue of a job id the world has seen enqueued (for reads around `ackBatch`). */
+  readonly queueOf: (id: string) => string | undefined
+  /** What this host's membership view says about job `id`'s queue now (see JobBoundary.ts); absent: no group. */
+  readonly ownershipOf?: (id: string) => ClaimOwnership | null
+}
+
+/** A host's view of the shared job store, through the gate. */
+export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStore {
+  const { hostId, gate, now, record } = deps
+  const park = <T>(label: string, isWrite: boolean, run: () => Promise<T>): Promise<T> => gate.park(hostId, label, isWrite, run)
+  const stamp = (nowMs: number) => ({ hostId, nowMs, committedAtMs: now() })
+  // Batched claims and acks pass the gate and the trace one by one.
+  return withSequentialBatches({
+    kind: inner.kind,
+    enqueueMany: (params, tx) => inner.enqueueMany(params, tx),
+    claimMany: (params) => inner.claimMany(params),
+    ackMany: (params) => inner.ackMany(params),
+    enqueue: (params, tx) =>
+      park(`job.enqueue ${params.job.queue} ${params.job.id} p${params.job.priority}`, true, async () => {
+        const job = await inner.enqueue(params, tx)
+        record({ op: 'enqueue', ...stamp(params.nowMs), job })
+        return job
+      }),
+    getJob: (params) =>
+      park(`job.get ${params.id}`, false, async () => {
+        const job = await inner.getJob(params)
+        record({ op: 'getJob', ...stamp(now()), queue: params.queue, id: params.id, job })
+        return job
+      }),
+    claim: (params) => {
+      // Read at the claim's issue, not its commit: the view the engine acted on.
+      const ownership = deps.ownershipOf?.(params.id) ?? null
+      const owns = ownership === null ? '' : ` (${ownership.queue}: owns ${ownership.owned.join(',') || 'none'} of ${ownership.partitions})`
+      return park(`job.claim ${params.id}${owns}`, true, async () => {
+        const outcome = await inner.claim(params)
+        record({ op: 'claim', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, outcome, ownership })
+        return outcome
+      })
+    },
+    heartbeat: (params) =>
+      park(`job.heartbeat ${params.id} ${params.claimToken}`, true, async () => {
+        const renewed = await inner.heartbeat(params)
+        record({ op: 'heartbeat', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, extendMs: params.extendMs, renewed })
+        return renewed
+      }),
+    ack: (params) =>
+      park(`job.ack ${params.id} ${params.claimToken}`, true, async () => {
+        const ok = await inner.ack(params)
+        record({ op: 'ack', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, ok })
+        return ok
+      }),
+    ackBatch: (params) =>
+      park(`job.ackBatch ×${params.claims.length}`, true, async () => {
+        const live = await liveIds(inner, params.claims.map((claim) => claim.id), deps.queueOf)
+        const count = await inner.ackBatch(params)
+        const gone: string[] = []
+        for (const id of live) if ((await inner.getJob({ queue: deps.queueOf(id) as string, id })) === null) gone.push(id)
+        record({ op: 'ackBatch', ...stamp(params.nowMs), claims: params.claims, count, ackedIds: gone })
+        return count
+      }),
+    retry: (params) =>
+      park(`job.retry ${params.id} ${params.claimToken} +${params.delayMs}ms`, true, async () => {
+        const outcome = await inner.retry(params)
+        record({ op: 'retry', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, outcome })
+        return outcome
+      }),
+    fail: (params) =>
+      park(`job.fail ${params.id} ${params.claimToken}`, true, async () => {
+        const ok = await inner.fail(params)
+        record({ op: 'fail', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, ok })
+        return ok
+      }),
+    cancel: (params) =>
+      park(`job.cancel ${params.id}`, true, async () => {
+        const ok = await inner.cancel(params)
+        record({ op: 'cancel', ...stamp(now()), queue: params.queue, id: params.id, ok })
+        return ok
+      }),
+    sweepExpired: (params) =>
+      park(`job.sweep ${params.queue}`, true, async () => {
+        const result = await inner.sweepExpired(params)
+        record({ op: 'sweep', ...stamp(params.nowMs), queue: params.queue, dead: result.dead, purged: result.purged })
+        return result
+      }),
+    takeDue: (params) => park(`job.takeDue ≤${params.limit}`, true, () => inner.takeDue(params)),
+    confirmDelivered: (params) => park(`job.confirm ×${params.deliveries.length}`, true, () => inner.confirmDelivered(params)),
+    releaseDelivered: (params) => park(`job.release ×${params.deliveries.length}`, true, () => inner.releaseDelivered(params)),
+    nextDueMs: (params) => park('job.nextDue', false, () => inner.nextDueMs(params)),
+    dueQueues: (params) => park('job.dueQueues', false, () => inner.dueQueues(params)),
+    deliverableCount: (params) => park(`job.deliverable ${params.queue}`, false, () => inner.deliverableCount(params)),
+    countJobs: (params) => park(`job.count ${params.queue}`, false, () => inner.countJobs(params)),
+    countQueues: (params) => park('job.countQueues', false, () => inner.countQueues(params)),
+    listJobs: (params) => park(`job.list ${params.queue} ${params.state}`, false, () => inner.listJobs(params)),
+    retryDead: (params) => park(`job.retryDead ${params.id}`, true, () => inner.retryDead(params)),
+    putSchedule: (params) => park(`job.putSchedule ${params.name}`, true, () => inner.putSchedule(params)),
+    deleteSchedule: (params) => park(`job.deleteSchedule ${params.name}`, true, () => inner.deleteSchedule(params)),
+    listSchedules: () => park('job.listSchedules', false, () => inner.listSchedules()),
+    acquireLease: (params) => park(`job.lease ${params.name}`, true, () => inner.acquireLease(params)),
+    fireSchedule: (params) => park(`job.fire ${params.name}`, true, () => inner.fireSchedule(params)),
+    // The world closes the shared stores once, after every engine has closed.
+    close: async () => {},
+  })
+}
+
+// The ids among `ids` whose job is live (pending or processing) right now, each once.
+async function liveIds(inner: JobStore, ids: ReadonlyArray<string>, queueOf: (id: string) => string | undefined): Promise<string[]> {
+  const live: string[] = []
+  for (const id of new Set(ids)) {
+    const queue = queueOf(id)
+    if (queue === undefined) continue
+    const job = await inner.getJob({ queue, id })
+    if (job !== null && job.state !== 'dead') live.push(id)
+  }
+  return live
+}

@@ -1,0 +1,32 @@
+/**
+ * The job mutation menu must be caught: for each deliberate bug (sim/jobs/JobMutations.ts: JobStore
+ * bugs; `dropHandOver`, a lost forwarded hand-over whose claim is then never delivered again;
+ * `stealPartitions`, engines routing as if they owned every partition) the end-to-end simulator
+ * runs seeds 1, 2, … on memory until a checker reports a
+ * violation, and must get there within 100 seeds. This is the evidence that the job checkers
+ * can fail; the first violation is printed so a reader sees which checker caught it. For
+ * `dropHandOver` the same seeds must pass without the bug: a lost message alone is legal (the
+ * world's `bus.drop` fault loses them all the time), so what the checkers catch is the job lost.
+ */
+import { describe, expect, it } from 'vitest'
+import { jobMutationNames, makeJobsMutant } from './JobMutations.ts'
+import { runJobsSeed } from './JobsSimulation.ts'
+import { huntMutation } from '../core/MutationHunt.ts'
+
+const seedsMax = 100
+
+describe('job mutation menu', () => {
+  for (const mutation of jobMutationNames) {
+    it(`catches ${mutation} within ${seedsMax} seeds`, async () => {
+      const { caughtAt, violation } = await huntMutation(seedsMax, async (seed) => (await runJobsSeed({ seed, store: 'memory', mutant: makeJobsMutant(mutation) })).result)
+      console.log(`${mutation}: caught at seed ${caughtAt ?? `none of 1…${seedsMax}`}: ${violation}`)
+      expect(caughtAt).not.toBeNull()
+      expect(violation).not.toBe('')
+      if (mutation !== 'dropHandOver') return
+      for (let seed = 1; seed <= (caughtAt as number); seed++) {
+        const { result } = await runJobsSeed({ seed, store: 'memory' })
+        expect(result.violations, `seed ${seed} without the bug`).toEqual([])
+      }
+    }, 120_000)
+  }
+})

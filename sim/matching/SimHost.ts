@@ -1,0 +1,134 @@
+/**
+ * SimHost — one simulated Matching host: the real `makeMatchingHost` over a gated store, a
+ * gated History, a private clock view and a membership view the world can bend. Crashing it
+ * drops its parked I/O and timers and abandons its memory; restarting makes a fresh host, as a
+ * new process would.
+ */
+import { MixedScheduler } from 'effect/Scheduler'
+import type { MembershipView } from '../../src/actors/MatchingHost.ts'
+import { type MatchingHost, makeMatchingHost } from '../../src/actors/MatchingHost.ts'
+import { ownerOfEncoded } from '../../src/domain/Rendezvous.ts'
+import { encodePartitionKey, type PartitionKey } from '../../src/domain/QueueKey.ts'
+import type { ManualClock } from '../../src/kernel/Clock.ts'
+import type { Random } from '../../src/kernel/Random.ts'
+import type { QueueCommand, QueueEvent } from '../../src/machines/PhysicalQueueProtocol.ts'
+import type { Store } from '../../src/persistence/queues/Store.ts'
+import type { BoundaryListener } from './Boundary.ts'
+import { HostClock } from '../core/HostClock.ts'
+import type { IoGate } from '../core/IoGate.ts'
+import { type HistoryRecord, type HistoryScript, makeScriptedHistory } from './ScriptedHistory.ts'
+import { makeSimStore } from './SimStore.ts'
+
+/** A membership view over a host list the world can change. */
+class BendableMembership implements MembershipView {
+  #hosts: ReadonlyArray<string>
+  #owners = new Map<string, string | null>()
+  readonly #listeners = new Set<() => void>()
+
+  constructor(hosts: ReadonlyArray<string>) {
+    this.#hosts = hosts
+  }
+
+  get hosts(): ReadonlyArray<string> {
+    return this.#hosts
+  }
+
+  set(hosts: ReadonlyArray<string>): void {
+    if (hosts.join() === this.#hosts.join()) return
+    this.#hosts = hosts
+    this.#owners = new Map()
+    for (const listener of this.#listeners) listener()
+  }
+
+  ownerOf(partition: PartitionKey): string | null {
+    const encoded = encodePartitionKey(partition)
+    let owner = this.#owners.get(encoded)
+    if (owner === undefined) {
+      owner = ownerOfEncoded(encoded, this.#hosts)
+      this.#owners.set(encoded, owner)
+    }
+    return owner
+  }
+
+  /** Forgets every listener: the host process that registered them is dead. */
+  clearListeners(): void {
+    this.#listeners.clear()
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
+  }
+}
+
+/** Everything a simulated host is made from. */
+export interface SimHostDeps {
+  readonly hostId: string
+  readonly store: Store
+  readonly gate: IoGate
+  readonly clock: ManualClock
+  readonly random: Random
+  readonly history: HistoryRecord
+  readonly script: HistoryScript
+  readonly partitionCount: number
+  readonly allHosts: ReadonlyArray<string>
+  readonly record: BoundaryListener
+  readonly onStep: (hostId: string, queue: string, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
+  readonly onDefect: (hostId: string, queue: string, defect: unknown) => void
+}
+
+/** A simulated host, alive or crashed. */
+export class SimHost {
+  readonly id: string
+  readonly membership: BendableMembership
+  host: MatchingHost
+  alive = true
+  pollsInFlight = 0
+  /** Bumped on every crash and restart: answers to an earlier incarnation's requests are ignored. */
+  incarnation = 0
+  #clock: HostClock
+  readonly #deps: SimHostDeps
+
+  constructor(deps: SimHostDeps) {
+    this.#deps = deps
+    this.id = deps.hostId
+    this.membership = new BendableMembership(deps.allHosts)
+    this.#clock = new HostClock(deps.clock)
+    this.host = this.#start()
+  }
+
+  #start(): MatchingHost {
+    const deps = this.#deps
+    return makeMatchingHost({
+      hostId: deps.hostId,
+      store: makeSimStore(deps.hostId, deps.store, deps.gate, deps.record),
+      history: makeScriptedHistory(deps.hostId, deps.gate, deps.history, deps.script, deps.random.fork()),
+      clock: this.#clock,
+      random: deps.random.fork(),
+      membership: this.membership,
+      partitionCount: deps.partitionCount,
+      scheduler: new MixedScheduler('sync'),
+      onStep: (queue, event, commands) => deps.onStep(deps.hostId, queue.queue, event, commands),
+      onDefect: (queue, defect) => deps.onDefect(deps.hostId, queue, defect),
+    })
+  }
+
+  /** The process dies: parked I/O never runs, timers never fire, memory is gone. */
+  crash(): number {
+    this.alive = false
+    this.incarnation++
+    this.#clock.kill()
+    // The dead process must be inert: no membership change may reach its abandoned host.
+    this.membership.clearListeners()
+    this.pollsInFlight = 0
+    return this.#deps.gate.dropHost(this.id)
+  }
+
+  /** A new process takes the host's place, with fresh memory. */
+  restart(): void {
+    this.#clock = new HostClock(this.#deps.clock)
+    this.alive = true
+    this.incarnation++
+    this.host = this.#start()
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Simulation — runs seeds: builds the stores a world needs (memory, embedded PGlite, or
+ * PostgreSQL with one pool per host), runs the world, and returns its result. Also the
+ * determinism self-check: the same seed twice must give the same trace, byte for byte.
+ */
+import type { Store } from '../../src/persistence/queues/Store.ts'
+import { makeMemoryStore } from '../../src/persistence/queues/MemoryStore.ts'
+import { openEmbeddedStore, openPostgresStore } from '../../src/persistence/queues/sql/openSqlStore.ts'
+import type { BoundaryRecord } from './Boundary.ts'
+import { type SwarmOptions, type SwarmOverrides, swarmOptions } from './Swarm.ts'
+import { type RunResult, World, type WorldEvent } from './World.ts'
+
+/** Which store the world runs on. */
+export type SimStoreKind = 'memory' | 'embedded' | 'postgres'
+
+/** How to run one seed. */
+export interface SeedRun {
+  readonly seed: number
+  readonly store: SimStoreKind
+  /** PostgreSQL connection string (required for `postgres`): a database the run may fill. */
+  readonly databaseUrl?: string
+  readonly overrides?: SwarmOverrides
+  readonly script?: ReadonlyArray<number>
+  readonly keepTrace?: boolean
+  /** Wraps the shared store (the mutation menu). */
+  readonly wrapStore?: (store: Store) => Store
+  readonly onBoundary?: (record: BoundaryRecord, nowMs: number) => void
+  /** Observes faults, History answers and the heal (timelines). */
+  readonly onEvent?: (event: WorldEvent, nowMs: number) => void
+}
+
+/** A seed's options and result. */
+export interface SeedResult {
+  readonly options: SwarmOptions
+  readonly result: RunResult
+}
+
+/** Opens the stores of one run; `close` releases them. */
+async function openStores(run: SeedRun, hostIds: ReadonlyArray<string>): Promise<{ storeFor: (hostId: string) => Store; close: () => Promise<void> }> {
+  const wrap = run.wrapStore ?? ((store: Store) => store)
+  if (run.store === 'memory') {
+    const shared = wrap(makeMemoryStore())
+    return { storeFor: () => shared, close: () => shared.close() }
+  }
+  if (run.store === 'embedded') {
+    const shared = wrap(await openEmbeddedStore())
+    return { storeFor: () => shared, close: () => shared.close() }
+  }
+  if (run.databaseUrl === undefined) throw new Error('the postgres store needs a database URL (--database-url or DATABASE_URL)')
+  // One pool per host, as separate processes would have. Each run gets its own schema so
+  // seeds never see each other's rows.
+  const schema = `sim_${run.seed >>> 0}_${Math.floor(Math.random() * 1e9)}`
+  const stores = new Map<string, Store>()
+  for (const hostId of hostIds) stores.set(hostId, wrap(await openPostgresStore({ connectionString: run.databaseUrl, schema })))
+  return {
+    storeFor: (hostId) => stores.get(hostId) as Store,
+    close: async () => {
+      for (const store of stores.values()) await store.close()
+    },
+  }
+}
+
+/** Runs one seed to completion. */
+export async function runSeed(run: SeedRun): Promise<SeedResult> {
+  const options = swarmOptions(run.seed, run.overrides)
+  const hostIds = Array.from({ length: options.hosts }, (_, i) => `host-${i + 1}`)
+  const stores = await openStores(run, hostIds)
+  try {
+    const world = new World({
+      options,
+      storeFor: stores.storeFor,
+      ...(run.script === undefined ? {} : { script: run.script }),
+      ...(run.keepTrace === undefined ? {} : { keepTrace: run.keepTrace }),
+      ...(run.onBoundary === undefined ? {} : { onBoundary: run.onBoundary }),
+      ...(run.onEvent === undefined ? {} : { onEvent: run.onEvent }),
+    })
+    return { options, result: await world.run() }
+  } finally {
+    await stores.close()
+  }
+}
+
+/**
+ * Runs a seed twice and reports the first trace line where the runs diverge, or null. `earlier`,
+ * a result of the same run already made with `keepTrace`, stands in for the first run.
+ */
+export async function checkDeterminism(run: SeedRun, earlier?: SeedResult): Promise<{ hash: string; divergence: string | null }> {
+  const first = earlier ?? (await runSeed({ ...run, keepTrace: true }))
+  const second = await runSeed({ ...run, keepTrace: true })
+  return { hash: first.result.traceHash, divergence: firstDivergence(first.result, second.result) }
+}
+
+/** The first trace line where two runs of one seed part, or null when their hashes agree. */
+export function firstDivergence(first: { readonly traceHash: string; readonly trace: ReadonlyArray<string> }, second: { readonly traceHash: string; readonly trace: ReadonlyArray<string> }): string | null {
+  if (first.traceHash === second.traceHash) return null
+  const a = first.trace
+  const b = second.trace
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    if (a[i] !== b[i]) return `line ${i + 1}:\n  first:  ${a[i] ?? '(end)'}\n  second: ${b[i] ?? '(end)'}`
+  }
+  return 'hashes differ but traces are equal (hash input differs)'
+}

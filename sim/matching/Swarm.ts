@@ -1,0 +1,106 @@
+/**
+ * Swarm — every option of one simulated run, drawn from its seed (swarm testing: each seed
+ * turns some faults up, some down, some off entirely, so many seeds explore many regimes).
+ * The simulator prints these before it runs, so a failing seed explains itself.
+ */
+import { Random } from '../../src/kernel/Random.ts'
+
+/** The faults the simulator injects, each by name. Only faults the system claims to survive. */
+export const faultNames = [
+  'crash.beforeStore',
+  'crash.afterCommit',
+  'crash.midBatch',
+  'restart',
+  'takeover',
+  'membership.disagree',
+  'idleUnload',
+  'store.unavailable',
+  'store.maybeCommitted',
+  'store.latency',
+  'history.retryable',
+  'history.alreadyStarted',
+  'history.obsolete',
+  'history.slow',
+  'clock.jump',
+] as const
+
+/** One fault's name. */
+export type FaultName = (typeof faultNames)[number]
+
+/** Every option of a run. */
+export interface SwarmOptions {
+  readonly seed: number
+  readonly hosts: number
+  readonly families: number
+  readonly partitionCount: number
+  /** Safety-phase steps (with faults). */
+  readonly steps: number
+  /** Liveness-phase step budget (no faults) before a run is declared stuck. */
+  readonly livenessStepsMax: number
+  /** Probability per step of each fault (0 = off for this seed). */
+  readonly faults: Readonly<Record<FaultName, number>>
+  /** Relative weights of client actions. */
+  readonly produceWeight: number
+  readonly pollWeight: number
+  /** Probability an add carries a priority above 0. */
+  readonly priorityChance: number
+  /** Probability an add is pinned to deployment version `v1` (and a poll runs as `v1`). */
+  readonly versionChance: number
+  /** Relative weight of a user-data update (a read, then a CAS with the version read). */
+  readonly userDataWeight: number
+}
+
+/** Overrides a caller may pin (CLI flags); everything else comes from the seed. */
+export interface SwarmOverrides {
+  readonly hosts?: number
+  readonly steps?: number
+  /** Turn every fault off (a pure liveness run). */
+  readonly faultsOff?: boolean
+}
+
+/** Draws each fault's per-step probability, in `names` order (the end-to-end world shares it). */
+export function drawFaultChances<Name extends string>(random: Random, names: ReadonlyArray<Name>, faultsOff: boolean): Record<Name, number> {
+  const faults = {} as Record<Name, number>
+  for (const name of names) {
+    // A third of faults are off for any given seed; the rest get a probability on a log scale.
+    faults[name] = faultsOff || random.chance(1 / 3) ? 0 : 0.002 * 2 ** random.int(0, 4)
+  }
+  return faults
+}
+
+/** Draws a run's options from its seed. */
+export function swarmOptions(seed: number, overrides: SwarmOverrides = {}): SwarmOptions {
+  const random = Random.make(seed)
+  const faults = drawFaultChances(random, faultNames, overrides.faultsOff === true)
+  return {
+    seed,
+    hosts: overrides.hosts ?? random.int(2, 5),
+    families: random.int(1, 3),
+    partitionCount: random.int(1, 4),
+    steps: overrides.steps ?? 2_000,
+    livenessStepsMax: 20_000,
+    faults,
+    produceWeight: random.int(1, 6),
+    pollWeight: random.int(1, 6),
+    priorityChance: random.pick([0, 0.1, 0.5]),
+    versionChance: random.pick([0, 0, 0.2]),
+    userDataWeight: random.pick([0, 1]),
+  }
+}
+
+/** `name=p` for every fault switched on, or `none`. */
+export function describeFaults(faults: Readonly<Record<string, number>>): string {
+  const on = Object.entries(faults)
+    .filter(([, p]) => p > 0)
+    .map(([name, p]) => `${name}=${p}`)
+  return on.length === 0 ? 'none' : on.join(' ')
+}
+
+/** One line per option, for the run's header. */
+export function describeOptions(options: SwarmOptions): string[] {
+  return [
+    `seed=${options.seed} hosts=${options.hosts} families=${options.families} partitions=${options.partitionCount} steps=${options.steps}`,
+    `weights produce=${options.produceWeight} poll=${options.pollWeight} userData=${options.userDataWeight} priorityChance=${options.priorityChance} versionChance=${options.versionChance}`,
+    `faults ${describeFaults(options.faults)}`,
+  ]
+}

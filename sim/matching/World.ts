@@ -1,0 +1,394 @@
+/**
+ * World — one simulated run (DESIGN.md §8, the VOPR shape): N real Matching hosts over one
+ * shared store, one virtual clock, one seeded source of decisions, a scripted History, and
+ * clients that add tasks and poll. The world owns every source of nondeterminism: which parked
+ * I/O runs next (one at a time), when time moves, and which fault strikes.
+ *
+ * Between decisions the runtime runs until quiescent: the hosts run Effect on a microtask
+ * scheduler and every I/O is parked, so one event-loop turn drains all work.
+ *
+ * Phases: a safety phase of `steps` decisions with faults; then heal (restart every host, agree
+ * on membership, stop rejections) and a liveness phase that runs until every accepted task was
+ * delivered or the step budget is spent; then every host closes (drains, final checkpoints).
+ */
+import { Unavailable } from '../../src/domain/errors.ts'
+import type { TaskType } from '../../src/domain/QueueKey.ts'
+import { ownerOf } from '../../src/domain/Rendezvous.ts'
+import { ManualClock } from '../../src/kernel/Clock.ts'
+import { idleUnloadMs } from '../../src/kernel/Limits.ts'
+import type { RecordStartResult } from '../../src/actors/History.ts'
+import type { QueueCommand, QueueEvent } from '../../src/machines/PhysicalQueueProtocol.ts'
+import type { Store } from '../../src/persistence/queues/Store.ts'
+import type { BoundaryRecord } from './Boundary.ts'
+import { type AddOutcome, Checkers, type DeliveryReport } from './Checkers.ts'
+import { Decisions } from '../core/Decisions.ts'
+import type { IoGate as IoGateType } from '../core/IoGate.ts'
+import { IoGate } from '../core/IoGate.ts'
+import { HistoryRecord, type HistoryScript } from './ScriptedHistory.ts'
+import { SimHost } from './SimHost.ts'
+import { type FaultName, faultNames, type SwarmOptions } from './Swarm.ts'
+import { TraceLog } from '../core/TraceLog.ts'
+import { advanceTime, deliver, quiesce, runParked } from '../core/Turns.ts'
+
+/** What a finished run reports. */
+export interface RunResult {
+  readonly ok: boolean
+  readonly violations: ReadonlyArray<string>
+  readonly deliveries: DeliveryReport
+  readonly steps: number
+  readonly livenessSteps: number
+  readonly events: number
+  readonly ioRuns: number
+  readonly faults: Readonly<Record<FaultName, number>>
+  readonly simulatedMs: number
+  readonly traceHash: string
+  /** The last trace lines (all of them if `keepTrace`). */
+  readonly trace: ReadonlyArray<string>
+}
+
+/** A moment of the run as a record, for timelines (the trace says the same in words). */
+export type WorldEvent =
+  | { readonly kind: 'fault'; readonly name: FaultName; readonly hostId?: string; readonly detail: string }
+  | { readonly kind: 'history'; readonly hostId: string; readonly jobId: string; readonly answer: RecordStartResult['kind'] }
+  | { readonly kind: 'heal' }
+
+/** How to build a world. */
+export interface WorldConfig {
+  readonly options: SwarmOptions
+  /** The shared store each host's gated store wraps (a host may get its own connection). */
+  readonly storeFor: (hostId: string) => Store
+  /** Explicit decisions consumed before the PRNG (fast-check schedules). */
+  readonly script?: ReadonlyArray<number>
+  /** Keep every trace line (for --trace and timelines), not only the tail. */
+  readonly keepTrace?: boolean
+  /** Observes every committed store call (timelines). */
+  readonly onBoundary?: (record: BoundaryRecord, nowMs: number) => void
+  /** Observes faults, History answers the hosts heard, and the heal (timelines). */
+  readonly onEvent?: (event: WorldEvent, nowMs: number) => void
+}
+
+const pollsPerHostMax = 4
+/** Where the world's virtual clock starts; traces print time since then (`@ms`). */
+export const epochMs = 1_700_000_000_000
+
+
+/** A simulated world; `run()` once. */
+export class World {
+  readonly #config: WorldConfig
+  readonly #options: SwarmOptions
+  readonly #decide: Decisions
+  readonly #clock = new ManualClock(epochMs)
+  readonly #gate: IoGateType = new IoGate()
+  readonly #history = new HistoryRecord()
+  readonly #script: HistoryScript
+  readonly #checkers: Checkers
+  readonly #hosts: SimHost[] = []
+  readonly #adds = new Map<string, AddOutcome>()
+  readonly #faults = Object.fromEntries(faultNames.map((name) => [name, 0])) as Record<FaultName, number>
+  readonly #trace: TraceLog
+  readonly #families: Array<{ family: string; type: TaskType }> = []
+  #events = 0
+  #ioRuns = 0
+  #jobSequence = 0
+  #step = 0
+  #faultsOn = true
+
+  constructor(config: WorldConfig) {
+    this.#config = config
+    this.#options = config.options
+    this.#decide = new Decisions(config.options.seed, config.script)
+    this.#trace = new TraceLog(config.keepTrace === true)
+    this.#script = {
+      retryableChance: this.#options.faults['history.retryable'] * 20,
+      obsoleteChance: this.#options.faults['history.obsolete'] * 10,
+      alreadyStartedChance: this.#options.faults['history.alreadyStarted'] * 10,
+    }
+    this.#checkers = new Checkers(this.#history)
+    for (let f = 0; f < this.#options.families; f++) for (const type of ['workflow', 'activity'] as const) this.#families.push({ family: `family-${f}`, type })
+    const hostIds = Array.from({ length: this.#options.hosts }, (_, i) => `host-${i + 1}`)
+    const random = this.#decide.fork()
+    for (const hostId of hostIds) {
+      this.#hosts.push(
+        new SimHost({
+          hostId,
+          store: config.storeFor(hostId),
+          gate: this.#gate,
+          clock: this.#clock,
+          random: random.fork(),
+          history: this.#history,
+          script: this.#script,
+          partitionCount: this.#options.partitionCount,
+          allHosts: hostIds,
+          record: (record) => {
+            this.#checkers.observe(record)
+            config.onBoundary?.(record, this.#clock.now())
+          },
+          onStep: (id, queue, event, commands) => this.#onStep(id, queue, event, commands),
+          onDefect: (id, queue, defect) => this.#checkers.violations.push(`defect on ${id} in ${queue}: ${defect instanceof Error ? defect.stack : String(defect)}`),
+        }),
+      )
+    }
+  }
+
+  /** Runs both phases and the final checks. */
+  async run(): Promise<RunResult> {
+    for (this.#step = 0; this.#step < this.#options.steps && this.#checkers.violations.length === 0; this.#step++) {
+      await quiesce()
+      await this.#safetyStep()
+    }
+    const livenessSteps = await this.#liveness()
+    await this.#closeAll()
+    const deliveries = this.#checkers.deliveries(this.#adds)
+    // History's scripted rejections strike inside its calls; they count with the other faults.
+    for (const [name, count] of Object.entries(this.#history.injected)) this.#faults[name as FaultName] += count
+    return {
+      ok: this.#checkers.violations.length === 0,
+      violations: this.#checkers.violations,
+      deliveries,
+      steps: this.#step,
+      livenessSteps,
+      events: this.#events,
+      ioRuns: this.#ioRuns,
+      faults: this.#faults,
+      simulatedMs: this.#clock.now() - epochMs,
+      traceHash: this.#trace.digest(),
+      trace: this.#trace.lines,
+    }
+  }
+
+  // ------------------------------------------------------------ safety phase
+
+  async #safetyStep(): Promise<void> {
+    if (this.#maybeFault()) return
+    const pending = this.#gate.pending().length
+    const choice = this.#decide.weighted([pending > 0 ? 12 : 0, this.#options.produceWeight, this.#options.pollWeight, pending > 0 ? 1 : 4, this.#options.userDataWeight])
+    if (choice === 0) return this.#runIo(this.#decide.int(0, pending - 1))
+    if (choice === 1) return this.#produce()
+    if (choice === 2) return this.#poll()
+    if (choice === 4) return this.#updateUserData()
+    return this.#advance()
+  }
+
+  #maybeFault(): boolean {
+    const faults = this.#options.faults
+    const alive = this.#hosts.filter((host) => host.alive)
+    const dead = this.#hosts.filter((host) => !host.alive)
+    if (alive.length > 0 && this.#decide.chance(faults['crash.beforeStore'])) {
+      const host = this.#decide.pick(alive)
+      this.#fault('crash.beforeStore', `${host.id} crashes (${host.crash()} parked calls dropped)`, host.id)
+      return true
+    }
+    if (dead.length > 0 && this.#decide.chance(faults.restart * 4)) {
+      const host = this.#decide.pick(dead)
+      host.restart()
+      this.#fault('restart', `${host.id} restarts`, host.id)
+      return true
+    }
+    if (alive.length > 0 && this.#decide.chance(faults.takeover)) {
+      const host = this.#decide.pick(alive)
+      host.membership.set([host.id])
+      this.#fault('takeover', `${host.id} believes it owns every partition`, host.id)
+      return true
+    }
+    if (alive.length > 0 && this.#decide.chance(faults['membership.disagree'])) {
+      const host = this.#decide.pick(alive)
+      const view = this.#hosts.filter((other) => other === host || this.#decide.chance(0.5)).map((other) => other.id)
+      host.membership.set(view)
+      this.#fault('membership.disagree', `${host.id} now sees [${view.join(', ')}]`, host.id)
+      return true
+    }
+    if (this.#decide.chance(faults.idleUnload)) {
+      this.#clock.advance(idleUnloadMs + 1)
+      this.#fault('idleUnload', `clock +${idleUnloadMs + 1} ms (idle queues unload)`)
+      return true
+    }
+    if (this.#decide.chance(faults['clock.jump'])) {
+      const jump = this.#decide.int(1_000, 3_600_000)
+      this.#clock.set(this.#clock.now() + jump)
+      this.#fault('clock.jump', `clock jumps +${jump} ms`)
+      return true
+    }
+    return false
+  }
+
+  #fault(name: FaultName, line: string, hostId?: string): void {
+    this.#faults[name]++
+    this.#log(`FAULT ${name}: ${line}`)
+    this.#config.onEvent?.({ kind: 'fault', name, ...(hostId === undefined ? {} : { hostId }), detail: line }, this.#clock.now())
+  }
+
+  // ------------------------------------------------------------ actions
+
+  async #runIo(index: number): Promise<void> {
+    const io = this.#gate.take(index)
+    const isHistory = io.label.startsWith('history.')
+    const faults = this.#faultsOn ? this.#options.faults : undefined
+    this.#ioRuns++
+    if (faults !== undefined) {
+      if (this.#decide.chance(isHistory ? faults['history.slow'] : faults['store.latency'])) {
+        const delay = this.#decide.int(1, isHistory ? 2_000 : 500)
+        this.#clock.advance(delay)
+        this.#fault(isHistory ? 'history.slow' : 'store.latency', `${io.label} takes ${delay} ms`, io.hostId)
+      }
+      if (!isHistory && this.#decide.chance(faults['store.unavailable'])) {
+        this.#fault('store.unavailable', `${io.hostId} ${io.label} refused`, io.hostId)
+        io.reject(new Unavailable({ operation: io.label.split(' ')[0] as string, detail: 'simulated outage', maybeCommitted: false }))
+        return
+      }
+    }
+    const outcome = await runParked(io)
+    const host = this.#hosts.find((candidate) => candidate.id === io.hostId)
+    if (faults !== undefined && io.isWrite && host?.alive === true) {
+      const midBatch = io.label.startsWith('append') && !io.label.endsWith('×1')
+      if (this.#decide.chance(faults['crash.afterCommit']) || (midBatch && this.#decide.chance(faults['crash.midBatch']))) {
+        const name: FaultName = midBatch && faults['crash.midBatch'] > 0 ? 'crash.midBatch' : 'crash.afterCommit'
+        this.#fault(name, `${io.hostId} crashes after ${io.label} ${outcome.ok ? 'committed' : 'failed'}; it never hears`, io.hostId)
+        host.crash()
+        return
+      }
+      if (outcome.ok && this.#decide.chance(faults['store.maybeCommitted'])) {
+        this.#fault('store.maybeCommitted', `${io.hostId} ${io.label} committed but the connection dropped`, io.hostId)
+        io.reject(new Unavailable({ operation: io.label.split(' ')[0] as string, detail: 'connection lost mid-commit', maybeCommitted: true }))
+        return
+      }
+    }
+    if (isHistory && outcome.ok && this.#config.onEvent !== undefined) {
+      const answer = (outcome.value as RecordStartResult).kind
+      this.#config.onEvent({ kind: 'history', hostId: io.hostId, jobId: io.label.split(' ')[1] as string, answer }, this.#clock.now())
+    }
+    this.#log(deliver(io, outcome))
+  }
+
+  // Clients mostly reach the host that owns a partition of the family (as a router would) and
+  // sometimes any live host, which may own nothing of it or disagree about who does.
+  #routeTo(family: string, type: TaskType): SimHost | undefined {
+    const alive = this.#hosts.filter((host) => host.alive)
+    if (alive.length === 0) return undefined
+    if (this.#decide.chance(0.8)) {
+      const partition = this.#decide.int(0, this.#options.partitionCount - 1)
+      const owner = ownerOf({ namespace: 'default', family, type, partition }, this.#hosts.map((host) => host.id))
+      const host = alive.find((candidate) => candidate.id === owner)
+      if (host !== undefined) return host
+    }
+    return this.#decide.pick(alive)
+  }
+
+  #produce(): void {
+    const { family, type } = this.#decide.pick(this.#families)
+    const host = this.#routeTo(family, type)
+    if (host === undefined) return this.#advance()
+    const jobId = `job-${++this.#jobSequence}`
+    const priority = this.#decide.chance(this.#options.priorityChance) ? this.#decide.int(1, 9) : 0
+    const pinned = this.#decide.chance(this.#options.versionChance)
+    this.#adds.set(jobId, 'unknown')
+    this.#log(`add ${jobId} → ${host.id} ${family}/${type} p${priority}${pinned ? ' @v1' : ''}`)
+    const versionDirective = pinned ? ({ kind: 'pinned', version: 'v1' } as const) : ({ kind: 'unversioned' } as const)
+    host.host.addTask({ namespace: 'default', family, type, task: { jobId, priority, versionDirective } }).then(
+      () => this.#adds.set(jobId, 'accepted'),
+      () => this.#adds.set(jobId, 'failed'),
+    )
+  }
+
+  // A client reads a family's user data and writes it back with the version it read: racing
+  // clients conflict, and the checker holds every committed write to a linearizable CAS.
+  #updateUserData(): void {
+    const alive = this.#hosts.filter((host) => host.alive)
+    if (alive.length === 0) return this.#advance()
+    const host = this.#decide.pick(alive)
+    const { family } = this.#decide.pick(this.#families)
+    const currentVersion = this.#decide.pick(['v1', 'v2'])
+    this.#log(`userData ${host.id} ${family} → currentVersion ${currentVersion}`)
+    host.host
+      .getUserData('default', family)
+      .then((userData) => host.host.updateUserData('default', family, userData?.version ?? 0, { currentVersion }))
+      .catch(() => {})
+  }
+
+  #poll(target?: SimHost, family?: { family: string; type: TaskType }, versionOverride?: string | null): void {
+    const which = family ?? this.#decide.pick(this.#families)
+    const host = target ?? this.#routeTo(which.family, which.type)
+    if (host === undefined || (target === undefined && host.pollsInFlight >= pollsPerHostMax)) return this.#advance()
+    const waitMs = this.#decide.int(0, 2_000)
+    const version = versionOverride !== undefined ? versionOverride : this.#decide.chance(this.#options.versionChance) ? 'v1' : null
+    host.pollsInFlight++
+    const identity = `${host.id}-poller`
+    this.#log(`poll ${host.id} ${which.family}/${which.type}${version === null ? '' : ` @${version}`} wait ${waitMs}`)
+    const incarnation = host.incarnation
+    host.host.poll({ namespace: 'default', family: which.family, type: which.type, identity, waitMs, version }).then(
+      () => {
+        if (host.incarnation === incarnation) host.pollsInFlight--
+      },
+      () => {
+        if (host.incarnation === incarnation) host.pollsInFlight--
+      },
+    )
+  }
+
+  #advance(): void {
+    advanceTime(this.#clock, this.#decide, (line) => this.#log(line))
+  }
+
+  // ------------------------------------------------------------ liveness and close
+
+  async #liveness(): Promise<number> {
+    this.#faultsOn = false
+    this.#script.retryableChance = 0
+    this.#script.obsoleteChance = 0
+    this.#script.alreadyStartedChance = 0
+    const all = this.#hosts.map((host) => host.id)
+    for (const host of this.#hosts) {
+      if (!host.alive) host.restart()
+      host.membership.set(all)
+    }
+    this.#log(`HEAL: every host up, membership agreed, faults off (polls in flight: ${this.#hosts.map((host) => `${host.id}=${host.pollsInFlight}`).join(' ')})`)
+    this.#config.onEvent?.({ kind: 'heal' }, this.#clock.now())
+    let steps = 0
+    for (; steps < this.#options.livenessStepsMax && this.#checkers.violations.length === 0; steps++) {
+      await quiesce()
+      if (this.#allDelivered() && this.#gate.pending().length === 0) break
+      for (const host of this.#hosts) {
+        if (host.pollsInFlight > 0) continue
+        for (const family of this.#families) {
+          this.#poll(host, family, null)
+          // Pinned tasks wait in their version's queue: only a poller of that version takes them.
+          if (this.#options.versionChance > 0) this.#poll(host, family, 'v1')
+        }
+      }
+      await quiesce()
+      const pending = this.#gate.pending().length
+      if (pending > 0) await this.#runIo(this.#decide.int(0, pending - 1))
+      else this.#advance()
+    }
+    return steps
+  }
+
+  #allDelivered(): boolean {
+    for (const [jobId, outcome] of this.#adds) if (outcome === 'accepted' && !this.#history.isHandled(jobId)) return false
+    return true
+  }
+
+  async #closeAll(): Promise<void> {
+    let closed = 0
+    for (const host of this.#hosts) {
+      void host.host.close().then(() => closed++, () => closed++)
+    }
+    for (let turns = 0; closed < this.#hosts.length && turns < 100_000; turns++) {
+      await quiesce()
+      const pending = this.#gate.pending().length
+      if (pending > 0) await this.#runIo(0)
+      else if (closed < this.#hosts.length) this.#advance()
+    }
+    if (closed < this.#hosts.length) this.#checkers.violations.push(`${this.#hosts.length - closed} hosts never finished closing`)
+  }
+
+  // ------------------------------------------------------------ trace
+
+  #onStep(hostId: string, queue: string, event: QueueEvent, commands: ReadonlyArray<QueueCommand>): void {
+    this.#events++
+    this.#log(`${hostId} ${queue} ${event.type} → ${commands.map((command) => command.type).join(',')}`)
+  }
+
+  #log(line: string): void {
+    this.#trace.add(`${this.#step} @${this.#clock.now() - epochMs} ${line}`)
+  }
+}
