@@ -1,5 +1,5 @@
 /**
- * Transactional enqueue on PostgreSQL, with the engine on the caller's
+ * Transactional enqueue (and enqueueMany) on PostgreSQL, with the engine on the caller's
  * own Pool (left open by close). The delivery task is added later by the due-time driver, which
  * finds the committed row at the next claim or at its safety scan.
  */
@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock, type Matchbox, open } from '../src/index.ts'
 import { until } from './harness/settle.ts'
 import { freshDatabase } from './harness/database.ts'
+import { dueChannelOf } from '../src/persistence/bus/Channels.ts'
 
 const start = 1_700_000_000_000
 let pool: pg.Pool
@@ -87,5 +88,36 @@ describe('transactional enqueue (postgres)', () => {
       await client.query("INSERT INTO orders (item) VALUES ('still fine')")
     }, true)
     expect((await pool.query("SELECT count(*)::int AS n FROM orders WHERE item = 'still fine'")).rows[0]?.n).toBe(1)
+  })
+
+  it('enqueueMany on the transaction: all jobs or none, and the due signal raised at commit', async () => {
+    const q = mb.queue('bulk-orders')
+    const listener = await pool.connect()
+    const signals: string[] = []
+    listener.on('notification', (message) => {
+      if (message.payload === 'bulk-orders') signals.push(message.channel)
+    })
+    await listener.query(`LISTEN "${dueChannelOf('matchbox')}"`)
+    try {
+      const ghosts = await inTransaction((client) => q.enqueueMany([{ payload: 'a' }, { payload: 'b' }], { tx: client }), false)
+      for (const id of ghosts) expect(await q.getJob(id)).toBeNull()
+      const jobs = Array.from({ length: 50 }, (_, n) => ({ payload: { n }, ...(n === 7 ? { key: 'seven' } : {}) }))
+      const ids = await inTransaction(async (client) => {
+        const inside = await q.enqueueMany(jobs, { tx: client })
+        expect(await q.getJob(inside[0] as string)).toBeNull()
+        return inside
+      }, true)
+      expect(ids).toHaveLength(50)
+      for (const [n, id] of ids.entries()) expect(await q.getJob(id)).toMatchObject({ state: 'pending', payload: { n } })
+      // A round trip on the listener delivers what was notified before it. (PostgreSQL folds
+      // equal notifications of one transaction, so this sees that the signal is raised at all.)
+      await listener.query('SELECT 1')
+      expect(signals).toHaveLength(1)
+      expect(await inTransaction((client) => q.enqueueMany([{ payload: 'again', key: 'seven' }], { tx: client }), true)).toEqual([ids[7]])
+      expect(await q.counts()).toMatchObject({ pending: 50 })
+    } finally {
+      await listener.query('UNLISTEN *')
+      listener.release()
+    }
   })
 })

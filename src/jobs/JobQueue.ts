@@ -1,6 +1,6 @@
 /**
  * JobQueue — the queue handle users hold (`mb.queue(name, options)`, `mb.outbox(name)`):
- * enqueue, claim, getJob, cancel, ackBatch, sweepExpired and work.
+ * enqueue, enqueueMany, claim, getJob, cancel, ackBatch, sweepExpired and work.
  *
  * Claims go through Claimer.ts (lazy-correct, local or forwarded to the queue's owner). The
  * handle's partition count, if it names one, is checked against the stored one at the first
@@ -14,14 +14,14 @@
  */
 import { InvalidInput } from '../domain/errors.ts'
 import { validateJson } from '../domain/Json.ts'
-import { ackBatchSizeMax, claimWaitMsMax } from '../kernel/Limits.ts'
+import { ackBatchSizeMax, claimWaitMsMax, enqueueBatchSizeMax } from '../kernel/Limits.ts'
 import { randomId } from '../kernel/Ids.ts'
 import type { JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
 import { claimNext } from './Claimer.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { type Job, type JobHandle, toJob } from './JobHandle.ts'
 import { makeQueueAdmin, type QueueAdmin } from './QueueAdmin.ts'
-import { type EnqueueOptions, resolveEnqueueOptions } from './QueueOptions.ts'
+import { type EnqueueManyOptions, type EnqueueOptions, resolveEnqueueManyOptions, resolveEnqueueOptions, type ResolvedEnqueue } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
 import { startWorkers, type WorkOptions } from './Worker.ts'
 
@@ -30,6 +30,9 @@ import { startWorkers, type WorkOptions } from './Worker.ts'
  * (`mb.queue(name)`, payloads typed as any JSON) — anything, checked at run time.
  */
 export type PayloadInput<T> = [JsonValue] extends [T] ? ([T] extends [JsonValue] ? unknown : T) : T
+
+/** One job of `enqueueMany`: its payload and the per-job options of `enqueue` (all but `tx`). */
+export type EnqueueManyJob<T = JsonValue> = { readonly payload: PayloadInput<T> } & Omit<EnqueueOptions, 'tx'>
 
 /**
  * A queue handle. Every method rejects with a typed Matchbox error on bad input or an unavailable
@@ -43,6 +46,15 @@ export interface JobQueue<T = JsonValue> extends QueueAdmin<T> {
    * or with `options.key` the live job already holding that key, in which case nothing is written.
    */
   enqueue(payload: PayloadInput<T>, options?: EnqueueOptions): Promise<string>
+  /**
+   * Enqueues up to 1,000 jobs in one statement, all or nothing; returns their ids in the order
+   * given. Each job is `{ payload, ...options }` with the options `enqueue` takes for one job
+   * (priority, runAt or delayMs, expiresAt, key, maxAttempts); `options.tx` puts the whole batch
+   * on the caller's transaction. Keys behave as in `enqueue`: a job whose key a live job holds —
+   * or an earlier job of the same batch — answers with that job's id and writes nothing.
+   * Any invalid job refuses the batch with `InvalidInput` naming it (`jobs[3].payload`).
+   */
+  enqueueMany(jobs: ReadonlyArray<EnqueueManyJob<T>>, options?: EnqueueManyOptions): Promise<ReadonlyArray<string>>
   /** Claims the next job in claim order (priority DESC, runAt ASC, enqueue order), waiting up to `waitMs` (default 0). */
   claim(options?: { readonly waitMs?: number }): Promise<JobHandle<T> | null>
   /** The job in any state, dead included; null when acked, cancelled, purged or unknown. */
@@ -63,6 +75,18 @@ export interface JobQueue<T = JsonValue> extends QueueAdmin<T> {
 /** Makes a queue handle over `name` whose jobs carry `stamps`. */
 export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, stamps: JobStamps, partitions?: number): JobQueue<T> {
   const { jobStore } = runtime
+  // A job of this queue, stamped with the handle's options and the enqueue's own.
+  const newJob = (payload: JsonValue, resolved: ResolvedEnqueue, nowMs: number): NewJob => ({
+    id: randomId(runtime.ids),
+    queue: name,
+    payload,
+    priority: resolved.priority,
+    runAtMs: resolved.runAtMs ?? nowMs + (resolved.delayMs ?? 0),
+    expiresAtMs: resolved.expiresAtMs,
+    ...stamps,
+    maxAttempts: resolved.maxAttempts ?? stamps.maxAttempts,
+    key: resolved.key,
+  })
   const queue: JobQueue<T> = {
     name,
     ...makeQueueAdmin<T>(runtime, name),
@@ -71,23 +95,34 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
       runtime.refuseIfClosed()
       const resolved = resolveEnqueueOptions(options)
       const nowMs = runtime.now()
-      const job: NewJob = {
-        id: randomId(runtime.ids),
-        queue: name,
-        payload: validateJson('payload', payload),
-        priority: resolved.priority,
-        runAtMs: resolved.runAtMs ?? nowMs + (resolved.delayMs ?? 0),
-        expiresAtMs: resolved.expiresAtMs,
-        ...stamps,
-        maxAttempts: resolved.maxAttempts ?? stamps.maxAttempts,
-        key: resolved.key,
-      }
+      const job = newJob(validateJson('payload', payload), resolved, nowMs)
       await runtime.routing.load(name, partitions)
       const stored = await jobStore.enqueue({ job, nowMs }, resolved.tx)
       // With tx the row is invisible until the caller commits: the store's own signal (raised
       // at commit) and the driver's scan find it then.
       runtime.announceDue(name, Math.max(stored.runAtMs, nowMs), true)
       return stored.id
+    },
+
+    async enqueueMany(jobs, options) {
+      runtime.refuseIfClosed()
+      const { tx } = resolveEnqueueManyOptions(options)
+      if (!Array.isArray(jobs) || jobs.length > enqueueBatchSizeMax) {
+        throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${enqueueBatchSizeMax} jobs ({ payload, ...options })` })
+      }
+      const nowMs = runtime.now()
+      const batch = jobs.map((item: unknown, index) => {
+        const field = `jobs[${index}]`
+        if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new InvalidInput({ field, reason: 'must be an object { payload, ...options }' })
+        const { payload, ...itemOptions } = item as Record<string, unknown>
+        if ('tx' in itemOptions) throw new InvalidInput({ field: `${field}.tx`, reason: "is the batch's option: enqueueMany(jobs, { tx })" })
+        return newJob(validateJson(`${field}.payload`, payload), resolveEnqueueOptions(itemOptions, field), nowMs)
+      })
+      if (batch.length === 0) return []
+      await runtime.routing.load(name, partitions)
+      const stored = await jobStore.enqueueMany({ jobs: batch, nowMs }, tx)
+      runtime.announceDue(name, Math.max(Math.min(...stored.map((job) => job.runAtMs)), nowMs), true)
+      return stored.map((job) => job.id)
     },
 
     async claim(options = {}) {

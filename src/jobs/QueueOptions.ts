@@ -68,6 +68,12 @@ export interface EnqueueOptions {
   readonly tx?: SqlClient
 }
 
+/** Options of one `enqueueMany` call, for the whole batch. */
+export interface EnqueueManyOptions {
+  /** A `pg` client inside the caller's open transaction: the jobs exist iff that transaction commits. */
+  readonly tx?: SqlClient
+}
+
 /** Enqueue options, validated. */
 export interface ResolvedEnqueue {
   readonly priority: number
@@ -170,10 +176,7 @@ export function resolveEnqueueOptions(options: unknown, field = 'options'): Reso
   if (delayMs !== undefined && (typeof delayMs !== 'number' || !Number.isSafeInteger(delayMs) || delayMs < 0 || delayMs > jobDurationSMax * 1000)) {
     throw new InvalidInput({ field: `${field}.delayMs`, reason: `must be a whole number of ms in 0…${jobDurationSMax * 1000}` })
   }
-  const tx = given.tx
-  if (tx !== undefined && (typeof tx !== 'object' || tx === null || typeof (tx as SqlClient).query !== 'function')) {
-    throw new InvalidInput({ field: `${field}.tx`, reason: 'must be a pg client inside an open transaction' })
-  }
+  const tx = checkTx(`${field}.tx`, given.tx)
   return {
     priority: given.priority === undefined ? priorityDefault : validatePriority(`${field}.priority`, given.priority),
     runAtMs: given.runAt === undefined ? null : epochMs(`${field}.runAt`, given.runAt),
@@ -181,6 +184,18 @@ export function resolveEnqueueOptions(options: unknown, field = 'options'): Reso
     key: given.key === undefined ? null : validateName(`${field}.key`, given.key),
     expiresAtMs: given.expiresAt === undefined ? null : epochMs(`${field}.expiresAt`, given.expiresAt),
     maxAttempts: given.maxAttempts === undefined ? null : attempts(`${field}.maxAttempts`, given.maxAttempts),
-    tx: tx as SqlClient | undefined,
+    tx,
   }
+}
+
+function checkTx(field: string, tx: unknown): SqlClient | undefined {
+  if (tx !== undefined && (typeof tx !== 'object' || tx === null || typeof (tx as SqlClient).query !== 'function')) {
+    throw new InvalidInput({ field, reason: 'must be a pg client inside an open transaction' })
+  }
+  return tx as SqlClient | undefined
+}
+
+/** Validates the options of one `enqueueMany` call. */
+export function resolveEnqueueManyOptions(options: unknown, field = 'options'): { readonly tx: SqlClient | undefined } {
+  return { tx: checkTx(`${field}.tx`, knownKeys(field, options, ['tx']).tx) }
 }

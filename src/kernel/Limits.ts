@@ -158,6 +158,13 @@ export const jobListLimitMax = 1_000
 export const ackBatchSizeMax = 1_000
 
 /**
+ * Jobs one `enqueueMany` call may insert: one statement whose arrays stay a few MB for ordinary
+ * payloads, and a batch a caller's transaction holds its locks for only briefly. Larger imports
+ * go in several calls.
+ */
+export const enqueueBatchSizeMax = 1_000
+
+/**
  * How long a due job's delivery is reserved before it is offered again: the due-time driver
  * pushes the job's due time this far forward BEFORE adding its Matching task, so a crash or a
  * failed add between the two only delays the job by this much (and may duplicate its task,

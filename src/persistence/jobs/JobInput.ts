@@ -9,10 +9,11 @@
  * Does not: apply defaults or convert seconds (the jobs layer does, src/jobs/QueueOptions.ts).
  */
 import { InvalidInput } from '../../domain/errors.ts'
+import { assert } from '../../kernel/assert.ts'
 import { validateJson } from '../../domain/Json.ts'
 import { validateName } from '../../domain/QueueKey.ts'
 import { validatePriority } from '../../domain/Task.ts'
-import { ackBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax } from '../../kernel/Limits.ts'
+import { ackBatchSizeMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax } from '../../kernel/Limits.ts'
 import type { ClaimRef, JobState, NewJob } from './JobStore.ts'
 
 const durationMsMax = jobDurationSMax * 1000
@@ -103,6 +104,20 @@ export function checkNewJob(job: NewJob, field = 'job'): NewJob {
     deadLetterRetentionMs: job.deadLetterRetentionMs === null ? null : checkDurationMs(`${field}.deadLetterRetentionMs`, job.deadLetterRetentionMs, 0),
     key: checkKey(`${field}.key`, job.key),
   }
+}
+
+/**
+ * The jobs of `enqueueMany`: an array of 0…enqueueBatchSizeMax jobs, each checked as `enqueue`
+ * checks its job (fields named `jobs[i]…`). Two jobs with one id are a caller's bug (ids are
+ * drawn, never chosen), asserted rather than refused.
+ */
+export function checkNewJobs(jobs: ReadonlyArray<NewJob>): ReadonlyArray<NewJob> {
+  if (!Array.isArray(jobs) || jobs.length > enqueueBatchSizeMax) {
+    throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${enqueueBatchSizeMax} jobs` })
+  }
+  const checked = jobs.map((job, index) => checkNewJob(job, `jobs[${index}]`))
+  assert(new Set(checked.map((job) => job.id)).size === checked.length, 'enqueueMany was given two jobs with one id')
+  return checked
 }
 
 /** A claim reference of a handle operation. */

@@ -9,6 +9,7 @@
  * - conformance/JobScheduleConformance.ts — schedules, the fenced lease, firing;
  * - conformance/JobAdminConformance.ts — keys, counts and pages by state, retrying dead jobs;
  * - conformance/JobBatchConformance.ts — claimMany and ackMany, judged claim by claim;
+ * - conformance/JobEnqueueManyConformance.ts — enqueueMany, all or nothing, keys as enqueue keeps them;
  * - conformance/JobInputConformance.ts — the same InvalidInput for the same bad input.
  *
  * The suite opens one store through the binding's `open` before its tests and closes it after;
@@ -20,6 +21,7 @@ import { afterAll, beforeAll, describe } from 'vitest'
 import { seedFromEntropy } from '../../kernel/Random.ts'
 import { describeJobAdminConformance } from './conformance/JobAdminConformance.ts'
 import { describeJobBatchConformance } from './conformance/JobBatchConformance.ts'
+import { describeJobEnqueueManyConformance } from './conformance/JobEnqueueManyConformance.ts'
 import { describeJobDeliveryConformance } from './conformance/JobDeliveryConformance.ts'
 import { describeJobExpiryConformance } from './conformance/JobExpiryConformance.ts'
 import { makeJobFixture } from './conformance/JobFixture.ts'
@@ -56,6 +58,7 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
     describeJobScheduleConformance(fixture)
     describeJobAdminConformance(fixture)
     describeJobBatchConformance(fixture)
+    describeJobEnqueueManyConformance(fixture)
     describeJobInputConformance(fixture)
   })
 }

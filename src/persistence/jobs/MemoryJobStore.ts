@@ -29,6 +29,7 @@ import {
   checkListLimit,
   checkName,
   checkNewJob,
+  checkNewJobs,
   checkQueues,
   checkStack,
   checkState,
@@ -122,8 +123,11 @@ export function makeMemoryJobStore(): JobStore {
 
     async enqueueMany(params, tx) {
       if (tx !== undefined) throw new InvalidInput({ field: 'tx', reason: 'needs a PostgreSQL store; the memory store has no transaction to join' })
-      const jobs = params.jobs.map((job) => checkNewJob(job))
+      const jobs = checkNewJobs(params.jobs)
       const nowMs = checkTime('nowMs', params.nowMs)
+      // All or nothing: every id is free before the first insert (a later job holding an earlier
+      // one's key answers with it, as a second enqueue would).
+      for (const job of jobs) assert(!live.has(job.id) && !dead.has(job.id), `job id ${job.id} is already taken`)
       return jobs.map((job) => insert(job, nowMs))
     },
 

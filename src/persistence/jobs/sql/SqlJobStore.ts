@@ -8,8 +8,8 @@
  * (`fireSchedule`; the admin operations live in SqlJobAdmin.ts), and
  * mapping failures into the catalogue exactly as the Matching Store does (`toStoreError`).
  *
- * A transactional enqueue runs the same INSERT on the caller's client; its failures are mapped
- * the same way (the caller's transaction is then theirs to roll back).
+ * The inserts (`enqueue`, `enqueueMany`, with or without the caller's transaction) live in
+ * SqlJobEnqueue.ts.
  *
  * Does not: migrate (openSqlJobStore does, through the shared migration runner), read a clock,
  * or retry.
@@ -17,7 +17,7 @@
 import { InvalidInput } from '../../../domain/errors.ts'
 import { validateJson } from '../../../domain/Json.ts'
 import { assert } from '../../../kernel/assert.ts'
-import { type Driver, toDriverError } from '../../sql/Driver.ts'
+import type { Driver } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { makeSqlSession, openMigrated, toStoreError } from '../../sql/SqlSession.ts'
 import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
@@ -40,13 +40,10 @@ import { dueChannelOf } from '../../bus/Channels.ts'
 import { decodeJob, decodeSchedule, enqueueParams, nullableInteger } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
 import { makeSqlJobAdmin } from './SqlJobAdmin.ts'
+import { makeSqlJobEnqueue } from './SqlJobEnqueue.ts'
 import * as scheduleSql from './scheduleSql.ts'
 
 type Row = Record<string, unknown>
-
-// A keyed enqueue that finds neither its insert nor the key's holder raced a holder that
-// committed after its snapshot or went away meanwhile; the next snapshot settles it.
-const keyedEnqueueAttemptsMax = 5
 
 /** Makes a JobStore over an already migrated schema. `close` closes the driver (idempotent). */
 export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
@@ -89,32 +86,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const store: JobStore = {
     kind: driver.kind,
 
-    async enqueueMany(params, tx) {
-      const records = []
-      for (const job of params.jobs) records.push(await store.enqueue({ job, nowMs: params.nowMs }, tx))
-      return records
-    },
-
-    async enqueue(params, tx) {
-      const { job, nowMs } = validated('enqueue', () => ({ job: checkNewJob(params.job), nowMs: checkTime('nowMs', params.nowMs) }))
-      if (tx !== undefined && typeof tx?.query !== 'function') throw new InvalidInput({ field: 'tx', reason: 'must be a pg client inside an open transaction' })
-      const run = async (): Promise<ReadonlyArray<Row>> => {
-        if (tx === undefined) return write('enqueue', sql.enqueue, enqueueParams(job, nowMs, dueChannel))
-        try {
-          return (await tx.query(sql.enqueue, enqueueParams(job, nowMs, dueChannel))).rows as ReadonlyArray<Row>
-        } catch (error) {
-          throw toStoreError('enqueue', true, toDriverError(error, true))
-        }
-      }
-      for (let attempt = 1; ; attempt++) {
-        const rows = await run()
-        assert(rows.length <= 1, `enqueue of ${job.id} returned ${rows.length} rows`)
-        const [row] = rows
-        if (row !== undefined) return decodeJob(row)
-        // Only a keyed insert can come back empty (see enqueueSql).
-        assert(job.key !== null && attempt < keyedEnqueueAttemptsMax, `enqueue of ${job.id} found neither its row nor the holder of key ${String(job.key)}`)
-      }
-    },
+    ...makeSqlJobEnqueue(schema, session, dueChannel),
 
     async getJob(params) {
       const { queue, id } = validated('getJob', () => checkJobRef(params))

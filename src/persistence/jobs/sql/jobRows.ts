@@ -80,3 +80,20 @@ export const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string): u
   dueChannel,
   job.key ?? null,
 ]
+
+/** The parameters of `enqueueManySql`: one array per column, in the order of `jobs`. */
+export const enqueueManyParams = (jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): unknown[] => [
+  jobs.map((job) => job.id),
+  jobs.map((job) => job.queue),
+  jobs.map((job) => JSON.stringify(job.payload)),
+  jobs.map((job) => job.priority),
+  jobs.map((job) => job.maxAttempts),
+  jobs.map((job) => job.visibilityTimeoutMs),
+  jobs.map((job) => job.backoffBaseMs),
+  jobs.map((job) => job.deadLetterRetentionMs),
+  jobs.map((job) => job.runAtMs),
+  jobs.map((job) => job.expiresAtMs),
+  jobs.map((job) => job.key ?? null),
+  nowMs,
+  dueChannel,
+]

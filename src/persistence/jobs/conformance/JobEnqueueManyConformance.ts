@@ -1,0 +1,89 @@
+/**
+ * JobEnqueueManyConformance — `enqueueMany` on a job store: the batch answers exactly what
+ * `enqueue` of each job in turn would answer, and is all or nothing.
+ *
+ * Readings pinned here: records come back in the order given; a job whose key a live job of its
+ * queue holds answers with that job and writes nothing — also when the holder is an earlier job
+ * of the same batch; a dead job does not hold its key; one bad job refuses the whole batch with
+ * `InvalidInput` naming its index, and nothing is written; more than `enqueueBatchSizeMax` jobs
+ * is refused the same way; an empty batch writes nothing and answers nothing.
+ */
+import { describe, expect, it } from 'vitest'
+import { enqueueBatchSizeMax } from '../../../kernel/Limits.ts'
+import { expectRejection } from '../../queues/conformance/ConformanceFixture.ts'
+import type { NewJob } from '../JobStore.ts'
+import type { JobFixture } from './JobFixture.ts'
+
+/** Registers the enqueueMany tests. */
+export function describeJobEnqueueManyConformance(fixture: JobFixture): void {
+  const store = () => fixture.store()
+
+  describe('job enqueueMany', () => {
+    it('inserts every job as enqueue would, answering in the order given', async () => {
+      const queue = fixture.queue('many')
+      const jobs = [
+        fixture.job(queue, { payload: { text: `it's "quoted" \\ ✓`, list: [1, null] }, priority: 2 }),
+        fixture.job(queue, { runAtMs: 9_000, expiresAtMs: 20_000, deadLetterRetentionMs: 60_000 }),
+        fixture.job(queue, { payload: null, maxAttempts: 7 }),
+      ]
+      const records = await store().enqueueMany({ jobs, nowMs: 2_000 })
+      expect(records.map((record) => record.id)).toEqual(jobs.map((job) => job.id))
+      for (const [index, job] of jobs.entries()) {
+        const expected = { ...job, key: null, state: 'pending', attempts: 0, createdAtMs: 2_000, claimToken: null, deadlineMs: null }
+        expect(records[index]).toMatchObject(expected)
+        expect(await store().getJob({ queue, id: job.id })).toEqual(records[index])
+      }
+      expect(await store().countJobs({ queue })).toEqual({ pending: 3, processing: 0, dead: 0 })
+      // Due as enqueue makes them: at max(runAt, now), in claim order.
+      const due = await store().takeDue({ nowMs: 9_000, reserveUntilMs: 10_000, limit: 10, queues: [queue] })
+      expect(due.map((job) => [job.id, job.dueMs])).toEqual([
+        [jobs[0]?.id, 2_000],
+        [jobs[2]?.id, 2_000],
+        [jobs[1]?.id, 9_000],
+      ])
+      expect(await store().enqueueMany({ jobs: [], nowMs: 2_000 })).toEqual([])
+    })
+
+    it('a key held by a live job, or by an earlier job of the batch, answers with its holder and writes nothing', async () => {
+      const queue = fixture.queue('many-keys')
+      const other = fixture.queue('many-keys-other')
+      const holder = await store().enqueue({ job: fixture.job(queue, { key: 'k1' }), nowMs: 1_000 })
+      const died = await fixture.claimed(queue, 1_000, { key: 'k3' })
+      expect(await store().fail({ id: died.id, claimToken: died.claimToken as string, error: 'boom', nowMs: 1_000 })).toBe(true)
+      const jobs: NewJob[] = [
+        fixture.job(queue, { key: 'k1' }),
+        fixture.job(queue, { key: 'k2' }),
+        fixture.job(queue),
+        fixture.job(queue, { key: 'k2' }),
+        fixture.job(other, { key: 'k2' }),
+        fixture.job(queue, { key: 'k3' }),
+      ]
+      const records = await store().enqueueMany({ jobs, nowMs: 1_000 })
+      const ids = records.map((record) => record.id)
+      expect(ids).toEqual([holder.id, jobs[1]?.id, jobs[2]?.id, jobs[1]?.id, jobs[4]?.id, jobs[5]?.id])
+      expect(records[3]).toEqual(records[1])
+      expect(await store().getJob({ queue, id: jobs[0]?.id as string })).toBeNull()
+      expect(await store().getJob({ queue, id: jobs[3]?.id as string })).toBeNull()
+      expect(await store().countJobs({ queue })).toEqual({ pending: 4, processing: 0, dead: 1 })
+      expect(await store().countJobs({ queue: other })).toEqual({ pending: 1, processing: 0, dead: 0 })
+    })
+
+    it('refuses the whole batch when one job is bad, or when it is too large, and writes nothing', async () => {
+      const queue = fixture.queue('many-bad')
+      const good = fixture.job(queue)
+      const cases: Array<[ReadonlyArray<NewJob>, string]> = [
+        [[good, fixture.job(queue), { ...fixture.job(queue), priority: 10 }], 'jobs[2].priority'],
+        [[good, { ...fixture.job(queue), payload: undefined as never }], 'jobs[1].payload'],
+        [[good, null as never], 'jobs[1]'],
+        [Array.from({ length: enqueueBatchSizeMax + 1 }, () => fixture.job(queue)), 'jobs'],
+      ]
+      for (const [jobs, field] of cases) {
+        await expectRejection(store().enqueueMany({ jobs, nowMs: 1_000 }), 'InvalidInput', { field })
+        expect(await store().getJob({ queue, id: good.id })).toBeNull()
+      }
+      await expectRejection(store().enqueueMany({ jobs: 'x' as never, nowMs: 1_000 }), 'InvalidInput', { field: 'jobs' })
+      await expectRejection(store().enqueueMany({ jobs: [good], nowMs: -1 }), 'InvalidInput', { field: 'nowMs' })
+      expect(await store().countJobs({ queue })).toEqual({ pending: 0, processing: 0, dead: 0 })
+    })
+  })
+}

@@ -1,0 +1,97 @@
+/**
+ * SqlJobEnqueue — the inserting half of the SQL job store (SqlJobStore.ts): `enqueue` and
+ * `enqueueMany`, each ONE statement (jobSql.ts) that runs on the store's driver or, given `tx`,
+ * on the caller's open transaction, where the jobs exist iff it commits and the due signal
+ * (NOTIFY) is delivered at that commit.
+ *
+ * Keys: a keyed job whose key a live job holds answers with the holder and writes nothing; in a
+ * batch, a job whose (queue, key) an earlier job of the batch has answers as that job did, so a
+ * batch answers what enqueueing its jobs one by one would. A keyed insert that raced a holder
+ * committing after the statement's snapshot finds neither row: it runs again, on a new snapshot.
+ *
+ * Invariants: every input is validated (JobInput.ts) before any SQL, so a bad job anywhere in a
+ * batch writes nothing; failures on the caller's transaction map into the catalogue like the
+ * store's own (that transaction is then the caller's to roll back).
+ */
+import { InvalidInput } from '../../../domain/errors.ts'
+import { assert } from '../../../kernel/assert.ts'
+import { toDriverError } from '../../sql/Driver.ts'
+import type { Schema } from '../../sql/Schema.ts'
+import { type SqlSession, toStoreError } from '../../sql/SqlSession.ts'
+import { checkNewJob, checkNewJobs, checkTime } from '../JobInput.ts'
+import type { JobRecord, JobStore, NewJob, SqlClient } from '../JobStore.ts'
+import { decodeJob, enqueueManyParams, enqueueParams } from './jobRows.ts'
+import * as jobSql from './jobSql.ts'
+
+type Row = Record<string, unknown>
+
+// A keyed enqueue that finds neither its insert nor the key's holder raced a holder that
+// committed after its snapshot or went away meanwhile; the next snapshot settles it.
+const keyedEnqueueAttemptsMax = 5
+
+// The caller's transaction of a transactional enqueue: a pg client, checked before any SQL.
+function checkTx(tx: SqlClient | undefined): void {
+  if (tx !== undefined && typeof tx?.query !== 'function') throw new InvalidInput({ field: 'tx', reason: 'must be a pg client inside an open transaction' })
+}
+
+// Where two jobs of a batch compete for one key.
+const keyOf = (job: NewJob): string => JSON.stringify([job.queue, job.key])
+
+/** The enqueue operations over `session`'s migrated `schema`; `dueChannel` is the store's due signal. */
+export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany'> {
+  const sql = { enqueue: jobSql.enqueueSql(schema), enqueueMany: jobSql.enqueueManySql(schema) }
+  const { validated } = session
+
+  // A statement on the caller's transaction when there is one, else a write of the store's own.
+  const runOn = async (tx: SqlClient | undefined, operation: string, text: string, params: unknown[]): Promise<ReadonlyArray<Row>> => {
+    if (tx === undefined) return session.write<Row>(operation, text, params)
+    try {
+      return (await tx.query(text, params)).rows as ReadonlyArray<Row>
+    } catch (error) {
+      throw toStoreError(operation, true, toDriverError(error, true))
+    }
+  }
+
+  return {
+    async enqueue(params, tx) {
+      const { job, nowMs } = validated('enqueue', () => ({ job: checkNewJob(params.job), nowMs: checkTime('nowMs', params.nowMs) }))
+      checkTx(tx)
+      for (let attempt = 1; ; attempt++) {
+        const rows = await runOn(tx, 'enqueue', sql.enqueue, enqueueParams(job, nowMs, dueChannel))
+        assert(rows.length <= 1, `enqueue of ${job.id} returned ${rows.length} rows`)
+        const [row] = rows
+        if (row !== undefined) return decodeJob(row)
+        // Only a keyed insert can come back empty (see enqueueSql).
+        assert(job.key !== null && attempt < keyedEnqueueAttemptsMax, `enqueue of ${job.id} found neither its row nor the holder of key ${String(job.key)}`)
+      }
+    },
+
+    async enqueueMany(params, tx) {
+      const { jobs, nowMs } = validated('enqueueMany', () => ({ jobs: checkNewJobs(params.jobs), nowMs: checkTime('nowMs', params.nowMs) }))
+      checkTx(tx)
+      // Each (queue, key) goes into the statement once: later jobs with it answer as the first.
+      const firstOfKey = new Map<string, NewJob>()
+      const sent: NewJob[] = []
+      for (const job of jobs) {
+        if (job.key !== null && firstOfKey.has(keyOf(job))) continue
+        if (job.key !== null) firstOfKey.set(keyOf(job), job)
+        sent.push(job)
+      }
+      const answers = new Map<string, JobRecord>()
+      let missing: ReadonlyArray<NewJob> = sent
+      for (let attempt = 1; missing.length > 0; attempt++) {
+        // Only keyed jobs can go unanswered (see enqueueManySql); the next snapshot settles them.
+        assert(attempt <= keyedEnqueueAttemptsMax, `enqueueMany found neither the rows nor the key holders of ${missing.length} jobs`)
+        const rows = await runOn(tx, 'enqueueMany', sql.enqueueMany, enqueueManyParams(missing, nowMs, dueChannel))
+        for (const row of rows) answers.set(row.asked_id as string, decodeJob(row))
+        missing = missing.filter((job) => !answers.has(job.id))
+        assert(missing.every((job) => job.key !== null), 'enqueueMany lost a job without a key')
+      }
+      return jobs.map((job) => {
+        const answer = answers.get(job.id) ?? (job.key === null ? undefined : answers.get(firstOfKey.get(keyOf(job))?.id ?? ''))
+        assert(answer !== undefined, `enqueueMany has no answer for ${job.id}`)
+        return answer
+      })
+    },
+  }
+}
