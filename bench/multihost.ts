@@ -1,6 +1,7 @@
 /**
  * Multi-host bench — `npx tsx bench/multihost.ts [--quick] [--jobs 10000] [--latency-jobs 2000]
- * [--rate 200] [--kills 3] [--concurrency 16] [--reruns 1] [--steps latency,drain,kill]`.
+ * [--rate 200] [--kills 3] [--concurrency 16] [--reruns 1] [--steps latency,drain,kill]
+ * [--partitions 1,4]`.
  *
  * Several engine processes on one throwaway PostgreSQL (test/harness/PostgresCluster.ts, fsync
  * off), each a Matchbox engine in a process of its own (test/harness/engineChild.ts, driven
@@ -46,15 +47,17 @@ const program = new Command()
   .option('--kills <n>', 'SIGKILLs in the kill step', '3')
   .option('--concurrency <n>', 'handlers per worker process in the drain step', '16')
   .option('--steps <list>', 'which steps to run, comma-separated: latency, drain, kill', 'latency,drain,kill')
+  .option('--partitions <list>', 'partition counts of the drain step, comma-separated', '1,4')
   .option('--reruns <n>', 'times a step measured while others used the CPU is run again (0 with --quick)', '1')
   .parse()
-const given = program.opts<{ quick?: boolean; steps: string; jobs: string; latencyJobs: string; rate: string; kills: string; concurrency: string; reruns: string }>()
+const given = program.opts<{ quick?: boolean; steps: string; partitions: string; jobs: string; latencyJobs: string; rate: string; kills: string; concurrency: string; reruns: string }>()
 const whole = (name: string, text: string, least = 1): number => {
   const value = Number(text)
   if (!Number.isSafeInteger(value) || value < least) throw new Error(`--${name} needs a whole number ≥ ${least}`)
   return value
 }
 const quick = given.quick === true
+const drainPartitions = given.partitions.split(',').map((count) => whole('partitions', count.trim()))
 const steps = new Set(given.steps.split(',').map((step) => step.trim()))
 for (const step of steps) if (!['latency', 'drain', 'kill'].includes(step)) throw new Error(`--steps: unknown step ${step} (latency, drain, kill)`)
 const backlogJobs = quick ? 2_000 : whole('jobs', given.jobs)
@@ -196,6 +199,8 @@ interface DrainResult {
   readonly duplicates: number
   /** Database transactions committed while draining, per job handled (statements outside a transaction count one each). */
   readonly transactionsPerJob: number
+  /** CPU the bench's processes (workers, PostgreSQL, this one) used while draining, in ms per 1,000 jobs. */
+  readonly cpuMsPerThousand: number
 }
 
 async function transactionsCommitted(): Promise<number> {
@@ -252,6 +257,7 @@ async function drainStep(partitions: number, hostCount: number, round: number): 
       })
     }
     const transactionsBefore = await transactionsCommitted()
+    const cpuFrom = cpu.sample()
     const startedMs = performance.now()
     for (const worker of workers) worker.send({ type: 'work', url, queues: [queue], queueOptions: { partitions }, concurrency })
     await until(() => seen.size >= backlogJobs, `${backlogJobs} jobs handled (${seen.size} so far)`, 300_000, 10)
@@ -268,6 +274,8 @@ async function drainStep(partitions: number, hostCount: number, round: number): 
       )
       leftOver = left.map((row) => `${row.n} ${row.state} (attempts ${row.attempts}, deadline in ${row.deadline_in_ms} ms)`).join(', ')
     }
+    const cpuDuring = cpu.share(cpuFrom, cpu.sample())
+    const cpuMsPerThousand = (cpuDuring.oursCores * (performance.now() - startedMs) * 1000) / backlogJobs
     const transactionsPerJob = ((await transactionsCommitted()) - transactionsBefore) / backlogJobs
     const before = await (settled ?? rangesOf(queue))
     const after = await rangesOf(queue)
@@ -285,6 +293,7 @@ async function drainStep(partitions: number, hostCount: number, round: number): 
       byHost: hostIds.map((hostId) => handledBy.get(hostId) ?? 0).join('/'),
       duplicates: handled - seen.size,
       transactionsPerJob,
+      cpuMsPerThousand,
     }
   } finally {
     await closeAll(workers)
@@ -389,9 +398,9 @@ try {
 
   if (steps.has('drain')) {
     console.log(`\n2. draining a ${backlogJobs}-job backlog (target: 2 and 3 hosts ≤ 1.0× the 1-host time; range increments after start-up 0)`)
-    console.log('   partitions hosts   drain      ratio  jobs/s   delivered@start  owned   handled by      range settled→end (+incr)  dup  tx/job')
+    console.log('   partitions hosts   drain      ratio  jobs/s   delivered@start  owned   handled by      range settled→end (+incr)  dup  tx/job  cpu ms/1k')
     let drainRound = 0
-    for (const partitions of [1, 4]) {
+    for (const partitions of drainPartitions) {
       let baseline = Number.NaN
       for (const hostCount of [1, 2, 3]) {
         const m = await measured(() => drainStep(partitions, hostCount, drainRound++))
@@ -400,7 +409,7 @@ try {
         console.log(
           `   ${String(partitions).padStart(10)} ${String(hostCount).padStart(5)}   ${ms(r.drainMs).padStart(9)}  ${(r.drainMs / baseline).toFixed(2).padStart(5)}×  ` +
             `${((backlogJobs * 1000) / r.drainMs).toFixed(0).padStart(6)}   ${String(r.deliveredAtStart).padStart(15)}  ${r.owners.padEnd(6)}  ${r.byHost.padEnd(14)}  ` +
-            `${`${r.rangeSettled}→${r.rangeEnd} (+${r.increments})`.padEnd(25)}  ${String(r.duplicates).padStart(3)}  ${r.transactionsPerJob.toFixed(2).padStart(6)}   ${cpuNote(m)}`,
+            `${`${r.rangeSettled}→${r.rangeEnd} (+${r.increments})`.padEnd(25)}  ${String(r.duplicates).padStart(3)}  ${r.transactionsPerJob.toFixed(2).padStart(6)}  ${r.cpuMsPerThousand.toFixed(0).padStart(9)}   ${cpuNote(m)}`,
         )
         if (r.leftOver !== '') console.log(`   ** every handler ran, yet ${leftBoundMs / 1000} s later the queue still had job rows: ${r.leftOver} **`)
       }
