@@ -9,6 +9,9 @@ import type { ManualClock } from '../../src/kernel/Clock.ts'
 import type { Decisions } from './Decisions.ts'
 import type { PendingIo } from './IoGate.ts'
 
+/** Where every world's virtual clock starts; traces print time since then (`@ms`). */
+export const epochMs = 1_700_000_000_000
+
 /** Lets the hosts run until quiescent: their fibers are microtasks and their I/O is parked, so one event-loop turn drains all work. */
 export const quiesce = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 

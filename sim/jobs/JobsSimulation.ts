@@ -19,7 +19,7 @@ import { makeSchema } from '../../src/persistence/sql/Schema.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
 import { type JobsSwarmOptions, type JobsSwarmOverrides, jobsSwarmOptions } from './JobsSwarm.ts'
 import type { JobsMutant } from './JobMutations.ts'
-import { type JobsRunResult, JobsWorld } from './JobsWorld.ts'
+import { type JobsRunResult, JobsWorld, type JobsWorldConfig } from './JobsWorld.ts'
 import { firstDivergence, type SimStoreKind } from '../matching/Simulation.ts'
 
 /** How to run one end-to-end seed. */
@@ -35,6 +35,10 @@ export interface JobsSeedRun {
   readonly wrapJobStore?: (store: JobStore) => JobStore
   /** One deliberate bug of the job mutation menu (JobMutations.ts `makeJobsMutant`): its store wrapper (instead of `wrapJobStore`), bus tap and membership wrapper. */
   readonly mutant?: JobsMutant
+  /** Observes every committed JobStore call (timelines). */
+  readonly onJobs?: JobsWorldConfig['onJobs']
+  /** Observes faults, membership views and the heal (timelines). */
+  readonly onEvent?: JobsWorldConfig['onEvent']
 }
 
 /** A seed's options and result. */
@@ -100,6 +104,8 @@ export async function runJobsSeed(run: JobsSeedRun): Promise<JobsSeedResult> {
       ...(run.keepTrace === undefined ? {} : { keepTrace: run.keepTrace }),
       ...(run.mutant?.busTap === undefined ? {} : { busTap: run.mutant.busTap }),
       ...(run.mutant?.wrapMembership === undefined ? {} : { wrapMembership: run.mutant.wrapMembership }),
+      ...(run.onJobs === undefined ? {} : { onJobs: run.onJobs }),
+      ...(run.onEvent === undefined ? {} : { onEvent: run.onEvent }),
     })
     return { options, result: await world.run() }
   } finally {

@@ -36,6 +36,7 @@ import type { BoundaryRecord } from '../matching/Boundary.ts'
 import { Checkers } from '../matching/Checkers.ts'
 import { Decisions } from '../core/Decisions.ts'
 import { IoGate } from '../core/IoGate.ts'
+import { type IoFaultChances, type IoFaultWorld, faultAfterRun, faultBeforeRun } from '../core/IoFaults.ts'
 import { JobCheckers, type JobCheckerName, type JobsReport } from './JobCheckers.ts'
 import { JobClients } from './JobClients.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
@@ -46,8 +47,7 @@ import { busLabelPrefix } from './SimBus.ts'
 import { membershipLabelPrefix } from './SimMembershipStore.ts'
 import { HistoryRecord } from '../matching/ScriptedHistory.ts'
 import { TraceLog } from '../core/TraceLog.ts'
-import { advanceTime, deliver, quiesce, runParked } from '../core/Turns.ts'
-import { epochMs } from '../matching/World.ts'
+import { advanceTime, deliver, epochMs, quiesce, runParked } from '../core/Turns.ts'
 
 /** What a finished end-to-end run reports. */
 export interface JobsRunResult {
@@ -84,7 +84,17 @@ export interface JobsWorldConfig {
   readonly busTap?: BusTap
   /** Wraps the membership view each engine routes by (the job mutation menu's routing bugs). */
   readonly wrapMembership?: JobsHostDeps['wrapMembership']
+  /** Observes every committed JobStore call (timelines). */
+  readonly onJobs?: (record: JobBoundaryRecord, nowMs: number) => void
+  /** Observes faults, membership views and the heal (timelines). */
+  readonly onEvent?: (event: JobsWorldEvent, nowMs: number) => void
 }
+
+/** A moment of an end-to-end run as a record, for timelines (the trace says the same in words). */
+export type JobsWorldEvent =
+  | { readonly kind: 'fault'; readonly name: JobsFaultName; readonly hostId?: string; readonly detail: string }
+  | { readonly kind: 'view'; readonly hostId: string; readonly hosts: ReadonlyArray<string> }
+  | { readonly kind: 'heal' }
 
 // Time the final phase moves when nothing is claimable: past the retry curve's one-hour cap,
 // every drawn runAt, deadline and expiry.
@@ -107,6 +117,16 @@ const cutMsMin = 2_000
 const cutMsMax = 4 * membershipHostTtlMs
 // Bus faults strike a message with this many times the seed's drawn chance (0.016–0.256 when on).
 const busFaultScale = 8
+
+// Every store, membership and bus call meets the same I/O faults; any call may be slow for up to 2 s.
+function ioFaultChancesOf(faults: JobsSwarmOptions['faults']): IoFaultChances<JobsFaultName> {
+  return {
+    slow: { name: 'store.latency', chance: faults['store.latency'], msMax: 2_000 },
+    unavailable: { name: 'store.unavailable', chance: faults['store.unavailable'] },
+    crash: { name: 'crash.afterCommit', chances: [faults['crash.afterCommit']] },
+    maybeCommitted: { name: 'store.maybeCommitted', chance: faults['store.maybeCommitted'] },
+  }
+}
 
 /** One end-to-end run; `run()` once. */
 export class JobsWorld {
@@ -134,11 +154,22 @@ export class JobsWorld {
   #ioRuns = 0
   #step = 0
   #faultsOn = true
+  readonly #ioFaultWorld: IoFaultWorld<JobsFaultName>
 
   constructor(config: JobsWorldConfig) {
     this.#config = config
     this.#options = config.options
     this.#decide = new Decisions(config.options.seed, config.script)
+    this.#ioFaultWorld = {
+      decide: this.#decide,
+      clock: this.#clock,
+      fault: (name, line, hostId) => this.#fault(name, line, hostId),
+      isAlive: (hostId) => this.#hosts.some((host) => host.id === hostId && host.alive),
+      crash: (hostId) => {
+        const host = this.#hosts.find((candidate) => candidate.id === hostId)
+        return host === undefined ? 0 : this.#crash(host)
+      },
+    }
     this.#trace = new TraceLog(config.keepTrace === true)
     const random = this.#decide.fork()
     if (config.busTap !== undefined) this.#bus.setTap(config.busTap)
@@ -160,7 +191,10 @@ export class JobsWorld {
           recordStore: (record) => this.#observeStore(record),
           recordJobs: (record) => this.#observeJobs(record),
           queueOf: (id) => this.#checkers.queueOf(id),
-          onView: (id, hosts) => this.#log(`view ${id}: ${hosts.join(',') || 'nobody'}`),
+          onView: (id, hosts) => {
+            this.#log(`view ${id}: ${hosts.join(',') || 'nobody'}`)
+            config.onEvent?.({ kind: 'view', hostId: id, hosts }, this.#clock.now())
+          },
           onDefect: (id, where, defect) => this.#checkers.fail('other', `defect on ${id} in ${where}: ${defect instanceof Error ? defect.stack : String(defect)}`),
         }),
       )
@@ -222,13 +256,13 @@ export class JobsWorld {
     const dead = this.#hosts.filter((host) => !host.alive)
     if (alive.length > 0 && this.#decide.chance(faults['crash.beforeStore'])) {
       const host = this.#decide.pick(alive)
-      this.#fault('crash.beforeStore', `${host.id} crashes (${this.#crash(host)} parked calls dropped)`)
+      this.#fault('crash.beforeStore', `${host.id} crashes (${this.#crash(host)} parked calls dropped)`, host.id)
       return true
     }
     if (dead.length > 0 && this.#decide.chance(faults.restart * 4)) {
       const host = this.#decide.pick(dead)
       host.restart()
-      this.#fault('restart', `${host.id} restarts`)
+      this.#fault('restart', `${host.id} restarts`, host.id)
       return true
     }
     if (this.#decide.chance(faults['clock.jump'])) {
@@ -242,7 +276,7 @@ export class JobsWorld {
       const host = this.#decide.pick(workers)
       const cutMs = this.#decide.int(cutMsMin, cutMsMax)
       this.#cutUntilMs.set(host.id, this.#clock.now() + cutMs)
-      this.#fault('membership.cut', `${host.id} cannot reach the membership table for ${cutMs} ms`)
+      this.#fault('membership.cut', `${host.id} cannot reach the membership table for ${cutMs} ms`, host.id)
       return true
     }
     return false
@@ -253,9 +287,10 @@ export class JobsWorld {
     return host.crash()
   }
 
-  #fault(name: JobsFaultName, line: string): void {
+  #fault(name: JobsFaultName, line: string, hostId?: string): void {
     this.#faults[name]++
     this.#log(`FAULT ${name}: ${line}`)
+    this.#config.onEvent?.({ kind: 'fault', name, ...(hostId === undefined ? {} : { hostId }), detail: line }, this.#clock.now())
   }
 
   #isCut(hostId: string): boolean {
@@ -277,42 +312,21 @@ export class JobsWorld {
       // chances are scaled up (bus steps are a small share of all I/O; hand-overs a smaller one
       // still), so a seed with the fault on loses hand-overs, not only due signals.
       if (this.#decide.chance(faults['bus.drop'] * busFaultScale)) {
-        this.#fault('bus.drop', `${io.hostId} ${io.label} is lost in transit`)
+        this.#fault('bus.drop', `${io.hostId} ${io.label} is lost in transit`, io.hostId)
         io.resolve(undefined)
         return
       }
       if (this.#decide.chance(faults['bus.delay'] * busFaultScale)) {
-        this.#fault('bus.delay', `${io.hostId} ${io.label} is held back; it arrives after later steps`)
+        this.#fault('bus.delay', `${io.hostId} ${io.label} is held back; it arrives after later steps`, io.hostId)
         io.resolve(undefined)
         this.#gate.park(io.hostId, `late ${io.label}`, false, io.run).catch(() => {})
         return
       }
     }
-    if (faults !== undefined) {
-      if (this.#decide.chance(faults['store.latency'])) {
-        const delay = this.#decide.int(1, 2_000)
-        this.#clock.advance(delay)
-        this.#fault('store.latency', `${io.hostId} ${io.label} takes ${delay} ms`)
-      }
-      if (this.#decide.chance(faults['store.unavailable'])) {
-        this.#fault('store.unavailable', `${io.hostId} ${io.label} refused`)
-        io.reject(new Unavailable({ operation, detail: 'simulated outage', maybeCommitted: false }))
-        return
-      }
-    }
+    const chances = faults === undefined ? undefined : ioFaultChancesOf(faults)
+    if (faultBeforeRun(io, chances, this.#ioFaultWorld)) return
     const outcome = await runParked(io)
-    const host = this.#hosts.find((candidate) => candidate.id === io.hostId)
-    if (faults !== undefined && io.isWrite && host?.alive === true) {
-      if (this.#decide.chance(faults['crash.afterCommit'])) {
-        this.#fault('crash.afterCommit', `${io.hostId} crashes after ${io.label} ${outcome.ok ? 'committed' : 'failed'}; it never hears (${this.#crash(host)} more dropped)`)
-        return
-      }
-      if (outcome.ok && this.#decide.chance(faults['store.maybeCommitted'])) {
-        this.#fault('store.maybeCommitted', `${io.hostId} ${io.label} committed but the connection dropped`)
-        io.reject(new Unavailable({ operation, detail: 'connection lost mid-commit', maybeCommitted: true }))
-        return
-      }
-    }
+    if (faultAfterRun(io, outcome, chances, this.#ioFaultWorld)) return
     if (outcome.ok) this.#countForwarding(io.hostId, io.label)
     this.#log(deliver(io, outcome))
   }
@@ -338,6 +352,7 @@ export class JobsWorld {
     this.#cutUntilMs.clear()
     for (const host of this.#hosts) if (!host.alive) host.restart()
     this.#log('HEAL: every host up, faults off; membership settles; workers ack what they hold, then claim and ack everything')
+    this.#config.onEvent?.({ kind: 'heal' }, this.#clock.now())
     let steps = await this.#settleMembership()
     let idleRounds = 0
     let quietRounds = 0
@@ -442,6 +457,7 @@ export class JobsWorld {
       if (violation !== null) this.#checkers.fail('owner delivers', violation)
     }
     this.#checkers.observe(record)
+    this.#config.onJobs?.(record, this.#clock.now())
   }
 
   #observeStore(record: BoundaryRecord): void {

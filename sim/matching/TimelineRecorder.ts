@@ -11,7 +11,8 @@
  * Does not: render (TimelineHtml.ts) or judge (Checkers.ts); it never reads wall time.
  */
 import type { BoundaryRecord } from './Boundary.ts'
-import { epochMs, type WorldEvent } from './World.ts'
+import { epochMs } from '../core/Turns.ts'
+import type { WorldEvent } from './World.ts'
 
 /** What a mark on the timeline stands for. */
 export type TimelineMarkKind = 'append' | 'checkpoint' | 'relocate' | 'userData' | 'start' | 'fault' | 'other'

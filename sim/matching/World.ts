@@ -11,7 +11,6 @@
  * on membership, stop rejections) and a liveness phase that runs until every accepted task was
  * delivered or the step budget is spent; then every host closes (drains, final checkpoints).
  */
-import { Unavailable } from '../../src/domain/errors.ts'
 import type { TaskType } from '../../src/domain/QueueKey.ts'
 import { ownerOf } from '../../src/domain/Rendezvous.ts'
 import { ManualClock } from '../../src/kernel/Clock.ts'
@@ -23,12 +22,13 @@ import type { BoundaryRecord } from './Boundary.ts'
 import { type AddOutcome, Checkers, type DeliveryReport } from './Checkers.ts'
 import { Decisions } from '../core/Decisions.ts'
 import type { IoGate as IoGateType } from '../core/IoGate.ts'
-import { IoGate } from '../core/IoGate.ts'
+import { IoGate, type PendingIo } from '../core/IoGate.ts'
+import { type IoFaultChances, type IoFaultWorld, faultAfterRun, faultBeforeRun } from '../core/IoFaults.ts'
 import { HistoryRecord, type HistoryScript } from './ScriptedHistory.ts'
 import { SimHost } from './SimHost.ts'
 import { type FaultName, faultNames, type SwarmOptions } from './Swarm.ts'
 import { TraceLog } from '../core/TraceLog.ts'
-import { advanceTime, deliver, quiesce, runParked } from '../core/Turns.ts'
+import { advanceTime, deliver, epochMs, quiesce, runParked } from '../core/Turns.ts'
 
 /** What a finished run reports. */
 export interface RunResult {
@@ -68,9 +68,6 @@ export interface WorldConfig {
 }
 
 const pollsPerHostMax = 4
-/** Where the world's virtual clock starts; traces print time since then (`@ms`). */
-export const epochMs = 1_700_000_000_000
-
 
 /** A simulated world; `run()` once. */
 export class World {
@@ -92,11 +89,19 @@ export class World {
   #jobSequence = 0
   #step = 0
   #faultsOn = true
+  readonly #ioFaultWorld: IoFaultWorld<FaultName>
 
   constructor(config: WorldConfig) {
     this.#config = config
     this.#options = config.options
     this.#decide = new Decisions(config.options.seed, config.script)
+    this.#ioFaultWorld = {
+      decide: this.#decide,
+      clock: this.#clock,
+      fault: (name, line, hostId) => this.#fault(name, line, hostId),
+      isAlive: (hostId) => this.#hosts.some((host) => host.id === hostId && host.alive),
+      crash: (hostId) => this.#hosts.find((host) => host.id === hostId)?.crash() ?? 0,
+    }
     this.#trace = new TraceLog(config.keepTrace === true)
     this.#script = {
       retryableChance: this.#options.faults['history.retryable'] * 20,
@@ -222,41 +227,31 @@ export class World {
   async #runIo(index: number): Promise<void> {
     const io = this.#gate.take(index)
     const isHistory = io.label.startsWith('history.')
-    const faults = this.#faultsOn ? this.#options.faults : undefined
     this.#ioRuns++
-    if (faults !== undefined) {
-      if (this.#decide.chance(isHistory ? faults['history.slow'] : faults['store.latency'])) {
-        const delay = this.#decide.int(1, isHistory ? 2_000 : 500)
-        this.#clock.advance(delay)
-        this.#fault(isHistory ? 'history.slow' : 'store.latency', `${io.label} takes ${delay} ms`, io.hostId)
-      }
-      if (!isHistory && this.#decide.chance(faults['store.unavailable'])) {
-        this.#fault('store.unavailable', `${io.hostId} ${io.label} refused`, io.hostId)
-        io.reject(new Unavailable({ operation: io.label.split(' ')[0] as string, detail: 'simulated outage', maybeCommitted: false }))
-        return
-      }
-    }
+    const chances = this.#faultsOn ? this.#ioFaultChances(io, isHistory) : undefined
+    if (faultBeforeRun(io, chances, this.#ioFaultWorld)) return
     const outcome = await runParked(io)
-    const host = this.#hosts.find((candidate) => candidate.id === io.hostId)
-    if (faults !== undefined && io.isWrite && host?.alive === true) {
-      const midBatch = io.label.startsWith('append') && !io.label.endsWith('×1')
-      if (this.#decide.chance(faults['crash.afterCommit']) || (midBatch && this.#decide.chance(faults['crash.midBatch']))) {
-        const name: FaultName = midBatch && faults['crash.midBatch'] > 0 ? 'crash.midBatch' : 'crash.afterCommit'
-        this.#fault(name, `${io.hostId} crashes after ${io.label} ${outcome.ok ? 'committed' : 'failed'}; it never hears`, io.hostId)
-        host.crash()
-        return
-      }
-      if (outcome.ok && this.#decide.chance(faults['store.maybeCommitted'])) {
-        this.#fault('store.maybeCommitted', `${io.hostId} ${io.label} committed but the connection dropped`, io.hostId)
-        io.reject(new Unavailable({ operation: io.label.split(' ')[0] as string, detail: 'connection lost mid-commit', maybeCommitted: true }))
-        return
-      }
-    }
+    if (faultAfterRun(io, outcome, chances, this.#ioFaultWorld)) return
     if (isHistory && outcome.ok && this.#config.onEvent !== undefined) {
       const answer = (outcome.value as RecordStartResult).kind
       this.#config.onEvent({ kind: 'history', hostId: io.hostId, jobId: io.label.split(' ')[1] as string, answer }, this.#clock.now())
     }
     this.#log(deliver(io, outcome))
+  }
+
+  // History calls are slow rather than refused; an append of several tasks may crash mid-batch.
+  #ioFaultChances(io: PendingIo, isHistory: boolean): IoFaultChances<FaultName> {
+    const faults = this.#options.faults
+    const midBatch = io.label.startsWith('append') && !io.label.endsWith('×1')
+    return {
+      slow: isHistory ? { name: 'history.slow', chance: faults['history.slow'], msMax: 2_000 } : { name: 'store.latency', chance: faults['store.latency'], msMax: 500 },
+      unavailable: isHistory ? null : { name: 'store.unavailable', chance: faults['store.unavailable'] },
+      crash: {
+        name: midBatch && faults['crash.midBatch'] > 0 ? 'crash.midBatch' : 'crash.afterCommit',
+        chances: midBatch ? [faults['crash.afterCommit'], faults['crash.midBatch']] : [faults['crash.afterCommit']],
+      },
+      maybeCommitted: { name: 'store.maybeCommitted', chance: faults['store.maybeCommitted'] },
+    }
   }
 
   // Clients mostly reach the host that owns a partition of the family (as a router would) and
