@@ -13,9 +13,11 @@
  * users) and is not locked (its owner opened it); bigint columns come back as numbers or
  * bigints — the store converts them.
  *
- * Does not: share PGlite across processes (PGlite is single-process by design).
+ * Does not: load PGlite before a driver is made (the module is imported then, so importing
+ * Matchbox to use PostgreSQL costs nothing for it), or share PGlite across processes (PGlite is
+ * single-process by design).
  */
-import { PGlite, type Transaction } from '@electric-sql/pglite'
+import type { PGlite, Transaction } from '@electric-sql/pglite'
 import { type DataDirLock, lockDataDir } from './DataDirLock.ts'
 import { type Driver, DriverError, type Queryable, type QueryResult, toDriverError } from './Driver.ts'
 
@@ -42,7 +44,8 @@ export async function makePgliteDriver(options: PgliteDriverOptions = {}): Promi
   const lock: DataDirLock | null = directory === null ? null : lockDataDir(directory)
   let db: PGlite
   try {
-    db = 'pglite' in options ? options.pglite : await PGlite.create(options.dataDir)
+    // Loaded here, not at import: an engine on PostgreSQL or memory never loads PGlite's WASM build.
+    db = 'pglite' in options ? options.pglite : await (await import('@electric-sql/pglite')).PGlite.create(options.dataDir)
   } catch (error) {
     lock?.release()
     throw error
