@@ -14,16 +14,15 @@
  * A failure outside the error catalogue (a defect) is handed to `onDefect`, which the partition
  * actor (the supervisor) turns into a crash of this queue.
  */
-import { type Actor, createActor } from 'xstate'
+import { initialTransition, transition } from 'xstate'
 import { equalJitterDelayMs } from '../domain/Backoff.ts'
 import { isMatchboxError, type MatchboxError, ShuttingDown } from '../domain/errors.ts'
 import { encodeQueueKey, type QueueKey } from '../domain/QueueKey.ts'
 import type { Task } from '../domain/Task.ts'
-import { assert } from '../kernel/assert.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
 import { historyRetryInitialMs, historyRetryMaxMs } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
-import { physicalQueueMachine } from '../machines/PhysicalQueueMachine.ts'
+import { commandsOf, physicalQueueMachine, type QueueSnapshot } from '../machines/PhysicalQueueMachine.ts'
 import type { AddResult, PollResult, QueueCommand, QueueEvent, QueueProgress, StartOutcome, TimerName } from '../machines/PhysicalQueueProtocol.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { Store } from '../persistence/queues/Store.ts'
@@ -50,29 +49,6 @@ export interface PhysicalQueueActorOptions {
 /** The lifecycle state, as callers see it. */
 export type QueueState = 'loading' | 'owned' | 'draining' | 'unloaded'
 
-// Command actions only collect the commands into the stepping actor's list; they run after the
-// transition completes, so the machine never observes I/O half-way through a step. The machine
-// is provided once per process: `provide` rebuilds every transition, too costly per queue.
-let collecting: QueueCommand[] | null = null
-const collect = (type: QueueCommand['type']) => (_: unknown, params: unknown) => {
-  assert(collecting !== null, `command ${type} outside a step`)
-  collecting.push({ type, params } as QueueCommand)
-}
-const runnableMachine = physicalQueueMachine.provide({
-  actions: {
-    'store.acquire': collect('store.acquire'),
-    'store.append': collect('store.append'),
-    'store.read': collect('store.read'),
-    'store.checkOwnership': collect('store.checkOwnership'),
-    'store.checkpoint': collect('store.checkpoint'),
-    'history.recordStart': collect('history.recordStart'),
-    'add.reply': collect('add.reply'),
-    'poll.reply': collect('poll.reply'),
-    'timer.set': collect('timer.set'),
-    'queue.unloaded': collect('queue.unloaded'),
-  },
-})
-
 /** A running physical queue. */
 export class PhysicalQueueActor {
   readonly key: QueueKey
@@ -81,7 +57,9 @@ export class PhysicalQueueActor {
   /** Resolves with the progress report when the queue unloads. */
   readonly unloaded: Promise<QueueProgress>
   readonly #options: PhysicalQueueActorOptions
-  readonly #actor: Actor<typeof physicalQueueMachine>
+  #snapshot: QueueSnapshot
+  // The commands of the initial step (acquire), carried out on `start`.
+  readonly #initialCommands: ReadonlyArray<QueueCommand>
   readonly #adds = new Map<string, (result: AddResult) => void>()
   readonly #polls = new Map<string, { resolve: (result: PollResult) => void; poller: PollerInfo; cancelDeadline: CancelTimer }>()
   readonly #timers = new Map<TimerName, CancelTimer>()
@@ -98,25 +76,22 @@ export class PhysicalQueueActor {
     this.unloaded = new Promise((resolve) => {
       this.#resolveUnloaded = resolve
     })
-    this.#actor = createActor(runnableMachine, {
-      id: `${this.queue}#g${options.generation}`,
-      input: { queue: this.queue, nowMs: options.clock.now(), ...(options.limits === undefined ? {} : { limits: options.limits }) },
-    })
+    const input = { queue: this.queue, nowMs: options.clock.now(), ...(options.limits === undefined ? {} : { limits: options.limits }) }
+    const [snapshot, actions] = initialTransition(physicalQueueMachine, input)
+    this.#snapshot = snapshot
+    this.#initialCommands = commandsOf(actions)
   }
 
-  #pending: QueueCommand[] = []
   #ownedWaiters: Array<{ resolve: (rangeId: number) => void; reject: (error: MatchboxError) => void }> = []
 
   /** Starts the machine (which asks to acquire the queue). */
   start(): void {
-    this.#step(() => this.#actor.start())
-    this.#flush(null)
+    this.#carryOut(null, this.#initialCommands)
   }
 
   /** Current lifecycle state. */
   get state(): QueueState {
-    const snapshot = this.#actor.getSnapshot()
-    return snapshot.status === 'done' ? 'unloaded' : (snapshot.value as QueueState)
+    return this.#snapshot.status === 'done' ? 'unloaded' : (this.#snapshot.value as QueueState)
   }
 
   /**
@@ -126,7 +101,7 @@ export class PhysicalQueueActor {
    * are with History. After unload it shows the memory as it was at unload.
    */
   progress() {
-    const context = this.#actor.getSnapshot().context
+    const context = this.#snapshot.context
     const windows = Object.fromEntries(Object.entries(context.subqueues).map(([subqueue, state]) => [Number(subqueue), state.window]))
     return { rangeId: context.rangeId, savedAckLevels: context.savedAckLevels, windows, deliveriesInFlight: Object.keys(context.deliveries).length }
   }
@@ -172,7 +147,7 @@ export class PhysicalQueueActor {
   /** Backlog tasks read and ready to hand to a poller now (0 unless owned). */
   readyCount(): number {
     if (this.state !== 'owned') return 0
-    const { subqueues, nowMs } = this.#actor.getSnapshot().context
+    const { subqueues, nowMs } = this.#snapshot.context
     let ready = 0
     for (const state of Object.values(subqueues)) for (const entry of state.buffer) if (entry.eligibleAtMs <= nowMs) ready++
     return ready
@@ -202,26 +177,24 @@ export class PhysicalQueueActor {
     return new ShuttingDown({ component: `physical queue ${this.queue}` })
   }
 
+  // One step: the pure transition gives the next snapshot and the commands it asks for, which
+  // run only after the snapshot is in place.
   #send(event: QueueEvent): void {
     if (this.#done) return
-    this.#step(() => this.#actor.send(event))
-    this.#flush(event)
-  }
-
-  // Runs one machine step with this actor's command list as the collection target.
-  #step(run: () => void): void {
-    assert(collecting === null, 'machine steps do not nest')
-    collecting = this.#pending
+    let commands: ReadonlyArray<QueueCommand>
     try {
-      run()
-    } finally {
-      collecting = null
+      const [snapshot, actions] = transition(physicalQueueMachine, this.#snapshot, event)
+      this.#snapshot = snapshot
+      commands = commandsOf(actions)
+    } catch (defect) {
+      // A failed assertion inside the machine: the step is not applied and the supervisor decides.
+      this.#options.onDefect?.(defect)
+      return
     }
+    this.#carryOut(event, commands)
   }
 
-  #flush(event: QueueEvent | null): void {
-    const commands = this.#pending
-    this.#pending = []
+  #carryOut(event: QueueEvent | null, commands: ReadonlyArray<QueueCommand>): void {
     if (event !== null) this.#options.onStep?.(event, commands)
     for (const command of commands) this.#execute(command)
     if (this.#ownedWaiters.length > 0 && this.state === 'owned') {
@@ -296,7 +269,7 @@ export class PhysicalQueueActor {
   }
 
   #rangeId(): number {
-    return this.#actor.getSnapshot().context.rangeId
+    return this.#snapshot.context.rangeId
   }
 
   #recordStart(params: Extract<QueueCommand, { type: 'history.recordStart' }>['params']): void {
@@ -348,7 +321,7 @@ export class PhysicalQueueActor {
       this.#adds.delete(requestId)
       resolve({ kind: 'failed', error: this.#gone() })
     }
-    const delivering = new Set(Object.values(this.#actor.getSnapshot().context.deliveries).map((delivery) => delivery.poller.pollId))
+    const delivering = new Set(Object.values(this.#snapshot.context.deliveries).map((delivery) => delivery.poller.pollId))
     for (const [pollId, poll] of this.#polls) {
       if (delivering.has(pollId)) continue
       this.#polls.delete(pollId)

@@ -1,8 +1,8 @@
 /**
- * PhysicalQueueMachine — one physical queue's lifecycle, as a pure XState 5 machine (upstream Matching,
- * DESIGN.md §5). It does no I/O: every store call, History call, reply and timer is a command
- * action (PhysicalQueueProtocol.ts) that a runner executes, answering with an event. Step it
- * with `initialTransition` / `transition` and assert the snapshot and the commands.
+ * PhysicalQueueMachine — one physical queue's lifecycle, as a pure XState 5 machine (upstream
+ * Matching, DESIGN.md §5). It does no I/O: store calls, History calls, replies and timers are
+ * commands — named actions with no implementation, so `transition()` returns them as data
+ * (`commandsOf`) for a runner (actors/PhysicalQueueActor.ts) to carry out and answer with events.
  *
  * States:
  * - **loading** — asks the store to acquire the queue (range +1). Adds and polls that arrive
@@ -15,233 +15,484 @@
  * - **draining** — refuses new adds and polls (callers retry elsewhere), lets the append and
  *   History calls in flight finish (History within the drain deadline), then writes exactly one
  *   final checkpoint.
- * - **unloaded** — final; reports its progress. `OwnershipLost` from any write comes straight
- *   here with no final write: a stale owner must not write again.
+ * - **unloaded** — final; answers whatever still waits, disarms its timers and reports its
+ *   progress. `OwnershipLost` from any write comes straight here with no final write: a stale
+ *   owner must not write again.
+ *
+ * Each transition lists its named actions: `observe` (the event's time) first, then what the
+ * event means in that state, then — only while owned — the `pump` steps that move forward
+ * everything that can move. Which state the queue is in decides what runs; no handler is told.
  */
-import { enqueueActions, setup } from 'xstate'
-import { type MatchboxError, OwnershipLost, ShuttingDown } from '../domain/errors.ts'
+import { assertEvent, setup, type SnapshotFrom } from 'xstate'
+import { cappedExponentialMs } from '../domain/Backoff.ts'
+import { type MatchboxError, OwnershipLost, Overloaded, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { assert } from '../kernel/assert.ts'
-import {
-  abandonAll,
-  maybeFinalCheckpoint,
-  observe,
-  onAcquired,
-  onAcquireRetry,
-  onAcquireTimer,
-  onAppendCompleted,
-  onAppendFailed,
-  onBacklogGrew,
-  onCheckpointCompleted,
-  onCheckpointFailed,
-  onDispatchCompleted,
-  onDrainStarted,
-  onOwnershipCheckFailed,
-  onOwnershipConfirmed,
-  onPollArrived,
-  onPollCancelled,
-  onReadCompleted,
-  onReadFailed,
-  onRefused,
-  onTaskAdded,
-  onTimer,
-} from './PhysicalQueueLogic.ts'
-import { isIdle, type Step } from './QueuePump.ts'
-import {
-  isOwnershipLost,
-  isTransient,
-  type QueueCommand,
-  type QueueEvent,
-  type QueueProgress,
-  type UnloadReason,
-} from './PhysicalQueueProtocol.ts'
-import { makeQueueContext, progressOf, type QueueContext, type QueueInput } from './QueueContext.ts'
+import { type AddResult, isOwnershipLost, isTransient, type PollResult, type QueueCommand, type QueueEvent, type QueueProgress, type TimerName } from './PhysicalQueueProtocol.ts'
+import { backlogMayBeAhead, bufferPage, finalAckLevels, makeSubqueue, markGrown, settledDelivery, subqueueOf, subqueueOrder, takeEligible, unsavedAckLevels, withSubqueue } from './QueueBacklog.ts'
+import { type Delivery, isIdle, makeQueueContext, nextId, type PendingAdd, type Poller, progressOf, type QueueContext, type QueueInput, type SubqueueState } from './QueueContext.ts'
 
-type EventType = QueueEvent['type'] | '*'
-type EventOf<T extends EventType> = T extends '*' ? QueueEvent : Extract<QueueEvent, { type: T }>
-type Handler<E extends QueueEvent = QueueEvent> = (context: QueueContext, event: E) => Step
+type ParamsOf<T extends QueueCommand['type']> = Extract<QueueCommand, { type: T }>['params']
 
-// Command actions have no implementation here: the runner reads them off `transition`'s result.
-const command = (): void => {}
+// A command only names an effect: nothing runs during a step, the runner reads it off the result.
+const command =
+  <T extends QueueCommand['type']>() =>
+  (_args: unknown, _params: ParamsOf<T>): void => {}
 
-function errorOf(event: QueueEvent): MatchboxError | undefined {
-  return 'error' in event ? event.error : undefined
+const commands = {
+  'store.acquire': command<'store.acquire'>(),
+  'store.append': command<'store.append'>(),
+  'store.read': command<'store.read'>(),
+  'store.checkOwnership': command<'store.checkOwnership'>(),
+  'store.checkpoint': command<'store.checkpoint'>(),
+  'history.recordStart': command<'history.recordStart'>(),
+  'add.reply': command<'add.reply'>(),
+  'poll.reply': command<'poll.reply'>(),
+  'timer.set': command<'timer.set'>(),
+  'queue.unloaded': command<'queue.unloaded'>(),
+}
+const commandTypes: ReadonlySet<string> = new Set(Object.keys(commands))
+
+/** The commands among the actions a `transition()` / `initialTransition()` step returned, in order. */
+export function commandsOf(actions: ReadonlyArray<{ readonly type: string; readonly params?: unknown }>): QueueCommand[] {
+  return actions.filter((action) => commandTypes.has(action.type)).map((action) => ({ type: action.type, params: action.params }) as QueueCommand)
 }
 
-const machineSetup = setup({
-  types: {
-    context: {} as QueueContext,
-    events: {} as QueueEvent,
-    input: {} as QueueInput,
-    output: {} as QueueProgress,
-  },
-  actions: {
-    'store.acquire': command,
-    'store.append': command,
-    'store.read': command,
-    'store.checkOwnership': command,
-    'store.checkpoint': command,
-    'history.recordStart': command,
-    'add.reply': command,
-    'poll.reply': command,
-    'timer.set': command,
-    'queue.unloaded': command,
-  },
+const withCommands = setup({
+  types: { context: {} as QueueContext, events: {} as QueueEvent, input: {} as QueueInput, output: {} as QueueProgress },
+  actions: commands,
   guards: {
-    isOwnershipLost: ({ event }) => {
-      const error = errorOf(event)
-      return error !== undefined && isOwnershipLost(error)
-    },
-    isTransient: ({ event }) => {
-      const error = errorOf(event)
-      return error !== undefined && isTransient(error)
-    },
+    isOwnershipLost: ({ event }) => 'error' in event && isOwnershipLost(event.error),
+    isTransient: ({ event }) => 'error' in event && isTransient(event.error),
     isAcquireTimer: ({ event }) => event.type === 'timer.fired' && event.name === 'acquire',
-    isIdleTimeout: ({ context, event }) => event.type === 'timer.fired' && event.name === 'idle' && isIdle(observe(context, event)),
+    isIdleTimeout: ({ context, event }) => event.type === 'timer.fired' && event.name === 'idle' && isIdle(context, event.nowMs),
     isFinalCheckpoint: ({ context }) => context.checkpointing?.final === true,
     isRangeMoved: ({ context, event }) => event.type === 'ownership.checked' && event.rangeId !== context.rangeId,
+    isAppendQueueFull: ({ context }) => context.pendingAdds.length >= context.limits.appendQueueSizeMax,
+    isPollersFull: ({ context }) => context.pollers.length >= context.limits.pollersMax,
+  },
+})
+const { assign, enqueueActions } = withCommands
+type Enqueue = Parameters<Parameters<typeof enqueueActions>[0]>[0]['enqueue']
+
+const addReply = (requestId: string, result: AddResult) => ({ type: 'add.reply', params: { requestId, result } }) as const
+const pollReply = (pollId: string, result: PollResult) => ({ type: 'poll.reply', params: { pollId, result } }) as const
+const shuttingDown = (context: QueueContext): MatchboxError => new ShuttingDown({ component: `physical queue ${context.queue}` })
+
+// Assigns `context` with the timers in `managed` brought in line with `desired`, asking for each change.
+function syncTimers(enqueue: Enqueue, context: QueueContext, desired: Partial<Record<TimerName, number>>, managed: ReadonlyArray<TimerName>): void {
+  const timers: Partial<Record<TimerName, number>> = { ...context.timers }
+  for (const name of managed) {
+    const want = desired[name]
+    if (want === timers[name]) continue
+    enqueue({ type: 'timer.set', params: { name, atMs: want ?? null } })
+    if (want === undefined) delete timers[name]
+    else timers[name] = want
+  }
+  enqueue.assign(() => ({ ...context, timers }))
+}
+
+// One timer per purpose, armed at the earliest moment it matters.
+function desiredTimers(context: QueueContext): Partial<Record<TimerName, number>> {
+  const desired: Partial<Record<TimerName, number>> = {}
+  let retryAt = Number.POSITIVE_INFINITY
+  for (const state of Object.values(context.subqueues)) {
+    if (state.readRetryAtMs > context.nowMs) retryAt = Math.min(retryAt, state.readRetryAtMs)
+    if (context.pollers.length === 0) continue
+    for (const entry of state.buffer) if (entry.eligibleAtMs > context.nowMs) retryAt = Math.min(retryAt, entry.eligibleAtMs)
+  }
+  if (retryAt !== Number.POSITIVE_INFINITY) desired.retry = retryAt
+  if (context.checkpointDueMs !== null && context.checkpointing === null) desired.checkpoint = context.checkpointDueMs
+  // A queue kept busy past its idle time (a poller waiting) looks again one idle period later;
+  // re-arming in the past would fire forever at the same instant.
+  const idleAt = context.lastActivityMs + context.limits.idleUnloadMs
+  desired.idle = idleAt > context.nowMs ? idleAt : context.nowMs + context.limits.idleUnloadMs
+  if (!context.ownershipCheckInFlight) desired.ownership = context.ownershipConfirmedMs + context.limits.ownershipCheckIntervalMs
+  return desired
+}
+
+const machineSetup = withCommands.extend({
+  actions: {
+    /** Records the event's time, and activity for the events a client caused. */
+    observe: assign(({ context, event }) => ({
+      nowMs: event.nowMs,
+      lastActivityMs: event.type === 'task.added' || event.type === 'poll.arrived' || event.type === 'dispatch.completed' ? event.nowMs : context.lastActivityMs,
+    })),
+
+    // ------------------------------------------------------------ loading
+
+    /** Acquired: resume every known subqueue above its saved ack level (subqueue 0 always). */
+    adoptRange: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'queue.acquired')
+      const { metadata } = event
+      const subqueues: Record<number, SubqueueState> = { 0: makeSubqueue(metadata.ackLevels[0] ?? 0) }
+      for (const [subqueue, ackLevel] of Object.entries(metadata.ackLevels)) subqueues[Number(subqueue)] = makeSubqueue(ackLevel)
+      const owned = { ...context, rangeId: metadata.rangeId, acquireAttempts: 0, subqueues, savedAckLevels: metadata.ackLevels, ownershipConfirmedMs: event.nowMs }
+      syncTimers(enqueue, owned, {}, ['acquire'])
+    }),
+    /** A transient acquire failure: try again after a doubling delay. */
+    scheduleAcquireRetry: enqueueActions(({ context, enqueue }) => {
+      const attempts = context.acquireAttempts + 1
+      const delayMs = cappedExponentialMs(context.limits.acquireRetryInitialMs, context.limits.acquireRetryMaxMs, attempts)
+      syncTimers(enqueue, { ...context, acquireAttempts: attempts }, { acquire: context.nowMs + delayMs }, ['acquire'])
+    }),
+    /** The timer that fired is no longer armed. */
+    forgetTimer: assign(({ context, event }) => {
+      assertEvent(event, 'timer.fired')
+      const timers = { ...context.timers }
+      delete timers[event.name]
+      return { timers }
+    }),
+
+    // ------------------------------------------------------------ client requests
+
+    queueAdd: assign(({ context, event }) => {
+      assertEvent(event, 'task.added')
+      return { pendingAdds: [...context.pendingAdds, { requestId: event.requestId, task: event.task }] }
+    }),
+    queuePoll: assign(({ context, event }) => {
+      assertEvent(event, 'poll.arrived')
+      return { pollers: [...context.pollers, { pollId: event.pollId, identity: event.identity }] }
+    }),
+    /** Too many adds or polls already wait: refuse this one now. */
+    refuseOverloaded: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, ['task.added', 'poll.arrived'])
+      const { appendQueueSizeMax, pollersMax } = context.limits
+      if (event.type === 'task.added') enqueue(addReply(event.requestId, { kind: 'failed', error: new Overloaded({ limit: 'appendQueueSizeMax', size: appendQueueSizeMax }) }))
+      else enqueue(pollReply(event.pollId, { kind: 'failed', error: new Overloaded({ limit: 'pollersMax', size: pollersMax }) }))
+    }),
+    /** Draining: callers retry elsewhere. */
+    refuseShuttingDown: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, ['task.added', 'poll.arrived'])
+      const failed = { kind: 'failed', error: shuttingDown(context) } as const
+      enqueue(event.type === 'task.added' ? addReply(event.requestId, failed) : pollReply(event.pollId, failed))
+    }),
+    /** A poll reached its deadline. If its task is already with History, the answer still goes to it. */
+    cancelPoll: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'poll.cancelled')
+      if (context.pollers.some((poller) => poller.pollId === event.pollId)) {
+        enqueue.assign(() => ({ pollers: context.pollers.filter((poller) => poller.pollId !== event.pollId) }))
+        enqueue(pollReply(event.pollId, { kind: 'none' }))
+        return
+      }
+      // With History now: remember, so a non-start answer ends the poll instead of re-queuing it.
+      const entry = Object.entries(context.deliveries).find(([, delivery]) => delivery.poller.pollId === event.pollId)
+      if (entry === undefined) return
+      const [deliveryId, delivery] = entry
+      enqueue.assign(() => ({ deliveries: { ...context.deliveries, [deliveryId]: { ...delivery, pollCancelled: true } } }))
+    }),
+
+    // ------------------------------------------------------------ store outcomes
+
+    /** An append that committed, or may have, grew its subqueues: the next read looks again. */
+    markBatchGrown: assign(({ context, event }) => {
+      assertEvent(event, ['append.completed', 'append.failed'])
+      const batch = context.appending
+      return batch?.batchId === event.batchId ? markGrown(context, batch.adds.map((add) => add.task.priority)) : {}
+    }),
+    /** The append committed: its adds are spooled with consecutive ids, and the range is still ours. */
+    spoolBatch: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'append.completed')
+      const batch = context.appending
+      if (batch?.batchId !== event.batchId) return
+      batch.adds.forEach((add, index) => enqueue(addReply(add.requestId, { kind: 'spooled', taskId: event.firstTaskId + index })))
+      enqueue.assign(() => ({ appending: null, ownershipConfirmedMs: event.nowMs }))
+    }),
+    /** The append failed: its adds get the error itself. */
+    failBatch: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'append.failed')
+      const batch = context.appending
+      if (batch?.batchId !== event.batchId) return
+      for (const add of batch.adds) enqueue(addReply(add.requestId, { kind: 'failed', error: event.error }))
+      enqueue.assign(() => ({ appending: null }))
+    }),
+    bufferPage: assign(({ context, event }) => {
+      assertEvent(event, 'read.completed')
+      return bufferPage(context, event)
+    }),
+    /** A read failed transiently: read that subqueue again after the acquire retry delay. */
+    retryReadLater: assign(({ context, event }) => {
+      assertEvent(event, 'read.failed')
+      const state = subqueueOf(context, event.subqueue)
+      return withSubqueue(context, event.subqueue, { ...state, readInFlight: false, readRetryAtMs: event.nowMs + context.limits.acquireRetryInitialMs })
+    }),
+    /** A checkpoint committed: remember what is durable; the range is still ours. */
+    confirmCheckpoint: assign(({ event }) => {
+      assertEvent(event, 'checkpoint.completed')
+      return { checkpointing: null, savedAckLevels: event.metadata.ackLevels, ownershipConfirmedMs: event.nowMs }
+    }),
+    /** A checkpoint failed transiently: try again after the checkpoint interval. */
+    retryCheckpointLater: assign(({ context }) => ({ checkpointing: null, checkpointDueMs: context.nowMs + context.limits.checkpointIntervalMs })),
+    /** A routine checkpoint failed while draining: the final one will save the ack levels. */
+    dropCheckpoint: assign({ checkpointing: null }),
+    /** Rows were moved into this queue (a retired version's backlog): look again. */
+    noteBacklogGrew: assign(({ context, event }) => {
+      assertEvent(event, 'backlog.grew')
+      return markGrown(context, event.subqueues)
+    }),
+    /**
+     * The ownership check ended without seeing another owner — it read our range, or could not
+     * read at all — so the next check is due one interval from now.
+     */
+    endOwnershipCheck: assign(({ context }) => ({ ownershipCheckInFlight: false, ownershipConfirmedMs: context.nowMs })),
+
+    // ------------------------------------------------------------ History's answers
+
+    /** Owned: History answered; a sync add History did not take goes back to the append path, a poll that got nothing waits again. */
+    settleDelivery: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'dispatch.completed')
+      const settled = settledDelivery(context, event)
+      if (settled === null) return
+      const { add, pollReply: reply, poller } = settled
+      let next = settled.context
+      if (add?.handled === true) enqueue(addReply(add.requestId, { kind: 'matched' }))
+      else if (add !== null) next = { ...next, pendingAdds: [{ requestId: add.requestId, task: add.task }, ...next.pendingAdds] }
+      if (reply !== null) enqueue(pollReply(poller.pollId, reply))
+      else next = { ...next, pollers: [poller, ...next.pollers] }
+      enqueue.assign(() => next)
+    }),
+    /** Draining: History answered; what it did not start is refused, so callers go elsewhere. */
+    settleDeliveryWhileDraining: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'dispatch.completed')
+      const settled = settledDelivery(context, event)
+      if (settled === null) return
+      const refused = { kind: 'failed', error: shuttingDown(context) } as const
+      if (settled.add !== null) enqueue(addReply(settled.add.requestId, settled.add.handled ? { kind: 'matched' } : refused))
+      enqueue(pollReply(settled.poller.pollId, settled.pollReply ?? refused))
+      enqueue.assign(() => settled.context)
+    }),
+
+    // ------------------------------------------------------------ pump (owned only)
+
+    /** Hands tasks to waiting pollers: the backlog first, then an add that may jump it. */
+    matchPollers: enqueueActions(({ context, enqueue }) => {
+      let next = context
+      while (next.pollers.length > 0) {
+        const [poller, ...rest] = next.pollers as [Poller, ...Poller[]]
+        const eligible = takeEligible(next)
+        let delivery: Omit<Delivery, 'poller'>
+        if (eligible !== undefined) {
+          const [entry, subqueue] = eligible
+          const state = next.subqueues[subqueue] as SubqueueState
+          next = withSubqueue({ ...next, pollers: rest }, subqueue, { ...state, buffer: state.buffer.filter((buffered) => buffered !== entry) })
+          delivery = { task: entry.task, source: { kind: 'backlog', subqueue, taskId: entry.taskId } }
+        } else if (next.pendingAdds.length > 0 && !backlogMayBeAhead(next)) {
+          const [add, ...adds] = next.pendingAdds as [PendingAdd, ...PendingAdd[]]
+          next = { ...next, pollers: rest, pendingAdds: adds }
+          delivery = { task: add.task, source: { kind: 'sync', requestId: add.requestId } }
+        } else {
+          break
+        }
+        const [deliveryId, numbered] = nextId(next, 'delivery')
+        next = { ...numbered, deliveries: { ...numbered.deliveries, [deliveryId]: { ...delivery, poller } } }
+        const taskId = delivery.source.kind === 'backlog' ? delivery.source.taskId : null
+        enqueue({ type: 'history.recordStart', params: { deliveryId, task: delivery.task, taskId, pollId: poller.pollId, identity: poller.identity } })
+      }
+      enqueue.assign(() => next)
+    }),
+    /**
+     * Spools what could not be matched, one batch at a time. Reads cannot pass an append whose
+     * outcome is unknown: the store serialises this owner's appends on the queue's row, and an
+     * ambiguous append marks its subqueues grown, so the next read looks again.
+     */
+    appendNextBatch: enqueueActions(({ context, enqueue }) => {
+      if (context.appending !== null || context.pendingAdds.length === 0) return
+      const adds = context.pendingAdds.slice(0, context.limits.appendBatchSizeMax)
+      const [batchId, next] = nextId(context, 'append')
+      enqueue.assign(() => ({ ...next, pendingAdds: context.pendingAdds.slice(adds.length), appending: { batchId, adds } }))
+      enqueue({ type: 'store.append', params: { batchId, tasks: adds.map((add) => add.task) } })
+    }),
+    /** Reads the next page of every subqueue that has nothing ready and may hold more rows. */
+    readNextPages: enqueueActions(({ context, enqueue }) => {
+      let next = context
+      for (const subqueue of subqueueOrder(next)) {
+        const state = next.subqueues[subqueue] as SubqueueState
+        const room = next.limits.readPageSizeMax - state.buffer.length
+        const ready = state.buffer.some((entry) => entry.eligibleAtMs <= next.nowMs)
+        if (state.readInFlight || !state.mayHaveMore || ready || room <= 0 || state.readRetryAtMs > next.nowMs) continue
+        next = withSubqueue(next, subqueue, { ...state, readInFlight: true })
+        enqueue({ type: 'store.read', params: { subqueue, afterTaskId: state.window.readLevel, limit: room } })
+      }
+      enqueue.assign(() => next)
+    }),
+    /** Saves the ack levels that moved, after enough acks or enough time. */
+    checkpointIfDue: enqueueActions(({ context, enqueue }) => {
+      const ackLevels = unsavedAckLevels(context)
+      if (context.checkpointing !== null || ackLevels.length === 0) return
+      const due = context.checkpointDueMs !== null && context.nowMs >= context.checkpointDueMs
+      if (due || context.acksSinceCheckpoint >= context.limits.checkpointAckCountMax) {
+        enqueue.assign(() => ({ checkpointing: { final: false }, acksSinceCheckpoint: 0, checkpointDueMs: null }))
+        enqueue({ type: 'store.checkpoint', params: { ackLevels, final: false } })
+      } else if (context.checkpointDueMs === null) {
+        enqueue.assign(() => ({ checkpointDueMs: context.nowMs + context.limits.checkpointIntervalMs }))
+      }
+    }),
+    /** A queue that has not confirmed its range for a while reads it (see ownershipCheckIntervalMs). */
+    checkOwnershipIfDue: enqueueActions(({ context, enqueue }) => {
+      if (context.ownershipCheckInFlight || context.nowMs - context.ownershipConfirmedMs < context.limits.ownershipCheckIntervalMs) return
+      enqueue.assign(() => ({ ownershipCheckInFlight: true }))
+      enqueue({ type: 'store.checkOwnership', params: {} })
+    }),
+    armTimers: enqueueActions(({ context, enqueue }) => syncTimers(enqueue, context, desiredTimers(context), ['retry', 'checkpoint', 'idle', 'ownership'])),
+
+    // ------------------------------------------------------------ draining and unloading
+
+    noteIdle: assign({ drainCause: 'idle' }),
+    noteDrainCause: assign(({ event }) => {
+      assertEvent(event, 'drain.requested')
+      return { drainCause: event.reason }
+    }),
+    /** Entering draining: every add and poll still waiting is refused. */
+    refuseWaiting: enqueueActions(({ context, enqueue }) => {
+      const failed = { kind: 'failed', error: shuttingDown(context) } as const
+      for (const add of context.pendingAdds) enqueue(addReply(add.requestId, failed))
+      for (const poller of context.pollers) enqueue(pollReply(poller.pollId, failed))
+      enqueue.assign(() => ({ pendingAdds: [], pollers: [] }))
+    }),
+    /** Entering draining: only the drain deadline stays armed. */
+    armDrainDeadline: enqueueActions(({ context, enqueue }) => {
+      const deadline = context.nowMs + context.limits.drainDeadlineMs
+      syncTimers(enqueue, { ...context, drainDeadlineMs: deadline }, { drain: deadline }, ['retry', 'checkpoint', 'idle', 'ownership', 'drain'])
+    }),
+    /**
+     * Writes the one final checkpoint once no append or checkpoint is in flight and either every
+     * delivery was answered or the drain deadline passed (unanswered deliveries stay stored above
+     * the ack level and are delivered again by the next owner).
+     */
+    writeFinalCheckpointWhenReady: enqueueActions(({ context, enqueue }) => {
+      if (context.finalCheckpointRequested || context.appending !== null || context.checkpointing !== null) return
+      const deadlinePassed = context.drainDeadlineMs !== null && context.nowMs >= context.drainDeadlineMs
+      if (Object.keys(context.deliveries).length > 0 && !deadlinePassed) return
+      enqueue.assign(() => ({ finalCheckpointRequested: true, checkpointing: { final: true } }))
+      enqueue({ type: 'store.checkpoint', params: { ackLevels: finalAckLevels(context), final: true } })
+    }),
+    noteDrained: assign(({ context }) => ({ unloadReason: { kind: 'drained', cause: context.drainCause ?? 'drain' } as const })),
+    noteAcquireFailed: assign(({ event }) => {
+      assertEvent(event, 'queue.acquire.failed')
+      return { unloadReason: { kind: 'acquire-failed', error: event.error } as const }
+    }),
+    /** A fenced write was refused: another owner holds a higher range. */
+    noteOwnershipLost: assign(({ event }) => {
+      assertEvent(event, ['append.failed', 'checkpoint.failed'])
+      assert(isOwnershipLost(event.error), `${event.type} unloads for ${event.error._tag}, not OwnershipLost`)
+      return { unloadReason: { kind: 'ownership-lost', error: event.error } as const }
+    }),
+    /** The ownership check read a range other than ours. */
+    noteRangeMoved: assign(({ context, event }) => {
+      assertEvent(event, 'ownership.checked')
+      const error = new OwnershipLost({ queue: context.queue, rangeId: context.rangeId, currentRangeId: event.rangeId })
+      return { unloadReason: { kind: 'ownership-lost', error } as const }
+    }),
+    noteFinalCheckpointFailed: assign(({ event }) => {
+      assertEvent(event, 'checkpoint.failed')
+      return { unloadReason: { kind: 'final-checkpoint-failed', error: event.error } as const }
+    }),
+    /** Leaves service: answers everything still waiting with the unload's error, and disarms every timer. */
+    leave: enqueueActions(({ context, enqueue }) => {
+      const reason = context.unloadReason
+      assert(reason !== null, `queue ${context.queue} unloads without a reason`)
+      const error = 'error' in reason ? reason.error : shuttingDown(context)
+      for (const add of context.pendingAdds) enqueue(addReply(add.requestId, { kind: 'failed', error }))
+      if (context.appending !== null) {
+        // An append in flight may still have committed before the takeover: its outcome is unknown.
+        const unknown = new Unavailable({ operation: 'append', detail: `queue ${context.queue} unloaded with the append in flight`, maybeCommitted: true })
+        for (const add of context.appending.adds) enqueue(addReply(add.requestId, { kind: 'failed', error: unknown }))
+      }
+      for (const poller of context.pollers) enqueue(pollReply(poller.pollId, { kind: 'failed', error }))
+      for (const name of Object.keys(context.timers) as TimerName[]) enqueue({ type: 'timer.set', params: { name, atMs: null } })
+      enqueue.assign(() => ({ pendingAdds: [], pollers: [], appending: null, timers: {} }))
+    }),
   },
 })
 
-// Runs a handler on the event (after recording its time) and enqueues the commands it returns.
-// `type` names the event the handler expects ('*': any), so the handler is typed for it.
-function run<T extends EventType>(type: T, handler: Handler<EventOf<T>>) {
-  return machineSetup.enqueueActions(({ context, event, enqueue }) => {
-    assert(type === '*' || event.type === type, `handler for ${type} got ${event.type}`)
-    const [next, commands] = handler(observe(context, event), event as EventOf<T>)
-    enqueue.assign(() => next)
-    for (const requested of commands) enqueue(requested as Parameters<typeof enqueue>[0])
-  })
-}
+// After every owned event: move forward everything that can move, then re-arm the timers.
+const pump = ['matchPollers', 'appendNextBatch', 'readNextPages', 'checkpointIfDue', 'checkOwnershipIfDue', 'armTimers'] as const
 
-// Then, while draining: write the final checkpoint if nothing holds it back.
-function thenFinal<E extends QueueEvent>(handler: Handler<E>): Handler<E> {
-  return (context, event) => {
-    const [next, commands] = handler(context, event)
-    const [final, more] = maybeFinalCheckpoint(next)
-    return [final, [...commands, ...more]]
-  }
-}
-
-// Leaves service: records why, answers everything still waiting, disarms timers.
-function leave(reason: (context: QueueContext, event: QueueEvent) => UnloadReason) {
-  return run('*', (context, event) => {
-    const unloadReason = reason(context, event)
-    const commands: QueueCommand[] = []
-    let remaining = context
-    // The append that was refused did not commit: its adds get the refusal itself.
-    if (event.type === 'append.failed' && context.appending?.batchId === event.batchId) {
-      for (const add of context.appending.adds) commands.push({ type: 'add.reply', params: { requestId: add.requestId, result: { kind: 'failed', error: event.error } } })
-      remaining = { ...context, appending: null }
-    }
-    if ('error' in unloadReason) commands.push(...abandonAll(remaining, unloadReason.error))
-    for (const name of Object.keys(context.timers)) commands.push({ type: 'timer.set', params: { name: name as keyof typeof context.timers, atMs: null } })
-    return [{ ...context, unloadReason, pendingAdds: [], pollers: [], appending: null, timers: {} }, commands]
-  })
-}
-
-const ownershipLost = leave((_, event) => ({ kind: 'ownership-lost', error: errorOf(event) as never }))
+// `transition()` builds a throwaway actor, without input, around every step; a placeholder input
+// gives it a context cheaply instead of a thrown error (a stack trace per step).
+const placeholderInput: QueueInput = { queue: '', nowMs: 0 }
 
 /** The physical queue machine. Input: `{ queue, nowMs, limits? }`; output: its progress at unload. */
 export const physicalQueueMachine = machineSetup.createMachine({
   id: 'physicalQueue',
-  context: ({ input }) => makeQueueContext(input),
+  context: ({ input }) => makeQueueContext((input as QueueInput | undefined) ?? placeholderInput),
   initial: 'loading',
   states: {
     loading: {
-      entry: enqueueActions(({ enqueue }) => enqueue({ type: 'store.acquire', params: {} })),
+      entry: { type: 'store.acquire', params: {} },
       on: {
-        'queue.acquired': { target: 'owned', actions: run('queue.acquired', onAcquired) },
+        'queue.acquired': { target: 'owned', actions: ['observe', 'adoptRange', ...pump] },
         'queue.acquire.failed': [
-          { guard: 'isTransient', actions: run('queue.acquire.failed', onAcquireRetry) },
-          { target: 'unloaded', actions: leave((_, event) => ({ kind: 'acquire-failed', error: errorOf(event) as MatchboxError })) },
+          { guard: 'isTransient', actions: ['observe', 'scheduleAcquireRetry'] },
+          { target: 'unloaded', actions: ['observe', 'noteAcquireFailed'] },
         ],
-        'timer.fired': { guard: 'isAcquireTimer', actions: run('timer.fired', onAcquireTimer) },
-        'task.added': { actions: run('task.added', (context, event) => onTaskAdded(context, event, false)) },
-        'poll.arrived': { actions: run('poll.arrived', (context, event) => onPollArrived(context, event, false)) },
-        'poll.cancelled': { actions: run('poll.cancelled', onPollCancelled) },
-        'drain.requested': {
-          target: 'unloaded',
-          actions: [
-            run('*', (context) => [context, abandonAll(context, new ShuttingDown({ component: `physical queue ${context.queue}` }))]),
-            leave((_, event) => ({ kind: 'drained', cause: event.type === 'drain.requested' ? event.reason : 'drain' })),
-          ],
-        },
+        'timer.fired': { guard: 'isAcquireTimer', actions: ['observe', 'forgetTimer', { type: 'store.acquire', params: {} }] },
+        'task.added': [{ guard: 'isAppendQueueFull', actions: ['observe', 'refuseOverloaded'] }, { actions: ['observe', 'queueAdd'] }],
+        'poll.arrived': [{ guard: 'isPollersFull', actions: ['observe', 'refuseOverloaded'] }, { actions: ['observe', 'queuePoll'] }],
+        'poll.cancelled': { actions: ['observe', 'cancelPoll'] },
+        'drain.requested': { target: 'unloaded', actions: ['observe', 'noteDrainCause', 'noteDrained'] },
       },
     },
     owned: {
       on: {
-        'task.added': { actions: run('task.added', (context, event) => onTaskAdded(context, event, true)) },
-        'poll.arrived': { actions: run('poll.arrived', (context, event) => onPollArrived(context, event, true)) },
-        'poll.cancelled': { actions: run('poll.cancelled', onPollCancelled) },
-        'append.completed': { actions: run('append.completed', (context, event) => onAppendCompleted(context, event, true)) },
+        'task.added': [{ guard: 'isAppendQueueFull', actions: ['observe', 'refuseOverloaded'] }, { actions: ['observe', 'queueAdd', ...pump] }],
+        'poll.arrived': [{ guard: 'isPollersFull', actions: ['observe', 'refuseOverloaded'] }, { actions: ['observe', 'queuePoll', ...pump] }],
+        'poll.cancelled': { actions: ['observe', 'cancelPoll'] },
+        'append.completed': { actions: ['observe', 'markBatchGrown', 'spoolBatch', ...pump] },
         'append.failed': [
-          { guard: 'isOwnershipLost', target: 'unloaded', actions: ownershipLost },
-          { actions: run('append.failed', (context, event) => onAppendFailed(context, event, true)) },
+          { guard: 'isOwnershipLost', target: 'unloaded', actions: ['observe', 'failBatch', 'noteOwnershipLost'] },
+          { actions: ['observe', 'markBatchGrown', 'failBatch', ...pump] },
         ],
-        'read.completed': { actions: run('read.completed', onReadCompleted) },
-        'read.failed': { actions: run('read.failed', onReadFailed) },
-        'dispatch.completed': { actions: run('dispatch.completed', (context, event) => onDispatchCompleted(context, event, true)) },
-        'checkpoint.completed': { actions: run('checkpoint.completed', (context, event) => onCheckpointCompleted(context, event, true)) },
+        'read.completed': { actions: ['observe', 'bufferPage', ...pump] },
+        'read.failed': { actions: ['observe', 'retryReadLater', ...pump] },
+        'dispatch.completed': { actions: ['observe', 'settleDelivery', ...pump] },
+        'checkpoint.completed': { actions: ['observe', 'confirmCheckpoint', ...pump] },
         'checkpoint.failed': [
-          { guard: 'isOwnershipLost', target: 'unloaded', actions: ownershipLost },
-          { actions: run('checkpoint.failed', onCheckpointFailed) },
+          { guard: 'isOwnershipLost', target: 'unloaded', actions: ['observe', 'noteOwnershipLost'] },
+          { actions: ['observe', 'retryCheckpointLater', ...pump] },
         ],
-        'backlog.grew': { actions: run('backlog.grew', onBacklogGrew) },
+        'backlog.grew': { actions: ['observe', 'noteBacklogGrew', ...pump] },
         'ownership.checked': [
-          {
-            guard: 'isRangeMoved',
-            target: 'unloaded',
-            actions: leave((context, event) => ({
-              kind: 'ownership-lost',
-              error: new OwnershipLost({ queue: context.queue, rangeId: context.rangeId, currentRangeId: event.type === 'ownership.checked' ? event.rangeId : null }),
-            })),
-          },
-          { actions: run('ownership.checked', onOwnershipConfirmed) },
+          { guard: 'isRangeMoved', target: 'unloaded', actions: ['observe', 'noteRangeMoved'] },
+          { actions: ['observe', 'endOwnershipCheck', ...pump] },
         ],
-        'ownership.check.failed': { actions: run('ownership.check.failed', onOwnershipCheckFailed) },
+        'ownership.check.failed': { actions: ['observe', 'endOwnershipCheck', ...pump] },
         'timer.fired': [
-          { guard: 'isIdleTimeout', target: 'draining', actions: run('timer.fired', (context) => [{ ...context, drainCause: 'idle' }, []]) },
-          { actions: run('timer.fired', (context, event) => onTimer(context, event.name)) },
+          { guard: 'isIdleTimeout', target: 'draining', actions: ['observe', 'noteIdle'] },
+          { actions: ['observe', 'forgetTimer', ...pump] },
         ],
-        'drain.requested': { target: 'draining', actions: run('drain.requested', (context, event) => [{ ...context, drainCause: event.reason }, []]) },
+        'drain.requested': { target: 'draining', actions: ['observe', 'noteDrainCause'] },
       },
     },
     draining: {
-      entry: run('*', onDrainStarted),
+      entry: ['refuseWaiting', 'armDrainDeadline', 'writeFinalCheckpointWhenReady'],
       on: {
-        'task.added': { actions: run('task.added', onRefused) },
-        'poll.arrived': { actions: run('poll.arrived', onRefused) },
-        'append.completed': { actions: run('append.completed', thenFinal((context, event) => onAppendCompleted(context, event, false))) },
+        'task.added': { actions: ['observe', 'refuseShuttingDown'] },
+        'poll.arrived': { actions: ['observe', 'refuseShuttingDown'] },
+        'append.completed': { actions: ['observe', 'markBatchGrown', 'spoolBatch', 'writeFinalCheckpointWhenReady'] },
         'append.failed': [
-          { guard: 'isOwnershipLost', target: 'unloaded', actions: ownershipLost },
-          { actions: run('append.failed', thenFinal((context, event) => onAppendFailed(context, event, false))) },
+          { guard: 'isOwnershipLost', target: 'unloaded', actions: ['observe', 'failBatch', 'noteOwnershipLost'] },
+          { actions: ['observe', 'markBatchGrown', 'failBatch', 'writeFinalCheckpointWhenReady'] },
         ],
-        'dispatch.completed': { actions: run('dispatch.completed', thenFinal((context, event) => onDispatchCompleted(context, event, false))) },
+        'dispatch.completed': { actions: ['observe', 'settleDeliveryWhileDraining', 'writeFinalCheckpointWhenReady'] },
         'checkpoint.completed': [
-          {
-            guard: 'isFinalCheckpoint',
-            target: 'unloaded',
-            actions: [
-              run('checkpoint.completed', (context, event) => onCheckpointCompleted(context, event, false)),
-              leave((context) => ({ kind: 'drained', cause: context.drainCause ?? 'drain' })),
-            ],
-          },
-          { actions: run('checkpoint.completed', thenFinal((context, event) => onCheckpointCompleted(context, event, false))) },
+          { guard: 'isFinalCheckpoint', target: 'unloaded', actions: ['observe', 'confirmCheckpoint', 'noteDrained'] },
+          { actions: ['observe', 'confirmCheckpoint', 'writeFinalCheckpointWhenReady'] },
         ],
         'checkpoint.failed': [
-          { guard: 'isOwnershipLost', target: 'unloaded', actions: ownershipLost },
-          { guard: 'isFinalCheckpoint', target: 'unloaded', actions: leave((_, event) => ({ kind: 'final-checkpoint-failed', error: errorOf(event) as MatchboxError })) },
-          { actions: run('checkpoint.failed', thenFinal((context) => [{ ...context, checkpointing: null }, []])) },
+          { guard: 'isOwnershipLost', target: 'unloaded', actions: ['observe', 'noteOwnershipLost'] },
+          { guard: 'isFinalCheckpoint', target: 'unloaded', actions: ['observe', 'noteFinalCheckpointFailed'] },
+          { actions: ['observe', 'dropCheckpoint', 'writeFinalCheckpointWhenReady'] },
         ],
-        'timer.fired': { actions: run('timer.fired', thenFinal((context) => [context, []])) },
+        'timer.fired': { actions: ['observe', 'writeFinalCheckpointWhenReady'] },
       },
     },
     unloaded: {
       type: 'final',
-      entry: enqueueActions(({ context, enqueue }) => {
-        enqueue({ type: 'queue.unloaded', params: progressOf(context, context.unloadReason as UnloadReason) })
-      }),
+      entry: ['leave', { type: 'queue.unloaded', params: ({ context }) => progressOf(context) }],
     },
   },
-  output: ({ context }) => progressOf(context, context.unloadReason as UnloadReason),
+  output: ({ context }) => progressOf(context),
 })
+
+/** A snapshot of the machine, as `initialTransition` / `transition` return it. */
+export type QueueSnapshot = SnapshotFrom<typeof physicalQueueMachine>

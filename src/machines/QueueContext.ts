@@ -1,7 +1,8 @@
 /**
- * QueueContext — the memory of one loaded physical queue, and the pure bookkeeping on it that
- * the physical queue machine's handlers share: subqueue state, the timers to keep armed, the
- * progress report. Values are treated as immutable: helpers return new objects.
+ * QueueContext — the memory of one loaded physical queue: its limits, the shape of the machine's
+ * context, how a fresh one starts, and the progress report it gives at unload. Values are treated
+ * as immutable. The pure operations on the backlog (subqueues, buffers, deliveries) live in
+ * QueueBacklog.ts; the statechart that changes the context lives in PhysicalQueueMachine.ts.
  *
  * Invariants:
  * - a task is in at most one place: a pending add, the append in flight, a subqueue buffer, or
@@ -10,7 +11,7 @@
  *   ack level never passes it;
  * - buffers are sorted by task id and hold at most `readPageSizeMax` tasks per subqueue.
  */
-import { type AckWindow, makeAckWindow } from '../domain/AckWindow.ts'
+import type { AckWindow } from '../domain/AckWindow.ts'
 import type { Task } from '../domain/Task.ts'
 import {
   acquireRetryInitialMs,
@@ -23,7 +24,8 @@ import {
   ownershipCheckIntervalMs,
   readPageSizeMax,
 } from '../kernel/Limits.ts'
-import type { QueueCommand, QueueProgress, TimerName, UnloadReason } from './PhysicalQueueProtocol.ts'
+import { assert } from '../kernel/assert.ts'
+import type { QueueProgress, TimerName, UnloadReason } from './PhysicalQueueProtocol.ts'
 
 /** Bounds and intervals of one queue; defaults are the named limits (upstream values). */
 export interface QueueLimits {
@@ -171,35 +173,6 @@ export function makeQueueContext(input: QueueInput): QueueContext {
   }
 }
 
-/** A subqueue resuming above `ackLevel`, with possibly more rows stored. */
-export function makeSubqueue(ackLevel: number): SubqueueState {
-  return { window: makeAckWindow(ackLevel), buffer: [], readInFlight: false, mayHaveMore: true, grewDuringRead: false, readRetryAtMs: 0 }
-}
-
-/** Subqueue numbers present, highest priority first. */
-export function subqueueOrder(context: QueueContext): number[] {
-  return Object.keys(context.subqueues)
-    .map(Number)
-    .sort((a, b) => b - a)
-}
-
-/** The subqueue, created at its saved ack level if this queue has not seen it yet. */
-export function subqueueOf(context: QueueContext, subqueue: number): SubqueueState {
-  return context.subqueues[subqueue] ?? makeSubqueue(context.savedAckLevels[subqueue] ?? 0)
-}
-
-/** `context` with one subqueue replaced. */
-export function withSubqueue(context: QueueContext, subqueue: number, state: SubqueueState): QueueContext {
-  return { ...context, subqueues: { ...context.subqueues, [subqueue]: state } }
-}
-
-/** Inserts into a buffer keeping task-id order. */
-export function insertBuffered(buffer: ReadonlyArray<BufferedTask>, entry: BufferedTask): ReadonlyArray<BufferedTask> {
-  let at = buffer.length
-  while (at > 0 && (buffer[at - 1] as BufferedTask).taskId > entry.taskId) at--
-  return [...buffer.slice(0, at), entry, ...buffer.slice(at)]
-}
-
 /** The next explicit id for `prefix` (`append-3`, `delivery-7`) and the context that consumed it. */
 export function nextId(context: QueueContext, prefix: string): [string, QueueContext] {
   const sequence = context.sequence + 1
@@ -213,8 +186,10 @@ export function ackLevels(context: QueueContext): Record<number, number> {
   return levels
 }
 
-/** What the queue reports when it unloads. */
-export function progressOf(context: QueueContext, reason: UnloadReason): QueueProgress {
+/** What the queue reports when it unloads (its unload reason is recorded by then). */
+export function progressOf(context: QueueContext): QueueProgress {
+  const reason = context.unloadReason
+  assert(reason !== null, `queue ${context.queue} reports progress before it unloaded`)
   const readLevels: Record<number, number> = {}
   let outstanding = 0
   for (const [subqueue, state] of Object.entries(context.subqueues)) {
@@ -224,20 +199,13 @@ export function progressOf(context: QueueContext, reason: UnloadReason): QueuePr
   return { reason, rangeId: context.rangeId, savedAckLevels: context.savedAckLevels, ackLevels: ackLevels(context), readLevels, outstanding }
 }
 
-/** Timer commands that bring the armed timers in line with `desired`; returns the new timer map. */
-export function syncTimers(
-  context: QueueContext,
-  desired: Partial<Record<TimerName, number>>,
-  managed: ReadonlyArray<TimerName>,
-): [QueueContext, QueueCommand[]] {
-  const commands: QueueCommand[] = []
-  const timers: Partial<Record<TimerName, number>> = { ...context.timers }
-  for (const name of managed) {
-    const want = desired[name]
-    if (want === timers[name]) continue
-    commands.push({ type: 'timer.set', params: { name, atMs: want ?? null } })
-    if (want === undefined) delete timers[name]
-    else timers[name] = want
-  }
-  return [commands.length === 0 ? context : { ...context, timers }, commands]
+/** True when the queue has had nothing to do for the idle time at `nowMs`: no waiting or in-flight work. */
+export function isIdle(context: QueueContext, nowMs: number): boolean {
+  return (
+    nowMs - context.lastActivityMs >= context.limits.idleUnloadMs &&
+    context.pollers.length === 0 &&
+    context.pendingAdds.length === 0 &&
+    context.appending === null &&
+    Object.keys(context.deliveries).length === 0
+  )
 }

@@ -1,0 +1,155 @@
+/**
+ * QueueBacklog — pure operations on a loaded queue's backlog: its subqueues (one per priority),
+ * their buffers of read tasks, their AckWindows, and the deliveries with History. The physical
+ * queue machine's named actions call these to compute the next context; none of them asks for
+ * I/O. Every function returns new values and leaves its arguments alone.
+ *
+ * Order kept here: a subqueue's buffer is sorted by task id; a higher priority is served first,
+ * and a lower one never jumps ahead while the higher one may still have unread rows.
+ */
+import { makeAckWindow, markHandled, markRead } from '../domain/AckWindow.ts'
+import { isExpired, type Task } from '../domain/Task.ts'
+import type { PollResult, QueueEvent } from './PhysicalQueueProtocol.ts'
+import type { BufferedTask, Poller, QueueContext, SubqueueState } from './QueueContext.ts'
+
+type EventOf<T extends QueueEvent['type']> = Extract<QueueEvent, { type: T }>
+
+/** A subqueue resuming above `ackLevel`, with possibly more rows stored. */
+export function makeSubqueue(ackLevel: number): SubqueueState {
+  return { window: makeAckWindow(ackLevel), buffer: [], readInFlight: false, mayHaveMore: true, grewDuringRead: false, readRetryAtMs: 0 }
+}
+
+/** Subqueue numbers present, highest priority first. */
+export function subqueueOrder(context: QueueContext): number[] {
+  return Object.keys(context.subqueues)
+    .map(Number)
+    .sort((a, b) => b - a)
+}
+
+/** The subqueue, created at its saved ack level if this queue has not seen it yet. */
+export function subqueueOf(context: QueueContext, subqueue: number): SubqueueState {
+  return context.subqueues[subqueue] ?? makeSubqueue(context.savedAckLevels[subqueue] ?? 0)
+}
+
+/** `context` with one subqueue replaced. */
+export function withSubqueue(context: QueueContext, subqueue: number, state: SubqueueState): QueueContext {
+  return { ...context, subqueues: { ...context.subqueues, [subqueue]: state } }
+}
+
+/** Inserts into a buffer keeping task-id order. */
+export function insertBuffered(buffer: ReadonlyArray<BufferedTask>, entry: BufferedTask): ReadonlyArray<BufferedTask> {
+  let at = buffer.length
+  while (at > 0 && (buffer[at - 1] as BufferedTask).taskId > entry.taskId) at--
+  return [...buffer.slice(0, at), entry, ...buffer.slice(at)]
+}
+
+/** Marks subqueues as possibly holding unread rows (an append or relocation landed). */
+export function markGrown(context: QueueContext, subqueues: ReadonlyArray<number>): QueueContext {
+  let next = context
+  for (const subqueue of new Set(subqueues)) {
+    const state = subqueueOf(next, subqueue)
+    next = withSubqueue(next, subqueue, { ...state, mayHaveMore: true, grewDuringRead: state.readInFlight })
+  }
+  return next
+}
+
+/**
+ * The next task to hand to a poller: the lowest eligible id of the highest subqueue, unless a
+ * higher subqueue may still hold unread rows (then a lower one waits for that read rather than
+ * jump ahead of them).
+ */
+export function takeEligible(context: QueueContext): [BufferedTask, number] | undefined {
+  for (const subqueue of subqueueOrder(context)) {
+    const state = context.subqueues[subqueue] as SubqueueState
+    const found = state.buffer.find((entry) => entry.eligibleAtMs <= context.nowMs)
+    if (found !== undefined) return [found, subqueue]
+    if (state.readInFlight || state.mayHaveMore) return undefined
+  }
+  return undefined
+}
+
+/** True when something stored could be ahead of a new add, so it may not jump the backlog. */
+export function backlogMayBeAhead(context: QueueContext): boolean {
+  if (context.appending !== null) return true
+  return Object.values(context.subqueues).some((state) => state.mayHaveMore || state.readInFlight)
+}
+
+/** A page arrived: live tasks join the buffer, expired ones are dropped but still advance the read level. */
+export function bufferPage(context: QueueContext, event: EventOf<'read.completed'>): QueueContext {
+  const state = subqueueOf(context, event.subqueue)
+  let window = markRead(state.window, event.tasks.map((stored) => stored.taskId))
+  let buffer = state.buffer
+  let dropped = 0
+  for (const stored of event.tasks) {
+    if (isExpired(stored.task, event.nowMs)) {
+      window = markHandled(window, stored.taskId)
+      dropped++
+    } else {
+      buffer = [...buffer, { taskId: stored.taskId, task: stored.task, eligibleAtMs: event.nowMs }]
+    }
+  }
+  const mayHaveMore = event.tasks.length >= event.limit || state.grewDuringRead
+  return withSubqueue({ ...context, acksSinceCheckpoint: context.acksSinceCheckpoint + dropped }, event.subqueue, {
+    ...state,
+    window,
+    buffer,
+    readInFlight: false,
+    mayHaveMore,
+    grewDuringRead: false,
+  })
+}
+
+/** What History's answer to one delivery settled, and what it left for the state to decide. */
+export interface SettledDelivery {
+  /** The context without the delivery; a backlog task is handled or back in its buffer (with backoff). */
+  readonly context: QueueContext
+  /** A sync-matched add: `handled` when History took it, else it still needs a home. */
+  readonly add: { readonly requestId: string; readonly task: Task; readonly handled: boolean } | null
+  /** The poll's answer, or null when nothing started and the poll still waits. */
+  readonly pollReply: PollResult | null
+  readonly poller: Poller
+}
+
+/**
+ * History answered a delivery: started / already-started / obsolete handle its task; a
+ * retryable failure keeps a backlog task pending, eligible again after the backoff. A poll whose
+ * deadline passed while History had its task gets an empty answer rather than waiting again.
+ * Returns null for a delivery this queue does not hold.
+ */
+export function settledDelivery(context: QueueContext, event: EventOf<'dispatch.completed'>): SettledDelivery | null {
+  const delivery = context.deliveries[event.deliveryId]
+  if (delivery === undefined) return null
+  const deliveries = { ...context.deliveries }
+  delete deliveries[event.deliveryId]
+  let next: QueueContext = { ...context, deliveries }
+  const { outcome } = event
+  const handled = outcome.kind !== 'retryable'
+  const { source } = delivery
+  if (source.kind === 'backlog') {
+    const state = subqueueOf(next, source.subqueue)
+    next = handled
+      ? withSubqueue({ ...next, acksSinceCheckpoint: next.acksSinceCheckpoint + 1 }, source.subqueue, { ...state, window: markHandled(state.window, source.taskId) })
+      : withSubqueue(next, source.subqueue, {
+          ...state,
+          buffer: insertBuffered(state.buffer, { taskId: source.taskId, task: delivery.task, eligibleAtMs: event.nowMs + outcome.retryDelayMs }),
+        })
+  }
+  const add = source.kind === 'sync' ? { requestId: source.requestId, task: delivery.task, handled } : null
+  const taskId = source.kind === 'backlog' ? source.taskId : null
+  const pollReply: PollResult | null =
+    outcome.kind === 'started' ? { kind: 'task', task: delivery.task, taskId, response: outcome.response } : delivery.pollCancelled === true ? { kind: 'none' } : null
+  return { context: next, add, pollReply, poller: delivery.poller }
+}
+
+/** Subqueues whose in-memory ack level is ahead of the saved one, with that level (highest priority first). */
+export function unsavedAckLevels(context: QueueContext): Array<{ subqueue: number; ackLevel: number }> {
+  return subqueueOrder(context)
+    .map((subqueue) => ({ subqueue, ackLevel: (context.subqueues[subqueue] as SubqueueState).window.ackLevel }))
+    .filter(({ subqueue, ackLevel }) => ackLevel > (context.savedAckLevels[subqueue] ?? 0))
+}
+
+/** Every subqueue's in-memory ack level, for the final checkpoint (subqueue 0 at least). */
+export function finalAckLevels(context: QueueContext): Array<{ subqueue: number; ackLevel: number }> {
+  const levels = subqueueOrder(context).map((subqueue) => ({ subqueue, ackLevel: subqueueOf(context, subqueue).window.ackLevel }))
+  return levels.length > 0 ? levels : [{ subqueue: 0, ackLevel: context.savedAckLevels[0] ?? 0 }]
+}
