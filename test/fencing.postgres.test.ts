@@ -8,9 +8,9 @@
  * races must actually split (some of A's writes before B's acquire, some refused after it), or
  * the test would pass vacuously; that is asserted too.
  *
- * The last test proves the check can fail: an A whose append statement omits the range check
- * (the internal `unsafeSkipRangeCheck`, never reachable from the public factories) must be
- * caught. `SIM_SEED=<seed>` replays the interleaving choices.
+ * The last test proves the check can fail: an A whose appends are not fenced (the harness's
+ * `withUnfencedAppends`: each append claims the queue's range at that moment, as an append
+ * statement without the range check would) must be caught. `SIM_SEED=<seed>` replays the interleaving choices.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Random, seedFromEntropy } from '../src/kernel/Random.ts'
@@ -18,6 +18,7 @@ import { makePgDriver } from '../src/persistence/sql/PgDriver.ts'
 import { openPostgresStore, openSqlStore } from '../src/persistence/queues/sql/openSqlStore.ts'
 import type { Store } from '../src/persistence/queues/Store.ts'
 import { checkRace } from './harness/fencingChecker.ts'
+import { withUnfencedAppends } from './harness/unfencedAppends.ts'
 import { type RaceVariant, runRace } from './harness/fencingRace.ts'
 import { freshDatabase } from './harness/database.ts'
 
@@ -63,7 +64,7 @@ describe('fencing across independent connections (PostgreSQL)', () => {
   }
 
   it('catches an append statement without the range check (the mutant must be detected)', async () => {
-    const mutant = await openSqlStore(makePgDriver({ connectionString }), { unsafeSkipRangeCheck: true })
+    const mutant = withUnfencedAppends(await openSqlStore(makePgDriver({ connectionString })))
     const stream = random.fork()
     const violations: string[] = []
     for (let iteration = 0; iteration < 100 && violations.length === 0; iteration++) {

@@ -30,21 +30,15 @@ import { decodeInspection, decodeMetadata, decodeStoredTask, type QueueRow, toSa
 import { appendSql, checkpointSql, readSql, relocateSql } from './taskSql.ts'
 import { getUserDataSql, insertUserDataSql, updateUserDataSql } from './userDataSql.ts'
 
-/** Internal options of the SQL store; not part of the public API. */
-export interface SqlStoreInternals {
-  /** Test-only: remove the range check from append (taskSql.ts). Proves the fencing test can fail. */
-  readonly unsafeSkipRangeCheck?: boolean
-}
-
 /** Makes a Store over an already migrated schema. Closing the store closes the driver. */
-export function makeSqlStore(driver: Driver, schema: Schema, internals: SqlStoreInternals = {}): Store {
+export function makeSqlStore(driver: Driver, schema: Schema): Store {
   const sql = {
     acquire: acquireSql(schema),
     currentQueue: currentQueueSql(schema),
     currentRanges: currentRangesSql(schema),
     inspect: inspectSql(schema),
     list: listSql(schema),
-    append: appendSql(schema, internals),
+    append: appendSql(schema),
     read: readSql(schema),
     checkpoint: checkpointSql(schema),
     relocate: relocateSql(schema),
@@ -77,7 +71,7 @@ export function makeSqlStore(driver: Driver, schema: Schema, internals: SqlStore
       const [row] = await write<{ last_task_id: unknown; inserted_rows: unknown }>('append', sql.append, [queue, rangeId, tasks.length, JSON.stringify(tasks)])
       if (row === undefined) {
         const current = await currentRange('append', queue)
-        assert(current?.rangeId !== rangeId || internals.unsafeSkipRangeCheck === true, `append to ${queue} under its current range ${rangeId} matched nothing`)
+        assert(current?.rangeId !== rangeId, `append to ${queue} under its current range ${rangeId} matched nothing`)
         throw new OwnershipLost({ queue, rangeId, currentRangeId: current?.rangeId ?? null })
       }
       const lastTaskId = toSafeInteger(row.last_task_id, 'last_task_id')

@@ -17,7 +17,7 @@ import type { Driver } from '../../sql/Driver.ts'
 import { makePgDriver } from '../../sql/PgDriver.ts'
 import { makePgliteDriver } from '../../sql/PgliteDriver.ts'
 import { openMigrated } from '../../sql/SqlSession.ts'
-import { makeSqlStore, type SqlStoreInternals } from './SqlStore.ts'
+import { makeSqlStore } from './SqlStore.ts'
 
 /** Options of `openSqlStore`. */
 export interface SqlStoreOptions {
@@ -27,11 +27,10 @@ export interface SqlStoreOptions {
 
 /**
  * Migrates `driver`'s database and returns a Store over it. The store owns the driver:
- * `close()` closes it, and so does a failed open. `SqlStoreInternals` are for tests only and
- * are not reachable through the public factories below.
+ * `close()` closes it, and so does a failed open.
  */
-export async function openSqlStore(driver: Driver, options: SqlStoreOptions & SqlStoreInternals = {}): Promise<Store> {
-  return openMigrated(driver, options.schema, (schema) => makeSqlStore(driver, schema, options))
+export async function openSqlStore(driver: Driver, options: SqlStoreOptions = {}): Promise<Store> {
+  return openMigrated(driver, options.schema, (schema) => makeSqlStore(driver, schema))
 }
 
 /** Opens the postgres store over a connection string (its own Pool) or the caller's Pool (left open by `close`). */

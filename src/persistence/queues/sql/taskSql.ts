@@ -17,23 +17,12 @@
  */
 import type { Schema } from '../../sql/Schema.ts'
 
-/** Options of the append statement. */
-export interface AppendSqlOptions {
-  /**
-   * Test-only mutation: leave the range out of the fence, to prove the fencing test can fail.
-   * Never set outside test/fencing.*.
-   */
-  readonly unsafeSkipRangeCheck?: boolean
-}
-
 /**
  * `$1` queue key, `$2` range id, `$3` task count, `$4` tasks as a JSON array (text). Allocates
  * ids and inserts the rows; returns `last_task_id` and the rows inserted, or no row when the
  * range did not match.
  */
-export function appendSql(schema: Schema, options: AppendSqlOptions = {}): string {
-  // The mutant still mentions $2 so that both statements take the same parameters.
-  const fence = options.unsafeSkipRangeCheck === true ? '$2::bigint IS NOT NULL' : 'range_id = $2::bigint'
+export function appendSql(schema: Schema): string {
   return `
 WITH fenced AS (
   UPDATE ${schema.quoted}.task_queues
@@ -42,7 +31,7 @@ WITH fenced AS (
       ack_levels = (
         SELECT jsonb_object_agg(item ->> 'priority', 0) FROM jsonb_array_elements($4::text::jsonb) AS item
       ) || ack_levels
-  WHERE queue_key = $1::text AND ${fence}
+  WHERE queue_key = $1::text AND range_id = $2::bigint
   RETURNING last_task_id
 ), inserted AS (
   INSERT INTO ${schema.quoted}.tasks (queue_key, task_id, subqueue, data)
