@@ -1,5 +1,5 @@
 /**
- * Jobs bench — `npx tsx bench/jobs.ts`.
+ * Jobs bench — `npx tsx bench/jobs.ts [--batch [--jobs N]]`.
  *
  * For each store (memory, embedded PGlite, postgres), through the public API on the real clock:
  * - throughput: jobs/s for the whole cycle enqueue → claim → ack — a producer enqueues while
@@ -8,6 +8,11 @@
  * - latency: enqueue → handler start, p50 and p99, with one job in flight at a time (the next is
  *   enqueued when the handler of the previous one starts), so it measures the delivery path
  *   (due-time driver → Matching → History claim → poll), not queueing.
+ *
+ * With `--batch`, instead: the batch APIs against their one-at-a-time forms, per store, on a
+ * backlog of N jobs (default 2,000): enqueue jobs/s with 16 `enqueue` calls in flight vs
+ * `enqueueMany` of 64; drain jobs/s of `work({ concurrency: 16 })` vs `work({ concurrency: 16,
+ * batch: 64 })`. The two forms alternate over two rounds; each line shows both rounds.
  *
  * PostgreSQL: DATABASE_URL if set (a schema `matchbox_bench_jobs`, dropped first), else a
  * throwaway cluster from test/harness/PostgresCluster.ts. Every phase is bounded by time, so the
@@ -77,7 +82,61 @@ async function latency(mb: Matchbox): Promise<{ p50: number; p99: number; sample
   return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), samples: sorted.length }
 }
 
+const batchSize = 64
+const batchJobsArgument = process.argv.indexOf('--jobs')
+const batchJobs = batchJobsArgument < 0 ? 2_000 : Number(process.argv[batchJobsArgument + 1])
+if (!Number.isSafeInteger(batchJobs) || batchJobs < 1) throw new Error('--jobs takes a positive integer')
+
+// Enqueues `batchJobs` jobs into `queue`, one by one (16 in flight) or in enqueueMany batches; jobs/s.
+async function enqueueRate(queue: JobQueue, many: boolean): Promise<number> {
+  const started = performance.now()
+  const width = many ? batchSize : 16
+  for (let first = 0; first < batchJobs; first += width) {
+    const numbers = Array.from({ length: Math.min(width, batchJobs - first) }, (_, index) => first + index)
+    if (many) await queue.enqueueMany(numbers.map((n) => ({ payload: { n } })))
+    else await Promise.all(numbers.map((n) => queue.enqueue({ n })))
+  }
+  return batchJobs / ((performance.now() - started) / 1000)
+}
+
+// Drains the queue's backlog of `batchJobs` jobs with `work`; jobs/s from start to the last ack.
+async function drainRate(queue: JobQueue, batch: number | undefined): Promise<number> {
+  let handled = 0
+  const started = performance.now()
+  const stop = queue.work(
+    async () => {
+      handled++
+    },
+    { concurrency: 16, ...(batch === undefined ? {} : { batch }) },
+  )
+  while (handled < batchJobs && performance.now() - started < 60_000) await new Promise((resolve) => setTimeout(resolve, 2))
+  const elapsedS = (performance.now() - started) / 1000
+  await stop()
+  while ((await queue.counts()).processing > 0 && performance.now() - started < 70_000) await new Promise((resolve) => setTimeout(resolve, 5))
+  return handled / elapsedS
+}
+
+async function benchBatches(label: string, store: StoreOption, schema?: string): Promise<void> {
+  const mb = await open({ store, ...(schema === undefined ? {} : { schema }) })
+  const rates = { enqueue: [] as number[], enqueueMany: [] as number[], work: [] as number[], workBatch: [] as number[] }
+  try {
+    for (let round = 0; round < 2; round++) {
+      for (const many of [false, true]) {
+        const queue = mb.queue(`bench-batch-${round}-${many ? 'many' : 'one'}`)
+        ;(many ? rates.enqueueMany : rates.enqueue).push(await enqueueRate(queue, many))
+        ;(many ? rates.workBatch : rates.work).push(await drainRate(queue, many ? batchSize : undefined))
+      }
+    }
+  } finally {
+    await mb.close()
+  }
+  const show = (values: ReadonlyArray<number>): string => values.map((value) => value.toFixed(0).padStart(6)).join(' ·')
+  console.log(`${label.padEnd(10)} enqueue ${show(rates.enqueue)} → enqueueMany(${batchSize}) ${show(rates.enqueueMany)} jobs/s`)
+  console.log(`${''.padEnd(10)} work({ concurrency: 16 }) ${show(rates.work)} → work({ concurrency: 16, batch: ${batchSize} }) ${show(rates.workBatch)} jobs/s`)
+}
+
 async function bench(label: string, store: StoreOption, schema?: string): Promise<void> {
+  if (process.argv.includes('--batch')) return benchBatches(label, store, schema)
   const mb = await open({ store, ...(schema === undefined ? {} : { schema }) })
   try {
     const { jobsPerS, acked } = await throughput(mb)
@@ -92,7 +151,11 @@ async function bench(label: string, store: StoreOption, schema?: string): Promis
 
 let cluster: RunningCluster | undefined
 try {
-  console.log(`jobs bench: node ${process.version}, ${throughputMs / 1000} s throughput + ≤ ${latencyMs / 1000} s latency per store`)
+  console.log(
+    process.argv.includes('--batch')
+      ? `jobs bench --batch: node ${process.version}, ${batchJobs} jobs per enqueue and drain, two rounds per store`
+      : `jobs bench: node ${process.version}, ${throughputMs / 1000} s throughput + ≤ ${latencyMs / 1000} s latency per store`,
+  )
   await bench('memory', 'memory')
   await bench('embedded', 'embedded')
   let databaseUrl = process.env.DATABASE_URL

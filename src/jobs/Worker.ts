@@ -1,13 +1,19 @@
 /**
- * Worker — `queue.work(handler, { concurrency })`: `concurrency` loops that claim a job, run the
+ * Worker — `queue.work(handler, { concurrency, batch })`: `concurrency` loops that claim a job, run the
  * handler, and settle it — return → ack, throw → retry(err) on the curve — heartbeating on the
  * handler's behalf every visibility timeout / `workerHeartbeatDivisor` with the injected clock's
  * timers. A heartbeat refused (the claim lapsed or the job was cancelled) stops the beats; the
  * handler runs on and its ack is then refused, the honest at-least-once window of the job contract.
  *
+ * With `{ batch }` claiming and handling are apart: `batch` claim loops keep polls parked in
+ * Matching and fill a local queue of at most `batch` claimed jobs, which `concurrency` handler
+ * loops drain in claim order (graphile-worker's local queue). Deliveries that reach several
+ * parked polls in one turn are claimed in one statement (History's `claimMany`), and acks of one
+ * turn share one too (the runtime's `ackMany`), with or without `batch`.
+ *
  * `stop()` stops claiming, wakes idle loops at once, and resolves when every handler in flight
- * has finished and been settled. A job a loop had already claimed when stop was asked still
- * runs (its attempt is spent).
+ * has finished and been settled. A job already claimed when stop was asked still runs (its
+ * attempt is spent) — the local queue's included, unless its claim lapsed while it waited.
  *
  * Errors: a failed ack/retry/heartbeat (store unavailable) goes to `onError` and the job lapses
  * to be delivered again; non-catalogue errors (defects) default to being rethrown asynchronously.
@@ -15,6 +21,7 @@
  * to 1 s, with jitter) and `onError` hears at most one store error per step, with a count of
  * those it did not hear; the first successful claim ends the outage.
  */
+import { setMaxListeners } from 'node:events'
 import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
 import type { CancelTimer } from '../kernel/Clock.ts'
 import { workerClaimWaitMs, workerConcurrencyMax, workerHeartbeatDivisor } from '../kernel/Limits.ts'
@@ -27,6 +34,18 @@ import type { JobsRuntime } from './Runtime.ts'
 export interface WorkOptions {
   /** Handlers running at once (default 1, at most 1000). */
   readonly concurrency?: number
+  /**
+   * Claims ahead of the handlers (1…1000; default: none, each handler claims its own next job).
+   * The worker keeps up to `batch` polls parked in Matching, so up to `batch` deliveries are
+   * claimed together (one store statement), into a local queue of at most `batch` claimed jobs
+   * that the `concurrency` handlers drain in claim order. A job waiting there is already claimed:
+   * its visibility timeout runs (heartbeats start with its handler), a job whose claim lapsed
+   * while it waited is skipped (delivered again, as any lapsed claim), and a job that becomes
+   * due meanwhile — even at a higher priority — runs after those already claimed. Keep
+   * `batch` × handler time well inside the visibility timeout. `stop()` claims no more and runs
+   * what the local queue holds before it resolves.
+   */
+  readonly batch?: number
   /**
    * Store failures (claiming, or settling a job: it lapses and is redelivered) and defects;
    * default: catalogue errors ignored, others rethrown. While the store keeps failing, at most
@@ -42,6 +61,10 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   const concurrency = options.concurrency ?? 1
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > workerConcurrencyMax) {
     throw new InvalidInput({ field: 'options.concurrency', reason: `must be an integer in 1…${workerConcurrencyMax}` })
+  }
+  const batch = options.batch
+  if (batch !== undefined && (!Number.isInteger(batch) || batch < 1 || batch > workerConcurrencyMax)) {
+    throw new InvalidInput({ field: 'options.batch', reason: `must be an integer in 1…${workerConcurrencyMax}` })
   }
   let stopping = false
   // Shared by the loops: while the store fails they wait out one back-off and report once per step.
@@ -100,39 +123,117 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   }
 
   const stopped = new AbortController()
+  // Every poll parked in Matching listens on this signal: one per claiming loop, not a leak.
+  setMaxListeners(Math.max(10, batch ?? concurrency), stopped.signal)
+  // Claims the next job, pacing the loops while the store fails; null when none came (or stopping).
+  const claim = async (): Promise<JobHandle | null> => {
+    // While the store is failing, wait out the back-off step (a stop wakes the wait).
+    if (outage.retryAtMs() > runtime.now()) {
+      await runtime.driver.waitForDelivery(queue, outage.retryAtMs())
+      return null
+    }
+    const startedMs = runtime.now()
+    try {
+      const job = await claimNext(runtime, queue, workerClaimWaitMs, false, () => stopping, stopped.signal)
+      outage.succeeded()
+      return job
+    } catch (error) {
+      if (runtime.isClosed()) return null
+      report(error, null, startedMs)
+      // A defect paces the loops like a store failure (and is reported every time).
+      if (!isMatchboxError(error)) outage.failed(startedMs, runtime.now())
+      return null
+    }
+  }
+  const running = (): boolean => !stopping && !runtime.isClosed()
   const loop = async (): Promise<void> => {
-    while (!stopping && !runtime.isClosed()) {
-      // While the store is failing, wait out the back-off step (a stop wakes the wait).
-      if (outage.retryAtMs() > runtime.now()) {
-        await runtime.driver.waitForDelivery(queue, outage.retryAtMs())
-        continue
-      }
-      const startedMs = runtime.now()
-      let job: JobHandle | null
-      try {
-        job = await claimNext(runtime, queue, workerClaimWaitMs, false, () => stopping, stopped.signal)
-        outage.succeeded()
-      } catch (error) {
-        if (runtime.isClosed()) return
-        report(error, null, startedMs)
-        // A defect paces the loops like a store failure (and is reported every time).
-        if (!isMatchboxError(error)) outage.failed(startedMs, runtime.now())
-        continue
-      }
+    while (running()) {
+      const job = await claim()
       if (job !== null) await settle(job)
     }
   }
 
-  const loops = Array.from({ length: concurrency }, () => loop())
+  const local = batch === undefined ? null : makeLocalQueue(batch, running, claim, settle, runtime)
+  const loops = local === null ? Array.from({ length: concurrency }, () => loop()) : [local.run(concurrency)]
   const stop = async (): Promise<void> => {
     stopping = true
     // Ends the loops' polls parked in Matching, and their waits.
     stopped.abort()
     runtime.driver.wake(queue)
     runtime.forwarding?.wake(queue)
+    local?.wake()
     await Promise.all(loops)
     runtime.workers.delete(stop)
   }
   runtime.workers.add(stop)
   return stop
+}
+
+/**
+ * The local queue of `work({ batch })`: `batch` claim loops keep polls parked while the queue
+ * plus the claims in flight hold fewer than `batch` jobs; `concurrency` handler loops take jobs
+ * in claim order and settle them. Once `running()` turns false the claim loops end, and the
+ * handler loops run what is left, then end.
+ */
+function makeLocalQueue(
+  batch: number,
+  running: () => boolean,
+  claim: () => Promise<JobHandle | null>,
+  settle: (job: JobHandle) => Promise<void>,
+  runtime: JobsRuntime,
+): { run(concurrency: number): Promise<void>; wake(): void } {
+  const queued: JobHandle[] = []
+  let claiming = 0
+  let claimersDone = false
+  let sleepers: Array<() => void> = []
+  const wake = (): void => {
+    const woken = sleepers
+    sleepers = []
+    for (const resume of woken) resume()
+  }
+  const sleep = (): Promise<void> => new Promise((resume) => sleepers.push(resume))
+
+  const claimLoop = async (): Promise<void> => {
+    while (running()) {
+      if (queued.length + claiming >= batch) {
+        await sleep()
+        continue
+      }
+      claiming++
+      let job: JobHandle | null
+      try {
+        job = await claim()
+      } finally {
+        claiming--
+      }
+      if (job !== null) queued.push(job)
+      wake()
+    }
+  }
+  const handlerLoop = async (): Promise<void> => {
+    for (;;) {
+      const job = queued.shift()
+      if (job === undefined) {
+        if (claimersDone) return
+        await sleep()
+        continue
+      }
+      // A slot is free: a claim loop may park another poll.
+      wake()
+      // Its claim lapsed while it waited: the job is delivered again; running it could only
+      // end in a refused ack.
+      if (job.deadline <= runtime.now()) continue
+      await settle(job)
+    }
+  }
+  return {
+    async run(concurrency) {
+      const handlers = Array.from({ length: concurrency }, () => handlerLoop())
+      await Promise.all(Array.from({ length: batch }, () => claimLoop()))
+      claimersDone = true
+      wake()
+      await Promise.all(handlers)
+    },
+    wake,
+  }
 }

@@ -1,0 +1,112 @@
+/**
+ * `work(handler, { concurrency, batch })` on the memory stores and a ManualClock: claims run
+ * ahead of the handlers into a local queue of at most `batch` jobs, handlers take them in claim
+ * order, a job whose claim lapsed while it waited is skipped and delivered again, and `stop()`
+ * runs what the local queue holds before it resolves.
+ *
+ * No sleeps: time moves only by `clock.advance`; waits are on conditions.
+ */
+import { describe, expect, it } from 'vitest'
+import { ManualClock, type Matchbox, open } from '../src/index.ts'
+import { settle, until } from './harness/settle.ts'
+
+const start = 1_700_000_000_000
+
+async function engine(): Promise<{ mb: Matchbox; clock: ManualClock }> {
+  const clock = new ManualClock(start)
+  return { mb: await open({ store: 'memory', clock, seed: 3, hostId: 'batch' }), clock }
+}
+
+// A handler that records `payload#attempt` and waits until released.
+function gatedHandler(): { seen: string[]; running: () => number; releaseAll: () => void; handler: (job: { payload: unknown; attempts: number }) => Promise<void> } {
+  const seen: string[] = []
+  let gates: Array<() => void> = []
+  let open = false
+  return {
+    seen,
+    running: () => gates.length,
+    releaseAll() {
+      open = true
+      for (const release of gates) release()
+      gates = []
+    },
+    async handler(job) {
+      seen.push(`${String(job.payload)}#${job.attempts}`)
+      if (!open) await new Promise<void>((resolve) => gates.push(resolve))
+    },
+  }
+}
+
+describe('jobs API: work with a local queue (batch)', () => {
+  it('claims up to batch jobs ahead of the handlers and runs them in claim order', async () => {
+    const { mb } = await engine()
+    const q = mb.queue('ahead')
+    await q.enqueueMany(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((payload) => ({ payload })))
+    const gate = gatedHandler()
+    const stop = q.work(gate.handler, { concurrency: 1, batch: 4 })
+    await until(() => gate.running() === 1, 'the first handler started')
+    await settle(20)
+    // One running, four claimed and waiting; the rest still pending.
+    expect(await q.counts()).toEqual({ pending: 3, processing: 5, dead: 0 })
+    expect(gate.seen).toEqual(['a#1'])
+    gate.releaseAll()
+    await until(() => gate.seen.length === 8, 'every job ran')
+    await stop()
+    expect(gate.seen).toEqual(['a#1', 'b#1', 'c#1', 'd#1', 'e#1', 'f#1', 'g#1', 'h#1'])
+    expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
+    await mb.close()
+  })
+
+  it('skips a job whose claim lapsed while it waited; it is delivered again', async () => {
+    const { mb, clock } = await engine()
+    const q = mb.queue('lapsing', { visibilityTimeoutS: 10 })
+    await q.enqueueMany(['a', 'b', 'c'].map((payload) => ({ payload })))
+    const gate = gatedHandler()
+    const stop = q.work(gate.handler, { concurrency: 1, batch: 2 })
+    await until(() => gate.running() === 1, 'the first handler started')
+    await settle(20)
+    expect(await q.counts()).toMatchObject({ processing: 3 })
+    // The running job is heartbeaten; the two waiting ones are not, and lapse.
+    for (let second = 0; second < 12; second++) {
+      clock.advance(1_000)
+      await settle()
+    }
+    gate.releaseAll()
+    await until(() => gate.seen.length === 3, 'the lapsed jobs ran again')
+    await stop()
+    expect(gate.seen).toEqual(['a#1', 'b#2', 'c#2'])
+    expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
+    await mb.close()
+  })
+
+  it('stop claims nothing more and runs what the local queue holds before it resolves', async () => {
+    const { mb } = await engine()
+    const q = mb.queue('stopping')
+    await q.enqueueMany(['a', 'b', 'c', 'd', 'e'].map((payload) => ({ payload })))
+    const gate = gatedHandler()
+    const stop = q.work(gate.handler, { concurrency: 1, batch: 3 })
+    await until(() => gate.running() === 1, 'the first handler started')
+    await settle(20)
+    expect(await q.counts()).toMatchObject({ pending: 1, processing: 4 })
+    let stopped = false
+    const stopping = stop().then(() => {
+      stopped = true
+    })
+    await settle(20)
+    expect(stopped).toBe(false)
+    gate.releaseAll()
+    await stopping
+    expect(gate.seen).toEqual(['a#1', 'b#1', 'c#1', 'd#1'])
+    expect(await q.counts()).toEqual({ pending: 1, processing: 0, dead: 0 })
+    await mb.close()
+  })
+
+  it('refuses a bad batch with InvalidInput', async () => {
+    const { mb } = await engine()
+    const q = mb.queue('bad')
+    for (const batch of [0, 1.5, 1_001, Number.NaN]) {
+      expect(() => q.work(async () => {}, { batch }), String(batch)).toThrow(expect.objectContaining({ _tag: 'InvalidInput', field: 'options.batch' }))
+    }
+    await mb.close()
+  })
+})
