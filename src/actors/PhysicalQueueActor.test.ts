@@ -120,4 +120,19 @@ describe('PhysicalQueueActor on the memory store', () => {
     expect(progress.reason.kind).toBe('ownership-lost')
     expect(queue.state).toBe('unloaded')
   })
+
+  it('a defect inside a machine step goes to onDefect and leaves the queue as it was', async () => {
+    const memory = makeMemoryStore()
+    // A store that breaks its contract: rows at or below the read level.
+    const store: Store = { ...memory, read: async () => [{ taskId: 0, task: task('bogus') }] }
+    const clock = new ManualClock(0)
+    const defects: unknown[] = []
+    const queue = new PhysicalQueueActor({ key, store, history: recordingHistory().history, clock, random: Random.make(7), generation: 1, onDefect: (defect) => defects.push(defect) })
+    queue.start()
+    await settle()
+    expect(defects).toHaveLength(1)
+    expect(String(defects[0])).toContain('read id 0 not above 0')
+    expect(queue.state).toBe('owned')
+    expect(queue.progress().windows[0]?.readLevel).toBe(0)
+  })
 })

@@ -3,20 +3,15 @@ import { initialTransition, transition } from 'xstate'
 import { OwnershipLost, Unavailable } from '../domain/errors.ts'
 import { makeTask, type Task } from '../domain/Task.ts'
 import type { QueueMetadata } from '../persistence/queues/Store.ts'
-import { physicalQueueMachine } from './PhysicalQueueMachine.ts'
-import type { QueueCommand, QueueEvent } from './PhysicalQueueProtocol.ts'
+import { physicalQueueMachine, type QueueSnapshot } from './PhysicalQueueMachine.ts'
+import { commandsOf, type QueueCommand, type QueueEvent } from './PhysicalQueueProtocol.ts'
 
 type EventInput = QueueEvent extends infer E ? (E extends QueueEvent ? Omit<E, 'nowMs'> & { nowMs?: number } : never) : never
-type Snapshot = ReturnType<typeof initialTransition<typeof physicalQueueMachine>>[0]
 const key = { namespace: 'default', family: 'emails', type: 'activity', partition: 0, version: null } as const
-
-function commandsOf(actions: ReadonlyArray<{ type: string; params?: unknown }>): QueueCommand[] {
-  return actions.filter((action) => /^(store|history|add|poll|timer|queue)\./.test(action.type)).map((action) => ({ type: action.type, params: action.params }) as QueueCommand)
-}
 
 /** A machine under test: feeds events, keeps every command it asked for. */
 class Harness {
-  snapshot: Snapshot
+  snapshot: QueueSnapshot
   log: QueueCommand[] = []
   nowMs = 1_000
 
@@ -254,6 +249,52 @@ describe('PhysicalQueueMachine', () => {
     const confirmed = queue.send({ type: 'ownership.checked', rangeId: 3 })
     expect(queue.snapshot.value).toBe('owned')
     expect(queue.of('timer.set', confirmed).find((set) => set.params.name === 'ownership')?.params.atMs).toBe(queue.nowMs + 60_000)
+  })
+
+  it('an ownership check that cannot read the store ends like a confirmed one: the next check is one interval later', () => {
+    const queue = new Harness()
+    queue.acquired()
+    queue.nowMs += 60_000
+    queue.send({ type: 'timer.fired', name: 'ownership' })
+    const failed = queue.send({ type: 'ownership.check.failed', error: new Unavailable({ operation: 'inspect', detail: 'down', maybeCommitted: false }) })
+    expect(queue.snapshot.value).toBe('owned')
+    expect(queue.snapshot.context.ownershipCheckInFlight).toBe(false)
+    expect(queue.of('timer.set', failed).find((set) => set.params.name === 'ownership')?.params.atMs).toBe(queue.nowMs + 60_000)
+  })
+
+  it('the state decides what an unstarted delivery becomes: owned waits again, draining refuses', () => {
+    const retryable = { kind: 'retryable', reason: 'busy', retryDelayMs: 100 } as const
+    const start = (queue: Harness) => {
+      queue.acquired()
+      queue.send({ type: 'read.completed', subqueue: 0, tasks: [], limit: 1000 })
+      queue.send({ type: 'poll.arrived', pollId: 'p1', identity: 'w1' })
+      const [dispatched] = queue.of('history.recordStart', queue.send({ type: 'task.added', requestId: 'a1', task: task('j1') }))
+      return dispatched?.params.deliveryId as string
+    }
+    const owned = new Harness()
+    const answered = owned.send({ type: 'dispatch.completed', deliveryId: start(owned), outcome: retryable })
+    expect(owned.of('add.reply', answered)).toEqual([])
+    expect(owned.of('poll.reply', answered)).toEqual([])
+    // Both wait again, so the pump matches them to each other at once, as a new delivery.
+    expect(owned.of('history.recordStart', answered).map((start) => [start.params.task.jobId, start.params.pollId])).toEqual([['j1', 'p1']])
+
+    const draining = new Harness()
+    const deliveryId = start(draining)
+    draining.send({ type: 'drain.requested', reason: 'moved' })
+    const refused = draining.send({ type: 'dispatch.completed', deliveryId, outcome: retryable })
+    expect(refused.filter((command) => command.type === 'add.reply' || command.type === 'poll.reply').map((command) => [command.type, (command.params.result as { error?: { _tag: string } }).error?._tag])).toEqual([
+      ['add.reply', 'ShuttingDown'],
+      ['poll.reply', 'ShuttingDown'],
+    ])
+    expect(draining.of('store.checkpoint', refused)).toEqual([{ type: 'store.checkpoint', params: { ackLevels: [{ subqueue: 0, ackLevel: 0 }], final: true } }])
+  })
+
+  it('a step asks only for commands: every action transition() returns is one', () => {
+    const [snapshot, actions] = initialTransition(physicalQueueMachine, { queue: 'q', nowMs: 0 })
+    const metadata: QueueMetadata = { key, rangeId: 1, lastTaskId: 0, ackLevels: {}, updatedAtMs: 0 }
+    const [, acquired] = transition(physicalQueueMachine, snapshot, { type: 'queue.acquired', nowMs: 0, metadata })
+    for (const step of [actions, acquired]) expect(commandsOf(step)).toHaveLength(step.length)
+    expect(commandsOf(acquired).map((command) => command.type)).toEqual(['store.read', 'timer.set', 'timer.set'])
   })
 
   it('a transient acquire failure retries with a doubling delay', () => {

@@ -1,8 +1,9 @@
 /**
  * PhysicalQueueMachine — one physical queue's lifecycle, as a pure XState 5 machine (upstream
  * Matching, DESIGN.md §5). It does no I/O: store calls, History calls, replies and timers are
- * commands — named actions with no implementation, so `transition()` returns them as data
- * (`commandsOf`) for a runner (actors/PhysicalQueueActor.ts) to carry out and answer with events.
+ * commands — named actions with no implementation (PhysicalQueueProtocol.ts), so `transition()`
+ * returns them as data for a runner (actors/PhysicalQueueActor.ts) to carry out and answer with
+ * events.
  *
  * States:
  * - **loading** — asks the store to acquire the queue (range +1). Adds and polls that arrive
@@ -22,44 +23,22 @@
  * Each transition lists its named actions: `observe` (the event's time) first, then what the
  * event means in that state, then — only while owned — the `pump` steps that move forward
  * everything that can move. Which state the queue is in decides what runs; no handler is told.
+ *
+ * One file on purpose, a little past 400 lines: an event reads from its transition to the
+ * commands it asks for without leaving it. The arithmetic on subqueues, buffers and deliveries
+ * is pure and lives in QueueBacklog.ts; the context's shape and timers in QueueContext.ts.
  */
 import { assertEvent, setup, type SnapshotFrom } from 'xstate'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
 import { type MatchboxError, OwnershipLost, Overloaded, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { assert } from '../kernel/assert.ts'
-import { type AddResult, isOwnershipLost, isTransient, type PollResult, type QueueCommand, type QueueEvent, type QueueProgress, type TimerName } from './PhysicalQueueProtocol.ts'
-import { backlogMayBeAhead, bufferPage, finalAckLevels, makeSubqueue, markGrown, settledDelivery, subqueueOf, subqueueOrder, takeEligible, unsavedAckLevels, withSubqueue } from './QueueBacklog.ts'
-import { type Delivery, isIdle, makeQueueContext, nextId, type PendingAdd, type Poller, progressOf, type QueueContext, type QueueInput, type SubqueueState } from './QueueContext.ts'
-
-type ParamsOf<T extends QueueCommand['type']> = Extract<QueueCommand, { type: T }>['params']
-
-// A command only names an effect: nothing runs during a step, the runner reads it off the result.
-const command =
-  <T extends QueueCommand['type']>() =>
-  (_args: unknown, _params: ParamsOf<T>): void => {}
-
-const commands = {
-  'store.acquire': command<'store.acquire'>(),
-  'store.append': command<'store.append'>(),
-  'store.read': command<'store.read'>(),
-  'store.checkOwnership': command<'store.checkOwnership'>(),
-  'store.checkpoint': command<'store.checkpoint'>(),
-  'history.recordStart': command<'history.recordStart'>(),
-  'add.reply': command<'add.reply'>(),
-  'poll.reply': command<'poll.reply'>(),
-  'timer.set': command<'timer.set'>(),
-  'queue.unloaded': command<'queue.unloaded'>(),
-}
-const commandTypes: ReadonlySet<string> = new Set(Object.keys(commands))
-
-/** The commands among the actions a `transition()` / `initialTransition()` step returned, in order. */
-export function commandsOf(actions: ReadonlyArray<{ readonly type: string; readonly params?: unknown }>): QueueCommand[] {
-  return actions.filter((action) => commandTypes.has(action.type)).map((action) => ({ type: action.type, params: action.params }) as QueueCommand)
-}
+import { type AddResult, isOwnershipLost, isTransient, type PollResult, type QueueEvent, type QueueProgress, queueCommandActions, type TimerName } from './PhysicalQueueProtocol.ts'
+import { bufferPage, finalAckLevels, markGrown, resumeSubqueues, settledDelivery, startDelivery, startReads, subqueueOf, unsavedAckLevels, withSubqueue } from './QueueBacklog.ts'
+import { isIdle, makeQueueContext, nextId, progressOf, type QueueContext, type QueueInput, timerDueTimes } from './QueueContext.ts'
 
 const withCommands = setup({
   types: { context: {} as QueueContext, events: {} as QueueEvent, input: {} as QueueInput, output: {} as QueueProgress },
-  actions: commands,
+  actions: queueCommandActions,
   guards: {
     isOwnershipLost: ({ event }) => 'error' in event && isOwnershipLost(event.error),
     isTransient: ({ event }) => 'error' in event && isTransient(event.error),
@@ -91,25 +70,6 @@ function syncTimers(enqueue: Enqueue, context: QueueContext, desired: Partial<Re
   enqueue.assign(() => ({ ...context, timers }))
 }
 
-// One timer per purpose, armed at the earliest moment it matters.
-function desiredTimers(context: QueueContext): Partial<Record<TimerName, number>> {
-  const desired: Partial<Record<TimerName, number>> = {}
-  let retryAt = Number.POSITIVE_INFINITY
-  for (const state of Object.values(context.subqueues)) {
-    if (state.readRetryAtMs > context.nowMs) retryAt = Math.min(retryAt, state.readRetryAtMs)
-    if (context.pollers.length === 0) continue
-    for (const entry of state.buffer) if (entry.eligibleAtMs > context.nowMs) retryAt = Math.min(retryAt, entry.eligibleAtMs)
-  }
-  if (retryAt !== Number.POSITIVE_INFINITY) desired.retry = retryAt
-  if (context.checkpointDueMs !== null && context.checkpointing === null) desired.checkpoint = context.checkpointDueMs
-  // A queue kept busy past its idle time (a poller waiting) looks again one idle period later;
-  // re-arming in the past would fire forever at the same instant.
-  const idleAt = context.lastActivityMs + context.limits.idleUnloadMs
-  desired.idle = idleAt > context.nowMs ? idleAt : context.nowMs + context.limits.idleUnloadMs
-  if (!context.ownershipCheckInFlight) desired.ownership = context.ownershipConfirmedMs + context.limits.ownershipCheckIntervalMs
-  return desired
-}
-
 const machineSetup = withCommands.extend({
   actions: {
     /** Records the event's time, and activity for the events a client caused. */
@@ -119,14 +79,11 @@ const machineSetup = withCommands.extend({
     })),
 
     // ------------------------------------------------------------ loading
-
     /** Acquired: resume every known subqueue above its saved ack level (subqueue 0 always). */
     adoptRange: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, 'queue.acquired')
-      const { metadata } = event
-      const subqueues: Record<number, SubqueueState> = { 0: makeSubqueue(metadata.ackLevels[0] ?? 0) }
-      for (const [subqueue, ackLevel] of Object.entries(metadata.ackLevels)) subqueues[Number(subqueue)] = makeSubqueue(ackLevel)
-      const owned = { ...context, rangeId: metadata.rangeId, acquireAttempts: 0, subqueues, savedAckLevels: metadata.ackLevels, ownershipConfirmedMs: event.nowMs }
+      const { rangeId, ackLevels } = event.metadata
+      const owned = { ...context, rangeId, acquireAttempts: 0, subqueues: resumeSubqueues(ackLevels), savedAckLevels: ackLevels, ownershipConfirmedMs: event.nowMs }
       syncTimers(enqueue, owned, {}, ['acquire'])
     }),
     /** A transient acquire failure: try again after a doubling delay. */
@@ -144,7 +101,6 @@ const machineSetup = withCommands.extend({
     }),
 
     // ------------------------------------------------------------ client requests
-
     queueAdd: assign(({ context, event }) => {
       assertEvent(event, 'task.added')
       return { pendingAdds: [...context.pendingAdds, { requestId: event.requestId, task: event.task }] }
@@ -182,7 +138,6 @@ const machineSetup = withCommands.extend({
     }),
 
     // ------------------------------------------------------------ store outcomes
-
     /** An append that committed, or may have, grew its subqueues: the next read looks again. */
     markBatchGrown: assign(({ context, event }) => {
       assertEvent(event, ['append.completed', 'append.failed'])
@@ -236,7 +191,6 @@ const machineSetup = withCommands.extend({
     endOwnershipCheck: assign(({ context }) => ({ ownershipCheckInFlight: false, ownershipConfirmedMs: context.nowMs })),
 
     // ------------------------------------------------------------ History's answers
-
     /** Owned: History answered; a sync add History did not take goes back to the append path, a poll that got nothing waits again. */
     settleDelivery: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, 'dispatch.completed')
@@ -262,30 +216,14 @@ const machineSetup = withCommands.extend({
     }),
 
     // ------------------------------------------------------------ pump (owned only)
-
-    /** Hands tasks to waiting pollers: the backlog first, then an add that may jump it. */
+    /** Hands tasks to waiting pollers, each as a delivery that History is asked to start. */
     matchPollers: enqueueActions(({ context, enqueue }) => {
       let next = context
-      while (next.pollers.length > 0) {
-        const [poller, ...rest] = next.pollers as [Poller, ...Poller[]]
-        const eligible = takeEligible(next)
-        let delivery: Omit<Delivery, 'poller'>
-        if (eligible !== undefined) {
-          const [entry, subqueue] = eligible
-          const state = next.subqueues[subqueue] as SubqueueState
-          next = withSubqueue({ ...next, pollers: rest }, subqueue, { ...state, buffer: state.buffer.filter((buffered) => buffered !== entry) })
-          delivery = { task: entry.task, source: { kind: 'backlog', subqueue, taskId: entry.taskId } }
-        } else if (next.pendingAdds.length > 0 && !backlogMayBeAhead(next)) {
-          const [add, ...adds] = next.pendingAdds as [PendingAdd, ...PendingAdd[]]
-          next = { ...next, pollers: rest, pendingAdds: adds }
-          delivery = { task: add.task, source: { kind: 'sync', requestId: add.requestId } }
-        } else {
-          break
-        }
-        const [deliveryId, numbered] = nextId(next, 'delivery')
-        next = { ...numbered, deliveries: { ...numbered.deliveries, [deliveryId]: { ...delivery, poller } } }
-        const taskId = delivery.source.kind === 'backlog' ? delivery.source.taskId : null
-        enqueue({ type: 'history.recordStart', params: { deliveryId, task: delivery.task, taskId, pollId: poller.pollId, identity: poller.identity } })
+      for (let started = startDelivery(next); started !== undefined; started = startDelivery(next)) {
+        const { deliveryId, delivery } = started
+        next = { ...started.context, deliveries: { ...started.context.deliveries, [deliveryId]: delivery } }
+        const { task, source, poller } = delivery
+        enqueue({ type: 'history.recordStart', params: { deliveryId, task, taskId: source.kind === 'backlog' ? source.taskId : null, pollId: poller.pollId, identity: poller.identity } })
       }
       enqueue.assign(() => next)
     }),
@@ -303,15 +241,8 @@ const machineSetup = withCommands.extend({
     }),
     /** Reads the next page of every subqueue that has nothing ready and may hold more rows. */
     readNextPages: enqueueActions(({ context, enqueue }) => {
-      let next = context
-      for (const subqueue of subqueueOrder(next)) {
-        const state = next.subqueues[subqueue] as SubqueueState
-        const room = next.limits.readPageSizeMax - state.buffer.length
-        const ready = state.buffer.some((entry) => entry.eligibleAtMs <= next.nowMs)
-        if (state.readInFlight || !state.mayHaveMore || ready || room <= 0 || state.readRetryAtMs > next.nowMs) continue
-        next = withSubqueue(next, subqueue, { ...state, readInFlight: true })
-        enqueue({ type: 'store.read', params: { subqueue, afterTaskId: state.window.readLevel, limit: room } })
-      }
+      const [reads, next] = startReads(context)
+      for (const read of reads) enqueue({ type: 'store.read', params: read })
       enqueue.assign(() => next)
     }),
     /** Saves the ack levels that moved, after enough acks or enough time. */
@@ -332,10 +263,9 @@ const machineSetup = withCommands.extend({
       enqueue.assign(() => ({ ownershipCheckInFlight: true }))
       enqueue({ type: 'store.checkOwnership', params: {} })
     }),
-    armTimers: enqueueActions(({ context, enqueue }) => syncTimers(enqueue, context, desiredTimers(context), ['retry', 'checkpoint', 'idle', 'ownership'])),
+    armTimers: enqueueActions(({ context, enqueue }) => syncTimers(enqueue, context, timerDueTimes(context), ['retry', 'checkpoint', 'idle', 'ownership'])),
 
     // ------------------------------------------------------------ draining and unloading
-
     noteIdle: assign({ drainCause: 'idle' }),
     noteDrainCause: assign(({ event }) => {
       assertEvent(event, 'drain.requested')

@@ -1,7 +1,9 @@
 /**
  * PhysicalQueueProtocol — the events a physical queue machine accepts and the commands it asks
  * its runner to carry out. The machine is pure; the runner (actors/PhysicalQueueActor.ts)
- * performs each command's I/O and feeds the outcome back as an event.
+ * performs each command's I/O and feeds the outcome back as an event. Commands are named XState
+ * actions without an implementation (`queueCommandActions`), so a `transition()` step returns
+ * them as data and `commandsOf` picks them out of the step's actions.
  *
  * Every event carries `nowMs`, read by the runner from the kernel clock, so the machine never
  * reads time. Random draws (retry jitter) are made by the runner and arrive inside events.
@@ -91,6 +93,33 @@ export type QueueCommand =
 
 /** The command type names, for runners that switch on them. */
 export type QueueCommandType = QueueCommand['type']
+
+type ParamsOf<T extends QueueCommandType> = Extract<QueueCommand, { type: T }>['params']
+
+// A command only names an effect: nothing runs during a step; the runner reads it off the result.
+const command =
+  <T extends QueueCommandType>() =>
+  (_args: unknown, _params: ParamsOf<T>): void => {}
+
+/** The commands as the machine's named actions, typed by their params and doing nothing when stepped. */
+export const queueCommandActions = {
+  'store.acquire': command<'store.acquire'>(),
+  'store.append': command<'store.append'>(),
+  'store.read': command<'store.read'>(),
+  'store.checkOwnership': command<'store.checkOwnership'>(),
+  'store.checkpoint': command<'store.checkpoint'>(),
+  'history.recordStart': command<'history.recordStart'>(),
+  'add.reply': command<'add.reply'>(),
+  'poll.reply': command<'poll.reply'>(),
+  'timer.set': command<'timer.set'>(),
+  'queue.unloaded': command<'queue.unloaded'>(),
+}
+const commandTypes: ReadonlySet<string> = new Set(Object.keys(queueCommandActions))
+
+/** The commands among the actions a `transition()` / `initialTransition()` step returned, in order. */
+export function commandsOf(actions: ReadonlyArray<{ readonly type: string; readonly params?: unknown }>): QueueCommand[] {
+  return actions.filter((action) => commandTypes.has(action.type)).map((action) => ({ type: action.type, params: action.params }) as QueueCommand)
+}
 
 /** Errors that end ownership: a fenced write was refused. */
 export function isOwnershipLost(error: MatchboxError): error is OwnershipLost {

@@ -9,14 +9,21 @@
  */
 import { makeAckWindow, markHandled, markRead } from '../domain/AckWindow.ts'
 import { isExpired, type Task } from '../domain/Task.ts'
-import type { PollResult, QueueEvent } from './PhysicalQueueProtocol.ts'
-import type { BufferedTask, Poller, QueueContext, SubqueueState } from './QueueContext.ts'
+import type { PollResult, QueueCommand, QueueEvent } from './PhysicalQueueProtocol.ts'
+import { type BufferedTask, type Delivery, nextId, type PendingAdd, type Poller, type QueueContext, type SubqueueState } from './QueueContext.ts'
 
 type EventOf<T extends QueueEvent['type']> = Extract<QueueEvent, { type: T }>
 
 /** A subqueue resuming above `ackLevel`, with possibly more rows stored. */
 export function makeSubqueue(ackLevel: number): SubqueueState {
   return { window: makeAckWindow(ackLevel), buffer: [], readInFlight: false, mayHaveMore: true, grewDuringRead: false, readRetryAtMs: 0 }
+}
+
+/** The subqueues of a queue just acquired: each saved one above its ack level, and subqueue 0 always. */
+export function resumeSubqueues(ackLevels: Readonly<Record<number, number>>): Record<number, SubqueueState> {
+  const subqueues: Record<number, SubqueueState> = { 0: makeSubqueue(ackLevels[0] ?? 0) }
+  for (const [subqueue, ackLevel] of Object.entries(ackLevels)) subqueues[Number(subqueue)] = makeSubqueue(ackLevel)
+  return subqueues
 }
 
 /** Subqueue numbers present, highest priority first. */
@@ -58,7 +65,7 @@ export function markGrown(context: QueueContext, subqueues: ReadonlyArray<number
  * higher subqueue may still hold unread rows (then a lower one waits for that read rather than
  * jump ahead of them).
  */
-export function takeEligible(context: QueueContext): [BufferedTask, number] | undefined {
+function takeEligible(context: QueueContext): [BufferedTask, number] | undefined {
   for (const subqueue of subqueueOrder(context)) {
     const state = context.subqueues[subqueue] as SubqueueState
     const found = state.buffer.find((entry) => entry.eligibleAtMs <= context.nowMs)
@@ -69,9 +76,45 @@ export function takeEligible(context: QueueContext): [BufferedTask, number] | un
 }
 
 /** True when something stored could be ahead of a new add, so it may not jump the backlog. */
-export function backlogMayBeAhead(context: QueueContext): boolean {
+function backlogMayBeAhead(context: QueueContext): boolean {
   if (context.appending !== null) return true
   return Object.values(context.subqueues).some((state) => state.mayHaveMore || state.readInFlight)
+}
+
+/**
+ * The first waiting poller's next delivery — an eligible backlog task, else a pending add when
+ * nothing stored could be ahead of it — with its new id and the context that no longer holds the
+ * poller and the task elsewhere (the caller records the delivery). Undefined when nothing can go.
+ */
+export function startDelivery(context: QueueContext): { deliveryId: string; delivery: Delivery; context: QueueContext } | undefined {
+  const [poller, ...pollers] = context.pollers
+  if (poller === undefined) return undefined
+  const eligible = takeEligible(context)
+  if (eligible !== undefined) {
+    const [entry, subqueue] = eligible
+    const state = context.subqueues[subqueue] as SubqueueState
+    const [deliveryId, next] = nextId(withSubqueue({ ...context, pollers }, subqueue, { ...state, buffer: state.buffer.filter((buffered) => buffered !== entry) }), 'delivery')
+    return { deliveryId, delivery: { task: entry.task, source: { kind: 'backlog', subqueue, taskId: entry.taskId }, poller }, context: next }
+  }
+  if (context.pendingAdds.length === 0 || backlogMayBeAhead(context)) return undefined
+  const [add, ...pendingAdds] = context.pendingAdds as [PendingAdd, ...PendingAdd[]]
+  const [deliveryId, next] = nextId({ ...context, pollers, pendingAdds }, 'delivery')
+  return { deliveryId, delivery: { task: add.task, source: { kind: 'sync', requestId: add.requestId }, poller }, context: next }
+}
+
+/** The page reads to start now — every subqueue with nothing ready, room in its buffer and maybe more rows — and the context with them in flight. */
+export function startReads(context: QueueContext): [Array<Extract<QueueCommand, { type: 'store.read' }>['params']>, QueueContext] {
+  const reads: Array<Extract<QueueCommand, { type: 'store.read' }>['params']> = []
+  let next = context
+  for (const subqueue of subqueueOrder(context)) {
+    const state = context.subqueues[subqueue] as SubqueueState
+    const room = context.limits.readPageSizeMax - state.buffer.length
+    const ready = state.buffer.some((entry) => entry.eligibleAtMs <= context.nowMs)
+    if (state.readInFlight || !state.mayHaveMore || ready || room <= 0 || state.readRetryAtMs > context.nowMs) continue
+    next = withSubqueue(next, subqueue, { ...state, readInFlight: true })
+    reads.push({ subqueue, afterTaskId: state.window.readLevel, limit: room })
+  }
+  return [reads, next]
 }
 
 /** A page arrived: live tasks join the buffer, expired ones are dropped but still advance the read level. */

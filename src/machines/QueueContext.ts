@@ -209,3 +209,26 @@ export function isIdle(context: QueueContext, nowMs: number): boolean {
     Object.keys(context.deliveries).length === 0
   )
 }
+
+/**
+ * When each pump timer should fire — one timer per purpose, at the earliest moment it matters:
+ * `retry` (a read or a backed-off task becomes eligible while a poller waits), `checkpoint`,
+ * `idle`, `ownership`.
+ */
+export function timerDueTimes(context: QueueContext): Partial<Record<TimerName, number>> {
+  const desired: Partial<Record<TimerName, number>> = {}
+  let retryAt = Number.POSITIVE_INFINITY
+  for (const state of Object.values(context.subqueues)) {
+    if (state.readRetryAtMs > context.nowMs) retryAt = Math.min(retryAt, state.readRetryAtMs)
+    if (context.pollers.length === 0) continue
+    for (const entry of state.buffer) if (entry.eligibleAtMs > context.nowMs) retryAt = Math.min(retryAt, entry.eligibleAtMs)
+  }
+  if (retryAt !== Number.POSITIVE_INFINITY) desired.retry = retryAt
+  if (context.checkpointDueMs !== null && context.checkpointing === null) desired.checkpoint = context.checkpointDueMs
+  // A queue kept busy past its idle time (a poller waiting) looks again one idle period later;
+  // re-arming in the past would fire forever at the same instant.
+  const idleAt = context.lastActivityMs + context.limits.idleUnloadMs
+  desired.idle = idleAt > context.nowMs ? idleAt : context.nowMs + context.limits.idleUnloadMs
+  if (!context.ownershipCheckInFlight) desired.ownership = context.ownershipConfirmedMs + context.limits.ownershipCheckIntervalMs
+  return desired
+}
