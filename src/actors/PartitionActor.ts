@@ -192,7 +192,16 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       const draining = targets.find((queue) => queue.state === 'draining')
       const waited = draining === undefined ? null : afterDrain(draining, () => (options.clock.now() < deadlineMs ? onPoll(poller, deadlineMs, signal) : Promise.resolve<PollResult>({ kind: 'none' })))
       if (waited !== null) return waited
-      if (targets.length === 1) return (targets[0] as PhysicalQueueActor).poll(poller, deadlineMs, signal)
+      if (targets.length === 1) {
+        // A queue that began its idle unload while this poll waited answers early: wait out the
+        // drain and poll the fresh queue, so the poller's wait holds whatever the queue does.
+        const queue = targets[0] as PhysicalQueueActor
+        return queue.poll(poller, deadlineMs, signal).then((result) => {
+          if (result.kind !== 'none' || signal?.aborted === true || options.clock.now() >= deadlineMs || queue.state === 'owned' || queue.state === 'loading') return result
+          if (queue.state === 'unloaded' && queue.finalProgress !== null) onQueueUnloaded(queue, queue.finalProgress)
+          return afterDrain(queue, () => onPoll(poller, deadlineMs, signal)) ?? (unloaded ? result : onPoll(poller, deadlineMs, signal))
+        })
+      }
       // Two queues: the first task wins. A task the other queue starts for this poller in the
       // same instant goes unreceived; History's timeout delivers it again (at-least-once).
       return firstTask(targets.map((queue) => queue.poll(poller, deadlineMs, signal)))

@@ -18,7 +18,7 @@
  * Invariants: a claim never waits past its own deadline (`claim({ waitMs: 0 })` returns
  * promptly, after at most one forwarded round trip); a stop (`isStopped`) ends the wait.
  */
-import { claimPollWaitMs, claimRefusalsMax, claimRetryDelayMs, workerClaimWaitMs } from '../kernel/Limits.ts'
+import { claimPollWaitMs, claimRetryDelayMs, workerClaimWaitMs } from '../kernel/Limits.ts'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { claimedJobOf } from './JobsHistory.ts'
@@ -85,7 +85,6 @@ async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: numbe
  * its wait ends, or `signal` aborts (the worker stopping). No store statement per poll.
  */
 export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined): Promise<JobRecord | null> {
-  let refusals = 0
   const ended = (): boolean => isStopped() || signal?.aborted === true
   for (;;) {
     runtime.refuseIfClosed()
@@ -94,14 +93,10 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     const pollDeadlineMs = runtime.now() + pollWaitMs
     const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(signal === undefined ? {} : { signal }) })
     if (polled !== null) return claimedJobOf(polled.response)
-    if (ended()) return null
-    // Back before its deadline, the poll was refused: the physical queue was draining (idle
-    // unload). Once it has unloaded, the next poll loads a fresh one that reads the backlog.
-    const early = runtime.now() < pollDeadlineMs
-    if (early && refusals++ < claimRefusalsMax && (await drained(runtime, queue))) continue
-    if (runtime.now() >= deadlineMs) return null
-    // Refused early for another reason (the partition unloading): pause rather than spin.
-    if (early) await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
+    if (ended() || runtime.now() >= deadlineMs) return null
+    // Back before its deadline, the poll was refused (its partition unloading or changing owner;
+    // Matching itself waits out a queue's idle unload): pause rather than spin.
+    if (runtime.now() < pollDeadlineMs) await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
   }
 }
 
@@ -114,7 +109,6 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
  */
 export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, identity: string): Promise<JobRecord | null> {
   const state = claimStateOf(runtime, queue)
-  let refusals = 0
   let passNeeded = true
   for (;;) {
     runtime.refuseIfClosed()
@@ -126,7 +120,6 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
       state.inFlight++
       // Never wait on Matching past the claim's own deadline: claim({ waitMs: 0 }) returns promptly.
       const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
-      const pollDeadlineMs = runtime.now() + pollWaitMs
       let polled
       try {
         polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs })
@@ -136,9 +129,6 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
         runtime.driver.wake(queue, 1)
       }
       if (polled !== null) return claimedJobOf(polled.response)
-      // Back before its deadline, the poll was refused: the physical queue was draining (idle
-      // unload). Once it has unloaded, the next poll loads a fresh one that reads the backlog.
-      if (runtime.now() < pollDeadlineMs && refusals++ < claimRefusalsMax && (await drained(runtime, queue))) continue
       if (runtime.now() >= deadlineMs || isStopped()) return null
       passNeeded = (await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))) !== 'delivered'
       continue
@@ -146,15 +136,4 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
     if (runtime.now() >= deadlineMs || isStopped()) return null
     passNeeded = (await runtime.driver.waitForDelivery(queue, deadlineMs)) !== 'delivered'
   }
-}
-
-// Waits for this family's draining physical queues to unload; false when none was draining.
-async function drained(runtime: JobsRuntime, queue: string): Promise<boolean> {
-  const draining = runtime.matching
-    .loadedPartitions()
-    .filter((partition) => partition.partition.namespace === jobsNamespace && partition.partition.family === queue)
-    .flatMap((partition) => partition.loadedQueues())
-    .filter((physical) => physical.state === 'draining')
-  await Promise.all(draining.map((physical) => physical.unloaded))
-  return draining.length > 0
 }

@@ -244,12 +244,6 @@ export const workerClaimWaitMs = 1_000
 /** Longest `claim({ waitMs })`: ten minutes, as Matching's longest poll. */
 export const claimWaitMsMax = 10 * 60_000
 
-/**
- * Refused Matching polls (a physical queue draining for its idle unload) one claim waits out
- * before falling back to waiting on the clock: a drain ends in one checkpoint, so one or two suffice.
- */
-export const claimRefusalsMax = 3
-
 /** Most handlers one `work` call runs at once: bounds the loops and polls of one worker. */
 export const workerConcurrencyMax = 1_000
 
