@@ -12,7 +12,8 @@
  * With `--batch`, instead: the batch APIs against their one-at-a-time forms, per store, on a
  * backlog of N jobs (default 2,000): enqueue jobs/s with 16 `enqueue` calls in flight vs
  * `enqueueMany` of 64; drain jobs/s of `work({ concurrency: 16 })` vs `work({ concurrency: 16,
- * batch: 64 })`. The two forms alternate over two rounds; each line shows both rounds.
+ * batch: 64 })` with empty handlers, and of `concurrency: 1` vs `concurrency: 1, batch: 16` with
+ * 2 ms handlers (on N / 4 jobs). Two rounds; each line shows both.
  *
  * PostgreSQL: DATABASE_URL if set (a schema `matchbox_bench_jobs`, dropped first), else a
  * throwaway cluster from test/harness/PostgresCluster.ts. Every phase is bounded by time, so the
@@ -99,40 +100,49 @@ async function enqueueRate(queue: JobQueue, many: boolean): Promise<number> {
   return batchJobs / ((performance.now() - started) / 1000)
 }
 
-// Drains the queue's backlog of `batchJobs` jobs with `work`; jobs/s from start to the last ack.
-async function drainRate(queue: JobQueue, batch: number | undefined): Promise<number> {
+// Drains `jobs` jobs of the queue's backlog with `work`, each handler taking `handlerMs`; jobs/s
+// from start to the last handler.
+async function drainRate(queue: JobQueue, jobs: number, options: { readonly concurrency: number; readonly batch?: number }, handlerMs: number): Promise<number> {
   let handled = 0
   const started = performance.now()
-  const stop = queue.work(
-    async () => {
-      handled++
-    },
-    { concurrency: 16, ...(batch === undefined ? {} : { batch }) },
-  )
-  while (handled < batchJobs && performance.now() - started < 60_000) await new Promise((resolve) => setTimeout(resolve, 2))
+  const stop = queue.work(async () => {
+    if (handlerMs > 0) await new Promise((resolve) => setTimeout(resolve, handlerMs))
+    handled++
+  }, options)
+  while (handled < jobs && performance.now() - started < 60_000) await new Promise((resolve) => setTimeout(resolve, 2))
   const elapsedS = (performance.now() - started) / 1000
   await stop()
-  while ((await queue.counts()).processing > 0 && performance.now() - started < 70_000) await new Promise((resolve) => setTimeout(resolve, 5))
   return handled / elapsedS
 }
 
+// The drains compared: [label, options, handler ms, share of the backlog].
+const drains = [
+  ['work({ concurrency: 16 })', { concurrency: 16 }, 0, 1],
+  [`work({ concurrency: 16, batch: ${batchSize} })`, { concurrency: 16, batch: batchSize }, 0, 1],
+  ['work({ concurrency: 1 }), 2 ms handlers', { concurrency: 1 }, 2, 4],
+  ['work({ concurrency: 1, batch: 16 }), 2 ms handlers', { concurrency: 1, batch: 16 }, 2, 4],
+] as const
+
 async function benchBatches(label: string, store: StoreOption, schema?: string): Promise<void> {
   const mb = await open({ store, ...(schema === undefined ? {} : { schema }) })
-  const rates = { enqueue: [] as number[], enqueueMany: [] as number[], work: [] as number[], workBatch: [] as number[] }
+  const rates = new Map<string, number[]>()
+  const record = (what: string, rate: number): void => {
+    rates.set(what, [...(rates.get(what) ?? []), rate])
+  }
   try {
     for (let round = 0; round < 2; round++) {
-      for (const many of [false, true]) {
-        const queue = mb.queue(`bench-batch-${round}-${many ? 'many' : 'one'}`)
-        ;(many ? rates.enqueueMany : rates.enqueue).push(await enqueueRate(queue, many))
-        ;(many ? rates.workBatch : rates.work).push(await drainRate(queue, many ? batchSize : undefined))
+      for (const many of [false, true]) record(many ? `enqueueMany(${batchSize})` : 'enqueue, 16 in flight', await enqueueRate(mb.queue(`bench-enqueue-${round}-${many}`), many))
+      for (const [what, options, handlerMs, share] of drains) {
+        const queue = mb.queue(`bench-drain-${round}-${what.replaceAll(/[^a-z0-9]/gi, '')}`)
+        const jobs = Math.ceil(batchJobs / share)
+        for (let first = 0; first < jobs; first += batchSize) await queue.enqueueMany(Array.from({ length: Math.min(batchSize, jobs - first) }, (_, n) => ({ payload: { n: first + n } })))
+        record(what, await drainRate(queue, jobs, options, handlerMs))
       }
     }
   } finally {
     await mb.close()
   }
-  const show = (values: ReadonlyArray<number>): string => values.map((value) => value.toFixed(0).padStart(6)).join(' ·')
-  console.log(`${label.padEnd(10)} enqueue ${show(rates.enqueue)} → enqueueMany(${batchSize}) ${show(rates.enqueueMany)} jobs/s`)
-  console.log(`${''.padEnd(10)} work({ concurrency: 16 }) ${show(rates.work)} → work({ concurrency: 16, batch: ${batchSize} }) ${show(rates.workBatch)} jobs/s`)
+  for (const [what, values] of rates) console.log(`${label.padEnd(10)} ${what.padEnd(52)} ${values.map((value) => value.toFixed(0).padStart(6)).join(' ·')} jobs/s`)
 }
 
 async function bench(label: string, store: StoreOption, schema?: string): Promise<void> {
