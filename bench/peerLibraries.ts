@@ -15,15 +15,17 @@
  *   `work({ concurrency })`.
  * - `'batch'`: each library's batching at 16 workers and batches of `batchSize` —
  *   graphile-worker's local queue (`localQueue.size`) with `completeJobBatchDelay: 0`; pg-boss 16
- *   loops of `fetch({ batchSize })` → `complete(ids)`; Matchbox `work` with a `batch` option if
- *   it has one, else 16 `claim` loops acking through `ackBatch` (labelled so).
+ *   loops of `fetch({ batchSize })` → `complete(ids)`; Matchbox `work({ concurrency: 16, batch:
+ *   batchSize })` (claims ahead into a local queue; claims and acks of one turn share a statement).
+ * Batch enqueue: graphile-worker `addJobs`, pg-boss `insert`, Matchbox `enqueueMany` — each one
+ * statement per call of `batchSize` jobs.
  *
  * Does not: time anything, or check the machine (bench/peers.ts does).
  */
 import { type JobHelpers, Logger, makeWorkerUtils, run, type WorkerUtils } from 'graphile-worker'
 import pg from 'pg'
 import PgBoss from 'pg-boss'
-import { type JobHandle, type JobQueue, open } from '../src/index.ts'
+import { open } from '../src/index.ts'
 
 /** The libraries compared, in the order they run inside every workload. */
 export const libraryNames = ['graphile-worker', 'pg-boss', 'Matchbox'] as const
@@ -96,8 +98,8 @@ export function configurationOf(name: LibraryName, poolMax: number): string {
     case 'Matchbox':
       return (
         `open({ store: { pool: new pg.Pool({ max: ${poolMax} }) } }) (plus its one LISTEN connection outside the pool), schema matchbox, one partition (default); ` +
-        `drains work({ concurrency }); batch mode: work({ batch }) if present, else ${batchWorkers} claim({ waitMs: 100 }) loops + ackBatch(≤ ${batchSize}); ` +
-        `latency producer open({ role: 'producer' }); batch enqueue queue.enqueueMany if present, else n/a`
+        `drains work({ concurrency }); batch mode work({ concurrency: ${batchWorkers}, batch: ${batchSize} }); ` +
+        `latency producer open({ role: 'producer' }); batch enqueue queue.enqueueMany(${batchSize} jobs)`
       )
   }
 }
@@ -207,18 +209,14 @@ async function openPgBoss(options: PeerOptions): Promise<PeerSession> {
   }
 }
 
-type MaybeBatchQueue = JobQueue & { enqueueMany?: (payloads: ReadonlyArray<unknown>) => Promise<unknown> }
-
 async function openMatchbox(options: PeerOptions): Promise<PeerSession> {
   const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolMax })
   pool.on('error', () => {})
   const mb = await open({ store: { pool }, ...(options.role === undefined ? {} : { role: options.role }) })
-  const probe = mb.queue('bench-probe') as MaybeBatchQueue
-  const hasEnqueueMany = typeof probe.enqueueMany === 'function'
   const startWorkers: PeerSession['startWorkers'] = async (queue, mode, onJob) => {
     const handle = mb.queue(queue)
-    if (mode !== 'batch') return handle.work(async (job) => onJob(job.payload as unknown as BenchPayload), { concurrency: mode.concurrency })
-    return startClaimLoops(handle, onJob)
+    const options = mode === 'batch' ? { concurrency: batchWorkers, batch: batchSize } : { concurrency: mode.concurrency }
+    return handle.work(async (job) => onJob(job.payload as unknown as BenchPayload), options)
   }
   return {
     name: 'Matchbox',
@@ -226,11 +224,9 @@ async function openMatchbox(options: PeerOptions): Promise<PeerSession> {
     async enqueue(queue, payload) {
       await mb.queue(queue).enqueue(payload)
     },
-    enqueueBatch: hasEnqueueMany
-      ? async (queue, payloads) => {
-          await (mb.queue(queue) as MaybeBatchQueue).enqueueMany?.(payloads)
-        }
-      : null,
+    async enqueueBatch(queue, payloads) {
+      await mb.queue(queue).enqueueMany(payloads.map((payload) => ({ payload })))
+    },
     startWorkers,
     startLatencyWorker: (queue, concurrency, onJob) => startWorkers(queue, { concurrency }, onJob),
     async discard() {
@@ -240,32 +236,5 @@ async function openMatchbox(options: PeerOptions): Promise<PeerSession> {
       await mb.close()
       await pool.end()
     },
-  }
-}
-
-// Matchbox's batching today: claims one job at a time, acks many at once.
-function startClaimLoops(queue: JobQueue, onJob: (payload: BenchPayload) => void): () => Promise<void> {
-  let stopping = false
-  const unacked: JobHandle[] = []
-  const flush = async (): Promise<void> => {
-    if (unacked.length > 0) await queue.ackBatch(unacked.splice(0, batchSize))
-  }
-  const loop = async (): Promise<void> => {
-    while (!stopping) {
-      const job = await queue.claim({ waitMs: 100 })
-      if (job === null) {
-        await flush()
-        continue
-      }
-      onJob(job.payload as unknown as BenchPayload)
-      unacked.push(job)
-      if (unacked.length >= batchSize) await flush()
-    }
-  }
-  const loops = Array.from({ length: batchWorkers }, () => loop())
-  return async () => {
-    stopping = true
-    await Promise.all(loops)
-    while (unacked.length > 0) await flush()
   }
 }
