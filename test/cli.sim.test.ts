@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
-import type { SimBatchReport } from '../src/cli/SimBatch.ts'
+import type { SimBatchReport } from '../sim/matching/Batch.ts'
 import type { Store } from '../src/persistence/queues/Store.ts'
 import { failureCaseFormat } from '../sim/matching/FailureCase.ts'
 

@@ -2,10 +2,14 @@
  * `matchbox sim --jobs` in-process through `run(argv, io)`, on the memory store: a JSON report
  * (every job checker passes, the first seed runs twice to the same trace), the text summary, and
  * a failing run (the job mutation `doubleGrant`, switched on per test) that exits 1, names the
- * checker that caught it and prints the command that replays the seed.
+ * checker that caught it and prints the command that replays the seed; `--timeline` draws the
+ * first seed's jobs.
  */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import type { JobsBatchReport } from '../src/cli/SimJobs.ts'
+import type { JobsBatchReport } from '../sim/jobs/JobsBatch.ts'
 import { cli } from './harness/runCli.ts'
 
 const bug = vi.hoisted(() => ({ on: false }))
@@ -61,6 +65,24 @@ describe('matchbox sim --jobs', () => {
   it('refuses --trace with --jobs (exit 2)', async () => {
     const ran = await cli(['sim', '--jobs', '--store', 'memory', '--seed', '1', '--trace', 'x.txt'])
     expect(ran.code).toBe(2)
-    expect(ran.stderr).toContain('--trace and --timeline are for the Matching mode')
+    expect(ran.stderr).toContain('--trace is for the Matching mode')
+  })
+
+  it('writes --timeline: hosts, faults and the life of every job, self-contained', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'matchbox-sim-jobs-'))
+    try {
+      const file = join(dir, 'jobs.html')
+      const ran = await cli(['sim', '--jobs', '--store', 'memory', '--seed', '2', '--seeds', '1', '--timeline', file, '--json'])
+      expect(ran.code).toBe(0)
+      expect((JSON.parse(ran.stdout) as { files: Record<string, string> }).files.timeline).toBe(file)
+      const html = readFileSync(file, 'utf8')
+      expect(html).toMatch(/^<!doctype html>/)
+      expect(html).toContain('matchbox sim --jobs — seed 2 on the memory store: passed')
+      expect(html).toMatch(/jobs \(\d+\)|jobs: first \d+ of \d+/)
+      for (const text of ['enqueued', 'claimed', 'acked', 'host-1', 'heal → final phase']) expect(html).toContain(text)
+      expect(html).not.toMatch(/(src|href)="https?:/)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

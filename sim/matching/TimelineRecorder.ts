@@ -11,6 +11,7 @@
  * Does not: render (TimelineHtml.ts) or judge (Checkers.ts); it never reads wall time.
  */
 import type { BoundaryRecord } from './Boundary.ts'
+import { DownSpans, type DownSpan } from '../core/TimelinePage.ts'
 import { epochMs } from '../core/Turns.ts'
 import type { WorldEvent } from './World.ts'
 
@@ -45,12 +46,7 @@ export interface TimelineOwnership {
 }
 
 /** A span when a host was down (crashed, not yet restarted). */
-export interface TimelineDownSpan {
-  readonly hostId: string
-  readonly fromOrder: number
-  toOrder: number
-  readonly reason: string
-}
+export type TimelineDownSpan = DownSpan
 
 /** Everything one timeline draws. */
 export interface TimelineData {
@@ -72,8 +68,7 @@ export class TimelineRecorder {
   readonly #marks: TimelineMark[] = []
   readonly #ownership: TimelineOwnership[] = []
   readonly #current = new Map<string, TimelineOwnership>()
-  readonly #down: TimelineDownSpan[] = []
-  readonly #downNow = new Map<string, TimelineDownSpan>()
+  readonly #down = new DownSpans()
   readonly #timeAt: number[] = []
   #healOrder: number | null = null
 
@@ -126,7 +121,7 @@ export class TimelineRecorder {
     const at = this.#relative(nowMs)
     if (event.kind === 'heal') {
       this.#healOrder = order
-      for (const host of this.#hosts) this.#up(host, order)
+      for (const host of this.#hosts) this.#down.up(host, order)
       return
     }
     if (event.kind === 'history') {
@@ -135,23 +130,15 @@ export class TimelineRecorder {
     }
     const host = event.hostId === undefined ? {} : { hostId: event.hostId }
     this.#mark({ order, nowMs: at, kind: 'fault', ...host, tag: event.name, detail: `${event.name}: ${event.detail}` })
-    if (event.hostId === undefined) return
-    if (event.name.startsWith('crash.') && !this.#downNow.has(event.hostId)) {
-      const span: TimelineDownSpan = { hostId: event.hostId, fromOrder: order, toOrder: order + 1, reason: event.name }
-      this.#downNow.set(event.hostId, span)
-      this.#down.push(span)
-    } else if (event.name === 'restart') {
-      this.#up(event.hostId, order)
-    }
+    if (event.hostId !== undefined) this.#down.fault(event.name, event.hostId, order)
   }
 
   /** What was recorded; spans still open end at the last record. */
   data(): TimelineData {
     const orderEnd = this.#timeAt.length
     for (const held of this.#current.values()) held.toOrder = Math.max(held.toOrder, orderEnd)
-    for (const span of this.#downNow.values()) span.toOrder = Math.max(span.toOrder, orderEnd)
     const queues = [...new Set([...this.#ownership.map((held) => held.queue), ...this.#marks.flatMap((mark) => (mark.queue === undefined ? [] : [mark.queue]))])].sort()
-    return { hosts: this.#hosts, queues, marks: this.#marks, ownership: this.#ownership, down: this.#down, healOrder: this.#healOrder, orderEnd, timeAt: this.#timeAt }
+    return { hosts: this.#hosts, queues, marks: this.#marks, ownership: this.#ownership, down: this.#down.spans(orderEnd), healOrder: this.#healOrder, orderEnd, timeAt: this.#timeAt }
   }
 
   #tick(nowMs: number): number {
@@ -166,12 +153,5 @@ export class TimelineRecorder {
 
   #mark(mark: TimelineMark): void {
     this.#marks.push(mark)
-  }
-
-  #up(hostId: string, order: number): void {
-    const span = this.#downNow.get(hostId)
-    if (span === undefined) return
-    span.toOrder = order
-    this.#downNow.delete(hostId)
   }
 }

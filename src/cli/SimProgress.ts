@@ -3,16 +3,19 @@
  * (cli-progress) with each seed's header and result logged above it. Elsewhere (pipes, CI,
  * tests): the same header and one result line per seed, and no bar. `--json` shows nothing.
  *
+ * With `--parallel` seeds finish out of order; the batch hands them on in seed order, so the
+ * lines read as a serial run's.
+ *
  * Does not: run seeds or decide what a seed's lines say (SimSummary.ts).
  */
 import cliProgress from 'cli-progress'
 import type { SwarmOptions } from '../../sim/matching/Swarm.ts'
-import type { SeedOutcome, SimBatchObserver } from './SimBatch.ts'
-import { renderFailure, seedHeader, seedLine } from './SimSummary.ts'
+import type { DeterminismCheck, SeedOutcome, SimBatchObserver } from '../../sim/matching/Batch.ts'
+import { determinismLine, renderFailure, seedHeader, seedLine } from './SimSummary.ts'
 import type { Terminal } from './Terminal.ts'
 
 /** An observer that prints nothing (`--json`). */
-export const silentProgress: SimBatchObserver = { seedStarting: () => {}, seedFinished: () => {}, determinismChecking: () => {} }
+export const silentProgress: SimBatchObserver = { seedStarting: () => {}, seedFinished: () => {}, determinismChecked: () => {} }
 
 /** Progress for `total` seeds on `terminal`; call `stop()` before printing the summary. */
 export function makeSimProgress(terminal: Terminal, total: number): SimBatchObserver & { stop(): void } {
@@ -25,7 +28,7 @@ export function makeSimProgress(terminal: Terminal, total: number): SimBatchObse
         terminal.line(seedLine(outcome))
         if (!outcome.ok) renderFailure(terminal, outcome)
       },
-      determinismChecking: (seed: number) => terminal.line(`  determinism: running seed ${seed} once more to compare traces`),
+      determinismChecked: (check: DeterminismCheck) => terminal.line(determinismLine(check.seed)),
       stop: () => {},
     }
   }
@@ -61,7 +64,7 @@ export function makeSimProgress(terminal: Terminal, total: number): SimBatchObse
       }
       bar.increment(1, { failed })
     },
-    determinismChecking: (seed: number) => log([`  determinism: running seed ${seed} once more to compare traces`]),
+    determinismChecked: (check: DeterminismCheck) => log([determinismLine(check.seed)]),
     stop: () => bars.stop(),
   }
 }

@@ -5,16 +5,17 @@
  * categories, the determinism self-check, and for failures the violations and the commands that
  * replay them), the text of a `--trace` file and the page of a `--timeline` file.
  *
- * Does not: run seeds (SimBatch.ts) or write files (sim.ts).
+ * Does not: run seeds (sim/matching/Batch.ts) or write files (sim.ts).
  */
+import type { SeedOutcome, SimBatchReport } from '../../sim/matching/Batch.ts'
 import type { SeedResult, SeedRun } from '../../sim/matching/Simulation.ts'
 import { describeOptions, type SwarmOptions } from '../../sim/matching/Swarm.ts'
 import { renderTimelineHtml } from '../../sim/matching/TimelineHtml.ts'
-import type { TimelineRecorder } from '../../sim/matching/TimelineRecorder.ts'
-import type { SeedOutcome, SimBatchReport } from './SimBatch.ts'
+import type { TimelineData } from '../../sim/matching/TimelineRecorder.ts'
 import type { Terminal } from './Terminal.ts'
 
-const count = (value: number): string => value.toLocaleString('en-US')
+/** A count as a person reads it: `12,345`. */
+export const count = (value: number): string => value.toLocaleString('en-US')
 
 /** Milliseconds as a person reads them: `840 ms`, `12.4 s`, `3 min 20 s`, `2 h 5 min`. */
 export function formatDuration(ms: number): string {
@@ -27,6 +28,11 @@ export function formatDuration(ms: number): string {
 /** The lines printed before a seed runs. */
 export function seedHeader(seed: number, index: number, total: number, options: SwarmOptions): string[] {
   return [`seed ${seed} (${index + 1}/${total})`, ...describeOptions(options).map((line) => `  ${line}`)]
+}
+
+/** The line printed once the first seed ran a second time for the determinism check. */
+export function determinismLine(seed: number): string {
+  return `  determinism: seed ${seed} ran once more to compare traces`
 }
 
 /** The line printed when a seed ends. */
@@ -120,7 +126,7 @@ export function traceText(run: SeedRun, seeded: SeedResult): string {
 }
 
 /** The page of a `--timeline` file. */
-export function timelinePage(run: SeedRun, seeded: SeedResult, recorder: TimelineRecorder): string {
+export function timelinePage(run: SeedRun, seeded: SeedResult, timeline: TimelineData): string {
   const { options, result } = seeded
   const fired = Object.entries(result.faults).filter(([, n]) => n > 0).map(([name, n]) => `${name} ${n}`)
   return renderTimelineHtml({
@@ -134,6 +140,6 @@ export function timelinePage(run: SeedRun, seeded: SeedResult, recorder: Timelin
     ],
     violations: result.violations,
     highlightJobIds: result.deliveries.lost,
-    data: recorder.data(),
+    data: timeline,
   })
 }

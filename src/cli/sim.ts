@@ -4,13 +4,15 @@
  * speed, simulated vs wall time, faults by kind, each checker's verdict, and the determinism
  * self-check on the first seed. A failing seed leaves `sim-failure-<seed>.json` and the
  * commands that replay it; any failure exits 1. `matchbox sim replay FILE` re-runs one case.
- * `--jobs` runs the end-to-end mode instead (SimJobs.ts): hosts run the real job engine.
+ * `--jobs` runs the end-to-end mode instead (sim/jobs/JobsBatch.ts): hosts run the real job
+ * engine. `--parallel N` runs the seeds of either mode on N worker threads; results print in
+ * seed order, as a serial run's do.
  *
  * Defaults are sized for `npm start` (embedded store, a random first seed, a batch that takes
  * well under a minute on two cores) and printed, so a run can be repeated exactly.
  *
- * Does not: run seeds (SimBatch.ts), word the output (SimSummary.ts, SimProgress.ts) or read
- * the wall clock other than through the kernel's `RealClock`.
+ * Does not: run seeds (sim/matching/Batch.ts, sim/jobs/JobsBatch.ts), word the output
+ * (SimSummary.ts, SimJobsSummary.ts, SimProgress.ts) or read the wall clock.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { type Command, InvalidArgumentError, Option } from 'commander'
@@ -19,8 +21,9 @@ import type { SimStoreKind } from '../../sim/matching/Simulation.ts'
 import { swarmOptions, type SwarmOverrides } from '../../sim/matching/Swarm.ts'
 import { TimelineRecorder } from '../../sim/matching/TimelineRecorder.ts'
 import { seedFromEntropy } from '../kernel/Random.ts'
-import { type FirstSeed, hostIdsOf, runOneSeed, runSimBatch, type SimBatchReport } from './SimBatch.ts'
-import { type JobsBatchPlan, renderJobsSummary, runJobsBatch } from './SimJobs.ts'
+import { type FirstSeed, hostIdsOf, runOneSeed, runSimBatch, type SimBatchReport } from '../../sim/matching/Batch.ts'
+import { type JobsBatchPlan, runJobsBatch } from '../../sim/jobs/JobsBatch.ts'
+import { jobsProgress, jobsTimelinePage, renderJobsSummary } from './SimJobsSummary.ts'
 import { makeSimProgress, silentProgress } from './SimProgress.ts'
 import { renderFailure, renderSummary, seedHeader, seedLine, timelinePage, traceText } from './SimSummary.ts'
 import type { Terminal } from './Terminal.ts'
@@ -43,6 +46,8 @@ const seedsMax = 100_000
 const hostsMax = 16
 const stepsMax = 1_000_000
 const seedMax = 2 ** 32 - 1
+// Worker threads: past a few per core they only contend; 64 covers any machine this runs on.
+const parallelMax = 64
 
 /** Options of `matchbox sim`, as commander parses them. */
 export interface SimOptions {
@@ -56,8 +61,10 @@ export interface SimOptions {
   readonly timeline?: string
   readonly failureDir: string
   readonly json?: boolean
-  /** The end-to-end mode: hosts run the real job engine (SimJobs.ts). */
+  /** The end-to-end mode: hosts run the real job engine (sim/jobs/JobsBatch.ts). */
   readonly jobs?: boolean
+  /** Worker threads to run seeds on (default 1: this thread). */
+  readonly parallel?: number
 }
 
 /** The simulator found a violation or a nondeterministic trace; exit code 1. */
@@ -118,7 +125,8 @@ export async function runSimCommand(terminal: Terminal, options: SimOptions): Pr
   const seedCount = options.seeds ?? (options.seed === undefined ? simSeedsDefault[store] : 1)
   const firstSeed = options.seed ?? (seedFromEntropy() >>> 0) % 2 ** 31
   const overrides = overridesOf(options)
-  if (options.jobs === true) return runJobsMode(terminal, options, { firstSeed, seedCount, store, overrides, json: options.json === true, ...(databaseUrl === undefined ? {} : { databaseUrl }) })
+  const parallel = options.parallel ?? 1
+  if (options.jobs === true) return runJobsMode(terminal, options, { firstSeed, seedCount, store, overrides, parallel, timeline: options.timeline !== undefined, ...(databaseUrl === undefined ? {} : { databaseUrl }) })
   if (options.json !== true) {
     const { colors: c } = terminal
     const chosen = options.seed === undefined ? `random first seed ${firstSeed}` : `first seed ${firstSeed}`
@@ -126,10 +134,11 @@ export async function runSimCommand(terminal: Terminal, options: SimOptions): Pr
     const defaults = [options.store === undefined ? `--store ${store}` : '', options.seeds === undefined ? `--seeds ${seedCount}` : ''].filter((part) => part !== '')
     if (defaults.length > 0) terminal.line(c.dim(`defaults chosen: ${defaults.join(' ')}`))
     terminal.line(c.dim(`run these seeds again: npx matchbox sim --store ${store} --seed ${firstSeed} --seeds ${seedCount}${options.hosts === undefined ? '' : ` --hosts ${options.hosts}`}${options.steps === undefined ? '' : ` --steps ${options.steps}`}`))
+    if (parallel > 1) terminal.line(c.dim(`on ${parallel} worker threads; results print in seed order`))
     terminal.line()
   }
   const progress = options.json === true ? { ...silentProgress, stop: () => {} } : makeSimProgress(terminal, seedCount)
-  const plan = { firstSeed, seedCount, store, overrides, timeline: options.timeline !== undefined, failureDir: options.failureDir, ...(databaseUrl === undefined ? {} : { databaseUrl }) }
+  const plan = { firstSeed, seedCount, store, overrides, parallel, timeline: options.timeline !== undefined, failureDir: options.failureDir, ...(databaseUrl === undefined ? {} : { databaseUrl }) }
   let batch: Awaited<ReturnType<typeof runSimBatch>>
   try {
     batch = await runSimBatch(plan, progress)
@@ -152,12 +161,23 @@ export async function runSimCommand(terminal: Terminal, options: SimOptions): Pr
   }
 }
 
-// `--jobs`: its own batch and summary; the Matching mode's files (--trace, --timeline) do not apply.
+// `--jobs`: its own batch, summary and timeline; a Matching trace file does not apply.
 async function runJobsMode(terminal: Terminal, options: SimOptions, plan: JobsBatchPlan): Promise<void> {
-  if (options.trace !== undefined || options.timeline !== undefined) throw new UsageError({ reason: '--trace and --timeline are for the Matching mode; drop them with --jobs' })
-  if (!plan.json) terminal.line(terminal.colors.bold(`Matchbox simulator, end-to-end (jobs) mode — ${plan.seedCount} ${plan.seedCount === 1 ? 'seed' : 'seeds'} from ${plan.firstSeed} on the ${plan.store} store`))
-  const report = await runJobsBatch(terminal, plan)
-  if (plan.json) terminal.json(report)
+  if (options.trace !== undefined) throw new UsageError({ reason: '--trace is for the Matching mode; drop it with --jobs' })
+  const json = options.json === true
+  if (!json) {
+    terminal.line(terminal.colors.bold(`Matchbox simulator, end-to-end (jobs) mode — ${plan.seedCount} ${plan.seedCount === 1 ? 'seed' : 'seeds'} from ${plan.firstSeed} on the ${plan.store} store`))
+    if ((plan.parallel ?? 1) > 1) terminal.line(terminal.colors.dim(`on ${plan.parallel} worker threads; results print in seed order`))
+  }
+  const { report, timeline } = await runJobsBatch(plan, jobsProgress(terminal, plan.seedCount, json))
+  const written: Record<string, string> = {}
+  const first = report.seeds[0]
+  if (options.timeline !== undefined && timeline !== undefined && first !== undefined) {
+    writeFileSync(options.timeline, jobsTimelinePage(plan.store, first, timeline))
+    written.timeline = options.timeline
+    if (!json) terminal.line(`timeline of seed ${first.seed} written to ${options.timeline}`)
+  }
+  if (json) terminal.json({ ...report, files: written })
   else renderJobsSummary(terminal, report)
   const parts = [report.failed > 0 ? `${report.failed} of ${report.seeds.length} seeds failed` : '', report.determinism?.divergence != null ? `seed ${report.determinism.seed} is not deterministic` : ''].filter((part) => part !== '')
   if (parts.length > 0) throw new SimulationFailed(parts.join('; '))
@@ -195,7 +215,7 @@ export async function runSimReplay(terminal: Terminal, file: string, options: Si
     terminal.line(seedLine(outcome))
     if (!outcome.ok) renderFailure(terminal, outcome)
   }
-  const written = writeArtifacts(terminal, options, { run, seeded, timeline })
+  const written = writeArtifacts(terminal, options, { run, seeded, timeline: timeline?.data() })
   if (options.json === true) {
     terminal.json({ file, case: failure, outcome, sameTrace, files: written })
   } else {
@@ -217,17 +237,18 @@ export function registerSim(program: Command, terminal: Terminal): void {
     .option('--hosts <n>', `pin the number of hosts (default: drawn from each seed, 2…5)`, integerIn(1, hostsMax))
     .option('--steps <n>', 'pin the number of safety-phase steps (default 2000)', integerIn(1, stepsMax))
     .option('--trace <file>', "write the first seed's full trace to a text file")
-    .option('--timeline <file.html>', "draw the first seed's run as a self-contained HTML page")
+    .option('--timeline <file.html>', "draw the first seed's run as a self-contained HTML page (with --jobs: its jobs' lives)")
     .option('--failure-dir <dir>', 'where failing seeds leave sim-failure-<seed>.json', '.')
     .option('--json', 'print the report as JSON')
     .option('--jobs', 'end-to-end mode: every host runs the real job engine; job checkers judge (claims, deadlines, attempt budgets, none stranded)')
+    .option('--parallel <n>', 'run the seeds on n worker threads (default 1); results print in seed order, the same as a serial run', integerIn(1, parallelMax))
     .action(async (options: SimOptions) => runSimCommand(terminal, options))
   sim
     .command('replay <failure.json>')
     .description('re-run one failing case (sim-failure-<seed>.json); exits 1 while it still fails. Takes --database-url, --trace, --timeline, --json of `sim`')
     .action(async (file: string, _options: unknown, command: Command) => {
       const options = command.optsWithGlobals<SimOptions>()
-      const pinned = (['seeds', 'seed', 'store', 'hosts', 'steps'] as const).filter((name) => options[name] !== undefined)
+      const pinned = (['seeds', 'seed', 'store', 'hosts', 'steps', 'parallel'] as const).filter((name) => options[name] !== undefined)
       if (pinned.length > 0) throw new UsageError({ reason: `replay takes the seed, store and overrides from ${file}; drop --${pinned.join(', --')}` })
       await runSimReplay(terminal, file, options)
     })

@@ -1,5 +1,5 @@
 /**
- * SimBatch — runs the seeds of one `matchbox sim` call and gathers its report: per seed the
+ * Batch — runs the seeds of one Matching batch (`matchbox sim`) and gathers its report: per seed the
  * options it drew and how it ended; over all seeds events, time, faults by kind, each checker's
  * verdict and the delivery categories; the determinism self-check on the first seed (run once
  * more and compared with the first run, line by line); the failure files it wrote.
@@ -8,16 +8,22 @@
  * The first seed keeps its whole trace (for the determinism check, `--trace` and
  * `--timeline`); later seeds keep only the tail a failure file needs.
  *
- * Does not: print (SimSummary.ts, SimProgress.ts) or parse flags (sim.ts).
+ * With `parallel` above 1 the seeds run on that many worker threads (core/ParallelSeeds.ts);
+ * each seed's report is plain data and reaches the observer in seed order, so the output and
+ * the report are the same as a serial run's, wall times aside.
+ *
+ * Does not: print or parse flags (the CLI's sim.ts, SimSummary.ts and SimProgress.ts do).
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { failureCaseOf, failureFileName, replayCommands } from '../../sim/matching/FailureCase.ts'
-import { checkDeterminism, runSeed, type SeedResult, type SeedRun, type SimStoreKind } from '../../sim/matching/Simulation.ts'
-import { describeOptions, type FaultName, faultNames, type SwarmOptions, type SwarmOverrides, swarmOptions } from '../../sim/matching/Swarm.ts'
-import { TimelineRecorder } from '../../sim/matching/TimelineRecorder.ts'
-import { checkerNames, type CheckerName, type DeliveryTotals, Verdicts } from '../../sim/matching/Verdicts.ts'
-import { RealClock } from '../kernel/Clock.ts'
+import { RealClock } from '../../src/kernel/Clock.ts'
+import { runInSeedOrder, SeedWorkers } from '../core/ParallelSeeds.ts'
+import type { DeliveryReport } from './Checkers.ts'
+import { failureCaseOf, failureFileName, replayCommands } from './FailureCase.ts'
+import { checkDeterminism, runSeed, type SeedResult, type SeedRun, type SimStoreKind } from './Simulation.ts'
+import { describeOptions, type FaultName, faultNames, type SwarmOptions, type SwarmOverrides, swarmOptions } from './Swarm.ts'
+import { type TimelineData, TimelineRecorder } from './TimelineRecorder.ts'
+import { checkerNames, type CheckerName, type DeliveryTotals, Verdicts } from './Verdicts.ts'
 
 /** What to run. */
 export interface SimBatchPlan {
@@ -30,6 +36,8 @@ export interface SimBatchPlan {
   readonly timeline: boolean
   /** Where failure files go. */
   readonly failureDir: string
+  /** Worker threads to run seeds on; 1 (the default) runs them in this thread. */
+  readonly parallel?: number
 }
 
 /** How one seed ended. */
@@ -81,14 +89,24 @@ export interface SimBatchReport {
 export interface FirstSeed {
   readonly run: SeedRun
   readonly seeded: SeedResult
-  readonly timeline: TimelineRecorder | undefined
+  readonly timeline: TimelineData | undefined
+}
+
+/** Everything one seed of a plan hands back to its batch, as plain data (it may cross threads). */
+export interface PlanSeedReport {
+  readonly outcome: SeedOutcome
+  readonly faults: Readonly<Record<FaultName, number>>
+  readonly deliveries: DeliveryReport
+  /** The first seed's whole run, timeline and determinism check. */
+  readonly first?: { readonly seeded: SeedResult; readonly timeline: TimelineData | undefined; readonly determinism: DeterminismCheck }
 }
 
 /** Hears about a batch as it runs (progress output). */
 export interface SimBatchObserver {
   seedStarting(seed: number, index: number, options: SwarmOptions): void
   seedFinished(outcome: SeedOutcome, index: number): void
-  determinismChecking(seed: number): void
+  /** The first seed ran once more, to compare traces. */
+  determinismChecked(check: DeterminismCheck): void
 }
 
 /** The run of one seed of a plan. */
@@ -135,7 +153,19 @@ export function hostIdsOf(run: SeedRun): string[] {
   return Array.from({ length: hosts }, (_, i) => `host-${i + 1}`)
 }
 
-/** Runs every seed of `plan` in order. */
+/** Runs seed `index` of `plan` (the first one also for the determinism check and its timeline); the unit a worker runs. */
+export async function runPlanSeed(input: { readonly plan: SimBatchPlan; readonly index: number }): Promise<PlanSeedReport> {
+  const { plan, index } = input
+  const run = seedRunOfPlan(plan, plan.firstSeed + index)
+  const recorder = index === 0 && plan.timeline ? new TimelineRecorder(hostIdsOf(run)) : undefined
+  const { outcome, seeded } = await runOneSeed(run, { keepTrace: index === 0, ...(recorder === undefined ? {} : { timeline: recorder }), failureDir: plan.failureDir })
+  const report = { outcome, faults: seeded.result.faults, deliveries: seeded.result.deliveries }
+  if (index !== 0) return report
+  const determinism = { seed: run.seed, ...(await checkDeterminism(run, seeded)) }
+  return { ...report, first: { seeded, timeline: recorder?.data(), determinism } }
+}
+
+/** Runs every seed of `plan`, on `plan.parallel` worker threads or in this one; the observer hears them in seed order. */
 export async function runSimBatch(plan: SimBatchPlan, observer: SimBatchObserver): Promise<{ report: SimBatchReport; first: FirstSeed | undefined }> {
   const clock = new RealClock()
   const started = clock.now()
@@ -144,21 +174,31 @@ export async function runSimBatch(plan: SimBatchPlan, observer: SimBatchObserver
   const verdicts = new Verdicts()
   let determinism: DeterminismCheck | null = null
   let first: FirstSeed | undefined
-  for (let index = 0; index < plan.seedCount; index++) {
-    const run = seedRunOfPlan(plan, plan.firstSeed + index)
-    observer.seedStarting(run.seed, index, swarmOptions(run.seed, run.overrides))
-    const timeline = index === 0 && plan.timeline ? new TimelineRecorder(hostIdsOf(run)) : undefined
-    const { outcome, seeded } = await runOneSeed(run, { keepTrace: index === 0, ...(timeline === undefined ? {} : { timeline }), failureDir: plan.failureDir })
-    outcomes.push(outcome)
-    for (const name of faultNames) faults[name] += seeded.result.faults[name]
-    verdicts.add(run.seed, seeded.result.violations, seeded.result.deliveries)
-    observer.seedFinished(outcome, index)
-    if (index === 0) {
-      first = { run, seeded, timeline }
-      observer.determinismChecking(run.seed)
-      const check = await checkDeterminism(run, seeded)
-      determinism = { seed: run.seed, ...check }
-    }
+  const parallel = Math.min(plan.parallel ?? 1, plan.seedCount)
+  const workers = parallel > 1 ? new SeedWorkers(parallel) : undefined
+  // In this thread a seed's header shows as it starts; from workers, with its result, in order.
+  const starting = (index: number): void => observer.seedStarting(plan.firstSeed + index, index, swarmOptions(plan.firstSeed + index, plan.overrides))
+  const runIndex = (index: number): Promise<PlanSeedReport> => {
+    if (workers !== undefined) return workers.run<PlanSeedReport>({ module: import.meta.url, name: 'runPlanSeed', input: { plan, index } })
+    starting(index)
+    return runPlanSeed({ plan, index })
+  }
+  try {
+    await runInSeedOrder(plan.seedCount, parallel, runIndex, (seedReport, index) => {
+      const { outcome } = seedReport
+      if (workers !== undefined) starting(index)
+      outcomes.push(outcome)
+      for (const name of faultNames) faults[name] += seedReport.faults[name]
+      verdicts.add(outcome.seed, outcome.violations, seedReport.deliveries)
+      observer.seedFinished(outcome, index)
+      if (seedReport.first !== undefined) {
+        first = { run: seedRunOfPlan(plan, outcome.seed), seeded: seedReport.first.seeded, timeline: seedReport.first.timeline }
+        determinism = seedReport.first.determinism
+        observer.determinismChecked(determinism)
+      }
+    })
+  } finally {
+    await workers?.close()
   }
   const wallMs = clock.now() - started
   const events = outcomes.reduce((sum, outcome) => sum + outcome.events, 0)

@@ -1,0 +1,46 @@
+/**
+ * JobsTimelineRecorder on a real end-to-end run (memory store): some job's life reads enqueue →
+ * claim → ack in commit order, its claim bar ends at the ack, and the page draws it.
+ */
+import { describe, expect, it } from 'vitest'
+import { jobsHostIdsOf } from './JobsBatch.ts'
+import { runJobsSeed } from './JobsSimulation.ts'
+import { renderJobsTimelineHtml } from './JobsTimelineHtml.ts'
+import { JobsTimelineRecorder } from './JobsTimelineRecorder.ts'
+
+describe('JobsTimelineRecorder', () => {
+  it("records a job's enqueue, claim and ack in order, and the page draws them", async () => {
+    const run = { seed: 2, store: 'memory' as const }
+    const recorder = new JobsTimelineRecorder(jobsHostIdsOf(run))
+    const { result } = await runJobsSeed({ ...run, onJobs: recorder.onJobs, onEvent: recorder.onEvent })
+    expect(result.ok).toBe(true)
+    const data = recorder.data()
+    expect(data.hosts).toEqual(jobsHostIdsOf(run))
+    expect(data.healOrder).not.toBeNull()
+    const acked = data.jobs.filter((life) => life.end === 'acked')
+    expect(acked.length).toBeGreaterThan(0)
+    const life = acked[0] as (typeof acked)[number]
+    const marks = data.marks.filter((mark) => mark.jobId === life.id)
+    const enqueue = marks.find((mark) => mark.kind === 'enqueue')
+    const ack = marks.find((mark) => mark.kind === 'ack' && mark.tag === 'ok')
+    const claimBeforeAck = marks.filter((mark) => mark.kind === 'claim' && ack !== undefined && mark.order < ack.order).at(-1)
+    expect(enqueue).toBeDefined()
+    expect(claimBeforeAck).toBeDefined()
+    expect(ack).toBeDefined()
+    expect((enqueue?.order ?? Infinity) < (claimBeforeAck?.order ?? -1)).toBe(true)
+    expect((claimBeforeAck?.order ?? Infinity) < (ack?.order ?? -1)).toBe(true)
+    expect(enqueue?.order).toBe(life.fromOrder)
+    const span = data.claims.find((claim) => claim.jobId === life.id && claim.fromOrder === claimBeforeAck?.order)
+    expect(span?.toOrder).toBe(ack?.order)
+    expect(span?.hostId).toBe(claimBeforeAck?.hostId)
+    // Every record has a time, in commit order, and time never runs backwards.
+    expect(data.timeAt).toHaveLength(data.orderEnd)
+    expect(data.timeAt.every((at, i) => i === 0 || at >= (data.timeAt[i - 1] as number))).toBe(true)
+
+    const html = renderJobsTimelineHtml({ title: 'seed 2', summary: [], violations: [], data })
+    expect(html).toContain(`${life.queue} ${life.id}`)
+    expect(html).toContain(`enqueued ${life.id}`)
+    expect(html).toContain(`claimed ${life.id}`)
+    expect(html).toContain(`acked ${life.id}`)
+  })
+})

@@ -1,0 +1,68 @@
+/**
+ * SimJobsSummary — how `matchbox sim --jobs` puts an end-to-end batch into words: the lines of
+ * each seed (the seed, every option it drew, how it ended, its violations and the command that
+ * replays it), the summary at the end (seeds, events, simulated vs wall time, faults by kind,
+ * each job checker's verdict, where every enqueued job ended, the determinism self-check), and
+ * the page of a `--timeline` file.
+ *
+ * Does not: run seeds (sim/jobs/JobsBatch.ts) or write files (sim.ts).
+ */
+import type { JobsBatchObserver, JobsBatchReport, JobsSeedOutcome } from '../../sim/jobs/JobsBatch.ts'
+import { renderJobsTimelineHtml } from '../../sim/jobs/JobsTimelineHtml.ts'
+import type { JobsTimelineData } from '../../sim/jobs/JobsTimelineRecorder.ts'
+import { count, determinismLine, formatDuration } from './SimSummary.ts'
+import type { Terminal } from './Terminal.ts'
+
+/** The lines printed when a seed ends: its header, result, violations and replay command. */
+export function jobsSeedLines(terminal: Terminal, outcome: JobsSeedOutcome, index: number, total: number): string[] {
+  const { colors: c } = terminal
+  const verdict = outcome.ok ? 'passed' : c.red(`FAILED (${outcome.violations.length})`)
+  return [
+    `seed ${outcome.seed} (${index + 1}/${total})`,
+    ...outcome.options.map((line) => `  ${line}`),
+    `  → ${verdict} · ${count(outcome.events)} events · ${count(outcome.steps)}+${count(outcome.livenessSteps)} steps · simulated ${formatDuration(outcome.simulatedMs)} · wall ${formatDuration(outcome.wallMs)}`,
+    ...outcome.violations.map((violation) => `  ${c.red('✗')} ${violation}`),
+    ...(outcome.ok ? [] : [`  replay: ${outcome.replay}`]),
+  ]
+}
+
+/** Prints each seed as the batch hands it on (nothing with `--json`). */
+export function jobsProgress(terminal: Terminal, total: number, json: boolean): JobsBatchObserver {
+  if (json) return { seedFinished: () => {}, determinismChecked: () => {} }
+  return {
+    seedFinished: (outcome, index) => terminal.line(jobsSeedLines(terminal, outcome, index, total).join('\n')),
+    determinismChecked: (check) => terminal.line(determinismLine(check.seed)),
+  }
+}
+
+/** Prints a `--jobs` batch's summary. */
+export function renderJobsSummary(terminal: Terminal, report: JobsBatchReport): void {
+  const { colors: c } = terminal
+  const j = report.jobs
+  terminal.line()
+  terminal.line(c.bold(`Summary — end-to-end (jobs) mode, ${report.seeds.length} seeds from ${report.seeds[0]?.seed ?? '-'} on the ${report.store} store`))
+  terminal.line(`  seeds        ${report.seeds.length} run · ${report.passed} passed · ${report.failed === 0 ? c.green('0 failed') : c.red(`${report.failed} failed`)}`)
+  terminal.line(`  events       ${count(report.events)} client and store calls`)
+  terminal.line(`  time         simulated ${formatDuration(report.simulatedMs)} · wall ${formatDuration(report.wallMs)}`)
+  terminal.line(`  faults       ${Object.entries(report.faults).map(([name, n]) => `${name} ${count(n)}`).join(' · ')}`)
+  terminal.line('  checkers')
+  for (const checker of report.checkers) terminal.line(`    ${checker.name.padEnd(16)} ${checker.verdict === 'pass' ? c.green('pass') : c.red(checker.verdict)}`)
+  terminal.line(`  jobs         ${count(j.enqueued)} enqueued (+${count(j.recovered)} from ambiguous enqueues) · acked ${count(j.acked)} (+${count(j.ackedUnheard)} unheard) · cancelled ${count(j.cancelled)} (+${count(j.cancelledUnheard)} unheard)`)
+  terminal.line(`               dead: failed ${count(j.dead.failed)} · max attempts ${count(j.dead.exhausted)} · expired ${count(j.dead.expired)} · stranded ${count(j.stranded)} · reclaimed ${count(j.reclaimed)} (allowed) · landed late ${count(j.landedLate)}`)
+  const check = report.determinism
+  if (check !== null) terminal.line(`  determinism  seed ${check.seed} run twice: ${check.divergence === null ? c.green('same trace twice') : c.red(`DIVERGED at ${check.divergence}`)}, trace hash ${check.hash}`)
+}
+
+/** The page of a `--jobs --timeline` file, for the batch's first seed. */
+export function jobsTimelinePage(store: string, outcome: JobsSeedOutcome, timeline: JobsTimelineData): string {
+  return renderJobsTimelineHtml({
+    title: `matchbox sim --jobs — seed ${outcome.seed} on the ${store} store: ${outcome.ok ? 'passed' : 'FAILED'}`,
+    summary: [
+      ...outcome.options,
+      `${outcome.events} client and store calls · ${outcome.steps} safety + ${outcome.livenessSteps} final steps · simulated ${formatDuration(outcome.simulatedMs)}`,
+      `trace hash ${outcome.traceHash}`,
+    ],
+    violations: outcome.violations,
+    data: timeline,
+  })
+}
