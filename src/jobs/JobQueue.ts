@@ -52,7 +52,8 @@ export interface JobQueue<T = JsonValue> extends QueueAdmin<T> {
    * (priority, runAt or delayMs, expiresAt, key, maxAttempts); `options.tx` puts the whole batch
    * on the caller's transaction. Keys behave as in `enqueue`: a job whose key a live job holds —
    * or an earlier job of the same batch — answers with that job's id and writes nothing.
-   * Any invalid job refuses the batch with `InvalidInput` naming it (`jobs[3].payload`).
+   * Any invalid job refuses the batch with `InvalidInput` naming it (`jobs[3].payload`); more
+   * than 1,000 jobs or 16 MiB of payload JSON in all, with field `jobs`.
    */
   enqueueMany(jobs: ReadonlyArray<EnqueueManyJob<T>>, options?: EnqueueManyOptions): Promise<ReadonlyArray<string>>
   /** Claims the next job in claim order (priority DESC, runAt ASC, enqueue order), waiting up to `waitMs` (default 0). */

@@ -165,6 +165,13 @@ export const ackBatchSizeMax = 1_000
 export const enqueueBatchSizeMax = 1_000
 
 /**
+ * Serialized payload bytes one `enqueueMany` call may carry in all (16 MiB): one statement's
+ * parameters stay far below PostgreSQL's 1 GB message limit, and a batch of large payloads is
+ * refused up front rather than held whole in memory on both sides of the connection.
+ */
+export const enqueueBatchBytesMax = 16 << 20
+
+/**
  * How long a due job's delivery is reserved before it is offered again: the due-time driver
  * pushes the job's due time this far forward BEFORE adding its Matching task, so a crash or a
  * failed add between the two only delays the job by this much (and may duplicate its task,

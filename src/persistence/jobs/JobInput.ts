@@ -13,7 +13,7 @@ import { assert } from '../../kernel/assert.ts'
 import { validateJson } from '../../domain/Json.ts'
 import { validateName } from '../../domain/QueueKey.ts'
 import { validatePriority } from '../../domain/Task.ts'
-import { ackBatchSizeMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax } from '../../kernel/Limits.ts'
+import { ackBatchSizeMax, enqueueBatchBytesMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax } from '../../kernel/Limits.ts'
 import type { ClaimRef, JobState, NewJob } from './JobStore.ts'
 
 const durationMsMax = jobDurationSMax * 1000
@@ -108,7 +108,8 @@ export function checkNewJob(job: NewJob, field = 'job'): NewJob {
 
 /**
  * The jobs of `enqueueMany`: an array of 0…enqueueBatchSizeMax jobs, each checked as `enqueue`
- * checks its job (fields named `jobs[i]…`). Two jobs with one id are a caller's bug (ids are
+ * checks its job (fields named `jobs[i]…`), whose payloads serialize to at most
+ * enqueueBatchBytesMax bytes in all. Two jobs with one id are a caller's bug (ids are
  * drawn, never chosen), asserted rather than refused.
  */
 export function checkNewJobs(jobs: ReadonlyArray<NewJob>): ReadonlyArray<NewJob> {
@@ -116,6 +117,9 @@ export function checkNewJobs(jobs: ReadonlyArray<NewJob>): ReadonlyArray<NewJob>
     throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${enqueueBatchSizeMax} jobs` })
   }
   const checked = jobs.map((job, index) => checkNewJob(job, `jobs[${index}]`))
+  let bytes = 0
+  for (const job of checked) bytes += Buffer.byteLength(JSON.stringify(job.payload), 'utf8')
+  if (bytes > enqueueBatchBytesMax) throw new InvalidInput({ field: 'jobs', reason: `payloads serialize to more than ${enqueueBatchBytesMax} bytes in all; split the batch` })
   assert(new Set(checked.map((job) => job.id)).size === checked.length, 'enqueueMany was given two jobs with one id')
   return checked
 }

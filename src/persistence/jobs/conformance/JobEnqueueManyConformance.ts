@@ -6,10 +6,10 @@
  * queue holds answers with that job and writes nothing — also when the holder is an earlier job
  * of the same batch; a dead job does not hold its key; one bad job refuses the whole batch with
  * `InvalidInput` naming its index, and nothing is written; more than `enqueueBatchSizeMax` jobs
- * is refused the same way; an empty batch writes nothing and answers nothing.
+ * or payloads past `enqueueBatchBytesMax` in all, is refused the same way; an empty batch writes nothing and answers nothing.
  */
 import { describe, expect, it } from 'vitest'
-import { enqueueBatchSizeMax } from '../../../kernel/Limits.ts'
+import { enqueueBatchBytesMax, enqueueBatchSizeMax, payloadBytesMax } from '../../../kernel/Limits.ts'
 import { expectRejection } from '../../queues/conformance/ConformanceFixture.ts'
 import type { NewJob } from '../JobStore.ts'
 import type { JobFixture } from './JobFixture.ts'
@@ -71,11 +71,14 @@ export function describeJobEnqueueManyConformance(fixture: JobFixture): void {
     it('refuses the whole batch when one job is bad, or when it is too large, and writes nothing', async () => {
       const queue = fixture.queue('many-bad')
       const good = fixture.job(queue)
+      // Each payload within its own bound, together past the batch's.
+      const big = 'x'.repeat(payloadBytesMax - 10)
       const cases: Array<[ReadonlyArray<NewJob>, string]> = [
         [[good, fixture.job(queue), { ...fixture.job(queue), priority: 10 }], 'jobs[2].priority'],
         [[good, { ...fixture.job(queue), payload: undefined as never }], 'jobs[1].payload'],
         [[good, null as never], 'jobs[1]'],
         [Array.from({ length: enqueueBatchSizeMax + 1 }, () => fixture.job(queue)), 'jobs'],
+        [Array.from({ length: Math.ceil(enqueueBatchBytesMax / (payloadBytesMax - 10)) + 1 }, () => fixture.job(queue, { payload: big })), 'jobs'],
       ]
       for (const [jobs, field] of cases) {
         await expectRejection(store().enqueueMany({ jobs, nowMs: 1_000 }), 'InvalidInput', { field })
