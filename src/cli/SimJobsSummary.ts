@@ -7,9 +7,7 @@
  *
  * Does not: run seeds (sim/jobs/JobsBatch.ts) or write files (sim.ts).
  */
-import type { JobsBatchObserver, JobsBatchReport, JobsSeedOutcome } from '../../sim/jobs/JobsBatch.ts'
-import { renderJobsTimelineHtml } from '../../sim/jobs/JobsTimelineHtml.ts'
-import type { JobsTimelineData } from '../../sim/jobs/JobsTimelineRecorder.ts'
+import { type JobsBatchObserver, type JobsBatchReport, type JobsSeedOutcome, type JobsTimelineData, renderJobsTimelineHtml } from '../../sim/index.ts'
 import { count, determinismLine, formatDuration } from './SimSummary.ts'
 import type { Terminal } from './Terminal.ts'
 

@@ -9,8 +9,7 @@
  * Does not: run seeds or decide what a seed's lines say (SimSummary.ts).
  */
 import cliProgress from 'cli-progress'
-import type { SwarmOptions } from '../../sim/matching/Swarm.ts'
-import type { DeterminismCheck, SeedOutcome, SimBatchObserver } from '../../sim/matching/Batch.ts'
+import type { DeterminismCheck, SeedOutcome, SimBatchObserver, SwarmOptions } from '../../sim/index.ts'
 import { determinismLine, renderFailure, seedHeader, seedLine } from './SimSummary.ts'
 import type { Terminal } from './Terminal.ts'
 

@@ -7,11 +7,7 @@
  *
  * Does not: run seeds (sim/matching/Batch.ts) or write files (sim.ts).
  */
-import type { SeedOutcome, SimBatchReport } from '../../sim/matching/Batch.ts'
-import type { SeedResult, SeedRun } from '../../sim/matching/Simulation.ts'
-import { describeOptions, type SwarmOptions } from '../../sim/matching/Swarm.ts'
-import { renderTimelineHtml } from '../../sim/matching/TimelineHtml.ts'
-import type { TimelineData } from '../../sim/matching/TimelineRecorder.ts'
+import { describeOptions, renderTimelineHtml, type SeedOutcome, type SeedResult, type SeedRun, type SimBatchReport, type SwarmOptions, type TimelineData } from '../../sim/index.ts'
 import type { Terminal } from './Terminal.ts'
 
 /** A count as a person reads it: `12,345`. */
