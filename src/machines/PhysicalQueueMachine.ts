@@ -57,17 +57,18 @@ const addReply = (requestId: string, result: AddResult) => ({ type: 'add.reply',
 const pollReply = (pollId: string, result: PollResult) => ({ type: 'poll.reply', params: { pollId, result } }) as const
 const shuttingDown = (context: QueueContext): MatchboxError => new ShuttingDown({ component: `physical queue ${context.queue}` })
 
-// Assigns `context` with the timers in `managed` brought in line with `desired`, asking for each change.
-function syncTimers(enqueue: Enqueue, context: QueueContext, desired: Partial<Record<TimerName, number>>, managed: ReadonlyArray<TimerName>): void {
-  const timers: Partial<Record<TimerName, number>> = { ...context.timers }
+// Asks for the timer changes that bring `managed` in line with `desired`; the new timer map, or null if none changed.
+function retime(enqueue: Enqueue, context: QueueContext, desired: Partial<Record<TimerName, number>>, managed: ReadonlyArray<TimerName>): QueueContext['timers'] | null {
+  let timers: Partial<Record<TimerName, number>> | null = null
   for (const name of managed) {
     const want = desired[name]
-    if (want === timers[name]) continue
+    if (want === context.timers[name]) continue
     enqueue({ type: 'timer.set', params: { name, atMs: want ?? null } })
+    timers ??= { ...context.timers }
     if (want === undefined) delete timers[name]
     else timers[name] = want
   }
-  enqueue.assign(() => ({ ...context, timers }))
+  return timers
 }
 
 const machineSetup = withCommands.extend({
@@ -83,14 +84,15 @@ const machineSetup = withCommands.extend({
     adoptRange: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, 'queue.acquired')
       const { rangeId, ackLevels } = event.metadata
-      const owned = { ...context, rangeId, acquireAttempts: 0, subqueues: resumeSubqueues(ackLevels), savedAckLevels: ackLevels, ownershipConfirmedMs: event.nowMs }
-      syncTimers(enqueue, owned, {}, ['acquire'])
+      const timers = retime(enqueue, context, {}, ['acquire']) ?? context.timers
+      enqueue.assign(() => ({ rangeId, acquireAttempts: 0, subqueues: resumeSubqueues(ackLevels), savedAckLevels: ackLevels, ownershipConfirmedMs: event.nowMs, timers }))
     }),
     /** A transient acquire failure: try again after a doubling delay. */
     scheduleAcquireRetry: enqueueActions(({ context, enqueue }) => {
       const attempts = context.acquireAttempts + 1
       const delayMs = cappedExponentialMs(context.limits.acquireRetryInitialMs, context.limits.acquireRetryMaxMs, attempts)
-      syncTimers(enqueue, { ...context, acquireAttempts: attempts }, { acquire: context.nowMs + delayMs }, ['acquire'])
+      const timers = retime(enqueue, context, { acquire: context.nowMs + delayMs }, ['acquire']) ?? context.timers
+      enqueue.assign(() => ({ acquireAttempts: attempts, timers }))
     }),
     /** The timer that fired is no longer armed. */
     forgetTimer: assign(({ context, event }) => {
@@ -225,7 +227,7 @@ const machineSetup = withCommands.extend({
         const { task, source, poller } = delivery
         enqueue({ type: 'history.recordStart', params: { deliveryId, task, taskId: source.kind === 'backlog' ? source.taskId : null, pollId: poller.pollId, identity: poller.identity } })
       }
-      enqueue.assign(() => next)
+      if (next !== context) enqueue.assign(() => next)
     }),
     /**
      * Spools what could not be matched, one batch at a time. Reads cannot pass an append whose
@@ -243,7 +245,7 @@ const machineSetup = withCommands.extend({
     readNextPages: enqueueActions(({ context, enqueue }) => {
       const [reads, next] = startReads(context)
       for (const read of reads) enqueue({ type: 'store.read', params: read })
-      enqueue.assign(() => next)
+      if (reads.length > 0) enqueue.assign(() => next)
     }),
     /** Saves the ack levels that moved, after enough acks or enough time. */
     checkpointIfDue: enqueueActions(({ context, enqueue }) => {
@@ -263,7 +265,10 @@ const machineSetup = withCommands.extend({
       enqueue.assign(() => ({ ownershipCheckInFlight: true }))
       enqueue({ type: 'store.checkOwnership', params: {} })
     }),
-    armTimers: enqueueActions(({ context, enqueue }) => syncTimers(enqueue, context, timerDueTimes(context), ['retry', 'checkpoint', 'idle', 'ownership'])),
+    armTimers: enqueueActions(({ context, enqueue }) => {
+      const timers = retime(enqueue, context, timerDueTimes(context), ['retry', 'checkpoint', 'idle', 'ownership'])
+      if (timers !== null) enqueue.assign(() => ({ timers }))
+    }),
 
     // ------------------------------------------------------------ draining and unloading
     noteIdle: assign({ drainCause: 'idle' }),
@@ -281,7 +286,8 @@ const machineSetup = withCommands.extend({
     /** Entering draining: only the drain deadline stays armed. */
     armDrainDeadline: enqueueActions(({ context, enqueue }) => {
       const deadline = context.nowMs + context.limits.drainDeadlineMs
-      syncTimers(enqueue, { ...context, drainDeadlineMs: deadline }, { drain: deadline }, ['retry', 'checkpoint', 'idle', 'ownership', 'drain'])
+      const timers = retime(enqueue, context, { drain: deadline }, ['retry', 'checkpoint', 'idle', 'ownership', 'drain']) ?? context.timers
+      enqueue.assign(() => ({ drainDeadlineMs: deadline, timers }))
     }),
     /**
      * Writes the one final checkpoint once no append or checkpoint is in flight and either every
