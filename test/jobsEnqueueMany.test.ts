@@ -57,6 +57,8 @@ describe('jobs API: enqueueMany', () => {
     const refusals: Array<[unknown, unknown, string]> = [
       ['not an array', undefined, 'jobs'],
       [[{ payload: 1 }, 'bare payload'], undefined, 'jobs[1]'],
+      // A sparse array: its hole is a missing job, refused rather than skipped.
+      [Object.assign(new Array(2), { 1: { payload: 1 } }), undefined, 'jobs[0]'],
       [[{ payload: 1 }, {}], undefined, 'jobs[1].payload'],
       [[{ payload: 1 }, { payload: { when: new Date(0) } }], undefined, 'jobs[1].payload.when'],
       [[{ payload: 1, priority: 10 }], undefined, 'jobs[0].priority'],

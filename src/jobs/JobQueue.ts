@@ -112,7 +112,8 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
         throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${enqueueBatchSizeMax} jobs ({ payload, ...options })` })
       }
       const nowMs = runtime.now()
-      const batch = jobs.map((item: unknown, index) => {
+      // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
+      const batch = Array.from(jobs, (item: unknown, index) => {
         const field = `jobs[${index}]`
         if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new InvalidInput({ field, reason: 'must be an object { payload, ...options }' })
         const { payload, ...itemOptions } = item as Record<string, unknown>

@@ -116,7 +116,8 @@ export function checkNewJobs(jobs: ReadonlyArray<NewJob>): ReadonlyArray<NewJob>
   if (!Array.isArray(jobs) || jobs.length > enqueueBatchSizeMax) {
     throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${enqueueBatchSizeMax} jobs` })
   }
-  const checked = jobs.map((job, index) => checkNewJob(job, `jobs[${index}]`))
+  // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
+  const checked = Array.from(jobs, (job, index) => checkNewJob(job, `jobs[${index}]`))
   let bytes = 0
   for (const job of checked) bytes += Buffer.byteLength(JSON.stringify(job.payload), 'utf8')
   if (bytes > enqueueBatchBytesMax) throw new InvalidInput({ field: 'jobs', reason: `payloads serialize to more than ${enqueueBatchBytesMax} bytes in all; split the batch` })
