@@ -1,7 +1,8 @@
 /**
- * PhysicalQueueActor — runs one PhysicalQueueMachine: feeds it events, executes the commands it
- * asks for (store calls, History calls, replies, timers) and turns their outcomes back into
- * events. The machine decides; this file only does I/O.
+ * PhysicalQueueActor — runs one PhysicalQueueMachine: holds its snapshot, steps it with XState's
+ * pure `transition()` for each event, executes the commands the step returns (store calls,
+ * History calls, replies, timers) and turns their outcomes back into events. The machine
+ * decides; this file only does I/O.
  *
  * Invariants:
  * - events are processed one at a time, synchronously, in arrival order; I/O outcomes arrive
@@ -11,8 +12,9 @@
  * - after unload nothing is written: late store outcomes are ignored;
  * - time is the injected Clock and jitter the injected Random; one timer per purpose.
  *
- * A failure outside the error catalogue (a defect) is handed to `onDefect`, which the partition
- * actor (the supervisor) turns into a crash of this queue.
+ * A failure outside the error catalogue (a defect) — from an I/O call, or an assertion failing
+ * inside a step, which then is not applied — is handed to `onDefect`, which the partition actor
+ * (the supervisor) turns into a crash of this queue.
  */
 import { initialTransition, transition } from 'xstate'
 import { equalJitterDelayMs } from '../domain/Backoff.ts'

@@ -22,7 +22,7 @@
  *
  * Each transition lists its named actions: `observe` (the event's time) first, then what the
  * event means in that state, then — only while owned — the `pump` steps that move forward
- * everything that can move. Which state the queue is in decides what runs; no handler is told.
+ * everything that can move. The state decides what runs; no action is told which state it is in.
  *
  * One file on purpose, a little past 400 lines: an event reads from its transition to the
  * commands it asks for without leaving it. The arithmetic on subqueues, buffers and deliveries
@@ -154,7 +154,7 @@ const machineSetup = withCommands.extend({
       batch.adds.forEach((add, index) => enqueue(addReply(add.requestId, { kind: 'spooled', taskId: event.firstTaskId + index })))
       enqueue.assign(() => ({ appending: null, ownershipConfirmedMs: event.nowMs }))
     }),
-    /** The append failed: its adds get the error itself. */
+    /** The append failed: its adds get the error itself (a refused append did not commit; an ambiguous error says it may have). */
     failBatch: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, 'append.failed')
       const batch = context.appending
