@@ -2,8 +2,8 @@
  * ScheduleProperty — the fast-check property the simulator's vitest files share: a schedule is
  * plain data (a world seed and a list of explicit decisions that Decisions.ts consumes before
  * the PRNG), so fast-check can generate it and shrink a failure to a shorter list of smaller
- * choices. The property runs the world (the Matching world, or the end-to-end Jobs world through
- * `runWorld`) and holds when every checker is silent.
+ * choices. The property runs the workload's world (`runWorld`: the Matching world, or the
+ * end-to-end Jobs world) and holds when every checker is silent.
  *
  * Replay: the fast-check seed is printed before anything runs, and a failure's message names
  * the seed, the counterexample path, the violations and the exact command that replays it
@@ -12,8 +12,6 @@
  * Does not: choose stores or databases (the test files do), or retry anything.
  */
 import fc from 'fast-check'
-import { type SeedRun, runSeed, type SimStoreKind } from '../matching/Simulation.ts'
-import type { SwarmOverrides } from '../matching/Swarm.ts'
 
 /** One generated schedule. */
 export interface Schedule {
@@ -23,18 +21,17 @@ export interface Schedule {
 
 /** How a test file runs the property. */
 export interface SchedulePropertyRun {
-  readonly store: SimStoreKind
+  /** Where the worlds run (`memory`, `postgres`, …), for the printed lines. */
+  readonly store: string
   /** The test file, for the replay command (`sim/matching/properties.memory.test.ts`). */
   readonly file: string
   readonly numRuns: number
   /** Longest decision list generated; later decisions come from the world seed's PRNG. */
   readonly scriptLengthMax: number
-  readonly databaseUrl?: string
-  readonly overrides?: SwarmOverrides
   /** Called with each finished run (counts for the file's summary line). */
   readonly onRun?: (schedule: Schedule, events: number) => void
-  /** Runs one schedule's world; default: the Matching world (`runSeed`) on `store`. */
-  readonly runWorld?: (schedule: Schedule) => Promise<WorldVerdict>
+  /** Runs one schedule's world (the workload's: matching/Simulation.ts `matchingWorld`, or a jobs world). */
+  readonly runWorld: (schedule: Schedule) => Promise<WorldVerdict>
 }
 
 /** What the property needs to know of a finished world. */
@@ -71,18 +68,8 @@ export async function checkSchedules(run: SchedulePropertyRun): Promise<Schedule
   const path = process.env.SIM_PATH
   console.log(`fast-check seed ${fcSeed}${path === undefined || path === '' ? '' : ` path ${path}`} (${run.store}, ${run.numRuns} runs)`)
   let runs = 0
-  const runWorld = run.runWorld ?? (async (schedule: Schedule): Promise<WorldVerdict> => {
-    const seedRun: SeedRun = {
-      seed: schedule.seed,
-      store: run.store,
-      script: schedule.script,
-      ...(run.databaseUrl === undefined ? {} : { databaseUrl: run.databaseUrl }),
-      ...(run.overrides === undefined ? {} : { overrides: run.overrides }),
-    }
-    return (await runSeed(seedRun)).result
-  })
   const property = fc.asyncProperty(scheduleArbitrary(run.scriptLengthMax), async (schedule) => {
-    const result = await runWorld(schedule)
+    const result = await run.runWorld(schedule)
     runs++
     run.onRun?.(schedule, result.events)
     if (!result.ok) throw new Error(`world seed ${schedule.seed} (script of ${schedule.script.length} decisions) broke:\n  ${result.violations.slice(0, 10).join('\n  ')}`)

@@ -27,7 +27,6 @@ it(`the job invariants hold for ${runs} generated schedules on PostgreSQL`, asyn
     file: 'sim/jobs/jobsWorld.postgres.test.ts',
     numRuns: runs,
     scriptLengthMax: 200,
-    databaseUrl,
     runWorld: async (schedule) => (await runJobsSeed({ seed: schedule.seed, store: 'postgres', databaseUrl, script: schedule.script, overrides: { steps } })).result,
     onRun: (_, count) => (events += count),
   })

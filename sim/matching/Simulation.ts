@@ -100,3 +100,8 @@ export function firstDivergence(first: { readonly traceHash: string; readonly tr
   }
   return 'hashes differ but traces are equal (hash input differs)'
 }
+
+/** A schedule property's world (core/ScheduleProperty.ts): the schedule's seed and decisions, run on `run`'s store. */
+export function matchingWorld(run: Omit<SeedRun, 'seed' | 'script'>): (schedule: { readonly seed: number; readonly script: ReadonlyArray<number> }) => Promise<RunResult> {
+  return async (schedule) => (await runSeed({ ...run, seed: schedule.seed, script: schedule.script })).result
+}

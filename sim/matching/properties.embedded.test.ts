@@ -5,6 +5,7 @@
  */
 import { expect, it } from 'vitest'
 import { checkSchedules } from '../core/ScheduleProperty.ts'
+import { matchingWorld } from './Simulation.ts'
 import { runsFor } from '../../test/harness/depth.ts'
 
 const runs = runsFor(6, 40)
@@ -14,7 +15,7 @@ const steps = 1_000
 
 it(`holds for ${runs} generated schedules on PGlite`, async () => {
   let events = 0
-  const report = await checkSchedules({ store: 'embedded', file: 'sim/matching/properties.embedded.test.ts', numRuns: runs, scriptLengthMax: 200, overrides: { steps }, onRun: (_, count) => (events += count) })
+  const report = await checkSchedules({ store: 'embedded', file: 'sim/matching/properties.embedded.test.ts', numRuns: runs, scriptLengthMax: 200, runWorld: matchingWorld({ store: 'embedded', overrides: { steps } }), onRun: (_, count) => (events += count) })
   console.log(`embedded: ${report.runs} worlds of ${steps} steps, ${events} machine events`)
   expect(report.failure).toBeNull()
   expect(report.runs).toBeGreaterThanOrEqual(process.env.SIM_PATH ? 1 : runs)

@@ -6,13 +6,14 @@
 import { expect, it } from 'vitest'
 import { runsFor } from '../../test/harness/depth.ts'
 import { checkSchedules } from '../core/ScheduleProperty.ts'
+import { matchingWorld } from './Simulation.ts'
 
 // Worlds of the full default length (2,000 safety steps plus liveness): about 0.3 s each on one core.
 const runs = runsFor(60, 500)
 
 it(`holds for ${runs} generated schedules on memory`, async () => {
   let events = 0
-  const report = await checkSchedules({ store: 'memory', file: 'sim/matching/properties.memory.test.ts', numRuns: runs, scriptLengthMax: 400, onRun: (_, count) => (events += count) })
+  const report = await checkSchedules({ store: 'memory', file: 'sim/matching/properties.memory.test.ts', numRuns: runs, scriptLengthMax: 400, runWorld: matchingWorld({ store: 'memory' }), onRun: (_, count) => (events += count) })
   console.log(`memory: ${report.runs} worlds, ${events} machine events`)
   expect(report.failure).toBeNull()
   expect(report.runs).toBeGreaterThanOrEqual(process.env.SIM_PATH ? 1 : runs)
