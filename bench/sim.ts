@@ -1,5 +1,5 @@
 /**
- * Simulator bench — `npx tsx bench/sim.ts`.
+ * Simulator bench — `npx tsx bench/sim.ts` (all stores) or `npx tsx bench/sim.ts --store memory`.
  *
  * Runs whole seeds (1, 2, 3, … with the default swarm options) on each store for a fixed time
  * budget and reports simulated machine events/s (one event = one step of a physical queue
@@ -59,12 +59,17 @@ async function postgresUrl(): Promise<{ url: string; cluster?: RunningCluster }>
   return { url: url.toString(), cluster }
 }
 
+// `--store NAME` (repeatable) measures only those stores; PostgreSQL starts only when asked for.
+const storeKinds = ['memory', 'embedded', 'postgres'] as const
+const chosen = process.argv.flatMap((arg, index) => (process.argv[index - 1] === '--store' ? [arg] : []))
+const stores = chosen.length === 0 ? storeKinds : storeKinds.filter((store) => chosen.includes(store))
+
 const perSecond = (count: number, ms: number): string => Math.round((count / ms) * 1_000).toLocaleString('en-US')
 
-const { url, cluster } = await postgresUrl()
+const { url, cluster } = stores.includes('postgres') ? await postgresUrl() : { url: undefined, cluster: undefined }
 try {
   const rows: Row[] = []
-  for (const store of ['memory', 'embedded', 'postgres'] as const) {
+  for (const store of stores) {
     rows.push(await measure(store, store === 'postgres' ? url : undefined))
     const row = rows.at(-1) as Row
     console.error(`${store}: ${row.seeds} seeds in ${Math.round(row.wallMs)} ms`)
