@@ -1,7 +1,7 @@
 /**
  * QueueContext — the memory of one loaded physical queue: its limits, the shape of the machine's
- * context, how a fresh one starts, and the progress report it gives at unload. Values are treated
- * as immutable. The pure operations on the backlog (subqueues, buffers, deliveries) live in
+ * context, how a fresh one starts, when its timers are due, whether it is idle, and the progress
+ * report it gives at unload. Values are treated as immutable. The pure operations on the backlog (subqueues, buffers, deliveries) live in
  * QueueBacklog.ts; the statechart that changes the context lives in PhysicalQueueMachine.ts.
  *
  * Invariants:
