@@ -43,7 +43,8 @@ export type {
   StoreUnavailableEvent,
 } from './jobs/Events.ts'
 export type { WorkOptions } from './jobs/Worker.ts'
-export type { JobCounts, JobState } from './persistence/jobs/JobStore.ts'
+export type { JobCounts } from './persistence/jobs/JobStore.ts'
+export type { JobState } from './domain/JobRules.ts'
 // Matching: a host over a History you provide, for services that own execution state.
 export {
   type AddTaskOutcome,

@@ -14,6 +14,7 @@
  * sweep's return value.
  */
 import { InvalidInput } from '../domain/errors.ts'
+import type { deadReasonExhausted } from '../domain/JobRules.ts'
 
 /** A job was claimed and handed to a worker or a `claim` caller. */
 export interface JobStartedEvent {
@@ -61,8 +62,8 @@ export interface JobDeadEvent {
   readonly id: string
   readonly attempt: number
   readonly durationMs: number
-  /** `failed` (the handler gave up) or `max attempts exceeded` (its budget ran out). */
-  readonly reason: 'failed' | 'max attempts exceeded'
+  /** `failed` (the handler gave up) or `max attempts exceeded` (its budget ran out; the job's `lastError`). */
+  readonly reason: 'failed' | typeof deadReasonExhausted
   readonly error: string
   readonly at: number
 }

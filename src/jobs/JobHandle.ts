@@ -17,8 +17,9 @@
  */
 import { equalJitterDelayMs, retryDelayCapMs } from '../domain/Backoff.ts'
 import type { JsonValue } from '../domain/Json.ts'
+import { deadReasonExhausted, type JobState } from '../domain/JobRules.ts'
 import { jobErrorLengthMax, jobErrorStackLengthMax } from '../kernel/Limits.ts'
-import type { JobRecord, JobState } from '../persistence/jobs/JobStore.ts'
+import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { secondsToMs } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
 
@@ -181,7 +182,7 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
         runtime.announceDue(claimed.queue, outcome.runAtMs, false)
         events.emit({ type: 'job.retried', ...about, durationMs: nowMs - claimedAtMs, delayMs, error: text, at: nowMs })
       } else if (outcome?.kind === 'dead') {
-        events.emit({ type: 'job.dead', ...about, durationMs: nowMs - claimedAtMs, reason: 'max attempts exceeded', error: text, at: nowMs })
+        events.emit({ type: 'job.dead', ...about, durationMs: nowMs - claimedAtMs, reason: deadReasonExhausted, error: text, at: nowMs })
       }
       return outcome !== null
     },

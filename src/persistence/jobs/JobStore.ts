@@ -6,6 +6,9 @@
  * Dead jobs move to dead storage with `lastError` and `diedAtMs`; `getJob` still sees them.
  * Every row carries its resolved options, stamped at enqueue; no operation reads a registry.
  *
+ * The rules every store applies — the validity predicate, claimable, exhausted, expired, the dead
+ * reasons — are defined once, as pure functions and constants, in domain/JobRules.ts.
+ *
  * One validity predicate fences every handle operation (ack, heartbeat, retry, fail, ackBatch):
  * the job is processing, its deadline has not passed (`nowMs < deadlineMs`) and the caller's
  * claim token is the current one. Otherwise the operation returns false / null / 0 and changes
@@ -39,12 +42,12 @@
  * Errors: `InvalidInput` before anything is written; `Unavailable` from SQL stores.
  */
 import type { JsonValue } from '../../domain/Json.ts'
+import type { JobState } from '../../domain/JobRules.ts'
+
+export type { JobState } from '../../domain/JobRules.ts'
 
 /** Which implementation a job store is. */
 export type JobStoreKind = 'memory' | 'embedded' | 'postgres'
-
-/** A job's state; absence (acked, cancelled, purged) is not a state. */
-export type JobState = 'pending' | 'processing' | 'dead'
 
 /** The options stamped on a job at enqueue, in milliseconds. */
 export interface JobStamps {
@@ -320,9 +323,3 @@ export interface JobStore {
   /** Releases what the store opened (a shared driver is closed by its owner; closing twice is harmless). */
   close(): Promise<void>
 }
-
-/** The last error of jobs killed by budget exhaustion. */
-export const maxAttemptsExceeded = 'max attempts exceeded'
-
-/** The last error of jobs killed by `sweepExpired`. */
-export const expiredError = 'expired'

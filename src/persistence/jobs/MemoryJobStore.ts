@@ -7,17 +7,14 @@
  * completion synchronously inside its promise, so each one is atomic as the SQL statements are.
  *
  * Invariants: values go in and come out as copies (no caller can mutate stored state); claim
- * fields are set exactly while processing; the predicates below are the same ones the SQL
- * statements spell out (persistence/jobs/sql/jobSql.ts).
+ * fields are set exactly while processing; every rule is a call into domain/JobRules.ts, the
+ * rules the SQL statements spell out in their WHERE clauses (persistence/jobs/sql/jobSql.ts).
  *
  * Does not: persist anything, or refuse a transactional enqueue's `tx` silently — it is
  * `InvalidInput` here, since there is no transaction to join.
- *
- * Length: past 400 lines because it is one object implementing one contract whose every
- * operation shares the same two maps and predicates; schedules already live apart, and cutting
- * the row operations further would scatter one table's semantics over files.
  */
 import { InvalidInput } from '../../domain/errors.ts'
+import { claimRefusal, deadReasonExhausted, isClaimable, isExhausted, isExpired, isOutOfAttempts, isRetentionOver, isValidClaim, sweptDeath } from '../../domain/JobRules.ts'
 import { assert } from '../../kernel/assert.ts'
 import {
   checkClaimRef,
@@ -36,15 +33,7 @@ import {
   checkTime,
 } from './JobInput.ts'
 import { makeMemorySchedules } from './MemoryJobSchedules.ts'
-import {
-  type ClaimOutcome,
-  type DueJob,
-  expiredError,
-  type JobRecord,
-  type JobStore,
-  maxAttemptsExceeded,
-  type NewJob,
-} from './JobStore.ts'
+import type { ClaimOutcome, DueJob, JobRecord, JobStore, NewJob } from './JobStore.ts'
 
 interface LiveRow {
   job: JobRecord
@@ -54,24 +43,6 @@ interface LiveRow {
 }
 
 const copy = <T>(value: T): T => structuredClone(value)
-
-const isExpired = (job: JobRecord, nowMs: number): boolean => job.expiresAtMs !== null && job.expiresAtMs <= nowMs
-
-const isValidClaim = (job: JobRecord, claimToken: string, nowMs: number): boolean =>
-  job.state === 'processing' && job.claimToken === claimToken && job.deadlineMs !== null && nowMs < job.deadlineMs
-
-const isClaimable = (job: JobRecord, nowMs: number): boolean =>
-  !isExpired(job, nowMs) &&
-  job.attempts < job.maxAttempts &&
-  ((job.state === 'pending' && job.runAtMs <= nowMs) || (job.state === 'processing' && (job.deadlineMs as number) <= nowMs))
-
-// The exhaustion rule of JobStore.ts: lapsed at its budget, and not expired by its deadline.
-const isExhausted = (job: JobRecord, nowMs: number): boolean =>
-  job.state === 'processing' &&
-  job.deadlineMs !== null &&
-  job.deadlineMs <= nowMs &&
-  job.attempts >= job.maxAttempts &&
-  (job.expiresAtMs === null || job.expiresAtMs > job.deadlineMs)
 
 /** Makes an empty memory job store. */
 export function makeMemoryJobStore(): JobStore {
@@ -159,10 +130,11 @@ export function makeMemoryJobStore(): JobStore {
         return { kind: 'claimed', job: copy(row.job) }
       }
       if (isExhausted(job, nowMs)) {
-        bury(row, maxAttemptsExceeded, job.deadlineMs as number)
+        bury(row, deadReasonExhausted, job.deadlineMs as number)
         return { kind: 'obsolete', reason: 'exhausted' }
       }
-      return classify(job, nowMs)
+      const refusal = claimRefusal(job, nowMs)
+      return refusal === 'already-started' ? { kind: refusal } : { kind: 'obsolete', reason: refusal }
     },
 
     async heartbeat(params) {
@@ -202,11 +174,7 @@ export function makeMemoryJobStore(): JobStore {
     },
 
     async ackBatch(params) {
-      const claims = checkClaims(params.claims)
-      const nowMs = checkTime('nowMs', params.nowMs)
-      let acked = 0
-      for (const claim of claims) if (validRow(claim.id, claim.claimToken, nowMs) !== undefined && live.delete(claim.id)) acked++
-      return acked
+      return (await store.ackMany(params)).length
     },
 
     async retry(params) {
@@ -219,8 +187,8 @@ export function makeMemoryJobStore(): JobStore {
       const row = validRow(id, claimToken, nowMs)
       if (row === undefined) return null
       row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack }
-      if (row.job.attempts >= row.job.maxAttempts) {
-        bury(row, maxAttemptsExceeded, nowMs)
+      if (isOutOfAttempts(row.job)) {
+        bury(row, deadReasonExhausted, nowMs)
         return { kind: 'dead' }
       }
       const runAtMs = nowMs + delayMs
@@ -254,14 +222,13 @@ export function makeMemoryJobStore(): JobStore {
       // Retention applies to rows dead before this call, as the SQL statement's snapshot does.
       let purged = 0
       for (const [id, job] of dead) {
-        if (job.queue !== queue || job.deadLetterRetentionMs === null) continue
-        if ((job.diedAtMs as number) + job.deadLetterRetentionMs <= nowMs && dead.delete(id)) purged++
+        if (job.queue === queue && isRetentionOver(job, nowMs) && dead.delete(id)) purged++
       }
       let buried = 0
       for (const row of live.values()) {
         if (row.job.queue !== queue || !isExpired(row.job, nowMs)) continue
-        if (isExhausted(row.job, nowMs)) bury(row, maxAttemptsExceeded, row.job.deadlineMs as number)
-        else bury(row, expiredError, nowMs)
+        const death = sweptDeath(row.job, nowMs)
+        bury(row, death.reason, death.diedAtMs)
         buried++
       }
       return { dead: buried, purged }
@@ -336,7 +303,7 @@ export function makeMemoryJobStore(): JobStore {
       const queues = checkQueues(params.queues)
       const inScope = (row: LiveRow) => queues === null || queues.includes(row.job.queue)
       for (const row of live.values()) {
-        if (inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && isExhausted(row.job, nowMs)) bury(row, maxAttemptsExceeded, row.job.deadlineMs as number)
+        if (inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && isExhausted(row.job, nowMs)) bury(row, deadReasonExhausted, row.job.deadlineMs as number)
       }
       const due = [...live.values()]
         .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs))
@@ -426,10 +393,4 @@ export function makeMemoryJobStore(): JobStore {
     async close() {},
   }
   return store
-
-  function classify(job: JobRecord, nowMs: number): ClaimOutcome {
-    if (job.state === 'processing' && (job.deadlineMs as number) > nowMs) return { kind: 'already-started' }
-    if (isExpired(job, nowMs)) return { kind: 'obsolete', reason: 'expired' }
-    return { kind: 'obsolete', reason: 'not-due' }
-  }
 }

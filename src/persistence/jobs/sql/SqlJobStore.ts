@@ -16,6 +16,7 @@
  */
 import { InvalidInput } from '../../../domain/errors.ts'
 import { validateJson } from '../../../domain/Json.ts'
+import { claimRefusal, deadReasonExhausted, deadReasonExpired } from '../../../domain/JobRules.ts'
 import { assert } from '../../../kernel/assert.ts'
 import type { Driver } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
@@ -35,7 +36,7 @@ import {
   checkTime,
   checkTimezone,
 } from '../JobInput.ts'
-import type { ClaimOutcome, DueJob, JobStore } from '../JobStore.ts'
+import type { ClaimOutcome, DueJob, JobState, JobStore } from '../JobStore.ts'
 import { dueChannelOf } from '../../bus/Channels.ts'
 import { decodeJob, decodeSchedule, enqueueParams, nullableInteger } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
@@ -103,14 +104,16 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       }))
       const [claimed] = await write('claim', sql.claim, [id, claimToken, nowMs])
       if (claimed !== undefined) return { kind: 'claimed', job: decodeJob(claimed) }
-      const [buried] = await write('claim', sql.buryExhaustedOne, [id, nowMs])
+      const [buried] = await write('claim', sql.buryExhaustedOne, [id, nowMs, deadReasonExhausted])
       if (buried !== undefined) return { kind: 'obsolete', reason: 'exhausted' }
       const [found] = await read('claim', sql.claimState, [id])
       if (found === undefined) return { kind: 'obsolete', reason: 'missing' }
       if (found.state === 'dead') return { kind: 'obsolete', reason: 'dead' }
-      if (found.state === 'processing' && toSafeInteger(found.deadline_ms, 'deadline_ms') > nowMs) return { kind: 'already-started' }
-      const expiresAtMs = nullableInteger(found.expires_at_ms, 'expires_at_ms')
-      return { kind: 'obsolete', reason: expiresAtMs !== null && expiresAtMs <= nowMs ? 'expired' : 'not-due' }
+      const refusal = claimRefusal(
+        { state: found.state as JobState, deadlineMs: nullableInteger(found.deadline_ms, 'deadline_ms'), expiresAtMs: nullableInteger(found.expires_at_ms, 'expires_at_ms') },
+        nowMs,
+      )
+      return refusal === 'already-started' ? { kind: refusal } : { kind: 'obsolete', reason: refusal }
     },
 
     async heartbeat(params) {
@@ -169,7 +172,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         nowMs: checkTime('nowMs', params.nowMs),
         delayMs: checkDurationMs('delayMs', params.delayMs, 0),
       }))
-      const rows = await write('retry', sql.retry, [id, claimToken, nowMs, delayMs, error, stack])
+      const rows = await write('retry', sql.retry, [id, claimToken, nowMs, delayMs, error, stack, deadReasonExhausted])
       assert(rows.length <= 1, `retry of ${id} took both branches`)
       const [row] = rows
       if (row === undefined) return null
@@ -193,7 +196,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
 
     async sweepExpired(params) {
       const { queue, nowMs } = validated('sweepExpired', () => ({ queue: checkName('queue', params.queue), nowMs: checkTime('nowMs', params.nowMs) }))
-      const [row] = await write('sweepExpired', sql.sweepExpired, [queue, nowMs])
+      const [row] = await write('sweepExpired', sql.sweepExpired, [queue, nowMs, deadReasonExhausted, deadReasonExpired])
       assert(row !== undefined, 'sweepExpired returned no row')
       return { dead: toSafeInteger(row.dead, 'dead'), purged: toSafeInteger(row.purged, 'purged') }
     },
@@ -207,7 +210,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         limit: checkCount('limit', params.limit, 1, 10_000),
         queues: checkQueues(params.queues),
       }))
-      await write('takeDue', sql.buryExhausted, [nowMs, queues])
+      await write('takeDue', sql.buryExhausted, [nowMs, queues, deadReasonExhausted])
       const rows = await write('takeDue', sql.takeDue, [nowMs, reserveUntilMs, limit, queues])
       const due = rows.map(
         (row): DueJob => ({

@@ -5,14 +5,19 @@
  * clause, so concurrent transitions on a row serialize on the row lock and the loser re-checks
  * the predicate against the winner's version (a reclaim racing an ack: exactly one wins). A
  * dead-letter is one statement too: `DELETE … RETURNING` feeding `INSERT INTO dead_jobs`.
- * Every value is a parameter; the quoted schema is the only interpolation.
+ * Every value is a parameter — the dead reasons too, which the callers take from
+ * domain/JobRules.ts; the quoted schema is the only interpolation.
  *
- * The predicates, spelled once here and mirrored by MemoryJobStore.ts:
- * - valid claim: processing, `claim_token = $token`, `deadline_ms > $now`;
- * - claimable: unexpired, `attempts < max_attempts`, and pending with `run_at_ms <= $now` or
- *   processing with `deadline_ms <= $now`;
- * - exhausted: processing, `deadline_ms <= $now`, `attempts >= max_attempts`, and not expired
- *   by its deadline — it died at its deadline with "max attempts exceeded".
+ * The rules are defined in domain/JobRules.ts (the source of truth, which the memory store
+ * calls); here each is spelled once, in SQL, because it must run inside the statement that
+ * writes. The conformance suite checks the two spellings agree at every edge.
+ * - valid claim (`isValidClaim`): processing, `claim_token = $token`, `deadline_ms > $now`;
+ * - claimable (`isClaimable`): unexpired, `attempts < max_attempts`, and pending with
+ *   `run_at_ms <= $now` or processing with `deadline_ms <= $now`;
+ * - exhausted (`isExhausted`): processing, `deadline_ms <= $now`, `attempts >= max_attempts`,
+ *   and not expired by its deadline — it died at its deadline as `deadReasonExhausted`;
+ * - expired (`isExpired`): `expires_at_ms <= $now`; retention over (`isRetentionOver`):
+ *   `died_at_ms + dead_letter_retention_ms <= $now`.
  */
 import type { Schema } from '../../sql/Schema.ts'
 
@@ -34,8 +39,12 @@ const deadInsertColumns =
 const movedColumns =
   'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key'
 
+// The rules of domain/JobRules.ts over the columns of `jobs`, for the given SQL expressions.
 const notExpired = (now: string) => `(expires_at_ms IS NULL OR expires_at_ms > ${now})`
-const validClaim = `state = 'processing' AND claim_token = $2::text AND deadline_ms > $3::bigint`
+const validClaimOf = (token: string, now: string) => `state = 'processing' AND claim_token = ${token} AND deadline_ms > ${now}`
+const validClaim = validClaimOf('$2::text', '$3::bigint')
+const claimable = (now: string) =>
+  `attempts < max_attempts AND ${notExpired(now)} AND ((state = 'pending' AND run_at_ms <= ${now}) OR (state = 'processing' AND deadline_ms <= ${now}))`
 const exhausted = (now: string) =>
   `state = 'processing' AND deadline_ms <= ${now} AND attempts >= max_attempts AND (expires_at_ms IS NULL OR expires_at_ms > deadline_ms)`
 
@@ -189,8 +198,7 @@ UPDATE ${schema.quoted}.jobs
 SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
     deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms,
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
-WHERE id = $1::text AND attempts < max_attempts AND ${notExpired('$3::bigint')}
-  AND ((state = 'pending' AND run_at_ms <= $3::bigint) OR (state = 'processing' AND deadline_ms <= $3::bigint))
+WHERE id = $1::text AND ${claimable('$3::bigint')}
 RETURNING ${liveRecord}`
 }
 
@@ -206,16 +214,15 @@ SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigin
     deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = job.revision + 1
 FROM (SELECT DISTINCT ON (asked_id) asked_id, token FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(asked_id, token, position) ORDER BY asked_id, position) AS wanted
-WHERE job.id = wanted.asked_id AND job.attempts < job.max_attempts AND (job.expires_at_ms IS NULL OR job.expires_at_ms > $3::bigint)
-  AND ((job.state = 'pending' AND job.run_at_ms <= $3::bigint) OR (job.state = 'processing' AND job.deadline_ms <= $3::bigint))
+WHERE job.id = wanted.asked_id AND ${claimable('$3::bigint')}
 RETURNING ${liveRecord}`
 }
 
-/** `$1` id, `$2` now. Dead-letters job `$1` if the exhaustion rule holds; returns its id. */
+/** `$1` id, `$2` now, `$3` the exhausted dead reason. Dead-letters job `$1` if the exhaustion rule holds; returns its id. */
 export function buryExhaustedOneSql(schema: Schema): string {
   return `
 WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${exhausted('$2::bigint')} RETURNING *)
-${bury(schema, `'max attempts exceeded'`, 'deadline_ms')}
+${bury(schema, '$3::text', 'deadline_ms')}
 RETURNING id`
 }
 
@@ -247,15 +254,15 @@ export function ackBatchSql(schema: Schema): string {
   return `
 DELETE FROM ${schema.quoted}.jobs AS job
 USING unnest($1::text[], $2::text[]) AS claim(id, token)
-WHERE job.id = claim.id AND job.claim_token = claim.token AND job.state = 'processing' AND job.deadline_ms > $3::bigint
+WHERE job.id = claim.id AND ${validClaimOf('claim.token', '$3::bigint')}
 RETURNING job.id`
 }
 
 /**
- * `$1` id, `$2` token, `$3` now, `$4` delay ms, `$5` error, `$6` stack or null. Under a valid
- * claim: back to pending at now + delay with the handler's error recorded, or — at the budget —
- * dead with "max attempts exceeded" and the handler's error kept beside it. The two branches
- * exclude each other.
+ * `$1` id, `$2` token, `$3` now, `$4` delay ms, `$5` error, `$6` stack or null, `$7` the
+ * exhausted dead reason. Under a valid claim: back to pending at now + delay with the handler's
+ * error recorded, or — at the budget — dead as `$7` with the handler's error kept beside it.
+ * The two branches exclude each other.
  */
 export function retrySql(schema: Schema): string {
   return `
@@ -269,7 +276,7 @@ WITH retried AS (
 ), moved AS (
   DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} AND attempts >= max_attempts RETURNING *
 ), buried AS (
-  ${bury(schema, `'max attempts exceeded'`, '$3::bigint', '$5::text, $6::text')} RETURNING id
+  ${bury(schema, '$7::text', '$3::bigint', '$5::text, $6::text')} RETURNING id
 )
 SELECT 'retried' AS outcome, run_at_ms FROM retried
 UNION ALL
@@ -290,19 +297,19 @@ export function cancelSql(schema: Schema): string {
 }
 
 /**
- * `$1` queue, `$2` now. Expired live rows move to dead (the exhaustion rule's verdict, else
- * "expired"); dead rows past retention as of the statement's snapshot are deleted.
+ * `$1` queue, `$2` now, `$3` the exhausted and `$4` the expired dead reason. Expired live rows
+ * move to dead (`sweptDeath`: the exhaustion rule's verdict at the deadline, else expired now);
+ * dead rows past retention as of the statement's snapshot are deleted.
  */
 export function sweepExpiredSql(schema: Schema): string {
-  const isExhausted = `state = 'processing' AND attempts >= max_attempts AND deadline_ms < expires_at_ms`
   return `
 WITH moved AS (
   DELETE FROM ${schema.quoted}.jobs WHERE queue = $1::text AND expires_at_ms <= $2::bigint RETURNING *
 ), buried AS (
   INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns})
   SELECT ${movedColumns},
-         CASE WHEN ${isExhausted} THEN 'max attempts exceeded' ELSE 'expired' END,
-         CASE WHEN ${isExhausted} THEN deadline_ms ELSE $2::bigint END,
+         CASE WHEN ${exhausted('$2::bigint')} THEN $3::text ELSE $4::text END,
+         CASE WHEN ${exhausted('$2::bigint')} THEN deadline_ms ELSE $2::bigint END,
          last_handler_error, last_handler_stack
   FROM moved
   RETURNING id
@@ -314,7 +321,7 @@ WITH moved AS (
 SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS purged`
 }
 
-/** `$1` now, `$2` queues or null. Dead-letters every lapsed row the exhaustion rule covers. */
+/** `$1` now, `$2` queues or null, `$3` the exhausted dead reason. Dead-letters every lapsed row the exhaustion rule covers. */
 export function buryExhaustedSql(schema: Schema): string {
   return `
 WITH moved AS (
@@ -322,7 +329,7 @@ WITH moved AS (
   WHERE due_ms <= $1::bigint AND ($2::text[] IS NULL OR queue = ANY($2::text[])) AND ${exhausted('$1::bigint')}
   RETURNING *
 )
-${bury(schema, `'max attempts exceeded'`, 'deadline_ms')}
+${bury(schema, '$3::text', 'deadline_ms')}
 RETURNING id`
 }
 
@@ -382,8 +389,7 @@ export function deliverableCountSql(schema: Schema): string {
   return `
 SELECT count(*) AS deliverable FROM (
   SELECT 1 FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND due_ms IS NULL AND attempts < max_attempts AND ${notExpired('$2::bigint')}
-    AND ((state = 'pending' AND run_at_ms <= $2::bigint) OR (state = 'processing' AND deadline_ms <= $2::bigint))
+  WHERE queue = $1::text AND due_ms IS NULL AND ${claimable('$2::bigint')}
   LIMIT $3::integer
 ) AS deliverable`
 }
