@@ -4,6 +4,8 @@
  * postgres). A change of semantics starts as a change here. The parts:
  * - conformance/JobLifecycleConformance.ts — enqueue, claim, the validity predicate, ack,
  *   heartbeat, retry, fail, cancel, ackBatch, reclaim and the reclaim-vs-ack race;
+ * - conformance/JobRulesConformance.ts — the rules of domain/JobRules.ts at their exact edges
+ *   (runAt, deadline, expiresAt == now), each case checked against the domain functions too;
  * - conformance/JobExpiryConformance.ts — the exhaustion rule, sweepExpired, retention;
  * - conformance/JobDeliveryConformance.ts — due times, reservation, claim order, deliverability;
  * - conformance/JobScheduleConformance.ts — schedules, the fenced lease, firing;
@@ -27,6 +29,7 @@ import { describeJobExpiryConformance } from './conformance/JobExpiryConformance
 import { makeJobFixture } from './conformance/JobFixture.ts'
 import { describeJobInputConformance } from './conformance/JobInputConformance.ts'
 import { describeJobLifecycleConformance } from './conformance/JobLifecycleConformance.ts'
+import { describeJobRulesConformance } from './conformance/JobRulesConformance.ts'
 import { describeJobScheduleConformance } from './conformance/JobScheduleConformance.ts'
 import type { JobStore } from './JobStore.ts'
 
@@ -53,6 +56,7 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
       await opened?.close()
     })
     describeJobLifecycleConformance(fixture)
+    describeJobRulesConformance(fixture)
     describeJobExpiryConformance(fixture)
     describeJobDeliveryConformance(fixture)
     describeJobScheduleConformance(fixture)

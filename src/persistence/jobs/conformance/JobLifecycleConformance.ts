@@ -5,7 +5,7 @@
  * racing an ack with exactly one winner.
  *
  * Readings pinned here: a deadline is valid while now < deadline (at the deadline it has
- * lapsed); a retried job keeps no lastError (dead-only) but keeps the handler's error apart; cancel leaves dead jobs alone (false);
+ * lapsed); a heartbeat moves the deadline every rule reads (reclaim, exhaustion, due time); a retried job keeps no lastError (dead-only) but keeps the handler's error apart; cancel leaves dead jobs alone (false);
  * ackBatch counts a duplicated claim once.
  */
 import { describe, expect, it } from 'vitest'
@@ -87,6 +87,39 @@ export function describeJobLifecycleConformance(fixture: JobFixture): void {
         expect(await op).toBeFalsy()
       }
       expect(await store().getJob({ queue, id: job.id })).toMatchObject({ state: 'processing', claimToken: 'new', attempts: 2 })
+    })
+
+    it('a heartbeat moves the deadline: claims before the new one are refused, at it one succeeds, then the old holder is refused', async () => {
+      const queue = fixture.queue('heartbeat-moved')
+      const job = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 10_000 }, 'first')
+      const ref = (claimToken: string) => ({ id: job.id, claimToken })
+      expect(job.deadlineMs).toBe(11_000)
+      expect((await store().heartbeat({ ...ref('first'), extendMs: 20_000, nowMs: 5_000 }))?.deadlineMs).toBe(25_000)
+      for (const nowMs of [11_000, 11_001, 24_999]) {
+        expect(await store().claim({ ...ref('second'), nowMs }), `claim at ${nowMs}`).toEqual({ kind: 'already-started' })
+        expect(await store().claimMany({ claims: [ref('second')], nowMs }), `claimMany at ${nowMs}`).toEqual([{ kind: 'already-started' }])
+      }
+      expect(await store().nextDueMs({ nowMs: 11_000, queues: [queue] })).toBe(25_000)
+      expect(await store().getJob({ queue, id: job.id })).toMatchObject({ state: 'processing', claimToken: 'first', deadlineMs: 25_000, attempts: 1 })
+      const second = await store().claim({ ...ref('second'), nowMs: 25_000 })
+      expect(second).toMatchObject({ kind: 'claimed', job: { claimToken: 'second', attempts: 2, claimedAtMs: 25_000, deadlineMs: 35_000 } })
+      expect(await store().ack({ ...ref('first'), nowMs: 25_000 })).toBe(false)
+      expect(await store().ackMany({ claims: [ref('first')], nowMs: 25_001 })).toEqual([])
+      expect(await store().heartbeat({ ...ref('first'), extendMs: null, nowMs: 25_001 })).toBeNull()
+      expect(await store().getJob({ queue, id: job.id })).toMatchObject({ state: 'processing', claimToken: 'second', deadlineMs: 35_000, attempts: 2 })
+      expect(await store().ack({ ...ref('second'), nowMs: 25_001 })).toBe(true)
+    })
+
+    it('a heartbeat at the budget moves the exhaustion deadline too: nothing dies at the old deadline', async () => {
+      const queue = fixture.queue('heartbeat-moved-budget')
+      const job = await fixture.claimed(queue, 1_000, { maxAttempts: 1, visibilityTimeoutMs: 10_000 }, 'first')
+      await store().heartbeat({ id: job.id, claimToken: 'first', extendMs: 20_000, nowMs: 5_000 })
+      expect(await store().claim({ id: job.id, claimToken: 'second', nowMs: 11_000 })).toEqual({ kind: 'already-started' })
+      expect(await store().takeDue({ nowMs: 11_000, reserveUntilMs: 11_000, limit: 10, queues: [queue] })).toEqual([])
+      expect(await store().getJob({ queue, id: job.id })).toMatchObject({ state: 'processing', claimToken: 'first', deadlineMs: 25_000 })
+      expect(await store().claim({ id: job.id, claimToken: 'second', nowMs: 25_000 })).toEqual({ kind: 'obsolete', reason: 'exhausted' })
+      expect(await store().getJob({ queue, id: job.id })).toMatchObject({ state: 'dead', lastError: 'max attempts exceeded', diedAtMs: 25_000 })
+      expect(await store().ack({ id: job.id, claimToken: 'first', nowMs: 25_000 })).toBe(false)
     })
 
     it('retry returns the job to pending at now + delay with the handler error kept; at the budget it dead-letters', async () => {
