@@ -20,9 +20,9 @@ import type { History } from '../src/actors/History.ts'
 import { makeMatchingHost, type MatchingHost } from '../src/actors/MatchingHost.ts'
 import { RealClock } from '../src/kernel/Clock.ts'
 import { Random } from '../src/kernel/Random.ts'
-import { makeMemoryStore } from '../src/persistence/MemoryStore.ts'
-import { openEmbeddedStore, openPostgresStore } from '../src/persistence/sql/openSqlStore.ts'
-import type { Store } from '../src/persistence/Store.ts'
+import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
+import { openEmbeddedStore, openPostgresStore } from '../src/persistence/queues/sql/openSqlStore.ts'
+import type { Store } from '../src/persistence/queues/Store.ts'
 import { type RunningCluster, startCluster } from '../test/harness/PostgresCluster.ts'
 
 function option(name: string, fallback: number): number {
