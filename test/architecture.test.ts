@@ -69,6 +69,15 @@ describe('architecture', () => {
     expect(violations).toEqual([])
   })
 
+  it('the CLI reaches the simulator only through sim/index.ts', () => {
+    const violations = srcFiles.flatMap((file) =>
+      importsOf(file)
+        .filter((specifier) => specifier.startsWith('.') && layerOf(resolve(dirname(file), specifier)) === 'sim' && relative(root, resolve(dirname(file), specifier)) !== 'sim/index.ts')
+        .map((specifier) => `${relative(root, file)} imports ${specifier}`),
+    )
+    expect(violations).toEqual([])
+  })
+
   it('machines see the Store contract only as types', () => {
     const violations = srcFiles
       .filter((file) => layerOf(file) === 'machines')
