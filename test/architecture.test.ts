@@ -1,7 +1,8 @@
 /**
- * Architecture checks (DESIGN.md §3): imports point down the layer stack, `src/` never
- * imports `sim/`, machines never import Effect, only the SQL store touches a database driver,
- * and nothing under `src/` outside `src/kernel/` reads the real clock, randomness or timers.
+ * Architecture checks (DESIGN.md §3): imports point down the layer stack and never in a cycle,
+ * only the CLI sees `sim/` (through `sim/index.ts`), machines never import Effect, only the SQL
+ * stores touch a database driver, and nothing under `src/` outside `src/kernel/` reads the real
+ * clock, randomness or timers.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
