@@ -1,7 +1,9 @@
 /**
  * PhysicalQueueActor — runs one PhysicalQueueMachine: holds its snapshot, steps it with XState's
  * pure `transition()` for each event, executes the commands the step returns (store calls,
- * History calls, replies, timers) and turns their outcomes back into events. The machine
+ * History calls, replies, timers) and turns their outcomes back into events. It steps through a
+ * QueueStepper, which gives the same snapshots and commands as `transition()` with one actor
+ * scope for the queue's life instead of one per step. The machine
  * decides; this file only does I/O.
  *
  * Invariants:
@@ -16,7 +18,6 @@
  * inside a step, which then is not applied — is handed to `onDefect`, which the partition actor
  * (the supervisor) turns into a crash of this queue.
  */
-import { initialTransition, transition } from 'xstate'
 import { equalJitterDelayMs } from '../domain/Backoff.ts'
 import { isMatchboxError, type MatchboxError, ShuttingDown } from '../domain/errors.ts'
 import { encodeQueueKey, type QueueKey } from '../domain/QueueKey.ts'
@@ -24,9 +25,10 @@ import type { Task } from '../domain/Task.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
 import { historyRetryInitialMs, historyRetryMaxMs } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
-import { physicalQueueMachine, type QueueSnapshot } from '../machines/PhysicalQueueMachine.ts'
-import { type AddResult, commandsOf, type PollResult, type QueueCommand, type QueueEvent, type QueueProgress, type StartOutcome, type TimerName } from '../machines/PhysicalQueueProtocol.ts'
+import type { QueueSnapshot } from '../machines/PhysicalQueueMachine.ts'
+import { type AddResult, type PollResult, type QueueCommand, type QueueEvent, type QueueProgress, type StartOutcome, type TimerName } from '../machines/PhysicalQueueProtocol.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
+import { makeQueueStepper, type QueueStepper } from '../machines/QueueStepper.ts'
 import type { Store } from '../persistence/queues/Store.ts'
 import type { History, PollerInfo } from './History.ts'
 
@@ -59,6 +61,7 @@ export class PhysicalQueueActor {
   /** Resolves with the progress report when the queue unloads. */
   readonly unloaded: Promise<QueueProgress>
   readonly #options: PhysicalQueueActorOptions
+  readonly #stepper: QueueStepper = makeQueueStepper()
   #snapshot: QueueSnapshot
   // The commands of the initial step (acquire), carried out on `start`.
   readonly #initialCommands: ReadonlyArray<QueueCommand>
@@ -79,9 +82,9 @@ export class PhysicalQueueActor {
       this.#resolveUnloaded = resolve
     })
     const input = { queue: this.queue, nowMs: options.clock.now(), ...(options.limits === undefined ? {} : { limits: options.limits }) }
-    const [snapshot, actions] = initialTransition(physicalQueueMachine, input)
+    const [snapshot, commands] = this.#stepper.start(input)
     this.#snapshot = snapshot
-    this.#initialCommands = commandsOf(actions)
+    this.#initialCommands = commands
   }
 
   #ownedWaiters: Array<{ resolve: (rangeId: number) => void; reject: (error: MatchboxError) => void }> = []
@@ -185,9 +188,9 @@ export class PhysicalQueueActor {
     if (this.#done) return
     let commands: ReadonlyArray<QueueCommand>
     try {
-      const [snapshot, actions] = transition(physicalQueueMachine, this.#snapshot, event)
+      const [snapshot, stepCommands] = this.#stepper.step(this.#snapshot, event)
       this.#snapshot = snapshot
-      commands = commandsOf(actions)
+      commands = stepCommands
     } catch (defect) {
       // A failed assertion inside the machine: the step is not applied and the supervisor decides.
       this.#options.onDefect?.(defect)

@@ -32,7 +32,7 @@ import { assertEvent, setup, type SnapshotFrom } from 'xstate'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
 import { type MatchboxError, OwnershipLost, Overloaded, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { assert } from '../kernel/assert.ts'
-import { type AddResult, isOwnershipLost, isTransient, type PollResult, type QueueEvent, type QueueProgress, queueCommandActions, type TimerName } from './PhysicalQueueProtocol.ts'
+import { type AddResult, isOwnershipLost, isTransient, type PollResult, type QueueCommand, type QueueEvent, type QueueProgress, queueCommandActions, type TimerName } from './PhysicalQueueProtocol.ts'
 import { bufferPage, finalAckLevels, markGrown, resumeSubqueues, settledDelivery, startDelivery, startReads, subqueueOf, unsavedAckLevels, withSubqueue } from './QueueBacklog.ts'
 import { isIdle, makeQueueContext, nextId, progressOf, type QueueContext, type QueueInput, timerDueTimes } from './QueueContext.ts'
 
@@ -51,14 +51,15 @@ const withCommands = setup({
   },
 })
 const { assign, enqueueActions } = withCommands
-type Enqueue = Parameters<Parameters<typeof enqueueActions>[0]>[0]['enqueue']
+/** Asks for a command (a step's `enqueue`, seen as a sink for commands). */
+type Emit = (command: QueueCommand) => void
 
 const addReply = (requestId: string, result: AddResult) => ({ type: 'add.reply', params: { requestId, result } }) as const
 const pollReply = (pollId: string, result: PollResult) => ({ type: 'poll.reply', params: { pollId, result } }) as const
 const shuttingDown = (context: QueueContext): MatchboxError => new ShuttingDown({ component: `physical queue ${context.queue}` })
 
 // Asks for the timer changes that bring `managed` in line with `desired`; the new timer map, or null if none changed.
-function retime(enqueue: Enqueue, context: QueueContext, desired: Partial<Record<TimerName, number>>, managed: ReadonlyArray<TimerName>): QueueContext['timers'] | null {
+function retime(enqueue: Emit, context: QueueContext, desired: Partial<Record<TimerName, number>>, managed: ReadonlyArray<TimerName>): QueueContext['timers'] | null {
   let timers: Partial<Record<TimerName, number>> | null = null
   for (const name of managed) {
     const want = desired[name]
@@ -70,6 +71,72 @@ function retime(enqueue: Enqueue, context: QueueContext, desired: Partial<Record
   }
   return timers
 }
+
+// ------------------------------------------------------------ pump steps (owned only)
+// Each takes the context, asks for its commands and returns the context it leaves (the same
+// object when it changed nothing). The `pump` action runs them in order after every owned event.
+
+/** Hands tasks to waiting pollers, each as a delivery that History is asked to start. */
+function matchPollers(context: QueueContext, enqueue: Emit): QueueContext {
+  let next = context
+  for (let started = startDelivery(next); started !== undefined; started = startDelivery(next)) {
+    const { deliveryId, delivery } = started
+    next = { ...started.context, deliveries: { ...started.context.deliveries, [deliveryId]: delivery } }
+    const { task, source, poller } = delivery
+    enqueue({ type: 'history.recordStart', params: { deliveryId, task, taskId: source.kind === 'backlog' ? source.taskId : null, pollId: poller.pollId, identity: poller.identity } })
+  }
+  return next
+}
+
+/**
+ * Spools what could not be matched, one batch at a time. Reads cannot pass an append whose
+ * outcome is unknown: the store serialises this owner's appends on the queue's row, and an
+ * ambiguous append marks its subqueues grown, so the next read looks again.
+ */
+function appendNextBatch(context: QueueContext, enqueue: Emit): QueueContext {
+  if (context.appending !== null || context.pendingAdds.length === 0) return context
+  const adds = context.pendingAdds.slice(0, context.limits.appendBatchSizeMax)
+  const [batchId, next] = nextId(context, 'append')
+  enqueue({ type: 'store.append', params: { batchId, tasks: adds.map((add) => add.task) } })
+  return { ...next, pendingAdds: context.pendingAdds.slice(adds.length), appending: { batchId, adds } }
+}
+
+/** Reads the next page of every subqueue that has nothing ready and may hold more rows. */
+function readNextPages(context: QueueContext, enqueue: Emit): QueueContext {
+  const [reads, next] = startReads(context)
+  for (const read of reads) enqueue({ type: 'store.read', params: read })
+  return reads.length > 0 ? next : context
+}
+
+/** Saves the ack levels that moved, after enough acks or enough time. */
+function checkpointIfDue(context: QueueContext, enqueue: Emit): QueueContext {
+  if (context.checkpointing !== null) return context
+  const ackLevels = unsavedAckLevels(context)
+  if (ackLevels.length === 0) return context
+  const due = context.checkpointDueMs !== null && context.nowMs >= context.checkpointDueMs
+  if (due || context.acksSinceCheckpoint >= context.limits.checkpointAckCountMax) {
+    enqueue({ type: 'store.checkpoint', params: { ackLevels, final: false } })
+    return { ...context, checkpointing: { final: false }, acksSinceCheckpoint: 0, checkpointDueMs: null }
+  }
+  return context.checkpointDueMs === null ? { ...context, checkpointDueMs: context.nowMs + context.limits.checkpointIntervalMs } : context
+}
+
+/** A queue that has not confirmed its range for a while reads it (see ownershipCheckIntervalMs). */
+function checkOwnershipIfDue(context: QueueContext, enqueue: Emit): QueueContext {
+  if (context.ownershipCheckInFlight || context.nowMs - context.ownershipConfirmedMs < context.limits.ownershipCheckIntervalMs) return context
+  enqueue({ type: 'store.checkOwnership', params: {} })
+  return { ...context, ownershipCheckInFlight: true }
+}
+
+const pumpTimers: ReadonlyArray<TimerName> = ['retry', 'checkpoint', 'idle', 'ownership']
+
+/** Brings the pump's timers in line with what is due. */
+function armTimers(context: QueueContext, enqueue: Emit): QueueContext {
+  const timers = retime(enqueue, context, timerDueTimes(context), pumpTimers)
+  return timers === null ? context : { ...context, timers }
+}
+
+const pumpSteps: ReadonlyArray<(context: QueueContext, enqueue: Emit) => QueueContext> = [matchPollers, appendNextBatch, readNextPages, checkpointIfDue, checkOwnershipIfDue, armTimers]
 
 const machineSetup = withCommands.extend({
   actions: {
@@ -218,56 +285,11 @@ const machineSetup = withCommands.extend({
     }),
 
     // ------------------------------------------------------------ pump (owned only)
-    /** Hands tasks to waiting pollers, each as a delivery that History is asked to start. */
-    matchPollers: enqueueActions(({ context, enqueue }) => {
+    /** Moves forward everything that can move, in the order of `pumpSteps`, then saves the context once. */
+    pump: enqueueActions(({ context, enqueue }) => {
       let next = context
-      for (let started = startDelivery(next); started !== undefined; started = startDelivery(next)) {
-        const { deliveryId, delivery } = started
-        next = { ...started.context, deliveries: { ...started.context.deliveries, [deliveryId]: delivery } }
-        const { task, source, poller } = delivery
-        enqueue({ type: 'history.recordStart', params: { deliveryId, task, taskId: source.kind === 'backlog' ? source.taskId : null, pollId: poller.pollId, identity: poller.identity } })
-      }
+      for (const pumpStep of pumpSteps) next = pumpStep(next, enqueue)
       if (next !== context) enqueue.assign(() => next)
-    }),
-    /**
-     * Spools what could not be matched, one batch at a time. Reads cannot pass an append whose
-     * outcome is unknown: the store serialises this owner's appends on the queue's row, and an
-     * ambiguous append marks its subqueues grown, so the next read looks again.
-     */
-    appendNextBatch: enqueueActions(({ context, enqueue }) => {
-      if (context.appending !== null || context.pendingAdds.length === 0) return
-      const adds = context.pendingAdds.slice(0, context.limits.appendBatchSizeMax)
-      const [batchId, next] = nextId(context, 'append')
-      enqueue.assign(() => ({ ...next, pendingAdds: context.pendingAdds.slice(adds.length), appending: { batchId, adds } }))
-      enqueue({ type: 'store.append', params: { batchId, tasks: adds.map((add) => add.task) } })
-    }),
-    /** Reads the next page of every subqueue that has nothing ready and may hold more rows. */
-    readNextPages: enqueueActions(({ context, enqueue }) => {
-      const [reads, next] = startReads(context)
-      for (const read of reads) enqueue({ type: 'store.read', params: read })
-      if (reads.length > 0) enqueue.assign(() => next)
-    }),
-    /** Saves the ack levels that moved, after enough acks or enough time. */
-    checkpointIfDue: enqueueActions(({ context, enqueue }) => {
-      const ackLevels = unsavedAckLevels(context)
-      if (context.checkpointing !== null || ackLevels.length === 0) return
-      const due = context.checkpointDueMs !== null && context.nowMs >= context.checkpointDueMs
-      if (due || context.acksSinceCheckpoint >= context.limits.checkpointAckCountMax) {
-        enqueue.assign(() => ({ checkpointing: { final: false }, acksSinceCheckpoint: 0, checkpointDueMs: null }))
-        enqueue({ type: 'store.checkpoint', params: { ackLevels, final: false } })
-      } else if (context.checkpointDueMs === null) {
-        enqueue.assign(() => ({ checkpointDueMs: context.nowMs + context.limits.checkpointIntervalMs }))
-      }
-    }),
-    /** A queue that has not confirmed its range for a while reads it (see ownershipCheckIntervalMs). */
-    checkOwnershipIfDue: enqueueActions(({ context, enqueue }) => {
-      if (context.ownershipCheckInFlight || context.nowMs - context.ownershipConfirmedMs < context.limits.ownershipCheckIntervalMs) return
-      enqueue.assign(() => ({ ownershipCheckInFlight: true }))
-      enqueue({ type: 'store.checkOwnership', params: {} })
-    }),
-    armTimers: enqueueActions(({ context, enqueue }) => {
-      const timers = retime(enqueue, context, timerDueTimes(context), ['retry', 'checkpoint', 'idle', 'ownership'])
-      if (timers !== null) enqueue.assign(() => ({ timers }))
     }),
 
     // ------------------------------------------------------------ draining and unloading
@@ -341,7 +363,7 @@ const machineSetup = withCommands.extend({
 })
 
 // After every owned event: move forward everything that can move, then re-arm the timers.
-const pump = ['matchPollers', 'appendNextBatch', 'readNextPages', 'checkpointIfDue', 'checkOwnershipIfDue', 'armTimers'] as const
+const pump = ['pump'] as const
 
 // `transition()` builds a throwaway actor, without input, around every step; a placeholder input
 // gives it a context cheaply instead of a thrown error (a stack trace per step).

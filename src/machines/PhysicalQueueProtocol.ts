@@ -3,7 +3,8 @@
  * its runner to carry out. The machine is pure; the runner (actors/PhysicalQueueActor.ts)
  * performs each command's I/O and feeds the outcome back as an event. Commands are named XState
  * actions without an implementation (`queueCommandActions`), so a `transition()` step returns
- * them as data and `commandsOf` picks them out of the step's actions.
+ * them as data and `commandsOf` picks them out of the step's actions (QueueStepper.ts does the
+ * same while it steps).
  *
  * Every event carries `nowMs`, read by the runner from the kernel clock, so the machine never
  * reads time. Random draws (retry jitter) are made by the runner and arrive inside events.
@@ -116,9 +117,14 @@ export const queueCommandActions = {
 }
 const commandTypes: ReadonlySet<string> = new Set(Object.keys(queueCommandActions))
 
+/** True for the name of a command (as opposed to one of the machine's own actions). */
+export function isQueueCommandType(type: string): type is QueueCommandType {
+  return commandTypes.has(type)
+}
+
 /** The commands among the actions a `transition()` / `initialTransition()` step returned, in order. */
 export function commandsOf(actions: ReadonlyArray<{ readonly type: string; readonly params?: unknown }>): QueueCommand[] {
-  return actions.filter((action) => commandTypes.has(action.type)).map((action) => ({ type: action.type, params: action.params }) as QueueCommand)
+  return actions.filter((action) => isQueueCommandType(action.type)).map((action) => ({ type: action.type, params: action.params }) as QueueCommand)
 }
 
 /** Errors that end ownership: a fenced write was refused. */
