@@ -5,7 +5,8 @@
  *
  * Readings pinned here: re-registering with a payload whose keys are in another order is "the
  * same"; a changed schedule is re-anchored with nothing fired; a holder renewing its live lease
- * keeps the fence; re-taking an expired lease (even one's own) grows it.
+ * keeps the fence; re-taking an expired lease (even one's own) grows it; a firing's jobs are
+ * inserted as `enqueueMany` inserts them, keys included, however many there are.
  */
 import { describe, expect, it } from 'vitest'
 import type { JobFixture } from './JobFixture.ts'
@@ -67,6 +68,25 @@ export function describeJobScheduleConformance(fixture: JobFixture): void {
       expect(await store().fireSchedule({ ...base, fence, expectedRevision: schedule.revision, jobs: [] })).toBe('conflict')
       await store().acquireLease({ name: lease, holder: 'b', nowMs: 5_000, ttlMs: 1_000 })
       expect(await store().fireSchedule({ ...base, fence, expectedRevision: schedule.revision + 1, jobs: [] })).toBe('fenced')
+    })
+
+    it('firing enqueues as enqueueMany does: keys held by a live job or an earlier occurrence write nothing; any number of jobs', async () => {
+      const name = fixture.id('fire-keys')
+      const lease = fixture.id('fire-keys-lease')
+      const queue = fixture.queue('fired-keys')
+      const schedule = await store().putSchedule({ name, spec: '@every 1s', queue, payload: 'tick', nowMs: 0 })
+      const { fence } = (await store().acquireLease({ name: lease, holder: 'a', nowMs: 0, ttlMs: 60_000 })) ?? { fence: 0 }
+      const holder = await store().enqueue({ job: fixture.job(queue, { key: 'held' }), nowMs: 0 })
+      const keyed = [fixture.job(queue, { key: 'held' }), fixture.job(queue, { key: 'twice' }), fixture.job(queue, { key: 'twice' })]
+      const plain = Array.from({ length: 1_001 }, (_, index) => fixture.job(queue, { runAtMs: 1_000 * index, payload: index }))
+      const base = { leaseName: lease, fence, name, nowMs: 2_000_000 }
+      expect(await store().fireSchedule({ ...base, expectedRevision: schedule.revision, lastFiredMs: 1_000_000, jobs: [...keyed, ...plain] })).toBe('fired')
+      expect(await store().getJob({ queue, id: keyed[0]?.id ?? '' })).toBeNull()
+      expect(await store().getJob({ queue, id: holder.id })).toMatchObject({ state: 'pending', key: 'held', createdAtMs: 0 })
+      expect(await store().getJob({ queue, id: keyed[1]?.id ?? '' })).toMatchObject({ state: 'pending', key: 'twice' })
+      expect(await store().getJob({ queue, id: keyed[2]?.id ?? '' })).toBeNull()
+      expect(await store().getJob({ queue, id: plain[1_000]?.id ?? '' })).toMatchObject({ state: 'pending', payload: 1_000, runAtMs: 1_000_000, createdAtMs: 2_000_000 })
+      expect(await store().countJobs({ queue })).toEqual({ pending: 1 + 1 + 1_001, processing: 0, dead: 0 })
     })
   })
 }

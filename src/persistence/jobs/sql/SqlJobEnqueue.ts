@@ -2,7 +2,8 @@
  * SqlJobEnqueue — the inserting half of the SQL job store (SqlJobStore.ts): `enqueue` and
  * `enqueueMany`, each ONE statement (jobSql.ts) that runs on the store's driver or, given `tx`,
  * on the caller's open transaction, where the jobs exist iff it commits and the due signal
- * (NOTIFY) is delivered at that commit.
+ * (NOTIFY) is delivered at that commit. `insertMany` is enqueueMany's insert over any statement
+ * runner, so `fireSchedule` inserts its occurrences the same way inside its own transaction.
  *
  * Keys: a keyed job whose key a live job holds answers with the holder and writes nothing; in a
  * batch, a job whose (queue, key) an earlier job of the batch has answers as that job did, so a
@@ -15,6 +16,7 @@
  */
 import { InvalidInput } from '../../../domain/errors.ts'
 import { assert } from '../../../kernel/assert.ts'
+import { enqueueBatchBytesMax, enqueueBatchSizeMax } from '../../../kernel/Limits.ts'
 import { toDriverError } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { type SqlSession, toStoreError } from '../../sql/SqlSession.ts'
@@ -69,29 +71,59 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
     async enqueueMany(params, tx) {
       const { jobs, nowMs } = validated('enqueueMany', () => ({ jobs: checkNewJobs(params.jobs), nowMs: checkTime('nowMs', params.nowMs) }))
       checkTx(tx)
-      // Each (queue, key) goes into the statement once: later jobs with it answer as the first.
-      const firstOfKey = new Map<string, NewJob>()
-      const sent: NewJob[] = []
-      for (const job of jobs) {
-        if (job.key !== null && firstOfKey.has(keyOf(job))) continue
-        if (job.key !== null) firstOfKey.set(keyOf(job), job)
-        sent.push(job)
-      }
-      const answers = new Map<string, JobRecord>()
-      let missing: ReadonlyArray<NewJob> = sent
-      for (let attempt = 1; missing.length > 0; attempt++) {
-        // Only keyed jobs can go unanswered (see enqueueManySql); the next snapshot settles them.
-        assert(attempt <= keyedEnqueueAttemptsMax, `enqueueMany found neither the rows nor the key holders of ${missing.length} jobs`)
-        const rows = await runOn(tx, 'enqueueMany', sql.enqueueMany, enqueueManyParams(missing, nowMs, dueChannel))
-        for (const row of rows) answers.set(row.asked_id as string, decodeJob(row))
-        missing = missing.filter((job) => !answers.has(job.id))
-        assert(missing.every((job) => job.key !== null), 'enqueueMany lost a job without a key')
-      }
-      return jobs.map((job) => {
-        const answer = answers.get(job.id) ?? (job.key === null ? undefined : answers.get(firstOfKey.get(keyOf(job))?.id ?? ''))
-        assert(answer !== undefined, `enqueueMany has no answer for ${job.id}`)
-        return answer
-      })
+      return insertMany((values) => runOn(tx, 'enqueueMany', sql.enqueueMany, values), jobs, nowMs, dueChannel)
     },
   }
+}
+
+// `jobs` in runs of at most enqueueBatchSizeMax jobs and enqueueBatchBytesMax payload bytes, in
+// order: one statement's parameters each (a single job always fits; payloads are ≤ 1 MiB).
+function* batchesOf(jobs: ReadonlyArray<NewJob>): Generator<ReadonlyArray<NewJob>> {
+  let batch: NewJob[] = []
+  let bytes = 0
+  for (const job of jobs) {
+    const size = Buffer.byteLength(JSON.stringify(job.payload), 'utf8')
+    if (batch.length > 0 && (batch.length === enqueueBatchSizeMax || bytes + size > enqueueBatchBytesMax)) {
+      yield batch
+      batch = []
+      bytes = 0
+    }
+    batch.push(job)
+    bytes += size
+  }
+  if (batch.length > 0) yield batch
+}
+
+/**
+ * Inserts validated `jobs` as `enqueueMany` answers them, running `enqueueManySql` through `run`
+ * (the store's own write, or a statement on a transaction in progress): each (queue, key) goes
+ * into a statement once and later jobs with it answer as the first; a batch too large for one
+ * statement's parameters goes in several, in order; a keyed job that raced its holder is sent
+ * again. Returns one record per job, in the order of `jobs`.
+ */
+export async function insertMany(run: (params: unknown[]) => Promise<ReadonlyArray<Row>>, jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): Promise<ReadonlyArray<JobRecord>> {
+  const firstOfKey = new Map<string, NewJob>()
+  const sent: NewJob[] = []
+  for (const job of jobs) {
+    if (job.key !== null && firstOfKey.has(keyOf(job))) continue
+    if (job.key !== null) firstOfKey.set(keyOf(job), job)
+    sent.push(job)
+  }
+  const answers = new Map<string, JobRecord>()
+  for (const batch of batchesOf(sent)) {
+    let missing = batch
+    for (let attempt = 1; missing.length > 0; attempt++) {
+      // Only keyed jobs can go unanswered (see enqueueManySql); the next snapshot settles them.
+      assert(attempt <= keyedEnqueueAttemptsMax, `enqueueMany found neither the rows nor the key holders of ${missing.length} jobs`)
+      const rows = await run(enqueueManyParams(missing, nowMs, dueChannel))
+      for (const row of rows) answers.set(row.asked_id as string, decodeJob(row))
+      missing = missing.filter((job) => !answers.has(job.id))
+      assert(missing.every((job) => job.key !== null), 'enqueueMany lost a job without a key')
+    }
+  }
+  return jobs.map((job) => {
+    const answer = answers.get(job.id) ?? (job.key === null ? undefined : answers.get(firstOfKey.get(keyOf(job))?.id ?? ''))
+    assert(answer !== undefined, `enqueueMany has no answer for ${job.id}`)
+    return answer
+  })
 }

@@ -5,7 +5,8 @@
  *
  * Owns: validating inputs (JobInput.ts) before any SQL, one statement per transition, decoding
  * rows with assertions after read (jobRows.ts), the one multi-statement transaction
- * (`fireSchedule`; the admin operations live in SqlJobAdmin.ts), and
+ * (`fireSchedule`: fence, compare-and-set, then its occurrences through enqueueMany's insert;
+ * the admin operations live in SqlJobAdmin.ts), and
  * mapping failures into the catalogue exactly as the Matching Store does (`toStoreError`).
  *
  * The inserts (`enqueue`, `enqueueMany`, with or without the caller's transaction) live in
@@ -38,10 +39,10 @@ import {
 } from '../JobInput.ts'
 import type { ClaimOutcome, DueJob, JobState, JobStore } from '../JobStore.ts'
 import { dueChannelOf } from '../../bus/Channels.ts'
-import { decodeJob, decodeSchedule, enqueueParams, nullableInteger } from './jobRows.ts'
+import { decodeJob, decodeSchedule, nullableInteger } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
 import { makeSqlJobAdmin } from './SqlJobAdmin.ts'
-import { makeSqlJobEnqueue } from './SqlJobEnqueue.ts'
+import { insertMany, makeSqlJobEnqueue } from './SqlJobEnqueue.ts'
 import * as scheduleSql from './scheduleSql.ts'
 
 type Row = Record<string, unknown>
@@ -50,7 +51,7 @@ type Row = Record<string, unknown>
 export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const dueChannel = dueChannelOf(schema.name)
   const sql = {
-    enqueue: jobSql.enqueueSql(schema),
+    enqueueMany: jobSql.enqueueManySql(schema),
     getJob: jobSql.getJobSql(schema),
     claim: jobSql.claimSql(schema),
     claimMany: jobSql.claimManySql(schema),
@@ -333,7 +334,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
           if (fenced.rows.length === 0) return 'fenced' as const
           const marked = await tx.query(sql.markFired, [checked.name, checked.expectedRevision, checked.lastFiredMs])
           if (marked.rows.length === 0) return 'conflict' as const
-          for (const job of checked.jobs) await tx.query(sql.enqueue, enqueueParams(job, checked.nowMs, dueChannel))
+          await insertMany(async (values) => (await tx.query<Row>(sql.enqueueMany, values)).rows, checked.jobs, checked.nowMs, dueChannel)
           return 'fired' as const
         })
       } catch (error) {
