@@ -99,7 +99,7 @@ export function configurationOf(name: LibraryName, poolMax: number): string {
       return (
         `open({ store: { pool: new pg.Pool({ max: ${poolMax} }) } }) (plus its one LISTEN connection outside the pool), schema matchbox, one partition (default); ` +
         `drains work({ concurrency }); batch mode work({ concurrency: ${batchWorkers}, batch: ${batchSize} }); ` +
-        `latency producer open({ role: 'producer' }); batch enqueue queue.enqueueMany(${batchSize} jobs)`
+        `enqueue workloads and the latency producer open({ role: 'producer' }) (an enqueue-only process); batch enqueue queue.enqueueMany(${batchSize} jobs)`
       )
   }
 }
@@ -229,8 +229,10 @@ async function openMatchbox(options: PeerOptions): Promise<PeerSession> {
     },
     startWorkers,
     startLatencyWorker: (queue, concurrency, onJob) => startWorkers(queue, { concurrency }, onJob),
-    async discard() {
-      // Jobs of other queues do not touch this queue's claims (each queue has its own partitions).
+    async discard(queue) {
+      // An enqueue-only engine leaves its jobs due; remove them so a later worker engine's scan
+      // does not deliver them while another workload is measured.
+      await pool.query('DELETE FROM matchbox.jobs WHERE queue = $1', [queue])
     },
     async close() {
       await mb.close()

@@ -1,5 +1,5 @@
 /**
- * Peers bench — `npx tsx bench/peers.ts [--quick] [--jobs N]`: Matchbox beside graphile-worker
+ * Peers bench — `npx tsx bench/peers.ts [--quick] [--jobs N] [--workloads a,b]`: Matchbox beside graphile-worker
  * and pg-boss on one throwaway PostgreSQL.
  *
  * One cluster per run (test/harness/PostgresCluster.ts, fsync off), restarted once with
@@ -31,6 +31,7 @@
  * window, retries) and read best in one file; the libraries, the child, the load meter and the
  * table live beside it (peerLibraries.ts, peerLatencyChild.ts, machineLoad.ts, peerTable.ts).
  */
+import { Command } from 'commander'
 import { fork, spawnSync } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -50,11 +51,18 @@ import {
   type PeerSession,
 } from './peerLibraries.ts'
 
-const argv = process.argv.slice(2)
-const quick = argv.includes('--quick')
-const jobsArgument = argv.indexOf('--jobs')
-const jobs = jobsArgument >= 0 ? Number(argv[jobsArgument + 1]) : quick ? 500 : 10_000
+const workloadKeys = ['enqueue-one', 'enqueue-batch', 'drain-1', 'drain-16', 'drain-batch', 'latency-process', 'latency-same'] as const
+const given = new Command()
+  .option('--quick', 'small sizes, one round: a smoke run')
+  .option('--jobs <n>', 'jobs per drain (default 10000, 500 with --quick)')
+  .option('--workloads <list>', `comma-separated subset of ${workloadKeys.join(', ')}`, workloadKeys.join(','))
+  .parse()
+  .opts<{ quick?: boolean; jobs?: string; workloads: string }>()
+const quick = given.quick === true
+const jobs = given.jobs !== undefined ? Number(given.jobs) : quick ? 500 : 10_000
 if (!Number.isInteger(jobs) || jobs < 1) throw new Error('--jobs takes a positive integer')
+const chosenWorkloads = new Set(given.workloads.split(',').map((key) => key.trim()))
+for (const key of chosenWorkloads) if (!(workloadKeys as ReadonlyArray<string>).includes(key)) throw new Error(`--workloads: unknown workload ${key} (${workloadKeys.join(', ')})`)
 
 /** Rounds per workload; the median is reported. */
 const rounds = quick ? 1 : 3
@@ -216,6 +224,13 @@ async function fill(session: PeerSession, queue: string, count: number): Promise
   for (let at = 0; at < count; at += fillConcurrency) await Promise.all(payloads.slice(at, at + fillConcurrency).map((payload) => session.enqueue(queue, payload)))
 }
 
+/**
+ * The enqueue workloads run each library as an enqueue-only process, as a web app does:
+ * graphile-worker's WorkerUtils and pg-boss's `send` start no worker, and Matchbox opens with
+ * `role: 'producer'` (it owns no partition, so it delivers nothing while enqueueing).
+ */
+const enqueueOnly = { role: 'producer' } as const
+
 const enqueueOne: Workload = {
   key: 'enqueue-one',
   title: `enqueue one at a time, jobs/s (${enqueueOneJobs} jobs, 1 producer)`,
@@ -232,7 +247,7 @@ const enqueueOne: Workload = {
       const statements = await window.statementsSince()
       await session.discard(queue)
       return { value: (enqueueOneJobs * 1000) / elapsedMs, statementsPerJob: statements / enqueueOneJobs, load }
-    }),
+    }, enqueueOnly),
 }
 
 const enqueueBatch: Workload = {
@@ -259,7 +274,7 @@ const enqueueBatch: Workload = {
       const statements = await window.statementsSince()
       await session.discard(queue)
       return { value: (jobs * 1000) / elapsedMs, statementsPerJob: statements / jobs, load }
-    }),
+    }, enqueueOnly),
 }
 
 function drain(key: string, title: string, mode: DrainMode): Workload {
@@ -447,7 +462,7 @@ try {
     drain('drain-batch', `drain ${jobs} no-op jobs, ${batchWorkers} workers + batching (${batchSize}), jobs/s`, 'batch'),
     latencyCrossProcess,
     latencySameProcess,
-  ]
+  ].filter((workload) => chosenWorkloads.has(workload.key))
   const results = new Map<string, Map<LibraryName, Cell>>()
   for (const workload of workloads) {
     console.log(`\n${workload.title}`)
