@@ -15,9 +15,6 @@ import { InvalidInput } from './errors.ts'
 /** `workflow` or `activity`: same family name, separate physical queues. */
 export type TaskType = 'workflow' | 'activity'
 
-/** The task types, in canonical order. */
-export const taskTypes: ReadonlyArray<TaskType> = ['workflow', 'activity']
-
 /** A partition of a queue family: the unit routed to one host. */
 export interface PartitionKey {
   readonly namespace: string

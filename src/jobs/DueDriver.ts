@@ -37,6 +37,7 @@ import { dueQueuesPerScanMax, jobDeliveryBatchMax, jobDeliveryRefusedRetryMs, jo
 import type { MatchingHost } from '../actors/MatchingHost.ts'
 import type { DueJob, JobStore } from '../persistence/jobs/JobStore.ts'
 import { makeOutageBackoff } from './OutageBackoff.ts'
+import { jobTaskKind } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType, type QueueRouting } from './QueueRouting.ts'
 
 /** Why a wait for delivery ended. */
@@ -141,7 +142,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
           namespace: jobsNamespace,
           family: job.queue,
           type: jobTaskType,
-          task: { jobId: job.id, kind: 'job', priority: job.priority, expiresAtMs: job.expiresAtMs },
+          task: { jobId: job.id, kind: jobTaskKind, priority: job.priority, expiresAtMs: job.expiresAtMs },
         }),
       ),
     )

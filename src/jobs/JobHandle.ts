@@ -115,13 +115,13 @@ export function toJob<T = JsonValue>(record: JobRecord): Job<T> {
 }
 
 /** The text kept for a handler's error: its message, truncated to `jobErrorLengthMax`. */
-export function errorText(error: unknown): string {
+function errorText(error: unknown): string {
   const text = error instanceof Error ? error.message || error.name : typeof error === 'string' ? error : safeStringify(error)
   return text.replaceAll('\u0000', '\uFFFD').slice(0, jobErrorLengthMax)
 }
 
 /** The stack kept with a handler's error, truncated to `jobErrorStackLengthMax`; null when it has none. */
-export function errorStack(error: unknown): string | null {
+function errorStack(error: unknown): string | null {
   const stack = error instanceof Error ? error.stack : undefined
   return typeof stack === 'string' && stack.length > 0 ? stack.replaceAll('\u0000', '\uFFFD').slice(0, jobErrorStackLengthMax) : null
 }

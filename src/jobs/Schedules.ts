@@ -25,7 +25,7 @@ import { checkTimezone } from '../persistence/jobs/JobInput.ts'
 import { nextOccurrence, occurrencesOf, parseScheduleSpec } from './ScheduleSpec.ts'
 
 /** The lease every host's `runSchedules` competes for. */
-export const schedulesLeaseName = 'schedules'
+const schedulesLeaseName = 'schedules'
 
 /** Options of `mb.schedule`. */
 export interface ScheduleOptions {

@@ -31,9 +31,6 @@ export const checkpointIntervalMs = 1_000
 /** An owned queue with no activity for this long unloads itself (upstream 5 min). */
 export const idleUnloadMs = 5 * 60_000
 
-/** How long an arriving task waits for a poller before it is spooled (upstream 200 ms). */
-export const syncMatchWaitMs = 200
-
 /** Delay before unloading a partition that membership moved away (upstream 500 ms). */
 export const membershipUnloadDelayMs = 500
 

@@ -60,7 +60,7 @@ export function checkStack(field: string, value: unknown): string | null {
 }
 
 /** A job key: null, or a name (non-empty, at most 1000 UTF-8 bytes, no control characters). */
-export function checkKey(field: string, value: unknown): string | null {
+function checkKey(field: string, value: unknown): string | null {
   return value === undefined || value === null ? null : validateName(field, value)
 }
 

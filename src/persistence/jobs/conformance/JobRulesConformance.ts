@@ -14,7 +14,17 @@
  * 1 s visibility, so its deadline is 2 000 ms.
  */
 import { describe, expect, it } from 'vitest'
-import { claimRefusal, deadReasonExhausted, deadReasonExpired, isClaimable, isExhausted, isExpired, isValidClaim, sweptDeath } from '../../../domain/JobRules.ts'
+import {
+  claimRefusal,
+  type DeadReason,
+  deadReasonExhausted,
+  deadReasonExpired,
+  isClaimable,
+  isExhausted,
+  isExpired,
+  isValidClaim,
+  sweptDeath,
+} from '../../../domain/JobRules.ts'
 import type { ClaimOutcome, JobRecord, NewJob } from '../JobStore.ts'
 import type { JobFixture } from './JobFixture.ts'
 
@@ -49,7 +59,7 @@ const claimCases: ReadonlyArray<JobCase & { readonly expected: ClaimVerdict }> =
   { name: 'held, expired before the deadline', held: true, job: { expiresAtMs: 1_500 }, nowMs: 1_999, expected: 'already-started' },
 ]
 
-const sweepCases: ReadonlyArray<JobCase & { readonly expected: { readonly lastError: string; readonly diedAtMs: number } | null }> = [
+const sweepCases: ReadonlyArray<JobCase & { readonly expected: { readonly lastError: DeadReason; readonly diedAtMs: number } | null }> = [
   { name: 'pending 1 ms before its expiry', held: false, job: { expiresAtMs: 2_000 }, nowMs: 1_999, expected: null },
   { name: 'pending at its expiry', held: false, job: { expiresAtMs: 2_000 }, nowMs: 2_000, expected: { lastError: deadReasonExpired, diedAtMs: 2_000 } },
   { name: 'held under a live claim at its expiry', held: true, job: { visibilityTimeoutMs: 5_000, expiresAtMs: 2_000 }, nowMs: 2_000, expected: { lastError: deadReasonExpired, diedAtMs: 2_000 } },

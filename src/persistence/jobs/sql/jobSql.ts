@@ -22,14 +22,14 @@
 import type { Schema } from '../../sql/Schema.ts'
 
 /** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
-export const liveColumns =
+const liveColumns =
   'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, claim_token, deadline_ms, job_key, last_handler_error, last_handler_stack'
 
 /** A live row as a job record: its columns and null dead-only ones. */
-export const liveRecord = `${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
+const liveRecord = `${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
 
 /** A dead_jobs row as a job record, in the order of `liveRecord`. */
-export const deadRecord = `id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
+const deadRecord = `id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
        created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, NULL::text AS claim_token, NULL::bigint AS deadline_ms, job_key, last_handler_error, last_handler_stack,
        last_error, died_at_ms`
 
