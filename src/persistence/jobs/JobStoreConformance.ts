@@ -35,10 +35,13 @@ import type { JobStore } from './JobStore.ts'
 
 /**
  * Registers `JobStore conformance: ${name}` against the store `open` returns (called once; the
- * store is closed after the last test). `seed` only names this run's queues (default: drawn).
+ * store is closed after the last test). `seed` names this run's queues and seeds its properties
+ * (default: `SIM_SEED`, else drawn).
  */
 export function describeJobStoreConformance(name: string, open: () => Promise<JobStore>, options: { readonly seed?: number } = {}): void {
-  const seed = options.seed ?? (seedFromEntropy() >>> 0) % 2 ** 31
+  // SIM_SEED replays a printed seed, as the Matching store's suite does.
+  const fromEnv = process.env.SIM_SEED === undefined || process.env.SIM_SEED === '' ? undefined : Number(process.env.SIM_SEED)
+  const seed = options.seed ?? fromEnv ?? (seedFromEntropy() >>> 0) % 2 ** 31
   describe(`JobStore conformance: ${name}`, () => {
     let opened: JobStore | undefined
     const fixture = makeJobFixture(

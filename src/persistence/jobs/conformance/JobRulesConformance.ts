@@ -11,8 +11,11 @@
  * held to one definition.
  *
  * Setup shared by the cases: jobs are enqueued at 1 000 ms; a held job is claimed there with a
- * 1 s visibility, so its deadline is 2 000 ms.
+ * 1 s visibility, so its deadline is 2 000 ms. A property then draws jobs whose runAt, deadline
+ * and expiresAt lie a few milliseconds apart and a time among them (the seed is printed first),
+ * and checks a claim and then a sweep against the domain's prediction.
  */
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
   claimRefusal,
@@ -67,6 +70,19 @@ const sweepCases: ReadonlyArray<JobCase & { readonly expected: { readonly lastEr
   { name: 'exhausted, expiring 1 ms after its deadline', held: true, job: { maxAttempts: 1, expiresAtMs: 2_001 }, nowMs: 2_001, expected: { lastError: deadReasonExhausted, diedAtMs: 2_000 } },
 ]
 
+// Generated jobs: every edge within a few ms of 1 000 ms, so equal and adjacent times are common.
+const generatedJob = fc.record({
+  held: fc.boolean(),
+  maxAttempts: fc.integer({ min: 1, max: 2 }),
+  runAtMs: fc.integer({ min: 1_000, max: 1_003 }),
+  visibilityTimeoutMs: fc.integer({ min: 1, max: 3 }),
+  expiresAtMs: fc.option(fc.integer({ min: 1_001, max: 1_005 }), { nil: null }),
+  nowMs: fc.integer({ min: 999, max: 1_006 }),
+})
+
+// Runs of the generated property per binding: each is a handful of statements on a SQL store.
+const generatedRuns = 60
+
 /** Registers the edge tests of the job rules. */
 export function describeJobRulesConformance(fixture: JobFixture): void {
   const store = () => fixture.store()
@@ -95,6 +111,29 @@ export function describeJobRulesConformance(fixture: JobFixture): void {
         }
       })
     }
+
+    it('claim, then sweep, agree with the domain for generated jobs and times around their edges', async () => {
+      console.log(`JobStore conformance ${fixture.name}: rules property seed ${fixture.seed} (replay with SIM_SEED=${fixture.seed}), ${generatedRuns} runs`)
+      await fc.assert(
+        fc.asyncProperty(generatedJob, async ({ held, nowMs, ...shape }) => {
+          const queue = fixture.queue('edges-generated')
+          const job = await arrange(queue, { name: 'generated', held, job: held ? { ...shape, runAtMs: 1_000 } : shape, nowMs })
+          const verdict = predictedClaim(job, nowMs)
+          expect(verdictOf(await store().claim({ id: job.id, claimToken: 'next', nowMs }))).toBe(verdict)
+          const claimed = await store().getJob({ queue, id: job.id })
+          if (verdict === 'claimed') expect(claimed).toMatchObject({ state: 'processing', claimToken: 'next', attempts: job.attempts + 1, deadlineMs: nowMs + job.visibilityTimeoutMs })
+          else if (verdict === 'exhausted') expect(claimed).toMatchObject({ state: 'dead', lastError: deadReasonExhausted, diedAtMs: job.deadlineMs })
+          else expect(claimed).toEqual(job)
+          if (claimed === null || claimed.state === 'dead') return
+          const death = isExpired(claimed, nowMs) ? sweptDeath(claimed, nowMs) : null
+          expect(await store().sweepExpired({ queue, nowMs })).toEqual({ dead: death === null ? 0 : 1, purged: 0 })
+          const swept = await store().getJob({ queue, id: job.id })
+          if (death === null) expect(swept).toEqual(claimed)
+          else expect(swept).toMatchObject({ state: 'dead', lastError: death.reason, diedAtMs: death.diedAtMs })
+        }),
+        { seed: fixture.seed, numRuns: generatedRuns },
+      )
+    })
 
     it('every handle operation is valid 1 ms before the deadline with the current token, and not at the deadline', async () => {
       const queue = fixture.queue('edges-handle')
