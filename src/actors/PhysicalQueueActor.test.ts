@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { settle } from '../../test/harness/settle.ts'
 import { makeTask } from '../domain/Task.ts'
 import { ManualClock } from '../kernel/Clock.ts'
+import { historyRetryInitialMs, historyRetryMaxMs } from '../kernel/Limits.ts'
 import { Random } from '../kernel/Random.ts'
 import { makeMemoryStore } from '../persistence/queues/MemoryStore.ts'
 import type { Store } from '../persistence/queues/Store.ts'
@@ -65,6 +66,43 @@ describe('PhysicalQueueActor on the memory store', () => {
     await settle()
     expect(await polled).toMatchObject({ kind: 'task', task: { jobId: 'x' }, response: 'ok' })
     expect(calls.get('x')).toBe(2)
+  })
+
+  it('a History that keeps answering retryable for a sync-matched task is called on the back-off curve, not in a loop', async () => {
+    const store = makeMemoryStore()
+    const clock = new ManualClock(0)
+    let calls = 0
+    const history: History = {
+      recordTaskStarted: async () => {
+        calls++
+        // Answer on a later turn, so a loop without back-off shows as many calls rather than a hang.
+        await new Promise<void>((resolve) => setImmediate(resolve))
+        return { kind: 'retryable', reason: 'busy' }
+      },
+    }
+    const queue = makeQueue(store, clock, history)
+    await settle()
+    const polled = queue.poll({ identity: 'w1', version: null }, 60_000)
+    await settle()
+    const added = queue.addTask(task('x'))
+    const spanMs = 30_000
+    for (let elapsedMs = 0; elapsedMs < spanMs; elapsedMs += 50) {
+      clock.advance(50)
+      await settle()
+    }
+    // The sync match, the first dispatch from the backlog, then at most one call per shortest
+    // delay of each attempt (equal jitter: half the capped exponential) within the span.
+    let bound = 2
+    for (let attempt = 1, spentMs = 0; ; attempt++, bound++) {
+      spentMs += Math.min(historyRetryMaxMs, historyRetryInitialMs * 2 ** (attempt - 1)) / 2
+      if (spentMs > spanMs) break
+    }
+    expect(calls).toBeGreaterThanOrEqual(3)
+    expect(calls).toBeLessThanOrEqual(bound)
+    // Refused by History, the sync match falls back to the append path.
+    expect(await added).toMatchObject({ kind: 'spooled' })
+    await queue.drain('test over')
+    expect(await polled).toMatchObject({ kind: 'failed', error: { _tag: 'ShuttingDown' } })
   })
 
   it('two owners stealing the queue back and forth deliver every task and leave 0 rows', async () => {

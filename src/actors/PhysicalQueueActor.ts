@@ -280,20 +280,22 @@ export class PhysicalQueueActor {
   #recordStart(params: Extract<QueueCommand, { type: 'history.recordStart' }>['params']): void {
     const { deliveryId, task, taskId, pollId } = params
     const poller = this.#polls.get(pollId)?.poller ?? { identity: params.identity, version: this.key.version }
-    const retryKey = taskId === null ? deliveryId : `${task.priority}:${taskId}`
+    // A backlog task's tries are counted across deliveries; a sync match is tried once (a
+    // refused one is appended, and backs off from the backlog).
+    const retryKey = taskId === null ? null : `${task.priority}:${taskId}`
     const answer = (outcome: StartOutcome): void => {
       if (this.#done) return this.#answerOrphan(pollId, task, taskId, outcome)
       this.#send({ type: 'dispatch.completed', nowMs: this.#now(), deliveryId, outcome })
     }
     const retryable = (reason: string): StartOutcome => {
-      const attempt = (this.#retryAttempts.get(retryKey) ?? 0) + 1
-      this.#retryAttempts.set(retryKey, attempt)
+      const attempt = retryKey === null ? 1 : (this.#retryAttempts.get(retryKey) ?? 0) + 1
+      if (retryKey !== null) this.#retryAttempts.set(retryKey, attempt)
       const retryDelayMs = Math.min(historyRetryMaxMs, equalJitterDelayMs(historyRetryInitialMs, attempt, this.#options.random.float(), historyRetryMaxMs))
       return { kind: 'retryable', reason, retryDelayMs }
     }
     this.#options.history.recordTaskStarted(task, poller).then(
       (result) => {
-        if (result.kind !== 'retryable') this.#retryAttempts.delete(retryKey)
+        if (result.kind !== 'retryable' && retryKey !== null) this.#retryAttempts.delete(retryKey)
         answer(result.kind === 'retryable' ? retryable(result.reason) : result)
       },
       (error: unknown) => answer(retryable(error instanceof Error ? error.message : String(error))),

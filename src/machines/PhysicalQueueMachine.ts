@@ -260,7 +260,11 @@ const machineSetup = withCommands.extend({
     endOwnershipCheck: assign(({ context }) => ({ ownershipCheckInFlight: false, ownershipConfirmedMs: context.nowMs })),
 
     // ------------------------------------------------------------ History's answers
-    /** Owned: History answered; a sync add History did not take goes back to the append path, a poll that got nothing waits again. */
+    /**
+     * Owned: History answered. A sync add History did not take goes back to the front of the
+     * adds, to be appended (matching it again at once would call History in a loop); a poll that
+     * got nothing waits again.
+     */
     settleDelivery: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, 'dispatch.completed')
       const settled = settledDelivery(context, event)
@@ -268,7 +272,7 @@ const machineSetup = withCommands.extend({
       const { add, pollReply: reply, poller } = settled
       let next = settled.context
       if (add?.handled === true) enqueue(addReply(add.requestId, { kind: 'matched' }))
-      else if (add !== null) next = { ...next, pendingAdds: [{ requestId: add.requestId, task: add.task }, ...next.pendingAdds] }
+      else if (add !== null) next = { ...next, pendingAdds: [{ requestId: add.requestId, task: add.task, spoolOnly: true }, ...next.pendingAdds] }
       if (reply !== null) enqueue(pollReply(poller.pollId, reply))
       else next = { ...next, pollers: [poller, ...next.pollers] }
       enqueue.assign(() => next)

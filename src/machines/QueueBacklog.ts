@@ -10,7 +10,7 @@
 import { makeAckWindow, markHandled, markRead } from '../domain/AckWindow.ts'
 import { isExpired, type Task } from '../domain/Task.ts'
 import type { PollResult, QueueCommand, QueueEvent } from './PhysicalQueueProtocol.ts'
-import { type BufferedTask, type Delivery, nextId, type PendingAdd, type Poller, type QueueContext, type SubqueueState } from './QueueContext.ts'
+import { type BufferedTask, type Delivery, nextId, type Poller, type QueueContext, type SubqueueState } from './QueueContext.ts'
 
 type EventOf<T extends QueueEvent['type']> = Extract<QueueEvent, { type: T }>
 
@@ -82,8 +82,8 @@ function backlogMayBeAhead(context: QueueContext): boolean {
 }
 
 /**
- * The first waiting poller's next delivery — an eligible backlog task, else a pending add when
- * nothing stored could be ahead of it — with its new id and the context that no longer holds the
+ * The first waiting poller's next delivery — an eligible backlog task, else the first pending add
+ * when nothing stored could be ahead of it and History has not refused it before — with its new id and the context that no longer holds the
  * poller and the task elsewhere (the caller records the delivery). Undefined when nothing can go.
  */
 export function startDelivery(context: QueueContext): { deliveryId: string; delivery: Delivery; context: QueueContext } | undefined {
@@ -96,8 +96,8 @@ export function startDelivery(context: QueueContext): { deliveryId: string; deli
     const [deliveryId, next] = nextId(withSubqueue({ ...context, pollers }, subqueue, { ...state, buffer: state.buffer.filter((buffered) => buffered !== entry) }), 'delivery')
     return { deliveryId, delivery: { task: entry.task, source: { kind: 'backlog', subqueue, taskId: entry.taskId }, poller }, context: next }
   }
-  if (context.pendingAdds.length === 0 || backlogMayBeAhead(context)) return undefined
-  const [add, ...pendingAdds] = context.pendingAdds as [PendingAdd, ...PendingAdd[]]
+  const [add, ...pendingAdds] = context.pendingAdds
+  if (add === undefined || add.spoolOnly === true || backlogMayBeAhead(context)) return undefined
   const [deliveryId, next] = nextId({ ...context, pollers, pendingAdds }, 'delivery')
   return { deliveryId, delivery: { task: add.task, source: { kind: 'sync', requestId: add.requestId }, poller }, context: next }
 }

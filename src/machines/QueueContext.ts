@@ -87,6 +87,11 @@ export interface SubqueueState {
 export interface PendingAdd {
   readonly requestId: string
   readonly task: Task
+  /**
+   * History refused this add's sync match retryably: it is appended, never matched again, so
+   * its next tries come from the backlog, on the back-off curve.
+   */
+  readonly spoolOnly?: boolean
 }
 
 /** A poll waiting for a task. */
