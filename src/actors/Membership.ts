@@ -33,7 +33,7 @@ import { InvalidInput, isMatchboxError, type MatchboxError } from '../domain/err
 import type { PartitionKey } from '../domain/QueueKey.ts'
 import { ownerOf } from '../domain/Rendezvous.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
-import { membershipHeartbeatIntervalMs, membershipHostTtlMs } from '../kernel/Limits.ts'
+import { membershipHeartbeatIntervalMs, membershipHostTtlMs, ownerCacheEntriesMax } from '../kernel/Limits.ts'
 import { checkHostId, compareHostIds, type HostRow, type MembershipStore } from '../persistence/membership/MembershipStore.ts'
 
 /** Which host owns each partition, as this host currently sees it. */
@@ -103,15 +103,40 @@ function makeListeners(): { add(listener: () => void): () => void; notify(): voi
   }
 }
 
+/**
+ * Owners of partitions under one view, remembered: a rendezvous hash costs one hash per host,
+ * and routing asks for the same partitions on every poll. The caller starts a fresh cache when
+ * the view changes; it holds at most `ownerCacheEntriesMax` partitions and starts over past that.
+ */
+function makeOwnerCache(): { ownerOf(partition: PartitionKey, view: ReadonlyArray<string>): string | null; clear(): void } {
+  let owners = new Map<string, string | null>()
+  return {
+    ownerOf(partition, view) {
+      const key = `${partition.namespace}\u0000${partition.family}\u0000${partition.type}\u0000${partition.partition}`
+      const known = owners.get(key)
+      if (known !== undefined) return known
+      const owner = ownerOf(partition, view)
+      if (owners.size >= ownerCacheEntriesMax) owners = new Map()
+      owners.set(key, owner)
+      return owner
+    },
+    clear() {
+      owners = new Map()
+    },
+  }
+}
+
 /** A view over a fixed host list (validated names; order and repetitions do not matter). */
 export function makeStaticMembership(hostIds: ReadonlyArray<string>): Membership {
   let view = sortedUnique(hostIds.map((hostId) => checkHostId(hostId)))
+  const owners = makeOwnerCache()
   return {
-    ownerOf: (partition) => ownerOf(partition, view),
+    ownerOf: (partition) => owners.ownerOf(partition, view),
     hosts: () => view,
     subscribe: () => () => {},
     async close() {
       view = Object.freeze([])
+      owners.clear()
     },
   }
 }
@@ -135,6 +160,7 @@ export function makeDynamicMembership(options: DynamicMembershipOptions): Dynami
   const listeners = makeListeners()
   let rows: ReadonlyArray<HostRow> = []
   let view: ReadonlyArray<string> = Object.freeze([])
+  const owners = makeOwnerCache()
   let inFlight: Promise<void> | null = null
   let cancelTimer: CancelTimer = () => {}
   let closing: Promise<void> | null = null
@@ -156,6 +182,7 @@ export function makeDynamicMembership(options: DynamicMembershipOptions): Dynami
     const next = sortedUnique(rows.filter((row) => row.expiresAtMs > nowMs).map((row) => row.hostId))
     if (sameHosts(view, next)) return
     view = next
+    owners.clear()
     listeners.notify()
   }
 
@@ -193,7 +220,7 @@ export function makeDynamicMembership(options: DynamicMembershipOptions): Dynami
 
   return {
     ready,
-    ownerOf: (partition) => ownerOf(partition, view),
+    ownerOf: (partition) => owners.ownerOf(partition, view),
     hosts: () => view,
     subscribe: (listener) => listeners.add(listener),
     close() {
@@ -201,6 +228,7 @@ export function makeDynamicMembership(options: DynamicMembershipOptions): Dynami
         cancelTimer()
         listeners.clear()
         view = Object.freeze([])
+        owners.clear()
         await inFlight
         // Leaving is a courtesy that moves our partitions at once; if it fails, our row expires.
         if (member) await attempt(() => store.leave({ hostId }))

@@ -112,6 +112,12 @@ export const membershipHeartbeatIntervalMs = 1_000
  */
 export const membershipHostTtlMs = 5_000
 
+/**
+ * Partition owners a membership view remembers before starting over: every queue's partitions
+ * an engine routes (polls, adds, forwarded claims) hit it; 10,000 covers thousands of queues.
+ */
+export const ownerCacheEntriesMax = 10_000
+
 // ---------------------------------------------------------------- jobs
 
 /** Default visibility timeout of a claim, seconds. */
