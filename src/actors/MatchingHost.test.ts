@@ -52,6 +52,24 @@ describe('MatchingHost', () => {
     expect(rows).toBe(0)
   })
 
+  it('a zero-wait poll on a cold family gets the task stored in another partition', async () => {
+    const store = makeMemoryStore()
+    const clock = new ManualClock(1_000)
+    const first = makeHost(store, clock).host
+    const added = await first.addTask({ ...family, task: { jobId: 'stored' } })
+    // Partition 0 is where an idle poll's rotation starts: the task must sit elsewhere.
+    expect(added.kind).toBe('spooled')
+    expect(added.partition).not.toBe(0)
+    await first.close()
+    const fresh = makeHost(store, clock).host
+    const polled = fresh.poll({ ...family, identity: 'w1', waitMs: 0 })
+    await settle()
+    clock.advance(0)
+    await settle()
+    expect(await polled).toMatchObject({ task: { jobId: 'stored' }, partition: added.partition })
+    await fresh.close()
+  })
+
   it('sync-matches an add to a waiting poll without touching the backlog', async () => {
     const { host, store, clock } = makeHost(undefined, undefined, 1)
     const polled = host.poll({ ...family, identity: 'w1', waitMs: 5_000 })

@@ -88,6 +88,7 @@ export class PhysicalQueueActor {
   }
 
   #ownedWaiters: Array<{ resolve: (rangeId: number) => void; reject: (error: MatchboxError) => void }> = []
+  #readWaiters: Array<() => void> = []
 
   /** Starts the machine (which asks to acquire the queue). */
   start(): void {
@@ -165,6 +166,23 @@ export class PhysicalQueueActor {
     return new Promise((resolve, reject) => this.#ownedWaiters.push({ resolve, reject }))
   }
 
+  /**
+   * Resolves once the queue has read what its backlog held when it loaded: it is owned with no
+   * page read in flight (a failed read counts as done), or it left service. A poll that picks
+   * among cold queues waits for this, so a stored task counts as ready.
+   */
+  backlogRead(): Promise<void> {
+    if (this.isBacklogRead()) return Promise.resolve()
+    return new Promise((resolve) => this.#readWaiters.push(resolve))
+  }
+
+  /** True once `backlogRead()` would resolve at once. */
+  isBacklogRead(): boolean {
+    const state = this.state
+    if (state === 'loading') return false
+    return state !== 'owned' || Object.values(this.#snapshot.context.subqueues).every((subqueue) => !subqueue.readInFlight)
+  }
+
   /** Tells the queue that rows were moved into these subqueues (a relocation). */
   backlogGrew(subqueues: ReadonlyArray<number>): void {
     this.#send({ type: 'backlog.grew', nowMs: this.#now(), subqueues })
@@ -206,6 +224,7 @@ export class PhysicalQueueActor {
       const rangeId = this.#rangeId()
       for (const waiter of this.#ownedWaiters.splice(0)) waiter.resolve(rangeId)
     }
+    if (this.#readWaiters.length > 0 && this.isBacklogRead()) for (const resolve of this.#readWaiters.splice(0)) resolve()
   }
 
   #fail(error: unknown): MatchboxError | undefined {
