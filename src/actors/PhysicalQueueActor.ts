@@ -27,6 +27,7 @@ import { historyRetryInitialMs, historyRetryMaxMs } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { QueueSnapshot } from '../machines/PhysicalQueueMachine.ts'
 import { type AddResult, type PollResult, type QueueCommand, type QueueEvent, type QueueProgress, type StartOutcome, type TimerName } from '../machines/PhysicalQueueProtocol.ts'
+import { eligibleCount } from '../machines/QueueBacklog.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
 import { makeQueueStepper, type QueueStepper } from '../machines/QueueStepper.ts'
 import type { Store } from '../persistence/queues/Store.ts'
@@ -155,7 +156,7 @@ export class PhysicalQueueActor {
     if (this.state !== 'owned') return 0
     const { subqueues, nowMs } = this.#snapshot.context
     let ready = 0
-    for (const state of Object.values(subqueues)) for (const entry of state.buffer) if (entry.eligibleAtMs <= nowMs) ready++
+    for (const state of Object.values(subqueues)) ready += eligibleCount(state, nowMs)
     return ready
   }
 

@@ -5,6 +5,8 @@ import { makeTask, type Task } from '../domain/Task.ts'
 import type { QueueMetadata } from '../persistence/queues/Store.ts'
 import { physicalQueueMachine, type QueueSnapshot } from './PhysicalQueueMachine.ts'
 import { commandsOf, type QueueCommand, type QueueEvent } from './PhysicalQueueProtocol.ts'
+import { buffered } from './QueueBacklog.ts'
+import type { SubqueueState } from './QueueContext.ts'
 
 type EventInput = QueueEvent extends infer E ? (E extends QueueEvent ? Omit<E, 'nowMs'> & { nowMs?: number } : never) : never
 const key = { namespace: 'default', family: 'emails', type: 'activity', partition: 0, version: null } as const
@@ -188,7 +190,7 @@ describe('PhysicalQueueMachine', () => {
     queue.acquired()
     queue.send({ type: 'read.completed', subqueue: 0, tasks: [{ taskId: 1, task: task('old', 0, 500) }, stored(2)], limit: 1000 })
     expect(queue.snapshot.context.subqueues[0]?.window).toMatchObject({ ackLevel: 1, readLevel: 2, unhandled: [2] })
-    expect(queue.snapshot.context.subqueues[0]?.buffer.map((entry) => entry.taskId)).toEqual([2])
+    expect(buffered(queue.snapshot.context.subqueues[0] as SubqueueState).map((entry) => entry.taskId)).toEqual([2])
   })
 
   it('ownership lost on an append unloads with no further write and fails the adds', () => {

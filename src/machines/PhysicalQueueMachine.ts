@@ -81,7 +81,7 @@ function matchPollers(context: QueueContext, enqueue: Emit): QueueContext {
   let next = context
   for (let started = startDelivery(next); started !== undefined; started = startDelivery(next)) {
     const { deliveryId, delivery } = started
-    next = { ...started.context, deliveries: { ...started.context.deliveries, [deliveryId]: delivery } }
+    next = started.context
     const { task, source, poller } = delivery
     enqueue({ type: 'history.recordStart', params: { deliveryId, task, taskId: source.kind === 'backlog' ? source.taskId : null, pollId: poller.pollId, identity: poller.identity } })
   }

@@ -10,13 +10,37 @@
 import { makeAckWindow, markHandled, markRead } from '../domain/AckWindow.ts'
 import { isExpired, type Task } from '../domain/Task.ts'
 import type { PollResult, QueueCommand, QueueEvent } from './PhysicalQueueProtocol.ts'
-import { type BufferedTask, type Delivery, nextId, type Poller, type QueueContext, type SubqueueState } from './QueueContext.ts'
+import { type BufferedTask, type Delivery, deliveryIdOf, type PendingAdd, type Poller, type QueueContext, type SubqueueState } from './QueueContext.ts'
 
 type EventOf<T extends QueueEvent['type']> = Extract<QueueEvent, { type: T }>
 
 /** A subqueue resuming above `ackLevel`, with possibly more rows stored. */
 export function makeSubqueue(ackLevel: number): SubqueueState {
-  return { window: makeAckWindow(ackLevel), buffer: [], readInFlight: false, mayHaveMore: true, grewDuringRead: false, readRetryAtMs: 0 }
+  return { window: makeAckWindow(ackLevel), buffer: [], bufferHead: 0, readInFlight: false, mayHaveMore: true, grewDuringRead: false, readRetryAtMs: 0 }
+}
+
+/** The tasks a subqueue holds read and not yet delivered, in task-id order. */
+export function buffered(state: SubqueueState): ReadonlyArray<BufferedTask> {
+  return state.bufferHead === 0 ? state.buffer : state.buffer.slice(state.bufferHead)
+}
+
+/** How many buffered tasks are eligible at `nowMs` (ready to hand to a poller). */
+export function eligibleCount(state: SubqueueState, nowMs: number): number {
+  let count = 0
+  for (let index = state.bufferHead; index < state.buffer.length; index++) if ((state.buffer[index] as BufferedTask).eligibleAtMs <= nowMs) count++
+  return count
+}
+
+// The index of the first buffered task eligible at `nowMs`, or -1.
+function firstEligible(state: SubqueueState, nowMs: number): number {
+  for (let index = state.bufferHead; index < state.buffer.length; index++) if ((state.buffer[index] as BufferedTask).eligibleAtMs <= nowMs) return index
+  return -1
+}
+
+// The subqueue without the buffered task at `index`: moves the head when it is the first one.
+function withoutBuffered(state: SubqueueState, index: number): SubqueueState {
+  if (index === state.bufferHead) return { ...state, bufferHead: index + 1 }
+  return { ...state, buffer: [...state.buffer.slice(state.bufferHead, index), ...state.buffer.slice(index + 1)], bufferHead: 0 }
 }
 
 /** The subqueues of a queue just acquired: each saved one above its ack level, and subqueue 0 always. */
@@ -28,9 +52,11 @@ export function resumeSubqueues(ackLevels: Readonly<Record<number, number>>): Re
 
 /** Subqueue numbers present, highest priority first. */
 export function subqueueOrder(context: QueueContext): number[] {
-  return Object.keys(context.subqueues)
-    .map(Number)
-    .sort((a, b) => b - a)
+  // Integer keys enumerate in ascending order (ECMAScript OrdinaryOwnPropertyKeys): no sort needed.
+  const keys = Object.keys(context.subqueues)
+  const order: number[] = []
+  for (let index = keys.length - 1; index >= 0; index--) order.push(Number(keys[index]))
+  return order
 }
 
 /** The subqueue, created at its saved ack level if this queue has not seen it yet. */
@@ -43,11 +69,12 @@ export function withSubqueue(context: QueueContext, subqueue: number, state: Sub
   return { ...context, subqueues: { ...context.subqueues, [subqueue]: state } }
 }
 
-/** Inserts into a buffer keeping task-id order. */
-export function insertBuffered(buffer: ReadonlyArray<BufferedTask>, entry: BufferedTask): ReadonlyArray<BufferedTask> {
+/** The subqueue with `entry` buffered, keeping task-id order. */
+export function insertBuffered(state: SubqueueState, entry: BufferedTask): SubqueueState {
+  const buffer = buffered(state)
   let at = buffer.length
   while (at > 0 && (buffer[at - 1] as BufferedTask).taskId > entry.taskId) at--
-  return [...buffer.slice(0, at), entry, ...buffer.slice(at)]
+  return { ...state, buffer: [...buffer.slice(0, at), entry, ...buffer.slice(at)], bufferHead: 0 }
 }
 
 /** Marks subqueues as possibly holding unread rows (an append or relocation landed). */
@@ -65,11 +92,11 @@ export function markGrown(context: QueueContext, subqueues: ReadonlyArray<number
  * higher subqueue may still hold unread rows (then a lower one waits for that read rather than
  * jump ahead of them).
  */
-function takeEligible(context: QueueContext): [BufferedTask, number] | undefined {
+function takeEligible(context: QueueContext): { readonly subqueue: number; readonly index: number } | undefined {
   for (const subqueue of subqueueOrder(context)) {
     const state = context.subqueues[subqueue] as SubqueueState
-    const found = state.buffer.find((entry) => entry.eligibleAtMs <= context.nowMs)
-    if (found !== undefined) return [found, subqueue]
+    const index = firstEligible(state, context.nowMs)
+    if (index >= 0) return { subqueue, index }
     if (state.readInFlight || state.mayHaveMore) return undefined
   }
   return undefined
@@ -83,23 +110,30 @@ function backlogMayBeAhead(context: QueueContext): boolean {
 
 /**
  * The first waiting poller's next delivery — an eligible backlog task, else the first pending add
- * when nothing stored could be ahead of it and History has not refused it before — with its new id and the context that no longer holds the
- * poller and the task elsewhere (the caller records the delivery). Undefined when nothing can go.
+ * when nothing stored could be ahead of it and History has not refused it before — with its new
+ * id and the context that holds it as a delivery in flight (and the poller and the task nowhere
+ * else). Undefined when nothing can go.
  */
 export function startDelivery(context: QueueContext): { deliveryId: string; delivery: Delivery; context: QueueContext } | undefined {
-  const [poller, ...pollers] = context.pollers
+  const poller = context.pollers[0]
   if (poller === undefined) return undefined
   const eligible = takeEligible(context)
+  const add = context.pendingAdds[0]
+  if (eligible === undefined && (add === undefined || add.spoolOnly === true || backlogMayBeAhead(context))) return undefined
+  const sequence = context.sequence + 1
+  const deliveryId = deliveryIdOf(context, sequence)
+  const pollers = context.pollers.slice(1)
   if (eligible !== undefined) {
-    const [entry, subqueue] = eligible
+    const { subqueue, index } = eligible
     const state = context.subqueues[subqueue] as SubqueueState
-    const [deliveryId, next] = nextId(withSubqueue({ ...context, pollers }, subqueue, { ...state, buffer: state.buffer.filter((buffered) => buffered !== entry) }), 'delivery')
-    return { deliveryId, delivery: { task: entry.task, source: { kind: 'backlog', subqueue, taskId: entry.taskId }, poller }, context: next }
+    const entry = state.buffer[index] as BufferedTask
+    const delivery: Delivery = { task: entry.task, source: { kind: 'backlog', subqueue, taskId: entry.taskId }, poller }
+    const subqueues = { ...context.subqueues, [subqueue]: withoutBuffered(state, index) }
+    return { deliveryId, delivery, context: { ...context, sequence, pollers, subqueues, deliveries: { ...context.deliveries, [deliveryId]: delivery } } }
   }
-  const [add, ...pendingAdds] = context.pendingAdds
-  if (add === undefined || add.spoolOnly === true || backlogMayBeAhead(context)) return undefined
-  const [deliveryId, next] = nextId({ ...context, pollers, pendingAdds }, 'delivery')
-  return { deliveryId, delivery: { task: add.task, source: { kind: 'sync', requestId: add.requestId }, poller }, context: next }
+  const { requestId, task } = add as PendingAdd
+  const delivery: Delivery = { task, source: { kind: 'sync', requestId }, poller }
+  return { deliveryId, delivery, context: { ...context, sequence, pollers, pendingAdds: context.pendingAdds.slice(1), deliveries: { ...context.deliveries, [deliveryId]: delivery } } }
 }
 
 /** The page reads to start now — every subqueue with nothing ready, room in its buffer and maybe more rows — and the context with them in flight. */
@@ -108,8 +142,8 @@ export function startReads(context: QueueContext): [Array<Extract<QueueCommand, 
   let next = context
   for (const subqueue of subqueueOrder(context)) {
     const state = context.subqueues[subqueue] as SubqueueState
-    const room = context.limits.readPageSizeMax - state.buffer.length
-    const ready = state.buffer.some((entry) => entry.eligibleAtMs <= context.nowMs)
+    const room = context.limits.readPageSizeMax - (state.buffer.length - state.bufferHead)
+    const ready = firstEligible(state, context.nowMs) >= 0
     if (state.readInFlight || !state.mayHaveMore || ready || room <= 0 || state.readRetryAtMs > context.nowMs) continue
     next = withSubqueue(next, subqueue, { ...state, readInFlight: true })
     reads.push({ subqueue, afterTaskId: state.window.readLevel, limit: room })
@@ -121,14 +155,14 @@ export function startReads(context: QueueContext): [Array<Extract<QueueCommand, 
 export function bufferPage(context: QueueContext, event: EventOf<'read.completed'>): QueueContext {
   const state = subqueueOf(context, event.subqueue)
   let window = markRead(state.window, event.tasks.map((stored) => stored.taskId))
-  let buffer = state.buffer
+  const buffer = [...buffered(state)]
   let dropped = 0
   for (const stored of event.tasks) {
     if (isExpired(stored.task, event.nowMs)) {
       window = markHandled(window, stored.taskId)
       dropped++
     } else {
-      buffer = [...buffer, { taskId: stored.taskId, task: stored.task, eligibleAtMs: event.nowMs }]
+      buffer.push({ taskId: stored.taskId, task: stored.task, eligibleAtMs: event.nowMs })
     }
   }
   const mayHaveMore = event.tasks.length >= event.limit || state.grewDuringRead
@@ -136,6 +170,7 @@ export function bufferPage(context: QueueContext, event: EventOf<'read.completed
     ...state,
     window,
     buffer,
+    bufferHead: 0,
     readInFlight: false,
     mayHaveMore,
     grewDuringRead: false,
@@ -162,9 +197,7 @@ export interface SettledDelivery {
 export function settledDelivery(context: QueueContext, event: EventOf<'dispatch.completed'>): SettledDelivery | null {
   const delivery = context.deliveries[event.deliveryId]
   if (delivery === undefined) return null
-  const deliveries = { ...context.deliveries }
-  delete deliveries[event.deliveryId]
-  let next: QueueContext = { ...context, deliveries }
+  let next: QueueContext = { ...context, deliveries: without(context.deliveries, event.deliveryId) }
   const { outcome } = event
   const handled = outcome.kind !== 'retryable'
   const { source } = delivery
@@ -172,10 +205,7 @@ export function settledDelivery(context: QueueContext, event: EventOf<'dispatch.
     const state = subqueueOf(next, source.subqueue)
     next = handled
       ? withSubqueue({ ...next, acksSinceCheckpoint: next.acksSinceCheckpoint + 1 }, source.subqueue, { ...state, window: markHandled(state.window, source.taskId) })
-      : withSubqueue(next, source.subqueue, {
-          ...state,
-          buffer: insertBuffered(state.buffer, { taskId: source.taskId, task: delivery.task, eligibleAtMs: event.nowMs + outcome.retryDelayMs }),
-        })
+      : withSubqueue(next, source.subqueue, insertBuffered(state, { taskId: source.taskId, task: delivery.task, eligibleAtMs: event.nowMs + outcome.retryDelayMs }))
   }
   const add = source.kind === 'sync' ? { requestId: source.requestId, task: delivery.task, handled } : null
   const taskId = source.kind === 'backlog' ? source.taskId : null
@@ -186,9 +216,19 @@ export function settledDelivery(context: QueueContext, event: EventOf<'dispatch.
 
 /** Subqueues whose in-memory ack level is ahead of the saved one, with that level (highest priority first). */
 export function unsavedAckLevels(context: QueueContext): Array<{ subqueue: number; ackLevel: number }> {
-  return subqueueOrder(context)
-    .map((subqueue) => ({ subqueue, ackLevel: (context.subqueues[subqueue] as SubqueueState).window.ackLevel }))
-    .filter(({ subqueue, ackLevel }) => ackLevel > (context.savedAckLevels[subqueue] ?? 0))
+  const unsaved: Array<{ subqueue: number; ackLevel: number }> = []
+  for (const subqueue of subqueueOrder(context)) {
+    const ackLevel = (context.subqueues[subqueue] as SubqueueState).window.ackLevel
+    if (ackLevel > (context.savedAckLevels[subqueue] ?? 0)) unsaved.push({ subqueue, ackLevel })
+  }
+  return unsaved
+}
+
+// A record without one key, built fresh: `delete` would turn a copy into a slow dictionary object.
+function without<T>(record: Readonly<Record<string, T>>, omitted: string): Record<string, T> {
+  const kept: Record<string, T> = {}
+  for (const key in record) if (key !== omitted) kept[key] = record[key] as T
+  return kept
 }
 
 /** Every subqueue's in-memory ack level, for the final checkpoint (subqueue 0 at least). */

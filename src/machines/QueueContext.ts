@@ -9,7 +9,8 @@
  *   a delivery in flight;
  * - every buffered or delivering backlog task is unhandled in its subqueue's AckWindow, so the
  *   ack level never passes it;
- * - buffers are sorted by task id and hold at most `readPageSizeMax` tasks per subqueue.
+ * - buffers (from their head) are sorted by task id and hold at most `readPageSizeMax` tasks per
+ *   subqueue.
  */
 import type { AckWindow } from '../domain/AckWindow.ts'
 import type { Task } from '../domain/Task.ts'
@@ -73,7 +74,13 @@ export interface BufferedTask {
 /** One priority level's backlog state. */
 export interface SubqueueState {
   readonly window: AckWindow
+  /**
+   * Tasks read and not yet delivered are `buffer` from `bufferHead` on, sorted by task id. Taking
+   * the first one only moves the head, so a page is not copied once per delivery; the entries
+   * before the head are dropped at the next read or retry.
+   */
   readonly buffer: ReadonlyArray<BufferedTask>
+  readonly bufferHead: number
   readonly readInFlight: boolean
   /** Rows may exist above the read level (unknown until a short read says otherwise). */
   readonly mayHaveMore: boolean
@@ -184,6 +191,11 @@ export function nextId(context: QueueContext, prefix: string): [string, QueueCon
   return [`${context.queue}#${prefix}-${sequence}`, { ...context, sequence }]
 }
 
+/** The id of the delivery numbered `sequence` (the context's next sequence when one starts). */
+export function deliveryIdOf(context: QueueContext, sequence: number): string {
+  return `${context.queue}#delivery-${sequence}`
+}
+
 /** In-memory ack levels per subqueue. */
 export function ackLevels(context: QueueContext): Record<number, number> {
   const levels: Record<number, number> = {}
@@ -226,7 +238,10 @@ export function timerDueTimes(context: QueueContext): Partial<Record<TimerName, 
   for (const state of Object.values(context.subqueues)) {
     if (state.readRetryAtMs > context.nowMs) retryAt = Math.min(retryAt, state.readRetryAtMs)
     if (context.pollers.length === 0) continue
-    for (const entry of state.buffer) if (entry.eligibleAtMs > context.nowMs) retryAt = Math.min(retryAt, entry.eligibleAtMs)
+    for (let index = state.bufferHead; index < state.buffer.length; index++) {
+      const { eligibleAtMs } = state.buffer[index] as BufferedTask
+      if (eligibleAtMs > context.nowMs) retryAt = Math.min(retryAt, eligibleAtMs)
+    }
   }
   if (retryAt !== Number.POSITIVE_INFINITY) desired.retry = retryAt
   if (context.checkpointDueMs !== null && context.checkpointing === null) desired.checkpoint = context.checkpointDueMs
