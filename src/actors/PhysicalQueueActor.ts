@@ -1,9 +1,9 @@
 /**
  * PhysicalQueueActor — runs one PhysicalQueueMachine: holds its snapshot, steps it with XState's
  * pure `transition()` for each event, executes the commands the step returns (store calls,
- * History calls, replies, timers) and turns their outcomes back into events. It steps through a
- * QueueStepper, which gives the same snapshots and commands as `transition()` with one actor
- * scope for the queue's life instead of one per step. The machine
+ * History calls, replies, timers) and turns their outcomes back into events. It steps through
+ * QueueStepper.ts, which gives the same snapshots and commands as `transition()` without
+ * building an actor per step. The machine
  * decides; this file only does I/O.
  *
  * Invariants:
@@ -29,7 +29,7 @@ import type { QueueSnapshot } from '../machines/PhysicalQueueMachine.ts'
 import { type AddResult, type PollResult, type QueueCommand, type QueueEvent, type QueueProgress, type StartOutcome, type TimerName } from '../machines/PhysicalQueueProtocol.ts'
 import { eligibleCount } from '../machines/QueueBacklog.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
-import { makeQueueStepper, type QueueStepper } from '../machines/QueueStepper.ts'
+import { startQueueMachine, stepQueueMachine } from '../machines/QueueStepper.ts'
 import type { Store } from '../persistence/queues/Store.ts'
 import type { History, PollerInfo } from './History.ts'
 
@@ -62,7 +62,6 @@ export class PhysicalQueueActor {
   /** Resolves with the progress report when the queue unloads. */
   readonly unloaded: Promise<QueueProgress>
   readonly #options: PhysicalQueueActorOptions
-  readonly #stepper: QueueStepper = makeQueueStepper()
   #snapshot: QueueSnapshot
   // The commands of the initial step (acquire), carried out on `start`.
   readonly #initialCommands: ReadonlyArray<QueueCommand>
@@ -83,7 +82,7 @@ export class PhysicalQueueActor {
       this.#resolveUnloaded = resolve
     })
     const input = { queue: this.queue, nowMs: options.clock.now(), ...(options.limits === undefined ? {} : { limits: options.limits }) }
-    const [snapshot, commands] = this.#stepper.start(input)
+    const [snapshot, commands] = startQueueMachine(input)
     this.#snapshot = snapshot
     this.#initialCommands = commands
   }
@@ -207,7 +206,7 @@ export class PhysicalQueueActor {
     if (this.#done) return
     let commands: ReadonlyArray<QueueCommand>
     try {
-      const [snapshot, stepCommands] = this.#stepper.step(this.#snapshot, event)
+      const [snapshot, stepCommands] = stepQueueMachine(this.#snapshot, event)
       this.#snapshot = snapshot
       commands = stepCommands
     } catch (defect) {
