@@ -75,6 +75,8 @@ describe('matchbox sim', () => {
       ['ack safety', 'pass'],
       ['id uniqueness', 'pass'],
       ['user data', 'pass'],
+      ['ownership loss', 'pass'],
+      ['relocation', 'pass'],
       ['other', 'pass'],
     ])
     expect(report.events).toBeGreaterThan(0)

@@ -37,7 +37,7 @@ import type { HostRole, SimQueueOptions } from './JobsSwarm.ts'
 import { makeSimBus, type SimBus } from './SimBus.ts'
 import { makeSimJobStore } from './SimJobStore.ts'
 import { makeSimMembershipStore } from './SimMembershipStore.ts'
-import { makeSimStore } from '../matching/SimStore.ts'
+import { InstanceTags, makeSimStore } from '../matching/SimStore.ts'
 
 /** Everything a simulated engine host is made from. */
 export interface JobsHostDeps {
@@ -142,7 +142,7 @@ export class JobsHost {
     })
     const mb = makeMatchbox({
       hostId: deps.hostId,
-      store: makeSimStore(deps.hostId, deps.store, deps.gate, deps.recordStore),
+      store: makeSimStore(deps.hostId, new InstanceTags(deps.hostId, this.incarnation, false), deps.store, deps.gate, deps.recordStore),
       jobStore: makeSimJobStore(deps.jobStore, { hostId: deps.hostId, gate: deps.gate, now: () => clock.now(), record: deps.recordJobs, queueOf: deps.queueOf, ownershipOf: (id) => this.#ownershipOf(id) }),
       clock: this.#clock,
       random: deps.random.fork(),

@@ -468,7 +468,7 @@ export class JobsWorld {
         if (expiresAtMs !== null && expiresAtMs <= now) this.#handled.obsolete.add(id)
       }
     }
-    this.#matching.observe(record)
+    this.#matching.observe(record, this.#clock.now())
   }
 
   #log(line: string): void {

@@ -8,12 +8,19 @@
  * - id uniqueness: no task id of a physical queue is allocated twice;
  * - ack safety: a subqueue's ack level never moves backwards, a checkpoint saves exactly the
  *   level it asked for (or keeps a higher one: never more than the owner's handled prefix), and
- *   never deletes a row whose delivery History has not handled;
+ *   of the rows that actually disappeared while it ran (read before and after, every subqueue)
+ *   none lies above the ack level it asked for in its subqueue, and none is of a task whose
+ *   delivery History has not handled;
+ * - relocation: the rows that left the source are exactly the asked-for rows it held, and each
+ *   arrives in the destination once, under a fresh id (Store.relocate's contract);
+ * - ownership loss (OwnershipLossChecker.ts): no write attempted by an instance after it heard
+ *   OwnershipLost, no re-acquire by a host inside the restart back-off;
  * - user data: every committed update expected the version before it (a linearizable CAS);
  * - at-least-once (at the end): every task whose add returned success was started or found
  *   obsolete. Duplicated starts are allowed and counted (Jepsen's categories).
  */
-import type { BoundaryRecord } from './Boundary.ts'
+import type { BoundaryRecord, RowRef } from './Boundary.ts'
+import { OwnershipLossChecker } from './OwnershipLossChecker.ts'
 import type { HistoryRecord } from './ScriptedHistory.ts'
 
 /** How a client's add ended. `unknown`: its host crashed before answering (an ambiguous add). */
@@ -42,14 +49,20 @@ export class Checkers {
   readonly #userData = new Map<string, number>()
   readonly #history: HistoryRecord
   readonly #queueOfJob = new Map<string, string>()
+  /** The attempt checkers; the world tells it when a retirement is in flight. */
+  readonly ownershipLoss = new OwnershipLossChecker((message) => this.#fail(message))
 
   constructor(history: HistoryRecord) {
     this.#history = history
   }
 
-  /** Checks one committed store call. */
-  observe(record: BoundaryRecord): void {
+  /** Checks one store call at the boundary, at world time `nowMs`. */
+  observe(record: BoundaryRecord, nowMs: number): void {
     switch (record.op) {
+      case 'attempt':
+      case 'answered':
+        this.ownershipLoss.observe(record, nowMs)
+        return
       case 'acquire': {
         const previous = this.#ranges.get(record.queue) ?? 0
         if (record.metadata.rangeId <= previous) this.#fail(`${record.queue}: acquire returned range ${record.metadata.rangeId}, not above ${previous}`)
@@ -70,6 +83,14 @@ export class Checkers {
       }
       case 'checkpoint': {
         this.#fence(record.queue, record.rangeId, 'checkpointed')
+        // A row may go only if it lies at or below its subqueue's ack level: the one asked for,
+        // or one saved earlier (rows there should already be gone).
+        const deletable = new Map<number, number>()
+        for (const level of record.ackLevels) deletable.set(level.subqueue, Math.max(level.ackLevel, this.#ackLevels.get(`${record.queue}/${level.subqueue}`) ?? 0))
+        for (const row of record.deletedRows) {
+          const limit = deletable.get(row.subqueue) ?? this.#ackLevels.get(`${record.queue}/${row.subqueue}`) ?? 0
+          if (row.taskId > limit) this.#fail(`${record.queue} subqueue ${row.subqueue}: range ${record.rangeId} checkpoint deleted row #${row.taskId} (${row.jobId}) above the ack level it asked for (${limit})`)
+        }
         for (const level of record.ackLevels) {
           const saved = record.metadata.ackLevels[level.subqueue] ?? 0
           const previous = this.#ackLevels.get(`${record.queue}/${level.subqueue}`) ?? 0
@@ -87,6 +108,7 @@ export class Checkers {
       case 'relocate':
         this.#fence(record.from, record.fromRangeId, 'relocated from')
         this.#fence(record.to, record.toRangeId, 'relocated into')
+        this.#checkRelocation(record)
         return
       case 'userData': {
         const current = this.#userData.get(record.family) ?? 0
@@ -134,6 +156,31 @@ export class Checkers {
     if (rangeId > current) this.#fail(`${queue}: range ${rangeId} ${verb} but no acquire ever returned it (current ${current})`)
   }
 
+  // The rows a relocation moved, judged from the rows themselves.
+  #checkRelocation(record: Extract<BoundaryRecord, { op: 'relocate' }>): void {
+    const what = `relocate ${record.from} (r${record.fromRangeId}) → ${record.to} (r${record.toRangeId})`
+    const asked = new Set(record.sourceRows.map((row) => row.taskId))
+    for (const row of record.removedRows) if (!asked.has(row.taskId)) this.#fail(`${what} removed row #${row.taskId} (${row.jobId}) it was not asked to move`)
+    const removed = new Set(record.removedRows.map((row) => row.taskId))
+    for (const row of record.sourceRows) if (!removed.has(row.taskId)) this.#fail(`${what} left row #${row.taskId} (${row.jobId}) in the source though it was asked to move it`)
+    const arrivals = countJobs(record.addedRows)
+    for (const [jobId, count] of countJobs(record.sourceRows)) {
+      const arrived = arrivals.get(jobId) ?? 0
+      if (arrived < count) this.#fail(`${what} lost the row of ${jobId}: it left the source but never arrived`)
+      if (arrived > count) this.#fail(`${what} duplicated the row of ${jobId}: ${arrived} rows arrived for ${count} moved`)
+      arrivals.delete(jobId)
+    }
+    for (const jobId of arrivals.keys()) this.#fail(`${what} added a row of ${jobId} that it did not move`)
+    if (record.moved !== record.sourceRows.length) this.#fail(`${what} reported ${record.moved} rows moved, but ${record.sourceRows.length} asked-for rows were stored`)
+    const ids = this.#taskIds.get(record.to) ?? new Set<number>()
+    for (const row of record.addedRows) {
+      if (ids.has(row.taskId)) this.#fail(`${record.to}#${row.taskId}: task id allocated twice (relocated into range ${record.toRangeId})`)
+      ids.add(row.taskId)
+      this.#queueOfJob.set(row.jobId, record.to)
+    }
+    this.#taskIds.set(record.to, ids)
+  }
+
   #checkAck(queue: string, subqueue: number, level: number): void {
     const key = `${queue}/${subqueue}`
     const previous = this.#ackLevels.get(key) ?? 0
@@ -145,4 +192,11 @@ export class Checkers {
     // Bounded: a broken run can produce thousands; the first ones tell the story.
     if (this.violations.length < 50) this.violations.push(message)
   }
+}
+
+// How many rows of each job a set of rows holds.
+function countJobs(rows: ReadonlyArray<RowRef>): Map<string, number> {
+  const counts = new Map<string, number>()
+  for (const row of rows) counts.set(row.jobId, (counts.get(row.jobId) ?? 0) + 1)
+  return counts
 }

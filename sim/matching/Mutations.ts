@@ -3,6 +3,10 @@
  * one named, deliberate bug. The simulator must catch each one within 100 seeds on memory
  * (sim/matching/mutations.test.ts): that is the evidence that its checkers can fail.
  *
+ * Store-side mutants wrap the shared store, under the boundary log (a broken database);
+ * host-side mutants wrap each host process's gated store, above it (a broken client in the
+ * host: the boundary log records what the store answered, the host hears the mutant).
+ *
  * Each bug fires deterministically (every eligible call, or every n-th by a counter), and is
  * shaped so the runtime keeps running and a checker — not an exception — reports it:
  *
@@ -17,21 +21,44 @@
  *   ids an earlier range already reported (id uniqueness);
  * - `staleCheckpointDeletes`: a stale owner's checkpoint is refused, but its delete still runs
  *   (on memory exactly the rows it asked to delete, through a snapshot edit; elsewhere by
- *   re-issuing the checkpoint under the current range) (fencing at the boundary).
+ *   re-issuing the checkpoint under the current range) (fencing at the boundary);
+ * - `relocateLosesRow`: a relocation moves its rows but the last one never arrives (on memory
+ *   it is removed from the destination; elsewhere it is left in the source while reported
+ *   moved) (relocation);
+ * - `checkpointDeletesOneMore`: a checkpoint also deletes the first row above the ack level it
+ *   asked for (memory only: a snapshot edit) (ack safety from rows);
+ * - `writeAfterOwnershipLost` (host-side): the host hears `OwnershipLost` on an append or
+ *   checkpoint as a retryable `Unavailable` (nothing committed), so the instance retries its
+ *   stale writes instead of unloading (ownership loss: writes after the loss);
+ * - `reacquireWithoutBackoff` (host-side): on hearing `OwnershipLost` on an append or checkpoint
+ *   the host takes the queue back at once, as a host that forgot its restart delay would
+ *   (ownership loss: restart back-off).
  *
  * Mutant state (counters, reported ids) lives in the wrapper: on memory the world shares one
  * wrapper, on PostgreSQL each host's pool gets its own, so cross-host mutants see only their
  * host's calls there.
  *
  * Does not: change reads, acquire results or user data.
+
  */
-import type { OwnershipLost } from '../../src/domain/errors.ts'
+import { type OwnershipLost, Unavailable } from '../../src/domain/errors.ts'
 import { encodeQueueKey, type QueueKey } from '../../src/domain/QueueKey.ts'
 import type { MemoryStore } from '../../src/persistence/queues/MemoryStore.ts'
+import type { MemorySnapshotTask } from '../../src/persistence/queues/MemorySnapshot.ts'
 import type { AppendResult, CheckpointResult, Store } from '../../src/persistence/queues/Store.ts'
 
 /** The deliberate bugs, by name. */
-export const mutationNames = ['skipRangeCheck', 'checkpointPastPrefix', 'dropAppend', 'reuseIdsAfterTakeover', 'staleCheckpointDeletes'] as const
+export const mutationNames = [
+  'skipRangeCheck',
+  'checkpointPastPrefix',
+  'dropAppend',
+  'reuseIdsAfterTakeover',
+  'staleCheckpointDeletes',
+  'relocateLosesRow',
+  'checkpointDeletesOneMore',
+  'writeAfterOwnershipLost',
+  'reacquireWithoutBackoff',
+] as const
 
 /** One mutation's name. */
 export type MutationName = (typeof mutationNames)[number]
@@ -49,9 +76,9 @@ async function currentRange(inner: Store, key: QueueKey): Promise<number | null>
   return (await inner.inspect(key))?.metadata.rangeId ?? null
 }
 
-/** Wraps `inner` with one deliberate bug. */
-export function makeMutantStore(inner: Store, mutation: MutationName): Store {
-  const base: Store = {
+/** A store that forwards every call to `inner`. */
+function forwarding(inner: Store): Store {
+  return {
     kind: inner.kind,
     acquire: (params) => inner.acquire(params),
     append: (params) => inner.append(params),
@@ -64,6 +91,11 @@ export function makeMutantStore(inner: Store, mutation: MutationName): Store {
     updateUserData: (params) => inner.updateUserData(params),
     close: () => inner.close(),
   }
+}
+
+/** Wraps `inner` (the shared store) with one store-side bug; host-side mutations leave it as is. */
+export function makeMutantStore(inner: Store, mutation: MutationName): Store {
+  const base = forwarding(inner)
   switch (mutation) {
     case 'skipRangeCheck':
       return { ...base, append: (params) => reissueWhenStale(inner, params.key, params.rangeId, (rangeId) => inner.append({ ...params, rangeId })), checkpoint: (params) => reissueWhenStale(inner, params.key, params.rangeId, (rangeId) => inner.checkpoint({ ...params, rangeId })) }
@@ -101,12 +133,64 @@ export function makeMutantStore(inner: Store, mutation: MutationName): Store {
           }
         },
       }
+    case 'relocateLosesRow':
+      return {
+        ...base,
+        async relocate(params) {
+          if (!isMemoryStore(inner)) return [...(await inner.relocate({ ...params, taskIds: params.taskIds.slice(0, -1) })), ...params.taskIds.slice(-1).map((id) => ({ fromTaskId: id, toTaskId: 0 }))]
+          const moved = await inner.relocate(params)
+          const lost = moved.at(-1)
+          const to = encodeQueueKey(params.to)
+          if (lost !== undefined) removeRows(inner, (row) => row.queue === to && row.taskId === lost.toTaskId)
+          return moved
+        },
+      }
+    case 'checkpointDeletesOneMore':
+      return {
+        ...base,
+        async checkpoint(params): Promise<CheckpointResult> {
+          const result = await inner.checkpoint(params)
+          if (!isMemoryStore(inner)) return result
+          for (const level of params.ackLevels) {
+            const [next] = await inner.read({ key: params.key, subqueue: level.subqueue, afterTaskId: level.ackLevel, limit: 1 })
+            if (next === undefined) continue
+            const queue = encodeQueueKey(params.key)
+            removeRows(inner, (row) => row.queue === queue && row.taskId === next.taskId)
+            break
+          }
+          return result
+        },
+      }
+    case 'writeAfterOwnershipLost':
+    case 'reacquireWithoutBackoff':
+      return inner
   }
 }
 
-/** For `runSeed({ wrapStore })`: wraps each store the world opens with `mutation`. */
-export function wrapWith(mutation: MutationName): (store: Store) => Store {
-  return (store) => makeMutantStore(store, mutation)
+/** Wraps the gated store of one host process with one host-side bug; store-side mutations leave it as is. */
+export function makeMutantHostStore(gated: Store, mutation: MutationName): Store {
+  switch (mutation) {
+    case 'writeAfterOwnershipLost': {
+      const asOutage = (operation: string) => (error: unknown) => {
+        throw isOwnershipLost(error) ? new Unavailable({ operation, detail: 'mutant: OwnershipLost heard as an outage', maybeCommitted: false }) : error
+      }
+      return { ...forwarding(gated), append: (params) => gated.append(params).catch(asOutage('append')), checkpoint: (params) => gated.checkpoint(params).catch(asOutage('checkpoint')) }
+    }
+    case 'reacquireWithoutBackoff': {
+      const takeBack = (key: QueueKey, nowMs: number) => (error: unknown) => {
+        if (isOwnershipLost(error)) void gated.acquire({ key, nowMs }).catch(() => undefined)
+        throw error
+      }
+      return { ...forwarding(gated), append: (params) => gated.append(params).catch(takeBack(params.key, params.nowMs)), checkpoint: (params) => gated.checkpoint(params).catch(takeBack(params.key, params.nowMs)) }
+    }
+    default:
+      return gated
+  }
+}
+
+/** For `runSeed({ ...mutate(mutation) })`: the store wrappers that plant `mutation`. */
+export function mutate(mutation: MutationName): { readonly wrapStore: (store: Store) => Store; readonly wrapHostStore: (hostId: string, store: Store) => Store } {
+  return { wrapStore: (store) => makeMutantStore(store, mutation), wrapHostStore: (_hostId, store) => makeMutantHostStore(store, mutation) }
 }
 
 // A stale write is retried under whatever range the queue has now, as a store that forgot its
@@ -160,7 +244,12 @@ async function deleteAnyway(inner: Store, key: QueueKey, ackLevels: ReadonlyArra
   }
   const queue = encodeQueueKey(key)
   const levels = new Map(ackLevels.map((level) => [level.subqueue, level.ackLevel]))
+  removeRows(inner, (row) => row.queue === queue && row.taskId <= (levels.get(row.task.priority) ?? 0))
+}
+
+// Removes the rows `doomed` picks from a memory store, as a DELETE outside any fence would.
+function removeRows(inner: MemoryStore, doomed: (row: MemorySnapshotTask) => boolean): void {
   const snapshot = inner.exportSnapshot()
-  const tasks = snapshot.tasks.filter((row) => row.queue !== queue || row.taskId > (levels.get(row.task.priority) ?? 0))
+  const tasks = snapshot.tasks.filter((row) => !doomed(row))
   if (tasks.length !== snapshot.tasks.length) inner.importSnapshot({ ...snapshot, tasks })
 }

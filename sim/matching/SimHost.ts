@@ -17,7 +17,7 @@ import type { BoundaryListener } from './Boundary.ts'
 import { HostClock } from '../core/HostClock.ts'
 import type { IoGate } from '../core/IoGate.ts'
 import { type HistoryRecord, type HistoryScript, makeScriptedHistory } from './ScriptedHistory.ts'
-import { makeSimStore } from './SimStore.ts'
+import { InstanceTags, makeSimStore } from './SimStore.ts'
 
 /** A membership view over a host list the world can change. */
 class BendableMembership implements MembershipView {
@@ -73,6 +73,8 @@ export interface SimHostDeps {
   readonly partitionCount: number
   readonly allHosts: ReadonlyArray<string>
   readonly record: BoundaryListener
+  /** Wraps the gated store each host process sees (the host-side mutations), above the boundary log. */
+  readonly wrapHostStore?: (hostId: string, store: Store) => Store
   readonly onStep: (hostId: string, queue: string, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
   readonly onDefect: (hostId: string, queue: string, defect: unknown) => void
 }
@@ -99,16 +101,21 @@ export class SimHost {
 
   #start(): MatchingHost {
     const deps = this.#deps
+    const tags = new InstanceTags(deps.hostId, this.incarnation, true)
+    const gated = makeSimStore(deps.hostId, tags, deps.store, deps.gate, deps.record)
     return makeMatchingHost({
       hostId: deps.hostId,
-      store: makeSimStore(deps.hostId, deps.store, deps.gate, deps.record),
+      store: deps.wrapHostStore?.(deps.hostId, gated) ?? gated,
       history: makeScriptedHistory(deps.hostId, deps.gate, deps.history, deps.script, deps.random.fork()),
       clock: this.#clock,
       random: deps.random.fork(),
       membership: this.membership,
       partitionCount: deps.partitionCount,
       scheduler: new MixedScheduler('sync'),
-      onStep: (queue, event, commands) => deps.onStep(deps.hostId, queue.queue, event, commands),
+      onStep: (queue, event, commands) => {
+        tags.stepped(queue, event.type, commands)
+        deps.onStep(deps.hostId, queue.queue, event, commands)
+      },
       onDefect: (queue, defect) => deps.onDefect(deps.hostId, queue, defect),
     })
   }

@@ -22,8 +22,10 @@ export interface SeedRun {
   readonly overrides?: SwarmOverrides
   readonly script?: ReadonlyArray<number>
   readonly keepTrace?: boolean
-  /** Wraps the shared store (the mutation menu). */
+  /** Wraps the shared store (the store-side mutations). */
   readonly wrapStore?: (store: Store) => Store
+  /** Wraps each host process's gated store (the host-side mutations). */
+  readonly wrapHostStore?: (hostId: string, store: Store) => Store
   readonly onBoundary?: (record: BoundaryRecord, nowMs: number) => void
   /** Observes faults, History answers and the heal (timelines). */
   readonly onEvent?: (event: WorldEvent, nowMs: number) => void
@@ -72,6 +74,7 @@ export async function runSeed(run: SeedRun): Promise<SeedResult> {
       ...(run.script === undefined ? {} : { script: run.script }),
       ...(run.keepTrace === undefined ? {} : { keepTrace: run.keepTrace }),
       ...(run.onBoundary === undefined ? {} : { onBoundary: run.onBoundary }),
+      ...(run.wrapHostStore === undefined ? {} : { wrapHostStore: run.wrapHostStore }),
       ...(run.onEvent === undefined ? {} : { onEvent: run.onEvent }),
     })
     return { options, result: await world.run() }

@@ -48,6 +48,8 @@ export interface SwarmOptions {
   readonly versionChance: number
   /** Relative weight of a user-data update (a read, then a CAS with the version read). */
   readonly userDataWeight: number
+  /** Relative weight of retiring version `v1` of a family on a host (its backlog relocates to the default queue); 0 without versions. */
+  readonly retireWeight: number
 }
 
 /** Overrides a caller may pin (CLI flags); everything else comes from the seed. */
@@ -72,7 +74,7 @@ export function drawFaultChances<Name extends string>(random: Random, names: Rea
 export function swarmOptions(seed: number, overrides: SwarmOverrides = {}): SwarmOptions {
   const random = Random.make(seed)
   const faults = drawFaultChances(random, faultNames, overrides.faultsOff === true)
-  return {
+  const drawn = {
     seed,
     hosts: overrides.hosts ?? random.int(2, 5),
     families: random.int(1, 3),
@@ -86,6 +88,9 @@ export function swarmOptions(seed: number, overrides: SwarmOverrides = {}): Swar
     versionChance: random.pick([0, 0, 0.2]),
     userDataWeight: random.pick([0, 1]),
   }
+  // Drawn last, so every option drawn before it stays what it was for each seed.
+  const retireWeight = random.pick([0, 1])
+  return { ...drawn, retireWeight: drawn.versionChance > 0 ? retireWeight : 0 }
 }
 
 /** `name=p` for every fault switched on, or `none`. */
@@ -100,7 +105,7 @@ export function describeFaults(faults: Readonly<Record<string, number>>): string
 export function describeOptions(options: SwarmOptions): string[] {
   return [
     `seed=${options.seed} hosts=${options.hosts} families=${options.families} partitions=${options.partitionCount} steps=${options.steps}`,
-    `weights produce=${options.produceWeight} poll=${options.pollWeight} userData=${options.userDataWeight} priorityChance=${options.priorityChance} versionChance=${options.versionChance}`,
+    `weights produce=${options.produceWeight} poll=${options.pollWeight} userData=${options.userDataWeight} retire=${options.retireWeight} priorityChance=${options.priorityChance} versionChance=${options.versionChance}`,
     `faults ${describeFaults(options.faults)}`,
   ]
 }

@@ -104,6 +104,10 @@ export class TimelineRecorder {
       case 'relocate':
         this.#mark({ order, nowMs: at, kind: 'relocate', hostId: record.hostId, queue: record.from, detail: `${record.hostId} relocated ${record.moved} tasks ${record.from} (r${record.fromRangeId}) → ${record.to} (r${record.toRangeId})` })
         return
+      case 'attempt':
+      case 'answered':
+        // Attempts are in the trace; the timeline draws what committed.
+        return
       case 'userData':
         this.#mark({ order, nowMs: at, kind: 'userData', hostId: record.hostId, detail: `${record.hostId} user data ${record.family} expecting v${record.expectedVersion} → ${record.outcome}` })
         return

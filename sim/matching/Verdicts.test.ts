@@ -1,5 +1,5 @@
 /**
- * Verdicts: every sentence shape Checkers.ts writes is sorted to its checker, unknown ones to
+ * Verdicts: every sentence shape Checkers.ts and OwnershipLossChecker.ts write is sorted to its checker, unknown ones to
  * `other`, and a batch's verdicts name the count and the first failing seed.
  */
 import { describe, expect, it } from 'vitest'
@@ -19,6 +19,15 @@ describe('Verdicts', () => {
     [`${q} subqueue 0: ack level moved backwards from 5 to 3`, 'ack safety'],
     [`${q}: range 2 checkpoint deleted the row of job-9, whose delivery was never handled`, 'ack safety'],
     [`${q} subqueue 0: range 2 checkpoint asked for ack level 4 but 5 was saved, past the handled prefix`, 'ack safety'],
+    [`${q} subqueue 3: range 2 checkpoint deleted row #8 (job-8) above the ack level it asked for (7)`, 'ack safety'],
+    [`host-1.0 ${q}#2: instance attempted append under range 4 12 ms after its checkpoint was answered OwnershipLost`, 'ownership loss'],
+    [`host-1.0 ${q}: re-acquired 0 ms after it heard OwnershipLost, skipping the restart back-off (at least 1000 ms)`, 'ownership loss'],
+    [`relocate ${q}@v1 (r3) → ${q} (r5) lost the row of job-4: it left the source but never arrived`, 'relocation'],
+    [`relocate ${q}@v1 (r3) → ${q} (r5) duplicated the row of job-4: 2 rows arrived for 1 moved`, 'relocation'],
+    [`relocate ${q}@v1 (r3) → ${q} (r5) left row #4 (job-4) in the source though it was asked to move it`, 'relocation'],
+    [`relocate ${q}@v1 (r3) → ${q} (r5) removed row #9 (job-9) it was not asked to move`, 'relocation'],
+    [`relocate ${q}@v1 (r3) → ${q} (r5) added a row of job-9 that it did not move`, 'relocation'],
+    [`relocate ${q}@v1 (r3) → ${q} (r5) reported 2 rows moved, but 1 asked-for rows were stored`, 'relocation'],
     ['user data default/emails: update expecting the current version 2 was refused', 'user data'],
     ['user data default/emails: update expecting 1 committed as 3 while the version was 2', 'user data'],
     [`task ${q} job-7 never delivered`, 'at-least-once'],

@@ -9,17 +9,20 @@
 import type { DeliveryReport } from './Checkers.ts'
 
 /** The checkers, in the order a summary lists them; `other` holds defects and stuck closes. */
-export const checkerNames = ['fencing', 'at-least-once', 'ack safety', 'id uniqueness', 'user data', 'other'] as const
+export const checkerNames = ['fencing', 'at-least-once', 'ack safety', 'id uniqueness', 'user data', 'ownership loss', 'relocation', 'other'] as const
 
 /** One checker's name. */
 export type CheckerName = (typeof checkerNames)[number]
 
-// Each pattern matches the sentences one checker writes (see Checkers.ts #fence, #checkAck, …).
+// Each pattern matches the sentences one checker writes (see Checkers.ts #fence, #checkAck, …,
+// and OwnershipLossChecker.ts).
 const patterns: ReadonlyArray<readonly [CheckerName, RegExp]> = [
   ['fencing', /: range \d+ (appended|checkpointed|relocated from|relocated into) (after range|but no acquire)|: acquire returned range|checkpoint was refused for its range, yet deleted/],
   ['id uniqueness', /task id allocated twice/],
-  ['ack safety', /ack level moved backwards|checkpoint deleted the row of|was saved, past the handled prefix/],
+  ['ack safety', /ack level moved backwards|checkpoint deleted the row of|was saved, past the handled prefix|above the ack level it asked for/],
   ['user data', /^user data /],
+  ['ownership loss', /after its \w+ was answered OwnershipLost|skipping the restart back-off/],
+  ['relocation', /^relocate .*(removed row|left row|lost the row|duplicated the row|added a row|rows moved, but)/],
   ['at-least-once', /never delivered|started but never added/],
 ]
 

@@ -10,6 +10,10 @@
  * Phases: a safety phase of `steps` decisions with faults; then heal (restart every host, agree
  * on membership, stop rejections) and a liveness phase that runs until every accepted task was
  * delivered or the step budget is spent; then every host closes (drains, final checkpoints).
+ *
+ * Clients add tasks, poll, update user data and retire version `v1` of a family (its backlog
+ * relocates to the default queue), each drawn from the one decision stream in a fixed order;
+ * they stay in this file beside the phases that draw them, which takes it a little past 400 lines.
  */
 import type { TaskType } from '../../src/domain/QueueKey.ts'
 import { ownerOf } from '../../src/domain/Rendezvous.ts'
@@ -61,7 +65,9 @@ export interface WorldConfig {
   readonly script?: ReadonlyArray<number>
   /** Keep every trace line (for --trace and timelines), not only the tail. */
   readonly keepTrace?: boolean
-  /** Observes every committed store call (timelines). */
+  /** Wraps the gated store of each host process (host-side mutations, sim/matching/Mutations.ts). */
+  readonly wrapHostStore?: (hostId: string, store: Store) => Store
+  /** Observes every store call at the boundary (timelines). */
   readonly onBoundary?: (record: BoundaryRecord, nowMs: number) => void
   /** Observes faults, History answers the hosts heard, and the heal (timelines). */
   readonly onEvent?: (event: WorldEvent, nowMs: number) => void
@@ -125,9 +131,12 @@ export class World {
           partitionCount: this.#options.partitionCount,
           allHosts: hostIds,
           record: (record) => {
-            this.#checkers.observe(record)
+            if (record.op === 'attempt') this.#log(`attempt ${record.caller.instance} ${record.call}${record.rangeId === null ? '' : ` r${record.rangeId}`}${record.retry ? ' (retry)' : ''}`)
+            if (record.op === 'answered') this.#log(`answered ${record.caller.instance} ${record.call} → ${record.answer}`)
+            this.#checkers.observe(record, this.#clock.now())
             config.onBoundary?.(record, this.#clock.now())
           },
+          ...(config.wrapHostStore === undefined ? {} : { wrapHostStore: config.wrapHostStore }),
           onStep: (id, queue, event, commands) => this.#onStep(id, queue, event, commands),
           onDefect: (id, queue, defect) => this.#checkers.violations.push(`defect on ${id} in ${queue}: ${defect instanceof Error ? defect.stack : String(defect)}`),
         }),
@@ -166,11 +175,12 @@ export class World {
   async #safetyStep(): Promise<void> {
     if (this.#maybeFault()) return
     const pending = this.#gate.pending().length
-    const choice = this.#decide.weighted([pending > 0 ? 12 : 0, this.#options.produceWeight, this.#options.pollWeight, pending > 0 ? 1 : 4, this.#options.userDataWeight])
+    const choice = this.#decide.weighted([pending > 0 ? 12 : 0, this.#options.produceWeight, this.#options.pollWeight, pending > 0 ? 1 : 4, this.#options.userDataWeight, this.#options.retireWeight])
     if (choice === 0) return this.#runIo(this.#decide.int(0, pending - 1))
     if (choice === 1) return this.#produce()
     if (choice === 2) return this.#poll()
     if (choice === 4) return this.#updateUserData()
+    if (choice === 5) return this.#retire()
     return this.#advance()
   }
 
@@ -297,6 +307,25 @@ export class World {
       .getUserData('default', family)
       .then((userData) => host.host.updateUserData('default', family, userData?.version ?? 0, { currentVersion }))
       .catch(() => {})
+  }
+
+  // An operator retires version v1 of a family on one host: the host drains its v1 queues, takes
+  // their fence and relocates their backlogs to the default queues, amid the faults of the run.
+  #retire(): void {
+    const alive = this.#hosts.filter((host) => host.alive)
+    if (alive.length === 0) return this.#advance()
+    const host = this.#decide.pick(alive)
+    const { family, type } = this.#decide.pick(this.#families)
+    const incarnation = host.incarnation
+    this.#log(`retire ${host.id} ${family}/${type} @v1`)
+    this.#checkers.ownershipLoss.retiring(host.id, incarnation, 1)
+    host.host.retireVersion({ namespace: 'default', family, type, version: 'v1' }).then(
+      (moved) => {
+        this.#checkers.ownershipLoss.retiring(host.id, incarnation, -1)
+        this.#log(`retired ${host.id} ${family}/${type} @v1: ${moved} moved`)
+      },
+      () => this.#checkers.ownershipLoss.retiring(host.id, incarnation, -1),
+    )
   }
 
   #poll(target?: SimHost, family?: { family: string; type: TaskType }, versionOverride?: string | null): void {
