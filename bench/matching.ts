@@ -1,5 +1,5 @@
 /**
- * Matching bench — `npx tsx bench/matching.ts [--backlog 100000] [--pglite-backlog N]`.
+ * Matching bench — `npx tsx bench/matching.ts [--backlog 100000] [--pglite-backlog N] [--store memory,embedded,postgres]`.
  *
  * For each store (memory, embedded PGlite, postgres) one Matching host on the real clock, one
  * family with the default 4 partitions, and an in-memory History that answers `started` at
@@ -9,7 +9,8 @@
  * - backlog: tasks/s spooling a backlog of N tasks with no poller (200 concurrent producers),
  *   then tasks/s draining it with 64 pollers (reads in pages, checkpoints every 100 acks / 1 s);
  * - latency: add → started p50 / p99, one add at a time with 16 pollers waiting.
- * Ratios are to memory, measured in the same run.
+ * Ratios are to memory, measured in the same run. `--store` picks the stores to measure (PostgreSQL
+ * starts only when measured).
  *
  * PostgreSQL: a new database on DATABASE_URL's server, else a throwaway cluster
  * (test/harness/PostgresCluster.ts: fsync=off, Unix socket). Every phase is bounded (fixed
@@ -37,6 +38,8 @@ const syncMeasureMs = 3_000
 const latencySamples = 1_000
 const drainCapMs = 60_000
 const family = { namespace: 'bench', family: 'matching', type: 'activity' } as const
+const storeIndex = process.argv.indexOf('--store')
+const storesMeasured = new Set((storeIndex < 0 ? 'memory,embedded,postgres' : (process.argv[storeIndex + 1] ?? '')).split(','))
 
 /** A History that starts everything at once and tells the bench when. */
 function makeBenchHistory(onStarted: (jobId: string) => void): History {
@@ -176,14 +179,18 @@ async function measure(label: string, store: Store, backlog: number): Promise<Re
 }
 
 let cluster: RunningCluster | undefined
-const fromEnv = process.env.DATABASE_URL
-const adminUrl = fromEnv !== undefined && fromEnv !== '' ? fromEnv : (cluster = startCluster()).url
 const database = `mb_matching_bench_${process.pid}`
-const admin = new pg.Client({ connectionString: adminUrl })
-await admin.connect()
-await admin.query(`CREATE DATABASE ${database} TEMPLATE template0`)
-const url = new URL(adminUrl)
-url.pathname = `/${database}`
+let admin: pg.Client | undefined
+let url: URL | undefined
+if (storesMeasured.has('postgres')) {
+  const fromEnv = process.env.DATABASE_URL
+  const adminUrl = fromEnv !== undefined && fromEnv !== '' ? fromEnv : (cluster = startCluster()).url
+  admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  await admin.query(`CREATE DATABASE ${database} TEMPLATE template0`)
+  url = new URL(adminUrl)
+  url.pathname = `/${database}`
+}
 
 const benchStart = performance.now()
 const results = new Map<string, Result>()
@@ -191,20 +198,21 @@ try {
   for (const [label, open, backlog] of [
     ['memory', async () => makeMemoryStore(), backlogSize],
     ['embedded', () => openEmbeddedStore(), pgliteBacklogSize],
-    ['postgres', () => openPostgresStore({ connectionString: url.toString() }), backlogSize],
+    ['postgres', () => openPostgresStore({ connectionString: String(url) }), backlogSize],
   ] as const) {
+    if (!storesMeasured.has(label)) continue
     console.log(`${label}…`)
     const store: Store = await open()
     results.set(label, await measure(label, store, backlog))
     await store.close()
   }
 } finally {
-  await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {})
-  await admin.end()
+  await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {})
+  await admin?.end()
   cluster?.stop()
 }
 
-const memory = results.get('memory') as Result
+const memory = results.get('memory') ?? ([...results.values()][0] as Result)
 const ratio = (value: number, base: number) => `${value.toFixed(0).padStart(8)} (${(value / base).toFixed(2)}×)`
 console.log('')
 console.log(`store     | sync match tasks/s  | spool tasks/s       | drain tasks/s       | backlog | add→started p50 / p99`)
@@ -216,5 +224,5 @@ for (const [label, result] of results) {
 }
 console.log('')
 console.log(`sync-matched share of adds: ${[...results].map(([label, result]) => `${label} ${(result.matchedShare * 100).toFixed(0)}%`).join(', ')}`)
-console.log(`postgres: ${cluster === undefined ? 'DATABASE_URL' : 'throwaway cluster (fsync=off, synchronous_commit=off, Unix socket)'}; total ${((performance.now() - benchStart) / 1000).toFixed(0)} s`)
+console.log(`postgres: ${!storesMeasured.has('postgres') ? 'not measured' : cluster === undefined ? 'DATABASE_URL' : 'throwaway cluster (fsync=off, synchronous_commit=off, Unix socket)'}; total ${((performance.now() - benchStart) / 1000).toFixed(0)} s`)
 process.exit(0)
