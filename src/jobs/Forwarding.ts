@@ -225,7 +225,7 @@ export function makeForwarding(options: ForwardingOptions): Forwarding {
 
     close() {
       closed = true
-      for (const pollId of [...waiting.keys()]) cancel(pollId)
+      for (const pollId of Array.from(waiting.keys())) cancel(pollId) // a snapshot: cancel deletes
       for (const entry of served.values()) {
         entry.cancelled.abort()
         options.wakeLocal(entry.queue)

@@ -41,7 +41,7 @@ function everyMs(field: string, value: unknown): number | null {
 }
 
 /** Validates the options: cadences, and the queues a sweep needs. */
-export function resolveMaintenanceOptions(options: unknown): { schedulesEveryMs: number | null; sweepEveryMs: number | null; queues: ReadonlyArray<string> } {
+function resolveMaintenanceOptions(options: unknown): { schedulesEveryMs: number | null; sweepEveryMs: number | null; queues: ReadonlyArray<string> } {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
   for (const key of Object.keys(options)) if (!optionKeys.includes(key)) throw new InvalidInput({ field: `options.${key}`, reason: `is not an option (known: ${optionKeys.join(', ')})` })
   const given = options as MaintenanceOptions

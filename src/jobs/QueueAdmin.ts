@@ -56,12 +56,12 @@ export interface QueueAdmin<T = JsonValue> {
 }
 
 /** Default page size of `list`. */
-export const listLimitDefault = 100
+const listLimitDefault = 100
 
 const listKeys = ['state', 'limit', 'after']
 
 /** Validates `list`'s options. */
-export function resolveListOptions(options: unknown): { state: JobState; limit: number; afterId: string | null } {
+function resolveListOptions(options: unknown): { state: JobState; limit: number; afterId: string | null } {
   if (options === undefined) return { state: 'pending', limit: listLimitDefault, afterId: null }
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
   for (const key of Object.keys(options)) if (!listKeys.includes(key)) throw new InvalidInput({ field: `options.${key}`, reason: `is not an option (known: ${listKeys.join(', ')})` })

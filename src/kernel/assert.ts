@@ -13,8 +13,3 @@ export class AssertionFailed extends Error {
 export function assert(condition: unknown, message: string): asserts condition {
   if (!condition) throw new AssertionFailed(message)
 }
-
-/** Marks a branch the type system proves unreachable. */
-export function unreachable(value: never): never {
-  throw new AssertionFailed(`unreachable: ${JSON.stringify(value)}`)
-}

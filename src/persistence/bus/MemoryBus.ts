@@ -34,13 +34,13 @@ export function makeMemoryBus(): MemoryBus {
     },
     async signalDue(queue) {
       if (closed || (tap !== null && tap({ kind: 'due', queue }) === 'drop')) return
-      for (const subscriber of [...subscribers]) later(() => subscriber.handlers.onDue(queue))
+      for (const subscriber of Array.from(subscribers)) later(() => subscriber.handlers.onDue(queue))
     },
     async send(hostId, message) {
       if (closed || (tap !== null && tap({ kind: 'host', to: hostId, message }) === 'drop')) return
       // A structural copy, as a real transport would deliver.
       const copy = JSON.parse(JSON.stringify(message)) as JsonValue
-      for (const subscriber of [...subscribers]) if (subscriber.hostId === hostId) later(() => subscriber.handlers.onMessage(copy))
+      for (const subscriber of Array.from(subscribers)) if (subscriber.hostId === hostId) later(() => subscriber.handlers.onMessage(copy))
     },
     async subscribe(hostId, handlers) {
       const subscriber = { hostId, handlers }

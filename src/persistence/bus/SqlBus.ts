@@ -133,7 +133,7 @@ export function makeSqlBus(options: SqlBusOptions): Bus {
 
     async close() {
       closed = true
-      for (const stop of [...stops]) await stop()
+      for (const stop of Array.from(stops)) await stop() // a snapshot: each stop removes itself
     },
   }
 }

@@ -167,8 +167,3 @@ export interface Store {
   /** Releases connections this store opened (a caller's own Pool is left open). */
   close(): Promise<void>
 }
-
-/** The ack level of `subqueue` in `metadata` (0 when the subqueue has never checkpointed). */
-export function ackLevelOf(metadata: QueueMetadata, subqueue: number): number {
-  return metadata.ackLevels[subqueue] ?? 0
-}

@@ -27,7 +27,7 @@ function time(field: string, value: unknown): number {
 }
 
 /** A range id: an integer ≥ 1. */
-export function checkRangeId(field: string, value: unknown): number {
+function checkRangeId(field: string, value: unknown): number {
   return count(field, value, 1)
 }
 

@@ -43,7 +43,7 @@ export function loadMigrations(): ReadonlyArray<Migration> {
 }
 
 /** A migration's SQL for one schema. */
-export function renderMigration(migration: Migration, schema: Schema): string {
+function renderMigration(migration: Migration, schema: Schema): string {
   return migration.template.replaceAll('{{schema}}', schema.quoted)
 }
 

@@ -161,7 +161,7 @@ export function makePgDriver(options: PgDriverOptions): Driver {
     close: async () => {
       if (closed) return
       closed = true
-      for (const listener of [...listeners]) await listener.close()
+      for (const listener of Array.from(listeners)) await listener.close() // a snapshot: each close removes itself
       if (ownsPool) await pool.end()
     },
     listen: (channels, onNotification, onLost) => listenOn(clientConfig, channels, onNotification, onLost, listeners),

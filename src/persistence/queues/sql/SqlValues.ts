@@ -49,7 +49,7 @@ export function decodeMetadata(key: QueueKey, row: QueueRow): QueueMetadata {
 }
 
 /** Decodes `{"<subqueue>": count}` (a jsonb object built by the inspect statement). */
-export function decodeRowCounts(value: unknown): { storedRows: number; storedRowsBySubqueue: Record<number, number> } {
+function decodeRowCounts(value: unknown): { storedRows: number; storedRowsBySubqueue: Record<number, number> } {
   const counts = value ?? {}
   assert(typeof counts === 'object' && !Array.isArray(counts), 'row counts are not an object')
   const storedRowsBySubqueue: Record<number, number> = {}
