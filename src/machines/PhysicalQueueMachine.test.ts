@@ -6,7 +6,7 @@ import type { QueueMetadata } from '../persistence/queues/Store.ts'
 import { physicalQueueMachine, type QueueSnapshot } from './PhysicalQueueMachine.ts'
 import { commandsOf, type QueueCommand, type QueueEvent } from './PhysicalQueueProtocol.ts'
 import { buffered } from './QueueBacklog.ts'
-import type { SubqueueState } from './QueueContext.ts'
+import { makeQueueContext, type SubqueueState } from './QueueContext.ts'
 
 type EventInput = QueueEvent extends infer E ? (E extends QueueEvent ? Omit<E, 'nowMs'> & { nowMs?: number } : never) : never
 const key = { namespace: 'default', family: 'emails', type: 'activity', partition: 0, version: null } as const
@@ -260,7 +260,7 @@ describe('PhysicalQueueMachine', () => {
     queue.send({ type: 'timer.fired', name: 'ownership' })
     const failed = queue.send({ type: 'ownership.check.failed', error: new Unavailable({ operation: 'inspect', detail: 'down', maybeCommitted: false }) })
     expect(queue.snapshot.value).toBe('owned')
-    expect(queue.snapshot.context.ownershipCheckInFlight).toBe(false)
+    expect(queue.snapshot.context.ownership.checkInFlight).toBe(false)
     expect(queue.of('timer.set', failed).find((set) => set.params.name === 'ownership')?.params.atMs).toBe(queue.nowMs + 60_000)
   })
 
@@ -290,6 +290,10 @@ describe('PhysicalQueueMachine', () => {
       ['poll.reply', 'ShuttingDown'],
     ])
     expect(draining.of('store.checkpoint', refused)).toEqual([{ type: 'store.checkpoint', params: { ackLevels: [{ subqueue: 0, ackLevel: 0 }], final: true } }])
+  })
+
+  it('keeps the context within 19 top-level fields, so the copies XState assigns stay fast V8 objects', () => {
+    expect(Object.keys(makeQueueContext({ queue: 'q', nowMs: 0 })).length).toBeLessThanOrEqual(19)
   })
 
   it('a step asks only for commands: every action transition() returns is one', () => {

@@ -24,17 +24,18 @@
  * event means in that state, then — only while owned — the `pump` steps that move forward
  * everything that can move. The state decides what runs; no action is told which state it is in.
  *
- * One file on purpose, a little past 400 lines: an event reads from its transition to the
- * commands it asks for without leaving it. The arithmetic on subqueues, buffers and deliveries
- * is pure and lives in QueueBacklog.ts; the context's shape and timers in QueueContext.ts.
+ * An event reads from its transition to the commands it asks for in this file; the steps of the
+ * pump are plain functions in QueuePump.ts, the arithmetic on subqueues, buffers and deliveries
+ * is pure and lives in QueueBacklog.ts, the context's shape and timers in QueueContext.ts.
  */
 import { assertEvent, setup, type SnapshotFrom } from 'xstate'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
 import { type MatchboxError, OwnershipLost, Overloaded, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { assert } from '../kernel/assert.ts'
-import { type AddResult, isOwnershipLost, isTransient, type PollResult, type QueueCommand, type QueueEvent, type QueueProgress, queueCommandActions, type TimerName } from './PhysicalQueueProtocol.ts'
-import { bufferPage, finalAckLevels, markGrown, resumeSubqueues, settledDelivery, startDelivery, startReads, subqueueOf, unsavedAckLevels, withSubqueue } from './QueueBacklog.ts'
-import { isIdle, makeQueueContext, nextId, progressOf, type QueueContext, type QueueInput, timerDueTimes } from './QueueContext.ts'
+import { type AddResult, isOwnershipLost, isTransient, type PollResult, type QueueEvent, type QueueProgress, queueCommandActions, type TimerName } from './PhysicalQueueProtocol.ts'
+import { bufferPage, finalAckLevels, markGrown, resumeSubqueues, settledDelivery, subqueueOf, withSubqueue } from './QueueBacklog.ts'
+import { isIdle, makeQueueContext, progressOf, type QueueContext, type QueueInput } from './QueueContext.ts'
+import { pumpOwned, retime } from './QueuePump.ts'
 
 const withCommands = setup({
   types: { context: {} as QueueContext, events: {} as QueueEvent, input: {} as QueueInput, output: {} as QueueProgress },
@@ -44,99 +45,17 @@ const withCommands = setup({
     isTransient: ({ event }) => 'error' in event && isTransient(event.error),
     isAcquireTimer: ({ event }) => event.type === 'timer.fired' && event.name === 'acquire',
     isIdleTimeout: ({ context, event }) => event.type === 'timer.fired' && event.name === 'idle' && isIdle(context, event.nowMs),
-    isFinalCheckpoint: ({ context }) => context.checkpointing?.final === true,
+    isFinalCheckpoint: ({ context }) => context.checkpoint.writing?.final === true,
     isRangeMoved: ({ context, event }) => event.type === 'ownership.checked' && event.rangeId !== context.rangeId,
     isAppendQueueFull: ({ context }) => context.pendingAdds.length >= context.limits.appendQueueSizeMax,
     isPollersFull: ({ context }) => context.pollers.length >= context.limits.pollersMax,
   },
 })
 const { assign, enqueueActions } = withCommands
-/** Asks for a command (a step's `enqueue`, seen as a sink for commands). */
-type Emit = (command: QueueCommand) => void
 
 const addReply = (requestId: string, result: AddResult) => ({ type: 'add.reply', params: { requestId, result } }) as const
 const pollReply = (pollId: string, result: PollResult) => ({ type: 'poll.reply', params: { pollId, result } }) as const
 const shuttingDown = (context: QueueContext): MatchboxError => new ShuttingDown({ component: `physical queue ${context.queue}` })
-
-// Asks for the timer changes that bring `managed` in line with `desired`; the new timer map, or null if none changed.
-function retime(enqueue: Emit, context: QueueContext, desired: Partial<Record<TimerName, number>>, managed: ReadonlyArray<TimerName>): QueueContext['timers'] | null {
-  let timers: Partial<Record<TimerName, number>> | null = null
-  for (const name of managed) {
-    const want = desired[name]
-    if (want === context.timers[name]) continue
-    enqueue({ type: 'timer.set', params: { name, atMs: want ?? null } })
-    timers ??= { ...context.timers }
-    if (want === undefined) delete timers[name]
-    else timers[name] = want
-  }
-  return timers
-}
-
-// ------------------------------------------------------------ pump steps (owned only)
-// Each takes the context, asks for its commands and returns the context it leaves (the same
-// object when it changed nothing). The `pump` action runs them in order after every owned event.
-
-/** Hands tasks to waiting pollers, each as a delivery that History is asked to start. */
-function matchPollers(context: QueueContext, enqueue: Emit): QueueContext {
-  let next = context
-  for (let started = startDelivery(next); started !== undefined; started = startDelivery(next)) {
-    const { deliveryId, delivery } = started
-    next = started.context
-    const { task, source, poller } = delivery
-    enqueue({ type: 'history.recordStart', params: { deliveryId, task, taskId: source.kind === 'backlog' ? source.taskId : null, pollId: poller.pollId, identity: poller.identity } })
-  }
-  return next
-}
-
-/**
- * Spools what could not be matched, one batch at a time. Reads cannot pass an append whose
- * outcome is unknown: the store serialises this owner's appends on the queue's row, and an
- * ambiguous append marks its subqueues grown, so the next read looks again.
- */
-function appendNextBatch(context: QueueContext, enqueue: Emit): QueueContext {
-  if (context.appending !== null || context.pendingAdds.length === 0) return context
-  const adds = context.pendingAdds.slice(0, context.limits.appendBatchSizeMax)
-  const [batchId, next] = nextId(context, 'append')
-  enqueue({ type: 'store.append', params: { batchId, tasks: adds.map((add) => add.task) } })
-  return { ...next, pendingAdds: context.pendingAdds.slice(adds.length), appending: { batchId, adds } }
-}
-
-/** Reads the next page of every subqueue that has nothing ready and may hold more rows. */
-function readNextPages(context: QueueContext, enqueue: Emit): QueueContext {
-  const [reads, next] = startReads(context)
-  for (const read of reads) enqueue({ type: 'store.read', params: read })
-  return reads.length > 0 ? next : context
-}
-
-/** Saves the ack levels that moved, after enough acks or enough time. */
-function checkpointIfDue(context: QueueContext, enqueue: Emit): QueueContext {
-  if (context.checkpointing !== null) return context
-  const ackLevels = unsavedAckLevels(context)
-  if (ackLevels.length === 0) return context
-  const due = context.checkpointDueMs !== null && context.nowMs >= context.checkpointDueMs
-  if (due || context.acksSinceCheckpoint >= context.limits.checkpointAckCountMax) {
-    enqueue({ type: 'store.checkpoint', params: { ackLevels, final: false } })
-    return { ...context, checkpointing: { final: false }, acksSinceCheckpoint: 0, checkpointDueMs: null }
-  }
-  return context.checkpointDueMs === null ? { ...context, checkpointDueMs: context.nowMs + context.limits.checkpointIntervalMs } : context
-}
-
-/** A queue that has not confirmed its range for a while reads it (see ownershipCheckIntervalMs). */
-function checkOwnershipIfDue(context: QueueContext, enqueue: Emit): QueueContext {
-  if (context.ownershipCheckInFlight || context.nowMs - context.ownershipConfirmedMs < context.limits.ownershipCheckIntervalMs) return context
-  enqueue({ type: 'store.checkOwnership', params: {} })
-  return { ...context, ownershipCheckInFlight: true }
-}
-
-const pumpTimers: ReadonlyArray<TimerName> = ['retry', 'checkpoint', 'idle', 'ownership']
-
-/** Brings the pump's timers in line with what is due. */
-function armTimers(context: QueueContext, enqueue: Emit): QueueContext {
-  const timers = retime(enqueue, context, timerDueTimes(context), pumpTimers)
-  return timers === null ? context : { ...context, timers }
-}
-
-const pumpSteps: ReadonlyArray<(context: QueueContext, enqueue: Emit) => QueueContext> = [matchPollers, appendNextBatch, readNextPages, checkpointIfDue, checkOwnershipIfDue, armTimers]
 
 const machineSetup = withCommands.extend({
   actions: {
@@ -152,7 +71,7 @@ const machineSetup = withCommands.extend({
       assertEvent(event, 'queue.acquired')
       const { rangeId, ackLevels } = event.metadata
       const timers = retime(enqueue, context, {}, ['acquire']) ?? context.timers
-      enqueue.assign(() => ({ rangeId, acquireAttempts: 0, subqueues: resumeSubqueues(ackLevels), savedAckLevels: ackLevels, ownershipConfirmedMs: event.nowMs, timers }))
+      enqueue.assign(() => ({ rangeId, acquireAttempts: 0, subqueues: resumeSubqueues(ackLevels), savedAckLevels: ackLevels, ownership: { ...context.ownership, confirmedMs: event.nowMs }, timers }))
     }),
     /** A transient acquire failure: try again after a doubling delay. */
     scheduleAcquireRetry: enqueueActions(({ context, enqueue }) => {
@@ -219,7 +138,7 @@ const machineSetup = withCommands.extend({
       const batch = context.appending
       if (batch?.batchId !== event.batchId) return
       batch.adds.forEach((add, index) => enqueue(addReply(add.requestId, { kind: 'spooled', taskId: event.firstTaskId + index })))
-      enqueue.assign(() => ({ appending: null, ownershipConfirmedMs: event.nowMs }))
+      enqueue.assign(() => ({ appending: null, ownership: { ...context.ownership, confirmedMs: event.nowMs } }))
     }),
     /** The append failed: its adds get the error itself (a refused append did not commit; an ambiguous error says it may have). */
     failBatch: enqueueActions(({ context, event, enqueue }) => {
@@ -240,14 +159,14 @@ const machineSetup = withCommands.extend({
       return withSubqueue(context, event.subqueue, { ...state, readInFlight: false, readRetryAtMs: event.nowMs + context.limits.acquireRetryInitialMs })
     }),
     /** A checkpoint committed: remember what is durable; the range is still ours. */
-    confirmCheckpoint: assign(({ event }) => {
+    confirmCheckpoint: assign(({ context, event }) => {
       assertEvent(event, 'checkpoint.completed')
-      return { checkpointing: null, savedAckLevels: event.metadata.ackLevels, ownershipConfirmedMs: event.nowMs }
+      return { checkpoint: { ...context.checkpoint, writing: null }, savedAckLevels: event.metadata.ackLevels, ownership: { ...context.ownership, confirmedMs: event.nowMs } }
     }),
     /** A checkpoint failed transiently: try again after the checkpoint interval. */
-    retryCheckpointLater: assign(({ context }) => ({ checkpointing: null, checkpointDueMs: context.nowMs + context.limits.checkpointIntervalMs })),
+    retryCheckpointLater: assign(({ context }) => ({ checkpoint: { ...context.checkpoint, writing: null, dueMs: context.nowMs + context.limits.checkpointIntervalMs } })),
     /** A routine checkpoint failed while draining: the final one will save the ack levels. */
-    dropCheckpoint: assign({ checkpointing: null }),
+    dropCheckpoint: assign(({ context }) => ({ checkpoint: { ...context.checkpoint, writing: null } })),
     /** Rows were moved into this queue (a retired version's backlog): look again. */
     noteBacklogGrew: assign(({ context, event }) => {
       assertEvent(event, 'backlog.grew')
@@ -257,7 +176,7 @@ const machineSetup = withCommands.extend({
      * The ownership check ended without seeing another owner — it read our range, or could not
      * read at all — so the next check is due one interval from now.
      */
-    endOwnershipCheck: assign(({ context }) => ({ ownershipCheckInFlight: false, ownershipConfirmedMs: context.nowMs })),
+    endOwnershipCheck: assign(({ context }) => ({ ownership: { confirmedMs: context.nowMs, checkInFlight: false } })),
 
     // ------------------------------------------------------------ History's answers
     /**
@@ -289,18 +208,17 @@ const machineSetup = withCommands.extend({
     }),
 
     // ------------------------------------------------------------ pump (owned only)
-    /** Moves forward everything that can move, in the order of `pumpSteps`, then saves the context once. */
+    /** Moves forward everything that can move (QueuePump.ts), then saves the context once. */
     pump: enqueueActions(({ context, enqueue }) => {
-      let next = context
-      for (const pumpStep of pumpSteps) next = pumpStep(next, enqueue)
+      const next = pumpOwned(context, enqueue)
       if (next !== context) enqueue.assign(() => next)
     }),
 
     // ------------------------------------------------------------ draining and unloading
-    noteIdle: assign({ drainCause: 'idle' }),
-    noteDrainCause: assign(({ event }) => {
+    noteIdle: assign(({ context }) => ({ drain: { ...context.drain, cause: 'idle' } })),
+    noteDrainCause: assign(({ context, event }) => {
       assertEvent(event, 'drain.requested')
-      return { drainCause: event.reason }
+      return { drain: { ...context.drain, cause: event.reason } }
     }),
     /** Entering draining: every add and poll still waiting is refused. */
     refuseWaiting: enqueueActions(({ context, enqueue }) => {
@@ -313,7 +231,7 @@ const machineSetup = withCommands.extend({
     armDrainDeadline: enqueueActions(({ context, enqueue }) => {
       const deadline = context.nowMs + context.limits.drainDeadlineMs
       const timers = retime(enqueue, context, { drain: deadline }, ['retry', 'checkpoint', 'idle', 'ownership', 'drain']) ?? context.timers
-      enqueue.assign(() => ({ drainDeadlineMs: deadline, timers }))
+      enqueue.assign(() => ({ drain: { ...context.drain, deadlineMs: deadline }, timers }))
     }),
     /**
      * Writes the one final checkpoint once no append or checkpoint is in flight and either every
@@ -321,13 +239,13 @@ const machineSetup = withCommands.extend({
      * the ack level and are delivered again by the next owner).
      */
     writeFinalCheckpointWhenReady: enqueueActions(({ context, enqueue }) => {
-      if (context.finalCheckpointRequested || context.appending !== null || context.checkpointing !== null) return
-      const deadlinePassed = context.drainDeadlineMs !== null && context.nowMs >= context.drainDeadlineMs
+      if (context.drain.finalCheckpointRequested || context.appending !== null || context.checkpoint.writing !== null) return
+      const deadlinePassed = context.drain.deadlineMs !== null && context.nowMs >= context.drain.deadlineMs
       if (Object.keys(context.deliveries).length > 0 && !deadlinePassed) return
-      enqueue.assign(() => ({ finalCheckpointRequested: true, checkpointing: { final: true } }))
+      enqueue.assign(() => ({ drain: { ...context.drain, finalCheckpointRequested: true }, checkpoint: { ...context.checkpoint, writing: { final: true } } }))
       enqueue({ type: 'store.checkpoint', params: { ackLevels: finalAckLevels(context), final: true } })
     }),
-    noteDrained: assign(({ context }) => ({ unloadReason: { kind: 'drained', cause: context.drainCause ?? 'drain' } as const })),
+    noteDrained: assign(({ context }) => ({ unloadReason: { kind: 'drained', cause: context.drain.cause ?? 'drain' } as const })),
     noteAcquireFailed: assign(({ event }) => {
       assertEvent(event, 'queue.acquire.failed')
       return { unloadReason: { kind: 'acquire-failed', error: event.error } as const }

@@ -166,7 +166,7 @@ export function bufferPage(context: QueueContext, event: EventOf<'read.completed
     }
   }
   const mayHaveMore = event.tasks.length >= event.limit || state.grewDuringRead
-  return withSubqueue({ ...context, acksSinceCheckpoint: context.acksSinceCheckpoint + dropped }, event.subqueue, {
+  return withSubqueue({ ...context, checkpoint: { ...context.checkpoint, acksSince: context.checkpoint.acksSince + dropped } }, event.subqueue, {
     ...state,
     window,
     buffer,
@@ -204,7 +204,7 @@ export function settledDelivery(context: QueueContext, event: EventOf<'dispatch.
   if (source.kind === 'backlog') {
     const state = subqueueOf(next, source.subqueue)
     next = handled
-      ? withSubqueue({ ...next, acksSinceCheckpoint: next.acksSinceCheckpoint + 1 }, source.subqueue, { ...state, window: markHandled(state.window, source.taskId) })
+      ? withSubqueue({ ...next, checkpoint: { ...next.checkpoint, acksSince: next.checkpoint.acksSince + 1 } }, source.subqueue, { ...state, window: markHandled(state.window, source.taskId) })
       : withSubqueue(next, source.subqueue, insertBuffered(state, { taskId: source.taskId, task: delivery.task, eligibleAtMs: event.nowMs + outcome.retryDelayMs }))
   }
   const add = source.kind === 'sync' ? { requestId: source.requestId, task: delivery.task, handled } : null

@@ -116,7 +116,31 @@ export interface Delivery {
   readonly source: { readonly kind: 'backlog'; readonly subqueue: number; readonly taskId: number } | { readonly kind: 'sync'; readonly requestId: string }
 }
 
-/** The machine's context. */
+/** The checkpoint in flight, when the next one is due, and the acks since the last one. */
+export interface CheckpointState {
+  readonly writing: { readonly final: boolean } | null
+  readonly dueMs: number | null
+  readonly acksSince: number
+}
+
+/** When the range was last confirmed ours (acquire, a fenced write, or an ownership check), and whether a check is reading it. */
+export interface OwnershipState {
+  readonly confirmedMs: number
+  readonly checkInFlight: boolean
+}
+
+/** Why the queue drains (a caller's reason, or `idle`), until when History may answer, and whether the final checkpoint was asked for. */
+export interface DrainState {
+  readonly cause: string | null
+  readonly deadlineMs: number | null
+  readonly finalCheckpointRequested: boolean
+}
+
+/**
+ * The machine's context. At most 19 top-level fields, grouped where they change together:
+ * XState's `assign` copies the context with `Object.assign`, and V8 turns a copy with more
+ * into a slow dictionary object (every later read and copy is a hash lookup).
+ */
 export interface QueueContext {
   /** Canonical encoding of the physical queue, for ids and errors. */
   readonly queue: string
@@ -134,16 +158,10 @@ export interface QueueContext {
   readonly deliveries: Readonly<Record<string, Delivery>>
   readonly subqueues: Readonly<Record<number, SubqueueState>>
   readonly savedAckLevels: Readonly<Record<number, number>>
-  readonly acksSinceCheckpoint: number
-  readonly checkpointing: { readonly final: boolean } | null
-  readonly checkpointDueMs: number | null
+  readonly checkpoint: CheckpointState
   /** When the range was last confirmed ours (acquire, a fenced write, or an ownership check). */
-  readonly ownershipConfirmedMs: number
-  readonly ownershipCheckInFlight: boolean
-  readonly finalCheckpointRequested: boolean
-  readonly drainDeadlineMs: number | null
-  /** Why the queue is draining (a caller's reason, or `idle`). */
-  readonly drainCause: string | null
+  readonly ownership: OwnershipState
+  readonly drain: DrainState
   /** Due time of each armed timer, as last requested. */
   readonly timers: Readonly<Partial<Record<TimerName, number>>>
   readonly unloadReason: UnloadReason | null
@@ -172,14 +190,9 @@ export function makeQueueContext(input: QueueInput): QueueContext {
     deliveries: {},
     subqueues: {},
     savedAckLevels: {},
-    acksSinceCheckpoint: 0,
-    checkpointing: null,
-    checkpointDueMs: null,
-    ownershipConfirmedMs: input.nowMs,
-    ownershipCheckInFlight: false,
-    finalCheckpointRequested: false,
-    drainDeadlineMs: null,
-    drainCause: null,
+    checkpoint: { writing: null, dueMs: null, acksSince: 0 },
+    ownership: { confirmedMs: input.nowMs, checkInFlight: false },
+    drain: { cause: null, deadlineMs: null, finalCheckpointRequested: false },
     timers: {},
     unloadReason: null,
   }
@@ -244,11 +257,11 @@ export function timerDueTimes(context: QueueContext): Partial<Record<TimerName, 
     }
   }
   if (retryAt !== Number.POSITIVE_INFINITY) desired.retry = retryAt
-  if (context.checkpointDueMs !== null && context.checkpointing === null) desired.checkpoint = context.checkpointDueMs
+  if (context.checkpoint.dueMs !== null && context.checkpoint.writing === null) desired.checkpoint = context.checkpoint.dueMs
   // A queue kept busy past its idle time (a poller waiting) looks again one idle period later;
   // re-arming in the past would fire forever at the same instant.
   const idleAt = context.lastActivityMs + context.limits.idleUnloadMs
   desired.idle = idleAt > context.nowMs ? idleAt : context.nowMs + context.limits.idleUnloadMs
-  if (!context.ownershipCheckInFlight) desired.ownership = context.ownershipConfirmedMs + context.limits.ownershipCheckIntervalMs
+  if (!context.ownership.checkInFlight) desired.ownership = context.ownership.confirmedMs + context.limits.ownershipCheckIntervalMs
   return desired
 }
