@@ -100,8 +100,12 @@ export type BoundaryRecord =
       readonly answer: string
       /** For OwnershipLost, the queue the error names (a relocation's may name either side). */
       readonly lostQueue: string | null
-      /** True when the instance had already unloaded (a clean drain) when the answer came: it changes nothing. */
-      readonly afterUnload: boolean
+      /**
+       * True when the instance had already unloaded (a clean drain) when the answer came: it
+       * changes nothing. Null when the call was not tied to an actor's step (a retirement's calls,
+       * or a world whose hosts report no steps).
+       */
+      readonly afterUnload: boolean | null
     }
 
 /** Listens to store calls at the boundary. */

@@ -7,14 +7,16 @@
  *   relocation with `OwnershipLost`, that instance attempts no further append, checkpoint or
  *   relocation (DESIGN.md §5: it goes straight to unloaded with no further write);
  * - restart back-off: a host process whose instance first heard `OwnershipLost` for a queue's
- *   append or checkpoint attempts no new acquire of that queue within `acquireRetryInitialMs` (the first
- *   and shortest of PartitionActor's doubling restart delays, kept by the host across partition
- *   instances), so hosts that disagree take a queue from each other at a bounded rate.
+ *   append or checkpoint attempts no new acquire of that queue within `acquireRetryInitialMs`
+ *   (the first and shortest of PartitionActor's doubling restart delays, kept by the host across
+ *   partition instances), so hosts that disagree take a queue from each other at a bounded rate.
  *
  * What counts: only losses the instance heard from its own writes while it was still loaded (an
  * answer to a write left in flight by an instance that already drained cleanly starts no restart
- * delay: the runtime promises the delay after a death by lost ownership). A loss learned by the
- * periodic ownership check (a read) is not tagged with an instance and is not followed; an
+ * delay: the runtime promises the delay after a death by lost ownership), so the back-off is
+ * judged only where the calls are tied to actor steps (the Matching world; the jobs world's
+ * hosts report none, and there only the first rule holds). A loss learned by the periodic
+ * ownership check (a read) is not tagged with an instance and is not followed; an
  * acquire that retries the same instance's failed acquire is the loading state's own retry, not
  * a restart; a crashed process forgets (its successor is a new process with no restart book).
  * Acquires of versioned queues while the world has a `retireVersion` in flight on that host are
@@ -50,12 +52,13 @@ export class OwnershipLossChecker {
   /** Follows one boundary record, at world time `nowMs`. */
   observe(record: BoundaryRecord, nowMs: number): void {
     if (record.op === 'answered') {
-      if (record.answer !== 'OwnershipLost' || record.lostQueue !== record.queue || record.call === 'acquire' || record.afterUnload) return
+      if (record.answer !== 'OwnershipLost' || record.lostQueue !== record.queue || record.call === 'acquire' || record.afterUnload === true) return
       // The first loss unloads the instance and starts its restart delay; answers to writes it
       // had in flight by then change neither.
       if (this.#lostInstances.has(record.caller.instance)) return
       this.#lostInstances.set(record.caller.instance, { atMs: nowMs, call: record.call })
-      if (record.call !== 'relocate') this.#lostQueues.set(`${record.caller.hostId}.${record.caller.incarnation} ${record.queue}`, nowMs)
+      // The restart delay is judged only where the instance is known to have died of this loss.
+      if (record.call !== 'relocate' && record.afterUnload === false) this.#lostQueues.set(`${record.caller.hostId}.${record.caller.incarnation} ${record.queue}`, nowMs)
       return
     }
     if (record.op !== 'attempt') return

@@ -99,7 +99,7 @@ export class InstanceTags {
   }
 
   /** The instance an acquire of `queue` belongs to, and whether it retries that instance's failed acquire. */
-  acquire(key: QueueKey): { caller: CallerTag; retry: boolean; unloaded: () => boolean } {
+  acquire(key: QueueKey): { caller: CallerTag; retry: boolean; unloaded: () => boolean | null } {
     const queue = encodeQueueKey(key)
     const actor = this.#steppingOf(queue, 'store.acquire')
     const latest = this.#latestAcquire.get(queue)
@@ -119,7 +119,7 @@ export class InstanceTags {
   }
 
   /** The instance that writes `rangeId` of `queue`. */
-  writer(key: QueueKey, rangeId: number, call: 'append' | 'checkpoint' | 'relocate'): { caller: CallerTag; unloaded: () => boolean } {
+  writer(key: QueueKey, rangeId: number, call: 'append' | 'checkpoint' | 'relocate'): { caller: CallerTag; unloaded: () => boolean | null } {
     const queue = encodeQueueKey(key)
     const actor = this.#steppingOf(queue, `store.${call}`)
     const id = actor !== null ? (this.#ofActor.get(actor) as string) : (this.#byRange.get(`${queue} r${rangeId}`) ?? `${this.#prefix()} ${queue}#?r${rangeId}`)
@@ -152,15 +152,15 @@ export class InstanceTags {
   }
 }
 
-// Whether the actor behind a call had unloaded (false when no actor is known).
-const unloadedOf = (actor: SteppingQueue | null) => (): boolean => actor?.state === 'unloaded'
+// Whether the actor behind a call had unloaded; null when no actor is known (calls outside a step).
+const unloadedOf = (actor: SteppingQueue | null) => (): boolean | null => (actor === null ? null : actor.state === 'unloaded')
 
 /** A host process's view of the shared store, through the gate; `tags` names the process and its queue instances. */
 export function makeSimStore(hostId: string, tags: InstanceTags, inner: Store, gate: IoGate, record: BoundaryListener): Store {
   const q = encodeQueueKey
 
   // Parks a physical-queue call, reporting it as attempted now and answered when the host hears.
-  const attempted = <T>(by: { caller: CallerTag; unloaded: () => boolean; retry?: boolean }, call: AttemptCall, queue: string, rangeId: number | null, label: string, run: () => Promise<T>, onAnswer?: (value: T | null) => void): Promise<T> => {
+  const attempted = <T>(by: { caller: CallerTag; unloaded: () => boolean | null; retry?: boolean }, call: AttemptCall, queue: string, rangeId: number | null, label: string, run: () => Promise<T>, onAnswer?: (value: T | null) => void): Promise<T> => {
     const { caller } = by
     record({ op: 'attempt', caller, call, queue, rangeId, retry: by.retry === true })
     return gate.park(hostId, label, true, run).then(
