@@ -70,6 +70,24 @@ describe('MatchingHost', () => {
     await fresh.close()
   })
 
+  it('an aborted poll stops waiting for cold partitions to load', async () => {
+    // Acquire never answers: every queue stays loading.
+    const store = { ...makeMemoryStore(), acquire: () => new Promise<never>(() => {}) }
+    const { host } = makeHost(store)
+    const controller = new AbortController()
+    let answered = false
+    const polled = host.poll({ ...family, identity: 'w1', waitMs: 60_000, signal: controller.signal }).then((result) => {
+      answered = true
+      return result
+    })
+    await settle()
+    expect(answered).toBe(false)
+    controller.abort()
+    await settle()
+    expect(answered).toBe(true)
+    expect(await polled).toBeNull()
+  })
+
   it('sync-matches an add to a waiting poll without touching the backlog', async () => {
     const { host, store, clock } = makeHost(undefined, undefined, 1)
     const polled = host.poll({ ...family, identity: 'w1', waitMs: 5_000 })

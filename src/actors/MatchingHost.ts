@@ -312,11 +312,11 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       const current = currentVersions.get(familyKey(request.namespace, request.family)) ?? null
       const versions: ReadonlyArray<string | null> = version === null ? [null] : version === current ? [version, null] : [version]
       const relevant = (queue: PhysicalQueueActor): boolean => versions.includes(queue.key.version)
-      // Load those queues in every owned partition and wait (never past the poll's deadline) for
-      // their first backlog pages, so a task stored in any partition counts as ready below.
+      // Load those queues in every owned partition and wait (never past the poll's deadline or
+      // abort) for their first backlog pages, so a task stored in any partition counts as ready below.
       const deadlineMs = clock.now() + request.waitMs
       const cold = actors.filter((actor) => actor.loadedQueues().filter(relevant).length < versions.length)
-      if (cold.length > 0) yield* Effect.all(cold.map((actor) => actor.warm(versions, deadlineMs)), { concurrency: 'unbounded', discard: true })
+      if (cold.length > 0) yield* Effect.all(cold.map((actor) => actor.warm(versions, deadlineMs, request.signal)), { concurrency: 'unbounded', discard: true })
       // Prefer a partition with tasks ready now; otherwise rotate (per family, type and version,
       // so interleaved pollers of different versions do not alias onto the same partitions).
       const ready = actors.find((actor) => actor.loadedQueues().some((queue) => relevant(queue) && queue.readyCount() > 0))

@@ -65,7 +65,7 @@ type Message =
   | { readonly kind: 'queue.unloaded'; readonly queue: PhysicalQueueActor; readonly progress: QueueProgress }
   | { readonly kind: 'unload'; readonly reason: string; readonly reply: Deferred.Deferred<Promise<void>> }
   | { readonly kind: 'retire'; readonly version: string; readonly reply: Deferred.Deferred<Promise<number>> }
-  | { readonly kind: 'warm'; readonly versions: ReadonlyArray<string | null>; readonly deadlineMs: number; readonly reply: Deferred.Deferred<Promise<void>> }
+  | { readonly kind: 'warm'; readonly versions: ReadonlyArray<string | null>; readonly deadlineMs: number; readonly signal: AbortSignal | undefined; readonly reply: Deferred.Deferred<Promise<void>> }
 
 /** Where a routed task went: matched to a waiting poller, or spooled with its task id. */
 export type Added = Exclude<AddResult, { readonly kind: 'failed' }>
@@ -92,10 +92,10 @@ export interface PartitionActor {
   retireVersion(version: string): Effect.Effect<number, MatchboxError>
   /**
    * Loads these queues (null = the default) if they are not loaded, and waits until each has
-   * read its backlog's first pages (or left service), or until `deadlineMs`, whichever comes
-   * first: a poll choosing among partitions then sees their stored tasks as ready.
+   * read its backlog's first pages (or left service), or until `deadlineMs` or `signal` aborts,
+   * whichever comes first: a poll choosing among partitions then sees their stored tasks as ready.
    */
-  warm(versions: ReadonlyArray<string | null>, deadlineMs: number): Effect.Effect<void>
+  warm(versions: ReadonlyArray<string | null>, deadlineMs: number, signal?: AbortSignal): Effect.Effect<void>
   /** True once unloaded. */
   isUnloaded(): boolean
   /** The physical queues loaded now (for inspection and tests). */
@@ -266,16 +266,19 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       return moved
     }
 
-    const onWarm = (versions: ReadonlyArray<string | null>, deadlineMs: number): Promise<void> => {
+    const onWarm = (versions: ReadonlyArray<string | null>, deadlineMs: number, signal: AbortSignal | undefined): Promise<void> => {
       if (unloaded) return Promise.resolve()
       const reading = versions.map(queueFor).filter((queue): queue is PhysicalQueueActor => !(queue instanceof Unavailable) && !queue.isBacklogRead())
-      if (reading.length === 0) return Promise.resolve()
+      if (reading.length === 0 || signal?.aborted === true) return Promise.resolve()
       return new Promise((resolve) => {
-        const cancel = options.clock.setTimer(deadlineMs - options.clock.now(), resolve)
-        void Promise.all(reading.map((queue) => queue.backlogRead())).then(() => {
+        const done = (): void => {
           cancel()
+          signal?.removeEventListener('abort', done)
           resolve()
-        })
+        }
+        const cancel = options.clock.setTimer(deadlineMs - options.clock.now(), done)
+        signal?.addEventListener('abort', done, { once: true })
+        void Promise.all(reading.map((queue) => queue.backlogRead())).then(done)
       })
     }
 
@@ -308,7 +311,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         case 'retire':
           return Deferred.succeed(message.reply, onRetire(message.version))
         case 'warm':
-          return Deferred.succeed(message.reply, onWarm(message.versions, message.deadlineMs))
+          return Deferred.succeed(message.reply, onWarm(message.versions, message.deadlineMs, message.signal))
       }
     }
 
@@ -355,7 +358,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       poll: (poller, deadlineMs, signal) => Effect.flatMap(ask<PollResult>((reply) => ({ kind: 'poll', poller, deadlineMs, signal, reply }), refuse), outcome),
       unload: (reason) => Effect.orDie(ask((reply) => ({ kind: 'unload', reason, reply }), () => Promise.resolve())),
       retireVersion: (version) => ask((reply) => ({ kind: 'retire', version, reply }), refuse),
-      warm: (versions, deadlineMs) => Effect.orDie(ask((reply) => ({ kind: 'warm', versions, deadlineMs, reply }), () => Promise.resolve())),
+      warm: (versions, deadlineMs, signal) => Effect.orDie(ask((reply) => ({ kind: 'warm', versions, deadlineMs, signal, reply }), () => Promise.resolve())),
       isUnloaded: () => unloaded,
       loadedQueues: () => [...queues.values()],
     } satisfies PartitionActor
