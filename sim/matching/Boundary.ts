@@ -108,5 +108,13 @@ export type BoundaryRecord =
       readonly afterUnload: boolean | null
     }
 
+  | {
+      /** A queue instance unloaded (its step said so), and why: `drained`, `ownership-lost`, … */
+      readonly op: 'unloaded'
+      readonly caller: CallerTag
+      readonly queue: string
+      readonly reason: string
+    }
+
 /** Listens to store calls at the boundary. */
 export type BoundaryListener = (record: BoundaryRecord) => void

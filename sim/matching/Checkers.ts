@@ -50,10 +50,12 @@ export class Checkers {
   readonly #history: HistoryRecord
   readonly #queueOfJob = new Map<string, string>()
   /** The attempt checkers; the world tells it when a retirement is in flight. */
-  readonly ownershipLoss = new OwnershipLossChecker((message) => this.#fail(message))
+  readonly ownershipLoss: OwnershipLossChecker
 
-  constructor(history: HistoryRecord) {
+  /** `strictBackoff`: see OwnershipLossChecker. */
+  constructor(history: HistoryRecord, strictBackoff = false) {
     this.#history = history
+    this.ownershipLoss = new OwnershipLossChecker((message) => this.#fail(message), strictBackoff)
   }
 
   /** Checks one store call at the boundary, at world time `nowMs`. */
@@ -61,6 +63,7 @@ export class Checkers {
     switch (record.op) {
       case 'attempt':
       case 'answered':
+      case 'unloaded':
         this.ownershipLoss.observe(record, nowMs)
         return
       case 'acquire': {

@@ -114,6 +114,9 @@ export class SimHost {
       scheduler: new MixedScheduler('sync'),
       onStep: (queue, event, commands) => {
         tags.stepped(queue, event.type, commands)
+        for (const command of commands) {
+          if (command.type === 'queue.unloaded') deps.record({ op: 'unloaded', caller: tags.instanceOf(queue), queue: queue.queue, reason: command.params.reason.kind })
+        }
         deps.onStep(deps.hostId, queue.queue, event, commands)
       },
       onDefect: (queue, defect) => deps.onDefect(deps.hostId, queue, defect),

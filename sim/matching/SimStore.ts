@@ -98,6 +98,11 @@ export class InstanceTags {
     this.#stepping = calls.length === 0 ? null : { actor, calls }
   }
 
+  /** The instance a stepping actor is (after `stepped` bound it). */
+  instanceOf(actor: SteppingQueue): CallerTag {
+    return this.#tag(this.#ofActor.get(actor) ?? `${this.#prefix()} ${encodeQueueKey(actor.key)}#?`)
+  }
+
   /** The instance an acquire of `queue` belongs to, and whether it retries that instance's failed acquire. */
   acquire(key: QueueKey): { caller: CallerTag; retry: boolean; unloaded: () => boolean | null } {
     const queue = encodeQueueKey(key)

@@ -106,6 +106,7 @@ export class TimelineRecorder {
         return
       case 'attempt':
       case 'answered':
+      case 'unloaded':
         // Attempts are in the trace; the timeline draws what committed.
         return
       case 'userData':

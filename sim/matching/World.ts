@@ -67,6 +67,8 @@ export interface WorldConfig {
   readonly keepTrace?: boolean
   /** Wraps the gated store of each host process (host-side mutations, sim/matching/Mutations.ts). */
   readonly wrapHostStore?: (hostId: string, store: Store) => Store
+  /** Hold the restart back-off even past a sibling instance's clean unload (OwnershipLossChecker). */
+  readonly strictBackoff?: boolean
   /** Observes every store call at the boundary (timelines). */
   readonly onBoundary?: (record: BoundaryRecord, nowMs: number) => void
   /** Observes faults, History answers the hosts heard, and the heal (timelines). */
@@ -114,7 +116,7 @@ export class World {
       obsoleteChance: this.#options.faults['history.obsolete'] * 10,
       alreadyStartedChance: this.#options.faults['history.alreadyStarted'] * 10,
     }
-    this.#checkers = new Checkers(this.#history)
+    this.#checkers = new Checkers(this.#history, config.strictBackoff === true)
     for (let f = 0; f < this.#options.families; f++) for (const type of ['workflow', 'activity'] as const) this.#families.push({ family: `family-${f}`, type })
     const hostIds = Array.from({ length: this.#options.hosts }, (_, i) => `host-${i + 1}`)
     const random = this.#decide.fork()
@@ -133,6 +135,7 @@ export class World {
           record: (record) => {
             if (record.op === 'attempt') this.#log(`attempt ${record.caller.instance} ${record.call}${record.rangeId === null ? '' : ` r${record.rangeId}`}${record.retry ? ' (retry)' : ''}`)
             if (record.op === 'answered') this.#log(`answered ${record.caller.instance} ${record.call} → ${record.answer}`)
+            if (record.op === 'unloaded') this.#log(`unloaded ${record.caller.instance} (${record.reason})`)
             this.#checkers.observe(record, this.#clock.now())
             config.onBoundary?.(record, this.#clock.now())
           },
