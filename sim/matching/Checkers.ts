@@ -52,10 +52,9 @@ export class Checkers {
   /** The attempt checkers; the world tells it when a retirement is in flight. */
   readonly ownershipLoss: OwnershipLossChecker
 
-  /** `strictBackoff`: see OwnershipLossChecker. */
-  constructor(history: HistoryRecord, strictBackoff = false) {
+  constructor(history: HistoryRecord) {
     this.#history = history
-    this.ownershipLoss = new OwnershipLossChecker((message) => this.#fail(message), strictBackoff)
+    this.ownershipLoss = new OwnershipLossChecker((message) => this.#fail(message))
   }
 
   /** Checks one store call at the boundary, at world time `nowMs`. */

@@ -2,7 +2,7 @@
  * OwnershipLossChecker on hand-written attempt logs: a write after the instance heard
  * OwnershipLost, a re-acquire inside the restart back-off, and the cases the runtime allows
  * (the loading state's own retry, an answer to an instance already drained, a retirement, a new
- * process, a sibling's clean unload unless strict).
+ * process); a sibling's clean unload does not clear the delay).
  */
 import { describe, expect, it } from 'vitest'
 import type { AttemptCall, BoundaryRecord, CallerTag } from './Boundary.ts'
@@ -15,9 +15,9 @@ const attempt = (by: CallerTag, call: AttemptCall, q = queue, retry = false): Bo
 const lost = (by: CallerTag, call: AttemptCall, q = queue, afterUnload: boolean | null = false): BoundaryRecord => ({ op: 'answered', caller: by, call, queue: q, rangeId: 3, answer: 'OwnershipLost', lostQueue: q, afterUnload })
 
 // Feeds records at the given world times; returns the violations.
-function judge(records: ReadonlyArray<readonly [number, BoundaryRecord]>, strict = false, setup?: (checker: OwnershipLossChecker) => void): string[] {
+function judge(records: ReadonlyArray<readonly [number, BoundaryRecord]>, setup?: (checker: OwnershipLossChecker) => void): string[] {
   const violations: string[] = []
-  const checker = new OwnershipLossChecker((message) => violations.push(message), strict)
+  const checker = new OwnershipLossChecker((message) => violations.push(message))
   setup?.(checker)
   for (const [nowMs, record] of records) checker.observe(record, nowMs)
   return violations
@@ -47,13 +47,12 @@ describe('OwnershipLossChecker', () => {
 
   it('exempts a versioned queue acquired while a retirement runs on the host', () => {
     const records = [[0, lost(caller(1, 0, versioned), 'append', versioned)], [1, attempt(caller(2, 0, versioned), 'acquire', versioned)]] as const
-    expect(judge(records, false, (checker) => checker.retiring('host-1', 0, 1))).toEqual([])
+    expect(judge(records, (checker) => checker.retiring('host-1', 0, 1))).toEqual([])
     expect(judge(records)).toHaveLength(1)
   })
 
-  it('forgets the delay after a sibling instance unloads cleanly, unless strict', () => {
+  it('keeps the delay when a sibling instance unloads cleanly', () => {
     const records = [[0, lost(caller(1), 'append')], [1, { op: 'unloaded', caller: caller(2), queue, reason: 'drained' }], [2, attempt(caller(3), 'acquire')]] as const
-    expect(judge(records)).toEqual([])
-    expect(judge(records, true)).toHaveLength(1)
+    expect(judge(records)).toHaveLength(1)
   })
 })

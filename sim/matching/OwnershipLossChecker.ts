@@ -22,12 +22,9 @@
  * Acquires of versioned queues while the world has a `retireVersion` in flight on that host are
  * the retirement taking the version's fence, which waits for no restart delay; they are exempt.
  *
- * A gap in the runtime, judged leniently by default: when two partition instances of one host
- * overlap (one draining, one fresh), each may hold an instance of the same queue; if one dies of
- * lost ownership and the other then unloads cleanly, PartitionActor's restart book (one entry per
- * queue slot) forgets the delay and the queue is re-acquired at once. By default a clean unload
- * of a sibling instance clears the expected delay, as the runtime does; `strictBackoff` holds it
- * (restartBackoffGap.test.ts shows the gap on a seed, and fails once the runtime closes it).
+ * The delay holds across overlapping partition instances of one host (one draining, one fresh,
+ * each with an instance of the same queue): a sibling's clean unload does not clear it
+ * (restartBackoff.test.ts keeps the seeds where that once went wrong).
  *
  * Does not: see calls of a host above its store (the runtime's beliefs), nor judge committed
  * writes (Checkers.ts does).
@@ -45,12 +42,9 @@ export class OwnershipLossChecker {
   readonly #lostQueues = new Map<string, number>()
   readonly #flagged = new Set<string>()
   readonly #retiring = new Map<string, number>()
-  readonly #strictBackoff: boolean
 
-  /** `strictBackoff`: hold the back-off even after a sibling instance's clean unload (see the header). */
-  constructor(fail: (message: string) => void, strictBackoff = false) {
+  constructor(fail: (message: string) => void) {
     this.#fail = fail
-    this.#strictBackoff = strictBackoff
   }
 
   /** A `retireVersion` call started (`+1`) or ended (`-1`) on a host process. */
@@ -69,12 +63,6 @@ export class OwnershipLossChecker {
       this.#lostInstances.set(record.caller.instance, { atMs: nowMs, call: record.call })
       // The restart delay is judged only where the instance is known to have died of this loss.
       if (record.call !== 'relocate' && record.afterUnload === false) this.#lostQueues.set(`${record.caller.hostId}.${record.caller.incarnation} ${record.queue}`, nowMs)
-      return
-    }
-    if (record.op === 'unloaded') {
-      // PartitionActor's restart book keeps one entry per queue slot: a clean unload of another
-      // instance of the queue in the same process clears the delay the loss set.
-      if (!this.#strictBackoff && record.reason !== 'ownership-lost' && record.reason !== 'acquire-failed') this.#lostQueues.delete(`${record.caller.hostId}.${record.caller.incarnation} ${record.queue}`)
       return
     }
     if (record.op !== 'attempt') return

@@ -26,8 +26,6 @@ export interface SeedRun {
   readonly wrapStore?: (store: Store) => Store
   /** Wraps each host process's gated store (the host-side mutations). */
   readonly wrapHostStore?: (hostId: string, store: Store) => Store
-  /** Hold the restart back-off even past a sibling instance's clean unload (OwnershipLossChecker). */
-  readonly strictBackoff?: boolean
   readonly onBoundary?: (record: BoundaryRecord, nowMs: number) => void
   /** Observes faults, History answers and the heal (timelines). */
   readonly onEvent?: (event: WorldEvent, nowMs: number) => void
@@ -77,7 +75,6 @@ export async function runSeed(run: SeedRun): Promise<SeedResult> {
       ...(run.keepTrace === undefined ? {} : { keepTrace: run.keepTrace }),
       ...(run.onBoundary === undefined ? {} : { onBoundary: run.onBoundary }),
       ...(run.wrapHostStore === undefined ? {} : { wrapHostStore: run.wrapHostStore }),
-      ...(run.strictBackoff === undefined ? {} : { strictBackoff: run.strictBackoff }),
       ...(run.onEvent === undefined ? {} : { onEvent: run.onEvent }),
     })
     return { options, result: await world.run() }

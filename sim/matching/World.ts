@@ -67,8 +67,6 @@ export interface WorldConfig {
   readonly keepTrace?: boolean
   /** Wraps the gated store of each host process (host-side mutations, sim/matching/Mutations.ts). */
   readonly wrapHostStore?: (hostId: string, store: Store) => Store
-  /** Hold the restart back-off even past a sibling instance's clean unload (OwnershipLossChecker). */
-  readonly strictBackoff?: boolean
   /** Observes every store call at the boundary (timelines). */
   readonly onBoundary?: (record: BoundaryRecord, nowMs: number) => void
   /** Observes faults, History answers the hosts heard, and the heal (timelines). */
@@ -116,7 +114,7 @@ export class World {
       obsoleteChance: this.#options.faults['history.obsolete'] * 10,
       alreadyStartedChance: this.#options.faults['history.alreadyStarted'] * 10,
     }
-    this.#checkers = new Checkers(this.#history, config.strictBackoff === true)
+    this.#checkers = new Checkers(this.#history)
     for (let f = 0; f < this.#options.families; f++) for (const type of ['workflow', 'activity'] as const) this.#families.push({ family: `family-${f}`, type })
     const hostIds = Array.from({ length: this.#options.hosts }, (_, i) => `host-${i + 1}`)
     const random = this.#decide.fork()

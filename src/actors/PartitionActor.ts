@@ -220,7 +220,9 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       if (failed) {
         const attempts = (restarts.get(slot)?.attempts ?? 0) + 1
         restarts.set(slot, { attempts, notBeforeMs: options.clock.now() + cappedExponentialMs(acquireRetryInitialMs, acquireRetryMaxMs, attempts) })
-      } else {
+      } else if ((restarts.get(slot)?.notBeforeMs ?? 0) <= options.clock.now()) {
+        // A clean unload forgets earlier failures, but never a restart delay still running: an
+        // overlapping instance of this queue may have just lost it to another host.
         restarts.delete(slot)
       }
       // The default queue's death takes the partition down; a version's only itself.
