@@ -19,6 +19,7 @@
  *
  * Does not: read the engine's memory, or decide which dead jobs are "right" beyond their budget.
  */
+import { deadReasonExhausted, deadReasonExpired } from '../../src/domain/JobRules.ts'
 import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
 
@@ -215,8 +216,8 @@ export class JobCheckers {
         continue
       }
       if (job.state === 'dead') {
-        if (job.lastError === 'max attempts exceeded') dead.exhausted++
-        else if (job.lastError === 'expired') dead.expired++
+        if (job.lastError === deadReasonExhausted) dead.exhausted++
+        else if (job.lastError === deadReasonExpired) dead.expired++
         else dead.failed++
         continue
       }
