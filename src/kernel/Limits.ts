@@ -118,6 +118,13 @@ export const membershipHostTtlMs = 5_000
  */
 export const ownerCacheEntriesMax = 10_000
 
+/**
+ * Distinct statement texts the PostgreSQL driver runs as named prepared statements (one parse
+ * and plan per connection, then bind and execute). Matchbox's SQL is a fixed set of a few dozen
+ * texts per schema; the bound keeps a connection's prepared statements finite whatever happens.
+ */
+export const preparedStatementsMax = 500
+
 // ---------------------------------------------------------------- jobs
 
 /** Default visibility timeout of a claim, seconds. */

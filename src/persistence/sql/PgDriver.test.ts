@@ -161,6 +161,20 @@ describe('PgDriver on a real server', () => {
     for (const driver of drivers.splice(0)) await driver.close()
   })
 
+  it('runs statements with parameters as named prepared statements, parsed once per connection, and scripts as plain text', async () => {
+    const pool = new pg.Pool({ connectionString, max: 1 })
+    const driver = makePgDriver({ pool })
+    drivers.push({ close: async () => {
+      await driver.close()
+      await pool.end()
+    } })
+    expect((await driver.query<{ n: number }>('SELECT $1::int AS n', [1])).rows).toEqual([{ n: 1 }])
+    expect((await driver.query<{ n: number }>('SELECT $1::int AS n', [2])).rows).toEqual([{ n: 2 }])
+    await driver.exec('SELECT 1; SELECT 2')
+    const prepared = await driver.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements')
+    expect(prepared.rows).toEqual([{ name: expect.stringMatching(/^matchbox_[0-9a-f]{24}$/), statement: 'SELECT $1::int AS n' }])
+  })
+
   it('sets statement_timeout: the server cancels a long statement and the driver stays usable', { timeout: 10_000 }, async () => {
     const driver = makePgDriver({ connectionString, statementTimeoutMs: 200 })
     drivers.push(driver)

@@ -15,15 +15,21 @@
  * own settings, timeouts included; an owned Pool gets an `error` listener, because pg emits
  * idle-client errors there and an unhandled one would crash the process.
  *
+ * Statements with parameters run as named prepared statements (named by a hash of their text):
+ * a connection parses and plans each once. Behind PgBouncer in transaction mode, which does not
+ * keep a session's prepared statements, use session mode or a Pool of your own to a direct
+ * connection.
+ *
  * `statement_timeout` travels as a startup parameter. PgBouncer refuses startup parameters it
  * does not know: behind it, list `statement_timeout` in its `ignore_startup_parameters`, or pass
  * a Pool of your own.
  *
  * Does not: retry or interpret errors — the store maps outcomes to its catalogue.
  */
+import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { InvalidInput } from '../../domain/errors.ts'
-import { pgConnectTimeoutMs, pgStatementGraceMs, pgStatementTimeoutMs, timerDelayMsMax } from '../../kernel/Limits.ts'
+import { pgConnectTimeoutMs, pgStatementGraceMs, pgStatementTimeoutMs, preparedStatementsMax, timerDelayMsMax } from '../../kernel/Limits.ts'
 import { checkChannel, type Driver, DriverError, type Listener, type Queryable, type QueryResult, toDriverError } from './Driver.ts'
 
 /** Time bounds of a pool the driver creates; each a whole number of ms in 1…`timerDelayMsMax`. */
@@ -71,6 +77,21 @@ function poolConfig(options: { readonly connectionString: string } & PgTimeoutOp
  * Creates a driver over a `pg` Pool. Throws `InvalidInput` (naming `connectTimeoutMs` or
  * `statementTimeoutMs`) for a timeout that is not a whole number of ms in 1…`timerDelayMsMax`.
  */
+// Statements with parameters run as named prepared statements: each connection parses and plans
+// one the first time and then only binds and executes it, instead of parsing every call. The name
+// is a hash of the text, so drivers sharing a caller's Pool agree on it; at most
+// `preparedStatementsMax` texts are named, so a connection never holds an unbounded set.
+const preparedNames = new Map<string, string>()
+
+function preparedNameOf(text: string): string | null {
+  const known = preparedNames.get(text)
+  if (known !== undefined) return known
+  if (preparedNames.size >= preparedStatementsMax) return null
+  const name = `matchbox_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`
+  preparedNames.set(text, name)
+  return name
+}
+
 export function makePgDriver(options: PgDriverOptions): Driver {
   const ownsPool = !('pool' in options)
   const pool = 'pool' in options ? options.pool : new pg.Pool(poolConfig(options))
@@ -101,7 +122,8 @@ export function makePgDriver(options: PgDriverOptions): Driver {
 
   const run = async <Row>(client: pg.PoolClient, text: string, params: ReadonlyArray<unknown>): Promise<QueryResult<Row>> => {
     try {
-      const result = await client.query(text, params as unknown[])
+      const name = params.length > 0 ? preparedNameOf(text) : null
+      const result = name === null ? await client.query(text, params as unknown[]) : await client.query({ name, text, values: params as unknown[] })
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 }
     } catch (error) {
       throw toDriverError(error, true)
