@@ -256,7 +256,11 @@ export interface JobStore {
     readonly queues: ReadonlyArray<string> | null
   }): Promise<ReadonlyArray<DueJob>>
 
-  /** Clears the due time of rows still at their reservation revision; returns how many. */
+  /**
+   * Clears the due time of rows still at their reservation revision; returns how many. The SQL
+   * stores skip rows another transaction holds (a claim in flight sets the due time itself); a
+   * skipped row keeps its reservation, so at worst its job is delivered again when it ends.
+   */
   confirmDelivered(params: { readonly deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }> }): Promise<number>
 
   /**

@@ -351,12 +351,21 @@ FROM due WHERE job.id = due.id
 RETURNING job.id, job.queue, job.priority, due.due_ms AS previous_due_ms, job.ready_seq, job.revision, job.expires_at_ms`
 }
 
-/** `$1` ids, `$2` revisions (parallel arrays). Clears the due time of rows still at their revision. */
+/**
+ * `$1` ids, `$2` revisions (parallel arrays). Clears the due time of rows still at their revision,
+ * skipping rows another transaction holds: the holder is almost always a claim of the same job,
+ * which sets the due time itself, and waiting for it could close a lock cycle with a claim batch
+ * (PostgreSQL breaks those only after its deadlock timeout). A skipped row keeps its reservation.
+ */
 export function confirmDeliveredSql(schema: Schema): string {
   return `
+WITH delivered AS (
+  SELECT job.id FROM ${schema.quoted}.jobs AS job
+  JOIN unnest($1::text[], $2::bigint[]) AS wanted(id, revision) ON job.id = wanted.id AND job.revision = wanted.revision
+  FOR UPDATE OF job SKIP LOCKED
+)
 UPDATE ${schema.quoted}.jobs AS job SET due_ms = NULL
-FROM unnest($1::text[], $2::bigint[]) AS delivered(id, revision)
-WHERE job.id = delivered.id AND job.revision = delivered.revision
+FROM delivered WHERE job.id = delivered.id
 RETURNING job.id`
 }
 
