@@ -18,7 +18,8 @@
  *    sum over the queue's partitions of range_id at the end minus range_id when the first job
  *    was handled (the group had settled) — 0 means no partition changed owner while draining. A
  *    partition first loaded after that moment shows 0 in "settled", and its first acquire
- *    (range 1) is not an increment.
+ *    (range 1) is not an increment. Deadlocks: those PostgreSQL detected in the database while
+ *    draining (each stalls its statements for the 1 s deadlock timeout); 0 is expected.
  * 3. kill: three workers on twelve queues; one is SIGKILLed and a job is enqueued at once to
  *    each queue it owned; the time until the last of those is handled by a survivor (its
  *    partitions are served again), next to when the survivors' view dropped it (the membership
@@ -201,12 +202,15 @@ interface DrainResult {
   readonly transactionsPerJob: number
   /** CPU the bench's processes (workers, PostgreSQL, this one) used while draining, in ms per 1,000 jobs. */
   readonly cpuMsPerThousand: number
+  /** Deadlocks PostgreSQL detected while draining: each stalls the statements in its cycle for `deadlock_timeout` (1 s) and fails one. */
+  readonly deadlocks: number
 }
 
-async function transactionsCommitted(): Promise<number> {
+/** The database's committed transactions and detected deadlocks so far. */
+async function databaseCounters(): Promise<{ readonly transactions: number; readonly deadlocks: number }> {
   await pool.query('SELECT pg_stat_clear_snapshot()')
-  const { rows } = await pool.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()')
-  return Number(rows[0]?.n)
+  const { rows } = await pool.query<{ n: string; deadlocks: string }>('SELECT xact_commit AS n, deadlocks FROM pg_stat_database WHERE datname = current_database()')
+  return { transactions: Number(rows[0]?.n), deadlocks: Number(rows[0]?.deadlocks) }
 }
 
 async function rangesOf(queue: string): Promise<Map<number, number>> {
@@ -256,7 +260,7 @@ async function drainStep(partitions: number, hostCount: number, round: number): 
         }
       })
     }
-    const transactionsBefore = await transactionsCommitted()
+    const countersBefore = await databaseCounters()
     const cpuFrom = cpu.sample()
     const startedMs = performance.now()
     for (const worker of workers) worker.send({ type: 'work', url, queues: [queue], queueOptions: { partitions }, concurrency })
@@ -276,7 +280,8 @@ async function drainStep(partitions: number, hostCount: number, round: number): 
     }
     const cpuDuring = cpu.share(cpuFrom, cpu.sample())
     const cpuMsPerThousand = (cpuDuring.oursCores * (performance.now() - startedMs) * 1000) / backlogJobs
-    const transactionsPerJob = ((await transactionsCommitted()) - transactionsBefore) / backlogJobs
+    const countersAfter = await databaseCounters()
+    const transactionsPerJob = (countersAfter.transactions - countersBefore.transactions) / backlogJobs
     const before = await (settled ?? rangesOf(queue))
     const after = await rangesOf(queue)
     let increments = 0
@@ -294,6 +299,7 @@ async function drainStep(partitions: number, hostCount: number, round: number): 
       duplicates: handled - seen.size,
       transactionsPerJob,
       cpuMsPerThousand,
+      deadlocks: countersAfter.deadlocks - countersBefore.deadlocks,
     }
   } finally {
     await closeAll(workers)
@@ -398,7 +404,7 @@ try {
 
   if (steps.has('drain')) {
     console.log(`\n2. draining a ${backlogJobs}-job backlog (target: 2 and 3 hosts ≤ 1.0× the 1-host time; range increments after start-up 0)`)
-    console.log('   partitions hosts   drain      ratio  jobs/s   delivered@start  owned   handled by      range settled→end (+incr)  dup  tx/job  cpu ms/1k')
+    console.log('   partitions hosts   drain      ratio  jobs/s   delivered@start  owned   handled by      range settled→end (+incr)  dup  tx/job  cpu ms/1k  deadlocks')
     let drainRound = 0
     for (const partitions of drainPartitions) {
       let baseline = Number.NaN
@@ -409,7 +415,7 @@ try {
         console.log(
           `   ${String(partitions).padStart(10)} ${String(hostCount).padStart(5)}   ${ms(r.drainMs).padStart(9)}  ${(r.drainMs / baseline).toFixed(2).padStart(5)}×  ` +
             `${((backlogJobs * 1000) / r.drainMs).toFixed(0).padStart(6)}   ${String(r.deliveredAtStart).padStart(15)}  ${r.owners.padEnd(6)}  ${r.byHost.padEnd(14)}  ` +
-            `${`${r.rangeSettled}→${r.rangeEnd} (+${r.increments})`.padEnd(25)}  ${String(r.duplicates).padStart(3)}  ${r.transactionsPerJob.toFixed(2).padStart(6)}  ${r.cpuMsPerThousand.toFixed(0).padStart(9)}   ${cpuNote(m)}`,
+            `${`${r.rangeSettled}→${r.rangeEnd} (+${r.increments})`.padEnd(25)}  ${String(r.duplicates).padStart(3)}  ${r.transactionsPerJob.toFixed(2).padStart(6)}  ${r.cpuMsPerThousand.toFixed(0).padStart(9)}  ${String(r.deadlocks).padStart(9)}   ${cpuNote(m)}`,
         )
         if (r.leftOver !== '') console.log(`   ** every handler ran, yet ${leftBoundMs / 1000} s later the queue still had job rows: ${r.leftOver} **`)
       }
