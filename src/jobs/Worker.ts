@@ -11,6 +11,10 @@
  * parked polls in one turn are claimed in one statement (History's `claimMany`), and acks of one
  * turn share one too (the runtime's `ackMany`), with or without `batch`.
  *
+ * A loop claims its next job while the previous job's ack (or retry) is still on its way to the
+ * store, so with `concurrency: 1` a handler may start before the previous job's ack has landed;
+ * at most one such settle per loop is in flight.
+ *
  * `stop()` stops claiming, wakes idle loops at once, and resolves when every handler in flight
  * has finished and been settled. A job already claimed when stop was asked still runs (its
  * attempt is spent) — the local queue's included, unless its claim lapsed while it waited.
@@ -84,7 +88,8 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     }
   }
 
-  const settle = async (job: JobHandle): Promise<void> => {
+  // Runs the handler, heartbeating for it; says how it ended.
+  const runHandler = async (job: JobHandle): Promise<{ ok: true } | { ok: false; error: unknown }> => {
     let cancelBeat: CancelTimer = () => {}
     let beating = true
     const beat = (): void => {
@@ -103,16 +108,18 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
       })
     }
     beat()
-    let outcome: { ok: true } | { ok: false; error: unknown }
     try {
       await handler(job)
-      outcome = { ok: true }
+      return { ok: true }
     } catch (error) {
-      outcome = { ok: false, error }
+      return { ok: false, error }
     } finally {
       beating = false
       cancelBeat()
     }
+  }
+  // Acks or retries a job whose handler ended; a store failure goes to onError (the job lapses).
+  const finish = async (job: JobHandle, outcome: { ok: true } | { ok: false; error: unknown }): Promise<void> => {
     const settleStartedMs = runtime.now()
     try {
       if (outcome.ok) await job.ack()
@@ -121,6 +128,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
       report(error, job, settleStartedMs)
     }
   }
+  const settle = async (job: JobHandle): Promise<void> => finish(job, await runHandler(job))
 
   const stopped = new AbortController()
   // Every poll parked in Matching listens on this signal: one per claiming loop, not a leak.
@@ -146,11 +154,19 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     }
   }
   const running = (): boolean => !stopping && !runtime.isClosed()
+  // A loop claims its next job while the previous one's ack or retry is on its way to the store,
+  // so the two round trips overlap; at most one settle per loop is in flight, and the loop ends
+  // only once its last one has landed.
   const loop = async (): Promise<void> => {
+    let settling: Promise<void> = Promise.resolve()
     while (running()) {
       const job = await claim()
-      if (job !== null) await settle(job)
+      if (job === null) continue
+      const outcome = await runHandler(job)
+      await settling
+      settling = finish(job, outcome)
     }
+    await settling
   }
 
   const local = batch === undefined ? null : makeLocalQueue(batch, running, claim, settle, runtime)
