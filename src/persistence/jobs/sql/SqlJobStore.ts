@@ -64,7 +64,6 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     fail: jobSql.failSql(schema),
     cancel: jobSql.cancelSql(schema),
     sweepExpired: jobSql.sweepExpiredSql(schema),
-    buryExhausted: jobSql.buryExhaustedSql(schema),
     takeDue: jobSql.takeDueSql(schema),
     confirmDelivered: jobSql.confirmDeliveredSql(schema),
     releaseDelivered: jobSql.releaseDeliveredSql(schema),
@@ -211,8 +210,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         limit: checkCount('limit', params.limit, 1, 10_000),
         queues: checkQueues(params.queues),
       }))
-      await write('takeDue', sql.buryExhausted, [nowMs, queues, deadReasonExhausted])
-      const rows = await write('takeDue', sql.takeDue, [nowMs, reserveUntilMs, limit, queues])
+      const rows = await write('takeDue', sql.takeDue, [nowMs, reserveUntilMs, limit, queues, deadReasonExhausted])
       const due = rows.map(
         (row): DueJob => ({
           id: row.id as string,

@@ -321,27 +321,26 @@ WITH moved AS (
 SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS purged`
 }
 
-/** `$1` now, `$2` queues or null, `$3` the exhausted dead reason. Dead-letters every lapsed row the exhaustion rule covers. */
-export function buryExhaustedSql(schema: Schema): string {
-  return `
-WITH moved AS (
-  DELETE FROM ${schema.quoted}.jobs
-  WHERE due_ms <= $1::bigint AND ($2::text[] IS NULL OR queue = ANY($2::text[])) AND ${exhausted('$1::bigint')}
-  RETURNING *
-)
-${bury(schema, '$3::text', 'deadline_ms')}
-RETURNING id`
-}
-
 /**
- * `$1` now, `$2` reserve until, `$3` limit, `$4` queues or null. Reserves the first due unexpired rows in claim order
- * (rows another connection holds are skipped) and returns them with their previous due time.
+ * `$1` now, `$2` reserve until, `$3` limit, `$4` queues or null, `$5` the exhausted dead reason.
+ * One round trip for the due-time driver's pass: dead-letters every lapsed row the exhaustion
+ * rule covers, and reserves the first due unexpired rows that rule does not cover, in claim order
+ * (rows another connection holds are skipped), returning them with their previous due time. The
+ * two sets are disjoint, so the statement never touches a row twice.
  */
 export function takeDueSql(schema: Schema): string {
   return `
-WITH due AS (
+WITH moved AS (
+  DELETE FROM ${schema.quoted}.jobs
+  WHERE due_ms <= $1::bigint AND ($4::text[] IS NULL OR queue = ANY($4::text[])) AND ${exhausted('$1::bigint')}
+  RETURNING *
+), buried AS (
+  ${bury(schema, '$5::text', 'deadline_ms')}
+  RETURNING id
+), due AS (
   SELECT id, due_ms FROM ${schema.quoted}.jobs
   WHERE due_ms <= $1::bigint AND ($4::text[] IS NULL OR queue = ANY($4::text[])) AND ${notExpired('$1::bigint')}
+    AND NOT COALESCE(${exhausted('$1::bigint')}, false)
   ORDER BY priority DESC, due_ms, ready_seq
   LIMIT $3::integer
   FOR UPDATE SKIP LOCKED
