@@ -20,6 +20,9 @@
  * used more than `othersCpuPercentQuiet` is re-run up to `retriesMax` times; if none is quiet,
  * its number is kept and printed flagged `busy`.
  *
+ * A step line names the deadlocks PostgreSQL detected during the step, if any (each stalls its
+ * statements for the one-second deadlock timeout).
+ *
  * Statements per job are counted from `pg_stat_statements` (top-level statements as clients
  * send them, BEGIN and COMMIT included, background polling and maintenance included) over each
  * step, per database; if the extension cannot be loaded, from `pg_stat_database` transaction
@@ -187,16 +190,28 @@ async function waitForQuiet(): Promise<void> {
 
 const describeLoad = (load: Load): string => `others ${load.othersCpuPercent.toFixed(1)}% CPU, load ${load.loadAverage1m.toFixed(2)}`
 
+// Deadlocks PostgreSQL detected so far, over the whole cluster (one library runs per step).
+async function deadlockCount(): Promise<number> {
+  const client = admin as pg.Client
+  await client.query('SELECT pg_stat_clear_snapshot()')
+  const result = await client.query<{ n: string }>('SELECT coalesce(sum(deadlocks), 0)::bigint AS n FROM pg_stat_database')
+  return Number(result.rows[0]?.n ?? 0)
+}
+
 async function measured(label: string, step: () => Promise<Outcome>): Promise<Outcome & { busy: boolean }> {
   let last: Outcome | undefined
   for (let attempt = 0; attempt <= retriesMax; attempt++) {
     await waitForQuiet()
+    const deadlocksBefore = await deadlockCount()
     const started = performance.now()
     const outcome = await step()
+    const deadlocks = (await deadlockCount()) - deadlocksBefore
     const retry = attempt < retriesMax && performance.now() - started < retryStepMsMax
     const shown = outcome.p99 === undefined ? `${format(outcome.value)}` : `p50 ${format(outcome.value, 'ms')} ms, p99 ${format(outcome.p99, 'ms')} ms`
     const verdict = outcome.load.quiet ? 'quiet' : retry ? `busy, re-run ${attempt + 1}/${retriesMax}` : 'busy, kept flagged'
-    console.log(`  · ${label}: ${shown}, ${outcome.statementsPerJob.toFixed(2)} stmt/job${outcome.note === undefined ? '' : ` (${outcome.note})`} — ${describeLoad(outcome.load)} (${verdict})`)
+    // A deadlock stalls its statements for PostgreSQL's deadlock timeout (1 s): worth seeing beside the number.
+    const deadlockNote = deadlocks === 0 ? '' : `, ${deadlocks} deadlock${deadlocks === 1 ? '' : 's'}`
+    console.log(`  · ${label}: ${shown}, ${outcome.statementsPerJob.toFixed(2)} stmt/job${deadlockNote}${outcome.note === undefined ? '' : ` (${outcome.note})`} — ${describeLoad(outcome.load)} (${verdict})`)
     if (outcome.load.quiet) return { ...outcome, busy: false }
     last = outcome
     if (!retry) break
