@@ -157,6 +157,12 @@ describe('matchbox sim', () => {
     [['sim', '--store', 'memory', '--database-url', 'postgres://x'], /--database-url is only for --store postgres/],
     [['sim', 'replay', '/nonexistent/sim-failure-1.json'], /cannot read \/nonexistent\/sim-failure-1.json: ENOENT/],
     [['sim', 'replay', 'x.json', '--seed', '4'], /replay takes the seed, store and overrides from x.json; drop --seed/],
+    [['sim', '--timeline', '', '--store', 'memory', '--seeds', '1', '--steps', '20'], /--timeline <file.html>.*needs a path/],
+    [['sim', '--trace', ' ', '--store', 'memory', '--seeds', '1', '--steps', '20'], /--trace <file>.*needs a path/],
+    [['sim', '--failure-dir', '', '--store', 'memory', '--seeds', '1', '--steps', '20'], /--failure-dir <dir>.*needs a path/],
+    [['sim', '--timeline', '/nonexistent-dir/run.html', '--store', 'memory', '--seeds', '1', '--steps', '20', '--json'], /UsageError: --timeline: cannot write \/nonexistent-dir\/run.html: ENOENT/],
+    [['sim', '--trace', '/nonexistent-dir/run.txt', '--store', 'memory', '--seeds', '1', '--steps', '20', '--json'], /UsageError: --trace: cannot write \/nonexistent-dir\/run.txt: ENOENT/],
+    [['sim', '--jobs', '--timeline', '/nonexistent-dir/jobs.html', '--store', 'memory', '--seeds', '1', '--json'], /UsageError: --timeline: cannot write \/nonexistent-dir\/jobs.html: ENOENT/],
   ])('%j is bad usage: exit 2, one line', async (argv, message) => {
     const ran = await cli(argv)
     expect(ran.code).toBe(2)

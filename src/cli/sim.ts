@@ -75,6 +75,21 @@ function integerIn(from: number, to: number): (value: string) => number {
   }
 }
 
+// A path option (--trace, --timeline, --failure-dir): any text but an empty one.
+function pathOption(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('needs a path')
+  return value
+}
+
+// Writes a file the user asked for; a path that cannot be written is theirs to fix.
+function writeArtifact(option: string, path: string, text: string): void {
+  try {
+    writeFileSync(path, text)
+  } catch (error) {
+    throw new UsageError({ reason: `${option}: cannot write ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}` })
+  }
+}
+
 function databaseUrlFor(store: SimStoreKind, given: string | undefined): string | undefined {
   if (store !== 'postgres') {
     if (given !== undefined) throw new UsageError({ reason: '--database-url is only for --store postgres' })
@@ -94,12 +109,12 @@ function writeArtifacts(terminal: Terminal, options: Pick<SimOptions, 'trace' | 
   const written: Record<string, string> = {}
   if (first === undefined) return written
   if (options.trace !== undefined) {
-    writeFileSync(options.trace, traceText(first.run, first.seeded))
+    writeArtifact('--trace', options.trace, traceText(first.run, first.seeded))
     written.trace = options.trace
     if (options.json !== true) terminal.line(`trace of seed ${first.run.seed} (${first.seeded.result.trace.length} lines) written to ${options.trace}`)
   }
   if (options.timeline !== undefined && first.timeline !== undefined) {
-    writeFileSync(options.timeline, timelinePage(first.run, first.seeded, first.timeline))
+    writeArtifact('--timeline', options.timeline, timelinePage(first.run, first.seeded, first.timeline))
     written.timeline = options.timeline
     if (options.json !== true) terminal.line(`timeline of seed ${first.run.seed} written to ${options.timeline}`)
   }
@@ -168,7 +183,7 @@ async function runJobsMode(terminal: Terminal, options: SimOptions, plan: JobsBa
   const written: Record<string, string> = {}
   const first = report.seeds[0]
   if (options.timeline !== undefined && timeline !== undefined && first !== undefined) {
-    writeFileSync(options.timeline, jobsTimelinePage(plan.store, first, timeline))
+    writeArtifact('--timeline', options.timeline, jobsTimelinePage(plan.store, first, timeline))
     written.timeline = options.timeline
     if (!json) terminal.line(`timeline of seed ${first.seed} written to ${options.timeline}`)
   }
@@ -231,9 +246,9 @@ export function registerSim(program: Command, terminal: Terminal): void {
     .option('--database-url <url>', 'PostgreSQL connection string for --store postgres (default: DATABASE_URL); each seed gets its own schema')
     .option('--hosts <n>', `pin the number of hosts (default: drawn from each seed, 2…5)`, integerIn(1, hostsMax))
     .option('--steps <n>', 'pin the number of safety-phase steps (default 2000)', integerIn(1, stepsMax))
-    .option('--trace <file>', "write the first seed's full trace to a text file")
-    .option('--timeline <file.html>', "draw the first seed's run as a self-contained HTML page (with --jobs: its jobs' lives)")
-    .option('--failure-dir <dir>', 'where failing seeds leave sim-failure-<seed>.json', '.')
+    .option('--trace <file>', "write the first seed's full trace to a text file", pathOption)
+    .option('--timeline <file.html>', "draw the first seed's run as a self-contained HTML page (with --jobs: its jobs' lives)", pathOption)
+    .option('--failure-dir <dir>', 'where failing seeds leave sim-failure-<seed>.json', pathOption, '.')
     .option('--json', 'print the report as JSON')
     .option('--jobs', 'end-to-end mode: every host runs the real job engine; job checkers judge (claims, deadlines, attempt budgets, none stranded)')
     .option('--parallel <n>', 'run the seeds on n worker threads (default 1); results print in seed order, the same as a serial run', integerIn(1, parallelMax))
