@@ -132,6 +132,8 @@ const cronField = fc.oneof(
   fc.string({ maxLength: 4 }),
 )
 const specText = fc.oneof(
+  // Specs that parse, so every run also checks the occurrences of real schedules.
+  fc.constantFrom('@every 5s', '@every 90m', '@every 2h', '*/5 * * * *', '0 2 * * *', '30 9 * * 1-5', '0 0 1 * *'),
   fc.string({ maxLength: 30 }),
   fc.string({ unit: 'binary', maxLength: 20 }),
   fc.array(cronField, { minLength: 1, maxLength: 8 }).map((fields) => fields.join(' ')),
