@@ -15,6 +15,9 @@
  *
  * Does not: forward requests to other hosts. A request for a family none of whose partitions
  * is ours fails with a retryable `Unavailable`; a router in front of the hosts picks the host.
+ *
+ * Length: a little past 400 lines because the Effect program, its Promise face and its Layer
+ * share the routing and the unload bookkeeping; split apart, each would re-read the other's state.
  */
 import { Context, Effect, Exit, Layer, Result, Scope } from 'effect'
 import { Scheduler as SchedulerReference, type Scheduler } from 'effect/Scheduler'
