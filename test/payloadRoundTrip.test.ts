@@ -3,7 +3,7 @@
  * property over arbitrary values — fast-check's `anything` with strings of any UTF-16 units
  * (NUL and lone surrogates included), odd keys (`__proto__`, ''), -0, nesting around
  * `payloadDepthMax` — asserts that every store accepts or refuses alike; an accepted value comes
- * back from `enqueue` and `getJob` deep-equal to what was given, -0 read as 0 (see Json.ts: key
+ * back from `enqueue`, `enqueueMany` and `getJob` deep-equal to what was given, -0 read as 0 (see Json.ts: key
  * order is jsonb's); a refused one is `InvalidInput` naming a path under `job.payload`, the
  * same on every store, and nothing is written. Prints its seed first.
  */
@@ -83,16 +83,30 @@ type Outcome = { readonly kind: 'stored'; readonly payload: unknown } | { readon
 
 async function roundTrip(store: JobStore, value: unknown): Promise<Outcome> {
   const submitted = job(value)
+  const outcome = await (async (): Promise<Outcome> => {
+    try {
+      const enqueued = await store.enqueue({ job: submitted, nowMs: 1_000 })
+      const read = await store.getJob({ queue: submitted.queue, id: submitted.id })
+      expect(read?.payload).toEqual(enqueued.payload)
+      return { kind: 'stored', payload: read?.payload }
+    } catch (error) {
+      if (!(error instanceof InvalidInput)) throw error
+      expect(await store.getJob({ queue: submitted.queue, id: submitted.id })).toBeNull()
+      return { kind: 'refused', field: error.field, reason: error.reason }
+    }
+  })()
+  // enqueueMany sends its payloads another way (one JSON document): it stores or refuses alike.
+  const batched = job(value)
   try {
-    const enqueued = await store.enqueue({ job: submitted, nowMs: 1_000 })
-    const read = await store.getJob({ queue: submitted.queue, id: submitted.id })
-    expect(read?.payload).toEqual(enqueued.payload)
-    return { kind: 'stored', payload: read?.payload }
+    await store.enqueueMany({ jobs: [batched], nowMs: 1_000 })
+    expect(outcome.kind, 'enqueueMany stored what enqueue refused').toBe('stored')
+    expect((await store.getJob({ queue: batched.queue, id: batched.id }))?.payload).toEqual(outcome.kind === 'stored' ? outcome.payload : undefined)
   } catch (error) {
     if (!(error instanceof InvalidInput)) throw error
-    expect(await store.getJob({ queue: submitted.queue, id: submitted.id })).toBeNull()
-    return { kind: 'refused', field: error.field, reason: error.reason }
+    expect(await store.getJob({ queue: batched.queue, id: batched.id })).toBeNull()
+    expect(outcome.kind === 'refused' ? { field: `jobs[0]${outcome.field.slice('job'.length)}`, reason: outcome.reason } : outcome).toEqual({ field: error.field, reason: error.reason })
   }
+  return outcome
 }
 
 describe('payload round trip through every job store', () => {
@@ -122,6 +136,7 @@ describe('payload round trip through every job store', () => {
   it('keeps the awkward accepted cases: -0, __proto__ keys, extreme numbers, the deepest nesting, any Unicode', async () => {
     const awkward = JSON.parse('{"__proto__": {"polluted": true}, "": "", "0": -1, "constructor": null}') as Record<string, unknown>
     const values: unknown[] = [
+      null,
       -0,
       { zero: -0, list: [-0, 0, [-0]] },
       awkward,

@@ -159,6 +159,12 @@ export interface ClaimRef {
   readonly claimToken: string
 }
 
+/** What `enqueueMany` answers for one job: the job now holding its place (new, or the key's holder). */
+export interface EnqueuedJob {
+  readonly id: string
+  readonly runAtMs: number
+}
+
 /** The JobStore contract; see the file header for the rules every operation keeps. */
 export interface JobStore {
   readonly kind: JobStoreKind
@@ -172,10 +178,12 @@ export interface JobStore {
 
   /**
    * `enqueue` of every job in `jobs`, in order, all or nothing: one statement on SQL stores (on
-   * the caller's transaction with `tx`). The answer holds one record per job, in the same order;
-   * a job whose key a live job of its queue holds answers with that job and writes nothing.
+   * the caller's transaction with `tx`). The answer holds one entry per job, in the same order:
+   * the id and runAt of the job that answers — the new one, or, when a live job of its queue
+   * holds the job's key, that job (and nothing is written). It carries no payloads, so a large
+   * batch is not read back.
    */
-  enqueueMany(params: { readonly jobs: ReadonlyArray<NewJob>; readonly nowMs: number }, tx?: SqlClient): Promise<ReadonlyArray<JobRecord>>
+  enqueueMany(params: { readonly jobs: ReadonlyArray<NewJob>; readonly nowMs: number }, tx?: SqlClient): Promise<ReadonlyArray<EnqueuedJob>>
 
   /** The job in any state (dead included), or null; only if it belongs to `queue`. */
   getJob(params: { readonly queue: string; readonly id: string }): Promise<JobRecord | null>

@@ -99,7 +99,10 @@ export function makeMemoryJobStore(): JobStore {
       // All or nothing: every id is free before the first insert (a later job holding an earlier
       // one's key answers with it, as a second enqueue would).
       for (const job of jobs) assert(!live.has(job.id) && !dead.has(job.id), `job id ${job.id} is already taken`)
-      return jobs.map((job) => insert(job, nowMs))
+      return jobs.map((job) => {
+        const { id, runAtMs } = insert(job, nowMs)
+        return { id, runAtMs }
+      })
     },
 
     async enqueue(params, tx) {

@@ -21,8 +21,8 @@ import { toDriverError } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { type SqlSession, toStoreError } from '../../sql/SqlSession.ts'
 import { checkNewJob, checkNewJobs, checkTime } from '../JobInput.ts'
-import type { JobRecord, JobStore, NewJob, SqlClient } from '../JobStore.ts'
-import { decodeJob, enqueueManyParams, enqueueParams } from './jobRows.ts'
+import type { EnqueuedJob, JobStore, NewJob, SqlClient } from '../JobStore.ts'
+import { decodeEnqueued, decodeJob, enqueueManyParams, enqueueParams } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
 
 type Row = Record<string, unknown>
@@ -99,9 +99,9 @@ function* batchesOf(jobs: ReadonlyArray<NewJob>): Generator<ReadonlyArray<NewJob
  * (the store's own write, or a statement on a transaction in progress): each (queue, key) goes
  * into a statement once and later jobs with it answer as the first; a batch too large for one
  * statement's parameters goes in several, in order; a keyed job that raced its holder is sent
- * again. Returns one record per job, in the order of `jobs`.
+ * again. Returns one answer per job, in the order of `jobs`.
  */
-export async function insertMany(run: (params: unknown[]) => Promise<ReadonlyArray<Row>>, jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): Promise<ReadonlyArray<JobRecord>> {
+export async function insertMany(run: (params: unknown[]) => Promise<ReadonlyArray<Row>>, jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): Promise<ReadonlyArray<EnqueuedJob>> {
   const firstOfKey = new Map<string, NewJob>()
   const sent: NewJob[] = []
   for (const job of jobs) {
@@ -109,14 +109,14 @@ export async function insertMany(run: (params: unknown[]) => Promise<ReadonlyArr
     if (job.key !== null) firstOfKey.set(keyOf(job), job)
     sent.push(job)
   }
-  const answers = new Map<string, JobRecord>()
+  const answers = new Map<string, EnqueuedJob>()
   for (const batch of batchesOf(sent)) {
     let missing = batch
     for (let attempt = 1; missing.length > 0; attempt++) {
       // Only keyed jobs can go unanswered (see enqueueManySql); the next snapshot settles them.
       assert(attempt <= keyedEnqueueAttemptsMax, `enqueueMany found neither the rows nor the key holders of ${missing.length} jobs`)
       const rows = await run(enqueueManyParams(missing, nowMs, dueChannel))
-      for (const row of rows) answers.set(row.asked_id as string, decodeJob(row))
+      for (const row of rows) answers.set(row.asked_id as string, decodeEnqueued(row))
       missing = missing.filter((job) => !answers.has(job.id))
       assert(missing.every((job) => job.key !== null), 'enqueueMany lost a job without a key')
     }

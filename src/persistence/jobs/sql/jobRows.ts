@@ -6,7 +6,7 @@
  */
 import { assert } from '../../../kernel/assert.ts'
 import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
-import type { JobRecord, JobState, NewJob, ScheduleRecord } from '../JobStore.ts'
+import type { EnqueuedJob, JobRecord, JobState, NewJob, ScheduleRecord } from '../JobStore.ts'
 
 type Row = Record<string, unknown>
 
@@ -81,19 +81,30 @@ export const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string): u
   job.key ?? null,
 ]
 
-/** The parameters of `enqueueManySql`: one array per column, in the order of `jobs`. */
+/**
+ * The parameters of `enqueueManySql`: the jobs as one JSON document, in the order of `jobs`
+ * (each payload inside a one-element array: a JSON null field would read back as SQL NULL).
+ */
 export const enqueueManyParams = (jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): unknown[] => [
-  jobs.map((job) => job.id),
-  jobs.map((job) => job.queue),
-  jobs.map((job) => JSON.stringify(job.payload)),
-  jobs.map((job) => job.priority),
-  jobs.map((job) => job.maxAttempts),
-  jobs.map((job) => job.visibilityTimeoutMs),
-  jobs.map((job) => job.backoffBaseMs),
-  jobs.map((job) => job.deadLetterRetentionMs),
-  jobs.map((job) => job.runAtMs),
-  jobs.map((job) => job.expiresAtMs),
-  jobs.map((job) => job.key ?? null),
+  JSON.stringify(
+    jobs.map((job, position) => ({
+      id: job.id,
+      queue: job.queue,
+      payload: [job.payload],
+      priority: job.priority,
+      max_attempts: job.maxAttempts,
+      visibility_timeout_ms: job.visibilityTimeoutMs,
+      backoff_base_ms: job.backoffBaseMs,
+      dead_letter_retention_ms: job.deadLetterRetentionMs,
+      run_at_ms: job.runAtMs,
+      expires_at_ms: job.expiresAtMs,
+      job_key: job.key ?? null,
+      position,
+    })),
+  ),
   nowMs,
   dueChannel,
 ]
+
+/** One answer of `enqueueManySql`: the id and runAt of the job holding the asked job's place. */
+export const decodeEnqueued = (row: Row): EnqueuedJob => ({ id: row.id as string, runAtMs: toSafeInteger(row.run_at_ms, 'run_at_ms') })

@@ -86,35 +86,36 @@ WHERE $13::text IS NOT NULL AND queue = $2::text AND job_key = $13::text AND NOT
 
 /**
  * `enqueueSql` for many jobs in ONE statement, so it can run on a caller's transaction too.
- * Parallel arrays: `$1` ids, `$2` queues, `$3` payloads as json text, `$4` priorities, `$5` max
- * attempts, `$6` visibility ms, `$7` backoff base ms, `$8` retention ms (null elements = forever),
- * `$9` run at, `$10` expires at (null = never), `$11` keys (null = none); then `$12` now and `$13`
- * the due channel. The due signal is raised once per queue that got a row, not once per row.
+ * `$1` the jobs as one JSON array (`enqueueManyParams`: one object per job, its payload wrapped
+ * in a one-element array so a JSON null payload stays a value), `$2` now, `$3` the due channel.
+ * One document parses faster on both sides than a dozen parallel arrays with escaped elements.
+ * The due signal is raised once per queue that got a row, not once per row.
  *
- * Returns the inserted rows (`was_inserted` true) and, for each keyed job that inserted nothing,
- * the live job of its queue holding its key (`was_inserted` false, `asked_id` naming the job it
- * answers). A job answered by neither raced a holder as `enqueueSql` describes: run it again.
- * The caller sends each (queue, key) at most once per statement.
+ * Returns, per job answered, its id and runAt: the inserted rows and, for each keyed job that
+ * inserted nothing, the live job of its queue holding its key (`asked_id` names the job each row
+ * answers). Payloads are not read back. A job answered by neither raced a holder as
+ * `enqueueSql` describes: run it again. The caller sends each (queue, key) at most once per statement.
  */
 export function enqueueManySql(schema: Schema): string {
   return `
 WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::smallint[], $5::integer[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[])
-    WITH ORDINALITY AS input(id, queue, payload, priority, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, run_at_ms, expires_at_ms, job_key, position)
+  SELECT * FROM json_to_recordset($1::json)
+    AS input(id text, queue text, payload jsonb, priority smallint, max_attempts integer, visibility_timeout_ms bigint, backoff_base_ms bigint,
+             dead_letter_retention_ms bigint, run_at_ms bigint, expires_at_ms bigint, job_key text, position integer)
 ), inserted AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
      created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key)
-  SELECT id, queue, 'pending', payload, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     $12::bigint, run_at_ms, expires_at_ms, GREATEST(run_at_ms, $12::bigint), job_key
+  SELECT id, queue, 'pending', payload -> 0, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
+     $2::bigint, run_at_ms, expires_at_ms, GREATEST(run_at_ms, $2::bigint), job_key
   FROM input ORDER BY position
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
-  RETURNING ${liveRecord}
+  RETURNING id, queue, run_at_ms
 )
-SELECT inserted.*, true AS was_inserted, inserted.id AS asked_id
-FROM inserted CROSS JOIN (SELECT count(pg_notify($13::text, queue)) FROM (SELECT DISTINCT queue FROM inserted) AS queues) AS signal
+SELECT inserted.id, inserted.run_at_ms, inserted.id AS asked_id
+FROM inserted CROSS JOIN (SELECT count(pg_notify($3::text, queue)) FROM (SELECT DISTINCT queue FROM inserted) AS queues) AS signal
 UNION ALL
-SELECT ${liveColumns.split(', ').map((column) => `holder.${column}`).join(', ')}, NULL::text AS last_error, NULL::bigint AS died_at_ms, false AS was_inserted, input.id AS asked_id
+SELECT holder.id, holder.run_at_ms, input.id AS asked_id
 FROM input JOIN ${schema.quoted}.jobs AS holder ON holder.queue = input.queue AND holder.job_key = input.job_key
 WHERE input.job_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = input.id)`
 }
