@@ -387,7 +387,8 @@ function watched(command: Command): Command {
 
 /**
  * Registers the model property: `runs` runs of up to `maxCommands` commands, each on a fresh
- * engine from `open`. The seed comes from `SIM_SEED` or is drawn, and is printed first.
+ * engine from `open`. The seed comes from `SIM_SEED` or is drawn, and is printed first;
+ * `SIM_PATH` (fast-check's path from a failure) replays one run of that seed.
  */
 export function describeJobsModel(name: string, open: (clock: ManualClock, seed: number, run: number) => Promise<Matchbox>, options: { readonly runs: number; readonly maxCommands: number }): void {
   const seed = process.env.SIM_SEED ? Number(process.env.SIM_SEED) : Math.floor(Math.random() * 2 ** 31)
@@ -403,7 +404,7 @@ export function describeJobsModel(name: string, open: (clock: ManualClock, seed:
           await real.mb.close()
         }
       }),
-      { numRuns: options.runs, seed, verbose: 1 },
+      { numRuns: options.runs, seed, verbose: 1, ...(process.env.SIM_PATH ? { path: process.env.SIM_PATH } : {}) },
     )
   })
 }

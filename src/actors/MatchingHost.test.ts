@@ -70,6 +70,34 @@ describe('MatchingHost', () => {
     await fresh.close()
   })
 
+  it('a zero-wait poll that reaches a queue still loading waits for its backlog read before its deadline counts', async () => {
+    const inner = makeMemoryStore()
+    const clock = new ManualClock(1_000)
+    const first = makeHost(inner, clock, 1).host
+    expect((await first.addTask({ ...family, task: { jobId: 'stored' } })).kind).toBe('spooled')
+    await first.close()
+    // The fresh host's acquire waits for the test to let it through.
+    let letThrough: () => void = () => {}
+    const gated = new Promise<void>((resolve) => (letThrough = resolve))
+    const fresh = makeHost({ ...inner, acquire: async (params) => (await gated, inner.acquire(params)) }, clock, 1).host
+    let answer: unknown = 'pending'
+    void fresh.poll({ ...family, identity: 'w1', waitMs: 0 }).then((polled) => (answer = polled))
+    // Time reaches the poll's deadline twice while the queue is loading: the first ends the
+    // host's wait for cold partitions, the second would end a wait counted from arrival.
+    for (let turn = 0; turn < 2; turn++) {
+      await settle()
+      clock.advance(0)
+    }
+    await settle()
+    expect(answer).toBe('pending')
+    letThrough()
+    await settle()
+    clock.advance(0)
+    await settle()
+    expect(answer).toMatchObject({ task: { jobId: 'stored' }, partition: 0 })
+    await fresh.close()
+  })
+
   it('an aborted poll stops waiting for cold partitions to load', async () => {
     // Acquire never answers: every queue stays loading.
     const store = { ...makeMemoryStore(), acquire: () => new Promise<never>(() => {}) }

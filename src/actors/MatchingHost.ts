@@ -322,7 +322,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       if (cold.length > 0) yield* Effect.all(cold.map((actor) => actor.warm(versions, deadlineMs, request.signal)), { concurrency: 'unbounded', discard: true })
       // Prefer a partition with tasks ready now; otherwise rotate (per family, type and version,
       // so interleaved pollers of different versions do not alias onto the same partitions).
-      const ready = actors.find((actor) => actor.loadedQueues().some((queue) => relevant(queue) && queue.readyCount() > 0))
+      const ready = actors.find((actor) => actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady()))
       const family = `${familyKey(request.namespace, request.family)}\u0000${request.type}\u0000${version ?? ''}`
       const turn = rotation.get(family) ?? 0
       rotation.set(family, turn + 1)

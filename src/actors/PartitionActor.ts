@@ -193,15 +193,21 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
           }, { once: true })
         })
       }
+      // A poll that meets a queue unloading on its own has not been served: it goes to the fresh
+      // queue, whose own load counts before the poll's deadline (PhysicalQueueActor.poll), so a
+      // zero-wait poll still sees the tasks stored when it arrived.
       const draining = targets.find((queue) => queue.state === 'draining')
-      const waited = draining === undefined ? null : afterDrain(draining, () => (options.clock.now() < deadlineMs ? onPoll(poller, deadlineMs, signal) : Promise.resolve<PollResult>({ kind: 'none' })))
+      const waited = draining === undefined ? null : afterDrain(draining, () => onPoll(poller, deadlineMs, signal))
       if (waited !== null) return waited
       if (targets.length === 1) {
-        // A queue that began its idle unload while this poll waited answers early: wait out the
-        // drain and poll the fresh queue, so the poller's wait holds whatever the queue does.
+        // A queue that began its idle unload while this poll waited answers early (or refuses a
+        // poll that arrived just behind the drain): wait out the drain and poll the fresh queue,
+        // so the poller's wait holds whatever the queue does.
         const queue = targets[0] as PhysicalQueueActor
         return queue.poll(poller, deadlineMs, signal).then((result) => {
-          if (result.kind !== 'none' || signal?.aborted === true || options.clock.now() >= deadlineMs || queue.state === 'owned' || queue.state === 'loading') return result
+          if (result.kind === 'task' || signal?.aborted === true || queue.state === 'owned' || queue.state === 'loading') return result
+          if (result.kind === 'failed' && result.error._tag !== 'ShuttingDown') return result
+          if (result.kind === 'none' && options.clock.now() >= deadlineMs) return result
           if (queue.state === 'unloaded' && queue.finalProgress !== null) onQueueUnloaded(queue, queue.finalProgress)
           return afterDrain(queue, () => onPoll(poller, deadlineMs, signal)) ?? (unloaded ? result : onPoll(poller, deadlineMs, signal))
         })

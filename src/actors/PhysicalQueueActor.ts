@@ -27,8 +27,9 @@ import { historyRetryInitialMs, historyRetryMaxMs } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { QueueSnapshot } from '../machines/PhysicalQueueMachine.ts'
 import { type AddResult, type PollResult, type QueueCommand, type QueueEvent, type QueueProgress, type StartOutcome, type TimerName } from '../machines/PhysicalQueueProtocol.ts'
-import { eligibleCount } from '../machines/QueueBacklog.ts'
-import type { QueueLimits } from '../machines/QueueContext.ts'
+import { bookValues } from '../machines/Book.ts'
+import { hasEligible } from '../machines/QueueBacklog.ts'
+import type { QueueLimits, SubqueueState } from '../machines/QueueContext.ts'
 import { startQueueMachine, stepQueueMachine } from '../machines/QueueStepper.ts'
 import type { Store } from '../persistence/queues/Store.ts'
 import type { History, PollerInfo } from './History.ts'
@@ -109,7 +110,7 @@ export class PhysicalQueueActor {
   progress() {
     const context = this.#snapshot.context
     const windows = Object.fromEntries(Object.entries(context.subqueues).map(([subqueue, state]) => [Number(subqueue), state.window]))
-    return { rangeId: context.rangeId, savedAckLevels: context.savedAckLevels, windows, deliveriesInFlight: Object.keys(context.deliveries).length }
+    return { rangeId: context.rangeId, savedAckLevels: context.savedAckLevels, windows, deliveriesInFlight: context.deliveries.size }
   }
 
   /** Adds a task: resolves when it is matched, spooled, or refused. */
@@ -124,8 +125,10 @@ export class PhysicalQueueActor {
 
   /**
    * Waits for a task until `deadlineMs`; resolves with a started task, nothing, or a refusal.
-   * An aborted `signal` ends the wait like the deadline does (a task already with History still
-   * reaches the poll).
+   * The deadline counts only once the queue can answer: a poll that reaches a queue still loading
+   * (or reading a backlog page) waits for that first, so even a zero-wait poll sees the tasks
+   * stored when it arrived. An aborted `signal` ends the wait at once (a task already with
+   * History still reaches the poll).
    */
   poll(poller: PollerInfo, deadlineMs: number, signal?: AbortSignal): Promise<PollResult> {
     const pollId = this.#nextId('poll')
@@ -133,14 +136,20 @@ export class PhysicalQueueActor {
       if (this.#done) return resolve({ kind: 'failed', error: this.#gone() })
       if (signal?.aborted === true) return resolve({ kind: 'none' })
       const cancel = (): void => this.#send({ type: 'poll.cancelled', nowMs: this.#now(), pollId })
-      const cancelTimer = this.#options.clock.setTimer(deadlineMs - this.#now(), cancel)
+      let cancelTimer: CancelTimer | null = null
+      const armDeadline = (): void => {
+        if (this.#polls.has(pollId)) cancelTimer = this.#options.clock.setTimer(deadlineMs - this.#now(), cancel)
+      }
       signal?.addEventListener('abort', cancel, { once: true })
       const cancelDeadline = (): void => {
-        cancelTimer()
+        cancelTimer?.()
         signal?.removeEventListener('abort', cancel)
       }
       this.#polls.set(pollId, { resolve, poller, cancelDeadline })
+      const ready = this.isBacklogRead()
       this.#send({ type: 'poll.arrived', nowMs: this.#now(), pollId, identity: poller.identity })
+      if (ready) armDeadline()
+      else void this.backlogRead().then(armDeadline)
     })
   }
 
@@ -150,13 +159,12 @@ export class PhysicalQueueActor {
     return this.unloaded
   }
 
-  /** Backlog tasks read and ready to hand to a poller now (0 unless owned). */
-  readyCount(): number {
-    if (this.state !== 'owned') return 0
+  /** True when a backlog task is read and ready to hand to a poller now (never unless owned). */
+  hasReady(): boolean {
+    if (this.state !== 'owned') return false
     const { subqueues, nowMs } = this.#snapshot.context
-    let ready = 0
-    for (const state of Object.values(subqueues)) ready += eligibleCount(state, nowMs)
-    return ready
+    for (const subqueue in subqueues) if (hasEligible(subqueues[subqueue] as SubqueueState, nowMs)) return true
+    return false
   }
 
   /** Resolves with the range id once the queue is owned; rejects if it unloads first. */
@@ -347,7 +355,7 @@ export class PhysicalQueueActor {
       this.#adds.delete(requestId)
       resolve({ kind: 'failed', error: this.#gone() })
     }
-    const delivering = new Set(Object.values(this.#snapshot.context.deliveries).map((delivery) => delivery.poller.pollId))
+    const delivering = new Set(bookValues(this.#snapshot.context.deliveries).map((delivery) => delivery.poller.pollId))
     for (const [pollId, poll] of this.#polls) {
       if (delivering.has(pollId)) continue
       this.#polls.delete(pollId)

@@ -32,6 +32,7 @@ import { assertEvent, setup, type SnapshotFrom } from 'xstate'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
 import { type MatchboxError, OwnershipLost, Overloaded, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { assert } from '../kernel/assert.ts'
+import { bookEntries, bookPut } from './Book.ts'
 import { type AddResult, isOwnershipLost, isTransient, type PollResult, type QueueEvent, type QueueProgress, queueCommandActions, type TimerName } from './PhysicalQueueProtocol.ts'
 import { bufferPage, finalAckLevels, markGrown, resumeSubqueues, settledDelivery, subqueueOf, withSubqueue } from './QueueBacklog.ts'
 import { isIdle, makeQueueContext, progressOf, type QueueContext, type QueueInput } from './QueueContext.ts'
@@ -119,10 +120,10 @@ const machineSetup = withCommands.extend({
         return
       }
       // With History now: remember, so a non-start answer ends the poll instead of re-queuing it.
-      const entry = Object.entries(context.deliveries).find(([, delivery]) => delivery.poller.pollId === event.pollId)
+      const entry = bookEntries(context.deliveries).find(([, delivery]) => delivery.poller.pollId === event.pollId)
       if (entry === undefined) return
       const [deliveryId, delivery] = entry
-      enqueue.assign(() => ({ deliveries: { ...context.deliveries, [deliveryId]: { ...delivery, pollCancelled: true } } }))
+      enqueue.assign(() => ({ deliveries: bookPut(context.deliveries, deliveryId, { ...delivery, pollCancelled: true }) }))
     }),
 
     // ------------------------------------------------------------ store outcomes
@@ -241,7 +242,7 @@ const machineSetup = withCommands.extend({
     writeFinalCheckpointWhenReady: enqueueActions(({ context, enqueue }) => {
       if (context.drain.finalCheckpointRequested || context.appending !== null || context.checkpoint.writing !== null) return
       const deadlinePassed = context.drain.deadlineMs !== null && context.nowMs >= context.drain.deadlineMs
-      if (Object.keys(context.deliveries).length > 0 && !deadlinePassed) return
+      if (context.deliveries.size > 0 && !deadlinePassed) return
       enqueue.assign(() => ({ drain: { ...context.drain, finalCheckpointRequested: true }, checkpoint: { ...context.checkpoint, writing: { final: true } } }))
       enqueue({ type: 'store.checkpoint', params: { ackLevels: finalAckLevels(context), final: true } })
     }),

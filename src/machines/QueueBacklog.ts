@@ -9,6 +9,7 @@
  */
 import { makeAckWindow, markHandled, markRead } from '../domain/AckWindow.ts'
 import { isExpired, type Task } from '../domain/Task.ts'
+import { bookGet, bookPut, bookRemove } from './Book.ts'
 import type { PollResult, QueueCommand, QueueEvent } from './PhysicalQueueProtocol.ts'
 import { type BufferedTask, type Delivery, deliveryIdOf, type PendingAdd, type Poller, type QueueContext, type SubqueueState } from './QueueContext.ts'
 
@@ -24,11 +25,9 @@ export function buffered(state: SubqueueState): ReadonlyArray<BufferedTask> {
   return state.bufferHead === 0 ? state.buffer : state.buffer.slice(state.bufferHead)
 }
 
-/** How many buffered tasks are eligible at `nowMs` (ready to hand to a poller). */
-export function eligibleCount(state: SubqueueState, nowMs: number): number {
-  let count = 0
-  for (let index = state.bufferHead; index < state.buffer.length; index++) if ((state.buffer[index] as BufferedTask).eligibleAtMs <= nowMs) count++
-  return count
+/** True when a buffered task is eligible at `nowMs` (ready to hand to a poller); stops at the first. */
+export function hasEligible(state: SubqueueState, nowMs: number): boolean {
+  return firstEligible(state, nowMs) >= 0
 }
 
 // The index of the first buffered task eligible at `nowMs`, or -1.
@@ -129,11 +128,11 @@ export function startDelivery(context: QueueContext): { deliveryId: string; deli
     const entry = state.buffer[index] as BufferedTask
     const delivery: Delivery = { task: entry.task, source: { kind: 'backlog', subqueue, taskId: entry.taskId }, poller }
     const subqueues = { ...context.subqueues, [subqueue]: withoutBuffered(state, index) }
-    return { deliveryId, delivery, context: { ...context, sequence, pollers, subqueues, deliveries: { ...context.deliveries, [deliveryId]: delivery } } }
+    return { deliveryId, delivery, context: { ...context, sequence, pollers, subqueues, deliveries: bookPut(context.deliveries, deliveryId, delivery) } }
   }
   const { requestId, task } = add as PendingAdd
   const delivery: Delivery = { task, source: { kind: 'sync', requestId }, poller }
-  return { deliveryId, delivery, context: { ...context, sequence, pollers, pendingAdds: context.pendingAdds.slice(1), deliveries: { ...context.deliveries, [deliveryId]: delivery } } }
+  return { deliveryId, delivery, context: { ...context, sequence, pollers, pendingAdds: context.pendingAdds.slice(1), deliveries: bookPut(context.deliveries, deliveryId, delivery) } }
 }
 
 /** The page reads to start now — every subqueue with nothing ready, room in its buffer and maybe more rows — and the context with them in flight. */
@@ -195,9 +194,9 @@ export interface SettledDelivery {
  * Returns null for a delivery this queue does not hold.
  */
 export function settledDelivery(context: QueueContext, event: EventOf<'dispatch.completed'>): SettledDelivery | null {
-  const delivery = context.deliveries[event.deliveryId]
+  const delivery = bookGet(context.deliveries, event.deliveryId)
   if (delivery === undefined) return null
-  let next: QueueContext = { ...context, deliveries: without(context.deliveries, event.deliveryId) }
+  let next: QueueContext = { ...context, deliveries: bookRemove(context.deliveries, event.deliveryId) }
   const { outcome } = event
   const handled = outcome.kind !== 'retryable'
   const { source } = delivery
@@ -222,13 +221,6 @@ export function unsavedAckLevels(context: QueueContext): Array<{ subqueue: numbe
     if (ackLevel > (context.savedAckLevels[subqueue] ?? 0)) unsaved.push({ subqueue, ackLevel })
   }
   return unsaved
-}
-
-// A record without one key, built fresh: `delete` would turn a copy into a slow dictionary object.
-function without<T>(record: Readonly<Record<string, T>>, omitted: string): Record<string, T> {
-  const kept: Record<string, T> = {}
-  for (const key in record) if (key !== omitted) kept[key] = record[key] as T
-  return kept
 }
 
 /** Every subqueue's in-memory ack level, for the final checkpoint (subqueue 0 at least). */

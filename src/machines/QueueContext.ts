@@ -26,6 +26,7 @@ import {
   readPageSizeMax,
 } from '../kernel/Limits.ts'
 import { assert } from '../kernel/assert.ts'
+import { type Book, emptyBook } from './Book.ts'
 import type { QueueProgress, TimerName, UnloadReason } from './PhysicalQueueProtocol.ts'
 
 /** Bounds and intervals of one queue; defaults are the named limits (upstream values). */
@@ -155,7 +156,8 @@ export interface QueueContext {
   readonly pendingAdds: ReadonlyArray<PendingAdd>
   readonly appending: { readonly batchId: string; readonly adds: ReadonlyArray<PendingAdd> } | null
   readonly pollers: ReadonlyArray<Poller>
-  readonly deliveries: Readonly<Record<string, Delivery>>
+  /** Deliveries with History, by delivery id (a Book: one start or answer copies a small part). */
+  readonly deliveries: Book<Delivery>
   readonly subqueues: Readonly<Record<number, SubqueueState>>
   readonly savedAckLevels: Readonly<Record<number, number>>
   readonly checkpoint: CheckpointState
@@ -187,7 +189,7 @@ export function makeQueueContext(input: QueueInput): QueueContext {
     pendingAdds: [],
     appending: null,
     pollers: [],
-    deliveries: {},
+    deliveries: emptyBook(),
     subqueues: {},
     savedAckLevels: {},
     checkpoint: { writing: null, dueMs: null, acksSince: 0 },
@@ -236,7 +238,7 @@ export function isIdle(context: QueueContext, nowMs: number): boolean {
     context.pollers.length === 0 &&
     context.pendingAdds.length === 0 &&
     context.appending === null &&
-    Object.keys(context.deliveries).length === 0
+    context.deliveries.size === 0
   )
 }
 
