@@ -23,26 +23,13 @@
  * Does not: time anything, or check the machine (bench/peers.ts does).
  */
 import { type JobHelpers, Logger, makeWorkerUtils, run, type WorkerUtils } from 'graphile-worker'
-import { spawnSync } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import PgBoss from 'pg-boss'
 import type * as MatchboxPackage from '../src/index.ts'
+import { benchSourceText, loadBuilt } from './built.ts'
 
-/**
- * Matchbox as users run it: the compiled package in dist/, built (`npm run build`) once per
- * bench run by the first process that loads this module (its children inherit the mark), as the
- * peers run their own compiled JavaScript. `MATCHBOX_BENCH_SOURCE=src` runs src/ through tsx
- * instead, whose on-the-fly transform wraps every closure to keep its name: measurably slower
- * (about a fifth on `enqueueMany`).
- */
-export const matchboxSource = process.env.MATCHBOX_BENCH_SOURCE === 'src' ? 'src' : 'dist'
-if (matchboxSource === 'dist' && process.env.MATCHBOX_BENCH_BUILT !== '1') {
-  const built = spawnSync(process.execPath, [fileURLToPath(new URL('../bin/build.mjs', import.meta.url))], { stdio: 'inherit' })
-  if (built.status !== 0) throw new Error(`bench: npm run build failed (${built.status ?? built.signal}); MATCHBOX_BENCH_SOURCE=src runs src/ instead`)
-  process.env.MATCHBOX_BENCH_BUILT = '1'
-}
-const { open } = (await import(matchboxSource === 'src' ? '../src/index.ts' : '../dist/src/index.js')) as typeof MatchboxPackage
+// Matchbox as users run it: the compiled package (bench/built.ts).
+const { open } = await loadBuilt<typeof MatchboxPackage>('src/index.ts')
 
 /** The libraries compared, in the order they run inside every workload. */
 export const libraryNames = ['graphile-worker', 'pg-boss', 'Matchbox'] as const
@@ -114,7 +101,7 @@ export function configurationOf(name: LibraryName, poolMax: number): string {
       )
     case 'Matchbox':
       return (
-        `${matchboxSource === 'dist' ? 'the compiled package in dist/ (built at the start of the run)' : 'src/ through tsx (MATCHBOX_BENCH_SOURCE=src)'}; open({ store: { pool: new pg.Pool({ max: ${poolMax} }) } }) (plus its one LISTEN connection outside the pool), schema matchbox, one partition (default); ` +
+        `${benchSourceText}; open({ store: { pool: new pg.Pool({ max: ${poolMax} }) } }) (plus its one LISTEN connection outside the pool), schema matchbox, one partition (default); ` +
         `drains work({ concurrency }); batch mode work({ concurrency: ${batchWorkers}, batch: ${batchSize} }); ` +
         `enqueue workloads and the latency producer open({ role: 'producer' }) (an enqueue-only process); batch enqueue queue.enqueueMany(${batchSize} jobs)`
       )

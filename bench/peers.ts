@@ -1,7 +1,7 @@
 /**
  * Peers bench — `npx tsx bench/peers.ts [--quick] [--jobs N] [--workloads a,b]`: Matchbox beside graphile-worker
  * and pg-boss on one throwaway PostgreSQL. Matchbox runs as users run it, from its compiled
- * package in dist/, which peerLibraries.ts builds at the start (`MATCHBOX_BENCH_SOURCE=src` for src/).
+ * package in dist/, built at the start (bench/built.ts; `MATCHBOX_BENCH_SOURCE=src` for src/).
  *
  * One cluster per run (test/harness/PostgresCluster.ts, fsync off), restarted once with
  * `pg_stat_statements` preloaded; each library gets a database of its own and a pool of at most

@@ -9,11 +9,16 @@
  *
  * PostgreSQL: DATABASE_URL if set (a database the bench may fill: each seed gets its own
  * schema), else a throwaway cluster from test/harness/PostgresCluster.ts. The whole bench is
- * bounded to about a minute. Numbers compare stores on one machine; they are not claims.
+ * bounded to about a minute. Numbers compare stores on one machine; they are not claims. The
+ * simulator runs from the compiled package, as `matchbox sim` does (bench/built.ts).
  */
 import pg from 'pg'
-import { runSeed, type SimStoreKind } from '../sim/matching/Simulation.ts'
+import type * as Simulation from '../sim/matching/Simulation.ts'
+import type { SimStoreKind } from '../sim/matching/Simulation.ts'
 import { type RunningCluster, startCluster } from '../test/harness/PostgresCluster.ts'
+import { benchSourceText, loadBuilt } from './built.ts'
+
+const { runSeed } = await loadBuilt<typeof Simulation>('sim/matching/Simulation.ts')
 
 // Per-store budgets: PGlite is the slowest per call and opens a fresh in-process database per
 // seed (~2 s), so it gets the most time to finish a few seeds.
@@ -92,6 +97,7 @@ try {
     )
   }
   console.log('target on memory: ≥ 30,000 events/s on one core')
+  console.log(`measured: ${benchSourceText}`)
 } finally {
   cluster?.stop()
 }
