@@ -21,7 +21,7 @@
  */
 import { Context, Effect, Exit, Layer, Result, Scope } from 'effect'
 import { Scheduler as SchedulerReference, type Scheduler } from 'effect/Scheduler'
-import { InvalidInput, isMatchboxError, type MatchboxError, ShuttingDown, Unavailable } from '../domain/errors.ts'
+import { InvalidInput, isMatchboxError, type MatchboxError, refusal, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { encodePartitionKey, makePartitionKey, type PartitionKey, type TaskType, validateName } from '../domain/QueueKey.ts'
 import { makeTask, type Task, type TaskInput } from '../domain/Task.ts'
@@ -250,7 +250,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   const refuseIfClosed: Effect.Effect<void, MatchingError> = Effect.suspend(() => (closed ? Effect.fail(shuttingDown()) : Effect.void))
 
   const noPartition = (namespace: string, family: string, type: TaskType): Unavailable =>
-    new Unavailable({ operation: 'route', detail: `host ${options.hostId} owns no partition of ${namespace}/${family}/${type}`, maybeCommitted: false })
+    refusal(() => new Unavailable({ operation: 'route', detail: `host ${options.hostId} owns no partition of ${namespace}/${family}/${type}`, maybeCommitted: false }))
 
   // Runs a synchronous validation or store call: a catalogue error fails, anything else is a defect.
   const attempt = <A>(fn: () => A): Effect.Effect<A, MatchingError> =>

@@ -19,7 +19,7 @@
  */
 import { Deferred, Effect, Queue, type Scope } from 'effect'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
-import { isMatchboxError, type MatchboxError, ShuttingDown, Unavailable } from '../domain/errors.ts'
+import { isMatchboxError, type MatchboxError, refusal, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { encodePartitionKey, type PartitionKey, type QueueKey } from '../domain/QueueKey.ts'
 import { spoolVersionOf, type Task } from '../domain/Task.ts'
 import type { Clock } from '../kernel/Clock.ts'
@@ -127,10 +127,10 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       // A queue that died while requests sat in the mailbox ahead of its `queue.unloaded`
       // message: settle its death now, so no request resurrects it (or a dead partition).
       if (existing?.finalProgress != null) onQueueUnloaded(existing, existing.finalProgress)
-      if (unloaded) return new Unavailable({ operation: 'route', detail: `partition ${name} unloaded`, maybeCommitted: false })
+      if (unloaded) return refusal(() => new Unavailable({ operation: 'route', detail: `partition ${name} unloaded`, maybeCommitted: false }))
       const notBefore = restarts.get(slot)?.notBeforeMs ?? 0
       if (options.clock.now() < notBefore) {
-        return new Unavailable({ operation: 'load', detail: `${name}${slot} restarts at ${notBefore}`, maybeCommitted: false })
+        return refusal(() => new Unavailable({ operation: 'load', detail: `${name}${slot} restarts at ${notBefore}`, maybeCommitted: false }))
       }
       const queue: PhysicalQueueActor = new PhysicalQueueActor({
         key: keyOf(version),
@@ -156,7 +156,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       return queue
     }
 
-    const refused = (): ShuttingDown => new ShuttingDown({ component: `partition ${name}` })
+    const refused = (): ShuttingDown => refusal(() => new ShuttingDown({ component: `partition ${name}` }))
 
     // A queue draining on its own (idle unload) while its partition stays: requests wait for the
     // drain to finish and go to a fresh queue rather than fail. The continuation runs outside the

@@ -164,3 +164,20 @@ const tags = new Set(['InvalidInput', 'OwnershipLost', 'VersionConflict', 'Unava
 export function isMatchboxError(error: unknown): error is MatchboxError {
   return typeof error === 'object' && error !== null && tags.has((error as { _tag?: unknown })._tag as string)
 }
+
+/**
+ * Builds an error without capturing a stack trace, for refusals that are answers rather than
+ * failures: a request that reached a host owning none of its partitions, or a queue or partition
+ * that is unloading. Callers retry or route elsewhere and never read the stack, and a busy router
+ * can make thousands of them a second, where capturing one is most of their cost. The error is
+ * otherwise the same value (tag, fields, message).
+ */
+export function refusal<E extends MatchboxError>(make: () => E): E {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    return make()
+  } finally {
+    Error.stackTraceLimit = limit
+  }
+}

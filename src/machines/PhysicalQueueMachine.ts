@@ -30,7 +30,7 @@
  */
 import { assertEvent, setup, type SnapshotFrom } from 'xstate'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
-import { type MatchboxError, OwnershipLost, Overloaded, ShuttingDown, Unavailable } from '../domain/errors.ts'
+import { type MatchboxError, OwnershipLost, Overloaded, refusal, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { assert } from '../kernel/assert.ts'
 import { bookEntries, bookPut } from './Book.ts'
 import { type AddResult, isOwnershipLost, isTransient, type PollResult, type QueueEvent, type QueueProgress, queueCommandActions, type TimerName } from './PhysicalQueueProtocol.ts'
@@ -56,7 +56,7 @@ const { assign, enqueueActions } = withCommands
 
 const addReply = (requestId: string, result: AddResult) => ({ type: 'add.reply', params: { requestId, result } }) as const
 const pollReply = (pollId: string, result: PollResult) => ({ type: 'poll.reply', params: { pollId, result } }) as const
-const shuttingDown = (context: QueueContext): MatchboxError => new ShuttingDown({ component: `physical queue ${context.queue}` })
+const shuttingDown = (context: QueueContext): MatchboxError => refusal(() => new ShuttingDown({ component: `physical queue ${context.queue}` }))
 
 const machineSetup = withCommands.extend({
   actions: {
