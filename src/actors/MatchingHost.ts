@@ -87,7 +87,10 @@ export interface PollRequest {
   /** The poller's deployment version; null or absent for unversioned workers. */
   readonly version?: string | null
   readonly identity: string
-  /** How long to wait for a task, ms (0 … 10 min). */
+  /**
+   * How long to wait for a task, ms (0 … 10 min), counted once the chosen queue has loaded and
+   * read its backlog: a zero-wait poll still sees the tasks stored when it arrived.
+   */
   readonly waitMs: number
   /** Ends the wait early when aborted (a worker stopping); the poll then answers null. */
   readonly signal?: AbortSignal

@@ -15,8 +15,9 @@
  * - **Mixed** (this engine owns some partitions): turns alternate between the two, each local
  *   turn bounded by `workerClaimWaitMs` so remote partitions are not starved.
  *
- * Invariants: a claim never waits past its own deadline (`claim({ waitMs: 0 })` returns
- * promptly, after at most one forwarded round trip); a stop (`isStopped`) ends the wait.
+ * Invariants: a claim never waits past its own deadline, except that Matching counts a poll's
+ * wait only once the queue has loaded and read its backlog (`claim({ waitMs: 0 })` returns
+ * after that, and at most one forwarded round trip); a stop (`isStopped`) ends the wait.
  */
 import { claimPollWaitMs, claimRetryDelayMs, workerClaimWaitMs } from '../kernel/Limits.ts'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
