@@ -92,10 +92,20 @@ export class JobCheckers {
   observe(record: JobBoundaryRecord): void {
     if (record.nowMs > record.committedAtMs) this.fail('deadline', `${record.hostId} stamped ${record.op} at ${record.nowMs}, after the clock's ${record.committedAtMs}`)
     switch (record.op) {
-      case 'enqueue':
-        if (record.job.attempts !== 0 || record.job.state !== 'pending') this.fail('attempt budget', `job ${record.job.id} enqueued as ${record.job.state} with ${record.job.attempts} attempts`)
-        this.#jobs.set(record.job.id, { job: record.job, life: 'live', attempts: 0, claim: null, claims: 0, heard: false, endHeard: false })
+      case 'enqueue': {
+        const job = record.job
+        // Eager dispatch inserts a job already claimed for a waiting worker: enqueue and claim at once.
+        if (job.state === 'processing' && job.claimToken !== null) {
+          if (job.attempts !== 1 || job.claimedAtMs !== record.nowMs) this.fail('attempt budget', `job ${job.id} enqueued claimed with ${job.attempts} attempts at ${String(job.claimedAtMs)}, not 1 at ${record.nowMs}`)
+          if (job.expiresAtMs !== null && job.expiresAtMs <= record.nowMs) this.fail('one valid claim', `job ${job.id} enqueued claimed at ${record.nowMs} though it expires at ${job.expiresAtMs}`)
+          if (job.deadlineMs !== record.nowMs + job.visibilityTimeoutMs) this.fail('deadline', `job ${job.id} enqueued claimed at ${record.nowMs} with deadline ${job.deadlineMs}, not now + its visibility ${job.visibilityTimeoutMs} ms`)
+          this.#jobs.set(job.id, { job, life: 'live', attempts: 1, claim: { token: job.claimToken, deadlineMs: job.deadlineMs as number }, claims: 1, heard: false, endHeard: false })
+          return
+        }
+        if (job.attempts !== 0 || job.state !== 'pending') this.fail('attempt budget', `job ${job.id} enqueued as ${job.state} with ${job.attempts} attempts`)
+        this.#jobs.set(job.id, { job, life: 'live', attempts: 0, claim: null, claims: 0, heard: false, endHeard: false })
         return
+      }
       case 'claim':
         return this.#claimed(record)
       case 'heartbeat':

@@ -97,6 +97,14 @@ export class JobsTimelineRecorder {
         const { job } = record
         if (!this.#jobs.has(job.id)) this.#jobs.set(job.id, { id: job.id, queue: job.queue, fromOrder: order, toOrder: order + 1, end: 'open' })
         this.#mark({ order, nowMs: at, kind: 'enqueue', hostId: host, jobId: job.id, detail: `${host} enqueued ${job.id} on ${job.queue} (priority ${job.priority})` })
+        if (job.state === 'processing' && job.claimToken !== null) {
+          // Eager dispatch: inserted already claimed for a worker of the same engine.
+          const deadlineMs = (job.deadlineMs ?? record.nowMs) - epochMs
+          const span: JobsClaimSpan = { jobId: job.id, hostId: host, claimToken: job.claimToken, fromOrder: order, toOrder: order + 1, deadlineMs }
+          this.#claims.push(span)
+          this.#held.set(job.id, span)
+          this.#mark({ order, nowMs: at, kind: 'claim', hostId: host, jobId: job.id, detail: `${host} claimed ${job.id} at enqueue for a waiting worker (attempt 1), valid until @${deadlineMs} ms` })
+        }
         return
       }
       case 'claim': {

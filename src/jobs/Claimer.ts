@@ -3,7 +3,8 @@
  * served. Both `queue.claim()` and the `work` loops use it.
  *
  * - **Local** (this engine owns every partition): a worker parks its poll in Matching, where
- *   a delivered task sync-matches it (`pollParked`). A lazy claim (`queue.claim()`) first runs
+ *   a delivered task sync-matches it (`pollParked`), and waits in line for an enqueue of this
+ *   engine to hand it a job inserted already claimed (eager dispatch, JobQueue.ts). A lazy claim (`queue.claim()`) first runs
  *   the due-time driver at the clock's time, so a job whose runAt arrived or whose claim lapsed
  *   has its task with Matching even if no timer fired; it polls Matching only when the store
  *   shows more deliverable jobs than lazy polls in flight — so its poll always has a task to
@@ -24,7 +25,7 @@ import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
-import { claimStateOf, type JobsRuntime } from './Runtime.ts'
+import { type ClaimState, claimStateOf, type JobsRuntime, type WaitingWorker } from './Runtime.ts'
 
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
@@ -76,7 +77,7 @@ export async function claimNext(
 // The local path for a claim of this engine: a worker parks its poll in Matching; a lazy
 // claim polls only for a deliverable job.
 async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, signal: AbortSignal | undefined): Promise<JobHandle | null> {
-  const job = lazy ? await pollDeliverable(runtime, queue, deadlineMs, true, isStopped, runtime.hostId) : await pollParked(runtime, queue, deadlineMs, isStopped, runtime.hostId, signal)
+  const job = lazy ? await pollDeliverable(runtime, queue, deadlineMs, true, isStopped, runtime.hostId, true) : await pollParked(runtime, queue, deadlineMs, isStopped, runtime.hostId, signal, true)
   return job === null ? null : makeJobHandle(runtime, job)
 }
 
@@ -84,20 +85,72 @@ async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: numbe
  * A worker's poll, as upstream Matching pollers do it: parked in this engine's Matching
  * partition until a task arrives (a new task sync-matches it without touching the backlog),
  * its wait ends, or `signal` aborts (the worker stopping). No store statement per poll.
+ *
+ * A poll of this engine's own worker (`eager`) also waits in the queue's `waiting` list, where
+ * an enqueue on this engine may hand it a job it inserted already claimed (eager dispatch,
+ * JobQueue.ts): that ends the Matching poll. If Matching started a task for the poll meanwhile,
+ * the poll returns Matching's job (claimed first) and leaves the other in `spare`, which the
+ * next worker poll of the queue takes before parking.
  */
-export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined): Promise<JobRecord | null> {
+export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined, eager = false): Promise<JobRecord | null> {
   const ended = (): boolean => isStopped() || signal?.aborted === true
+  const state = claimStateOf(runtime, queue)
   for (;;) {
     runtime.refuseIfClosed()
     if (ended()) return null
+    const spare = eager ? state.spare.shift() : undefined
+    if (spare !== undefined) return spare
     const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
     const pollDeadlineMs = runtime.now() + pollWaitMs
-    const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(signal === undefined ? {} : { signal }) })
-    if (polled !== null) return claimedJobOf(polled.response)
+    const handedOver = eager ? waitInLine(state, signal) : null
+    let polled
+    try {
+      polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(handedOver === null ? (signal === undefined ? {} : { signal }) : { signal: handedOver.signal }) })
+    } finally {
+      handedOver?.leave()
+    }
+    const offered = handedOver?.job() ?? null
+    if (polled !== null) {
+      if (offered !== null) state.spare.push(offered)
+      return claimedJobOf(polled.response)
+    }
+    if (offered !== null) return offered
     if (ended() || runtime.now() >= deadlineMs) return null
     // Back before its deadline, the poll was refused (its partition unloading or changing owner;
     // Matching itself waits out a queue's idle unload): pause rather than spin.
     if (runtime.now() < pollDeadlineMs) await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
+  }
+}
+
+// Puts a waiting claim in its queue's `waiting` list: `signal` ends its Matching poll when the
+// caller's signal aborts or a job is handed over (`onOffer` ends any other wait); `leave` takes
+// it off the list.
+function waitInLine(state: ClaimState, outer: AbortSignal | undefined, onOffer?: () => void): { signal: AbortSignal; job: () => JobRecord | null; leave: () => void } {
+  const controller = new AbortController()
+  const abort = (): void => controller.abort()
+  outer?.addEventListener('abort', abort, { once: true })
+  if (outer?.aborted === true) controller.abort()
+  let handed: JobRecord | null = null
+  let open = true
+  const worker: WaitingWorker = {
+    offer(job) {
+      if (!open || handed !== null) return false
+      handed = job
+      controller.abort()
+      onOffer?.()
+      return true
+    },
+  }
+  state.waiting.push(worker)
+  return {
+    signal: controller.signal,
+    job: () => handed,
+    leave() {
+      open = false
+      outer?.removeEventListener('abort', abort)
+      const index = state.waiting.indexOf(worker)
+      if (index >= 0) state.waiting.splice(index, 1)
+    },
   }
 }
 
@@ -106,13 +159,17 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
  * poll another engine forwarded here (`identity` names the poller). Polls Matching only when
  * the store shows more deliverable jobs than polls already in flight on this engine — local and
  * forwarded ones alike — so every poll has a task to take and none is left waiting on a task
- * another poll took; otherwise waits for the driver to deliver. Null at `deadlineMs` or stop.
+ * another poll took; otherwise waits for the driver to deliver — or, for this engine's own
+ * claim (`eager`), for an enqueue of this engine to hand it a job already claimed. Null at
+ * `deadlineMs` or stop.
  */
-export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, identity: string): Promise<JobRecord | null> {
+export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, identity: string, eager = false): Promise<JobRecord | null> {
   const state = claimStateOf(runtime, queue)
   let passNeeded = true
   for (;;) {
     runtime.refuseIfClosed()
+    const spare = eager ? state.spare.shift() : undefined
+    if (spare !== undefined) return spare
     // Woken by a delivery, the pass that delivered has just run: no need for another.
     if (passNeeded && lazy) await runtime.driver.run()
     else await runtime.driver.runIfDue()
@@ -135,6 +192,17 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
       continue
     }
     if (runtime.now() >= deadlineMs || isStopped()) return null
-    passNeeded = (await runtime.driver.waitForDelivery(queue, deadlineMs)) !== 'delivered'
+    // Nothing deliverable: wait for a delivery, or (this engine's own claim) for an enqueue to
+    // hand a job over at once (eager dispatch).
+    const line = eager ? waitInLine(state, undefined, () => runtime.driver.wake(queue)) : null
+    let woken
+    try {
+      woken = await runtime.driver.waitForDelivery(queue, deadlineMs)
+    } finally {
+      line?.leave()
+    }
+    const offered = line?.job() ?? null
+    if (offered !== null) return offered
+    passNeeded = woken !== 'delivered'
   }
 }

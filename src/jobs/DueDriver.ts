@@ -65,6 +65,11 @@ export interface DueDriver {
   wake(queue: string, count?: number): void
   /** Resolves once no pass is running or requested. */
   idle(): Promise<void>
+  /**
+   * True when no pass is running or requested and the timer is not overdue: every row due by
+   * now that this engine delivers has been handed to Matching (as far as this engine knows).
+   */
+  isQuiet(): boolean
   /** Cancels the timer, wakes every waiter, and waits for the running pass. */
   close(): Promise<void>
 }
@@ -91,6 +96,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   const waiters = new Map<string, Array<(reason: WakeReason) => void>>()
   let tail: Promise<void> = Promise.resolve()
   let requested: Promise<void> | null = null
+  let passRunning = false
   let timer: { atMs: number; cancel: CancelTimer } | null = null
   let closed = false
   // With routing: the queues signalled since the last pass, and whether the next pass must
@@ -180,6 +186,15 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
 
   const pass = async (): Promise<void> => {
     if (closed) return
+    passRunning = true
+    try {
+      await passOnce()
+    } finally {
+      passRunning = false
+    }
+  }
+
+  const passOnce = async (): Promise<void> => {
     const nowMs = now()
     const startedMs = nowMs
     let nextMs = nowMs + jobDueScanIntervalMs
@@ -275,6 +290,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       })
     },
     wake,
+    isQuiet: () => requested === null && !passRunning && (timer === null || timer.atMs > clock.now()),
     async idle() {
       for (let seen: Promise<void> | null = null; seen !== tail; ) {
         seen = tail

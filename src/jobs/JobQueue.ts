@@ -22,7 +22,7 @@ import type { JsonValue } from '../domain/Json.ts'
 import { type Job, type JobHandle, toJob } from './JobHandle.ts'
 import { makeQueueAdmin, type QueueAdmin } from './QueueAdmin.ts'
 import { type EnqueueManyOptions, type EnqueueOptions, resolveEnqueueManyOptions, resolveEnqueueOptions, type ResolvedEnqueue } from './QueueOptions.ts'
-import type { JobsRuntime } from './Runtime.ts'
+import { claimStateOf, type JobsRuntime, type WaitingWorker } from './Runtime.ts'
 import { startWorkers, type WorkOptions } from './Worker.ts'
 
 /**
@@ -98,6 +98,10 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
       const nowMs = runtime.now()
       const job = newJob(validateJson('payload', payload), resolved, nowMs)
       await runtime.routing.load(name, partitions)
+      if (resolved.tx === undefined) {
+        const handed = await enqueueToWaitingWorker(runtime, name, job, nowMs)
+        if (handed !== null) return handed
+      }
       const stored = await jobStore.enqueue({ job, nowMs }, resolved.tx)
       // With tx the row is invisible until the caller commits: the store's own signal (raised
       // at commit) and the driver's scan find it then.
@@ -169,4 +173,34 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
     },
   }
   return queue
+}
+
+/**
+ * Eager dispatch (Temporal's eager activity dispatch): when a worker of this engine waits in
+ * Matching for `queue`, the job is claimable now, and the due-time driver has delivered every
+ * row due so far (nothing older can be claimable and undelivered), the job is inserted already
+ * claimed and handed to that worker — one statement from enqueue to handler, no delivery pass,
+ * no Matching task. The claim is an ordinary one (its deadline lapses into a redelivery like any
+ * other). Returns the job's id, or null to enqueue the ordinary way.
+ */
+async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: NewJob, nowMs: number): Promise<string | null> {
+  const state = claimStateOf(runtime, queue)
+  if (state.waiting.length === 0 || job.runAtMs > nowMs || (job.expiresAtMs !== null && job.expiresAtMs <= nowMs) || !runtime.driver.isQuiet()) return null
+  const first = state.waiting.shift() as WaitingWorker
+  const claimToken = randomId(runtime.random)
+  const stored = await runtime.jobStore.enqueue({ job, nowMs, claimToken })
+  if (stored.claimToken !== claimToken) {
+    // A live job holds the key: nothing was inserted. The worker still waits in Matching.
+    runtime.announceDue(queue, Math.max(stored.runAtMs, nowMs), true)
+    return stored.id
+  }
+  runtime.driver.notifyDue(stored.deadlineMs as number, queue)
+  // The worker may have taken a task from Matching meanwhile: then the next one waiting, else
+  // the next worker poll of the queue takes the job.
+  if (!first.offer(stored)) {
+    let taken = false
+    while (!taken && state.waiting.length > 0) taken = (state.waiting.shift() as WaitingWorker).offer(stored)
+    if (!taken) state.spare.push(stored)
+  }
+  return stored.id
 }

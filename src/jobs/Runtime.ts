@@ -13,7 +13,7 @@ import type { MatchingHost } from '../actors/MatchingHost.ts'
 import { ShuttingDown } from '../domain/errors.ts'
 import type { Clock } from '../kernel/Clock.ts'
 import type { Random } from '../kernel/Random.ts'
-import type { ClaimRef, JobStore } from '../persistence/jobs/JobStore.ts'
+import type { ClaimRef, JobRecord, JobStore } from '../persistence/jobs/JobStore.ts'
 import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
 import type { DueDriver } from './DueDriver.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
@@ -21,10 +21,23 @@ import type { EventHub } from './Events.ts'
 import type { Forwarding } from './Forwarding.ts'
 import type { QueueRouting } from './QueueRouting.ts'
 
+/** A worker of this engine waiting in Matching for a job of one queue, which an enqueue may hand one to. */
+export interface WaitingWorker {
+  /** Gives the worker `job` (already claimed for it); false when it has stopped waiting. */
+  offer(job: JobRecord): boolean
+}
+
 /** Claims of one queue in flight through Matching on this engine. */
 export interface ClaimState {
   /** Matching polls issued because a deliverable job was seen; each stands for one such job. */
   inFlight: number
+  /** Workers parked in Matching for this queue, first come first offered (eager dispatch). */
+  readonly waiting: WaitingWorker[]
+  /**
+   * Jobs claimed for this engine's workers that found none to take them (a worker handed a job
+   * at enqueue just as Matching gave it another): the next worker poll takes them first.
+   */
+  readonly spare: JobRecord[]
 }
 
 /** The shared parts of one engine. */
@@ -110,7 +123,7 @@ export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 
 export function claimStateOf(runtime: JobsRuntime, queue: string): ClaimState {
   let state = runtime.claims.get(queue)
   if (state === undefined) {
-    state = { inFlight: 0 }
+    state = { inFlight: 0, waiting: [], spare: [] }
     runtime.claims.set(queue, state)
   }
   return state

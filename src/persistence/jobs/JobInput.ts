@@ -107,6 +107,21 @@ export function checkNewJob(job: NewJob, field = 'job'): NewJob {
 }
 
 /**
+ * The parameters of `enqueue`: the job, the time, and an optional claim token, which only a job
+ * claimable at `nowMs` may carry (runAt not after it, not expired by it).
+ */
+export function checkEnqueue(params: { readonly job: NewJob; readonly nowMs: number; readonly claimToken?: string }): { job: NewJob; nowMs: number; claimToken: string | null } {
+  const job = checkNewJob(params.job)
+  const nowMs = checkTime('nowMs', params.nowMs)
+  if (params.claimToken === undefined) return { job, nowMs, claimToken: null }
+  const claimToken = validateName('claimToken', params.claimToken)
+  if (job.runAtMs > nowMs || (job.expiresAtMs !== null && job.expiresAtMs <= nowMs)) {
+    throw new InvalidInput({ field: 'claimToken', reason: 'only a job claimable now (runAt reached, not expired) can be enqueued claimed' })
+  }
+  return { job, nowMs, claimToken }
+}
+
+/**
  * The jobs of `enqueueMany`: an array of 0…enqueueBatchSizeMax jobs, each checked as `enqueue`
  * checks its job (fields named `jobs[i]…`), whose payloads serialize to at most
  * enqueueBatchBytesMax bytes in all. Two jobs with one id are a caller's bug (ids are

@@ -173,8 +173,14 @@ export interface JobStore {
    * Inserts a pending job (attempts 0, due at max(runAt, now)). With `tx` (SQL stores only) the
    * insert is one plain statement on the caller's transaction: the job exists iff it commits.
    * When a live job of the queue holds the job's key, writes nothing and returns that job.
+   *
+   * With `claimToken`, the job is inserted already claimed with that token, as `claim` would
+   * leave it (processing, attempt 1, deadline from its visibility stamp, due at the deadline) and
+   * without the due signal: the engine hands it straight to a worker of its own that is waiting.
+   * Only a job claimable now can be: runAt ≤ now and not expired, else `InvalidInput`. A key's
+   * holder is returned unclaimed, as without the token.
    */
-  enqueue(params: { readonly job: NewJob; readonly nowMs: number }, tx?: SqlClient): Promise<JobRecord>
+  enqueue(params: { readonly job: NewJob; readonly nowMs: number; readonly claimToken?: string }, tx?: SqlClient): Promise<JobRecord>
 
   /**
    * `enqueue` of every job in `jobs`, in order, all or nothing: one statement on SQL stores (on

@@ -22,10 +22,10 @@ import {
   checkCount,
   checkDurationMs,
   checkError,
+  checkEnqueue,
   checkJobRef,
   checkListLimit,
   checkName,
-  checkNewJob,
   checkNewJobs,
   checkQueues,
   checkStack,
@@ -107,8 +107,15 @@ export function makeMemoryJobStore(): JobStore {
 
     async enqueue(params, tx) {
       if (tx !== undefined) throw new InvalidInput({ field: 'tx', reason: 'needs a PostgreSQL store; the memory store has no transaction to join' })
-      const job = checkNewJob(params.job)
-      return insert(job, checkTime('nowMs', params.nowMs))
+      const { job, nowMs, claimToken } = checkEnqueue(params)
+      const record = insert(job, nowMs)
+      const row = live.get(record.id)
+      if (claimToken === null || record.id !== job.id || row === undefined) return record
+      // Inserted claimed, as `claim` leaves a row; no due signal to raise here.
+      const deadlineMs = nowMs + job.visibilityTimeoutMs
+      row.job = { ...row.job, state: 'processing', attempts: 1, claimedAtMs: nowMs, claimToken, deadlineMs }
+      row.dueMs = deadlineMs
+      return copy(row.job)
     },
 
     async getJob(params) {

@@ -9,6 +9,7 @@
  * ackBatch counts a duplicated claim once.
  */
 import { describe, expect, it } from 'vitest'
+import { expectRejection } from '../../queues/conformance/ConformanceFixture.ts'
 import type { JobFixture } from './JobFixture.ts'
 
 /** Registers the lifecycle tests. */
@@ -16,6 +17,29 @@ export function describeJobLifecycleConformance(fixture: JobFixture): void {
   const store = () => fixture.store()
 
   describe('job lifecycle', () => {
+    it('enqueue with a claim token inserts the job claimed, due at its deadline, without a delivery', async () => {
+      const queue = fixture.queue('enqueue-claimed')
+      const job = fixture.job(queue, { runAtMs: 1_000 })
+      const claimed = await store().enqueue({ job, nowMs: 2_000, claimToken: 'eager-token' })
+      expect(claimed).toMatchObject({ id: job.id, state: 'processing', attempts: 1, claimedAtMs: 2_000, claimToken: 'eager-token', deadlineMs: 2_000 + job.visibilityTimeoutMs })
+      expect(await store().getJob({ queue, id: job.id })).toEqual(claimed)
+      // Not due before its deadline; at the deadline, due like any lapsed claim.
+      expect(await store().takeDue({ nowMs: 2_000, reserveUntilMs: 3_000, limit: 10, queues: [queue] })).toEqual([])
+      const deadline = 2_000 + job.visibilityTimeoutMs
+      expect((await store().takeDue({ nowMs: deadline, reserveUntilMs: deadline + 1_000, limit: 10, queues: [queue] })).map((due) => due.id)).toEqual([job.id])
+      expect(await store().ack({ id: job.id, claimToken: 'eager-token', nowMs: deadline - 1 })).toBe(true)
+
+      // A key's holder answers unclaimed; a job not claimable now is refused, nothing written.
+      const holder = await store().enqueue({ job: fixture.job(queue, { key: 'k' }), nowMs: 2_000 })
+      expect(await store().enqueue({ job: fixture.job(queue, { key: 'k' }), nowMs: 2_000, claimToken: 'other' })).toEqual(holder)
+      const later = fixture.job(queue, { runAtMs: 5_000 })
+      await expectRejection(store().enqueue({ job: later, nowMs: 2_000, claimToken: 't' }), 'InvalidInput', { field: 'claimToken' })
+      const expired = fixture.job(queue, { expiresAtMs: 2_000 })
+      await expectRejection(store().enqueue({ job: expired, nowMs: 2_000, claimToken: 't' }), 'InvalidInput', { field: 'claimToken' })
+      expect(await store().getJob({ queue, id: later.id })).toBeNull()
+      expect(await store().getJob({ queue, id: expired.id })).toBeNull()
+    })
+
     it('enqueue stamps the job; getJob returns it, only in its own queue', async () => {
       const queue = fixture.queue('enqueue')
       const job = fixture.job(queue, { payload: { to: 'a@b.c', list: [1, 2], nested: { ok: true } }, priority: 7, runAtMs: 5_000, expiresAtMs: 90_000, deadLetterRetentionMs: 60_000 })

@@ -20,7 +20,7 @@ import { enqueueBatchBytesMax, enqueueBatchSizeMax } from '../../../kernel/Limit
 import { toDriverError } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { type SqlSession, toStoreError } from '../../sql/SqlSession.ts'
-import { checkNewJob, checkNewJobs, checkTime } from '../JobInput.ts'
+import { checkEnqueue, checkNewJobs, checkTime } from '../JobInput.ts'
 import type { EnqueuedJob, JobStore, NewJob, SqlClient } from '../JobStore.ts'
 import { decodeEnqueued, decodeJob, enqueueManyParams, enqueueParams } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
@@ -56,10 +56,10 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
 
   return {
     async enqueue(params, tx) {
-      const { job, nowMs } = validated('enqueue', () => ({ job: checkNewJob(params.job), nowMs: checkTime('nowMs', params.nowMs) }))
+      const { job, nowMs, claimToken } = validated('enqueue', () => checkEnqueue(params))
       checkTx(tx)
       for (let attempt = 1; ; attempt++) {
-        const rows = await runOn(tx, 'enqueue', sql.enqueue, enqueueParams(job, nowMs, dueChannel))
+        const rows = await runOn(tx, 'enqueue', sql.enqueue, enqueueParams(job, nowMs, dueChannel, claimToken))
         assert(rows.length <= 1, `enqueue of ${job.id} returned ${rows.length} rows`)
         const [row] = rows
         if (row !== undefined) return decodeJob(row)

@@ -65,7 +65,7 @@ export function decodeSchedule(row: Row): ScheduleRecord {
 }
 
 /** The parameters of `enqueueSql`. The due channel rides in every enqueue: the INSERT signals the queue's owner itself, at commit. */
-export const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string): unknown[] => [
+export const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string, claimToken: string | null = null): unknown[] => [
   job.id,
   job.queue,
   JSON.stringify(job.payload),
@@ -79,6 +79,7 @@ export const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string): u
   job.expiresAtMs,
   dueChannel,
   job.key ?? null,
+  claimToken,
 ]
 
 /**

@@ -59,9 +59,10 @@ const bury = (schema: Schema, error: string, diedAt: string, handlerError = 'las
 /**
  * `$1` id, `$2` queue, `$3` payload json, `$4` priority, `$5` max attempts, `$6` visibility ms,
  * `$7` backoff base ms, `$8` retention ms or null, `$9` now, `$10` run at, `$11` expires at or null,
- * `$12` the due channel, `$13` key or null. One statement, so it can run on a caller's
- * transaction; it raises the due signal (NOTIFY, delivered only when the transaction commits)
- * for the queue's owner.
+ * `$12` the due channel, `$13` key or null, `$14` a claim token or null. One statement, so it can
+ * run on a caller's transaction; it raises the due signal (NOTIFY, delivered only when the
+ * transaction commits) for the queue's owner. With a claim token the row is inserted claimed
+ * (processing, attempt 1, deadline and due time `$9 + $6`) and no signal is raised.
  *
  * A key held by a live job of the queue is a conflict on the partial unique index: nothing is
  * inserted and the holder is returned instead (`was_inserted` = false). No row at all means the
@@ -72,13 +73,16 @@ export function enqueueSql(schema: Schema): string {
 WITH inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-   created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key)
-VALUES ($1::text, $2::text, 'pending', $3::jsonb, $4::smallint, 0, $5::integer, $6::bigint, $7::bigint, $8::bigint,
-   $9::bigint, $10::bigint, $11::bigint, GREATEST($10::bigint, $9::bigint), $13::text)
+   created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key,
+   claimed_at_ms, claim_token, deadline_ms)
+VALUES ($1::text, $2::text, CASE WHEN $14::text IS NULL THEN 'pending' ELSE 'processing' END, $3::jsonb, $4::smallint,
+   CASE WHEN $14::text IS NULL THEN 0 ELSE 1 END, $5::integer, $6::bigint, $7::bigint, $8::bigint,
+   $9::bigint, $10::bigint, $11::bigint, CASE WHEN $14::text IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
+   CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint END, $14::text, CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint + $6::bigint END)
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
 RETURNING ${liveRecord}
 )
-SELECT inserted.*, true AS was_inserted FROM inserted CROSS JOIN LATERAL (SELECT pg_notify($12::text, inserted.queue)) AS signal
+SELECT inserted.*, true AS was_inserted FROM inserted LEFT JOIN LATERAL (SELECT pg_notify($12::text, inserted.queue) WHERE $14::text IS NULL) AS signal ON true
 UNION ALL
 SELECT ${liveRecord}, false AS was_inserted FROM ${schema.quoted}.jobs
 WHERE $13::text IS NOT NULL AND queue = $2::text AND job_key = $13::text AND NOT EXISTS (SELECT 1 FROM inserted)`
