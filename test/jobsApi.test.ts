@@ -239,3 +239,22 @@ describe('jobs API: close', () => {
     await mb.close()
   })
 })
+
+describe('jobs API: partitions', () => {
+  it('a work loop started first on a new queue stores its handle’s partition count, so the handle’s enqueue agrees', async () => {
+    const { mb } = await engine()
+    const q = mb.queue('partitioned', { partitions: 3 })
+    const ran: unknown[] = []
+    const stop = q.work(async (job) => {
+      ran.push(job.payload)
+    })
+    // The loop's first claim loads the queue's routing before anything else touches the queue.
+    await settle()
+    await q.enqueue('after the worker')
+    await until(() => ran.length === 1, 'the job ran')
+    expect(ran).toEqual(['after the worker'])
+    await expect(mb.queue('partitioned', { partitions: 2 }).enqueue('x')).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'options.partitions' })
+    await stop()
+    await mb.close()
+  })
+})

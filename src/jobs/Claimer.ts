@@ -30,7 +30,8 @@ import { type ClaimState, claimStateOf, type JobsRuntime, type WaitingWorker } f
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
  * `claim`) runs a due-time pass first; workers pass false and rely on the driver's timers, due
- * signals and scan, which wake them, so they do not queue a pass per job.
+ * signals and scan, which wake them, so they do not queue a pass per job. `partitions` is the
+ * calling handle's partition count, if it names one (stored by the first use of a new queue).
  */
 export async function claimNext(
   runtime: JobsRuntime,
@@ -39,9 +40,11 @@ export async function claimNext(
   lazy: boolean,
   isStopped: () => boolean = () => false,
   signal?: AbortSignal,
+  partitions?: number,
 ): Promise<JobHandle | null> {
   const deadlineMs = runtime.now() + waitMs
-  await runtime.routing.load(queue)
+  // With the handle's partition count: the first use of a new queue stores it, whichever comes first.
+  await runtime.routing.load(queue, partitions)
   for (let turn = 0; ; turn++) {
     runtime.refuseIfClosed()
     if (isStopped()) return null

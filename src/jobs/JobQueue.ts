@@ -169,7 +169,7 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
     work(handler, options) {
       runtime.refuseIfClosed()
       // Payloads are stored as plain JSON; T is the caller's description of them.
-      return startWorkers(runtime, name, handler as (job: JobHandle) => Promise<unknown>, options)
+      return startWorkers(runtime, name, handler as (job: JobHandle) => Promise<unknown>, options, partitions)
     },
   }
   return queue

@@ -59,8 +59,8 @@ export interface WorkOptions {
   readonly onError?: (error: unknown, job: JobHandle | null, details: { readonly suppressed: number }) => void
 }
 
-/** Starts the loops; returns `stop`. */
-export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job: JobHandle) => Promise<unknown>, options: WorkOptions = {}): () => Promise<void> {
+/** Starts the loops; returns `stop`. `partitions` is the handle's partition count, if it names one. */
+export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job: JobHandle) => Promise<unknown>, options: WorkOptions = {}, partitions?: number): () => Promise<void> {
   if (typeof handler !== 'function') throw new InvalidInput({ field: 'handler', reason: 'must be a function' })
   const concurrency = options.concurrency ?? 1
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > workerConcurrencyMax) {
@@ -142,7 +142,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     }
     const startedMs = runtime.now()
     try {
-      const job = await claimNext(runtime, queue, workerClaimWaitMs, false, () => stopping, stopped.signal)
+      const job = await claimNext(runtime, queue, workerClaimWaitMs, false, () => stopping, stopped.signal, partitions)
       outage.succeeded()
       return job
     } catch (error) {
