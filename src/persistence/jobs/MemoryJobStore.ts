@@ -3,8 +3,9 @@
  * simulator's fast mode and `open({ store: 'memory' })`.
  *
  * Owns: live rows (pending, processing) and dead rows in two maps, as the SQL store keeps two
- * tables (schedules and leases live in MemoryJobSchedules.ts). Every operation validates first (JobInput.ts), then runs to
- * completion synchronously inside its promise, so each one is atomic as the SQL statements are.
+ * tables (schedules and leases live in MemoryJobSchedules.ts, the admin reads in MemoryJobAdmin.ts). Every operation validates first
+ * (JobInput.ts), then runs to completion synchronously inside its promise, so each one is atomic
+ * as the SQL statements are.
  *
  * Invariants: values go in and come out as copies (no caller can mutate stored state); claim
  * fields are set exactly while processing; every rule is a call into domain/JobRules.ts, the
@@ -24,14 +25,13 @@ import {
   checkError,
   checkEnqueue,
   checkJobRef,
-  checkListLimit,
   checkName,
   checkNewJobs,
   checkQueues,
   checkStack,
-  checkState,
   checkTime,
 } from './JobInput.ts'
+import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemorySchedules } from './MemoryJobSchedules.ts'
 import type { ClaimOutcome, DueJob, JobRecord, JobStore, NewJob } from './JobStore.ts'
 
@@ -84,38 +84,44 @@ export function makeMemoryJobStore(): JobStore {
     return copy(record)
   }
 
+  // Claims a claimable row for `claimToken`: an attempt, the deadline from its visibility stamp, due then.
+  const claimRow = (row: LiveRow, claimToken: string, nowMs: number): JobRecord => {
+    const deadlineMs = nowMs + row.job.visibilityTimeoutMs
+    row.job = { ...row.job, state: 'processing', attempts: row.job.attempts + 1, claimedAtMs: nowMs, claimToken, deadlineMs }
+    row.dueMs = deadlineMs
+    row.readySeq = ++readySeq
+    row.revision++
+    return row.job
+  }
+
   const validRow = (id: string, claimToken: string, nowMs: number): LiveRow | undefined => {
     const row = live.get(id)
     return row !== undefined && isValidClaim(row.job, claimToken, nowMs) ? row : undefined
+  }
+
+  const refuseTx = (tx: unknown): void => {
+    if (tx !== undefined) throw new InvalidInput({ field: 'tx', reason: 'needs a PostgreSQL store; the memory store has no transaction to join' })
   }
 
   const store: JobStore = {
     kind: 'memory',
 
     async enqueueMany(params, tx) {
-      if (tx !== undefined) throw new InvalidInput({ field: 'tx', reason: 'needs a PostgreSQL store; the memory store has no transaction to join' })
+      refuseTx(tx)
       const jobs = checkNewJobs(params.jobs)
       const nowMs = checkTime('nowMs', params.nowMs)
       // All or nothing: every id is free before the first insert (a later job holding an earlier
       // one's key answers with it, as a second enqueue would).
       for (const job of jobs) assert(!live.has(job.id) && !dead.has(job.id), `job id ${job.id} is already taken`)
-      return jobs.map((job) => {
-        const { id, runAtMs } = insert(job, nowMs)
-        return { id, runAtMs }
-      })
+      return jobs.map((job) => insert(job, nowMs)).map(({ id, runAtMs }) => ({ id, runAtMs }))
     },
 
     async enqueue(params, tx) {
-      if (tx !== undefined) throw new InvalidInput({ field: 'tx', reason: 'needs a PostgreSQL store; the memory store has no transaction to join' })
+      refuseTx(tx)
       const { job, nowMs, claimToken } = checkEnqueue(params)
       const record = insert(job, nowMs)
-      const row = live.get(record.id)
-      if (claimToken === null || record.id !== job.id || row === undefined) return record
-      // Inserted claimed, as `claim` leaves a row; no due signal to raise here.
-      const deadlineMs = nowMs + job.visibilityTimeoutMs
-      row.job = { ...row.job, state: 'processing', attempts: 1, claimedAtMs: nowMs, claimToken, deadlineMs }
-      row.dueMs = deadlineMs
-      return copy(row.job)
+      // Inserted claimed (not a key's holder): as `claim` leaves a row.
+      return claimToken === null || record.id !== job.id ? record : copy(claimRow(live.get(job.id) as LiveRow, claimToken, nowMs))
     },
 
     async getJob(params) {
@@ -131,14 +137,7 @@ export function makeMemoryJobStore(): JobStore {
       const row = live.get(id)
       if (row === undefined) return { kind: 'obsolete', reason: dead.has(id) ? 'dead' : 'missing' }
       const job = row.job
-      if (isClaimable(job, nowMs)) {
-        const deadlineMs = nowMs + job.visibilityTimeoutMs
-        row.job = { ...job, state: 'processing', attempts: job.attempts + 1, claimedAtMs: nowMs, claimToken, deadlineMs }
-        row.dueMs = deadlineMs
-        row.readySeq = ++readySeq
-        row.revision++
-        return { kind: 'claimed', job: copy(row.job) }
-      }
+      if (isClaimable(job, nowMs)) return { kind: 'claimed', job: copy(claimRow(row, claimToken, nowMs)) }
       if (isExhausted(job, nowMs)) {
         bury(row, deadReasonExhausted, job.deadlineMs as number)
         return { kind: 'obsolete', reason: 'exhausted' }
@@ -242,45 +241,6 @@ export function makeMemoryJobStore(): JobStore {
         buried++
       }
       return { dead: buried, purged }
-    },
-
-    async countJobs(params) {
-      const queue = checkName('queue', params.queue)
-      const counts = { pending: 0, processing: 0, dead: 0 }
-      for (const row of live.values()) if (row.job.queue === queue) counts[row.job.state as 'pending' | 'processing']++
-      for (const job of dead.values()) if (job.queue === queue) counts.dead++
-      return counts
-    },
-
-    async countQueues(params) {
-      const limit = checkListLimit('limit', params.limit)
-      const counts = new Map<string, { pending: number; processing: number; dead: number }>()
-      const of = (queue: string) => {
-        const known = counts.get(queue)
-        if (known !== undefined) return known
-        const fresh = { pending: 0, processing: 0, dead: 0 }
-        counts.set(queue, fresh)
-        return fresh
-      }
-      for (const row of live.values()) of(row.job.queue)[row.job.state as 'pending' | 'processing']++
-      for (const job of dead.values()) of(job.queue).dead++
-      return [...counts]
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-        .slice(0, limit)
-        .map(([queue, count]) => ({ queue, ...count }))
-    },
-
-    async listJobs(params) {
-      const queue = checkName('queue', params.queue)
-      const state = checkState('state', params.state)
-      const limit = checkListLimit('limit', params.limit)
-      const afterId = params.afterId === null ? null : checkName('afterId', params.afterId)
-      const pool = state === 'dead' ? [...dead.values()] : [...live.values()].map((row) => row.job)
-      return pool
-        .filter((job) => job.queue === queue && job.state === state && (afterId === null || job.id > afterId))
-        .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-        .slice(0, limit)
-        .map(copy)
     },
 
     async retryDead(params) {
@@ -399,6 +359,7 @@ export function makeMemoryJobStore(): JobStore {
     },
 
     ...makeMemorySchedules(insert),
+    ...makeMemoryJobAdmin(() => [...live.values()].map((row) => row.job), () => dead.values()),
 
     async close() {},
   }
