@@ -4,8 +4,8 @@
  *
  * - **Local** (this engine owns every partition): a worker parks its poll in Matching, where
  *   a delivered task sync-matches it (`pollParked`), and waits in line for an enqueue of this
- *   engine to hand it a job inserted already claimed (eager dispatch, JobQueue.ts). A lazy claim (`queue.claim()`) first runs
- *   the due-time driver at the clock's time, so a job whose runAt arrived or whose claim lapsed
+ *   engine to hand it a job inserted already claimed (eager dispatch: `takeWaitingWorker`,
+ *   `handOver`). A lazy claim (`queue.claim()`) first runs the due-time driver at the clock's time, so a job whose runAt arrived or whose claim lapsed
  *   has its task with Matching even if no timer fired; it polls Matching only when the store
  *   shows more deliverable jobs than lazy polls in flight — so its poll always has a task to
  *   take — and otherwise waits (up to the claim's wait) for the driver to deliver
@@ -106,9 +106,10 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
     const pollDeadlineMs = runtime.now() + pollWaitMs
     const handedOver = eager ? waitInLine(state, signal) : null
+    const pollSignal = handedOver?.signal ?? signal
     let polled
     try {
-      polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(handedOver === null ? (signal === undefined ? {} : { signal }) : { signal: handedOver.signal }) })
+      polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(pollSignal === undefined ? {} : { signal: pollSignal }) })
     } finally {
       handedOver?.leave()
     }
@@ -123,6 +124,25 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     // Matching itself waits out a queue's idle unload): pause rather than spin.
     if (runtime.now() < pollDeadlineMs) await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
   }
+}
+
+/**
+ * Eager dispatch, first half: the worker of this engine waiting longest for `queue`, taken out
+ * of line so that no other enqueue hands it a job too; undefined when none waits.
+ */
+export function takeWaitingWorker(runtime: JobsRuntime, queue: string): WaitingWorker | undefined {
+  return claimStateOf(runtime, queue).waiting.shift()
+}
+
+/**
+ * Eager dispatch, second half: gives `job`, already claimed for this engine, to `worker` — or,
+ * if it stopped waiting meanwhile (Matching gave it a task), to the next worker waiting, else to
+ * the queue's `spare` list, which the next worker poll takes first.
+ */
+export function handOver(runtime: JobsRuntime, queue: string, worker: WaitingWorker, job: JobRecord): void {
+  const state = claimStateOf(runtime, queue)
+  for (let next: WaitingWorker | undefined = worker; next !== undefined; next = state.waiting.shift()) if (next.offer(job)) return
+  state.spare.push(job)
 }
 
 // Puts a waiting claim in its queue's `waiting` list: `signal` ends its Matching poll when the

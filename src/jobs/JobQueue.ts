@@ -17,12 +17,12 @@ import { validateJson } from '../domain/Json.ts'
 import { ackBatchSizeMax, claimWaitMsMax, enqueueBatchSizeMax } from '../kernel/Limits.ts'
 import { randomId } from '../kernel/Ids.ts'
 import type { JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
-import { claimNext } from './Claimer.ts'
+import { claimNext, handOver, takeWaitingWorker } from './Claimer.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { type Job, type JobHandle, toJob } from './JobHandle.ts'
 import { makeQueueAdmin, type QueueAdmin } from './QueueAdmin.ts'
 import { type EnqueueManyOptions, type EnqueueOptions, resolveEnqueueManyOptions, resolveEnqueueOptions, type ResolvedEnqueue } from './QueueOptions.ts'
-import { claimStateOf, type JobsRuntime, type WaitingWorker } from './Runtime.ts'
+import type { JobsRuntime } from './Runtime.ts'
 import { startWorkers, type WorkOptions } from './Worker.ts'
 
 /**
@@ -184,9 +184,9 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
  * other). Returns the job's id, or null to enqueue the ordinary way.
  */
 async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: NewJob, nowMs: number): Promise<string | null> {
-  const state = claimStateOf(runtime, queue)
-  if (state.waiting.length === 0 || job.runAtMs > nowMs || (job.expiresAtMs !== null && job.expiresAtMs <= nowMs) || !runtime.driver.isQuiet()) return null
-  const first = state.waiting.shift() as WaitingWorker
+  if (job.runAtMs > nowMs || (job.expiresAtMs !== null && job.expiresAtMs <= nowMs) || !runtime.driver.isQuiet()) return null
+  const worker = takeWaitingWorker(runtime, queue)
+  if (worker === undefined) return null
   const claimToken = randomId(runtime.random)
   const stored = await runtime.jobStore.enqueue({ job, nowMs, claimToken })
   if (stored.claimToken !== claimToken) {
@@ -195,12 +195,6 @@ async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: 
     return stored.id
   }
   runtime.driver.notifyDue(stored.deadlineMs as number, queue)
-  // The worker may have taken a task from Matching meanwhile: then the next one waiting, else
-  // the next worker poll of the queue takes the job.
-  if (!first.offer(stored)) {
-    let taken = false
-    while (!taken && state.waiting.length > 0) taken = (state.waiting.shift() as WaitingWorker).offer(stored)
-    if (!taken) state.spare.push(stored)
-  }
+  handOver(runtime, queue, worker, stored)
   return stored.id
 }
