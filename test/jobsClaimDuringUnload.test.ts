@@ -13,30 +13,16 @@ import { idleUnloadMs } from '../src/kernel/Limits.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
 import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
 import type { Store } from '../src/persistence/queues/Store.ts'
+import { type Gate, makeGate } from './harness/gate.ts'
 import { settle, until } from './harness/settle.ts'
 
-// A queue store whose checkpoints wait while the gate is closed; everything else passes through.
-function gatedCheckpoints(inner: Store): { store: Store; close: () => void; held: () => number; open: () => void } {
-  let closed = false
-  let waiting: Array<() => void> = []
-  const store: Store = {
+// A queue store whose checkpoints wait at `gate`; everything else passes through.
+function gatedCheckpoints(inner: Store, gate: Gate): Store {
+  return {
     ...inner,
     async checkpoint(params) {
-      if (closed) await new Promise<void>((resume) => waiting.push(resume))
+      await gate.pass()
       return inner.checkpoint(params)
-    },
-  }
-  return {
-    store,
-    close: () => {
-      closed = true
-    },
-    held: () => waiting.length,
-    open: () => {
-      closed = false
-      const resumed = waiting
-      waiting = []
-      for (const resume of resumed) resume()
     },
   }
 }
@@ -46,8 +32,8 @@ describe('claim while the Matching queue unloads', () => {
     it(`claim({ waitMs: ${waitMs} }) finds a job whose task waits in the backlog of a queue draining on its own`, async () => {
       const clock = new ManualClock(1_700_000_000_000)
       const inner = makeMemoryStore()
-      const gate = gatedCheckpoints(inner)
-      const mb = makeMatchbox({ hostId: 'unload', store: gate.store, jobStore: makeMemoryJobStore(), clock, random: Random.make(5), closeStores: () => inner.close() })
+      const gate = makeGate()
+      const mb = makeMatchbox({ hostId: 'unload', store: gatedCheckpoints(inner, gate), jobStore: makeMemoryJobStore(), clock, random: Random.make(5), closeStores: () => inner.close() })
       const q = mb.queue('q')
       // Two jobs: the first is claimed and acked, the second's task stays in the queue's backlog.
       await q.enqueue('first')

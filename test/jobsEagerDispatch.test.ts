@@ -12,24 +12,24 @@ import { makeMatchbox } from '../src/jobs/Matchbox.ts'
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
 import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
+import { makeGate } from './harness/gate.ts'
 import { until } from './harness/settle.ts'
 
-// Records which jobs were enqueued claimed and which a delivery pass took; can hold claimed enqueues.
+// Records which jobs were enqueued claimed and which a delivery pass took; claimed enqueues
+// wait at `inserts`, claim batches at `claims`.
 function watched(inner: JobStore) {
   const seen = { claimedAtEnqueue: [] as string[], delivered: [] as string[] }
-  let holding = false
-  let held: Array<() => void> = []
-  let holdingClaims = false
-  const heldClaims: Array<() => void> = []
+  const inserts = makeGate()
+  const claims = makeGate()
   const store: JobStore = {
     ...inner,
     async claimMany(params) {
-      if (holdingClaims) await new Promise<void>((resume) => heldClaims.push(resume))
+      await claims.pass()
       return inner.claimMany(params)
     },
     async enqueue(params, tx) {
       if (params.claimToken !== undefined) {
-        if (holding) await new Promise<void>((resume) => held.push(resume))
+        await inserts.pass()
         seen.claimedAtEnqueue.push(params.job.id)
       }
       return inner.enqueue(params, tx)
@@ -40,23 +40,7 @@ function watched(inner: JobStore) {
       return due
     },
   }
-  return {
-    store,
-    seen,
-    hold: () => (holding = true),
-    holdClaims: () => (holdingClaims = true),
-    heldClaims: () => heldClaims.length,
-    releaseClaims: () => {
-      holdingClaims = false
-      for (const resume of heldClaims.splice(0)) resume()
-    },
-    heldCount: () => held.length,
-    release: () => {
-      holding = false
-      for (const resume of held.splice(0)) resume()
-      held = []
-    },
-  }
+  return { store, seen, inserts, claims }
 }
 
 // An engine on `jobStore` with one worker on queue `q` recording the payloads it ran; `during`
@@ -96,13 +80,13 @@ describe('eager dispatch', () => {
     // The worker is parked in Matching (a first job ran through it).
     await q.enqueue('warm-up')
     await until(() => ran.length === 1, 'the first job ran')
-    jobs.hold()
+    jobs.inserts.close()
     const eager = q.enqueue('eager')
-    await until(() => jobs.heldCount() === 1, 'the claimed insert is held')
+    await until(() => jobs.inserts.held() === 1, 'the claimed insert is held')
     // Meanwhile a job arrives the ordinary way (enqueueMany is never eager) and reaches the worker.
     const [ordinary] = await q.enqueueMany([{ payload: 'through Matching' }])
     await until(() => ran.length === 2, 'the ordinary job ran')
-    jobs.release()
+    jobs.inserts.open()
     const eagerId = await eager
     await until(() => ran.length === 3, 'the eager job ran too')
     expect(ran).toEqual(['warm-up', 'through Matching', 'eager'])
@@ -123,13 +107,13 @@ describe('eager dispatch', () => {
     await q.enqueueMany([{ payload: 'backlog' }])
     await mb.idle()
     // The worker's next poll gets the backlog task; History's claim of it is held.
-    jobs.holdClaims()
+    jobs.claims.close()
     finishFirst()
-    await until(() => jobs.heldClaims() === 1, 'the claim of the backlog task is held')
+    await until(() => jobs.claims.held() === 1, 'the claim of the backlog task is held')
     // The worker still waits in line, so this enqueue hands it a job as well.
     const eagerId = await q.enqueue('eager')
     expect(jobs.seen.claimedAtEnqueue).toContain(eagerId)
-    jobs.releaseClaims()
+    jobs.claims.open()
     await until(() => ran.length === 3, 'both jobs ran')
     expect(ran).toEqual(['first', 'backlog', 'eager'])
     await stop()
