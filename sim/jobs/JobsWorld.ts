@@ -267,6 +267,7 @@ export class JobsWorld {
     }
     if (this.#decide.chance(faults['clock.jump'])) {
       const jump = this.#decide.int(1_000, 600_000)
+      this.#ownership.jumped(this.#clock.now(), this.#clock.now() + jump)
       this.#clock.set(this.#clock.now() + jump)
       this.#fault('clock.jump', `clock jumps +${jump} ms`)
       return true
@@ -379,6 +380,7 @@ export class JobsWorld {
       this.#log(`final: nothing claimed; time +${finalJumpMs}`)
       // One jump, then every overdue timer fires once (a paused process waking), rather than
       // two hours of one-second heartbeat ticks that could not beat anyway.
+      this.#ownership.jumped(this.#clock.now(), this.#clock.now() + finalJumpMs)
       this.#clock.set(this.#clock.now() + finalJumpMs)
       this.#clock.advance(0)
       // Nobody could beat during the jump: every view lapsed; let them fill again.

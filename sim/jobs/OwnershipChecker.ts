@@ -10,7 +10,10 @@
  * `membershipUnloadDelayMs` earlier. That grace is the design's own: a host unloads a partition
  * membership moved away only after that delay (DESIGN.md §6, §9), and a queue that has not
  * unloaded still serves the polls waiting on it; past it, a claim by a non-owner is a host
- * delivering from a partition it has no business holding. A producer (not a member) never
+ * delivering from a partition it has no business holding. One more case passes: a claim at the
+ * instant a clock jump landed while that unload fell due inside the jump. A paused process wakes
+ * with its timers overdue and runs them in one burst, so it may claim before it unloads;
+ * fencing, not timing, keeps such a stale owner's claim safe. A producer (not a member) never
  * owns anything, so any claim it performs is a violation.
  *
  * Weaker than "the owner of the task's own partition": the boundary does not see which
@@ -27,12 +30,23 @@ export interface OwnershipCounts {
   readonly byOwner: number
   /** Claims performed within the unload delay after the host lost the queue. */
   readonly inUnloadDelay: number
+  /** Claims performed at the instant a clock jump landed, with the host's unload still overdue. */
+  readonly afterJump: number
 }
 
 /** Judges each committed claim. */
 export class OwnershipChecker {
   #byOwner = 0
   #inUnloadDelay = 0
+  #afterJump = 0
+  // Clock jumps (a paused process waking) as [from, to]: timers due inside one fire late, at
+  // `to`, in one burst, so a host may claim before its overdue unload runs.
+  readonly #jumps: Array<readonly [number, number]> = []
+
+  /** The world's clock jumped from `fromMs` to `toMs`. */
+  jumped(fromMs: number, toMs: number): void {
+    this.#jumps.push([fromMs, toMs])
+  }
 
   /** The violation a committed claim shows, or null. */
   observe(record: Extract<JobBoundaryRecord, { op: 'claim' }>): string | null {
@@ -48,12 +62,19 @@ export class OwnershipChecker {
       this.#inUnloadDelay++
       return null
     }
+    // Woken from a pause with the unload overdue: the burst of late timers runs the claim and the
+    // unload at one instant, in either order. Fencing, not timing, keeps that safe.
+    const unloadDueMs = lostAtMs === null ? null : lostAtMs + membershipUnloadDelayMs
+    if (unloadDueMs !== null && this.#jumps.some(([fromMs, toMs]) => record.nowMs === toMs && unloadDueMs > fromMs && unloadDueMs <= toMs)) {
+      this.#afterJump++
+      return null
+    }
     const since = lostAtMs === null ? 'had not owned it in this incarnation' : `had lost its last partition at ${lostAtMs}, ${record.nowMs - lostAtMs} ms earlier`
     return `job ${record.id} of ${queue} claimed by ${record.hostId} at ${record.nowMs}, which owned none of its ${partitions} partition(s) by its own view (it ${since})`
   }
 
   /** What was seen so far. */
   counts(): OwnershipCounts {
-    return { byOwner: this.#byOwner, inUnloadDelay: this.#inUnloadDelay }
+    return { byOwner: this.#byOwner, inUnloadDelay: this.#inUnloadDelay, afterJump: this.#afterJump }
   }
 }
