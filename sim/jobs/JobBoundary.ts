@@ -15,13 +15,17 @@ interface Stamped {
 }
 
 /**
- * What the claiming host's own membership view said when it issued a claim (read when the call
- * was parked, i.e. at the instant History asked the store): the job's queue, which of its
- * partitions the view gave this host, and when the view last took the host's last partition of
- * the queue away (null: never, in this incarnation). Null when the job's queue is unknown to the
- * world (no enqueue of it committed).
+ * What the claiming host's own membership view said when its Matching handed the job's task to
+ * a poll (History's recordStart; a claim no hand-over preceded reads the view when it was
+ * issued): the job's queue, which of its partitions the view gave this host, and when the view
+ * last took the host's last partition of the queue away (null: never, in this incarnation).
+ * Null when the job's queue is unknown to the world (no enqueue of it committed).
  */
 export interface ClaimOwnership {
+  /** When the view was read (world time): the hand-over, or the claim's issue. */
+  readonly atMs: number
+  /** Then: the due time of the host's earliest timer that was due but had not fired (HostClock.ts), or null. */
+  readonly timersOverdueSinceMs: number | null
   readonly queue: string
   readonly partitions: number
   readonly owned: ReadonlyArray<number>

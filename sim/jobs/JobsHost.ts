@@ -13,12 +13,19 @@
  * a new process would.
  *
  * Records, for the ownership checker, what its own membership view says about a job's queue at
- * the moment a claim is issued, and when that view last took the queue's last partition away.
+ * the moment its Matching hands the job's task to a poll (History's recordStart), and when that
+ * view last took the queue's last partition away; a claim takes the oldest view recorded for its
+ * job.
+ *
+ * A worker host may also run `work` loops on every queue (the seed's `workLoops` each), whose
+ * handler fails when the world says so (it is retried on the queue's curve); they stop with the
+ * engine. Clients' claims and the loops' share the host's Matching polls.
  *
  * Does not: choose what clients do (JobsWorld.ts) or judge anything.
  */
 import { MixedScheduler } from 'effect/Scheduler'
 import { type DynamicMembership, makeDynamicMembership } from '../../src/actors/Membership.ts'
+import { isMatchboxError } from '../../src/domain/errors.ts'
 import { makePartitionKey } from '../../src/domain/QueueKey.ts'
 import type { JobQueue } from '../../src/jobs/JobQueue.ts'
 import { type EngineGroup, type Matchbox, makeMatchbox } from '../../src/jobs/Matchbox.ts'
@@ -57,6 +64,10 @@ export interface JobsHostDeps {
   readonly recordStore: BoundaryListener
   readonly recordJobs: JobBoundaryListener
   readonly queueOf: (id: string) => string | undefined
+  /** `work` loops per queue on a worker host (0: none). */
+  readonly workLoops: number
+  /** Whether a `work` handler throws this time (the world's decision). */
+  readonly handlerFails: () => boolean
   /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
   readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
   /** Hears every change of this host's membership view (for the trace). */
@@ -79,6 +90,8 @@ export class JobsHost {
   #membership: DynamicMembership | null = null
   // Per queue: when this incarnation's view last took the queue's last owned partition away.
   #lostAtMs = new Map<string, number>()
+  // Per job id: this incarnation's views at each hand-over of the job's task, oldest first.
+  #handedOut = new Map<string, ClaimOwnership[]>()
   readonly #deps: JobsHostDeps
 
   constructor(deps: JobsHostDeps) {
@@ -107,9 +120,16 @@ export class JobsHost {
   }
 
   #ownershipOf(id: string): ClaimOwnership | null {
+    const views = this.#handedOut.get(id)
+    const handedOut = views?.shift()
+    if (views?.length === 0) this.#handedOut.delete(id)
+    return handedOut ?? this.#viewOf(id)
+  }
+
+  #viewOf(id: string): ClaimOwnership | null {
     const queue = this.#deps.queueOf(id)
     if (queue === undefined) return null
-    return { queue, partitions: this.#deps.queues[queue]?.partitions ?? 1, owned: this.ownedPartitions(queue), lostAtMs: this.#lostAtMs.get(queue) ?? null, member: this.role === 'worker' }
+    return { atMs: this.#deps.clock.now(), timersOverdueSinceMs: this.#clock.overdueSinceMs(), queue, partitions: this.#deps.queues[queue]?.partitions ?? 1, owned: this.ownedPartitions(queue), lostAtMs: this.#lostAtMs.get(queue) ?? null, member: this.role === 'worker' }
   }
 
   /** This incarnation's handle on `queue`. */
@@ -132,6 +152,7 @@ export class JobsHost {
     this.#bus = bus
     this.#membership = membership
     this.#lostAtMs = new Map()
+    this.#handedOut = new Map()
     const queueNames = Object.keys(deps.queues)
     let owning = new Set<string>()
     membership.subscribe(() => {
@@ -148,12 +169,33 @@ export class JobsHost {
       random: deps.random.fork(),
       scheduler: new MixedScheduler('sync'),
       onDefect: (where, defect) => deps.onDefect(deps.hostId, where, defect),
+      onQueueStep: (_queue, _event, commands) => {
+        for (const command of commands) {
+          if (command.type !== 'history.recordStart') continue
+          const view = this.#viewOf(command.params.task.jobId)
+          if (view === null) continue
+          const views = this.#handedOut.get(command.params.task.jobId)
+          if (views === undefined) this.#handedOut.set(command.params.task.jobId, [view])
+          else views.push(view)
+        }
+      },
       // The simulated store never raises due signals itself: the engine sends them on the bus.
       group: { membership: deps.wrapMembership?.(deps.hostId, membership) ?? membership, bus, storeSignalsDue: false, leave: () => membership.close() },
       // The world closes the shared stores and bus once, after every engine.
       closeStores: async () => {},
     })
     this.queues = new Map(Object.entries(deps.queues).map(([name, options]) => [name, mb.queue(name, options)]))
+    if (this.role === 'worker' && deps.workLoops > 0) {
+      for (const queue of this.queues.values()) {
+        queue.work(
+          async () => {
+            if (deps.handlerFails()) throw new Error('handler failed')
+          },
+          // Store failures lapse the job (redelivered); the checkers judge what reached the store.
+          { concurrency: deps.workLoops, onError: (error) => (isMatchboxError(error) ? undefined : deps.onDefect(deps.hostId, 'work', error)) },
+        )
+      }
+    }
     return mb
   }
 

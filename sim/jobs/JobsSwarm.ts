@@ -71,6 +71,8 @@ export interface JobsSwarmOptions {
   readonly actions: HandleActionWeights
   /** Probabilities that an enqueue carries each option. */
   readonly enqueueChances: { readonly priority: number; readonly runAt: number; readonly expiresAt: number; readonly maxAttempts: number }
+  /** `work` loops each worker host runs per queue (0: clients' claims only). */
+  readonly workLoops: number
 }
 
 /** Overrides a caller may pin (CLI flags); everything else comes from the seed. */
@@ -94,7 +96,7 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
   // Producers are the last hosts; host-1 stays a worker so the group always delivers.
   const producers = random.chance(0.5) ? random.int(1, Math.max(1, hosts - 1)) : 0
   const roles = Array.from({ length: hosts }, (_, i): HostRole => (i === 0 || i < hosts - producers ? 'worker' : 'producer'))
-  return {
+  const options = {
     seed,
     hosts,
     roles,
@@ -107,6 +109,8 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
     actions: { ack: random.int(1, 6), heartbeat: random.int(0, 3), retry: random.int(0, 3), fail: random.int(0, 2), drop: random.int(0, 2), late: random.int(0, 2) },
     enqueueChances: { priority: random.pick([0, 0.3, 0.7]), runAt: random.pick([0, 0.2, 0.5]), expiresAt: random.pick([0, 0.1, 0.4]), maxAttempts: random.pick([0, 0.3]) },
   }
+  // Drawn last, so that adding it kept every earlier option of a seed.
+  return { ...options, workLoops: random.pick([0, 0, 1, 2]) }
 }
 
 /** One line per option, for the run's header. */
@@ -120,6 +124,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `roles ${options.roles.map((role, i) => `host-${i + 1}=${role}`).join(' ')} · claims elsewhere ${options.claimElsewhere}`,
     `weights enqueue=${w.enqueue} claim=${w.claim} act=${w.act} cancel=${w.cancel} ackBatch=${w.ackBatch} getJob=${w.getJob} sweep=${w.sweep}`,
     `actions ack=${a.ack} heartbeat=${a.heartbeat} retry=${a.retry} fail=${a.fail} drop=${a.drop} late=${a.late} · enqueue chances priority=${e.priority} runAt=${e.runAt} expiresAt=${e.expiresAt} maxAttempts=${e.maxAttempts}`,
-    `faults ${describeFaults(options.faults)}`,
+    `faults ${describeFaults(options.faults)} · work loops per queue ${options.workLoops}`,
   ]
 }

@@ -6,14 +6,17 @@
  * one at a time, one virtual clock (each host through its own HostClock), one seeded source of
  * decisions, and clients using the public job API (JobClients.ts). Workers own the partitions
  * membership gives them; producers own nothing; claims on a worker that does not own the queue
- * are forwarded to the owner, which claims and hands the job over on the bus.
+ * are forwarded to the owner, which claims and hands the job over on the bus. A seed may also
+ * give every worker `work` loops on each queue (JobsHost.ts), whose handlers fail when the
+ * world decides, beside the clients' own claims.
  *
  * Phases: a safety phase of `steps` decisions with faults (crash before a store call, crash after
  * a commit, restart, clock jumps, outages, ambiguous commits, latency, bus messages lost or
  * late, a worker cut off from the membership table); then heal (restart every host, faults off,
  * membership settles) and a final phase in which workers ack what they hold and claim and ack
  * everything they can, time moves past every runAt, backoff and deadline, `sweepExpired` runs on
- * every queue, every engine closes, and the job checkers audit every job that was enqueued.
+ * every queue, every engine closes (without faults, whichever phase ended the run), and the job
+ * checkers audit every job that was enqueued.
  *
  * Judged by JobCheckers.ts (from the JobStore boundary and the clients), OwnershipChecker.ts
  * (only a partition's owner delivers) and the Matching checkers (fencing, id uniqueness, ack
@@ -188,6 +191,9 @@ export class JobsWorld {
           clock: this.#clock,
           random: random.fork(),
           queues: this.#options.queues,
+          workLoops: this.#options.workLoops,
+          // A handler fails one time in five: the job is retried on its queue's curve.
+          handlerFails: () => this.#decide.chance(0.2),
           recordStore: (record) => this.#observeStore(record),
           recordJobs: (record) => this.#observeJobs(record),
           queueOf: (id) => this.#checkers.queueOf(id),
@@ -267,7 +273,6 @@ export class JobsWorld {
     }
     if (this.#decide.chance(faults['clock.jump'])) {
       const jump = this.#decide.int(1_000, 600_000)
-      this.#ownership.jumped(this.#clock.now(), this.#clock.now() + jump)
       this.#clock.set(this.#clock.now() + jump)
       this.#fault('clock.jump', `clock jumps +${jump} ms`)
       return true
@@ -380,7 +385,6 @@ export class JobsWorld {
       this.#log(`final: nothing claimed; time +${finalJumpMs}`)
       // One jump, then every overdue timer fires once (a paused process waking), rather than
       // two hours of one-second heartbeat ticks that could not beat anyway.
-      this.#ownership.jumped(this.#clock.now(), this.#clock.now() + finalJumpMs)
       this.#clock.set(this.#clock.now() + finalJumpMs)
       this.#clock.advance(0)
       // Nobody could beat during the jump: every view lapsed; let them fill again.
@@ -432,6 +436,9 @@ export class JobsWorld {
 
   async #closeAll(): Promise<void> {
     let closed = 0
+    // Closing is judged without faults: after a safety-phase failure they are still on, and a
+    // host crashing mid-close would never finish closing for a reason of the world's making.
+    this.#faultsOn = false
     const alive = this.#hosts.filter((host) => host.alive)
     for (const host of alive) void host.mb.close().then(() => closed++, () => closed++)
     for (let turns = 0; closed < alive.length && turns < 100_000; turns++) {

@@ -1,19 +1,24 @@
 /**
  * OwnershipChecker — "only the owner delivers" (DESIGN.md §6, many engines on one database):
- * no job is claimed by a host that did not own its queue at that moment. Judged outside the
+ * no job is handed out by a host that did not own its queue at that moment. Judged outside the
  * engine from the JobStore boundary: every claim that committed (History's recordTaskStarted
  * → JobStore.claim answered `claimed`) carries what the claiming host's own membership view
- * said when the claim was issued (JobBoundary.ts's ClaimOwnership).
+ * said when its Matching handed the task to a poll (JobBoundary.ts's ClaimOwnership). The
+ * hand-over, not the claim statement, is the delivery: History batches claims, and a batch
+ * slowed by the store may commit after the partition has unloaded, as a delivery in flight
+ * during a drain may (DESIGN.md §5).
  *
  * The rule: the claiming host is a member of the group and its view gave it at least one
  * partition of the job's queue — or it lost the queue's last partition at most
  * `membershipUnloadDelayMs` earlier. That grace is the design's own: a host unloads a partition
  * membership moved away only after that delay (DESIGN.md §6, §9), and a queue that has not
  * unloaded still serves the polls waiting on it; past it, a claim by a non-owner is a host
- * delivering from a partition it has no business holding. One more case passes: a claim at the
- * instant a clock jump landed while that unload fell due inside the jump. A paused process wakes
- * with its timers overdue and runs them in one burst, so it may claim before it unloads;
- * fencing, not timing, keeps such a stale owner's claim safe. A producer (not a member) never
+ * delivering from a partition it has no business holding. One more case passes: a hand-over
+ * while that unload was due but had not run because the host's timers were overdue — the clock
+ * jumped past them (a paused process) and has not moved since, while I/O kept completing. A
+ * process waking from a pause runs late timers and pending I/O in either order, so it may
+ * deliver before it unloads; fencing, not timing, keeps such a stale owner's claim safe. A
+ * producer (not a member) never
  * owns anything, so any claim it performs is a violation.
  *
  * Weaker than "the owner of the task's own partition": the boundary does not see which
@@ -30,23 +35,15 @@ export interface OwnershipCounts {
   readonly byOwner: number
   /** Claims performed within the unload delay after the host lost the queue. */
   readonly inUnloadDelay: number
-  /** Claims performed at the instant a clock jump landed, with the host's unload still overdue. */
-  readonly afterJump: number
+  /** Claims handed out while the host's unload was overdue (its timers had not run since a clock jump). */
+  readonly unloadOverdue: number
 }
 
 /** Judges each committed claim. */
 export class OwnershipChecker {
   #byOwner = 0
   #inUnloadDelay = 0
-  #afterJump = 0
-  // Clock jumps (a paused process waking) as [from, to]: timers due inside one fire late, at
-  // `to`, in one burst, so a host may claim before its overdue unload runs.
-  readonly #jumps: Array<readonly [number, number]> = []
-
-  /** The world's clock jumped from `fromMs` to `toMs`. */
-  jumped(fromMs: number, toMs: number): void {
-    this.#jumps.push([fromMs, toMs])
-  }
+  #unloadOverdue = 0
 
   /** The violation a committed claim shows, or null. */
   observe(record: Extract<JobBoundaryRecord, { op: 'claim' }>): string | null {
@@ -58,23 +55,25 @@ export class OwnershipChecker {
       this.#byOwner++
       return null
     }
-    if (lostAtMs !== null && record.nowMs - lostAtMs <= membershipUnloadDelayMs) {
+    const atMs = ownership.atMs
+    if (lostAtMs !== null && atMs - lostAtMs <= membershipUnloadDelayMs) {
       this.#inUnloadDelay++
       return null
     }
-    // Woken from a pause with the unload overdue: the burst of late timers runs the claim and the
-    // unload at one instant, in either order. Fencing, not timing, keeps that safe.
+    // Woken from a pause with the unload overdue: until the host's late timers run, it may
+    // still hand out what its loaded queues hold.
     const unloadDueMs = lostAtMs === null ? null : lostAtMs + membershipUnloadDelayMs
-    if (unloadDueMs !== null && this.#jumps.some(([fromMs, toMs]) => record.nowMs === toMs && unloadDueMs > fromMs && unloadDueMs <= toMs)) {
-      this.#afterJump++
+    const overdueSinceMs = ownership.timersOverdueSinceMs
+    if (unloadDueMs !== null && overdueSinceMs !== null && overdueSinceMs <= unloadDueMs && unloadDueMs <= atMs) {
+      this.#unloadOverdue++
       return null
     }
-    const since = lostAtMs === null ? 'had not owned it in this incarnation' : `had lost its last partition at ${lostAtMs}, ${record.nowMs - lostAtMs} ms earlier`
-    return `job ${record.id} of ${queue} claimed by ${record.hostId} at ${record.nowMs}, which owned none of its ${partitions} partition(s) by its own view (it ${since})`
+    const since = lostAtMs === null ? 'had not owned it in this incarnation' : `had lost its last partition at ${lostAtMs}, ${atMs - lostAtMs} ms earlier`
+    return `job ${record.id} of ${queue} handed out by ${record.hostId} at ${atMs} (claimed at ${record.nowMs}), which owned none of its ${partitions} partition(s) by its own view (it ${since})`
   }
 
   /** What was seen so far. */
   counts(): OwnershipCounts {
-    return { byOwner: this.#byOwner, inUnloadDelay: this.#inUnloadDelay, afterJump: this.#afterJump }
+    return { byOwner: this.#byOwner, inUnloadDelay: this.#inUnloadDelay, unloadOverdue: this.#unloadOverdue }
   }
 }

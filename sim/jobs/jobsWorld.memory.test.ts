@@ -52,5 +52,14 @@ it('a host waking from a paused clock may claim before its overdue unload runs, 
   // run in one burst, and a claim of queue-0 comes before the unload.
   const { result } = await runJobsSeed({ seed: -12, store: 'memory', script: [160, 80, 0, 1041, 20, 40, 160, 0], overrides: { steps } })
   expect(result.violations).toEqual([])
-  expect(result.ownership.afterJump).toBeGreaterThan(0)
+  expect(result.ownership.unloadOverdue).toBeGreaterThan(0)
+})
+
+it('a host whose timers are overdue may hand out a task before its unload runs, and that is no violation', async () => {
+  // Host-3's view drops queue-0 (partition 2 still loading for a `work` loop's poll); two clock
+  // jumps follow with no time moved between them, so its unload stays overdue while its I/O
+  // completes: the partition reads its backlog and hands a task to the waiting poll 73 s later.
+  const { result } = await runJobsSeed({ seed: -25, store: 'memory', script: [320, 158, 5732, 8520, 9458, 2128, 7473, 2609, 8143], overrides: { steps } })
+  expect(result.violations).toEqual([])
+  expect(result.ownership.unloadOverdue).toBeGreaterThan(0)
 })

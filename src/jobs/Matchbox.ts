@@ -19,6 +19,7 @@
  * Does not: open stores (open.ts does), or sweep, or run schedules on its own.
  */
 import { makeMatchingHost, type MembershipView } from '../actors/MatchingHost.ts'
+import type { PhysicalQueueActor } from '../actors/PhysicalQueueActor.ts'
 import { isMatchboxError } from '../domain/errors.ts'
 import { validateName } from '../domain/QueueKey.ts'
 import type { Scheduler } from 'effect/Scheduler'
@@ -26,6 +27,7 @@ import type { Clock } from '../kernel/Clock.ts'
 import { partitionCountDefault } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
+import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol.ts'
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import type { Bus } from '../persistence/bus/Bus.ts'
 import type { Store } from '../persistence/queues/Store.ts'
@@ -106,6 +108,8 @@ export interface MatchboxParts {
   readonly scheduler?: Scheduler
   /** Defects (bugs) in Matching queues and delivery passes; default: rethrown asynchronously. */
   readonly onDefect?: (where: string, defect: unknown) => void
+  /** Hears every step of every Matching queue of this engine, with the commands it issued (simulators and traces). */
+  readonly onQueueStep?: (queue: PhysicalQueueActor, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
   /**
    * Several engines on one database: membership decides which engine owns which Matching
    * partition, and the bus carries due signals and forwarded polls. Absent: this engine is
@@ -180,6 +184,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     ...(parts.matchingLimits === undefined ? {} : { limits: parts.matchingLimits }),
     ...(parts.scheduler === undefined ? {} : { scheduler: parts.scheduler }),
     ...(parts.onDefect === undefined ? {} : { onDefect: parts.onDefect }),
+    ...(parts.onQueueStep === undefined ? {} : { onStep: parts.onQueueStep }),
   })
   // The driver draws only while the store is failing, from the retry-jitter stream.
   const driver = makeDueDriver({ jobStore: parts.jobStore, matching, clock: parts.clock, random: jitter, routing, onDefect: report('due-time driver') })
