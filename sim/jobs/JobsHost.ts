@@ -17,7 +17,8 @@
  * view last took the queue's last partition away; a claim takes the oldest view recorded for its
  * job.
  *
- * A worker host may also run `work` loops on every queue (the seed's `workLoops` each), whose
+ * A worker host may also run `work` loops on every queue (the seed's `workLoops` each, with its
+ * `workBatch` as their `batch`), whose
  * handler fails when the world says so (it is retried on the queue's curve); they stop with the
  * engine. Clients' claims and the loops' share the host's Matching polls.
  *
@@ -66,6 +67,8 @@ export interface JobsHostDeps {
   readonly queueOf: (id: string) => string | undefined
   /** `work` loops per queue on a worker host (0: none). */
   readonly workLoops: number
+  /** Their `batch` option (claims ahead into a local queue), or null for none. */
+  readonly workBatch: number | null
   /** Whether a `work` handler throws this time (the world's decision). */
   readonly handlerFails: () => boolean
   /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
@@ -192,7 +195,7 @@ export class JobsHost {
             if (deps.handlerFails()) throw new Error('handler failed')
           },
           // Store failures lapse the job (redelivered); the checkers judge what reached the store.
-          { concurrency: deps.workLoops, onError: (error) => (isMatchboxError(error) ? undefined : deps.onDefect(deps.hostId, 'work', error)) },
+          { concurrency: deps.workLoops, ...(deps.workBatch === null ? {} : { batch: deps.workBatch }), onError: (error) => (isMatchboxError(error) ? undefined : deps.onDefect(deps.hostId, 'work', error)) },
         )
       }
     }

@@ -73,6 +73,8 @@ export interface JobsSwarmOptions {
   readonly enqueueChances: { readonly priority: number; readonly runAt: number; readonly expiresAt: number; readonly maxAttempts: number }
   /** `work` loops each worker host runs per queue (0: clients' claims only). */
   readonly workLoops: number
+  /** The loops' `batch` (claims ahead into a local queue), or null for none. */
+  readonly workBatch: number | null
 }
 
 /** Overrides a caller may pin (CLI flags); everything else comes from the seed. */
@@ -110,7 +112,8 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
     enqueueChances: { priority: random.pick([0, 0.3, 0.7]), runAt: random.pick([0, 0.2, 0.5]), expiresAt: random.pick([0, 0.1, 0.4]), maxAttempts: random.pick([0, 0.3]) },
   }
   // Drawn last, so that adding it kept every earlier option of a seed.
-  return { ...options, workLoops: random.pick([0, 0, 1, 2]) }
+  const workLoops = random.pick([0, 0, 1, 2])
+  return { ...options, workLoops, workBatch: random.pick([null, null, 1, 3]) }
 }
 
 /** One line per option, for the run's header. */
@@ -124,6 +127,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `roles ${options.roles.map((role, i) => `host-${i + 1}=${role}`).join(' ')} · claims elsewhere ${options.claimElsewhere}`,
     `weights enqueue=${w.enqueue} claim=${w.claim} act=${w.act} cancel=${w.cancel} ackBatch=${w.ackBatch} getJob=${w.getJob} sweep=${w.sweep}`,
     `actions ack=${a.ack} heartbeat=${a.heartbeat} retry=${a.retry} fail=${a.fail} drop=${a.drop} late=${a.late} · enqueue chances priority=${e.priority} runAt=${e.runAt} expiresAt=${e.expiresAt} maxAttempts=${e.maxAttempts}`,
-    `faults ${describeFaults(options.faults)} · work loops per queue ${options.workLoops}`,
+    `faults ${describeFaults(options.faults)} · work loops per queue ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`}`,
   ]
 }

@@ -192,6 +192,7 @@ export class JobsWorld {
           random: random.fork(),
           queues: this.#options.queues,
           workLoops: this.#options.workLoops,
+          workBatch: this.#options.workBatch,
           // A handler fails one time in five: the job is retried on its queue's curve.
           handlerFails: () => this.#decide.chance(0.2),
           recordStore: (record) => this.#observeStore(record),
