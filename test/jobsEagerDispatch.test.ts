@@ -18,7 +18,7 @@ import { until } from './harness/settle.ts'
 // Records which jobs were enqueued claimed and which a delivery pass took; claimed enqueues
 // wait at `inserts`, claim batches at `claims`.
 function watched(inner: JobStore) {
-  const seen = { claimedAtEnqueue: [] as string[], delivered: [] as string[] }
+  const seen = { claimedAtEnqueue: [] as string[], delivered: [] as string[], claimedDue: [] as string[] }
   const inserts = makeGate()
   const claims = makeGate()
   const store: JobStore = {
@@ -34,6 +34,11 @@ function watched(inner: JobStore) {
       }
       return inner.enqueue(params, tx)
     },
+    async claimDue(params) {
+      const claimed = await inner.claimDue(params)
+      seen.claimedDue.push(...claimed.map((job) => job.id))
+      return claimed
+    },
     async takeDue(params) {
       const due = await inner.takeDue(params)
       seen.delivered.push(...due.map((job) => job.id))
@@ -47,14 +52,15 @@ function watched(inner: JobStore) {
 // runs inside the handler (a test may hold a job there).
 function workingEngine(jobStore: JobStore, during: (payload: string) => Promise<void> = async () => {}) {
   const store = makeMemoryStore()
-  const mb = makeMatchbox({ hostId: 'eager', store, jobStore, clock: new ManualClock(1_700_000_000_000), random: Random.make(3), closeStores: () => store.close() })
+  const clock = new ManualClock(1_700_000_000_000)
+  const mb = makeMatchbox({ hostId: 'eager', store, jobStore, clock, random: Random.make(3), closeStores: () => store.close() })
   const q = mb.queue('q')
   const ran: string[] = []
   const stop = q.work(async (job) => {
     ran.push(job.payload as string)
     await during(job.payload as string)
   })
-  return { mb, q, ran, stop }
+  return { mb, q, ran, stop, clock }
 }
 
 describe('eager dispatch', () => {
@@ -69,6 +75,24 @@ describe('eager dispatch', () => {
     expect(jobs.seen.delivered).not.toContain(id)
     await until(() => jobs.seen.claimedAtEnqueue.length === 2, 'both enqueues were eager') // the warm-up too: the worker was waiting
     expect(jobs.seen.claimedAtEnqueue).toEqual([first, id])
+    await stop()
+    expect(await q.getJob(id)).toBeNull()
+    await mb.close()
+  })
+
+  it('a job that becomes due while the worker waits is claimed by the delivery pass straight for it, with no Matching task', async () => {
+    const jobs = watched(makeMemoryJobStore())
+    const { mb, q, ran, stop, clock } = workingEngine(jobs.store)
+    await q.enqueue('warm-up')
+    await until(() => ran.length === 1, 'the first job ran')
+    // Not claimable at enqueue, so no eager enqueue: the due-time driver meets the waiting worker.
+    const id = await q.enqueue('later', { runAt: new Date(clock.now() + 5_000) })
+    expect(jobs.seen.claimedAtEnqueue).not.toContain(id)
+    clock.advance(5_000)
+    await until(() => ran.length === 2, 'the due job ran')
+    expect(ran).toEqual(['warm-up', 'later'])
+    expect(jobs.seen.claimedDue).toEqual([id])
+    expect(jobs.seen.delivered).not.toContain(id)
     await stop()
     expect(await q.getJob(id)).toBeNull()
     await mb.close()

@@ -96,6 +96,7 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
     ack: (params) => inner.ack(params),
     ackBatch: (params) => inner.ackBatch(params),
     claimMany: (params) => inner.claimMany(params),
+    claimDue: (params) => inner.claimDue(params),
     ackMany: (params) => inner.ackMany(params),
     retry: (params) => inner.retry(params),
     fail: (params) => inner.fail(params),

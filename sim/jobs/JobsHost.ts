@@ -131,7 +131,10 @@ export class JobsHost {
 
   #viewOf(id: string): ClaimOwnership | null {
     const queue = this.#deps.queueOf(id)
-    if (queue === undefined) return null
+    return queue === undefined ? null : this.#viewOfQueue(queue)
+  }
+
+  #viewOfQueue(queue: string): ClaimOwnership {
     return { atMs: this.#deps.clock.now(), timersOverdueSinceMs: this.#clock.overdueSinceMs(), queue, partitions: this.#deps.queues[queue]?.partitions ?? 1, owned: this.ownedPartitions(queue), lostAtMs: this.#lostAtMs.get(queue) ?? null, member: this.role === 'worker' }
   }
 
@@ -167,7 +170,7 @@ export class JobsHost {
     const mb = makeMatchbox({
       hostId: deps.hostId,
       store: makeSimStore(deps.hostId, new InstanceTags(deps.hostId, this.incarnation, false), deps.store, deps.gate, deps.recordStore),
-      jobStore: makeSimJobStore(deps.jobStore, { hostId: deps.hostId, gate: deps.gate, now: () => clock.now(), record: deps.recordJobs, queueOf: deps.queueOf, ownershipOf: (id) => this.#ownershipOf(id) }),
+      jobStore: makeSimJobStore(deps.jobStore, { hostId: deps.hostId, gate: deps.gate, now: () => clock.now(), record: deps.recordJobs, queueOf: deps.queueOf, ownershipOf: (id) => this.#ownershipOf(id), viewOf: (queue) => this.#viewOfQueue(queue) }),
       clock: this.#clock,
       random: deps.random.fork(),
       scheduler: new MixedScheduler('sync'),

@@ -28,8 +28,10 @@ export interface SimJobStoreDeps {
   readonly record: JobBoundaryListener
   /** The queue of a job id the world has seen enqueued (for reads around `ackBatch`). */
   readonly queueOf: (id: string) => string | undefined
-  /** What this host's membership view says about job `id`'s queue now (see JobBoundary.ts); absent: no group. */
+  /** What this host's membership view said when its Matching handed job `id`'s task out, else says now (see JobBoundary.ts); absent: no group. */
   readonly ownershipOf?: (id: string) => ClaimOwnership | null
+  /** What this host's membership view says about `queue` now: a claim straight from the store (`claimDue`) is handed out when issued. */
+  readonly viewOf?: (queue: string) => ClaimOwnership | null
 }
 
 /** A host's view of the shared job store, through the gate. */
@@ -63,6 +65,14 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         const outcome = await inner.claim(params)
         record({ op: 'claim', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, outcome, ownership })
         return outcome
+      })
+    },
+    claimDue: (params) => {
+      const ownership = deps.viewOf?.(params.queue) ?? null
+      return park(`job.claimDue ${params.queue} ≤${params.claimTokens.length}`, true, async () => {
+        const jobs = await inner.claimDue(params)
+        for (const job of jobs) record({ op: 'claim', ...stamp(params.nowMs), id: job.id, claimToken: job.claimToken as string, outcome: { kind: 'claimed', job }, ownership })
+        return jobs
       })
     },
     heartbeat: (params) =>

@@ -3,9 +3,10 @@
  * served. Both `queue.claim()` and the `work` loops use it.
  *
  * - **Local** (this engine owns every partition): a worker parks its poll in Matching, where
- *   a delivered task sync-matches it (`pollParked`), and waits in line for an enqueue of this
- *   engine to hand it a job inserted already claimed (eager dispatch: `takeWaitingWorker`,
- *   `handOver`). A lazy claim (`queue.claim()`) first runs the due-time driver at the clock's time, so a job whose runAt arrived or whose claim lapsed
+ *   a delivered task sync-matches it (`pollParked`), and waits in line to be handed a job
+ *   already claimed for it (eager dispatch: `takeWaitingWorker`, `handOver`) — by an enqueue of
+ *   this engine that inserts the job claimed, or by a due-time pass that claims due jobs
+ *   straight from the store for the workers waiting (`claimForWaitingWorkers`). A lazy claim (`queue.claim()`) first runs the due-time driver at the clock's time, so a job whose runAt arrived or whose claim lapsed
  *   has its task with Matching even if no timer fired; it polls Matching only when the store
  *   shows more deliverable jobs than lazy polls in flight — so its poll always has a task to
  *   take — and otherwise waits (up to the claim's wait) for the driver to deliver
@@ -20,6 +21,7 @@
  * wait only once the queue has loaded and read its backlog (`claim({ waitMs: 0 })` returns
  * after that, and at most one forwarded round trip); a stop (`isStopped`) ends the wait.
  */
+import { randomId } from '../kernel/Ids.ts'
 import { claimPollWaitMs, claimRetryDelayMs, workerClaimWaitMs } from '../kernel/Limits.ts'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
@@ -143,6 +145,29 @@ export function handOver(runtime: JobsRuntime, queue: string, worker: WaitingWor
   const state = claimStateOf(runtime, queue)
   for (let next: WaitingWorker | undefined = worker; next !== undefined; next = state.waiting.shift()) if (next.offer(job)) return
   state.spare.push(job)
+}
+
+/**
+ * Eager dispatch from the delivery side: for each queue of a due-time pass (null: every queue)
+ * on which workers of this engine wait, claims up to that many due jobs straight from the store
+ * (`claimDue`, claim order, one statement per queue) and hands them over as an eager enqueue
+ * does. Those jobs skip the Matching round (reserve, add, dispatch, claim, confirm): a waiting
+ * worker means Matching had no task ready for it, so the head of the due rows is the next job
+ * in claim order.
+ */
+export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: ReadonlyArray<string> | null, nowMs: number): Promise<void> {
+  const wanted = [...runtime.claims].filter(([queue, state]) => state.waiting.length > 0 && (queues === null || queues.includes(queue)))
+  await Promise.all(
+    wanted.map(async ([queue, state]) => {
+      const claimTokens = state.waiting.map(() => randomId(runtime.random))
+      for (const job of await runtime.jobStore.claimDue({ queue, nowMs, claimTokens })) {
+        runtime.driver.notifyDue(job.deadlineMs as number, queue)
+        const worker = takeWaitingWorker(runtime, queue)
+        if (worker === undefined) state.spare.push(job)
+        else handOver(runtime, queue, worker, job)
+      }
+    }),
+  )
 }
 
 // Puts a waiting claim in its queue's `waiting` list: `signal` ends its Matching poll when the

@@ -86,6 +86,12 @@ export interface DueDriverOptions {
    * queue names needed). Present: only queues of which it owns a partition.
    */
   readonly routing?: QueueRouting
+  /**
+   * Called by each pass before it reserves rows for Matching, with the queues it delivers (null:
+   * every queue): claims due jobs straight for this engine's workers waiting on them (Claimer.ts's
+   * `claimForWaitingWorkers`), so a waiting worker's job skips the Matching round.
+   */
+  readonly claimForWaiting?: (queues: ReadonlyArray<string> | null, nowMs: number) => Promise<void>
   /** Failures of a pass that are not expected store errors (defects); default: rethrown asynchronously. */
   readonly onDefect?: (defect: unknown) => void
 }
@@ -206,6 +212,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       }
       const queues = await queuesOfPass(nowMs)
       if (queues !== null && queues.length === 0) return arm(nextMs)
+      await options.claimForWaiting?.(queues, nowMs)
       for (;;) {
         const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: jobDeliveryBatchMax, queues })
         if (due.length > 0) await deliver(due)

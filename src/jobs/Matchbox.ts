@@ -31,7 +31,7 @@ import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import type { Bus } from '../persistence/bus/Bus.ts'
 import type { Store } from '../persistence/queues/Store.ts'
-import { pollDeliverable, pollParked } from './Claimer.ts'
+import { claimForWaitingWorkers, pollDeliverable, pollParked } from './Claimer.ts'
 import { makeDueDriver } from './DueDriver.ts'
 import { makeForwarding } from './Forwarding.ts'
 import { type JobQueue, makeJobQueue } from './JobQueue.ts'
@@ -187,7 +187,16 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     ...(parts.onQueueStep === undefined ? {} : { onStep: parts.onQueueStep }),
   })
   // The driver draws only while the store is failing, from the retry-jitter stream.
-  const driver = makeDueDriver({ jobStore: parts.jobStore, matching, clock: parts.clock, random: jitter, routing, onDefect: report('due-time driver') })
+  const driver = makeDueDriver({
+    jobStore: parts.jobStore,
+    matching,
+    clock: parts.clock,
+    random: jitter,
+    routing,
+    // Called by passes only, which start after the runtime below exists.
+    claimForWaiting: (queues, nowMs) => claimForWaitingWorkers(runtime, queues, nowMs),
+    onDefect: report('due-time driver'),
+  })
   driverRef = driver
   const forwarding =
     group === undefined

@@ -154,6 +154,14 @@ export function checkClaims(claims: ReadonlyArray<ClaimRef>): ReadonlyArray<Clai
   return claims.map((claim, index) => checkClaimRef(claim, `claims[${index}]`))
 }
 
+/** The claim tokens of `claimDue`: 0…ackBatchSizeMax of them, one per job it may claim. */
+export function checkTokens(tokens: ReadonlyArray<string>): ReadonlyArray<string> {
+  if (!Array.isArray(tokens) || tokens.length > ackBatchSizeMax) {
+    throw new InvalidInput({ field: 'claimTokens', reason: `must be an array of at most ${ackBatchSizeMax} tokens` })
+  }
+  return tokens.map((token, index) => validateName(`claimTokens[${index}]`, token))
+}
+
 /** A (queue, id) pair. */
 export function checkJobRef(params: { queue: string; id: string }): { queue: string; id: string } {
   return { queue: validateName('queue', params?.queue), id: validateName('id', params?.id) }

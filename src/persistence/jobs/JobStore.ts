@@ -259,6 +259,16 @@ export interface JobStore {
   retryDead(params: { readonly queue: string; readonly id: string; readonly nowMs: number }): Promise<RetryDeadOutcome>
 
   /**
+   * Claims, in one statement, up to `claimTokens.length` jobs of `queue` that are due (due ≤ now,
+   * so no Matching task holds them) and claimable now, in claim order (priority, then due time,
+   * then ready order), installing the tokens in that order; rows another transaction holds are
+   * skipped. Each claim is `claim`'s transition. How the engine that delivers a queue claims
+   * straight for its own workers waiting on it, without a Matching task. Returns the claimed
+   * jobs in claim order.
+   */
+  claimDue(params: { readonly queue: string; readonly nowMs: number; readonly claimTokens: ReadonlyArray<string> }): Promise<ReadonlyArray<JobRecord>>
+
+  /**
    * Applies the exhaustion rule to lapsed rows, then reserves up to `limit` unexpired rows with
    * due ≤ now (due := reserveUntilMs), returned in claim order. `queues` limits both to those
    * queues (the families whose partition this host owns); null means every queue.

@@ -28,6 +28,7 @@ import {
   checkName,
   checkNewJobs,
   checkQueues,
+  checkTokens,
   checkStack,
   checkTime,
 } from './JobInput.ts'
@@ -83,6 +84,9 @@ export function makeMemoryJobStore(): JobStore {
     live.set(job.id, { job: record, dueMs: Math.max(job.runAtMs, nowMs), readySeq: ++readySeq, revision: 1 })
     return copy(record)
   }
+
+  // Claim order among due rows: priority, then due time, then ready order.
+  const claimOrder = (a: LiveRow, b: LiveRow): number => b.job.priority - a.job.priority || (a.dueMs as number) - (b.dueMs as number) || a.readySeq - b.readySeq
 
   // Claims a claimable row for `claimToken`: an attempt, the deadline from its visibility stamp, due then.
   const claimRow = (row: LiveRow, claimToken: string, nowMs: number): JobRecord => {
@@ -266,6 +270,17 @@ export function makeMemoryJobStore(): JobStore {
       return { kind: 'retried', job: copy(revived) }
     },
 
+    async claimDue(params) {
+      const queue = checkName('queue', params.queue)
+      const nowMs = checkTime('nowMs', params.nowMs)
+      const tokens = checkTokens(params.claimTokens)
+      const due = [...live.values()]
+        .filter((row) => row.job.queue === queue && row.dueMs !== null && row.dueMs <= nowMs && isClaimable(row.job, nowMs))
+        .sort(claimOrder)
+        .slice(0, tokens.length)
+      return due.map((row, index) => copy(claimRow(row, tokens[index] as string, nowMs)))
+    },
+
     async takeDue(params) {
       const nowMs = checkTime('nowMs', params.nowMs)
       const reserveUntilMs = checkTime('reserveUntilMs', params.reserveUntilMs)
@@ -277,7 +292,7 @@ export function makeMemoryJobStore(): JobStore {
       }
       const due = [...live.values()]
         .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs))
-        .sort((a, b) => b.job.priority - a.job.priority || (a.dueMs as number) - (b.dueMs as number) || a.readySeq - b.readySeq)
+        .sort(claimOrder)
         .slice(0, limit)
       return due.map((row): DueJob => {
         const dueMs = row.dueMs as number

@@ -129,5 +129,46 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       expect((await store().getJob({ queue, id: expired.id }))?.state).toBe('pending')
       expect(await store().nextDueMs({ nowMs: 3_000, queues: [queue] })).toBe(33_000)
     })
+
+    it('claimDue claims the head of the due rows in claim order, each with its token, as claim does', async () => {
+      const queue = fixture.queue('claim-due')
+      const enqueue = (priority: number, runAtMs: number) => store().enqueue({ job: fixture.job(queue, { priority, runAtMs, visibilityTimeoutMs: 5_000 }), nowMs: 1_000 })
+      const late = await enqueue(1, 3_000)
+      const early = await enqueue(1, 2_000)
+      const high = await enqueue(5, 3_000)
+      await enqueue(9, 50_000)
+      const claimed = await store().claimDue({ queue, nowMs: 3_000, claimTokens: ['a', 'b'] })
+      expect(claimed.map((job) => [job.id, job.claimToken])).toEqual([
+        [high.id, 'a'],
+        [early.id, 'b'],
+      ])
+      expect(claimed[0]).toMatchObject({ state: 'processing', attempts: 1, claimedAtMs: 3_000, deadlineMs: 8_000 })
+      // The claim is a valid one: the deadline is the due time, an ack with the token lands.
+      expect(await store().nextDueMs({ nowMs: 3_000, queues: [queue] })).toBe(3_000)
+      expect(await store().ack({ id: high.id, claimToken: 'a', nowMs: 4_000 })).toBe(true)
+      // More tokens than due rows: the rest is claimed, nothing more.
+      expect((await store().claimDue({ queue, nowMs: 3_000, claimTokens: ['c', 'd', 'e'] })).map((job) => job.id)).toEqual([late.id])
+      expect(await store().claimDue({ queue, nowMs: 3_000, claimTokens: [] })).toEqual([])
+    })
+
+    it('claimDue leaves rows with Matching or reserved, expired, exhausted and other queues alone', async () => {
+      const queue = fixture.queue('claim-due-skip')
+      const withMatching = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+      const [reserved] = await take(queue, 1_000)
+      await store().confirmDelivered({ deliveries: [{ id: withMatching.id, revision: reserved?.revision ?? 0 }] })
+      const reservedJob = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+      await take(queue, 1_000)
+      await store().enqueue({ job: fixture.job(queue, { expiresAtMs: 2_000 }), nowMs: 1_000 })
+      const exhausted = await fixture.claimed(queue, 1_000, { maxAttempts: 1, visibilityTimeoutMs: 1_000 })
+      const lapsed = await fixture.claimed(queue, 1_000, { maxAttempts: 2, visibilityTimeoutMs: 1_000 })
+      await store().enqueue({ job: fixture.job(fixture.queue('claim-due-other')), nowMs: 1_000 })
+      const claimed = await store().claimDue({ queue, nowMs: 3_000, claimTokens: ['a', 'b', 'c', 'd'] })
+      expect(claimed.map((job) => job.id)).toEqual([lapsed.id])
+      expect(claimed[0]).toMatchObject({ attempts: 2, claimToken: 'a' })
+      expect((await store().getJob({ queue, id: withMatching.id }))?.state).toBe('pending')
+      expect((await store().getJob({ queue, id: reservedJob.id }))?.state).toBe('pending')
+      expect((await store().getJob({ queue, id: exhausted.id }))?.state).toBe('processing')
+      await expect(store().claimDue({ queue, nowMs: 3_000, claimTokens: [''] })).rejects.toMatchObject({ _tag: 'InvalidInput' })
+    })
   })
 }

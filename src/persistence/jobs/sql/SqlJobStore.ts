@@ -33,6 +33,7 @@ import {
   checkName,
   checkNewJob,
   checkQueues,
+  checkTokens,
   checkStack,
   checkTime,
   checkTimezone,
@@ -64,6 +65,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     fail: jobSql.failSql(schema),
     cancel: jobSql.cancelSql(schema),
     sweepExpired: jobSql.sweepExpiredSql(schema),
+    claimDue: jobSql.claimDueSql(schema),
     takeDue: jobSql.takeDueSql(schema),
     confirmDelivered: jobSql.confirmDeliveredSql(schema),
     releaseDelivered: jobSql.releaseDeliveredSql(schema),
@@ -202,6 +204,17 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     },
 
     ...makeSqlJobAdmin(driver, schema, session, dueChannel),
+
+    async claimDue(params) {
+      const { queue, nowMs, claimTokens } = validated('claimDue', () => ({
+        queue: checkName('queue', params.queue),
+        nowMs: checkTime('nowMs', params.nowMs),
+        claimTokens: checkTokens(params.claimTokens),
+      }))
+      if (claimTokens.length === 0) return []
+      const rows = await write('claimDue', sql.claimDue, [queue, claimTokens, nowMs])
+      return rows.sort((a, b) => Number(a.rank) - Number(b.rank)).map(decodeJob)
+    },
 
     async takeDue(params) {
       const { nowMs, reserveUntilMs, limit, queues } = validated('takeDue', () => ({

@@ -211,6 +211,30 @@ RETURNING ${liveRecord}`
 }
 
 /**
+ * `$1` queue, `$2` claim tokens, `$3` now. Claims the first due, claimable rows of the queue in
+ * claim order (as many as tokens; rows another transaction holds are skipped), the n-th with the
+ * n-th token: `claimSql`'s transition. Returns the claimed rows in claim order.
+ */
+export function claimDueSql(schema: Schema): string {
+  return `
+WITH head AS (
+  SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
+  WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimable('$3::bigint')}
+  ORDER BY priority DESC, due_ms, ready_seq
+  LIMIT cardinality($2::text[])
+  FOR UPDATE SKIP LOCKED
+), ranked AS (
+  SELECT id AS head_id, row_number() OVER (ORDER BY priority DESC, due_ms, ready_seq) AS rank FROM head
+)
+UPDATE ${schema.quoted}.jobs AS job
+SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = ($2::text[])[ranked.rank],
+    deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = job.revision + 1
+FROM ranked WHERE job.id = ranked.head_id
+RETURNING ranked.rank, ${liveRecord}`
+}
+
+/**
  * `$1` ids, `$2` new claim tokens (parallel arrays), `$3` now. `claimSql` for many jobs in one
  * statement: each claimable job among them is claimed with its token (the first token given for
  * a job named twice); returns the claimed rows. The rest are judged one by one by the caller.
