@@ -153,21 +153,25 @@ export function handOver(runtime: JobsRuntime, queue: string, worker: WaitingWor
  * (`claimDue`, claim order, one statement per queue) and hands them over as an eager enqueue
  * does. Those jobs skip the Matching round (reserve, add, dispatch, claim, confirm): a waiting
  * worker means Matching had no task ready for it, so the head of the due rows is the next job
- * in claim order.
+ * in claim order. Answers the queues it claimed fewer jobs of than it asked for: none of their
+ * rows is due now (or another transaction holds it).
  */
-export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: ReadonlyArray<string> | null, nowMs: number): Promise<void> {
+export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: ReadonlyArray<string> | null, nowMs: number): Promise<ReadonlyArray<string>> {
   const wanted = [...runtime.claims].filter(([queue, state]) => state.waiting.length > 0 && (queues === null || queues.includes(queue)))
-  await Promise.all(
+  const drained = await Promise.all(
     wanted.map(async ([queue, state]) => {
       const claimTokens = state.waiting.map(() => randomId(runtime.random))
-      for (const job of await runtime.jobStore.claimDue({ queue, nowMs, claimTokens })) {
+      const claimed = await runtime.jobStore.claimDue({ queue, nowMs, claimTokens })
+      for (const job of claimed) {
         runtime.driver.notifyDue(job.deadlineMs as number, queue)
         const worker = takeWaitingWorker(runtime, queue)
         if (worker === undefined) state.spare.push(job)
         else handOver(runtime, queue, worker, job)
       }
+      return claimed.length < claimTokens.length ? queue : null
     }),
   )
+  return drained.filter((queue): queue is string => queue !== null)
 }
 
 // Puts a waiting claim in its queue's `waiting` list: `signal` ends its Matching poll when the

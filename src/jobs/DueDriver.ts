@@ -89,9 +89,11 @@ export interface DueDriverOptions {
   /**
    * Called by each pass before it reserves rows for Matching, with the queues it delivers (null:
    * every queue): claims due jobs straight for this engine's workers waiting on them (Claimer.ts's
-   * `claimForWaitingWorkers`), so a waiting worker's job skips the Matching round.
+   * `claimForWaitingWorkers`), so a waiting worker's job skips the Matching round. Answers the
+   * queues it left with no due row (it claimed fewer than it asked for), which the pass then
+   * does not reserve from.
    */
-  readonly claimForWaiting?: (queues: ReadonlyArray<string> | null, nowMs: number) => Promise<void>
+  readonly claimForWaiting?: (queues: ReadonlyArray<string> | null, nowMs: number) => Promise<ReadonlyArray<string>>
   /** Failures of a pass that are not expected store errors (defects); default: rethrown asynchronously. */
   readonly onDefect?: (defect: unknown) => void
 }
@@ -179,7 +181,14 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   // signalled and, on a scan, those the store has due rows for.
   const queuesOfPass = async (nowMs: number): Promise<ReadonlyArray<string> | null> => {
     const routing = options.routing
-    if (routing?.membership === undefined) return null
+    if (routing === undefined) return null
+    if (routing.membership === undefined) {
+      // Alone on the store: a scan covers every queue; a pass only due signals asked for, their queues.
+      const only = scanNeeded || signalled.size === 0 ? null : [...signalled]
+      scanNeeded = false
+      signalled.clear()
+      return only
+    }
     const candidates = new Set(signalled)
     signalled.clear()
     if (scanNeeded) {
@@ -212,9 +221,11 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       }
       const queues = await queuesOfPass(nowMs)
       if (queues !== null && queues.length === 0) return arm(nextMs)
-      await options.claimForWaiting?.(queues, nowMs)
-      for (;;) {
-        const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: jobDeliveryBatchMax, queues })
+      // Queues whose due rows the waiting workers took all of need no reservation round.
+      const drained = (await options.claimForWaiting?.(queues, nowMs)) ?? []
+      const reserving = queues === null ? null : queues.filter((queue) => !drained.includes(queue))
+      while (reserving === null || reserving.length > 0) {
+        const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: jobDeliveryBatchMax, queues: reserving })
         if (due.length > 0) await deliver(due)
         if (due.length < jobDeliveryBatchMax || closed) break
       }
