@@ -6,6 +6,7 @@ migration 1 matching
 migration 2 membership
 migration 3 jobs
 migration 4 job_admin
+migration 5 job_claim_head
 
 table dead_jobs
   column id text collate "C" not null
@@ -149,6 +150,7 @@ index job_leases.job_leases_pkey CREATE UNIQUE INDEX job_leases_pkey ON matchbox
 index job_schedules.job_schedules_pkey CREATE UNIQUE INDEX job_schedules_pkey ON matchbox.job_schedules USING btree (name)
 index jobs.jobs_by_queue CREATE INDEX jobs_by_queue ON matchbox.jobs USING btree (queue, state) WHERE (due_ms IS NULL)
 index jobs.jobs_by_queue_state_id CREATE INDEX jobs_by_queue_state_id ON matchbox.jobs USING btree (queue, state, id)
+index jobs.jobs_claim_head CREATE INDEX jobs_claim_head ON matchbox.jobs USING btree (queue, priority DESC, due_ms, ready_seq) WHERE (due_ms IS NOT NULL)
 index jobs.jobs_due CREATE INDEX jobs_due ON matchbox.jobs USING btree (due_ms) WHERE (due_ms IS NOT NULL)
 index jobs.jobs_expiring CREATE INDEX jobs_expiring ON matchbox.jobs USING btree (queue, expires_at_ms) WHERE (expires_at_ms IS NOT NULL)
 index jobs.jobs_live_key CREATE UNIQUE INDEX jobs_live_key ON matchbox.jobs USING btree (queue, job_key) WHERE (job_key IS NOT NULL)

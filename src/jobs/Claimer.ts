@@ -152,9 +152,10 @@ export function handOver(runtime: JobsRuntime, queue: string, worker: WaitingWor
  * on which workers of this engine wait, claims up to that many due jobs straight from the store
  * (`claimDue`, claim order, one statement per queue) and hands them over as an eager enqueue
  * does. Those jobs skip the Matching round (reserve, add, dispatch, claim, confirm): a waiting
- * worker means Matching had no task ready for it, so the head of the due rows is the next job
- * in claim order. Answers the queues it claimed fewer jobs of than it asked for: none of their
- * rows is due now (or another transaction holds it).
+ * worker means Matching had no task ready for it, and the store claims nothing while a
+ * claimable job of the queue is with Matching, so the head of the due rows is the next job in
+ * claim order. Answers the queues it claimed some but fewer jobs of than it asked for: none of
+ * their other rows is due now (or another transaction holds it).
  */
 export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: ReadonlyArray<string> | null, nowMs: number): Promise<ReadonlyArray<string>> {
   const wanted = [...runtime.claims].filter(([queue, state]) => state.waiting.length > 0 && (queues === null || queues.includes(queue)))
@@ -168,7 +169,8 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
         if (worker === undefined) state.spare.push(job)
         else handOver(runtime, queue, worker, job)
       }
-      return claimed.length < claimTokens.length ? queue : null
+      // Some but not all: no other row is due. None may also mean a job with Matching comes first.
+      return claimed.length > 0 && claimed.length < claimTokens.length ? queue : null
     }),
   )
   return drained.filter((queue): queue is string => queue !== null)

@@ -90,8 +90,7 @@ export interface DueDriverOptions {
    * Called by each pass before it reserves rows for Matching, with the queues it delivers (null:
    * every queue): claims due jobs straight for this engine's workers waiting on them (Claimer.ts's
    * `claimForWaitingWorkers`), so a waiting worker's job skips the Matching round. Answers the
-   * queues it left with no due row (it claimed fewer than it asked for), which the pass then
-   * does not reserve from.
+   * queues it left with no due row, which the pass then does not reserve from.
    */
   readonly claimForWaiting?: (queues: ReadonlyArray<string> | null, nowMs: number) => Promise<ReadonlyArray<string>>
   /** Failures of a pass that are not expected store errors (defects); default: rethrown asynchronously. */

@@ -262,9 +262,10 @@ export interface JobStore {
    * Claims, in one statement, up to `claimTokens.length` jobs of `queue` that are due (due ≤ now,
    * so no Matching task holds them) and claimable now, in claim order (priority, then due time,
    * then ready order), installing the tokens in that order; rows another transaction holds are
-   * skipped. Each claim is `claim`'s transition. How the engine that delivers a queue claims
-   * straight for its own workers waiting on it, without a Matching task. Returns the claimed
-   * jobs in claim order.
+   * skipped. Each claim is `claim`'s transition. Claims nothing while a claimable job of the
+   * queue has its task with Matching (due null): that one comes first, through Matching. How the
+   * engine that delivers a queue claims straight for its own workers, without a Matching task.
+   * Returns the claimed jobs in claim order.
    */
   claimDue(params: { readonly queue: string; readonly nowMs: number; readonly claimTokens: ReadonlyArray<string> }): Promise<ReadonlyArray<JobRecord>>
 

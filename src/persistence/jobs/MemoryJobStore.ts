@@ -274,6 +274,8 @@ export function makeMemoryJobStore(): JobStore {
       const queue = checkName('queue', params.queue)
       const nowMs = checkTime('nowMs', params.nowMs)
       const tokens = checkTokens(params.claimTokens)
+      // A claimable job whose task is with Matching comes first, through Matching.
+      for (const row of live.values()) if (row.job.queue === queue && row.dueMs === null && isClaimable(row.job, nowMs)) return []
       const due = [...live.values()]
         .filter((row) => row.job.queue === queue && row.dueMs !== null && row.dueMs <= nowMs && isClaimable(row.job, nowMs))
         .sort(claimOrder)

@@ -116,6 +116,16 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect(await jobs.listSchedules()).toEqual([{ name: 'nightly', spec: '0 2 * * *', queue: 'emails', payload: {}, anchorMs: 0, lastFiredMs: null, revision: 1, timezone: 'Europe/Paris' }])
     },
   },
+  5: {
+    // An index only (jobs_claim_head): the rows written before it are claimed straight from it.
+    async seed(driver, schema) {
+      await dataAtVersion[4]?.seed(driver, schema)
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[4]?.verify(store, membership, jobs)
+      expect((await jobs.claimDue({ queue: 'emails', nowMs: 200, claimTokens: ['t1', 't2'] })).map((job) => [job.id, job.claimToken])).toEqual([['job-keyed', 't1']])
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {

@@ -151,7 +151,7 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       expect(await store().claimDue({ queue, nowMs: 3_000, claimTokens: [] })).toEqual([])
     })
 
-    it('claimDue leaves rows with Matching or reserved, expired, exhausted and other queues alone', async () => {
+    it('claimDue waits while a claimable job is with Matching, and leaves reserved, expired, exhausted and other queues’ rows alone', async () => {
       const queue = fixture.queue('claim-due-skip')
       const withMatching = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
       const [reserved] = await take(queue, 1_000)
@@ -162,10 +162,12 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       const exhausted = await fixture.claimed(queue, 1_000, { maxAttempts: 1, visibilityTimeoutMs: 1_000 })
       const lapsed = await fixture.claimed(queue, 1_000, { maxAttempts: 2, visibilityTimeoutMs: 1_000 })
       await store().enqueue({ job: fixture.job(fixture.queue('claim-due-other')), nowMs: 1_000 })
+      // A claimable job with Matching comes first: nothing is claimed straight from the store.
+      expect(await store().claimDue({ queue, nowMs: 3_000, claimTokens: ['a'] })).toEqual([])
+      expect(await store().cancel({ queue, id: withMatching.id })).toBe(true)
       const claimed = await store().claimDue({ queue, nowMs: 3_000, claimTokens: ['a', 'b', 'c', 'd'] })
       expect(claimed.map((job) => job.id)).toEqual([lapsed.id])
       expect(claimed[0]).toMatchObject({ attempts: 2, claimToken: 'a' })
-      expect((await store().getJob({ queue, id: withMatching.id }))?.state).toBe('pending')
       expect((await store().getJob({ queue, id: reservedJob.id }))?.state).toBe('pending')
       expect((await store().getJob({ queue, id: exhausted.id }))?.state).toBe('processing')
       await expect(store().claimDue({ queue, nowMs: 3_000, claimTokens: [''] })).rejects.toMatchObject({ _tag: 'InvalidInput' })

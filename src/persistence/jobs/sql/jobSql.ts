@@ -213,13 +213,16 @@ RETURNING ${liveRecord}`
 /**
  * `$1` queue, `$2` claim tokens, `$3` now. Claims the first due, claimable rows of the queue in
  * claim order (as many as tokens; rows another transaction holds are skipped), the n-th with the
- * n-th token: `claimSql`'s transition. Returns the claimed rows in claim order.
+ * n-th token: `claimSql`'s transition — unless a claimable row of the queue has its task with
+ * Matching (due null), which comes first. Returns the claimed rows in claim order.
  */
 export function claimDueSql(schema: Schema): string {
   return `
 WITH head AS (
   SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
   WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimable('$3::bigint')}
+    -- Unqualified names in the subquery are the held row's own.
+    AND NOT EXISTS (SELECT 1 FROM ${schema.quoted}.jobs AS held WHERE held.queue = $1::text AND held.due_ms IS NULL AND ${claimable('$3::bigint')})
   ORDER BY priority DESC, due_ms, ready_seq
   LIMIT cardinality($2::text[])
   FOR UPDATE SKIP LOCKED
