@@ -100,6 +100,11 @@ async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: numbe
 export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined, eager = false): Promise<JobRecord | null> {
   const ended = (): boolean => isStopped() || signal?.aborted === true
   const state = claimStateOf(runtime, queue)
+  if (!eager) return forwardedWait(state, () => pollParkedLoop(runtime, state, queue, deadlineMs, ended, identity, signal, false))
+  return pollParkedLoop(runtime, state, queue, deadlineMs, ended, identity, signal, true)
+}
+
+async function pollParkedLoop(runtime: JobsRuntime, state: ClaimState, queue: string, deadlineMs: number, ended: () => boolean, identity: string, signal: AbortSignal | undefined, eager: boolean): Promise<JobRecord | null> {
   for (;;) {
     runtime.refuseIfClosed()
     if (ended()) return null
@@ -161,6 +166,10 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
   const wanted = [...runtime.claims].filter(([queue, state]) => state.waiting.length > 0 && (queues === null || queues.includes(queue)))
   const drained = await Promise.all(
     wanted.map(async ([queue, state]) => {
+      // Only an engine that delivers the queue claims its due rows (its view may have moved on
+      // since the pass chose its queues), and only while no other engine's poll waits here for
+      // it: Matching serves those and this engine's workers in the order they came.
+      if (!runtime.routing.owns(queue) || state.forwardedWaiting > 0) return null
       const claimTokens = state.waiting.map(() => randomId(runtime.random))
       const claimed = await runtime.jobStore.claimDue({ queue, nowMs, claimTokens })
       for (const job of claimed) {
@@ -174,6 +183,16 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
     }),
   )
   return drained.filter((queue): queue is string => queue !== null)
+}
+
+// A poll another engine forwarded here is counted while it waits on this engine (`forwardedWaiting`).
+async function forwardedWait<T>(state: ClaimState, wait: () => Promise<T>): Promise<T> {
+  state.forwardedWaiting++
+  try {
+    return await wait()
+  } finally {
+    state.forwardedWaiting--
+  }
 }
 
 // Puts a waiting claim in its queue's `waiting` list: `signal` ends its Matching poll when the
@@ -219,6 +238,11 @@ function waitInLine(state: ClaimState, outer: AbortSignal | undefined, onOffer?:
  */
 export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, identity: string, eager = false): Promise<JobRecord | null> {
   const state = claimStateOf(runtime, queue)
+  if (!eager) return forwardedWait(state, () => pollDeliverableLoop(runtime, state, queue, deadlineMs, lazy, isStopped, identity, false))
+  return pollDeliverableLoop(runtime, state, queue, deadlineMs, lazy, isStopped, identity, true)
+}
+
+async function pollDeliverableLoop(runtime: JobsRuntime, state: ClaimState, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, identity: string, eager: boolean): Promise<JobRecord | null> {
   let passNeeded = true
   for (;;) {
     runtime.refuseIfClosed()

@@ -38,6 +38,12 @@ export interface ClaimState {
    * at enqueue just as Matching gave it another): the next worker poll takes them first.
    */
   readonly spare: JobRecord[]
+  /**
+   * Polls other engines forwarded here, waiting on this engine for the queue. While there are
+   * any, due jobs go through Matching, which serves every poller in arrival order, rather than
+   * straight to this engine's own waiting workers.
+   */
+  forwardedWaiting: number
 }
 
 /** The shared parts of one engine. */
@@ -123,7 +129,7 @@ export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 
 export function claimStateOf(runtime: JobsRuntime, queue: string): ClaimState {
   let state = runtime.claims.get(queue)
   if (state === undefined) {
-    state = { inFlight: 0, waiting: [], spare: [] }
+    state = { inFlight: 0, waiting: [], spare: [], forwardedWaiting: 0 }
     runtime.claims.set(queue, state)
   }
   return state
