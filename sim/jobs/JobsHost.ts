@@ -18,9 +18,9 @@
  * job.
  *
  * A worker host may also run `work` loops on every queue (the seed's `workLoops` each, with its
- * `workBatch` as their `batch`), whose
- * handler fails when the world says so (it is retried on the queue's curve); they stop with the
- * engine. Clients' claims and the loops' share the host's Matching polls.
+ * `workBatch` as their `batch`), whose handler fails when the world says so (it is retried on the
+ * queue's curve); they stop with the engine. Clients' claims and the loops' share the host's
+ * Matching polls.
  *
  * Does not: choose what clients do (JobsWorld.ts) or judge anything.
  */

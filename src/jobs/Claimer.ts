@@ -100,11 +100,6 @@ async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: numbe
 export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined, eager = false): Promise<JobRecord | null> {
   const ended = (): boolean => isStopped() || signal?.aborted === true
   const state = claimStateOf(runtime, queue)
-  if (!eager) return forwardedWait(state, () => pollParkedLoop(runtime, state, queue, deadlineMs, ended, identity, signal, false))
-  return pollParkedLoop(runtime, state, queue, deadlineMs, ended, identity, signal, true)
-}
-
-async function pollParkedLoop(runtime: JobsRuntime, state: ClaimState, queue: string, deadlineMs: number, ended: () => boolean, identity: string, signal: AbortSignal | undefined, eager: boolean): Promise<JobRecord | null> {
   for (;;) {
     runtime.refuseIfClosed()
     if (ended()) return null
@@ -185,11 +180,18 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
   return drained.filter((queue): queue is string => queue !== null)
 }
 
-// A poll another engine forwarded here is counted while it waits on this engine (`forwardedWaiting`).
-async function forwardedWait<T>(state: ClaimState, wait: () => Promise<T>): Promise<T> {
+/**
+ * Serves a poll another engine forwarded here (`identity` names the poller), through this
+ * engine's Matching partitions of `queue`: a lazy one as `pollDeliverable`, a worker's as
+ * `pollParked`. It counts in the queue's `forwardedWaiting` while it waits, so that due jobs go
+ * through Matching, which serves it and this engine's workers in the order they came.
+ */
+export async function serveForwardedPoll(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, identity: string, cancelled: AbortSignal): Promise<JobRecord | null> {
+  const state = claimStateOf(runtime, queue)
+  const isCancelled = (): boolean => cancelled.aborted
   state.forwardedWaiting++
   try {
-    return await wait()
+    return await (lazy ? pollDeliverable(runtime, queue, deadlineMs, true, isCancelled, identity) : pollParked(runtime, queue, deadlineMs, isCancelled, identity, cancelled))
   } finally {
     state.forwardedWaiting--
   }
@@ -238,11 +240,6 @@ function waitInLine(state: ClaimState, outer: AbortSignal | undefined, onOffer?:
  */
 export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, identity: string, eager = false): Promise<JobRecord | null> {
   const state = claimStateOf(runtime, queue)
-  if (!eager) return forwardedWait(state, () => pollDeliverableLoop(runtime, state, queue, deadlineMs, lazy, isStopped, identity, false))
-  return pollDeliverableLoop(runtime, state, queue, deadlineMs, lazy, isStopped, identity, true)
-}
-
-async function pollDeliverableLoop(runtime: JobsRuntime, state: ClaimState, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, identity: string, eager: boolean): Promise<JobRecord | null> {
   let passNeeded = true
   for (;;) {
     runtime.refuseIfClosed()

@@ -31,7 +31,7 @@ import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import type { Bus } from '../persistence/bus/Bus.ts'
 import type { Store } from '../persistence/queues/Store.ts'
-import { claimForWaitingWorkers, pollDeliverable, pollParked } from './Claimer.ts'
+import { claimForWaitingWorkers, serveForwardedPoll } from './Claimer.ts'
 import { makeDueDriver } from './DueDriver.ts'
 import { makeForwarding } from './Forwarding.ts'
 import { type JobQueue, makeJobQueue } from './JobQueue.ts'
@@ -208,11 +208,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
           random: parts.random.fork(),
           jobStore: parts.jobStore,
           routing,
-          serveLocally: (queue, waitMs, lazy, identity, cancelled) => {
-            const untilMs = runtime.now() + waitMs
-            const isCancelled = () => cancelled.aborted
-            return lazy ? pollDeliverable(runtime, queue, untilMs, true, isCancelled, identity) : pollParked(runtime, queue, untilMs, isCancelled, identity, cancelled)
-          },
+          serveLocally: (queue, waitMs, lazy, identity, cancelled) => serveForwardedPoll(runtime, queue, runtime.now() + waitMs, lazy, identity, cancelled),
           wakeLocal: (queue) => driver.wake(queue),
           onDefect: report('forwarding'),
         })
