@@ -1,8 +1,9 @@
 /**
  * Eager dispatch: an enqueue on an engine whose worker waits for the queue inserts the job
  * already claimed and hands it to that worker, with no delivery pass and no Matching task for
- * it. A job handed over just as Matching gave the worker another one waits for the worker's next
- * poll, and both run once. The job store is wrapped to watch (and, in the race, hold) calls.
+ * it. A job handed over just as the worker claimed another one from the store waits for the
+ * worker's next poll, and both run once. The job store is wrapped to watch (and, in the race,
+ * hold) calls.
  *
  * No sleeps: waits are on conditions; the clock does not move.
  */
@@ -15,26 +16,19 @@ import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
 import { makeGate } from './harness/gate.ts'
 import { until } from './harness/settle.ts'
 
-// Records which jobs were enqueued claimed and which a delivery pass took; claimed enqueues
-// wait at `inserts`, claim batches at `claims`.
+// Records which jobs were enqueued claimed, which were claimed straight from the store and which
+// a delivery pass reserved for Matching; claims from the store wait at `directClaims`.
 function watched(inner: JobStore) {
   const seen = { claimedAtEnqueue: [] as string[], delivered: [] as string[], claimedDue: [] as string[] }
-  const inserts = makeGate()
-  const claims = makeGate()
+  const directClaims = makeGate()
   const store: JobStore = {
     ...inner,
-    async claimMany(params) {
-      await claims.pass()
-      return inner.claimMany(params)
-    },
     async enqueue(params, tx) {
-      if (params.claimToken !== undefined) {
-        await inserts.pass()
-        seen.claimedAtEnqueue.push(params.job.id)
-      }
+      if (params.claimToken !== undefined) seen.claimedAtEnqueue.push(params.job.id)
       return inner.enqueue(params, tx)
     },
     async claimDue(params) {
+      await directClaims.pass()
       const claimed = await inner.claimDue(params)
       seen.claimedDue.push(...claimed.map((job) => job.id))
       return claimed
@@ -45,7 +39,7 @@ function watched(inner: JobStore) {
       return due
     },
   }
-  return { store, seen, inserts, claims }
+  return { store, seen, directClaims }
 }
 
 // An engine on `jobStore` with one worker on queue `q` recording the payloads it ran; `during`
@@ -98,50 +92,32 @@ describe('eager dispatch', () => {
     await mb.close()
   })
 
-  it('a job handed over as Matching gives the worker another waits for its next poll; both run once', async () => {
+  it('a job handed over while the worker’s own claim from the store is in flight waits for its next poll; both run once', async () => {
     const jobs = watched(makeMemoryJobStore())
-    const { mb, q, ran, stop } = workingEngine(jobs.store)
-    // The worker is parked in Matching (a first job ran through it).
-    await q.enqueue('warm-up')
-    await until(() => ran.length === 1, 'the first job ran')
-    jobs.inserts.close()
-    const eager = q.enqueue('eager')
-    await until(() => jobs.inserts.held() === 1, 'the claimed insert is held')
-    // Meanwhile a job arrives the ordinary way (enqueueMany is never eager) and reaches the worker.
-    const [ordinary] = await q.enqueueMany([{ payload: 'through Matching' }])
-    await until(() => ran.length === 2, 'the ordinary job ran')
-    jobs.inserts.open()
-    const eagerId = await eager
-    await until(() => ran.length === 3, 'the eager job ran too')
-    expect(ran).toEqual(['warm-up', 'through Matching', 'eager'])
-    await stop()
-    expect(await q.getJob(eagerId)).toBeNull()
-    expect(await q.getJob(ordinary as string)).toBeNull()
-    await mb.close()
-  })
-
-  it('a job handed to a worker whose Matching poll already has a task with History waits as a spare; both run once', async () => {
-    const jobs = watched(makeMemoryJobStore())
-    let finishFirst: () => void = () => {}
-    const firstHeld = new Promise<void>((resolve) => (finishFirst = resolve))
-    const { mb, q, ran, stop } = workingEngine(jobs.store, (payload) => (payload === 'first' ? firstHeld : Promise.resolve()))
-    await q.enqueue('first')
-    await until(() => ran.length === 1, 'the first job is running')
-    // While the worker is busy, a job goes to Matching's backlog the ordinary way.
-    await q.enqueueMany([{ payload: 'backlog' }])
+    const store = makeMemoryStore()
+    const mb = makeMatchbox({ hostId: 'eager', store, jobStore: jobs.store, clock: new ManualClock(1_700_000_000_000), random: Random.make(3), closeStores: () => store.close() })
+    const q = mb.queue('q')
+    // A job waits in the store (enqueueMany is never eager) before any worker runs.
+    const [backlog] = await q.enqueueMany([{ payload: 'backlog' }])
     await mb.idle()
-    // The worker's next poll gets the backlog task; History's claim of it is held.
-    jobs.claims.close()
-    finishFirst()
-    await until(() => jobs.claims.held() === 1, 'the claim of the backlog task is held')
+    // The worker's first claim takes the head of the due rows straight from the store: held.
+    jobs.directClaims.close()
+    const ran: string[] = []
+    const stop = q.work(async (job) => {
+      ran.push(job.payload as string)
+    })
+    await until(() => jobs.directClaims.held() === 1, 'the worker’s claim from the store is held')
     // The worker still waits in line, so this enqueue hands it a job as well.
     const eagerId = await q.enqueue('eager')
     expect(jobs.seen.claimedAtEnqueue).toContain(eagerId)
-    jobs.claims.open()
-    await until(() => ran.length === 3, 'both jobs ran')
-    expect(ran).toEqual(['first', 'backlog', 'eager'])
+    jobs.directClaims.open()
+    await until(() => ran.length === 2, 'both jobs ran')
+    expect(ran).toEqual(['backlog', 'eager'])
+    expect(jobs.seen.claimedDue).toEqual([backlog])
+    expect(jobs.seen.delivered).toEqual([])
     await stop()
     expect(await q.getJob(eagerId)).toBeNull()
+    expect(await q.getJob(backlog as string)).toBeNull()
     await mb.close()
   })
 })

@@ -63,7 +63,11 @@ export interface JobsSwarmOptions {
   readonly queues: Readonly<Record<string, SimQueueOptions>>
   /** Safety-phase steps (with faults). */
   readonly steps: number
-  /** Final-phase step budget before a run is declared stuck. */
+  /**
+   * Final-phase step budget before a run is declared stuck. Idle `work` loops of engines that own
+   * no partition forward a poll about every second, two bus messages each, through the final
+   * phase's ~400 s of waiting: a busy world spends ~20,000 steps on that alone.
+   */
   readonly livenessStepsMax: number
   readonly faults: Readonly<Record<JobsFaultName, number>>
   /** Relative weights of client actions. */
@@ -105,7 +109,7 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
     claimElsewhere: random.pick([0, 0.5, 0.9]),
     queues,
     steps: overrides.steps ?? 1_000,
-    livenessStepsMax: 20_000,
+    livenessStepsMax: 40_000,
     faults,
     weights: { enqueue: random.int(2, 6), claim: random.int(2, 6), act: random.int(2, 6), cancel: random.pick([0, 1]), ackBatch: random.pick([0, 1]), getJob: random.pick([0, 1, 2]), sweep: random.pick([0, 1]) },
     actions: { ack: random.int(1, 6), heartbeat: random.int(0, 3), retry: random.int(0, 3), fail: random.int(0, 2), drop: random.int(0, 2), late: random.int(0, 2) },

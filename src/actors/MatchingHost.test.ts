@@ -1,7 +1,9 @@
 import { Effect } from 'effect'
 import { describe, expect, it } from 'vitest'
-import { settle } from '../../test/harness/settle.ts'
+import { makeGate } from '../../test/harness/gate.ts'
+import { settle, until } from '../../test/harness/settle.ts'
 import { ManualClock } from '../kernel/Clock.ts'
+import { idleUnloadMs } from '../kernel/Limits.ts'
 import { Random } from '../kernel/Random.ts'
 import { makeMemoryStore } from '../persistence/queues/MemoryStore.ts'
 import type { History } from './History.ts'
@@ -97,6 +99,33 @@ describe('MatchingHost', () => {
     expect(answer).toMatchObject({ task: { jobId: 'stored' }, partition: 0 })
     await fresh.close()
   })
+
+  for (const waitMs of [0, 1_000]) {
+    it(`a poll (wait ${waitMs} ms) that arrives while an idle queue writes its final checkpoint gets the task left in its backlog`, async () => {
+      // The poll waits out the drain, goes to the fresh queue, and its wait counts only once that
+      // queue has loaded and read its backlog. The final checkpoint is held open while it arrives.
+      const inner = makeMemoryStore()
+      const gate = makeGate()
+      const clock = new ManualClock(1_000)
+      const { host } = makeHost({ ...inner, checkpoint: async (params) => (await gate.pass(), inner.checkpoint(params)) }, clock, 1)
+      await host.addTask({ ...family, task: { jobId: 'first' } })
+      await host.addTask({ ...family, task: { jobId: 'second' } })
+      expect(await host.poll({ ...family, identity: 'w1', waitMs: 0 })).toMatchObject({ task: { jobId: 'first' } })
+      // The first task's ack level is saved (ungated); then the queue goes idle with the second
+      // task still stored, and its final checkpoint is held.
+      await settle()
+      clock.advance(idleUnloadMs / 2)
+      await settle()
+      gate.close()
+      clock.advance(idleUnloadMs)
+      await until(() => gate.held() > 0, 'the idle drain is writing its final checkpoint')
+      const polled = host.poll({ ...family, identity: 'w2', waitMs })
+      await settle()
+      gate.open()
+      expect(await polled).toMatchObject({ task: { jobId: 'second' } })
+      await host.close()
+    })
+  }
 
   it('an aborted poll stops waiting for cold partitions to load', async () => {
     // Acquire never answers: every queue stays loading.

@@ -2,27 +2,37 @@
  * Claimer — how an engine claims the next job of a queue, wherever the queue's partitions are
  * served. Both `queue.claim()` and the `work` loops use it.
  *
- * - **Local** (this engine owns every partition): a worker parks its poll in Matching, where
- *   a delivered task sync-matches it (`pollParked`), and waits in line to be handed a job
- *   already claimed for it (eager dispatch: `takeWaitingWorker`, `handOver`) — by an enqueue of
- *   this engine that inserts the job claimed, or by a due-time pass that claims due jobs
- *   straight from the store for the workers waiting (`claimForWaitingWorkers`). A lazy claim (`queue.claim()`) first runs the due-time driver at the clock's time, so a job whose runAt arrived or whose claim lapsed
- *   has its task with Matching even if no timer fired; it polls Matching only when the store
- *   shows more deliverable jobs than lazy polls in flight — so its poll always has a task to
- *   take — and otherwise waits (up to the claim's wait) for the driver to deliver
- *   (`pollDeliverable`). History's claim decides; the poll hands back the claimed job.
+ * - **Local** (this engine owns every partition): due jobs stay in the store until a claim wants
+ *   one (the jobs table is the backlog). A claim first takes the head of the due rows straight
+ *   from the store (`claimDirect`: `claimDue`, the claims of one turn in one statement), waiting
+ *   in the queue's line meanwhile so that an enqueue of this engine may hand it a job inserted
+ *   already claimed (eager dispatch: `takeWaitingWorker`, `handOver`). Finding none due, a
+ *   worker parks its poll in Matching and stays in line (`pollParked`), and a lazy claim waits
+ *   (`pollDeliverable`): the due-time pass that makes a job due later claims it straight for the
+ *   claims in line (`claimForWaitingWorkers`), and adds to Matching only as many due jobs as
+ *   polls wait there that the store cannot serve (`deliveryDemand`: polls other engines
+ *   forwarded here, and this engine's own while those come first). A lazy claim (`queue.claim()`)
+ *   first runs the due-time driver at the clock's time, so a job whose runAt arrived or whose
+ *   claim lapsed is found even if no timer fired; it polls Matching only when the store shows
+ *   more jobs with Matching than lazy polls in flight. History's claim decides a Matching task;
+ *   the poll hands back the claimed job.
  * - **Remote** (another engine owns the partitions): the poll is forwarded to the owner, which
- *   waits for a task in its partition, claims the job on this engine's behalf, and hands it over
- *   (Forwarding.ts). Owners are taken in turn when the queue has several.
+ *   claims a due job straight from the store or else waits for a task in its partition, claims
+ *   the job on this engine's behalf, and hands it over (Forwarding.ts). Owners are taken in turn when the queue has several.
  * - **Mixed** (this engine owns some partitions): turns alternate between the two, each local
  *   turn bounded by `workerClaimWaitMs` so remote partitions are not starved.
+ *
+ * Order: a claim from the store takes the head in claim order and claims nothing while a
+ * claimable job of the queue is with Matching (that one comes first), and it waits for a
+ * due-time pass in progress, which may be adding older jobs to Matching.
  *
  * Invariants: a claim never waits past its own deadline, except that Matching counts a poll's
  * wait only once the queue has loaded and read its backlog (`claim({ waitMs: 0 })` returns
  * after that, and at most one forwarded round trip); a stop (`isStopped`) ends the wait.
  */
 import { randomId } from '../kernel/Ids.ts'
-import { claimPollWaitMs, claimRetryDelayMs, workerClaimWaitMs } from '../kernel/Limits.ts'
+import { claimPollWaitMs, claimRetryDelayMs, jobBatchesInFlightMax, jobBatchSizeMax, workerClaimWaitMs } from '../kernel/Limits.ts'
+import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { claimedJobOf } from './JobsHistory.ts'
@@ -108,6 +118,9 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
     const pollDeadlineMs = runtime.now() + pollWaitMs
     const handedOver = eager ? waitInLine(state, signal) : null
+    // Due rows are not with Matching unless a poll waits there for them: take the head directly.
+    const direct = handedOver === null ? null : await claimDirectInLine(runtime, state, queue, handedOver)
+    if (direct !== null) return direct
     const pollSignal = handedOver?.signal ?? signal
     let polled
     try {
@@ -117,6 +130,8 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     }
     const offered = handedOver?.job() ?? null
     if (polled !== null) {
+      // Rows behind the job Matching held may be claimable straight from the store now.
+      state.drained = false
       if (offered !== null) state.spare.push(offered)
       return claimedJobOf(polled.response)
     }
@@ -158,6 +173,12 @@ export function handOver(runtime: JobsRuntime, queue: string, worker: WaitingWor
  * their other rows is due now (or another transaction holds it).
  */
 export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: ReadonlyArray<string> | null, nowMs: number): Promise<ReadonlyArray<string>> {
+  // A pass may find rows due that a direct claim did not: claims try the store again.
+  for (const [queue, state] of runtime.claims) {
+    if (queues !== null && !queues.includes(queue)) continue
+    state.drained = false
+    state.generation++
+  }
   const wanted = [...runtime.claims].filter(([queue, state]) => state.waiting.length > 0 && (queues === null || queues.includes(queue)))
   const drained = await Promise.all(
     wanted.map(async ([queue, state]) => {
@@ -191,6 +212,8 @@ export async function serveForwardedPoll(runtime: JobsRuntime, queue: string, de
   const isCancelled = (): boolean => cancelled.aborted
   state.forwardedWaiting++
   try {
+    const direct = await claimDirect(runtime, state, queue)
+    if (direct !== null) return direct
     return await (lazy ? pollDeliverable(runtime, queue, deadlineMs, true, isCancelled, identity) : pollParked(runtime, queue, deadlineMs, isCancelled, identity, cancelled))
   } finally {
     state.forwardedWaiting--
@@ -261,17 +284,23 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
         // One claim may have been waiting for this poll's slot.
         runtime.driver.wake(queue, 1)
       }
-      if (polled !== null) return claimedJobOf(polled.response)
+      if (polled !== null) {
+        state.drained = false
+        return claimedJobOf(polled.response)
+      }
       if (runtime.now() >= deadlineMs || isStopped()) return null
       passNeeded = (await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))) !== 'delivered'
       continue
     }
-    if (runtime.now() >= deadlineMs || isStopped()) return null
-    // Nothing deliverable: wait for a delivery, or (this engine's own claim) for an enqueue to
-    // hand a job over at once (eager dispatch).
-    const line = eager ? waitInLine(state, undefined, () => runtime.driver.wake(queue)) : null
+    // Nothing with Matching for this claim. This engine's own claim takes the head of the due rows
+    // straight from the store, already in line so that an enqueue or a pass meanwhile may hand it
+    // one (eager dispatch); otherwise it waits for either, or for a delivery.
+    const line = eager && !isStopped() ? waitInLine(state, undefined, () => runtime.driver.wake(queue)) : null
     let woken
     try {
+      const direct = line === null ? null : await claimDirectInLine(runtime, state, queue, line)
+      if (direct !== null) return direct
+      if (runtime.now() >= deadlineMs || isStopped()) return line?.job() ?? null
       woken = await runtime.driver.waitForDelivery(queue, deadlineMs)
     } finally {
       line?.leave()
@@ -280,4 +309,74 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
     if (offered !== null) return offered
     passNeeded = woken !== 'delivered'
   }
+}
+
+/**
+ * The delivery demand of this engine (DueDriver.ts): per queue, how many claims wait in its
+ * Matching partitions for a task — this engine's claims in line that a pass did not serve
+ * straight from the store, polls other engines forwarded here, and lazy polls in flight. A pass
+ * adds at most that many due jobs of a queue to Matching; every other due row stays in the store,
+ * where the next claim takes it directly.
+ */
+export function deliveryDemand(runtime: JobsRuntime): ReadonlyMap<string, number> {
+  const demand = new Map<string, number>()
+  for (const [queue, state] of runtime.claims) {
+    const count = state.waiting.length + state.forwardedWaiting + state.inFlight
+    if (count > 0) demand.set(queue, count)
+  }
+  return demand
+}
+
+// Claims the head due job of `queue` straight from the store for this engine's claim, which is
+// already in line: a job handed to it before the claim is taken instead, one handed to it during
+// the claim is kept in `spare`. Null (still in line) when none was claimed; a store failure takes
+// it out of line.
+async function claimDirectInLine(runtime: JobsRuntime, state: ClaimState, queue: string, line: { job: () => JobRecord | null; leave: () => void }): Promise<JobRecord | null> {
+  let direct: JobRecord | null
+  try {
+    direct = await claimDirect(runtime, state, queue, () => line.job() !== null)
+  } catch (error) {
+    line.leave()
+    const offered = line.job()
+    if (offered !== null) state.spare.push(offered)
+    throw error
+  }
+  const offered = line.job()
+  if (direct === null && offered === null) return null
+  line.leave()
+  if (direct === null) return offered
+  if (offered !== null) state.spare.push(offered)
+  return direct
+}
+
+/**
+ * The head due job of `queue`, claimed straight from the store for a claim this engine serves
+ * (its own, or a poll forwarded here); the claims of one turn share one `claimDue` statement.
+ * Null without a statement when this engine does not deliver the queue, when `served()` says
+ * the claim got a job meanwhile, or while the queue is `drained`: the last direct claim found no
+ * due row, and no due-time pass over the queue has started since. Rows become due through a pass
+ * (a due time's timer, a due signal, the scan), which serves the claims waiting by then, so an
+ * idle poll costs no statement.
+ */
+async function claimDirect(runtime: JobsRuntime, state: ClaimState, queue: string, served: () => boolean = () => false): Promise<JobRecord | null> {
+  if (state.drained || !runtime.routing.owns(queue)) return null
+  // A pass on its way may be adding older jobs to Matching, which come first: let it finish.
+  if (!runtime.driver.isQuiet()) await runtime.driver.idle()
+  if (served()) return null
+  state.direct ??= makeMicroBatcher<null, JobRecord | null>({
+    async run(requests) {
+      // Ownership may have moved while the claims waited for the batch.
+      if (!runtime.routing.owns(queue)) return requests.map(() => null)
+      const generation = state.generation
+      const claimed = await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens: requests.map(() => randomId(runtime.random)) })
+      for (const job of claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
+      // Fewer than asked: no other row is due (or a job with Matching comes first, and the polls
+      // parked there take it). A pass that started meanwhile may have found more.
+      if (claimed.length < requests.length && state.generation === generation) state.drained = true
+      return requests.map((_, index) => claimed[index] ?? null)
+    },
+    sizeMax: jobBatchSizeMax,
+    inFlightMax: jobBatchesInFlightMax,
+  })
+  return state.direct(null)
 }

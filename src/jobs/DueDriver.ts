@@ -1,11 +1,16 @@
 /**
  * DueDriver — the History role's delivery timers (DESIGN.md §7), driven from due times stored
- * in the database: a job needs a (new) Matching task at enqueue (runAt), after a retry backoff
- * and when a claim's deadline lapses.
+ * in the database: a job becomes due at enqueue (runAt), after a retry backoff and when a
+ * claim's deadline lapses.
  *
- * A pass, at the clock's current time: the store dead-letters exhausted lapsed claims, then
- * reserves the due rows — pushing each one's due time `jobDeliveryRetryMs` forward BEFORE its
- * task is added — adds one Matching task per row in claim order (priority DESC, due time ASC,
+ * A pass, at the clock's current time: claims due jobs straight for the claims of this engine
+ * waiting in line (`claimForWaiting`); with delivery on demand (`deliveryDemand`, how the engine
+ * runs), reserves at most as many due rows of a queue as polls wait for them in Matching and
+ * leaves the rest in the store, where the next claim takes them; on a scan, the store
+ * dead-letters exhausted lapsed claims. Without it, every due row goes to Matching.
+ *
+ * Reserving pushes each row's due time `jobDeliveryRetryMs` forward BEFORE its task is added;
+ * the pass adds one Matching task per reserved row in claim order (priority DESC, due time ASC,
  * ready order), and confirms the rows whose task Matching accepted (due := null). A failed add
  * gives its reservation back (due again after `jobDeliveryRefusedRetryMs`; when the store fails
  * that too, at the start of the next pass); a crash between
@@ -93,6 +98,13 @@ export interface DueDriverOptions {
    * queues it left with no due row, which the pass then does not reserve from.
    */
   readonly claimForWaiting?: (queues: ReadonlyArray<string> | null, nowMs: number) => Promise<ReadonlyArray<string>>
+  /**
+   * Delivery on demand: per queue, how many claims wait in this engine's Matching partitions for
+   * a task (Claimer.ts's `deliveryDemand`). A pass then reserves and adds to Matching at most that
+   * many due jobs of a queue, and none of a queue not named; the other due rows stay in the store,
+   * where claims take them straight (`claimDue`). Absent: every due row goes to Matching.
+   */
+  readonly deliveryDemand?: () => ReadonlyMap<string, number>
   /** Failures of a pass that are not expected store errors (defects); default: rethrown asynchronously. */
   readonly onDefect?: (defect: unknown) => void
 }
@@ -218,15 +230,27 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
         unreleased = []
         await release(pending)
       }
+      const scanning = scanNeeded
       const queues = await queuesOfPass(nowMs)
       if (queues !== null && queues.length === 0) return arm(nextMs)
       // Queues whose due rows the waiting workers took all of need no reservation round.
       const drained = (await options.claimForWaiting?.(queues, nowMs)) ?? []
       const reserving = queues === null ? null : queues.filter((queue) => !drained.includes(queue))
-      while (reserving === null || reserving.length > 0) {
-        const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: jobDeliveryBatchMax, queues: reserving })
-        if (due.length > 0) await deliver(due)
-        if (due.length < jobDeliveryBatchMax || closed) break
+      if (options.deliveryDemand === undefined) {
+        while (reserving === null || reserving.length > 0) {
+          const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: jobDeliveryBatchMax, queues: reserving })
+          if (due.length > 0) await deliver(due)
+          if (due.length < jobDeliveryBatchMax || closed) break
+        }
+      } else {
+        // The exhaustion rule still buries lapsed rows whose tasks are not wanted yet: on a scan,
+        // which a lapse's due time arms.
+        if (scanning) await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: 0, queues })
+        for (const [queue, count] of options.deliveryDemand()) {
+          if (closed || (reserving !== null && !reserving.includes(queue)) || drained.includes(queue)) continue
+          const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: Math.min(count, jobDeliveryBatchMax), queues: [queue] })
+          if (due.length > 0) await deliver(due)
+        }
       }
       const next = await jobStore.nextDueMs({ nowMs: now(), queues })
       // A due time not after now is a row another connection holds: the scan looks again.

@@ -31,7 +31,7 @@ import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import type { Bus } from '../persistence/bus/Bus.ts'
 import type { Store } from '../persistence/queues/Store.ts'
-import { claimForWaitingWorkers, serveForwardedPoll } from './Claimer.ts'
+import { claimForWaitingWorkers, deliveryDemand, serveForwardedPoll } from './Claimer.ts'
 import { makeDueDriver } from './DueDriver.ts'
 import { makeForwarding } from './Forwarding.ts'
 import { type JobQueue, makeJobQueue } from './JobQueue.ts'
@@ -195,6 +195,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     routing,
     // Called by passes only, which start after the runtime below exists.
     claimForWaiting: (queues, nowMs) => claimForWaitingWorkers(runtime, queues, nowMs),
+    deliveryDemand: () => deliveryDemand(runtime),
     onDefect: report('due-time driver'),
   })
   driverRef = driver

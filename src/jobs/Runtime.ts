@@ -44,6 +44,15 @@ export interface ClaimState {
    * straight to this engine's own waiting workers.
    */
   forwardedWaiting: number
+  /** This engine's claims straight from the store, those of one turn in one statement (Claimer.ts). */
+  direct: ((input: null) => Promise<JobRecord | null>) | null
+  /**
+   * The last claim straight from the store found no due row, and no due-time pass over the queue
+   * has started since: claims skip the store until one does.
+   */
+  drained: boolean
+  /** Counts the due-time passes over the queue, so a direct claim knows whether one started meanwhile. */
+  generation: number
 }
 
 /** The shared parts of one engine. */
@@ -129,7 +138,7 @@ export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 
 export function claimStateOf(runtime: JobsRuntime, queue: string): ClaimState {
   let state = runtime.claims.get(queue)
   if (state === undefined) {
-    state = { inFlight: 0, waiting: [], spare: [], forwardedWaiting: 0 }
+    state = { inFlight: 0, waiting: [], spare: [], forwardedWaiting: 0, direct: null, drained: false, generation: 0 }
     runtime.claims.set(queue, state)
   }
   return state

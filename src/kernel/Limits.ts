@@ -313,3 +313,15 @@ export const jobBatchSizeMax = 256
  * while the next batch gathers; more would only make batches smaller.
  */
 export const jobBatchesInFlightMax = 2
+
+/**
+ * Jobs one job store enqueues before it refreshes PostgreSQL's planner statistics of its jobs
+ * table (`ANALYZE`); the count doubles after each refresh up to `jobStatsRefreshRowsMax`. A
+ * backlog enqueued into a table the statistics still call empty would otherwise be claimed
+ * through plans that read the whole queue per claim, until autovacuum's next analyze (a minute
+ * or more; never, on the embedded store).
+ */
+export const jobStatsRefreshRowsFirst = 1_000
+
+/** The largest gap, in inserted rows, between two statistics refreshes of one job store. */
+export const jobStatsRefreshRowsMax = 100_000

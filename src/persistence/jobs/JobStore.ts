@@ -272,7 +272,8 @@ export interface JobStore {
   /**
    * Applies the exhaustion rule to lapsed rows, then reserves up to `limit` unexpired rows with
    * due ≤ now (due := reserveUntilMs), returned in claim order. `queues` limits both to those
-   * queues (the families whose partition this host owns); null means every queue.
+   * queues (the families whose partition this host owns); null means every queue. A limit of 0
+   * only buries.
    */
   takeDue(params: {
     readonly nowMs: number

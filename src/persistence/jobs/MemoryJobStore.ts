@@ -286,7 +286,7 @@ export function makeMemoryJobStore(): JobStore {
     async takeDue(params) {
       const nowMs = checkTime('nowMs', params.nowMs)
       const reserveUntilMs = checkTime('reserveUntilMs', params.reserveUntilMs)
-      const limit = checkCount('limit', params.limit, 1, 10_000)
+      const limit = checkCount('limit', params.limit, 0, 10_000)
       const queues = checkQueues(params.queues)
       const inScope = (row: LiveRow) => queues === null || queues.includes(row.job.queue)
       for (const row of live.values()) {

@@ -123,6 +123,10 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       const exhausted = await fixture.claimed(queue, 1_000, { maxAttempts: 1, visibilityTimeoutMs: 1_000 })
       const expired = await store().enqueue({ job: fixture.job(queue, { expiresAtMs: 2_000 }), nowMs: 1_000 })
       const lapsed = await fixture.claimed(queue, 1_000, { maxAttempts: 2, visibilityTimeoutMs: 1_000 })
+      // A limit of 0 reserves nothing and only buries.
+      expect(await take(queue, 3_000, 0)).toEqual([])
+      expect(await store().getJob({ queue, id: exhausted.id })).toMatchObject({ state: 'dead', lastError: 'max attempts exceeded' })
+      expect(await store().nextDueMs({ nowMs: 3_000, queues: [queue] })).toBe(2_000)
       const due = await take(queue, 3_000)
       expect(due.map((job) => job.id)).toEqual([lapsed.id])
       expect(await store().getJob({ queue, id: exhausted.id })).toMatchObject({ state: 'dead', lastError: 'max attempts exceeded', diedAtMs: 2_000 })

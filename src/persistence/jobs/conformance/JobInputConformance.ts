@@ -47,7 +47,7 @@ export function describeJobInputConformance(fixture: JobFixture): void {
       await expectRejection(store().retry({ id: job.id, claimToken: 'tok', error: 7 as never, delayMs: 0, nowMs: 1_000 }), 'InvalidInput', { field: 'error' })
       await expectRejection(store().fail({ id: job.id, claimToken: 'tok', error: 'x'.repeat(10_001), nowMs: 1_000 }), 'InvalidInput', { field: 'error' })
       await expectRejection(store().ackBatch({ claims: [{ id: job.id, claimToken: 5 as never }], nowMs: 1_000 }), 'InvalidInput', { field: 'claims[0].claimToken' })
-      await expectRejection(store().takeDue({ nowMs: 1_000, reserveUntilMs: 2_000, limit: 0, queues: [queue] }), 'InvalidInput', { field: 'limit' })
+      await expectRejection(store().takeDue({ nowMs: 1_000, reserveUntilMs: 2_000, limit: -1, queues: [queue] }), 'InvalidInput', { field: 'limit' })
       await expectRejection(store().takeDue({ nowMs: 1_000, reserveUntilMs: 2_000, limit: 1, queues: [] }), 'InvalidInput', { field: 'queues' })
       await expectRejection(store().putSchedule({ name: 's', spec: 'x', queue, payload: undefined as never, nowMs: 1 }), 'InvalidInput', { field: 'payload' })
       await expectRejection(store().acquireLease({ name: 'l', holder: '', nowMs: 1, ttlMs: 1 }), 'InvalidInput', { field: 'holder' })

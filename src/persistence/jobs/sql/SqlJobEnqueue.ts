@@ -16,7 +16,7 @@
  */
 import { InvalidInput } from '../../../domain/errors.ts'
 import { assert } from '../../../kernel/assert.ts'
-import { enqueueBatchBytesMax, enqueueBatchSizeMax } from '../../../kernel/Limits.ts'
+import { enqueueBatchBytesMax, enqueueBatchSizeMax, jobStatsRefreshRowsFirst, jobStatsRefreshRowsMax } from '../../../kernel/Limits.ts'
 import { toDriverError } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { type SqlSession, toStoreError } from '../../sql/SqlSession.ts'
@@ -41,8 +41,22 @@ const keyOf = (job: NewJob): string => JSON.stringify([job.queue, job.key])
 
 /** The enqueue operations over `session`'s migrated `schema`; `dueChannel` is the store's due signal. */
 export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany'> {
-  const sql = { enqueue: jobSql.enqueueSql(schema), enqueueMany: jobSql.enqueueManySql(schema) }
+  const sql = { enqueue: jobSql.enqueueSql(schema), enqueueMany: jobSql.enqueueManySql(schema), analyze: `ANALYZE ${schema.quoted}.jobs` }
   const { validated } = session
+
+  // Planner statistics follow a growing table: after every `refreshAfter` jobs enqueued here
+  // (doubling, up to a cap) the table is analyzed on the store's own connection, without waiting
+  // for it. A failure (no right to analyze, the store unavailable) only leaves the refresh to
+  // autovacuum.
+  let insertedSinceRefresh = 0
+  let refreshAfter = jobStatsRefreshRowsFirst
+  const inserted = (rows: number): void => {
+    insertedSinceRefresh += rows
+    if (insertedSinceRefresh < refreshAfter) return
+    insertedSinceRefresh = 0
+    refreshAfter = Math.min(refreshAfter * 2, jobStatsRefreshRowsMax)
+    session.write('analyze', sql.analyze, []).catch(() => {})
+  }
 
   // A statement on the caller's transaction when there is one, else a write of the store's own.
   const runOn = async (tx: SqlClient | undefined, operation: string, text: string, params: unknown[]): Promise<ReadonlyArray<Row>> => {
@@ -62,7 +76,10 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
         const rows = await runOn(tx, 'enqueue', sql.enqueue, enqueueParams(job, nowMs, dueChannel, claimToken))
         assert(rows.length <= 1, `enqueue of ${job.id} returned ${rows.length} rows`)
         const [row] = rows
-        if (row !== undefined) return decodeJob(row)
+        if (row !== undefined) {
+          inserted(1)
+          return decodeJob(row)
+        }
         // Only a keyed insert can come back empty (see enqueueSql).
         assert(job.key !== null && attempt < keyedEnqueueAttemptsMax, `enqueue of ${job.id} found neither its row nor the holder of key ${String(job.key)}`)
       }
@@ -71,7 +88,9 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
     async enqueueMany(params, tx) {
       const { jobs, nowMs } = validated('enqueueMany', () => ({ jobs: checkNewJobs(params.jobs), nowMs: checkTime('nowMs', params.nowMs) }))
       checkTx(tx)
-      return insertMany((values) => runOn(tx, 'enqueueMany', sql.enqueueMany, values), jobs, nowMs, dueChannel)
+      const enqueued = await insertMany((values) => runOn(tx, 'enqueueMany', sql.enqueueMany, values), jobs, nowMs, dueChannel)
+      inserted(enqueued.length)
+      return enqueued
     },
   }
 }

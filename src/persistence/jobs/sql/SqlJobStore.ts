@@ -220,7 +220,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       const { nowMs, reserveUntilMs, limit, queues } = validated('takeDue', () => ({
         nowMs: checkTime('nowMs', params.nowMs),
         reserveUntilMs: checkTime('reserveUntilMs', params.reserveUntilMs),
-        limit: checkCount('limit', params.limit, 1, 10_000),
+        limit: checkCount('limit', params.limit, 0, 10_000),
         queues: checkQueues(params.queues),
       }))
       const rows = await write('takeDue', sql.takeDue, [nowMs, reserveUntilMs, limit, queues, deadReasonExhausted])
