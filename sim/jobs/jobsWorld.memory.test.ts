@@ -33,9 +33,9 @@ it(`the job invariants hold for ${runs} generated schedules on memory`, async ()
 }, 600_000)
 
 it('one seed twice gives one trace on memory', async () => {
-  // Seed 7 crashes hosts, cuts them off from membership and reclaims a job, and its four workers
-  // forward polls to each other: equal hashes mean more than an empty run twice.
-  const seed = 7
+  // Seed 2 reclaims a job and its workers forward polls to each other (the test checks both):
+  // equal hashes mean more than an empty run twice.
+  const seed = 2
   console.log(`seed ${seed}`)
   const first = await runJobsSeed({ seed, store: 'memory', keepTrace: true })
   expect(first.result.jobs.reclaimed).toBeGreaterThan(0)
@@ -50,7 +50,7 @@ it('one seed twice gives one trace on memory', async () => {
 it('a host waking from a paused clock may claim before its overdue unload runs, and that is no violation', async () => {
   // A host whose clock jumped hands out a job of a queue it lost before the jump, while its
   // overdue unload timer has not run yet (timers fire at the next advance).
-  const { result } = await runJobsSeed({ seed: -25, store: 'memory', overrides: { steps } })
+  const { result } = await runJobsSeed({ seed: -44, store: 'memory', overrides: { steps } })
   expect(result.violations).toEqual([])
   expect(result.ownership.unloadOverdue).toBeGreaterThan(0)
 })

@@ -360,8 +360,9 @@ async function claimDirectInLine(runtime: JobsRuntime, state: ClaimState, queue:
  */
 async function claimDirect(runtime: JobsRuntime, state: ClaimState, queue: string, served: () => boolean = () => false): Promise<JobRecord | null> {
   if (state.drained || !runtime.routing.owns(queue)) return null
-  // A pass on its way may be adding older jobs to Matching, which come first: let it finish.
-  if (!runtime.driver.isQuiet()) await runtime.driver.idle()
+  // A pass on its way may be adding older jobs to Matching, which come first: let it finish
+  // (only the passes asked for so far: under a stream of due signals there is always a next one).
+  if (!runtime.driver.isQuiet()) await runtime.driver.settled()
   if (served()) return null
   state.direct ??= makeMicroBatcher<null, JobRecord | null>({
     async run(requests) {

@@ -71,6 +71,11 @@ export interface DueDriver {
   /** Resolves once no pass is running or requested. */
   idle(): Promise<void>
   /**
+   * Resolves once the passes running or requested now have run (not those requested later, so a
+   * stream of due signals cannot hold it off).
+   */
+  settled(): Promise<void>
+  /**
    * True when no pass is running or requested and the timer is not overdue: every row due by
    * now that this engine delivers has been handed to Matching (as far as this engine knows).
    */
@@ -332,6 +337,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     },
     wake,
     isQuiet: () => requested === null && !passRunning && (timer === null || timer.atMs > clock.now()),
+    settled: () => tail,
     async idle() {
       for (let seen: Promise<void> | null = null; seen !== tail; ) {
         seen = tail

@@ -5,11 +5,11 @@
  * timers. A heartbeat refused (the claim lapsed or the job was cancelled) stops the beats; the
  * handler runs on and its ack is then refused, the honest at-least-once window of the job contract.
  *
- * With `{ batch }` claiming and handling are apart: `batch` claim loops keep polls parked in
- * Matching and fill a local queue of at most `batch` claimed jobs, which `concurrency` handler
- * loops drain in claim order (graphile-worker's local queue). Deliveries that reach several
- * parked polls in one turn are claimed in one statement (History's `claimMany`), and acks of one
- * turn share one too (the runtime's `ackMany`), with or without `batch`.
+ * With `{ batch }` claiming and handling are apart: `batch` claim loops fill a local queue of at
+ * most `batch` claimed jobs, which `concurrency` handler loops drain in claim order
+ * (graphile-worker's local queue). Claims of one turn taken straight from the store share one
+ * statement (`claimDue`), as do deliveries that reach several polls parked in Matching
+ * (History's `claimMany`) and acks (the runtime's `ackMany`), with or without `batch`.
  *
  * A loop claims its next job while the previous job's ack (or retry) is still on its way to the
  * store, so with `concurrency: 1` a handler may start before the previous job's ack has landed;
@@ -40,8 +40,8 @@ export interface WorkOptions {
   readonly concurrency?: number
   /**
    * Claims ahead of the handlers (1…1000; default: none, each handler claims its own next job).
-   * The worker keeps up to `batch` polls parked in Matching, so up to `batch` deliveries are
-   * claimed together (one store statement), into a local queue of at most `batch` claimed jobs
+   * The worker keeps up to `batch` claims in flight, so up to `batch` jobs are claimed together
+   * (one store statement), into a local queue of at most `batch` claimed jobs
    * that the `concurrency` handlers drain in claim order. A job waiting there is already claimed:
    * its visibility timeout runs (heartbeats start with its handler), a job whose claim lapsed
    * while it waited is skipped (delivered again, as any lapsed claim), and a job that becomes

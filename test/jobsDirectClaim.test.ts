@@ -1,0 +1,52 @@
+/**
+ * Claims straight from the store while due-time passes keep coming: a claim that waits for the
+ * pass in progress (which may be adding older jobs to Matching) waits only for the passes asked
+ * for when it arrived, so a stream of due signals — each asking for a pass — cannot hold it
+ * off. Each pass here is held at its last statement (the next-due read) until the test lets it
+ * go, one at a time.
+ *
+ * No sleeps: waits are on conditions; the clock does not move.
+ */
+import { expect, it } from 'vitest'
+import { ManualClock, Random } from '../src/index.ts'
+import { makeMatchbox } from '../src/jobs/Matchbox.ts'
+import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
+import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
+import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
+import { settle, until } from './harness/settle.ts'
+
+it('a worker waiting for the pass in progress is not held off by the passes asked for after it', async () => {
+  const inner = makeMemoryJobStore()
+  const heldPasses: Array<() => void> = []
+  let holding = true
+  const jobStore: JobStore = {
+    ...inner,
+    async nextDueMs(params) {
+      if (holding) await new Promise<void>((resume) => heldPasses.push(resume))
+      return inner.nextDueMs(params)
+    },
+  }
+  const store = makeMemoryStore()
+  const mb = makeMatchbox({ hostId: 'direct', store, jobStore, clock: new ManualClock(1_700_000_000_000), random: Random.make(9), closeStores: () => store.close() })
+  const q = mb.queue('q')
+  // A job waits in the store; the pass its enqueue asked for is held.
+  await q.enqueueMany([{ payload: 'a' }])
+  await until(() => heldPasses.length === 1, 'the first pass is held')
+  // The worker arrives while that pass runs, and waits for it before claiming from the store.
+  const ran: string[] = []
+  const stop = q.work(async (job) => {
+    ran.push(job.payload as string)
+  })
+  await settle()
+  // A due signal asks for another pass, queued behind the first.
+  await q.enqueueMany([{ payload: 'b' }])
+  ;(heldPasses.shift() as () => void)()
+  // The second pass is held in its turn; the worker must not wait for it.
+  await until(() => heldPasses.length === 1, 'the second pass is held')
+  await until(() => ran.length === 2, 'both jobs ran while the second pass is held')
+  expect(ran).toEqual(['a', 'b'])
+  holding = false
+  for (const release of heldPasses.splice(0)) release()
+  await stop()
+  await mb.close()
+})
