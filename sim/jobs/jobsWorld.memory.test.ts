@@ -11,6 +11,7 @@
 import { expect, it } from 'vitest'
 import { checkJobsDeterminism, runJobsSeed } from './JobsSimulation.ts'
 import { checkSchedules } from '../core/ScheduleProperty.ts'
+import { deep } from '../../test/harness/depth.ts'
 
 // 100 worlds of 2,000 safety steps plus the final phase: ~35 s on one core (membership beats
 // and bus messages are steps too). A deep run: SIM_JOBS_RUNS=1000.
@@ -47,10 +48,15 @@ it('one seed twice gives one trace on memory', async () => {
   expect(hash).toMatch(/^[0-9a-f]{64}$/)
 })
 
-it('a host waking from a paused clock may claim before its overdue unload runs, and that is no violation', async () => {
-  // A host whose clock jumped hands out a job of a queue it lost before the jump, while its
-  // overdue unload timer has not run yet (timers fire at the next advance).
-  const { result } = await runJobsSeed({ seed: -44, store: 'memory', overrides: { steps } })
-  expect(result.violations).toEqual([])
-  expect(result.ownership.unloadOverdue).toBeGreaterThan(0)
-})
+// The rule itself is pinned by OwnershipChecker.test.ts; this finds a world in which the real
+// engine reaches it. Which worlds do moves with every engine change, so the deep run scans for one.
+it.runIf(deep)('a host waking from a paused clock may claim before its overdue unload runs, and that is no violation', async () => {
+  let found: number | null = null
+  for (let seed = -1; seed >= -300 && found === null; seed--) {
+    const { result } = await runJobsSeed({ seed, store: 'memory', overrides: { steps } })
+    expect(result.violations, `world ${seed}`).toEqual([])
+    if (result.ownership.unloadOverdue > 0) found = seed
+  }
+  console.log(`a hand-over while the unload was overdue: world ${found}`)
+  expect(found).not.toBeNull()
+}, 600_000)

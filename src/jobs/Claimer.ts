@@ -194,6 +194,9 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
         if (worker === undefined) state.spare.push(job)
         else handOver(runtime, queue, worker, job)
       }
+      // Fewer than asked: the claims that come back for their next job skip the store until the
+      // next pass (as after a short claim of their own).
+      if (claimed.length < claimTokens.length) state.drained = true
       // Some but not all: no other row is due. None may also mean a job with Matching comes first.
       return claimed.length > 0 && claimed.length < claimTokens.length ? queue : null
     }),
