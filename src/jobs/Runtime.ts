@@ -27,11 +27,14 @@ export interface WaitingWorker {
   offer(job: JobRecord): boolean
 }
 
-/** Claims of one queue in flight through Matching on this engine. */
+/** Claims of one queue in flight on this engine: in line, through Matching, or from the store. */
 export interface ClaimState {
   /** Matching polls issued because a deliverable job was seen; each stands for one such job. */
   inFlight: number
-  /** Workers parked in Matching for this queue, first come first offered (eager dispatch). */
+  /**
+   * Claims of this engine in line for the queue (claiming from the store, or parked in
+   * Matching), first come first offered: an enqueue (eager dispatch) or a pass hands them jobs.
+   */
   readonly waiting: WaitingWorker[]
   /**
    * Jobs claimed for this engine's workers that found none to take them (a worker handed a job
