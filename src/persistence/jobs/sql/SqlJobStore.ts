@@ -51,6 +51,16 @@ type Row = Record<string, unknown>
 /** Makes a JobStore over an already migrated schema. `close` closes the driver (idempotent). */
 export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const dueChannel = dueChannelOf(schema.name)
+  // claimDue's texts by token count, each prepared once per connection (jobSql.ts says why).
+  const claimDueTexts = new Map<number, string>()
+  const claimDueText = (tokens: number): string => {
+    let text = claimDueTexts.get(tokens)
+    if (text === undefined) {
+      text = jobSql.claimDueSql(schema, tokens)
+      claimDueTexts.set(tokens, text)
+    }
+    return text
+  }
   const sql = {
     enqueueMany: jobSql.enqueueManySql(schema),
     getJob: jobSql.getJobSql(schema),
@@ -65,7 +75,6 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     fail: jobSql.failSql(schema),
     cancel: jobSql.cancelSql(schema),
     sweepExpired: jobSql.sweepExpiredSql(schema),
-    claimDue: jobSql.claimDueSql(schema),
     takeDue: jobSql.takeDueSql(schema),
     confirmDelivered: jobSql.confirmDeliveredSql(schema),
     releaseDelivered: jobSql.releaseDeliveredSql(schema),
@@ -212,7 +221,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         claimTokens: checkTokens(params.claimTokens),
       }))
       if (claimTokens.length === 0) return []
-      const rows = await write('claimDue', sql.claimDue, [queue, claimTokens, nowMs])
+      const rows = await write('claimDue', claimDueText(claimTokens.length), [queue, claimTokens, nowMs])
       return rows.sort((a, b) => Number(a.rank) - Number(b.rank)).map(decodeJob)
     },
 
