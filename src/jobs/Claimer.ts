@@ -173,12 +173,7 @@ export function handOver(runtime: JobsRuntime, queue: string, worker: WaitingWor
  * their other rows is due now (or another transaction holds it).
  */
 export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: ReadonlyArray<string> | null, nowMs: number): Promise<ReadonlyArray<string>> {
-  // A pass may find rows due that a direct claim did not: claims try the store again.
-  for (const [queue, state] of runtime.claims) {
-    if (queues !== null && !queues.includes(queue)) continue
-    state.drained = false
-    state.generation++
-  }
+  passStarted(runtime, queues)
   const wanted = [...runtime.claims].filter(([queue, state]) => state.waiting.length > 0 && (queues === null || queues.includes(queue)))
   const drained = await Promise.all(
     wanted.map(async ([queue, state]) => {
@@ -202,6 +197,16 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
     }),
   )
   return drained.filter((queue): queue is string => queue !== null)
+}
+
+// A pass over `queues` (null: all) may find rows due that a direct claim did not: claims of
+// those queues try the store again, and a direct claim still in flight no longer marks them drained.
+function passStarted(runtime: JobsRuntime, queues: ReadonlyArray<string> | null): void {
+  for (const [queue, state] of runtime.claims) {
+    if (queues !== null && !queues.includes(queue)) continue
+    state.drained = false
+    state.generation++
+  }
 }
 
 /**
