@@ -4,10 +4,18 @@
  * order, a job whose claim lapsed while it waited is skipped and delivered again, and `stop()`
  * runs what the local queue holds before it resolves.
  *
+ * While the store can serve them, the local queue claims several jobs in one statement, once
+ * its room reaches half the queue; once no row is due its claims park, and an enqueue or a
+ * due-time pass serves them.
+ *
  * No sleeps: time moves only by `clock.advance`; waits are on conditions.
  */
 import { describe, expect, it } from 'vitest'
-import { ManualClock, type Matchbox, open } from '../src/index.ts'
+import { ManualClock, type Matchbox, open, Random } from '../src/index.ts'
+import { makeMatchbox } from '../src/jobs/Matchbox.ts'
+import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
+import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
+import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
 import { settle, until } from './harness/settle.ts'
 
 const start = 1_700_000_000_000
@@ -46,8 +54,9 @@ describe('jobs API: work with a local queue (batch)', () => {
     const stop = q.work(gate.handler, { concurrency: 1, batch: 4 })
     await until(() => gate.running() === 1, 'the first handler started')
     await settle(20)
-    // One running, four claimed and waiting; the rest still pending.
-    expect(await q.counts()).toEqual({ pending: 3, processing: 5, dead: 0 })
+    // Four claimed in one statement, one of them running; the local queue claims again once half
+    // of it (two slots) is free, so the rest are still pending.
+    expect(await q.counts()).toEqual({ pending: 4, processing: 4, dead: 0 })
     expect(gate.seen).toEqual(['a#1'])
     gate.releaseAll()
     await until(() => gate.seen.length === 8, 'every job ran')
@@ -87,7 +96,8 @@ describe('jobs API: work with a local queue (batch)', () => {
     const stop = q.work(gate.handler, { concurrency: 1, batch: 3 })
     await until(() => gate.running() === 1, 'the first handler started')
     await settle(20)
-    expect(await q.counts()).toMatchObject({ pending: 1, processing: 4 })
+    // Three claimed, one of them running; one free slot is less than half the queue.
+    expect(await q.counts()).toMatchObject({ pending: 2, processing: 3 })
     let stopped = false
     const stopping = stop().then(() => {
       stopped = true
@@ -96,8 +106,57 @@ describe('jobs API: work with a local queue (batch)', () => {
     expect(stopped).toBe(false)
     gate.releaseAll()
     await stopping
-    expect(gate.seen).toEqual(['a#1', 'b#1', 'c#1', 'd#1'])
-    expect(await q.counts()).toEqual({ pending: 1, processing: 0, dead: 0 })
+    expect(gate.seen).toEqual(['a#1', 'b#1', 'c#1'])
+    expect(await q.counts()).toEqual({ pending: 2, processing: 0, dead: 0 })
+    await mb.close()
+  })
+
+  it('claims a backlog several jobs per statement, never fewer than half the queue while rows are due', async () => {
+    const inner = makeMemoryJobStore()
+    // How many jobs each claim straight from the store asked for, and got.
+    const asked: number[] = []
+    const got: number[] = []
+    const jobStore: JobStore = {
+      ...inner,
+      async claimDue(params) {
+        asked.push(params.claimTokens.length)
+        const claimed = await inner.claimDue(params)
+        got.push(claimed.length)
+        return claimed
+      },
+    }
+    const store = makeMemoryStore()
+    const clock = new ManualClock(start)
+    const mb = makeMatchbox({ hostId: 'several', store, jobStore, clock, random: Random.make(3), closeStores: () => store.close() })
+    const q = mb.queue('backlog')
+    const payloads = Array.from({ length: 100 }, (_, index) => `job-${index}`)
+    await q.enqueueMany(payloads.map((payload) => ({ payload })))
+    const ran: string[] = []
+    const stop = q.work(
+      async (job) => {
+        ran.push(job.payload as string)
+      },
+      { concurrency: 4, batch: 16 },
+    )
+    await until(() => ran.length === 100, 'the backlog ran')
+    expect(ran).toEqual(payloads)
+    // Every claim while rows were due asked for at least half the queue; the short one ended it.
+    const whileDue = asked.slice(0, got.findIndex((count, index) => count < (asked[index] as number)))
+    expect(whileDue.length).toBeGreaterThan(0)
+    for (const count of whileDue) expect(count).toBeGreaterThanOrEqual(8)
+    expect(asked.length).toBeLessThanOrEqual(100 / 8 + 2)
+
+    // Drained, the claims park: new jobs reach them through an enqueue or a due-time pass.
+    const statementsDrained = asked.length
+    await settle(20)
+    expect(asked.length).toBe(statementsDrained)
+    await q.enqueue('eager')
+    await q.enqueueMany(['later-1', 'later-2', 'later-3'].map((payload) => ({ payload, runAt: new Date(start + 5_000) })))
+    clock.advance(5_000)
+    await until(() => ran.length === 104, 'the new jobs ran')
+    expect(ran.slice(100).sort()).toEqual(['eager', 'later-1', 'later-2', 'later-3'])
+    await stop()
+    expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
     await mb.close()
   })
 

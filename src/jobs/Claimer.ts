@@ -376,16 +376,52 @@ async function claimDirect(runtime: JobsRuntime, state: ClaimState, queue: strin
     async run(requests) {
       // Ownership may have moved while the claims waited for the batch.
       if (!runtime.routing.owns(queue)) return requests.map(() => null)
-      const generation = state.generation
-      const claimed = await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens: requests.map(() => randomId(runtime.random)) })
-      for (const job of claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
-      // Fewer than asked: no other row is due (or a job with Matching comes first, and the polls
-      // parked there take it). A pass that started meanwhile may have found more.
-      if (claimed.length < requests.length && state.generation === generation) state.drained = true
+      const claimed = await claimHead(runtime, state, queue, requests.length)
       return requests.map((_, index) => claimed[index] ?? null)
     },
     sizeMax: jobBatchSizeMax,
     inFlightMax: jobBatchesInFlightMax,
   })
   return state.direct(null)
+}
+
+// Claims up to `count` head due rows of `queue` for this engine in one statement. Fewer than asked:
+// no other row is due (or a job with Matching comes first, and the polls parked there take it),
+// so the queue is marked drained, unless a pass started meanwhile and may have found more.
+async function claimHead(runtime: JobsRuntime, state: ClaimState, queue: string, count: number): Promise<ReadonlyArray<JobRecord>> {
+  const generation = state.generation
+  const claimTokens = Array.from({ length: count }, () => randomId(runtime.random))
+  const claimed = await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens })
+  for (const job of claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
+  if (claimed.length < count && state.generation === generation) state.drained = true
+  return claimed
+}
+
+/**
+ * True when `claimSeveral` may take jobs of `queue` straight from the store now: this engine
+ * serves every partition of the queue, no poll of another engine waits here for it (Matching
+ * serves those and this engine's claims in the order they came), no job claimed for this engine
+ * waits in `spare` (it comes first), and the queue is not `drained`. Otherwise a worker parks
+ * polls (`claimNext`), which an enqueue or a due-time pass serves.
+ */
+export function canClaimSeveral(runtime: JobsRuntime, queue: string): boolean {
+  const state = claimStateOf(runtime, queue)
+  if (state.drained || state.spare.length > 0 || state.forwardedWaiting > 0) return false
+  const route = runtime.routing.route(queue)
+  return route.owned.length > 0 && route.owned.length === route.partitions
+}
+
+/**
+ * Up to `count` due jobs of `queue`, head first, claimed straight from the store in one statement
+ * for a worker's local queue (`work({ batch })`); empty, without a statement, unless
+ * `canClaimSeveral` holds once the due-time passes asked for so far have run. A short answer
+ * marks the queue drained, so the worker's claims then park as usual.
+ */
+export async function claimSeveral(runtime: JobsRuntime, queue: string, count: number, partitions?: number): Promise<ReadonlyArray<JobRecord>> {
+  await runtime.routing.load(queue, partitions)
+  if (count < 1 || !canClaimSeveral(runtime, queue)) return []
+  if (!runtime.driver.isQuiet()) await runtime.driver.settled()
+  if (!canClaimSeveral(runtime, queue)) return []
+  runtime.refuseIfClosed()
+  return claimHead(runtime, claimStateOf(runtime, queue), queue, Math.min(count, jobBatchSizeMax))
 }

@@ -5,11 +5,12 @@
  * timers. A heartbeat refused (the claim lapsed or the job was cancelled) stops the beats; the
  * handler runs on and its ack is then refused, the honest at-least-once window of the job contract.
  *
- * With `{ batch }` claiming and handling are apart: `batch` claim loops fill a local queue of at
- * most `batch` claimed jobs, which `concurrency` handler loops drain in claim order
- * (graphile-worker's local queue). Claims of one turn taken straight from the store share one
- * statement (`claimDue`), as do deliveries that reach several polls parked in Matching
- * (History's `claimMany`) and acks (the runtime's `ackMany`), with or without `batch`.
+ * With `{ batch }` claiming and handling are apart: a local queue of at most `batch` claimed jobs
+ * (LocalQueue.ts), filled several at a time straight from the store or by parked polls, which
+ * `concurrency` handler loops drain in claim order (graphile-worker's local queue). Without it,
+ * the loops' claims of one turn taken straight from the store share one statement (`claimDue`);
+ * either way deliveries that reach several polls parked in Matching share one (History's
+ * `claimMany`), as do acks (the runtime's `ackMany`).
  *
  * A loop claims its next job while the previous job's ack (or retry) is still on its way to the
  * store, so with `concurrency: 1` a handler may start before the previous job's ack has landed;
@@ -29,8 +30,9 @@ import { setMaxListeners } from 'node:events'
 import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
 import type { CancelTimer } from '../kernel/Clock.ts'
 import { workerClaimWaitMs, workerConcurrencyMax, workerHeartbeatDivisor } from '../kernel/Limits.ts'
-import type { JobHandle } from './JobHandle.ts'
-import { claimNext } from './Claimer.ts'
+import { canClaimSeveral, claimNext, claimSeveral } from './Claimer.ts'
+import { type JobHandle, makeJobHandle } from './JobHandle.ts'
+import { makeLocalQueue } from './LocalQueue.ts'
 import { makeOutageBackoff } from './OutageBackoff.ts'
 import type { JobsRuntime } from './Runtime.ts'
 
@@ -39,10 +41,12 @@ export interface WorkOptions {
   /** Handlers running at once (default 1, at most 1000). */
   readonly concurrency?: number
   /**
-   * Claims ahead of the handlers (1…1000; default: none, each handler claims its own next job).
-   * The worker keeps up to `batch` claims in flight, so up to `batch` jobs are claimed together
-   * (one store statement), into a local queue of at most `batch` claimed jobs
-   * that the `concurrency` handlers drain in claim order. A job waiting there is already claimed:
+   * Claims ahead of the handlers (1…1000; default: none, each handler claims its own next job)
+   * into a local queue of at most `batch` claimed jobs, counting claims in flight, that the
+   * `concurrency` handlers drain in claim order. While due jobs wait in the store the worker
+   * claims them several at a time, in one statement, whenever half the local queue is free; when
+   * none is due it keeps a poll parked per free slot, which a new job reaches at once (several
+   * polls served by one statement). A job waiting in the local queue is already claimed:
    * its visibility timeout runs (heartbeats start with its handler), a job whose claim lapsed
    * while it waited is skipped (delivered again, as any lapsed claim), and a job that becomes
    * due meanwhile — even at a higher priority — runs after those already claimed. Keep
@@ -128,7 +132,6 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
       report(error, job, settleStartedMs)
     }
   }
-  const settle = async (job: JobHandle): Promise<void> => finish(job, await runHandler(job))
 
   const stopped = new AbortController()
   // Every poll parked in Matching listens on this signal: one per claiming loop, not a leak.
@@ -153,6 +156,22 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
       return null
     }
   }
+  // The local queue's claim of several jobs in one statement, paced and reported like `claim`;
+  // empty when the store could not serve them that way (the claim loops then park polls).
+  const claimMany = async (count: number): Promise<ReadonlyArray<JobHandle>> => {
+    if (outage.retryAtMs() > runtime.now()) return []
+    const startedMs = runtime.now()
+    try {
+      const jobs = await claimSeveral(runtime, queue, count, partitions)
+      if (jobs.length > 0) outage.succeeded()
+      return jobs.map((job) => makeJobHandle(runtime, job))
+    } catch (error) {
+      if (runtime.isClosed()) return []
+      report(error, null, startedMs)
+      if (!isMatchboxError(error)) outage.failed(startedMs, runtime.now())
+      return []
+    }
+  }
   const running = (): boolean => !stopping && !runtime.isClosed()
   // A loop claims its next job while the previous one's ack or retry is on its way to the store,
   // so the two round trips overlap; at most one settle per loop is in flight, and the loop ends
@@ -169,7 +188,10 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     await settling
   }
 
-  const local = batch === undefined ? null : makeLocalQueue(batch, running, claim, settle, runtime)
+  const local =
+    batch === undefined
+      ? null
+      : makeLocalQueue(batch, { running, claimOne: claim, canClaimSeveral: () => canClaimSeveral(runtime, queue), claimSeveral: claimMany, handle: runHandler, finish, now: () => runtime.now() })
   const loops = local === null ? Array.from({ length: concurrency }, () => loop()) : [local.run(concurrency)]
   const stop = async (): Promise<void> => {
     stopping = true
@@ -183,73 +205,4 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   }
   runtime.workers.add(stop)
   return stop
-}
-
-/**
- * The local queue of `work({ batch })`: `batch` claim loops keep polls parked while the queue
- * plus the claims in flight hold fewer than `batch` jobs; `concurrency` handler loops take jobs
- * in claim order and settle them. Once `running()` turns false the claim loops end, and the
- * handler loops run what is left, then end.
- */
-function makeLocalQueue(
-  batch: number,
-  running: () => boolean,
-  claim: () => Promise<JobHandle | null>,
-  settle: (job: JobHandle) => Promise<void>,
-  runtime: JobsRuntime,
-): { run(concurrency: number): Promise<void>; wake(): void } {
-  const queued: JobHandle[] = []
-  let claiming = 0
-  let claimersDone = false
-  let sleepers: Array<() => void> = []
-  const wake = (): void => {
-    const woken = sleepers
-    sleepers = []
-    for (const resume of woken) resume()
-  }
-  const sleep = (): Promise<void> => new Promise((resume) => sleepers.push(resume))
-
-  const claimLoop = async (): Promise<void> => {
-    while (running()) {
-      if (queued.length + claiming >= batch) {
-        await sleep()
-        continue
-      }
-      claiming++
-      let job: JobHandle | null
-      try {
-        job = await claim()
-      } finally {
-        claiming--
-      }
-      if (job !== null) queued.push(job)
-      wake()
-    }
-  }
-  const handlerLoop = async (): Promise<void> => {
-    for (;;) {
-      const job = queued.shift()
-      if (job === undefined) {
-        if (claimersDone) return
-        await sleep()
-        continue
-      }
-      // A slot is free: a claim loop may park another poll.
-      wake()
-      // Its claim lapsed while it waited: the job is delivered again; running it could only
-      // end in a refused ack.
-      if (job.deadline <= runtime.now()) continue
-      await settle(job)
-    }
-  }
-  return {
-    async run(concurrency) {
-      const handlers = Array.from({ length: concurrency }, () => handlerLoop())
-      await Promise.all(Array.from({ length: batch }, () => claimLoop()))
-      claimersDone = true
-      wake()
-      await Promise.all(handlers)
-    },
-    wake,
-  }
 }
