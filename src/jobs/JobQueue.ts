@@ -15,7 +15,7 @@
 import { InvalidInput } from '../domain/errors.ts'
 import { validateJson } from '../domain/Json.ts'
 import { ackBatchSizeMax, claimWaitMsMax, enqueueBatchSizeMax } from '../kernel/Limits.ts'
-import { randomId } from '../kernel/Ids.ts'
+import { jobId, randomId } from '../kernel/Ids.ts'
 import type { JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
 import { claimNext, handOver, takeWaitingWorker } from './Claimer.ts'
 import type { JsonValue } from '../domain/Json.ts'
@@ -78,7 +78,7 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
   const { jobStore } = runtime
   // A job of this queue, stamped with the handle's options and the enqueue's own.
   const newJob = (payload: JsonValue, resolved: ResolvedEnqueue, nowMs: number): NewJob => ({
-    id: randomId(runtime.ids),
+    id: jobId(runtime.ids, nowMs),
     queue: name,
     payload,
     priority: resolved.priority,

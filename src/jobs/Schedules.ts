@@ -17,7 +17,7 @@
 import { InvalidInput } from '../domain/errors.ts'
 import { type JsonValue, validateJson } from '../domain/Json.ts'
 import { validateName } from '../domain/QueueKey.ts'
-import { randomId } from '../kernel/Ids.ts'
+import { jobId } from '../kernel/Ids.ts'
 import { priorityDefault, scheduleCatchUpMax, scheduleLeaseTtlMs } from '../kernel/Limits.ts'
 import { defaultStamps, validateQueueName } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
@@ -102,7 +102,7 @@ export async function runSchedules(runtime: JobsRuntime): Promise<number> {
     const last = times.at(-1)
     if (last === undefined) continue
     const jobs = times.map((runAtMs) => ({
-      id: randomId(runtime.ids),
+      id: jobId(runtime.ids, nowMs),
       queue: schedule.queue,
       payload: schedule.payload,
       priority: priorityDefault,
