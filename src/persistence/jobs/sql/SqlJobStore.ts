@@ -38,7 +38,7 @@ import {
   checkTime,
   checkTimezone,
 } from '../JobInput.ts'
-import type { ClaimOutcome, DueJob, JobState, JobStore } from '../JobStore.ts'
+import type { ClaimOutcome, ClaimRef, DueJob, JobState, JobStore } from '../JobStore.ts'
 import { dueChannelOf } from '../../bus/Channels.ts'
 import { decodeJob, decodeSchedule, nullableInteger } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
@@ -61,6 +61,11 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     }
     return text
   }
+  // The due-time driver's statements, one text per queue filter (jobSql.ts's QueueFilter).
+  const filters = ['every', 'one', 'several'] as const
+  const takeDueTexts = new Map(filters.map((filter) => [filter, jobSql.takeDueSql(schema, filter)]))
+  const nextDueTexts = new Map(filters.map((filter) => [filter, jobSql.nextDueSql(schema, filter)]))
+  const filterOf = (queues: ReadonlyArray<string> | null): jobSql.QueueFilter => (queues === null ? 'every' : queues.length === 1 ? 'one' : 'several')
   const sql = {
     enqueueMany: jobSql.enqueueManySql(schema),
     getJob: jobSql.getJobSql(schema),
@@ -75,10 +80,8 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     fail: jobSql.failSql(schema),
     cancel: jobSql.cancelSql(schema),
     sweepExpired: jobSql.sweepExpiredSql(schema),
-    takeDue: jobSql.takeDueSql(schema),
     confirmDelivered: jobSql.confirmDeliveredSql(schema),
     releaseDelivered: jobSql.releaseDeliveredSql(schema),
-    nextDue: jobSql.nextDueSql(schema),
     deliverableCount: jobSql.deliverableCountSql(schema),
     dueQueues: jobSql.dueQueuesSql(schema),
     putSchedule: scheduleSql.putScheduleSql(schema),
@@ -88,6 +91,15 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     acquireLease: scheduleSql.acquireLeaseSql(schema),
     lockLease: scheduleSql.lockLeaseSql(schema),
     markFired: scheduleSql.markFiredSql(schema),
+  }
+
+  // An ack of one claim runs the one-job statement: the server keeps its plan (an index probe),
+  // where the batch statement's join to its arrays is planned afresh at every execution, which
+  // on a one-job ack cost three times the delete itself. Larger batches share that planning.
+  const ackStatement = (claims: ReadonlyArray<ClaimRef>, nowMs: number): [string, unknown[]] => {
+    const [only] = claims
+    if (claims.length === 1 && only !== undefined) return [sql.ack, [only.id, only.claimToken, nowMs]]
+    return [sql.ackBatch, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs]]
   }
 
   const session = makeSqlSession(driver)
@@ -145,6 +157,9 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     async claimMany(params) {
       const { claims, nowMs } = validated('claimMany', () => ({ claims: checkClaims(params.claims), nowMs: checkTime('nowMs', params.nowMs) }))
       if (claims.length === 0) return []
+      // One claim: its own statement, whose plan the server keeps (as for acks, below).
+      const [only] = claims
+      if (claims.length === 1 && only !== undefined) return [await store.claim({ ...only, nowMs })]
       const rows = await write('claimMany', sql.claimMany, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs])
       const claimed = new Map(rows.map((row) => [row.id as string, decodeJob(row)]))
       const outcomes: ClaimOutcome[] = []
@@ -164,14 +179,14 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     async ackMany(params) {
       const { claims, nowMs } = validated('ackMany', () => ({ claims: checkClaims(params.claims), nowMs: checkTime('nowMs', params.nowMs) }))
       if (claims.length === 0) return []
-      const rows = await write('ackMany', sql.ackBatch, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs])
+      const rows = await write('ackMany', ...ackStatement(claims, nowMs))
       return rows.map((row) => row.id as string)
     },
 
     async ackBatch(params) {
       const { claims, nowMs } = validated('ackBatch', () => ({ claims: checkClaims(params.claims), nowMs: checkTime('nowMs', params.nowMs) }))
       if (claims.length === 0) return 0
-      const rows = await write('ackBatch', sql.ackBatch, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs])
+      const rows = await write('ackBatch', ...ackStatement(claims, nowMs))
       return rows.length
     },
 
@@ -232,7 +247,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         limit: checkCount('limit', params.limit, 0, 10_000),
         queues: checkQueues(params.queues),
       }))
-      const rows = await write('takeDue', sql.takeDue, [nowMs, reserveUntilMs, limit, queues, deadReasonExhausted])
+      const rows = await write('takeDue', takeDueTexts.get(filterOf(queues)) as string, [nowMs, reserveUntilMs, limit, queues, deadReasonExhausted])
       const due = rows.map(
         (row): DueJob => ({
           id: row.id as string,
@@ -279,7 +294,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
 
     async nextDueMs(params) {
       const { nowMs, queues } = validated('nextDueMs', () => ({ nowMs: checkTime('nowMs', params.nowMs), queues: checkQueues(params.queues) }))
-      const [row] = await read('nextDueMs', sql.nextDue, [nowMs, queues])
+      const [row] = await read('nextDueMs', nextDueTexts.get(filterOf(queues)) as string, [nowMs, queues])
       return nullableInteger(row?.next_due_ms, 'next_due_ms')
     },
 

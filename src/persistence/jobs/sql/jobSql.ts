@@ -46,6 +46,17 @@ const movedColumns =
 const notExpired = (now: string) => `(expires_at_ms IS NULL OR expires_at_ms > ${now})`
 const validClaimOf = (token: string, now: string) => `state = 'processing' AND claim_token = ${token} AND deadline_ms > ${now}`
 const validClaim = validClaimOf('$2::text', '$3::bigint')
+/**
+ * Which queues a statement covers: every queue, one, or several. Each is its own text because
+ * PostgreSQL plans a prepared statement once only when its generic plan looks as cheap as one
+ * planned for the values given; `$n IS NULL OR queue = ANY($n)` never does (it cannot use an
+ * index on queue for every value), so such a statement was planned afresh at every execution.
+ * The parameter is a text array (null for every queue), referenced in every form.
+ */
+export type QueueFilter = 'every' | 'one' | 'several'
+const queueFilter = (queues: QueueFilter, param: string): string =>
+  queues === 'every' ? `${param}::text[] IS NULL` : queues === 'one' ? `queue = (${param}::text[])[1]` : `queue = ANY(${param}::text[])`
+
 const claimable = (now: string) =>
   `attempts < max_attempts AND ${notExpired(now)} AND ((state = 'pending' AND run_at_ms <= ${now}) OR (state = 'processing' AND deadline_ms <= ${now}))`
 const exhausted = (now: string) =>
@@ -362,24 +373,25 @@ SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS p
 }
 
 /**
- * `$1` now, `$2` reserve until, `$3` limit, `$4` queues or null, `$5` the exhausted dead reason.
+ * `$1` now, `$2` reserve until, `$3` limit, `$4` queues (null for every queue, as `queues` says),
+ * `$5` the exhausted dead reason.
  * One round trip for the due-time driver's pass: dead-letters every lapsed row the exhaustion
  * rule covers, and reserves the first due unexpired rows that rule does not cover, in claim order
  * (rows another connection holds are skipped), returning them with their previous due time. The
  * two sets are disjoint, so the statement never touches a row twice.
  */
-export function takeDueSql(schema: Schema): string {
+export function takeDueSql(schema: Schema, queues: QueueFilter): string {
   return `
 WITH moved AS (
   DELETE FROM ${schema.quoted}.jobs
-  WHERE due_ms <= $1::bigint AND ($4::text[] IS NULL OR queue = ANY($4::text[])) AND ${exhausted('$1::bigint')}
+  WHERE due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${exhausted('$1::bigint')}
   RETURNING *
 ), buried AS (
   ${bury(schema, '$5::text', 'deadline_ms')}
   RETURNING id
 ), due AS (
   SELECT id, due_ms FROM ${schema.quoted}.jobs
-  WHERE due_ms <= $1::bigint AND ($4::text[] IS NULL OR queue = ANY($4::text[])) AND ${notExpired('$1::bigint')}
+  WHERE due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
     AND NOT COALESCE(${exhausted('$1::bigint')}, false)
   ORDER BY priority DESC, due_ms, ready_seq
   LIMIT $3::integer
@@ -417,11 +429,11 @@ WHERE job.id = released.id AND job.revision = released.revision AND job.due_ms I
 RETURNING job.id`
 }
 
-/** `$1` now, `$2` queues or null. The earliest due time among unexpired rows. */
-export function nextDueSql(schema: Schema): string {
+/** `$1` now, `$2` queues (null for every queue, as `queues` says). The earliest due time among unexpired rows. */
+export function nextDueSql(schema: Schema, queues: QueueFilter): string {
   return `
 SELECT min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
-WHERE due_ms IS NOT NULL AND ($2::text[] IS NULL OR queue = ANY($2::text[])) AND ${notExpired('$1::bigint')}`
+WHERE due_ms IS NOT NULL AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')}`
 }
 
 /** `$1` now, `$2` limit. Queues with unexpired due rows and their earliest due time, earliest first. */

@@ -1,0 +1,77 @@
+/**
+ * The job store's per-job statements keep their plans on PostgreSQL.
+ *
+ * A prepared statement is planned for its values on its first five executions; after that the
+ * server keeps one generic plan if it looks as cheap as those, and otherwise plans every
+ * execution afresh. On a drain at concurrency 1 that planning cost more server time than the
+ * statements' own runs (an ack's was three times its delete). So the statements a job costs —
+ * claiming the head of the due rows, acking, the due-time driver's next-due read for one queue,
+ * enqueueing — must run on a generic plan once warmed up.
+ *
+ * The store runs on a pool of one connection, whose prepared statements `pg_prepared_statements`
+ * lists with the count of generic and custom plans each ran on.
+ */
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { JobStore, NewJob } from '../src/persistence/jobs/JobStore.ts'
+import { makeJobFixture } from '../src/persistence/jobs/conformance/JobFixture.ts'
+import { openSqlJobStore } from '../src/persistence/jobs/sql/SqlJobStore.ts'
+import { makePgDriver } from '../src/persistence/sql/PgDriver.ts'
+import { freshDatabase } from './harness/database.ts'
+
+let pool: pg.Pool
+let store: JobStore
+
+const fixture = makeJobFixture('postgres', () => store, 1)
+const queue = 'plans'
+const job = (id: string): NewJob => fixture.job(queue, { id })
+// Executions of each statement: the first five are always planned for their values.
+const runs = 12
+
+beforeAll(async () => {
+  pool = new pg.Pool({ connectionString: await freshDatabase('job_plans'), max: 1 })
+  store = await openSqlJobStore(makePgDriver({ pool }))
+  // A backlog with fresh statistics, as after the store's own refresh.
+  for (let page = 0; page < 2; page++) {
+    await store.enqueueMany({ jobs: Array.from({ length: 1_000 }, (_, index) => job(`backlog-${page}-${String(index).padStart(4, '0')}`)), nowMs: 1_000 })
+  }
+  await pool.query('ANALYZE matchbox.jobs')
+})
+
+afterAll(async () => {
+  await store?.close()
+  await pool?.end()
+})
+
+// The plans the statement whose text starts with `head` ran on.
+async function plansOf(head: RegExp): Promise<{ generic: number; custom: number }> {
+  const { rows } = await pool.query<{ statement: string; generic_plans: string; custom_plans: string }>('SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements')
+  const matching = rows.filter((row) => head.test(row.statement.replace(/\s+/g, ' ').trim()))
+  expect(matching.map((row) => row.statement.slice(0, 60)), String(head)).toHaveLength(1)
+  const [row] = matching
+  return { generic: Number(row?.generic_plans), custom: Number(row?.custom_plans) }
+}
+
+describe('per-job statements keep their plans on PostgreSQL', () => {
+  it('claiming the head, acking one job, the driver’s next-due read for one queue and enqueueing run on a generic plan once warmed up', async () => {
+    for (let run = 0; run < runs; run++) {
+      const nowMs = 2_000 + run
+      const [claimed] = await store.claimDue({ queue, nowMs, claimTokens: [`token-${run}`] })
+      expect(claimed?.claimToken).toBe(`token-${run}`)
+      expect(await store.ackMany({ claims: [{ id: claimed?.id as string, claimToken: `token-${run}` }], nowMs })).toEqual([claimed?.id])
+      expect(await store.nextDueMs({ nowMs, queues: [queue] })).toBe(1_000)
+      await store.enqueue({ job: job(`late-${run}`), nowMs })
+    }
+    const statements = {
+      claimDue: /^WITH head AS/,
+      ack: /^DELETE FROM "matchbox"\.jobs WHERE id = \$1::text/,
+      nextDue: /^SELECT min\(due_ms\) AS next_due_ms/,
+      enqueue: /^WITH inserted AS \( INSERT INTO "matchbox"\.jobs/,
+    }
+    for (const [name, head] of Object.entries(statements)) {
+      const plans = await plansOf(head)
+      expect(plans.generic + plans.custom, name).toBe(runs)
+      expect(plans.custom, `${name} was planned afresh ${plans.custom} times`).toBeLessThanOrEqual(5)
+    }
+  })
+})
