@@ -2,12 +2,13 @@
  * `work` overlaps a job's ack with the next claim: a loop claims and runs its next job while the
  * previous job's ack is still on its way to the store, at most one ack per loop in flight, and
  * `stop()` resolves only once that ack has landed. The job store's acks wait on a gate here, so
- * the test holds an ack in flight and watches what the loop does meanwhile.
+ * the test holds an ack in flight and watches what the loop does meanwhile. A lone loop whose
+ * next claim goes straight to the store sends the ack in that claim's statement instead.
  *
  * No sleeps: waits are on conditions; the clock does not move.
  */
 import { describe, expect, it } from 'vitest'
-import { ManualClock, Random } from '../src/index.ts'
+import { ManualClock, Random, Unavailable } from '../src/index.ts'
 import { makeMatchbox } from '../src/jobs/Matchbox.ts'
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
@@ -47,27 +48,27 @@ describe('work: an ack overlaps the next claim', () => {
     const acks = gatedAcks(makeMemoryJobStore())
     const mb = makeMatchbox({ hostId: 'overlap', store, jobStore: acks.store, clock, random: Random.make(11), closeStores: () => store.close() })
     const q = mb.queue('q')
-    const first = await q.enqueue('first')
-    const second = await q.enqueue('second')
-    const third = await q.enqueue('third')
     const ran: string[] = []
     const stop = q.work(async (job) => {
       ran.push(job.payload as string)
     })
-
-    // The first ack is held: the loop has claimed and run the second job meanwhile, and holds
-    // the third until the first ack lands (one ack in flight per loop).
-    await until(() => ran.length === 2 && acks.held() === 1, 'second job ran while the first ack was held')
+    // The loop finds no job in the store and waits in line: each enqueue hands it its job, and
+    // the queue stays drained, so each next claim waits in line too instead of going to the
+    // store with the ack (which the next test covers).
+    await settle(20)
+    const first = await q.enqueue('first')
+    await until(() => ran.length === 1 && acks.held() === 1, 'the first job ran and its ack is held')
+    const second = await q.enqueue('second')
+    // The second job runs while the first ack is held; its own ack waits for that one.
+    await until(() => ran.length === 2, 'second job ran while the first ack was held')
     await settle()
     expect(ran).toEqual(['first', 'second'])
     expect(acks.held()).toBe(1)
     expect(await q.getJob(first)).not.toBeNull()
 
     acks.open()
-    await until(() => ran.length === 3 && acks.held() === 1, 'third job ran once the first ack landed')
+    await until(() => acks.held() === 1, 'the second ack is in flight once the first landed')
     expect(await q.getJob(first)).toBeNull()
-    acks.open()
-    await until(() => acks.held() === 1, 'the third ack is in flight')
 
     let stopped = false
     const stopping = stop().then(() => {
@@ -77,7 +78,84 @@ describe('work: an ack overlaps the next claim', () => {
     expect(stopped).toBe(false)
     acks.open()
     await stopping
-    for (const id of [first, second, third]) expect(await q.getJob(id)).toBeNull()
+    for (const id of [first, second]) expect(await q.getJob(id)).toBeNull()
+    await mb.close()
+  })
+
+  it('with concurrency 1 and due jobs in the store, a job’s ack rides on the statement that claims the next one', async () => {
+    const clock = new ManualClock(1_700_000_000_000)
+    const store = makeMemoryStore()
+    const inner = makeMemoryJobStore()
+    const calls: string[] = []
+    const jobStore: JobStore = {
+      ...inner,
+      async claimDue(params) {
+        calls.push(`claimDue ×${params.claimTokens.length}`)
+        return inner.claimDue(params)
+      },
+      async ackMany(params) {
+        calls.push(`ackMany ×${params.claims.length}`)
+        return inner.ackMany(params)
+      },
+      async ackAndClaimDue(params) {
+        const answer = await inner.ackAndClaimDue(params)
+        calls.push(`ackAndClaimDue ${answer.acked ? 'acked' : 'refused'}, claimed ${answer.claimed.length}`)
+        return answer
+      },
+    }
+    const mb = makeMatchbox({ hostId: 'riding', store, jobStore, clock, random: Random.make(12), closeStores: () => store.close() })
+    const completed: string[] = []
+    mb.on('job.completed', (event) => completed.push(event.id))
+    const q = mb.queue('q')
+    const ids = await q.enqueueMany(['a', 'b', 'c'].map((payload) => ({ payload })))
+    const ran: string[] = []
+    const stop = q.work(async (job) => {
+      ran.push(job.payload as string)
+    })
+    await until(() => completed.length === 3, 'every job was acked')
+    await stop()
+    expect(ran).toEqual(['a', 'b', 'c'])
+    expect(completed).toEqual(ids)
+    // The first claim alone; each ack then claims the next job (the last finds none).
+    expect(calls).toEqual(['claimDue ×1', 'ackAndClaimDue acked, claimed 1', 'ackAndClaimDue acked, claimed 1', 'ackAndClaimDue acked, claimed 0'])
+    expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
+    await mb.close()
+  })
+  it('a failed statement fails the ack with the claim: onError hears it with the job, which is delivered again', async () => {
+    const clock = new ManualClock(1_700_000_000_000)
+    const store = makeMemoryStore()
+    const inner = makeMemoryJobStore()
+    let failures = 1
+    const jobStore: JobStore = {
+      ...inner,
+      async ackAndClaimDue(params) {
+        if (failures-- > 0) throw new Unavailable({ operation: 'ackAndClaimDue', detail: 'connection reset', maybeCommitted: false })
+        return inner.ackAndClaimDue(params)
+      },
+    }
+    const mb = makeMatchbox({ hostId: 'riding-fails', store, jobStore, clock, random: Random.make(13), closeStores: () => store.close() })
+    const q = mb.queue('q', { visibilityTimeoutS: 10 })
+    await q.enqueueMany(['a', 'b'].map((payload) => ({ payload })))
+    const ran: string[] = []
+    const heard: Array<[string, string | null]> = []
+    const stop = q.work(
+      async (job) => {
+        ran.push(`${String(job.payload)}#${job.attempts}`)
+      },
+      { onError: (error, job) => heard.push([(error as { _tag?: string })._tag ?? String(error), job === null ? null : String(job.payload)]) },
+    )
+    await until(() => heard.length === 1, 'the failure was reported')
+    expect(heard).toEqual([['Unavailable', 'a']])
+    // Job a was not acked: its claim lapses and it runs again; b runs meanwhile.
+    for (let second = 0; second < 12 && ran.length < 3; second++) {
+      clock.advance(1_000)
+      await settle(10)
+    }
+    await until(() => ran.length === 3, 'a ran again')
+    await stop()
+    expect(ran.slice(0, 2)).toEqual(['a#1', 'b#1'])
+    expect(ran.slice(2)).toEqual(['a#2'])
+    expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
     await mb.close()
   })
 })

@@ -97,6 +97,7 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
     ackBatch: (params) => inner.ackBatch(params),
     claimMany: (params) => inner.claimMany(params),
     claimDue: (params) => inner.claimDue(params),
+    ackAndClaimDue: (params) => inner.ackAndClaimDue(params),
     ackMany: (params) => inner.ackMany(params),
     retry: (params) => inner.retry(params),
     fail: (params) => inner.fail(params),

@@ -1,12 +1,12 @@
 /**
  * SequentialBatches — a job store whose batched claims and acks are its own single claims and
- * acks, one after another. The simulator wraps its gated and mutant stores with it, so every
+ * acks, one after another (an ack with the next claim: the ack, then the claim). The simulator wraps its gated and mutant stores with it, so every
  * claim and ack the engine batches still passes the gate, the trace and the planted bugs one
  * by one; the batched SQL statements themselves are covered by the conformance suite.
  */
 import type { ClaimOutcome, JobRecord, JobStore } from '../../src/persistence/jobs/JobStore.ts'
 
-/** `store` with `enqueueMany`, `claimMany` and `ackMany` made of its own `enqueue`, `claim` and `ack`. */
+/** `store` with `enqueueMany`, `claimMany`, `ackMany` and `ackAndClaimDue` made of its own `enqueue`, `claim`, `ack` and `claimDue`. */
 export function withSequentialBatches(store: JobStore): JobStore {
   return {
     ...store,
@@ -24,6 +24,12 @@ export function withSequentialBatches(store: JobStore): JobStore {
       const acked: string[] = []
       for (const claim of params.claims) if (await store.ack({ id: claim.id, claimToken: claim.claimToken, nowMs: params.nowMs })) acked.push(claim.id)
       return acked
+    },
+    // Two gated calls where the SQL stores run one statement: the simulator also tries the ack
+    // committed without the claim, which the engine must survive as well.
+    async ackAndClaimDue(params) {
+      const acked = await store.ack({ id: params.ack.id, claimToken: params.ack.claimToken, nowMs: params.nowMs })
+      return { acked, claimed: await store.claimDue({ queue: params.queue, nowMs: params.nowMs, claimTokens: params.claimTokens }) }
     },
   }
 }

@@ -45,6 +45,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     enqueueMany: (params, tx) => inner.enqueueMany(params, tx),
     claimMany: (params) => inner.claimMany(params),
     ackMany: (params) => inner.ackMany(params),
+    ackAndClaimDue: (params) => inner.ackAndClaimDue(params),
     enqueue: (params, tx) =>
       park(`job.enqueue ${params.job.queue} ${params.job.id} p${params.job.priority}`, true, async () => {
         const job = await inner.enqueue(params, tx)

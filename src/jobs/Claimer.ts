@@ -26,6 +26,11 @@
  * claimable job of the queue is with Matching (that one comes first), and it waits for a
  * due-time pass in progress, which may be adding older jobs to Matching.
  *
+ * Longer than 400 lines: every path that claims straight from the store (a claim in line, a
+ * pass's claim for the line, a local queue's several, an ack riding on the next claim) keeps the
+ * same ordering rules (`drained`, the pass generation, the line, Matching first), which live
+ * here together.
+ *
  * Invariants: a claim never waits past its own deadline, except that Matching counts a poll's
  * wait only once the queue has loaded and read its backlog (`claim({ waitMs: 0 })` returns
  * after that, and at most one forwarded round trip); a stop (`isStopped`) ends the wait.
@@ -33,8 +38,8 @@
 import { randomId } from '../kernel/Ids.ts'
 import { claimPollWaitMs, claimRetryDelayMs, jobBatchesInFlightMax, jobBatchSizeMax, workerClaimWaitMs } from '../kernel/Limits.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
-import type { JobRecord } from '../persistence/jobs/JobStore.ts'
-import { type JobHandle, makeJobHandle } from './JobHandle.ts'
+import type { ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
+import { ackWith, type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import { type ClaimState, claimStateOf, type JobsRuntime, type WaitingWorker } from './Runtime.ts'
@@ -376,7 +381,7 @@ async function claimDirect(runtime: JobsRuntime, state: ClaimState, queue: strin
     async run(requests) {
       // Ownership may have moved while the claims waited for the batch.
       if (!runtime.routing.owns(queue)) return requests.map(() => null)
-      const claimed = await claimHead(runtime, state, queue, requests.length)
+      const { claimed } = await claimHead(runtime, state, queue, requests.length)
       return requests.map((_, index) => claimed[index] ?? null)
     },
     sizeMax: jobBatchSizeMax,
@@ -385,16 +390,35 @@ async function claimDirect(runtime: JobsRuntime, state: ClaimState, queue: strin
   return state.direct(null)
 }
 
-// Claims up to `count` head due rows of `queue` for this engine in one statement. Fewer than asked:
-// no other row is due (or a job with Matching comes first, and the polls parked there take it),
-// so the queue is marked drained, unless a pass started meanwhile and may have found more.
-async function claimHead(runtime: JobsRuntime, state: ClaimState, queue: string, count: number): Promise<ReadonlyArray<JobRecord>> {
+// Claims up to `count` head due rows of `queue` for this engine in one statement, with `ack` if
+// given (the statement's ack answers in `acked`). Fewer than asked: no other row is due (or a job
+// with Matching comes first, and the polls parked there take it), so the queue is marked drained,
+// unless a pass started meanwhile and may have found more.
+async function claimHead(runtime: JobsRuntime, state: ClaimState, queue: string, count: number, ack?: ClaimRef & { readonly nowMs: number }): Promise<{ readonly acked: boolean; readonly claimed: ReadonlyArray<JobRecord> }> {
   const generation = state.generation
   const claimTokens = Array.from({ length: count }, () => randomId(runtime.random))
-  const claimed = await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens })
-  for (const job of claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
-  if (claimed.length < count && state.generation === generation) state.drained = true
-  return claimed
+  const answer =
+    ack === undefined
+      ? { acked: false, claimed: await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens }) }
+      : await runtime.jobStore.ackAndClaimDue({ ack: { id: ack.id, claimToken: ack.claimToken }, queue, nowMs: ack.nowMs, claimTokens })
+  for (const job of answer.claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
+  if (answer.claimed.length < count && state.generation === generation) state.drained = true
+  return answer
+}
+
+/**
+ * A work loop's ack of `job` and claim of its next job of `queue` in one statement
+ * (`ackAndClaimDue`), when that claim would go straight to the store: `canClaimSeveral` holds,
+ * no due-time pass is on its way, and no job handed over after its poll gave up waits here
+ * (those come first). Undefined, with nothing done, otherwise: the loop then acks and claims
+ * apart. The next job is null when none was due (the queue is then drained, as after any short
+ * claim, and the loop's next claim parks). The ack behaves as `job.ack()`'s (JobHandle.ts's `ackWith`).
+ */
+export async function ackAndClaimNext(runtime: JobsRuntime, queue: string, job: JobHandle<unknown>): Promise<{ readonly acked: boolean; readonly next: JobRecord | null } | undefined> {
+  if (runtime.isClosed() || !canClaimSeveral(runtime, queue) || !runtime.driver.isQuiet() || runtime.forwarding?.hasOrphan(queue) === true) return undefined
+  const state = claimStateOf(runtime, queue)
+  const answer = await ackWith(runtime, job, (ref, nowMs) => claimHead(runtime, state, queue, 1, { ...ref, nowMs }))
+  return { acked: answer.acked, next: answer.claimed[0] ?? null }
 }
 
 /**
@@ -423,5 +447,5 @@ export async function claimSeveral(runtime: JobsRuntime, queue: string, count: n
   if (!runtime.driver.isQuiet()) await runtime.driver.settled()
   if (!canClaimSeveral(runtime, queue)) return []
   runtime.refuseIfClosed()
-  return claimHead(runtime, claimStateOf(runtime, queue), queue, Math.min(count, jobBatchSizeMax))
+  return (await claimHead(runtime, claimStateOf(runtime, queue), queue, Math.min(count, jobBatchSizeMax))).claimed
 }

@@ -42,6 +42,8 @@ export interface Forwarding {
   poll(queue: string, ownerHostId: string, waitMs: number, lazy: boolean): Promise<ForwardedPollResult>
   /** A job handed over after its poll gave up whose claim is still valid at `nowMs`, if any. */
   takeOrphan(queue: string, nowMs: number): JobRecord | null
+  /** True when a job of `queue` handed over after its poll gave up waits here (valid or not). */
+  hasOrphan(queue: string): boolean
   /** Ends this engine's waiting forwarded polls of `queue` at once (a worker stopping). */
   wake(queue: string): void
   /** Handles one message from the bus (both sides). */
@@ -165,6 +167,9 @@ export function makeForwarding(options: ForwardingOptions): Forwarding {
       return job === null ? { kind: 'empty' } : { kind: 'claimed', job }
     },
 
+    hasOrphan(queue) {
+      return orphans.some((job) => job.queue === queue)
+    },
     takeOrphan(queue, nowMs) {
       for (let index = 0; index < orphans.length; index++) {
         const job = orphans[index] as JobRecord

@@ -19,7 +19,7 @@ import { equalJitterDelayMs, retryDelayCapMs } from '../domain/Backoff.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { deadReasonExhausted, type JobState } from '../domain/JobRules.ts'
 import { jobErrorLengthMax, jobErrorStackLengthMax } from '../kernel/Limits.ts'
-import type { JobRecord } from '../persistence/jobs/JobStore.ts'
+import type { ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
 import { secondsToMs } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
 
@@ -134,6 +134,24 @@ function safeStringify(value: unknown): string {
   }
 }
 
+// What `ackWith` needs of a handle this module made: its claim, and the ack's event.
+const ackHooks = new WeakMap<object, { readonly ref: ClaimRef; readonly completed: (nowMs: number) => void }>()
+
+/**
+ * Acks `job` through `ack` — a store statement that also does more, such as claiming the next
+ * job — with what `job.ack()` does around its own: refused once the stores close, `job.completed`
+ * emitted when the ack took effect. Answers what `ack` answered.
+ */
+export async function ackWith<R extends { readonly acked: boolean }>(runtime: JobsRuntime, job: JobHandle<unknown>, ack: (ref: ClaimRef, nowMs: number) => Promise<R>): Promise<R> {
+  const hook = ackHooks.get(job)
+  if (hook === undefined) throw new Error(`job ${job.id}: not a handle of this engine`)
+  runtime.refuseIfStoresClosed()
+  const nowMs = runtime.now()
+  const answer = await ack(hook.ref, nowMs)
+  if (answer.acked) hook.completed(nowMs)
+  return answer
+}
+
 /** Wraps a claimed record into a handle bound to `runtime`; emits `job.started`. */
 export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobRecord): JobHandle<T> {
   const { jobStore, driver, events } = runtime
@@ -142,7 +160,8 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
   const about = { queue: claimed.queue, id: claimed.id, attempt: claimed.attempts }
   events.emit({ type: 'job.started', ...about, maxAttempts: claimed.maxAttempts, lagMs: Math.max(0, claimedAtMs - claimed.runAtMs), at: runtime.now() })
   let deadline = claimed.deadlineMs as number
-  return {
+  const completed = (nowMs: number): void => events.emit({ type: 'job.completed', ...about, durationMs: nowMs - claimedAtMs, at: nowMs })
+  const handle: JobHandle<T> = {
     id: claimed.id,
     queue: claimed.queue,
     payload: claimed.payload as T,
@@ -157,7 +176,7 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
       runtime.refuseIfStoresClosed()
       const nowMs = runtime.now()
       const acked = await runtime.ack({ ...ref, nowMs })
-      if (acked) events.emit({ type: 'job.completed', ...about, durationMs: nowMs - claimedAtMs, at: nowMs })
+      if (acked) completed(nowMs)
       return acked
     },
     async heartbeat(extendS) {
@@ -195,4 +214,6 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
       return failed
     },
   }
+  ackHooks.set(handle, { ref, completed })
+  return handle
 }

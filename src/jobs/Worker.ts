@@ -14,7 +14,10 @@
  *
  * A loop claims its next job while the previous job's ack (or retry) is still on its way to the
  * store, so with `concurrency: 1` a handler may start before the previous job's ack has landed;
- * at most one such settle per loop is in flight.
+ * at most one such settle per loop is in flight. With `concurrency: 1`, when the next claim goes
+ * straight to the store (this engine delivers the queue and due jobs wait there), the ack
+ * travels in the statement that claims the next job instead: one round trip a job, where many
+ * loops share their claims' and acks' statements anyway.
  *
  * `stop()` stops claiming, wakes idle loops at once, and resolves when every handler in flight
  * has finished and been settled. A job already claimed when stop was asked still runs (its
@@ -30,7 +33,7 @@ import { setMaxListeners } from 'node:events'
 import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
 import type { CancelTimer } from '../kernel/Clock.ts'
 import { workerClaimWaitMs, workerConcurrencyMax, workerHeartbeatDivisor } from '../kernel/Limits.ts'
-import { canClaimSeveral, claimNext, claimSeveral } from './Claimer.ts'
+import { ackAndClaimNext, canClaimSeveral, claimNext, claimSeveral } from './Claimer.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { makeLocalQueue } from './LocalQueue.ts'
 import { makeOutageBackoff } from './OutageBackoff.ts'
@@ -178,14 +181,39 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   // only once its last one has landed.
   const loop = async (): Promise<void> => {
     let settling: Promise<void> = Promise.resolve()
+    let next: JobHandle | null = null
     while (running()) {
-      const job = await claim()
+      const job = next ?? (await claim())
+      next = null
       if (job === null) continue
       const outcome = await runHandler(job)
       await settling
+      if (concurrency === 1 && outcome.ok && running()) {
+        const ridden = await ackRidingNextClaim(job)
+        if (ridden !== undefined) {
+          next = ridden
+          continue
+        }
+      }
       settling = finish(job, outcome)
     }
     await settling
+  }
+  // A lone loop (nothing to batch its acks and claims with) acks a job in the statement that
+  // claims its next one, when that claim goes straight to the store: one round trip a job
+  // instead of two. Undefined when it does not (the loop acks and claims apart); a store
+  // failure fails both, reported as the ack's (the job lapses and is delivered again).
+  const ackRidingNextClaim = async (job: JobHandle): Promise<JobHandle | null | undefined> => {
+    const startedMs = runtime.now()
+    try {
+      const answer = await ackAndClaimNext(runtime, queue, job)
+      if (answer === undefined) return undefined
+      outage.succeeded()
+      return answer.next === null ? null : makeJobHandle(runtime, answer.next)
+    } catch (error) {
+      report(error, job, startedMs)
+      return null
+    }
   }
 
   const local =

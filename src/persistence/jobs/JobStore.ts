@@ -270,6 +270,19 @@ export interface JobStore {
   claimDue(params: { readonly queue: string; readonly nowMs: number; readonly claimTokens: ReadonlyArray<string> }): Promise<ReadonlyArray<JobRecord>>
 
   /**
+   * `ack` of one claim, then `claimDue`, in one statement: answers what the two calls one after
+   * the other would (the acked job, claimed until now, is never among those claimed). Every
+   * input is validated before anything is written. How a worker loop with one handler settles
+   * its job and takes its next in one round trip.
+   */
+  ackAndClaimDue(params: {
+    readonly ack: ClaimRef
+    readonly queue: string
+    readonly nowMs: number
+    readonly claimTokens: ReadonlyArray<string>
+  }): Promise<{ readonly acked: boolean; readonly claimed: ReadonlyArray<JobRecord> }>
+
+  /**
    * Applies the exhaustion rule to lapsed rows, then reserves up to `limit` unexpired rows with
    * due ≤ now (due := reserveUntilMs), returned in claim order. `queues` limits both to those
    * queues (the families whose partition this host owns); null means every queue. A limit of 0

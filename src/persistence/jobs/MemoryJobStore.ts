@@ -34,7 +34,7 @@ import {
 } from './JobInput.ts'
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemorySchedules } from './MemoryJobSchedules.ts'
-import type { ClaimOutcome, DueJob, JobRecord, JobStore, NewJob } from './JobStore.ts'
+import type { ClaimOutcome, ClaimRef, DueJob, JobRecord, JobStore, NewJob } from './JobStore.ts'
 
 interface LiveRow {
   job: JobRecord
@@ -281,6 +281,13 @@ export function makeMemoryJobStore(): JobStore {
         .sort(claimOrder)
         .slice(0, tokens.length)
       return due.map((row, index) => copy(claimRow(row, tokens[index] as string, nowMs)))
+    },
+
+    async ackAndClaimDue(params) {
+      const [ack] = checkClaims([params.ack])
+      const claimDue = { queue: checkName('queue', params.queue), nowMs: checkTime('nowMs', params.nowMs), claimTokens: checkTokens(params.claimTokens) }
+      const acked = (await store.ackMany({ claims: [ack as ClaimRef], nowMs: claimDue.nowMs })).length === 1
+      return { acked, claimed: await store.claimDue(claimDue) }
     },
 
     async takeDue(params) {

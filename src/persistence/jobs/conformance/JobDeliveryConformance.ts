@@ -1,7 +1,7 @@
 /**
  * JobDeliveryConformance — the due times that drive delivery (DESIGN.md §7): what is due when,
  * reservation before the Matching task is added, confirmation after, claim order, and which
- * claimable jobs already have a task with Matching.
+ * claimable jobs already have a task with Matching; an ack that rides on the next claim.
  *
  * Readings pinned here: a job enqueued with runAt in the past is due at its enqueue time (it
  * cannot be ready before it exists); a claim makes the deadline the due time; a confirmation
@@ -175,6 +175,26 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       expect((await store().getJob({ queue, id: reservedJob.id }))?.state).toBe('pending')
       expect((await store().getJob({ queue, id: exhausted.id }))?.state).toBe('processing')
       await expect(store().claimDue({ queue, nowMs: 3_000, claimTokens: [''] })).rejects.toMatchObject({ _tag: 'InvalidInput' })
+    })
+
+    it('ackAndClaimDue acks one claim and claims the head of the due rows, as ack then claimDue would', async () => {
+      const queue = fixture.queue('ack-claim-due')
+      const running = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 5_000 })
+      const next = await store().enqueue({ job: fixture.job(queue, { visibilityTimeoutMs: 5_000 }), nowMs: 1_000 })
+      const after = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+      const first = await store().ackAndClaimDue({ ack: { id: running.id, claimToken: running.claimToken as string }, queue, nowMs: 2_000, claimTokens: ['n'] })
+      expect(first.acked).toBe(true)
+      expect(first.claimed.map((job) => [job.id, job.claimToken])).toEqual([[next.id, 'n']])
+      expect(first.claimed[0]).toMatchObject({ state: 'processing', attempts: 1, claimedAtMs: 2_000, deadlineMs: 7_000 })
+      expect(await store().getJob({ queue, id: running.id })).toBeNull()
+      // An ack refused (its claim lapsed, or a stale token) still claims; none due claims nothing.
+      const second = await store().ackAndClaimDue({ ack: { id: next.id, claimToken: 'stale' }, queue, nowMs: 2_000, claimTokens: ['m', 'o'] })
+      expect(second).toMatchObject({ acked: false })
+      expect(second.claimed.map((job) => [job.id, job.claimToken])).toEqual([[after.id, 'm']])
+      expect(await store().ackAndClaimDue({ ack: { id: next.id, claimToken: 'n' }, queue, nowMs: 2_000, claimTokens: ['p'] })).toEqual({ acked: true, claimed: [] })
+      // A bad input writes nothing: the ack is refused with the claim.
+      await expect(store().ackAndClaimDue({ ack: { id: after.id, claimToken: 'm' }, queue, nowMs: 2_000, claimTokens: [''] })).rejects.toMatchObject({ _tag: 'InvalidInput' })
+      expect((await store().getJob({ queue, id: after.id }))?.state).toBe('processing')
     })
   })
 }

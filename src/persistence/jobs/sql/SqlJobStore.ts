@@ -51,13 +51,15 @@ type Row = Record<string, unknown>
 /** Makes a JobStore over an already migrated schema. `close` closes the driver (idempotent). */
 export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const dueChannel = dueChannelOf(schema.name)
-  // claimDue's texts by token count, each prepared once per connection (jobSql.ts says why).
+  // The texts of claimDue and ackAndClaimDue by token count, each prepared once per connection
+  // (jobSql.ts's claimDueSql says why); at most `jobBatchSizeMax` of each.
   const claimDueTexts = new Map<number, string>()
-  const claimDueText = (tokens: number): string => {
-    let text = claimDueTexts.get(tokens)
+  const ackAndClaimDueTexts = new Map<number, string>()
+  const textOf = (texts: Map<number, string>, make: (schema: Schema, tokens: number) => string, tokens: number): string => {
+    let text = texts.get(tokens)
     if (text === undefined) {
-      text = jobSql.claimDueSql(schema, tokens)
-      claimDueTexts.set(tokens, text)
+      text = make(schema, tokens)
+      texts.set(tokens, text)
     }
     return text
   }
@@ -236,8 +238,21 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         claimTokens: checkTokens(params.claimTokens),
       }))
       if (claimTokens.length === 0) return []
-      const rows = await write('claimDue', claimDueText(claimTokens.length), [queue, claimTokens, nowMs])
+      const rows = await write('claimDue', textOf(claimDueTexts, jobSql.claimDueSql, claimTokens.length), [queue, claimTokens, nowMs])
       return rows.sort((a, b) => Number(a.rank) - Number(b.rank)).map(decodeJob)
+    },
+
+    async ackAndClaimDue(params) {
+      const { ack, queue, nowMs, claimTokens } = validated('ackAndClaimDue', () => ({
+        ack: checkClaimRef(params.ack),
+        queue: checkName('queue', params.queue),
+        nowMs: checkTime('nowMs', params.nowMs),
+        claimTokens: checkTokens(params.claimTokens),
+      }))
+      if (claimTokens.length === 0) return { acked: await store.ack({ ...ack, nowMs }), claimed: [] }
+      const rows = await write('ackAndClaimDue', textOf(ackAndClaimDueTexts, jobSql.ackAndClaimDueSql, claimTokens.length), [queue, claimTokens, nowMs, ack.id, ack.claimToken])
+      const claimed = rows.filter((row) => row.id !== null).sort((a, b) => Number(a.rank) - Number(b.rank))
+      return { acked: Number(rows[0]?.acked) === 1, claimed: claimed.map(decodeJob) }
     },
 
     async takeDue(params) {

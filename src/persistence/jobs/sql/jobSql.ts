@@ -234,7 +234,37 @@ RETURNING ${liveRecord}`
  */
 export function claimDueSql(schema: Schema, headCount: number): string {
   return `
-WITH head AS (
+WITH ${claimHeadCtes(schema, headCount)}
+UPDATE ${schema.quoted}.jobs AS job
+SET ${claimHeadSet(schema)}
+FROM ranked WHERE job.id = ranked.head_id
+RETURNING ranked.rank, ${liveRecord}`
+}
+
+/**
+ * `$1` queue, `$2` claim tokens, `$3` now, `$4` the acked job's id, `$5` its claim token. An ack
+ * of one claim (`ackSql`) and `claimDueSql` in one statement, for a worker loop that settles its
+ * job and takes its next in one round trip. The acked row, under a valid claim, is never among
+ * the claimable ones. Answers one row per claimed job (with `rank`), or one row of nulls when
+ * none was claimed; `acked` on every row counts the deleted job (0 or 1).
+ */
+export function ackAndClaimDueSql(schema: Schema, headCount: number): string {
+  return `
+WITH acked AS (
+  DELETE FROM ${schema.quoted}.jobs WHERE id = $4::text AND ${validClaimOf('$5::text', '$3::bigint')} RETURNING id
+), ${claimHeadCtes(schema, headCount)}, claimed AS (
+  UPDATE ${schema.quoted}.jobs AS job
+  SET ${claimHeadSet(schema)}
+  FROM ranked WHERE job.id = ranked.head_id
+  RETURNING ranked.rank, ${liveRecord}
+)
+SELECT ack.acked, claimed.* FROM (SELECT count(*) AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
+}
+
+// The head of a queue's due rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
+// claim order and ranked; the count is a literal of the text (claimDueSql says why).
+function claimHeadCtes(schema: Schema, headCount: number): string {
+  return `head AS (
   SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
   WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimable('$3::bigint')}
     -- Unqualified names in the subquery are the held row's own.
@@ -244,14 +274,14 @@ WITH head AS (
   FOR UPDATE SKIP LOCKED
 ), ranked AS (
   SELECT id AS head_id, row_number() OVER (ORDER BY priority DESC, due_ms, ready_seq) AS rank FROM head
-)
-UPDATE ${schema.quoted}.jobs AS job
-SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = ($2::text[])[ranked.rank],
-    deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
-    ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = job.revision + 1
-FROM ranked WHERE job.id = ranked.head_id
-RETURNING ranked.rank, ${liveRecord}`
+)`
 }
+
+// claimDue's transition of a ranked head row (`job`), with the rank-th of the tokens `$2`.
+const claimHeadSet = (schema: Schema): string =>
+  `state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = ($2::text[])[ranked.rank],
+    deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = job.revision + 1`
 
 /**
  * `$1` ids, `$2` new claim tokens (parallel arrays), `$3` now. `claimSql` for many jobs in one
