@@ -1,6 +1,6 @@
 /**
  * SequentialBatches — a job store whose batched claims and acks are its own single claims and
- * acks, one after another (an ack with the next claim: the ack, then the claim). The simulator wraps its gated and mutant stores with it, so every
+ * acks, one after another (an ack with the next claim: the claim, then the ack). The simulator wraps its gated and mutant stores with it, so every
  * claim and ack the engine batches still passes the gate, the trace and the planted bugs one
  * by one; the batched SQL statements themselves are covered by the conformance suite.
  */
@@ -25,11 +25,14 @@ export function withSequentialBatches(store: JobStore): JobStore {
       for (const claim of params.claims) if (await store.ack({ id: claim.id, claimToken: claim.claimToken, nowMs: params.nowMs })) acked.push(claim.id)
       return acked
     },
-    // Two gated calls where the SQL stores run one statement: the simulator also tries the ack
-    // committed without the claim, which the engine must survive as well.
+    // Two gated calls where the SQL stores run one statement, so the simulator also tries one
+    // committed without the other. The claim goes first: it is issued when the engine issued the
+    // statement, with the ownership it checked then (the ownership checker judges a claim by the
+    // view at its issue). The answers are the statement's: a valid ack's job is not claimable,
+    // and a lapsed one's ack is refused whichever comes first.
     async ackAndClaimDue(params) {
-      const acked = await store.ack({ id: params.ack.id, claimToken: params.ack.claimToken, nowMs: params.nowMs })
-      return { acked, claimed: await store.claimDue({ queue: params.queue, nowMs: params.nowMs, claimTokens: params.claimTokens }) }
+      const claimed = await store.claimDue({ queue: params.queue, nowMs: params.nowMs, claimTokens: params.claimTokens })
+      return { acked: await store.ack({ id: params.ack.id, claimToken: params.ack.claimToken, nowMs: params.nowMs }), claimed }
     },
   }
 }
