@@ -444,6 +444,14 @@ const latencySameProcess: Workload = {
 
 let matchboxHasEnqueueMany = false
 
+// A run stopped by a signal stops its cluster too, which would otherwise run on under /tmp.
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.once(signal, () => {
+    cluster?.stop()
+    process.exit(code)
+  })
+}
+
 try {
   cluster = startCluster()
   const statementStatistics = await enableStatementStatistics()

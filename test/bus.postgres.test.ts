@@ -17,7 +17,8 @@ import { freshDatabase } from './harness/database.ts'
 let pool: pg.Pool
 const stops: Array<() => Promise<void>> = []
 
-async function eventually(condition: () => boolean, what: string, turnsMax = 200_000): Promise<void> {
+// An idle turn takes microseconds: the bound is set for a loaded machine; a stall still fails.
+async function eventually(condition: () => boolean, what: string, turnsMax = 5_000_000): Promise<void> {
   for (let turn = 0; turn < turnsMax; turn++) {
     if (condition()) return
     await new Promise<void>((resolve) => setImmediate(resolve))

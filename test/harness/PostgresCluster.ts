@@ -93,7 +93,8 @@ export function startCluster(): RunningCluster {
       if (stopped) return
       stopped = true
       spawnSync(asOwner('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop'])[0] as string, asOwner('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']).slice(1), { cwd: dir })
-      rmSync(dir, { recursive: true, force: true })
+      // Backends of an immediate shutdown may still be exiting (and writing) as the removal runs.
+      rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })
     },
   }
 }
