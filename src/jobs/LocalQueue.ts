@@ -13,9 +13,9 @@
  *
  * Handler loops take jobs in order, each running its next job while the previous one's ack is
  * on its way; a job whose claim lapsed while it waited is skipped (it is delivered again; running
- * it could only end in a refused ack). Loops sleep on two lists, so a
- * claimed job wakes one handler and a freed slot wakes one claim loop, which wakes the next while
- * there is more to claim: no loop is woken for nothing.
+ * it could only end in a refused ack). Loops sleep on two lists, so a claimed job wakes one
+ * handler and a freed slot wakes one claim loop, which wakes the next while there is more to
+ * claim: a loop is woken only when there is work for it.
  *
  * Once `running()` turns false the claim loops end (`wake` ends their sleep) and the handler
  * loops run what is left, then end.
