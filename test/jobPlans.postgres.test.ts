@@ -3,8 +3,8 @@
  *
  * A prepared statement is planned for its values on its first five executions; after that the
  * server keeps one generic plan if it looks as cheap as those, and otherwise plans every
- * execution afresh. On a drain at concurrency 1 that planning cost more server time than the
- * statements' own runs (an ack's was three times its delete). So the statements a job costs —
+ * execution afresh. On a drain at concurrency 1 such planning costs more server time than the
+ * statements' own runs (an ack's, three times its delete). So the statements a job costs —
  * claiming the head of the due rows, acking (alone, or with the next claim), the due-time
  * driver's next-due read for one queue, enqueueing — must run on a generic plan once warmed up.
  *

@@ -22,8 +22,8 @@ let url: string
 const engines: Matchbox[] = []
 
 // Waits for real I/O: yields to the event loop until `condition` holds, bounded by turns, not
-// time. An idle turn takes microseconds, so the bound is set for a loaded machine (200,000 turns
-// ran out in about a second of a busy full run); a stall still fails, with what it waited for.
+// time. An idle turn takes microseconds (200,000 of them can pass in about a second), so the
+// bound is set for a loaded machine; a stall still fails, with what it waited for.
 async function eventually(condition: () => boolean | Promise<boolean>, what: string, turnsMax = 5_000_000): Promise<void> {
   for (let turn = 0; turn < turnsMax; turn++) {
     if (await condition()) return

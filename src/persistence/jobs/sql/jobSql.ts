@@ -50,7 +50,7 @@ const validClaim = validClaimOf('$2::text', '$3::bigint')
  * Which queues a statement covers: every queue, one, or several. Each is its own text because
  * PostgreSQL plans a prepared statement once only when its generic plan looks as cheap as one
  * planned for the values given; `$n IS NULL OR queue = ANY($n)` never does (it cannot use an
- * index on queue for every value), so such a statement was planned afresh at every execution.
+ * index on queue for every value), so such a statement is planned afresh at every execution.
  * The parameter is a text array (null for every queue), referenced in every form.
  */
 export type QueueFilter = 'every' | 'one' | 'several'
