@@ -430,9 +430,7 @@ export async function ackAndClaimNext(runtime: JobsRuntime, queue: string, job: 
  */
 export function canClaimSeveral(runtime: JobsRuntime, queue: string): boolean {
   const state = claimStateOf(runtime, queue)
-  if (state.drained || state.spare.length > 0 || state.forwardedWaiting > 0) return false
-  const route = runtime.routing.route(queue)
-  return route.owned.length > 0 && route.owned.length === route.partitions
+  return !state.drained && state.spare.length === 0 && state.forwardedWaiting === 0 && runtime.routing.ownsEvery(queue)
 }
 
 /**

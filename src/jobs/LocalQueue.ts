@@ -42,34 +42,20 @@ export interface LocalQueueSource<Outcome> {
 /** The local queue of `batch` jobs; `run(concurrency)` resolves once every loop has ended. */
 export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<Outcome>): { run(concurrency: number): Promise<void>; wake(): void } {
   const queued: JobHandle[] = []
-  let head = 0
   let claiming = 0
   let severalInFlight = false
   let claimersDone = false
   const claimerSleepers: Array<() => void> = []
   const handlerSleepers: Array<() => void> = []
   const refillRoom = Math.ceil(batch / 2)
-  const size = (): number => queued.length - head
-
-  const take = (): JobHandle | undefined => {
-    if (head === queued.length) return undefined
-    const job = queued[head] as JobHandle
-    queued[head++] = undefined as unknown as JobHandle
-    // Compacts once the taken prefix outweighs the rest, so the array stays within 2 × batch.
-    if (head > batch && head * 2 >= queued.length) {
-      queued.splice(0, head)
-      head = 0
-    }
-    return job
-  }
   // Whether a claim loop has work: a free slot to park a poll in, or (while the store serves
   // several) room enough for a several-job claim with none in flight.
   const claimWanted = (): boolean => {
     if (!source.running()) return true
-    const room = batch - size() - claiming
+    const room = batch - queued.length - claiming
     if (room <= 0) return false
     if (!source.canClaimSeveral()) return true
-    return !severalInFlight && (room >= refillRoom || size() === 0)
+    return !severalInFlight && (room >= refillRoom || queued.length === 0)
   }
   const wakeClaimer = (): void => {
     if (claimerSleepers.length > 0 && claimWanted()) (claimerSleepers.shift() as () => void)()
@@ -92,7 +78,7 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
         await new Promise<void>((resume) => claimerSleepers.push(resume))
         continue
       }
-      const room = batch - size() - claiming
+      const room = batch - queued.length - claiming
       if (!severalInFlight && source.canClaimSeveral()) {
         severalInFlight = true
         claiming += room
@@ -127,7 +113,7 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
   const handlerLoop = async (): Promise<void> => {
     let settling: Promise<void> = Promise.resolve()
     for (;;) {
-      const job = take()
+      const job = queued.shift()
       if (job === undefined) {
         if (claimersDone) break
         await new Promise<void>((resume) => handlerSleepers.push(resume))

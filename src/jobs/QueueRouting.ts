@@ -53,6 +53,8 @@ export interface QueueRouting {
   route(queue: string): QueueRoute
   /** True when this engine owns at least one partition of `queue`. */
   owns(queue: string): boolean
+  /** True when this engine owns every partition of `queue` (without building its route). */
+  ownsEvery(queue: string): boolean
   /** The Matching view of ownership: nobody (not this engine) when membership knows no owner. */
   readonly membership: MembershipView | undefined
 }
@@ -147,6 +149,11 @@ export function makeQueueRouting(options: QueueRoutingOptions): QueueRouting {
       const partitions = counts.get(queue) ?? jobQueuePartitionsDefault
       for (let partition = 0; partition < partitions; partition++) if (ownerOf(queue, partition) === hostId) return true
       return false
+    },
+    ownsEvery(queue) {
+      const partitions = counts.get(queue) ?? jobQueuePartitionsDefault
+      for (let partition = 0; partition < partitions; partition++) if (ownerOf(queue, partition) !== hostId) return false
+      return true
     },
   }
 }

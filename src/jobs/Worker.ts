@@ -139,6 +139,21 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   const stopped = new AbortController()
   // Every poll parked in Matching listens on this signal: one per claiming loop, not a leak.
   setMaxListeners(Math.max(10, batch ?? concurrency), stopped.signal)
+  // Runs one claim attempt for the loops: a failure is reported (a defect also paces the loops
+  // like a store failure, and is reported every time) and answers `empty`, as does a closed engine.
+  const attemptClaim = async <T>(attempt: () => Promise<T>, empty: T, succeeded: (got: T) => boolean): Promise<T> => {
+    const startedMs = runtime.now()
+    try {
+      const got = await attempt()
+      if (succeeded(got)) outage.succeeded()
+      return got
+    } catch (error) {
+      if (runtime.isClosed()) return empty
+      report(error, null, startedMs)
+      if (!isMatchboxError(error)) outage.failed(startedMs, runtime.now())
+      return empty
+    }
+  }
   // Claims the next job, pacing the loops while the store fails; null when none came (or stopping).
   const claim = async (): Promise<JobHandle | null> => {
     // While the store is failing, wait out the back-off step (a stop wakes the wait).
@@ -146,34 +161,15 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
       await runtime.driver.waitForDelivery(queue, outage.retryAtMs())
       return null
     }
-    const startedMs = runtime.now()
-    try {
-      const job = await claimNext(runtime, queue, workerClaimWaitMs, false, () => stopping, stopped.signal, partitions)
-      outage.succeeded()
-      return job
-    } catch (error) {
-      if (runtime.isClosed()) return null
-      report(error, null, startedMs)
-      // A defect paces the loops like a store failure (and is reported every time).
-      if (!isMatchboxError(error)) outage.failed(startedMs, runtime.now())
-      return null
-    }
+    return attemptClaim(() => claimNext(runtime, queue, workerClaimWaitMs, false, () => stopping, stopped.signal, partitions), null, () => true)
   }
   // The local queue's claim of several jobs in one statement, paced and reported like `claim`;
-  // empty when the store could not serve them that way (the claim loops then park polls).
+  // empty when the store could not serve them that way (the claim loops then park polls, whose
+  // claim waits out a back-off).
   const claimMany = async (count: number): Promise<ReadonlyArray<JobHandle>> => {
     if (outage.retryAtMs() > runtime.now()) return []
-    const startedMs = runtime.now()
-    try {
-      const jobs = await claimSeveral(runtime, queue, count, partitions)
-      if (jobs.length > 0) outage.succeeded()
-      return jobs.map((job) => makeJobHandle(runtime, job))
-    } catch (error) {
-      if (runtime.isClosed()) return []
-      report(error, null, startedMs)
-      if (!isMatchboxError(error)) outage.failed(startedMs, runtime.now())
-      return []
-    }
+    const jobs = await attemptClaim(() => claimSeveral(runtime, queue, count, partitions), [], (got) => got.length > 0)
+    return jobs.map((job) => makeJobHandle(runtime, job))
   }
   const running = (): boolean => !stopping && !runtime.isClosed()
   // A loop claims its next job while the previous one's ack or retry is on its way to the store,

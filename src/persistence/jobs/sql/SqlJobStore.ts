@@ -10,7 +10,7 @@
  * mapping failures into the catalogue exactly as the Matching Store does (`toStoreError`).
  *
  * The inserts (`enqueue`, `enqueueMany`, with or without the caller's transaction) live in
- * SqlJobEnqueue.ts.
+ * SqlJobEnqueue.ts; the statements whose text depends on the call's shape, in jobTexts.ts.
  *
  * Does not: migrate (openSqlJobStore does, through the shared migration runner), read a clock,
  * or retry.
@@ -38,10 +38,11 @@ import {
   checkTime,
   checkTimezone,
 } from '../JobInput.ts'
-import type { ClaimOutcome, ClaimRef, DueJob, JobState, JobStore } from '../JobStore.ts'
+import type { ClaimOutcome, DueJob, JobState, JobStore } from '../JobStore.ts'
 import { dueChannelOf } from '../../bus/Channels.ts'
 import { decodeJob, decodeSchedule, nullableInteger } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
+import { makeJobTexts } from './jobTexts.ts'
 import { makeSqlJobAdmin } from './SqlJobAdmin.ts'
 import { insertMany, makeSqlJobEnqueue } from './SqlJobEnqueue.ts'
 import * as scheduleSql from './scheduleSql.ts'
@@ -51,23 +52,7 @@ type Row = Record<string, unknown>
 /** Makes a JobStore over an already migrated schema. `close` closes the driver (idempotent). */
 export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const dueChannel = dueChannelOf(schema.name)
-  // The texts of claimDue and ackAndClaimDue by token count, each prepared once per connection
-  // (jobSql.ts's claimDueSql says why); at most `jobBatchSizeMax` of each.
-  const claimDueTexts = new Map<number, string>()
-  const ackAndClaimDueTexts = new Map<number, string>()
-  const textOf = (texts: Map<number, string>, make: (schema: Schema, tokens: number) => string, tokens: number): string => {
-    let text = texts.get(tokens)
-    if (text === undefined) {
-      text = make(schema, tokens)
-      texts.set(tokens, text)
-    }
-    return text
-  }
-  // The due-time driver's statements, one text per queue filter (jobSql.ts's QueueFilter).
-  const filters = ['every', 'one', 'several'] as const
-  const takeDueTexts = new Map(filters.map((filter) => [filter, jobSql.takeDueSql(schema, filter)]))
-  const nextDueTexts = new Map(filters.map((filter) => [filter, jobSql.nextDueSql(schema, filter)]))
-  const filterOf = (queues: ReadonlyArray<string> | null): jobSql.QueueFilter => (queues === null ? 'every' : queues.length === 1 ? 'one' : 'several')
+  const texts = makeJobTexts(schema)
   const sql = {
     enqueueMany: jobSql.enqueueManySql(schema),
     getJob: jobSql.getJobSql(schema),
@@ -77,7 +62,6 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     claimState: jobSql.claimStateSql(schema),
     heartbeat: jobSql.heartbeatSql(schema),
     ack: jobSql.ackSql(schema),
-    ackBatch: jobSql.ackBatchSql(schema),
     retry: jobSql.retrySql(schema),
     fail: jobSql.failSql(schema),
     cancel: jobSql.cancelSql(schema),
@@ -93,15 +77,6 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     acquireLease: scheduleSql.acquireLeaseSql(schema),
     lockLease: scheduleSql.lockLeaseSql(schema),
     markFired: scheduleSql.markFiredSql(schema),
-  }
-
-  // An ack of one claim runs the one-job statement: the server keeps its plan (an index probe),
-  // where the batch statement's join to its arrays is planned afresh at every execution, which
-  // on a one-job ack cost three times the delete itself. Larger batches share that planning.
-  const ackStatement = (claims: ReadonlyArray<ClaimRef>, nowMs: number): [string, unknown[]] => {
-    const [only] = claims
-    if (claims.length === 1 && only !== undefined) return [sql.ack, [only.id, only.claimToken, nowMs]]
-    return [sql.ackBatch, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs]]
   }
 
   const session = makeSqlSession(driver)
@@ -159,7 +134,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     async claimMany(params) {
       const { claims, nowMs } = validated('claimMany', () => ({ claims: checkClaims(params.claims), nowMs: checkTime('nowMs', params.nowMs) }))
       if (claims.length === 0) return []
-      // One claim: its own statement, whose plan the server keeps (as for acks, below).
+      // One claim: its own statement, whose plan the server keeps (jobTexts.ts says why).
       const [only] = claims
       if (claims.length === 1 && only !== undefined) return [await store.claim({ ...only, nowMs })]
       const rows = await write('claimMany', sql.claimMany, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs])
@@ -181,14 +156,14 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     async ackMany(params) {
       const { claims, nowMs } = validated('ackMany', () => ({ claims: checkClaims(params.claims), nowMs: checkTime('nowMs', params.nowMs) }))
       if (claims.length === 0) return []
-      const rows = await write('ackMany', ...ackStatement(claims, nowMs))
+      const rows = await write('ackMany', ...texts.ack(claims, nowMs))
       return rows.map((row) => row.id as string)
     },
 
     async ackBatch(params) {
       const { claims, nowMs } = validated('ackBatch', () => ({ claims: checkClaims(params.claims), nowMs: checkTime('nowMs', params.nowMs) }))
       if (claims.length === 0) return 0
-      const rows = await write('ackBatch', ...ackStatement(claims, nowMs))
+      const rows = await write('ackBatch', ...texts.ack(claims, nowMs))
       return rows.length
     },
 
@@ -238,7 +213,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         claimTokens: checkTokens(params.claimTokens),
       }))
       if (claimTokens.length === 0) return []
-      const rows = await write('claimDue', textOf(claimDueTexts, jobSql.claimDueSql, claimTokens.length), [queue, claimTokens, nowMs])
+      const rows = await write('claimDue', texts.claimDue(claimTokens.length), [queue, claimTokens, nowMs])
       return rows.sort((a, b) => Number(a.rank) - Number(b.rank)).map(decodeJob)
     },
 
@@ -250,7 +225,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         claimTokens: checkTokens(params.claimTokens),
       }))
       if (claimTokens.length === 0) return { acked: await store.ack({ ...ack, nowMs }), claimed: [] }
-      const rows = await write('ackAndClaimDue', textOf(ackAndClaimDueTexts, jobSql.ackAndClaimDueSql, claimTokens.length), [queue, claimTokens, nowMs, ack.id, ack.claimToken])
+      const rows = await write('ackAndClaimDue', texts.ackAndClaimDue(claimTokens.length), [queue, claimTokens, nowMs, ack.id, ack.claimToken])
       const claimed = rows.filter((row) => row.id !== null).sort((a, b) => Number(a.rank) - Number(b.rank))
       return { acked: Number(rows[0]?.acked) === 1, claimed: claimed.map(decodeJob) }
     },
@@ -262,7 +237,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         limit: checkCount('limit', params.limit, 0, 10_000),
         queues: checkQueues(params.queues),
       }))
-      const rows = await write('takeDue', takeDueTexts.get(filterOf(queues)) as string, [nowMs, reserveUntilMs, limit, queues, deadReasonExhausted])
+      const rows = await write('takeDue', texts.takeDue(queues), [nowMs, reserveUntilMs, limit, queues, deadReasonExhausted])
       const due = rows.map(
         (row): DueJob => ({
           id: row.id as string,
@@ -309,7 +284,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
 
     async nextDueMs(params) {
       const { nowMs, queues } = validated('nextDueMs', () => ({ nowMs: checkTime('nowMs', params.nowMs), queues: checkQueues(params.queues) }))
-      const [row] = await read('nextDueMs', nextDueTexts.get(filterOf(queues)) as string, [nowMs, queues])
+      const [row] = await read('nextDueMs', texts.nextDue(queues), [nowMs, queues])
       return nullableInteger(row?.next_due_ms, 'next_due_ms')
     },
 

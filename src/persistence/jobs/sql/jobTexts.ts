@@ -1,0 +1,61 @@
+/**
+ * jobTexts — the job statements whose text depends on the shape of the call, chosen so that
+ * PostgreSQL keeps one plan per text (a prepared statement is planned for its values five times,
+ * then on a generic plan only if that looks as cheap; otherwise every execution is planned
+ * afresh, which on a one-job statement costs more than running it):
+ *
+ * - `claimDue` and `ackAndClaimDue`: one text per token count, the count written in as the head's
+ *   LIMIT (jobSql.ts's claimDueSql), made on first use, at most `jobBatchSizeMax` of each;
+ * - `takeDue` and `nextDue`: one text per queue filter (every queue, one, several);
+ * - acks: one claim runs the one-job statement, whose plan is an index probe; a batch's join
+ *   to its arrays is planned at every execution, a cost its jobs share.
+ *
+ * Each text is prepared once per connection by the driver.
+ */
+import type { Schema } from '../../sql/Schema.ts'
+import type { ClaimRef } from '../JobStore.ts'
+import * as jobSql from './jobSql.ts'
+
+/** The shape-chosen texts of one schema's job store. */
+export interface JobTexts {
+  claimDue(tokens: number): string
+  ackAndClaimDue(tokens: number): string
+  takeDue(queues: ReadonlyArray<string> | null): string
+  nextDue(queues: ReadonlyArray<string> | null): string
+  /** The statement and parameters acking `claims` (at least one) at `nowMs`. */
+  ack(claims: ReadonlyArray<ClaimRef>, nowMs: number): [string, unknown[]]
+}
+
+/** Makes the texts of `schema`'s job store. */
+export function makeJobTexts(schema: Schema): JobTexts {
+  const byCount = (make: (schema: Schema, tokens: number) => string): ((tokens: number) => string) => {
+    const texts = new Map<number, string>()
+    return (tokens) => {
+      let text = texts.get(tokens)
+      if (text === undefined) {
+        text = make(schema, tokens)
+        texts.set(tokens, text)
+      }
+      return text
+    }
+  }
+  const byFilter = (make: (schema: Schema, filter: jobSql.QueueFilter) => string): ((queues: ReadonlyArray<string> | null) => string) => {
+    const every = make(schema, 'every')
+    const one = make(schema, 'one')
+    const several = make(schema, 'several')
+    return (queues) => (queues === null ? every : queues.length === 1 ? one : several)
+  }
+  const ackOne = jobSql.ackSql(schema)
+  const ackBatch = jobSql.ackBatchSql(schema)
+  return {
+    claimDue: byCount(jobSql.claimDueSql),
+    ackAndClaimDue: byCount(jobSql.ackAndClaimDueSql),
+    takeDue: byFilter(jobSql.takeDueSql),
+    nextDue: byFilter(jobSql.nextDueSql),
+    ack(claims, nowMs) {
+      const [only] = claims
+      if (claims.length === 1 && only !== undefined) return [ackOne, [only.id, only.claimToken, nowMs]]
+      return [ackBatch, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs]]
+    },
+  }
+}
