@@ -65,8 +65,8 @@ describe('per-job statements keep their plans on PostgreSQL', () => {
     // A lone work loop acks its job in the statement that claims its next one.
     let [held] = await store.claimDue({ queue, nowMs: 3_000, claimTokens: ['riding-0'] })
     for (let run = 1; run <= runs; run++) {
-      const answer = await store.ackAndClaimDue({ ack: { id: held?.id as string, claimToken: held?.claimToken as string }, queue, nowMs: 3_000 + run, claimTokens: [`riding-${run}`] })
-      expect(answer.acked).toBe(true)
+      const answer = await store.ackAndClaimDue({ acks: [{ id: held?.id as string, claimToken: held?.claimToken as string }], queue, nowMs: 3_000 + run, claimTokens: [`riding-${run}`] })
+      expect(answer.acked).toEqual([held?.id])
       ;[held] = answer.claimed
     }
     const statements = {

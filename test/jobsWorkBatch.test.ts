@@ -6,12 +6,13 @@
  *
  * While the store can serve them, the local queue claims several jobs in one statement, once
  * its room reaches half the queue; once no row is due its claims park, and an enqueue or a
- * due-time pass serves them.
+ * due-time pass serves them. The acks of jobs finished while such a claim is at the store ride
+ * on the next one; a failed statement fails those acks as a failed ack does.
  *
  * No sleeps: time moves only by `clock.advance`; waits are on conditions.
  */
 import { describe, expect, it } from 'vitest'
-import { ManualClock, type Matchbox, open, Random } from '../src/index.ts'
+import { ManualClock, type Matchbox, open, Random, Unavailable } from '../src/index.ts'
 import { makeMatchbox } from '../src/jobs/Matchbox.ts'
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
@@ -111,7 +112,7 @@ describe('jobs API: work with a local queue (batch)', () => {
     await mb.close()
   })
 
-  it('claims a backlog several jobs per statement, never fewer than half the queue while rows are due', async () => {
+  it('claims a backlog several jobs per statement, never fewer than half the queue while rows are due and no ack rides', async () => {
     const inner = makeMemoryJobStore()
     // How many jobs each claim straight from the store asked for, and got.
     const asked: number[] = []
@@ -156,6 +157,114 @@ describe('jobs API: work with a local queue (batch)', () => {
     await until(() => ran.length === 104, 'the new jobs ran')
     expect(ran.slice(100).sort()).toEqual(['eager', 'later-1', 'later-2', 'later-3'])
     await stop()
+    expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
+    await mb.close()
+  })
+
+  it('acks the jobs its handlers finished in the statement that claims the next ones', async () => {
+    const inner = makeMemoryJobStore()
+    // Every statement takes a turn at the store, as a round trip does, while handlers run.
+    const roundTrip = () => new Promise<void>((resolve) => setImmediate(resolve))
+    const statements: string[] = []
+    let acksRiding = 0
+    const jobStore: JobStore = {
+      ...inner,
+      async claimDue(params) {
+        statements.push('claimDue')
+        await roundTrip()
+        return inner.claimDue(params)
+      },
+      async ackAndClaimDue(params) {
+        statements.push('ackAndClaimDue')
+        acksRiding += params.acks.length
+        await roundTrip()
+        return inner.ackAndClaimDue(params)
+      },
+      async ackMany(params) {
+        statements.push('ackMany')
+        await roundTrip()
+        return inner.ackMany(params)
+      },
+      async ack(params) {
+        statements.push('ack')
+        await roundTrip()
+        return inner.ack(params)
+      },
+    }
+    const store = makeMemoryStore()
+    const mb = makeMatchbox({ hostId: 'riding', store, jobStore, clock: new ManualClock(start), random: Random.make(5), closeStores: () => store.close() })
+    const q = mb.queue('riding')
+    const payloads = Array.from({ length: 200 }, (_, index) => `job-${index}`)
+    await q.enqueueMany(payloads.map((payload) => ({ payload })))
+    const ran: string[] = []
+    const completed: string[] = []
+    mb.on('job.completed', (event) => completed.push(event.id))
+    const stop = q.work(
+      async (job) => {
+        ran.push(job.payload as string)
+      },
+      { concurrency: 4, batch: 16 },
+    )
+    await until(() => ran.length === 200, 'the backlog ran')
+    await stop()
+    expect(ran).toEqual(payloads)
+    expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
+    // Each ack, riding or alone, emitted its event once.
+    expect(new Set(completed).size).toBe(200)
+    expect(completed.length).toBe(200)
+    // Most acks rode on claims: one statement at a time both acked what the handlers finished
+    // during the one before and claimed what they freed, some six jobs or more a statement here.
+    expect(acksRiding).toBeGreaterThanOrEqual(150)
+    expect(statements.length).toBeLessThanOrEqual(200 / 6)
+    await mb.close()
+  })
+
+  it('a failed claim statement fails the acks riding on it: onError hears each with its job, which is delivered again', async () => {
+    const inner = makeMemoryJobStore()
+    const roundTrip = () => new Promise<void>((resolve) => setImmediate(resolve))
+    let failures = 1
+    const jobStore: JobStore = {
+      ...inner,
+      async claimDue(params) {
+        await roundTrip()
+        return inner.claimDue(params)
+      },
+      async ackAndClaimDue(params) {
+        await roundTrip()
+        if (params.acks.length > 0 && failures-- > 0) throw new Unavailable({ operation: 'ackAndClaimDue', detail: 'connection reset', maybeCommitted: false })
+        return inner.ackAndClaimDue(params)
+      },
+    }
+    const store = makeMemoryStore()
+    const clock = new ManualClock(start)
+    const mb = makeMatchbox({ hostId: 'riding-fails', store, jobStore, clock, random: Random.make(5), closeStores: () => store.close() })
+    const q = mb.queue('riding-fails', { visibilityTimeoutS: 10 })
+    const payloads = Array.from({ length: 12 }, (_, index) => `job-${index}`)
+    await q.enqueueMany(payloads.map((payload) => ({ payload })))
+    const ran: string[] = []
+    const heard: Array<[string, string | null]> = []
+    const stop = q.work(
+      async (job) => {
+        ran.push(`${String(job.payload)}#${job.attempts}`)
+      },
+      { concurrency: 2, batch: 4, onError: (error, job) => heard.push([(error as { _tag?: string })._tag ?? String(error), job === null ? null : String(job.payload)]) },
+    )
+    await until(() => heard.length > 0, 'the failure was reported')
+    // Reported with a job whose ack rode on the statement (one report per back-off step).
+    expect(heard[0]?.[0]).toBe('Unavailable')
+    expect(payloads).toContain(heard[0]?.[1])
+    // The loops wait out the back-off; the jobs whose acks failed lapse and run again.
+    const left = async () => {
+      const counts = await q.counts()
+      return counts.pending + counts.processing
+    }
+    for (let second = 0; second < 30 && (await left()) > 0; second++) {
+      clock.advance(1_000)
+      await settle(10)
+    }
+    await stop()
+    expect(new Set(ran.map((entry) => entry.split('#')[0]))).toEqual(new Set(payloads))
+    expect(ran).toContain(`${heard[0]?.[1]}#2`)
     expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
     await mb.close()
   })

@@ -11,7 +11,7 @@ import { makeMemoryJobStore } from '../../src/persistence/jobs/MemoryJobStore.ts
 import { withSequentialBatches } from './SequentialBatches.ts'
 
 describe('SequentialBatches', () => {
-  it('runs ackAndClaimDue as claimDue, then ack, with the one statement’s answers', async () => {
+  it('runs ackAndClaimDue as claimDue, then each ack, with the one statement’s answers', async () => {
     const inner = makeMemoryJobStore()
     const calls: string[] = []
     const watched: JobStore = {
@@ -27,12 +27,12 @@ describe('SequentialBatches', () => {
     }
     const store = withSequentialBatches(watched)
     const job = (id: string) => ({ id, queue: 'q', payload: id, priority: 0, maxAttempts: 3, visibilityTimeoutMs: 10_000, backoffBaseMs: 1_000, deadLetterRetentionMs: null, runAtMs: 1_000, expiresAtMs: null, key: null })
-    await inner.enqueueMany({ jobs: [job('a'), job('b')], nowMs: 1_000 })
-    const [running] = await inner.claimDue({ queue: 'q', nowMs: 2_000, claimTokens: ['t-a'] })
-    expect(running?.id).toBe('a')
-    const answer = await store.ackAndClaimDue({ ack: { id: 'a', claimToken: 't-a' }, queue: 'q', nowMs: 3_000, claimTokens: ['t-b'] })
-    expect(calls).toEqual(['claimDue', 'ack'])
-    expect(answer.acked).toBe(true)
+    await inner.enqueueMany({ jobs: [job('a'), job('c'), job('b')], nowMs: 1_000 })
+    const running = await inner.claimDue({ queue: 'q', nowMs: 2_000, claimTokens: ['t-a', 't-c'] })
+    expect(running.map((claimed) => claimed.id)).toEqual(['a', 'c'])
+    const answer = await store.ackAndClaimDue({ acks: [{ id: 'a', claimToken: 't-a' }, { id: 'c', claimToken: 'stale' }], queue: 'q', nowMs: 3_000, claimTokens: ['t-b'] })
+    expect(calls).toEqual(['claimDue', 'ack', 'ack'])
+    expect(answer.acked).toEqual(['a'])
     expect(answer.claimed.map((claimed) => [claimed.id, claimed.claimToken])).toEqual([['b', 't-b']])
   })
 })

@@ -1,6 +1,7 @@
 /**
  * SequentialBatches — a job store whose batched claims and acks are its own single claims and
- * acks, one after another (an ack with the next claim: the claim, then the ack). The simulator wraps its gated and mutant stores with it, so every
+ * acks, one after another (acks with the next claims: the claims, then the acks). The simulator
+ * wraps its gated and mutant stores with it, so every
  * claim and ack the engine batches still passes the gate, the trace and the planted bugs one
  * by one; the batched SQL statements themselves are covered by the conformance suite.
  */
@@ -32,7 +33,9 @@ export function withSequentialBatches(store: JobStore): JobStore {
     // and a lapsed one's ack is refused whichever comes first.
     async ackAndClaimDue(params) {
       const claimed = await store.claimDue({ queue: params.queue, nowMs: params.nowMs, claimTokens: params.claimTokens })
-      return { acked: await store.ack({ id: params.ack.id, claimToken: params.ack.claimToken, nowMs: params.nowMs }), claimed }
+      const acked: string[] = []
+      for (const claim of params.acks) if (await store.ack({ id: claim.id, claimToken: claim.claimToken, nowMs: params.nowMs })) acked.push(claim.id)
+      return { acked, claimed }
     },
   }
 }

@@ -390,17 +390,17 @@ async function claimDirect(runtime: JobsRuntime, state: ClaimState, queue: strin
   return state.direct(null)
 }
 
-// Claims up to `count` head due rows of `queue` for this engine in one statement, with `ack` if
-// given (the statement's ack answers in `acked`). Fewer than asked: no other row is due (or a job
-// with Matching comes first, and the polls parked there take it), so the queue is marked drained,
-// unless a pass started meanwhile and may have found more.
-async function claimHead(runtime: JobsRuntime, state: ClaimState, queue: string, count: number, ack?: ClaimRef & { readonly nowMs: number }): Promise<{ readonly acked: boolean; readonly claimed: ReadonlyArray<JobRecord> }> {
+// Claims up to `count` head due rows of `queue` for this engine in one statement, with `acks` if
+// given (the ids the statement deleted answer in `acked`). Fewer than asked: no other row is due
+// (or a job with Matching comes first, and the polls parked there take it), so the queue is
+// marked drained, unless a pass started meanwhile and may have found more.
+async function claimHead(runtime: JobsRuntime, state: ClaimState, queue: string, count: number, acks?: Acks): Promise<AckedAndClaimed> {
   const generation = state.generation
   const claimTokens = Array.from({ length: count }, () => randomId(runtime.random))
   const answer =
-    ack === undefined
-      ? { acked: false, claimed: await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens }) }
-      : await runtime.jobStore.ackAndClaimDue({ ack: { id: ack.id, claimToken: ack.claimToken }, queue, nowMs: ack.nowMs, claimTokens })
+    acks === undefined
+      ? { acked: [], claimed: await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens }) }
+      : await runtime.jobStore.ackAndClaimDue({ acks: acks.refs, queue, nowMs: acks.nowMs, claimTokens })
   for (const job of answer.claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
   if (answer.claimed.length < count && state.generation === generation) state.drained = true
   return answer
@@ -417,8 +417,20 @@ async function claimHead(runtime: JobsRuntime, state: ClaimState, queue: string,
 export async function ackAndClaimNext(runtime: JobsRuntime, queue: string, job: JobHandle<unknown>): Promise<{ readonly acked: boolean; readonly next: JobRecord | null } | undefined> {
   if (runtime.isClosed() || !canClaimSeveral(runtime, queue) || !runtime.driver.isQuiet() || runtime.forwarding?.hasOrphan(queue) === true) return undefined
   const state = claimStateOf(runtime, queue)
-  const answer = await ackWith(runtime, job, (ref, nowMs) => claimHead(runtime, state, queue, 1, { ...ref, nowMs }))
-  return { acked: answer.acked, next: answer.claimed[0] ?? null }
+  const answer = await ackWith(runtime, [job], (refs, nowMs) => claimHead(runtime, state, queue, 1, { refs, nowMs }))
+  return { acked: answer.acked.length > 0, next: answer.claimed[0] ?? null }
+}
+
+// Acks that ride on a claim statement, judged at `nowMs`.
+interface Acks {
+  readonly refs: ReadonlyArray<ClaimRef>
+  readonly nowMs: number
+}
+
+/** What a claim statement with acks answered: the ids it deleted and the jobs it claimed, in claim order. */
+export interface AckedAndClaimed {
+  readonly acked: ReadonlyArray<string>
+  readonly claimed: ReadonlyArray<JobRecord>
 }
 
 /**
@@ -435,15 +447,26 @@ export function canClaimSeveral(runtime: JobsRuntime, queue: string): boolean {
 
 /**
  * Up to `count` due jobs of `queue`, head first, claimed straight from the store in one statement
- * for a worker's local queue (`work({ batch })`); empty, without a statement, unless
- * `canClaimSeveral` holds once the due-time passes asked for so far have run. A short answer
- * marks the queue drained, so the worker's claims then park as usual.
+ * for a worker's local queue (`work({ batch })`), which also acks `acks` (jobs of this engine
+ * with distinct ids; `job.ack()`'s rules, JobHandle.ts's `ackWith`). Undefined, without a
+ * statement and with nothing acked, unless `canClaimSeveral` holds once the due-time passes
+ * asked for so far have run. A short answer marks the queue drained, so the worker's claims then
+ * park as usual.
  */
-export async function claimSeveral(runtime: JobsRuntime, queue: string, count: number, partitions?: number): Promise<ReadonlyArray<JobRecord>> {
+export async function claimSeveral(
+  runtime: JobsRuntime,
+  queue: string,
+  count: number,
+  partitions?: number,
+  acks: ReadonlyArray<JobHandle<unknown>> = [],
+): Promise<AckedAndClaimed | undefined> {
   await runtime.routing.load(queue, partitions)
-  if (count < 1 || !canClaimSeveral(runtime, queue)) return []
+  if ((count < 1 && acks.length === 0) || !canClaimSeveral(runtime, queue)) return undefined
   if (!runtime.driver.isQuiet()) await runtime.driver.settled()
-  if (!canClaimSeveral(runtime, queue)) return []
+  if (!canClaimSeveral(runtime, queue)) return undefined
   runtime.refuseIfClosed()
-  return (await claimHead(runtime, claimStateOf(runtime, queue), queue, Math.min(count, jobBatchSizeMax))).claimed
+  const state = claimStateOf(runtime, queue)
+  const heads = Math.min(count, jobBatchSizeMax)
+  if (acks.length === 0) return claimHead(runtime, state, queue, heads)
+  return ackWith(runtime, acks, (refs, nowMs) => claimHead(runtime, state, queue, heads, { refs, nowMs }))
 }

@@ -138,17 +138,29 @@ function safeStringify(value: unknown): string {
 const ackHooks = new WeakMap<object, { readonly ref: ClaimRef; readonly completed: (nowMs: number) => void }>()
 
 /**
- * Acks `job` through `ack` — a store statement that also does more, such as claiming the next
- * job — with what `job.ack()` does around its own: refused once the stores close, `job.completed`
- * emitted when the ack took effect. Answers what `ack` answered.
+ * Acks `jobs` (distinct ids) through `ack` — a store statement that also does more, such as
+ * claiming the next jobs — with what `job.ack()` does around its own: refused once the stores
+ * close, `job.completed` emitted for each job the statement deleted (`acked` names them).
+ * Answers what `ack` answered.
  */
-export async function ackWith<R extends { readonly acked: boolean }>(runtime: JobsRuntime, job: JobHandle<unknown>, ack: (ref: ClaimRef, nowMs: number) => Promise<R>): Promise<R> {
-  const hook = ackHooks.get(job)
-  if (hook === undefined) throw new Error(`job ${job.id}: not a handle of this engine`)
+export async function ackWith<R extends { readonly acked: ReadonlyArray<string> }>(
+  runtime: JobsRuntime,
+  jobs: ReadonlyArray<JobHandle<unknown>>,
+  ack: (refs: ReadonlyArray<ClaimRef>, nowMs: number) => Promise<R>,
+): Promise<R> {
+  const hooks = jobs.map((job) => {
+    const hook = ackHooks.get(job)
+    if (hook === undefined) throw new Error(`job ${job.id}: not a handle of this engine`)
+    return hook
+  })
   runtime.refuseIfStoresClosed()
   const nowMs = runtime.now()
-  const answer = await ack(hook.ref, nowMs)
-  if (answer.acked) hook.completed(nowMs)
+  const answer = await ack(
+    hooks.map((hook) => hook.ref),
+    nowMs,
+  )
+  const acked = new Set(answer.acked)
+  for (const hook of hooks) if (acked.has(hook.ref.id)) hook.completed(nowMs)
   return answer
 }
 

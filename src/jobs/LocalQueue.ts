@@ -11,14 +11,21 @@
  *   enqueue or a due-time pass serves (for every poll waiting, in one statement) or another
  *   engine serves by forwarding.
  *
- * Handler loops take jobs in order, each running its next job while the previous one's ack is
- * on its way; a job whose claim lapsed while it waited is skipped (it is delivered again; running
- * it could only end in a refused ack). Loops sleep on two lists, so a claimed job wakes one
- * handler and a freed slot wakes one claim loop, which wakes the next while there is more to
- * claim: a loop is woken only when there is work for it.
+ * Handler loops take jobs in order and settle each (ack or retry) without waiting for it: at
+ * most `batch` settles are in flight, and a handler that finishes a job beyond that waits for
+ * one to land. The ack of a job finished while a several-job claim is at the store rides on the
+ * next one, which the returning claim loop sends at once, whatever the room: so while jobs flow,
+ * one statement at a time both acks what the handlers finished and claims what they freed. Acks
+ * that cannot ride (no claim at the store, or the store cannot serve several any more) go alone,
+ * batched with the engine's other acks. A job whose claim lapsed while it waited is skipped (it
+ * is delivered again; running it could only end in a refused ack).
  *
- * Once `running()` turns false the claim loops end (`wake` ends their sleep) and the handler
- * loops run what is left, then end.
+ * Loops sleep on separate lists, so a claimed job wakes one handler and a freed slot wakes one
+ * claim loop, which wakes the next while there is more to claim: a loop is woken only when
+ * there is work for it.
+ *
+ * Once `running()` turns false the claim loops end (`wake` ends their sleep), the handler loops
+ * run what is left, and `run` resolves once every settle has landed.
  */
 import type { JobHandle } from './JobHandle.ts'
 
@@ -30,16 +37,29 @@ export interface LocalQueueSource<Outcome> {
   readonly claimOne: () => Promise<JobHandle | null>
   /** True when `claimSeveral` can take jobs from the store now. */
   readonly canClaimSeveral: () => boolean
-  /** Up to `count` jobs in one statement; empty when the store could not serve them. */
-  readonly claimSeveral: (count: number) => Promise<ReadonlyArray<JobHandle>>
+  /**
+   * Up to `count` jobs in one statement that also acks `acks` (distinct ids); undefined when the
+   * store could not serve it, with nothing acked. A failed statement answers no jobs, its acks
+   * settled as failed acks are (reported; the jobs lapse and are delivered again).
+   */
+  readonly claimSeveral: (count: number, acks: ReadonlyArray<JobHandle>) => Promise<ReadonlyArray<JobHandle> | undefined>
   /** Runs a job's handler; says how it ended. */
   readonly handle: (job: JobHandle) => Promise<Outcome>
-  /** Settles a job whose handler ended (ack or retry). */
+  /** True when `outcome` is settled by an ack, which may ride on a claim statement. */
+  readonly acks: (outcome: Outcome) => boolean
+  /** Settles a job whose handler ended (ack or retry) on its own; never rejects. */
   readonly finish: (job: JobHandle, outcome: Outcome) => Promise<void>
   readonly now: () => number
 }
 
-/** The local queue of `batch` jobs; `run(concurrency)` resolves once every loop has ended. */
+// A finished job whose ack waits for the next several-job claim; `done` ends its settle.
+interface Rider<Outcome> {
+  readonly job: JobHandle
+  readonly outcome: Outcome
+  readonly done: () => void
+}
+
+/** The local queue of `batch` jobs; `run(concurrency)` resolves once every loop has ended and every settle landed. */
 export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<Outcome>): { run(concurrency: number): Promise<void>; wake(): void } {
   const queued: JobHandle[] = []
   let claiming = 0
@@ -48,14 +68,20 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
   const claimerSleepers: Array<() => void> = []
   const handlerSleepers: Array<() => void> = []
   const refillRoom = Math.ceil(batch / 2)
-  // Whether a claim loop has work: a free slot to park a poll in, or (while the store serves
-  // several) room enough for a several-job claim with none in flight.
+  const settling = new Set<Promise<void>>()
+  const settleSleepers: Array<() => void> = []
+  let riders: Array<Rider<Outcome>> = []
+
+  // Whether a claim loop has work: acks waiting to ride, a free slot to park a poll in, or
+  // (while the store serves several) room enough for a several-job claim with none in flight.
   const claimWanted = (): boolean => {
     if (!source.running()) return true
+    const several = !severalInFlight && source.canClaimSeveral()
+    if (several && riders.length > 0) return true
     const room = batch - queued.length - claiming
     if (room <= 0) return false
     if (!source.canClaimSeveral()) return true
-    return !severalInFlight && (room >= refillRoom || queued.length === 0)
+    return several && (room >= refillRoom || queued.length === 0)
   }
   const wakeClaimer = (): void => {
     if (claimerSleepers.length > 0 && claimWanted()) (claimerSleepers.shift() as () => void)()
@@ -72,29 +98,69 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
     wakeHandlers(jobs.length)
   }
 
+  // Counts a settle in flight until it lands, then lets a handler waiting for room go on.
+  const track = (settle: Promise<void>): void => {
+    const tracked = settle.finally(() => {
+      settling.delete(tracked)
+      settleSleepers.shift()?.()
+    })
+    settling.add(tracked)
+  }
+  const ride = (job: JobHandle, outcome: Outcome): void => {
+    track(new Promise<void>((done) => riders.push({ job, outcome, done })))
+  }
+  // The riders for the next statement, one per job id (a job claimed twice on this engine acks
+  // each claim in its own statement); the others wait for the one after.
+  const takeRiders = (): Array<Rider<Outcome>> => {
+    const ids = new Set<string>()
+    const taken: Array<Rider<Outcome>> = []
+    const left: Array<Rider<Outcome>> = []
+    for (const rider of riders) {
+      if (ids.has(rider.job.id)) left.push(rider)
+      else {
+        ids.add(rider.job.id)
+        taken.push(rider)
+      }
+    }
+    riders = left
+    return taken
+  }
+  const settleAlone = (group: ReadonlyArray<Rider<Outcome>>): void => {
+    for (const rider of group) void source.finish(rider.job, rider.outcome).finally(rider.done)
+  }
+
   const claimLoop = async (): Promise<void> => {
     while (source.running()) {
       if (!claimWanted()) {
         await new Promise<void>((resume) => claimerSleepers.push(resume))
         continue
       }
-      const room = batch - queued.length - claiming
+      const room = Math.max(0, batch - queued.length - claiming)
       if (!severalInFlight && source.canClaimSeveral()) {
         severalInFlight = true
         claiming += room
-        let jobs: ReadonlyArray<JobHandle> = []
+        const aboard = takeRiders()
+        let jobs: ReadonlyArray<JobHandle> | undefined
         try {
-          jobs = await source.claimSeveral(room)
+          jobs = await source.claimSeveral(
+            room,
+            aboard.map((rider) => rider.job),
+          )
         } finally {
           claiming -= room
           severalInFlight = false
+          if (jobs === undefined) settleAlone(aboard)
+          else for (const rider of aboard) rider.done()
         }
-        push(jobs)
+        push(jobs ?? [])
+        // The acks of jobs finished meanwhile go with the next claim, sent now; or alone.
+        if (riders.length > 0 && !(source.running() && source.canClaimSeveral())) settleAlone(riders.splice(0))
         // After a short answer the loops asleep behind this claim go on to park polls.
         wakeClaimer()
-        if (jobs.length > 0) continue
+        if (room === 0 || (jobs?.length ?? 0) > 0 || riders.length > 0) continue
         // None came (no row due, a failure, an outage's back-off): park a poll, which waits.
       }
+      if (room === 0) continue
       claiming++
       // The next loop, if there is still a slot, parks its poll beside this one.
       wakeClaimer()
@@ -108,10 +174,7 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
       wakeClaimer()
     }
   }
-  // A handler loop runs its next job while the previous one's ack or retry is on its way to the
-  // store; at most one settle per loop is in flight, and the loop ends once its last one landed.
   const handlerLoop = async (): Promise<void> => {
-    let settling: Promise<void> = Promise.resolve()
     for (;;) {
       const job = queued.shift()
       if (job === undefined) {
@@ -123,10 +186,10 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
       wakeClaimer()
       if (job.deadline <= source.now()) continue
       const outcome = await source.handle(job)
-      await settling
-      settling = source.finish(job, outcome)
+      while (settling.size >= batch) await new Promise<void>((resume) => settleSleepers.push(resume))
+      if (severalInFlight && source.acks(outcome) && source.running()) ride(job, outcome)
+      else track(source.finish(job, outcome))
     }
-    await settling
   }
   return {
     async run(concurrency) {
@@ -135,6 +198,8 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
       claimersDone = true
       wakeAll()
       await Promise.all(handlers)
+      settleAlone(riders.splice(0))
+      while (settling.size > 0) await Promise.all(settling)
     },
     wake: wakeAll,
   }

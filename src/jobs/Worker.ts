@@ -163,13 +163,23 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     }
     return attemptClaim(() => claimNext(runtime, queue, workerClaimWaitMs, false, () => stopping, stopped.signal, partitions), null, () => true)
   }
-  // The local queue's claim of several jobs in one statement, paced and reported like `claim`;
-  // empty when the store could not serve them that way (the claim loops then park polls, whose
-  // claim waits out a back-off).
-  const claimMany = async (count: number): Promise<ReadonlyArray<JobHandle>> => {
-    if (outage.retryAtMs() > runtime.now()) return []
-    const jobs = await attemptClaim(() => claimSeveral(runtime, queue, count, partitions), [], (got) => got.length > 0)
-    return jobs.map((job) => makeJobHandle(runtime, job))
+  // The local queue's claim of several jobs in one statement, which also acks `acks`, paced and
+  // reported like `claim`; undefined when the store could not serve it that way (the claim loops
+  // then park polls, whose claim waits out a back-off, and the acks go alone). A failed statement
+  // is reported as each ack's failure too (those jobs lapse and are delivered again).
+  const claimMany = async (count: number, acks: ReadonlyArray<JobHandle>): Promise<ReadonlyArray<JobHandle> | undefined> => {
+    if (outage.retryAtMs() > runtime.now()) return undefined
+    const startedMs = runtime.now()
+    const answer = await attemptClaim(
+      () => claimSeveral(runtime, queue, count, partitions, acks).catch((error: unknown) => {
+        for (const job of acks) report(error, job, startedMs)
+        throw error
+      }),
+      null,
+      (got) => (got?.claimed.length ?? 0) > 0,
+    )
+    if (answer === undefined) return undefined
+    return (answer?.claimed ?? []).map((job) => makeJobHandle(runtime, job))
   }
   const running = (): boolean => !stopping && !runtime.isClosed()
   // A loop claims its next job while the previous one's ack or retry is on its way to the store,
@@ -215,7 +225,16 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   const local =
     batch === undefined
       ? null
-      : makeLocalQueue(batch, { running, claimOne: claim, canClaimSeveral: () => canClaimSeveral(runtime, queue), claimSeveral: claimMany, handle: runHandler, finish, now: () => runtime.now() })
+      : makeLocalQueue(batch, {
+          running,
+          claimOne: claim,
+          canClaimSeveral: () => canClaimSeveral(runtime, queue),
+          claimSeveral: claimMany,
+          handle: runHandler,
+          acks: (outcome) => outcome.ok,
+          finish,
+          now: () => runtime.now(),
+        })
   const loops = local === null ? Array.from({ length: concurrency }, () => loop()) : [local.run(concurrency)]
   const stop = async (): Promise<void> => {
     stopping = true

@@ -270,17 +270,17 @@ export interface JobStore {
   claimDue(params: { readonly queue: string; readonly nowMs: number; readonly claimTokens: ReadonlyArray<string> }): Promise<ReadonlyArray<JobRecord>>
 
   /**
-   * `ack` of one claim, then `claimDue`, in one statement: answers what the two calls one after
-   * the other would (the acked job, claimed until now, is never among those claimed). Every
-   * input is validated before anything is written. How a worker loop with one handler settles
-   * its job and takes its next in one round trip.
+   * `ackMany` of `acks`, then `claimDue`, in one statement: answers what the two calls one after
+   * the other would (an acked job, claimed until now, is never among those claimed; `acked`
+   * names the ids deleted). Every input is validated before anything is written. How a worker
+   * settles the jobs its handlers finished and takes its next ones in one round trip.
    */
   ackAndClaimDue(params: {
-    readonly ack: ClaimRef
+    readonly acks: ReadonlyArray<ClaimRef>
     readonly queue: string
     readonly nowMs: number
     readonly claimTokens: ReadonlyArray<string>
-  }): Promise<{ readonly acked: boolean; readonly claimed: ReadonlyArray<JobRecord> }>
+  }): Promise<{ readonly acked: ReadonlyArray<string>; readonly claimed: ReadonlyArray<JobRecord> }>
 
   /**
    * Applies the exhaustion rule to lapsed rows, then reserves up to `limit` unexpired rows with

@@ -34,7 +34,7 @@ import {
 } from './JobInput.ts'
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemorySchedules } from './MemoryJobSchedules.ts'
-import type { ClaimOutcome, ClaimRef, DueJob, JobRecord, JobStore, NewJob } from './JobStore.ts'
+import type { ClaimOutcome, DueJob, JobRecord, JobStore, NewJob } from './JobStore.ts'
 
 interface LiveRow {
   job: JobRecord
@@ -284,9 +284,9 @@ export function makeMemoryJobStore(): JobStore {
     },
 
     async ackAndClaimDue(params) {
-      const [ack] = checkClaims([params.ack])
+      const claims = checkClaims(params.acks)
       const claimDue = { queue: checkName('queue', params.queue), nowMs: checkTime('nowMs', params.nowMs), claimTokens: checkTokens(params.claimTokens) }
-      const acked = (await store.ackMany({ claims: [ack as ClaimRef], nowMs: claimDue.nowMs })).length === 1
+      const acked = await store.ackMany({ claims, nowMs: claimDue.nowMs })
       return { acked, claimed: await store.claimDue(claimDue) }
     },
 

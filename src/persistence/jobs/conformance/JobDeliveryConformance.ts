@@ -9,6 +9,7 @@
  * never handed out; every test scopes takeDue and nextDueMs to its own queues.
  */
 import { describe, expect, it } from 'vitest'
+import type { JobRecord } from '../JobStore.ts'
 import type { JobFixture } from './JobFixture.ts'
 
 /** Registers the delivery tests. */
@@ -182,19 +183,44 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       const running = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 5_000 })
       const next = await store().enqueue({ job: fixture.job(queue, { visibilityTimeoutMs: 5_000 }), nowMs: 1_000 })
       const after = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
-      const first = await store().ackAndClaimDue({ ack: { id: running.id, claimToken: running.claimToken as string }, queue, nowMs: 2_000, claimTokens: ['n'] })
-      expect(first.acked).toBe(true)
+      const first = await store().ackAndClaimDue({ acks: [{ id: running.id, claimToken: running.claimToken as string }], queue, nowMs: 2_000, claimTokens: ['n'] })
+      expect(first.acked).toEqual([running.id])
       expect(first.claimed.map((job) => [job.id, job.claimToken])).toEqual([[next.id, 'n']])
       expect(first.claimed[0]).toMatchObject({ state: 'processing', attempts: 1, claimedAtMs: 2_000, deadlineMs: 7_000 })
       expect(await store().getJob({ queue, id: running.id })).toBeNull()
       // An ack refused (its claim lapsed, or a stale token) still claims; none due claims nothing.
-      const second = await store().ackAndClaimDue({ ack: { id: next.id, claimToken: 'stale' }, queue, nowMs: 2_000, claimTokens: ['m', 'o'] })
-      expect(second).toMatchObject({ acked: false })
+      const second = await store().ackAndClaimDue({ acks: [{ id: next.id, claimToken: 'stale' }], queue, nowMs: 2_000, claimTokens: ['m', 'o'] })
+      expect(second).toMatchObject({ acked: [] })
       expect(second.claimed.map((job) => [job.id, job.claimToken])).toEqual([[after.id, 'm']])
-      expect(await store().ackAndClaimDue({ ack: { id: next.id, claimToken: 'n' }, queue, nowMs: 2_000, claimTokens: ['p'] })).toEqual({ acked: true, claimed: [] })
+      expect(await store().ackAndClaimDue({ acks: [{ id: next.id, claimToken: 'n' }], queue, nowMs: 2_000, claimTokens: ['p'] })).toEqual({ acked: [next.id], claimed: [] })
       // A bad input writes nothing: the ack is refused with the claim.
-      await expect(store().ackAndClaimDue({ ack: { id: after.id, claimToken: 'm' }, queue, nowMs: 2_000, claimTokens: [''] })).rejects.toMatchObject({ _tag: 'InvalidInput' })
+      await expect(store().ackAndClaimDue({ acks: [{ id: after.id, claimToken: 'm' }], queue, nowMs: 2_000, claimTokens: [''] })).rejects.toMatchObject({ _tag: 'InvalidInput' })
       expect((await store().getJob({ queue, id: after.id }))?.state).toBe('processing')
+    })
+
+    it('ackAndClaimDue acks several claims, each judged as ackMany judges it, and claims as claimDue would', async () => {
+      const queue = fixture.queue('acks-claim-due')
+      const done = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 5_000 })
+      const alsoDone = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 5_000 })
+      const lapsed = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 500 })
+      const next = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+      const ref = (job: JobRecord, token = job.claimToken as string) => ({ id: job.id, claimToken: token })
+      const answer = await store().ackAndClaimDue({
+        acks: [ref(done), ref(alsoDone, 'stale'), ref(lapsed), ref(done), { id: 'unknown', claimToken: 'x' }],
+        queue,
+        nowMs: 2_000,
+        claimTokens: ['a', 'b'],
+      })
+      expect(answer.acked).toEqual([done.id])
+      // The lapsed claim's job is due again (since 1,500) and claimable: it is claimed, never acked.
+      expect(answer.claimed.map((job) => [job.id, job.claimToken])).toEqual([
+        [next.id, 'a'],
+        [lapsed.id, 'b'],
+      ])
+      expect((await store().getJob({ queue, id: alsoDone.id }))?.state).toBe('processing')
+      // Acks without claims, and claims without acks, are the two calls alone.
+      expect(await store().ackAndClaimDue({ acks: [ref(alsoDone)], queue, nowMs: 2_000, claimTokens: [] })).toEqual({ acked: [alsoDone.id], claimed: [] })
+      expect(await store().ackAndClaimDue({ acks: [], queue, nowMs: 2_000, claimTokens: ['c'] })).toEqual({ acked: [], claimed: [] })
     })
   })
 }

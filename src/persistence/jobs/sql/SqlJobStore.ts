@@ -218,16 +218,18 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     },
 
     async ackAndClaimDue(params) {
-      const { ack, queue, nowMs, claimTokens } = validated('ackAndClaimDue', () => ({
-        ack: checkClaimRef(params.ack),
+      const { acks, queue, nowMs, claimTokens } = validated('ackAndClaimDue', () => ({
+        acks: checkClaims(params.acks),
         queue: checkName('queue', params.queue),
         nowMs: checkTime('nowMs', params.nowMs),
         claimTokens: checkTokens(params.claimTokens),
       }))
-      if (claimTokens.length === 0) return { acked: await store.ack({ ...ack, nowMs }), claimed: [] }
-      const rows = await write('ackAndClaimDue', texts.ackAndClaimDue(claimTokens.length), [queue, claimTokens, nowMs, ack.id, ack.claimToken])
+      if (claimTokens.length === 0) return { acked: await store.ackMany({ claims: acks, nowMs }), claimed: [] }
+      if (acks.length === 0) return { acked: [], claimed: await store.claimDue({ queue, nowMs, claimTokens }) }
+      const rows = await write('ackAndClaimDue', ...texts.ackAndClaimDue(queue, claimTokens, nowMs, acks))
       const claimed = rows.filter((row) => row.id !== null).sort((a, b) => Number(a.rank) - Number(b.rank))
-      return { acked: Number(rows[0]?.acked) === 1, claimed: claimed.map(decodeJob) }
+      const acked = rows.find((row) => row.acked !== null)?.acked as string[] | undefined
+      return { acked: acked ?? [], claimed: claimed.map(decodeJob) }
     },
 
     async takeDue(params) {

@@ -244,23 +244,31 @@ RETURNING ranked.rank, ${liveRecord}`
 }
 
 /**
- * `$1` queue, `$2` claim tokens, `$3` now, `$4` the acked job's id, `$5` its claim token. An ack
- * of one claim (`ackSql`) and `claimDueSql` in one statement, for a worker loop that settles its
- * job and takes its next in one round trip. The acked row, under a valid claim, is never among
- * the claimable ones. Answers one row per claimed job (with `rank`), or one row of nulls when
- * none was claimed; `acked` on every row counts the deleted job (0 or 1).
+ * `$1` queue, `$2` claim tokens, `$3` now, then the acks: `$4` ids and `$5` claim tokens
+ * (parallel arrays) — or, with `oneAck`, `$4` the one id and `$5` its token, a text whose plan is
+ * an index probe (jobTexts.ts says why that matters). The acks (`ackSql`, `ackBatchSql`) and
+ * `claimDueSql` in one statement, for a worker that settles the jobs its handlers finished and
+ * takes its next ones in one round trip. An acked row, under a valid claim, is never among the
+ * claimable ones. Answers one row per claimed job (with `rank`), or one row of nulls when none
+ * was claimed; `acked` holds the deleted ids on one of the rows (null on the others, and when
+ * none), so that they are sent and decoded once.
  */
-export function ackAndClaimDueSql(schema: Schema, headCount: number): string {
+export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean): string {
+  const ack = oneAck
+    ? `DELETE FROM ${schema.quoted}.jobs WHERE id = $4::text AND ${validClaimOf('$5::text', '$3::bigint')} RETURNING id`
+    : `DELETE FROM ${schema.quoted}.jobs AS job USING unnest($4::text[], $5::text[]) AS claim(id, token)
+  WHERE job.id = claim.id AND ${validClaimOf('claim.token', '$3::bigint')} RETURNING job.id`
   return `
 WITH acked AS (
-  DELETE FROM ${schema.quoted}.jobs WHERE id = $4::text AND ${validClaimOf('$5::text', '$3::bigint')} RETURNING id
+  ${ack}
 ), ${claimHeadCtes(schema, headCount)}, claimed AS (
   UPDATE ${schema.quoted}.jobs AS job
   SET ${claimHeadSet(schema)}
   FROM ranked WHERE job.id = ranked.head_id
   RETURNING ranked.rank, ${liveRecord}
 )
-SELECT ack.acked, claimed.* FROM (SELECT count(*) AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
+SELECT CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked, claimed.*
+FROM (SELECT array_agg(id) AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
 }
 
 // The head of a queue's due rows for claimDue (`$1` queue, `$3` now), `headCount` of them in

@@ -5,7 +5,8 @@
  * afresh, which on a one-job statement costs more than running it):
  *
  * - `claimDue` and `ackAndClaimDue`: one text per token count, the count written in as the head's
- *   LIMIT (jobSql.ts's claimDueSql), made on first use, at most `jobBatchSizeMax` of each;
+ *   LIMIT (jobSql.ts's claimDueSql), made on first use, at most `jobBatchSizeMax` of each (of
+ *   `ackAndClaimDue`, one set for a single ack and one for several, as for acks below);
  * - `takeDue` and `nextDue`: one text per queue filter (every queue, one, several);
  * - acks: one claim runs the one-job statement, whose plan is an index probe; a batch's join
  *   to its arrays is planned at every execution, a cost its jobs share.
@@ -19,7 +20,8 @@ import * as jobSql from './jobSql.ts'
 /** The shape-chosen texts of one schema's job store. */
 export interface JobTexts {
   claimDue(tokens: number): string
-  ackAndClaimDue(tokens: number): string
+  /** The statement and parameters acking `acks` (at least one) and claiming with `claimTokens` (at least one). */
+  ackAndClaimDue(queue: string, claimTokens: ReadonlyArray<string>, nowMs: number, acks: ReadonlyArray<ClaimRef>): [string, unknown[]]
   takeDue(queues: ReadonlyArray<string> | null): string
   nextDue(queues: ReadonlyArray<string> | null): string
   /** The statement and parameters acking `claims` (at least one) at `nowMs`. */
@@ -47,9 +49,15 @@ export function makeJobTexts(schema: Schema): JobTexts {
   }
   const ackOne = jobSql.ackSql(schema)
   const ackBatch = jobSql.ackBatchSql(schema)
+  const ackOneAndClaimDue = byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, true))
+  const ackSeveralAndClaimDue = byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, false))
   return {
     claimDue: byCount(jobSql.claimDueSql),
-    ackAndClaimDue: byCount(jobSql.ackAndClaimDueSql),
+    ackAndClaimDue(queue, claimTokens, nowMs, acks) {
+      const [only] = acks
+      if (acks.length === 1 && only !== undefined) return [ackOneAndClaimDue(claimTokens.length), [queue, claimTokens, nowMs, only.id, only.claimToken]]
+      return [ackSeveralAndClaimDue(claimTokens.length), [queue, claimTokens, nowMs, acks.map((ack) => ack.id), acks.map((ack) => ack.claimToken)]]
+    },
     takeDue: byFilter(jobSql.takeDueSql),
     nextDue: byFilter(jobSql.nextDueSql),
     ack(claims, nowMs) {
