@@ -7,10 +7,11 @@
  *
  * With `{ batch }` claiming and handling are apart: a local queue of at most `batch` claimed jobs
  * (LocalQueue.ts), filled several at a time straight from the store or by parked polls, which
- * `concurrency` handler loops drain in claim order (graphile-worker's local queue). Without it,
- * the loops' claims of one turn taken straight from the store share one statement (`claimDue`);
- * either way deliveries that reach several polls parked in Matching share one (History's
- * `claimMany`), as do acks (the runtime's `ackMany`).
+ * `concurrency` handler loops drain in claim order (graphile-worker's local queue); the acks of
+ * jobs finished while its claim is at the store ride on its next claim. Without it, the loops'
+ * claims of one turn taken straight from the store share one statement (`claimDue`); either way
+ * deliveries that reach several polls parked in Matching share one (History's `claimMany`), as
+ * do the acks that go alone (the runtime's `ackMany`).
  *
  * A loop claims its next job while the previous job's ack (or retry) is still on its way to the
  * store, so with `concurrency: 1` a handler may start before the previous job's ack has landed;
