@@ -2,8 +2,9 @@
  * `work` overlaps a job's ack with the next claim: a loop claims and runs its next job while the
  * previous job's ack is still on its way to the store, at most one ack per loop in flight, and
  * `stop()` resolves only once that ack has landed. The job store's acks wait on a gate here, so
- * the test holds an ack in flight and watches what the loop does meanwhile. A lone loop whose
- * next claim goes straight to the store sends the ack in that claim's statement instead.
+ * the test holds an ack in flight and watches what the loop does meanwhile. A loop whose next
+ * claim goes straight to the store sends the ack in that claim's statement instead, which the
+ * other loops' claims and acks of the turn share.
  *
  * No sleeps: waits are on conditions; the clock does not move.
  */
@@ -99,7 +100,7 @@ describe('work: an ack overlaps the next claim', () => {
       },
       async ackAndClaimDue(params) {
         const answer = await inner.ackAndClaimDue(params)
-        calls.push(`ackAndClaimDue ${answer.acked ? 'acked' : 'refused'}, claimed ${answer.claimed.length}`)
+        calls.push(`ackAndClaimDue ${answer.acked.length > 0 ? 'acked' : 'refused'}, claimed ${answer.claimed.length}`)
         return answer
       },
     }
@@ -121,6 +122,51 @@ describe('work: an ack overlaps the next claim', () => {
     expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
     await mb.close()
   })
+  it('with several loops and due jobs in the store, the acks of a turn ride on the statement that claims the turn’s next jobs', async () => {
+    const store = makeMemoryStore()
+    const inner = makeMemoryJobStore()
+    // Every statement takes a turn at the store, as a round trip does, while handlers run.
+    const roundTrip = () => new Promise<void>((resolve) => setImmediate(resolve))
+    const statements: string[] = []
+    const ridingPerStatement: number[] = []
+    const jobStore: JobStore = {
+      ...inner,
+      async claimDue(params) {
+        statements.push('claimDue')
+        await roundTrip()
+        return inner.claimDue(params)
+      },
+      async ackMany(params) {
+        statements.push('ackMany')
+        await roundTrip()
+        return inner.ackMany(params)
+      },
+      async ackAndClaimDue(params) {
+        statements.push('ackAndClaimDue')
+        ridingPerStatement.push(params.acks.length)
+        await roundTrip()
+        return inner.ackAndClaimDue(params)
+      },
+    }
+    const mb = makeMatchbox({ hostId: 'riding-loops', store, jobStore, clock: new ManualClock(1_700_000_000_000), random: Random.make(14), closeStores: () => store.close() })
+    const completed: string[] = []
+    mb.on('job.completed', (event) => completed.push(event.id))
+    const q = mb.queue('q')
+    const ids = await q.enqueueMany(Array.from({ length: 40 }, (_, index) => ({ payload: index })))
+    const stop = q.work(async () => {}, { concurrency: 4 })
+    await until(() => completed.length === 40, 'every job was acked')
+    await stop()
+    expect([...completed].sort()).toEqual([...ids].sort())
+    expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
+    // Nearly every ack rode on a claim, and loops' acks and claims that meet in a batch share its
+    // statement: fewer statements than jobs, where acking and claiming apart takes more than one
+    // a job here (each batcher sends a lone call at once while fewer than two batches are out).
+    expect(Math.max(...ridingPerStatement)).toBeGreaterThanOrEqual(2)
+    expect(ridingPerStatement.reduce((sum, count) => sum + count, 0)).toBeGreaterThanOrEqual(36)
+    expect(statements.length).toBeLessThan(40)
+    await mb.close()
+  })
+
   it('a failed statement fails the ack with the claim: onError hears it with the job, which is delivered again', async () => {
     const clock = new ManualClock(1_700_000_000_000)
     const store = makeMemoryStore()

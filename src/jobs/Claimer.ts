@@ -4,7 +4,7 @@
  *
  * - **Local** (this engine owns every partition): due jobs stay in the store until a claim wants
  *   one (the jobs table is the backlog). A claim first takes the head of the due rows straight
- *   from the store (`claimDirect`: `claimDue`, the claims of one turn in one statement), waiting
+ *   from the store (StoreClaims.ts's `claimDirect`: the claims of one turn in one statement), waiting
  *   in the queue's line meanwhile so that an enqueue of this engine may hand it a job inserted
  *   already claimed (eager dispatch: `takeWaitingWorker`, `handOver`). Finding none due, a
  *   worker parks its poll in Matching and stays in line (`pollParked`), and a lazy claim waits
@@ -26,23 +26,18 @@
  * claimable job of the queue is with Matching (that one comes first), and it waits for a
  * due-time pass in progress, which may be adding older jobs to Matching.
  *
- * Longer than 400 lines: every path that claims straight from the store (a claim in line, a
- * pass's claim for the line, a local queue's several, an ack riding on the next claim) keeps the
- * same ordering rules (`drained`, the pass generation, the line, Matching first), which live
- * here together.
- *
  * Invariants: a claim never waits past its own deadline, except that Matching counts a poll's
  * wait only once the queue has loaded and read its backlog (`claim({ waitMs: 0 })` returns
  * after that, and at most one forwarded round trip); a stop (`isStopped`) ends the wait.
  */
 import { randomId } from '../kernel/Ids.ts'
-import { claimPollWaitMs, claimRetryDelayMs, jobBatchesInFlightMax, jobBatchSizeMax, workerClaimWaitMs } from '../kernel/Limits.ts'
-import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
-import type { ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
-import { ackWith, type JobHandle, makeJobHandle } from './JobHandle.ts'
+import { claimPollWaitMs, claimRetryDelayMs, workerClaimWaitMs } from '../kernel/Limits.ts'
+import type { JobRecord } from '../persistence/jobs/JobStore.ts'
+import { type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import { type ClaimState, claimStateOf, type JobsRuntime, type WaitingWorker } from './Runtime.ts'
+import { claimDirect } from './StoreClaims.ts'
 
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
@@ -360,113 +355,4 @@ async function claimDirectInLine(runtime: JobsRuntime, state: ClaimState, queue:
   if (direct === null) return offered
   if (offered !== null) state.spare.push(offered)
   return direct
-}
-
-/**
- * The head due job of `queue`, claimed straight from the store for a claim this engine serves
- * (its own, or a poll forwarded here); the claims of one turn share one `claimDue` statement.
- * Null without a statement when this engine does not deliver the queue, when `served()` says
- * the claim got a job meanwhile, or while the queue is `drained`: the last direct claim found no
- * due row, and no due-time pass over the queue has started since. Rows become due through a pass
- * (a due time's timer, a due signal, the scan), which serves the claims waiting by then, so an
- * idle poll costs no statement.
- */
-async function claimDirect(runtime: JobsRuntime, state: ClaimState, queue: string, served: () => boolean = () => false): Promise<JobRecord | null> {
-  if (state.drained || !runtime.routing.owns(queue)) return null
-  // A pass on its way may be adding older jobs to Matching, which come first: let it finish
-  // (only the passes asked for so far: under a stream of due signals there is always a next one).
-  if (!runtime.driver.isQuiet()) await runtime.driver.settled()
-  if (served()) return null
-  state.direct ??= makeMicroBatcher<null, JobRecord | null>({
-    async run(requests) {
-      // Ownership may have moved while the claims waited for the batch.
-      if (!runtime.routing.owns(queue)) return requests.map(() => null)
-      const { claimed } = await claimHead(runtime, state, queue, requests.length)
-      return requests.map((_, index) => claimed[index] ?? null)
-    },
-    sizeMax: jobBatchSizeMax,
-    inFlightMax: jobBatchesInFlightMax,
-  })
-  return state.direct(null)
-}
-
-// Claims up to `count` head due rows of `queue` for this engine in one statement, with `acks` if
-// given (the ids the statement deleted answer in `acked`). Fewer than asked: no other row is due
-// (or a job with Matching comes first, and the polls parked there take it), so the queue is
-// marked drained, unless a pass started meanwhile and may have found more.
-async function claimHead(runtime: JobsRuntime, state: ClaimState, queue: string, count: number, acks?: Acks): Promise<AckedAndClaimed> {
-  const generation = state.generation
-  const claimTokens = Array.from({ length: count }, () => randomId(runtime.random))
-  const answer =
-    acks === undefined
-      ? { acked: [], claimed: await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens }) }
-      : await runtime.jobStore.ackAndClaimDue({ acks: acks.refs, queue, nowMs: acks.nowMs, claimTokens })
-  for (const job of answer.claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
-  if (answer.claimed.length < count && state.generation === generation) state.drained = true
-  return answer
-}
-
-/**
- * A work loop's ack of `job` and claim of its next job of `queue` in one statement
- * (`ackAndClaimDue`), when that claim would go straight to the store: `canClaimSeveral` holds,
- * no due-time pass is on its way, and no job handed over after its poll gave up waits here
- * (those come first). Undefined, with nothing done, otherwise: the loop then acks and claims
- * apart. The next job is null when none was due (the queue is then drained, as after any short
- * claim, and the loop's next claim parks). The ack behaves as `job.ack()`'s (JobHandle.ts's `ackWith`).
- */
-export async function ackAndClaimNext(runtime: JobsRuntime, queue: string, job: JobHandle<unknown>): Promise<{ readonly acked: boolean; readonly next: JobRecord | null } | undefined> {
-  if (runtime.isClosed() || !canClaimSeveral(runtime, queue) || !runtime.driver.isQuiet() || runtime.forwarding?.hasOrphan(queue) === true) return undefined
-  const state = claimStateOf(runtime, queue)
-  const answer = await ackWith(runtime, [job], (refs, nowMs) => claimHead(runtime, state, queue, 1, { refs, nowMs }))
-  return { acked: answer.acked.length > 0, next: answer.claimed[0] ?? null }
-}
-
-// Acks that ride on a claim statement, judged at `nowMs`.
-interface Acks {
-  readonly refs: ReadonlyArray<ClaimRef>
-  readonly nowMs: number
-}
-
-/** What a claim statement with acks answered: the ids it deleted and the jobs it claimed, in claim order. */
-export interface AckedAndClaimed {
-  readonly acked: ReadonlyArray<string>
-  readonly claimed: ReadonlyArray<JobRecord>
-}
-
-/**
- * True when `claimSeveral` may take jobs of `queue` straight from the store now: this engine
- * serves every partition of the queue, no poll of another engine waits here for it (Matching
- * serves those and this engine's claims in the order they came), no job claimed for this engine
- * waits in `spare` (it comes first), and the queue is not `drained`. Otherwise a worker parks
- * polls (`claimNext`), which an enqueue or a due-time pass serves.
- */
-export function canClaimSeveral(runtime: JobsRuntime, queue: string): boolean {
-  const state = claimStateOf(runtime, queue)
-  return !state.drained && state.spare.length === 0 && state.forwardedWaiting === 0 && runtime.routing.ownsEvery(queue)
-}
-
-/**
- * Up to `count` due jobs of `queue`, head first, claimed straight from the store in one statement
- * for a worker's local queue (`work({ batch })`), which also acks `acks` (jobs of this engine
- * with distinct ids; `job.ack()`'s rules, JobHandle.ts's `ackWith`). Undefined, without a
- * statement and with nothing acked, unless `canClaimSeveral` holds once the due-time passes
- * asked for so far have run. A short answer marks the queue drained, so the worker's claims then
- * park as usual.
- */
-export async function claimSeveral(
-  runtime: JobsRuntime,
-  queue: string,
-  count: number,
-  partitions?: number,
-  acks: ReadonlyArray<JobHandle<unknown>> = [],
-): Promise<AckedAndClaimed | undefined> {
-  await runtime.routing.load(queue, partitions)
-  if ((count < 1 && acks.length === 0) || !canClaimSeveral(runtime, queue)) return undefined
-  if (!runtime.driver.isQuiet()) await runtime.driver.settled()
-  if (!canClaimSeveral(runtime, queue)) return undefined
-  runtime.refuseIfClosed()
-  const state = claimStateOf(runtime, queue)
-  const heads = Math.min(count, jobBatchSizeMax)
-  if (acks.length === 0) return claimHead(runtime, state, queue, heads)
-  return ackWith(runtime, acks, (refs, nowMs) => claimHead(runtime, state, queue, heads, { refs, nowMs }))
 }

@@ -21,7 +21,7 @@ import { deadReasonExhausted, type JobState } from '../domain/JobRules.ts'
 import { jobErrorLengthMax, jobErrorStackLengthMax } from '../kernel/Limits.ts'
 import type { ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
 import { secondsToMs } from './QueueOptions.ts'
-import type { JobsRuntime } from './Runtime.ts'
+import type { AckHook, JobsRuntime } from './Runtime.ts'
 
 /** The error a handler's latest `retry` or `fail` (or throw in `work`) recorded. */
 export interface HandlerError {
@@ -135,24 +135,26 @@ function safeStringify(value: unknown): string {
 }
 
 // What `ackWith` needs of a handle this module made: its claim, and the ack's event.
-const ackHooks = new WeakMap<object, { readonly ref: ClaimRef; readonly completed: (nowMs: number) => void }>()
+const ackHooks = new WeakMap<object, AckHook>()
+
+/** The ack hook of a handle this engine made (to ack it with `ackWith`). */
+export function ackHookOf(job: JobHandle<unknown>): AckHook {
+  const hook = ackHooks.get(job)
+  if (hook === undefined) throw new Error(`job ${job.id}: not a handle of this engine`)
+  return hook
+}
 
 /**
- * Acks `jobs` (distinct ids) through `ack` — a store statement that also does more, such as
- * claiming the next jobs — with what `job.ack()` does around its own: refused once the stores
- * close, `job.completed` emitted for each job the statement deleted (`acked` names them).
+ * Acks the jobs of `hooks` (distinct ids) through `ack` — a store statement that also does more,
+ * such as claiming the next jobs — with what `job.ack()` does around its own: refused once the
+ * stores close, `job.completed` emitted for each job the statement deleted (`acked` names them).
  * Answers what `ack` answered.
  */
 export async function ackWith<R extends { readonly acked: ReadonlyArray<string> }>(
   runtime: JobsRuntime,
-  jobs: ReadonlyArray<JobHandle<unknown>>,
+  hooks: ReadonlyArray<AckHook>,
   ack: (refs: ReadonlyArray<ClaimRef>, nowMs: number) => Promise<R>,
 ): Promise<R> {
-  const hooks = jobs.map((job) => {
-    const hook = ackHooks.get(job)
-    if (hook === undefined) throw new Error(`job ${job.id}: not a handle of this engine`)
-    return hook
-  })
   runtime.refuseIfStoresClosed()
   const nowMs = runtime.now()
   const answer = await ack(

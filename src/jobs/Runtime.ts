@@ -47,8 +47,11 @@ export interface ClaimState {
    * straight to this engine's own waiting workers.
    */
   forwardedWaiting: number
-  /** This engine's claims straight from the store, those of one turn in one statement (Claimer.ts). */
-  direct: ((input: null) => Promise<JobRecord | null>) | null
+  /**
+   * This engine's claims straight from the store, those of one turn in one statement, with the
+   * acks riding on them (Claimer.ts): answers whether the call's ack took effect and its job.
+   */
+  direct: ((ack: AckHook | null) => Promise<{ readonly acked: boolean; readonly job: JobRecord | null }>) | null
   /**
    * The last claim straight from the store found no due row, and no due-time pass over the queue
    * has started since: claims skip the store until one does.
@@ -56,6 +59,15 @@ export interface ClaimState {
   drained: boolean
   /** Counts the due-time passes over the queue, so a direct claim knows whether one started meanwhile. */
   generation: number
+}
+
+/**
+ * What acking a claimed job takes besides the statement (JobHandle.ts): its claim, and the
+ * `job.completed` event once the ack took effect.
+ */
+export interface AckHook {
+  readonly ref: ClaimRef
+  readonly completed: (nowMs: number) => void
 }
 
 /** The shared parts of one engine. */

@@ -13,12 +13,12 @@
  * deliveries that reach several polls parked in Matching share one (History's `claimMany`), as
  * do the acks that go alone (the runtime's `ackMany`).
  *
- * A loop claims its next job while the previous job's ack (or retry) is still on its way to the
- * store, so with `concurrency: 1` a handler may start before the previous job's ack has landed;
- * at most one such settle per loop is in flight. With `concurrency: 1`, when the next claim goes
- * straight to the store (this engine delivers the queue and due jobs wait there), the ack
- * travels in the statement that claims the next job instead: one round trip a job, where many
- * loops share their claims' and acks' statements anyway.
+ * When a loop's next claim goes straight to the store (this engine delivers the queue and due
+ * jobs wait there), the ack of its job travels in the statement that claims the next one, which
+ * the other loops' acks and claims of the turn share: one round trip a job for a lone loop.
+ * Otherwise a loop claims its next job while the previous job's ack (or retry) is still on its
+ * way to the store, so a handler may start before the previous job's ack has landed; at most one
+ * such settle per loop is in flight.
  *
  * `stop()` stops claiming, wakes idle loops at once, and resolves when every handler in flight
  * has finished and been settled. A job already claimed when stop was asked still runs (its
@@ -34,7 +34,8 @@ import { setMaxListeners } from 'node:events'
 import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
 import type { CancelTimer } from '../kernel/Clock.ts'
 import { workerClaimWaitMs, workerConcurrencyMax, workerHeartbeatDivisor } from '../kernel/Limits.ts'
-import { ackAndClaimNext, canClaimSeveral, claimNext, claimSeveral } from './Claimer.ts'
+import { claimNext } from './Claimer.ts'
+import { ackAndClaimNext, canClaimSeveral, claimSeveral } from './StoreClaims.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { makeLocalQueue } from './LocalQueue.ts'
 import { makeOutageBackoff } from './OutageBackoff.ts'
@@ -195,7 +196,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
       if (job === null) continue
       const outcome = await runHandler(job)
       await settling
-      if (concurrency === 1 && outcome.ok && running()) {
+      if (outcome.ok && running()) {
         const ridden = await ackRidingNextClaim(job)
         if (ridden !== undefined) {
           next = ridden
@@ -206,10 +207,10 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     }
     await settling
   }
-  // A lone loop (nothing to batch its acks and claims with) acks a job in the statement that
-  // claims its next one, when that claim goes straight to the store: one round trip a job
-  // instead of two. Undefined when it does not (the loop acks and claims apart); a store
-  // failure fails both, reported as the ack's (the job lapses and is delivered again).
+  // A loop acks a job in the statement that claims its next one (shared with the turn's other
+  // loops), when that claim goes straight to the store: one round trip a job instead of two.
+  // Undefined when it does not (the loop acks and claims apart); a store failure fails both,
+  // reported as the ack's (the job lapses and is delivered again).
   const ackRidingNextClaim = async (job: JobHandle): Promise<JobHandle | null | undefined> => {
     const startedMs = runtime.now()
     try {

@@ -1,0 +1,166 @@
+/**
+ * StoreClaims — the claims an engine takes straight from the store for the queues it delivers
+ * (the jobs table is the backlog; Claimer.ts says when a claim goes this way), and the acks that
+ * ride on them:
+ *
+ * - `claimDirect`: the head due job for one claim; the claims of one turn share one statement,
+ *   and so do the acks of work loops whose next claim goes this way (`ackAndClaimNext`);
+ * - `claimSeveral`: up to a local queue's free room in one statement, with the acks of the jobs
+ *   its handlers finished meanwhile (`work({ batch })`, LocalQueue.ts).
+ *
+ * Every path keeps Claimer.ts's ordering rules: nothing is claimed while the queue is `drained`,
+ * while a due-time pass is on its way, or while a job with Matching comes first; a short answer
+ * marks the queue drained unless a pass started meanwhile. An ack that rides behaves as
+ * `job.ack()` (JobHandle.ts's `ackWith`); a failed statement fails its acks with its claims.
+ */
+import { randomId } from '../kernel/Ids.ts'
+import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
+import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
+import type { ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
+import { ackHookOf, ackWith, type JobHandle } from './JobHandle.ts'
+import { type AckHook, type ClaimState, claimStateOf, type JobsRuntime } from './Runtime.ts'
+
+/**
+ * The head due job of `queue`, claimed straight from the store for a claim this engine serves
+ * (its own, or a poll forwarded here); the claims of one turn share one `claimDue` statement.
+ * Null without a statement when this engine does not deliver the queue, when `served()` says
+ * the claim got a job meanwhile, or while the queue is `drained`: the last direct claim found no
+ * due row, and no due-time pass over the queue has started since. Rows become due through a pass
+ * (a due time's timer, a due signal, the scan), which serves the claims waiting by then, so an
+ * idle poll costs no statement.
+ */
+export async function claimDirect(runtime: JobsRuntime, state: ClaimState, queue: string, served: () => boolean = () => false): Promise<JobRecord | null> {
+  if (state.drained || !runtime.routing.owns(queue)) return null
+  // A pass on its way may be adding older jobs to Matching, which come first: let it finish
+  // (only the passes asked for so far: under a stream of due signals there is always a next one).
+  if (!runtime.driver.isQuiet()) await runtime.driver.settled()
+  if (served()) return null
+  return (await directOf(runtime, state, queue)(null)).job
+}
+
+// The queue's direct-claim batcher: the claims of one turn, and the acks riding on them, in one
+// statement. An ack whose job is already in the batch (two claims of one job on this engine) and
+// the acks of a batch that cannot claim (ownership moved while it waited) go alone.
+function directOf(runtime: JobsRuntime, state: ClaimState, queue: string): NonNullable<ClaimState['direct']> {
+  state.direct ??= makeMicroBatcher<AckHook | null, { readonly acked: boolean; readonly job: JobRecord | null }>({
+    async run(requests) {
+      const ids = new Set<string>()
+      const riding: AckHook[] = []
+      const alone = new Set<AckHook>()
+      for (const hook of requests) {
+        if (hook === null) continue
+        if (ids.has(hook.ref.id) || !runtime.routing.owns(queue)) alone.add(hook)
+        else {
+          ids.add(hook.ref.id)
+          riding.push(hook)
+        }
+      }
+      const answer = !runtime.routing.owns(queue)
+        ? { acked: [], claimed: [] }
+        : riding.length === 0
+          ? await claimHead(runtime, state, queue, requests.length)
+          : await ackWith(runtime, riding, (refs, nowMs) => claimHead(runtime, state, queue, requests.length, { refs, nowMs }))
+      const acked = new Set(answer.acked)
+      const answers: Array<{ readonly acked: boolean; readonly job: JobRecord | null }> = []
+      for (const [index, hook] of requests.entries()) {
+        const job = answer.claimed[index] ?? null
+        if (hook === null || !alone.has(hook)) answers.push({ acked: hook !== null && acked.has(hook.ref.id), job })
+        else answers.push({ acked: await ackAlone(runtime, hook), job })
+      }
+      return answers
+    },
+    sizeMax: jobBatchSizeMax,
+    inFlightMax: jobBatchesInFlightMax,
+  })
+  return state.direct
+}
+
+// `job.ack()` for an ack that could not ride.
+async function ackAlone(runtime: JobsRuntime, hook: AckHook): Promise<boolean> {
+  runtime.refuseIfStoresClosed()
+  const nowMs = runtime.now()
+  const acked = await runtime.ack({ ...hook.ref, nowMs })
+  if (acked) hook.completed(nowMs)
+  return acked
+}
+
+// Claims up to `count` head due rows of `queue` for this engine in one statement, with `acks` if
+// given (the ids the statement deleted answer in `acked`). Fewer than asked: no other row is due
+// (or a job with Matching comes first, and the polls parked there take it), so the queue is
+// marked drained, unless a pass started meanwhile and may have found more.
+async function claimHead(runtime: JobsRuntime, state: ClaimState, queue: string, count: number, acks?: Acks): Promise<AckedAndClaimed> {
+  const generation = state.generation
+  const claimTokens = Array.from({ length: count }, () => randomId(runtime.random))
+  const answer =
+    acks === undefined
+      ? { acked: [], claimed: await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens }) }
+      : await runtime.jobStore.ackAndClaimDue({ acks: acks.refs, queue, nowMs: acks.nowMs, claimTokens })
+  for (const job of answer.claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
+  if (answer.claimed.length < count && state.generation === generation) state.drained = true
+  return answer
+}
+
+/**
+ * A work loop's ack of `job` and claim of its next job of `queue` in one statement
+ * (`ackAndClaimDue`, shared with the other loops' claims and acks of the turn), when that claim
+ * would go straight to the store: `canClaimSeveral` holds, no due-time pass is on its way, and
+ * no job handed over after its poll gave up waits here (those come first). Undefined, with
+ * nothing done, otherwise: the loop then acks and claims apart. The next job is null when none
+ * was due (the queue is then drained, as after any short claim, and the loop's next claim
+ * parks). The ack behaves as `job.ack()`'s (JobHandle.ts's `ackWith`).
+ */
+export async function ackAndClaimNext(runtime: JobsRuntime, queue: string, job: JobHandle<unknown>): Promise<{ readonly acked: boolean; readonly next: JobRecord | null } | undefined> {
+  if (runtime.isClosed() || !canClaimSeveral(runtime, queue) || !runtime.driver.isQuiet() || runtime.forwarding?.hasOrphan(queue) === true) return undefined
+  const answer = await directOf(runtime, claimStateOf(runtime, queue), queue)(ackHookOf(job))
+  return { acked: answer.acked, next: answer.job }
+}
+
+// Acks that ride on a claim statement, judged at `nowMs`.
+interface Acks {
+  readonly refs: ReadonlyArray<ClaimRef>
+  readonly nowMs: number
+}
+
+/** What a claim statement with acks answered: the ids it deleted and the jobs it claimed, in claim order. */
+export interface AckedAndClaimed {
+  readonly acked: ReadonlyArray<string>
+  readonly claimed: ReadonlyArray<JobRecord>
+}
+
+/**
+ * True when `claimSeveral` may take jobs of `queue` straight from the store now: this engine
+ * serves every partition of the queue, no poll of another engine waits here for it (Matching
+ * serves those and this engine's claims in the order they came), no job claimed for this engine
+ * waits in `spare` (it comes first), and the queue is not `drained`. Otherwise a worker parks
+ * polls (`claimNext`), which an enqueue or a due-time pass serves.
+ */
+export function canClaimSeveral(runtime: JobsRuntime, queue: string): boolean {
+  const state = claimStateOf(runtime, queue)
+  return !state.drained && state.spare.length === 0 && state.forwardedWaiting === 0 && runtime.routing.ownsEvery(queue)
+}
+
+/**
+ * Up to `count` due jobs of `queue`, head first, claimed straight from the store in one statement
+ * for a worker's local queue (`work({ batch })`), which also acks `acks` (jobs of this engine
+ * with distinct ids; `job.ack()`'s rules, JobHandle.ts's `ackWith`). Undefined, without a
+ * statement and with nothing acked, unless `canClaimSeveral` holds once the due-time passes
+ * asked for so far have run. A short answer marks the queue drained, so the worker's claims then
+ * park as usual.
+ */
+export async function claimSeveral(
+  runtime: JobsRuntime,
+  queue: string,
+  count: number,
+  partitions?: number,
+  acks: ReadonlyArray<JobHandle<unknown>> = [],
+): Promise<AckedAndClaimed | undefined> {
+  await runtime.routing.load(queue, partitions)
+  if ((count < 1 && acks.length === 0) || !canClaimSeveral(runtime, queue)) return undefined
+  if (!runtime.driver.isQuiet()) await runtime.driver.settled()
+  if (!canClaimSeveral(runtime, queue)) return undefined
+  runtime.refuseIfClosed()
+  const state = claimStateOf(runtime, queue)
+  const heads = Math.min(count, jobBatchSizeMax)
+  if (acks.length === 0) return claimHead(runtime, state, queue, heads)
+  return ackWith(runtime, acks.map(ackHookOf), (refs, nowMs) => claimHead(runtime, state, queue, heads, { refs, nowMs }))
+}
