@@ -1,8 +1,8 @@
 /**
  * Worker — `queue.work(handler, { concurrency, batch })`: `concurrency` loops that claim a job, run the
  * handler, and settle it — return → ack, throw → retry(err) on the curve — heartbeating on the
- * handler's behalf every visibility timeout / `workerHeartbeatDivisor` with the injected clock's
- * timers. A heartbeat refused (the claim lapsed or the job was cancelled) stops the beats; the
+ * handler's behalf every visibility timeout / `workerHeartbeatDivisor` on one timer of the
+ * injected clock for all its running jobs (Heartbeats.ts). A heartbeat refused (the claim lapsed or the job was cancelled) stops the beats; the
  * handler runs on and its ack is then refused, the honest at-least-once window of the job contract.
  *
  * With `{ batch }` claiming and handling are apart: a local queue of at most `batch` claimed jobs
@@ -32,10 +32,10 @@
  */
 import { setMaxListeners } from 'node:events'
 import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
-import type { CancelTimer } from '../kernel/Clock.ts'
-import { workerClaimWaitMs, workerConcurrencyMax, workerHeartbeatDivisor } from '../kernel/Limits.ts'
+import { workerClaimWaitMs, workerConcurrencyMax } from '../kernel/Limits.ts'
 import { claimNext } from './Claimer.ts'
 import { ackAndClaimNext, canClaimSeveral, claimSeveral } from './StoreClaims.ts'
+import { makeHeartbeats } from './Heartbeats.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { makeLocalQueue } from './LocalQueue.ts'
 import { makeOutageBackoff } from './OutageBackoff.ts'
@@ -97,34 +97,17 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     }
   }
 
+  const heartbeats = makeHeartbeats(runtime.clock, () => runtime.now(), report)
   // Runs the handler, heartbeating for it; says how it ended.
   const runHandler = async (job: JobHandle): Promise<{ ok: true } | { ok: false; error: unknown }> => {
-    let cancelBeat: CancelTimer = () => {}
-    let beating = true
-    const beat = (): void => {
-      cancelBeat = runtime.clock.setTimer(Math.max(1, Math.floor((job.deadline - runtime.now()) / workerHeartbeatDivisor)), () => {
-        if (!beating) return
-        const beatStartedMs = runtime.now()
-        job.heartbeat().then(
-          (renewed) => {
-            if (renewed && beating) beat()
-          },
-          (error: unknown) => {
-            report(error, job, beatStartedMs)
-            if (beating) beat()
-          },
-        )
-      })
-    }
-    beat()
+    heartbeats.start(job)
     try {
       await handler(job)
       return { ok: true }
     } catch (error) {
       return { ok: false, error }
     } finally {
-      beating = false
-      cancelBeat()
+      heartbeats.stop(job)
     }
   }
   // Acks or retries a job whose handler ended; a store failure goes to onError (the job lapses).
@@ -246,6 +229,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     runtime.forwarding?.wake(queue)
     local?.wake()
     await Promise.all(loops)
+    heartbeats.close()
     runtime.workers.delete(stop)
   }
   runtime.workers.add(stop)

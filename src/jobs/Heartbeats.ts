@@ -1,0 +1,87 @@
+/**
+ * Heartbeats — one worker's heartbeats for the jobs its handlers are running, on one timer.
+ *
+ * A running job beats once its deadline is a `workerHeartbeatDivisor`-th nearer (the remaining
+ * time divided by the divisor, at least 1 ms), and again after each beat the store accepted
+ * (from the deadline it moved) or that failed; a refused beat (the claim lapsed or the job was
+ * cancelled) ends its beats. The worker holds one timer, armed for the earliest beat due: a job
+ * starting or ending costs a map entry, not a timer, and a timer that fires for a job that
+ * ended meanwhile only re-arms for the next one.
+ *
+ * Invariants: a job beats at its own due time (the timer is re-armed whenever an earlier beat
+ * is added), at most one beat per job is in flight, and none starts after `stop(job)`.
+ */
+import type { CancelTimer, Clock } from '../kernel/Clock.ts'
+import { workerHeartbeatDivisor } from '../kernel/Limits.ts'
+import type { JobHandle } from './JobHandle.ts'
+
+/** The heartbeats of one worker. */
+export interface Heartbeats {
+  /** Beats for `job` until `stop(job)`. */
+  start(job: JobHandle): void
+  /** Ends `job`'s beats; a beat already at the store finishes, and starts no next one. */
+  stop(job: JobHandle): void
+  /** Ends every job's beats and the timer (the worker stopped). */
+  close(): void
+}
+
+/** Makes a worker's heartbeats; `failed` hears a beat the store could not take, with its start time. */
+export function makeHeartbeats(clock: Clock, now: () => number, failed: (error: unknown, job: JobHandle, startedMs: number) => void): Heartbeats {
+  // The next beat of each running job, epoch ms; a job whose beat is at the store is absent
+  // until it returns, and `running` says whether it is still wanted then.
+  const dueAt = new Map<JobHandle, number>()
+  const running = new Set<JobHandle>()
+  let timerAtMs = Number.POSITIVE_INFINITY
+  let cancelTimer: CancelTimer = () => {}
+
+  const schedule = (job: JobHandle): void => {
+    const atMs = now() + Math.max(1, Math.floor((job.deadline - now()) / workerHeartbeatDivisor))
+    dueAt.set(job, atMs)
+    if (atMs < timerAtMs) arm(atMs)
+  }
+  const arm = (atMs: number): void => {
+    cancelTimer()
+    timerAtMs = atMs
+    cancelTimer = clock.setTimer(atMs - now(), fire)
+  }
+  const fire = (): void => {
+    timerAtMs = Number.POSITIVE_INFINITY
+    const nowMs = now()
+    let nextMs = Number.POSITIVE_INFINITY
+    for (const [job, atMs] of dueAt) {
+      if (atMs <= nowMs) {
+        dueAt.delete(job)
+        beat(job)
+      } else if (atMs < nextMs) nextMs = atMs
+    }
+    if (nextMs < timerAtMs) arm(nextMs)
+  }
+  const beat = (job: JobHandle): void => {
+    const startedMs = now()
+    job.heartbeat().then(
+      (renewed) => {
+        if (renewed && running.has(job)) schedule(job)
+      },
+      (error: unknown) => {
+        failed(error, job, startedMs)
+        if (running.has(job)) schedule(job)
+      },
+    )
+  }
+  return {
+    start(job) {
+      running.add(job)
+      schedule(job)
+    },
+    stop(job) {
+      running.delete(job)
+      dueAt.delete(job)
+    },
+    close() {
+      running.clear()
+      dueAt.clear()
+      cancelTimer()
+      timerAtMs = Number.POSITIVE_INFINITY
+    },
+  }
+}
