@@ -228,8 +228,8 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       if (acks.length === 0) return { acked: [], claimed: await store.claimDue({ queue, nowMs, claimTokens }) }
       const rows = await write('ackAndClaimDue', ...texts.ackAndClaimDue(queue, claimTokens, nowMs, acks))
       const claimed = rows.filter((row) => row.id !== null).sort((a, b) => Number(a.rank) - Number(b.rank))
-      const acked = rows.find((row) => row.acked !== null)?.acked as string[] | undefined
-      return { acked: acked ?? [], claimed: claimed.map(decodeJob) }
+      const acked = rows.find((row) => row.acked !== null)?.acked as string | string[] | undefined
+      return { acked: acked === undefined ? [] : typeof acked === 'string' ? [acked] : acked, claimed: claimed.map(decodeJob) }
     },
 
     async takeDue(params) {

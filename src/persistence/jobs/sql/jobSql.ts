@@ -251,7 +251,7 @@ RETURNING ranked.rank, ${liveRecord}`
  * takes its next ones in one round trip. An acked row, under a valid claim, is never among the
  * claimable ones. Answers one row per claimed job (with `rank`), or one row of nulls when none
  * was claimed; `acked` holds the deleted ids on one of the rows (null on the others, and when
- * none), so that they are sent and decoded once.
+ * none), so that they are sent and decoded once: an array, or with `oneAck` the id itself.
  */
 export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean): string {
   const ack = oneAck
@@ -268,7 +268,7 @@ WITH acked AS (
   RETURNING ranked.rank, ${liveRecord}
 )
 SELECT CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked, claimed.*
-FROM (SELECT array_agg(id) AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
+FROM (SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
 }
 
 // The head of a queue's due rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
