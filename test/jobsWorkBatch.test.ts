@@ -269,6 +269,49 @@ describe('jobs API: work with a local queue (batch)', () => {
     await mb.close()
   })
 
+  it('stop while acks wait for the claim at the store: they are sent once it returns, and stop resolves after them', async () => {
+    const inner = makeMemoryJobStore()
+    let held: Array<() => void> = []
+    let holding = false
+    const jobStore: JobStore = {
+      ...inner,
+      async ackAndClaimDue(params) {
+        if (holding) await new Promise<void>((resume) => held.push(resume))
+        return inner.ackAndClaimDue(params)
+      },
+      async claimDue(params) {
+        if (holding) await new Promise<void>((resume) => held.push(resume))
+        return inner.claimDue(params)
+      },
+    }
+    const store = makeMemoryStore()
+    const mb = makeMatchbox({ hostId: 'riding-stop', store, jobStore, clock: new ManualClock(start), random: Random.make(6), closeStores: () => store.close() })
+    const q = mb.queue('riding-stop')
+    await q.enqueueMany(Array.from({ length: 20 }, (_, index) => ({ payload: index })))
+    const ran: number[] = []
+    const stop = q.work(
+      async (job) => {
+        ran.push(job.payload as number)
+        // Once the first jobs ran, the local queue's next claim is held at the store.
+        if (ran.length === 2) holding = true
+      },
+      { concurrency: 2, batch: 8 },
+    )
+    await until(() => held.length > 0 && ran.length === 8, 'the first fill ran while the next claim is held')
+    let stopped = false
+    const stopping = stop().then(() => {
+      stopped = true
+    })
+    await settle(20)
+    expect(stopped).toBe(false)
+    holding = false
+    for (const resume of held.splice(0)) resume()
+    await stopping
+    // Every job that ran is acked (riding, or alone once the worker stopped); the rest wait.
+    expect(await q.counts()).toEqual({ pending: 20 - ran.length, processing: 0, dead: 0 })
+    await mb.close()
+  })
+
   it('refuses a bad batch with InvalidInput', async () => {
     const { mb } = await engine()
     const q = mb.queue('bad')
