@@ -17,6 +17,7 @@ import { makeMatchbox } from '../src/jobs/Matchbox.ts'
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
 import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
+import { withRoundTrips } from './harness/roundTrips.ts'
 import { settle, until } from './harness/settle.ts'
 
 const start = 1_700_000_000_000
@@ -162,35 +163,7 @@ describe('jobs API: work with a local queue (batch)', () => {
   })
 
   it('acks the jobs its handlers finished in the statement that claims the next ones', async () => {
-    const inner = makeMemoryJobStore()
-    // Every statement takes a turn at the store, as a round trip does, while handlers run.
-    const roundTrip = () => new Promise<void>((resolve) => setImmediate(resolve))
-    const statements: string[] = []
-    let acksRiding = 0
-    const jobStore: JobStore = {
-      ...inner,
-      async claimDue(params) {
-        statements.push('claimDue')
-        await roundTrip()
-        return inner.claimDue(params)
-      },
-      async ackAndClaimDue(params) {
-        statements.push('ackAndClaimDue')
-        acksRiding += params.acks.length
-        await roundTrip()
-        return inner.ackAndClaimDue(params)
-      },
-      async ackMany(params) {
-        statements.push('ackMany')
-        await roundTrip()
-        return inner.ackMany(params)
-      },
-      async ack(params) {
-        statements.push('ack')
-        await roundTrip()
-        return inner.ack(params)
-      },
-    }
+    const { store: jobStore, statements, ridingPerStatement } = withRoundTrips(makeMemoryJobStore())
     const store = makeMemoryStore()
     const mb = makeMatchbox({ hostId: 'riding', store, jobStore, clock: new ManualClock(start), random: Random.make(5), closeStores: () => store.close() })
     const q = mb.queue('riding')
@@ -214,25 +187,22 @@ describe('jobs API: work with a local queue (batch)', () => {
     expect(completed.length).toBe(200)
     // Most acks rode on claims: one statement at a time both acked what the handlers finished
     // during the one before and claimed what they freed, some six jobs or more a statement here.
-    expect(acksRiding).toBeGreaterThanOrEqual(150)
+    expect(ridingPerStatement.reduce((sum, count) => sum + count, 0)).toBeGreaterThanOrEqual(150)
     expect(statements.length).toBeLessThanOrEqual(200 / 6)
     await mb.close()
   })
 
   it('a failed claim statement fails the acks riding on it: onError hears each with its job, which is delivered again', async () => {
-    const inner = makeMemoryJobStore()
-    const roundTrip = () => new Promise<void>((resolve) => setImmediate(resolve))
+    const { store: slow } = withRoundTrips(makeMemoryJobStore())
     let failures = 1
     const jobStore: JobStore = {
-      ...inner,
-      async claimDue(params) {
-        await roundTrip()
-        return inner.claimDue(params)
-      },
+      ...slow,
       async ackAndClaimDue(params) {
-        await roundTrip()
-        if (params.acks.length > 0 && failures-- > 0) throw new Unavailable({ operation: 'ackAndClaimDue', detail: 'connection reset', maybeCommitted: false })
-        return inner.ackAndClaimDue(params)
+        if (params.acks.length > 0 && failures-- > 0) {
+          await new Promise<void>((resolve) => setImmediate(resolve))
+          throw new Unavailable({ operation: 'ackAndClaimDue', detail: 'connection reset', maybeCommitted: false })
+        }
+        return slow.ackAndClaimDue(params)
       },
     }
     const store = makeMemoryStore()

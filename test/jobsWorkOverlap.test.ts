@@ -14,6 +14,7 @@ import { makeMatchbox } from '../src/jobs/Matchbox.ts'
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
 import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
+import { withRoundTrips } from './harness/roundTrips.ts'
 import { settle, until } from './harness/settle.ts'
 
 // A job store whose acks wait until `open()` is called; everything else passes through.
@@ -124,30 +125,7 @@ describe('work: an ack overlaps the next claim', () => {
   })
   it('with several loops and due jobs in the store, the acks of a turn ride on the statement that claims the turn’s next jobs', async () => {
     const store = makeMemoryStore()
-    const inner = makeMemoryJobStore()
-    // Every statement takes a turn at the store, as a round trip does, while handlers run.
-    const roundTrip = () => new Promise<void>((resolve) => setImmediate(resolve))
-    const statements: string[] = []
-    const ridingPerStatement: number[] = []
-    const jobStore: JobStore = {
-      ...inner,
-      async claimDue(params) {
-        statements.push('claimDue')
-        await roundTrip()
-        return inner.claimDue(params)
-      },
-      async ackMany(params) {
-        statements.push('ackMany')
-        await roundTrip()
-        return inner.ackMany(params)
-      },
-      async ackAndClaimDue(params) {
-        statements.push('ackAndClaimDue')
-        ridingPerStatement.push(params.acks.length)
-        await roundTrip()
-        return inner.ackAndClaimDue(params)
-      },
-    }
+    const { store: jobStore, statements, ridingPerStatement } = withRoundTrips(makeMemoryJobStore())
     const mb = makeMatchbox({ hostId: 'riding-loops', store, jobStore, clock: new ManualClock(1_700_000_000_000), random: Random.make(14), closeStores: () => store.close() })
     const completed: string[] = []
     mb.on('job.completed', (event) => completed.push(event.id))
