@@ -257,8 +257,9 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
           if (due.length > 0) await deliver(due)
         }
       }
+      // The next due time after now: due rows not taken are the backlog (claims take them) or rows
+      // another connection holds (the scan looks again).
       const next = await jobStore.nextDueMs({ nowMs: now(), queues })
-      // A due time not after now is a row another connection holds: the scan looks again.
       if (next !== null && next > now()) nextMs = Math.min(nextMs, next)
       outage.succeeded()
     } catch (error) {

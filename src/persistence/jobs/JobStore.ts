@@ -309,7 +309,11 @@ export interface JobStore {
    */
   releaseDelivered(params: { readonly deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }>; readonly dueMs: number }): Promise<number>
 
-  /** The earliest due time among unexpired rows (of `queues`, null = all), or null. */
+  /**
+   * The earliest due time after `nowMs` among unexpired rows (of `queues`, null = all), or null:
+   * when the due-time driver next has work. Rows already due are not asked about: they are the
+   * backlog claims take from, or rows another connection holds, which the scan looks at again.
+   */
   nextDueMs(params: { readonly nowMs: number; readonly queues: ReadonlyArray<string> | null }): Promise<number | null>
 
   /**

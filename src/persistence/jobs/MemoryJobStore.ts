@@ -349,7 +349,7 @@ export function makeMemoryJobStore(): JobStore {
       const queues = checkQueues(params.queues)
       let next: number | null = null
       for (const row of live.values()) {
-        if (row.dueMs === null || isExpired(row.job, nowMs) || (queues !== null && !queues.includes(row.job.queue))) continue
+        if (row.dueMs === null || row.dueMs <= nowMs || isExpired(row.job, nowMs) || (queues !== null && !queues.includes(row.job.queue))) continue
         if (next === null || row.dueMs < next) next = row.dueMs
       }
       return next

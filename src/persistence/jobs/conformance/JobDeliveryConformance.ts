@@ -127,7 +127,9 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       // A limit of 0 reserves nothing and only buries.
       expect(await take(queue, 3_000, 0)).toEqual([])
       expect(await store().getJob({ queue, id: exhausted.id })).toMatchObject({ state: 'dead', lastError: 'max attempts exceeded' })
-      expect(await store().nextDueMs({ nowMs: 3_000, queues: [queue] })).toBe(2_000)
+      // The lapsed claim is due since 2,000; rows already due are not a next due time.
+      expect(await store().nextDueMs({ nowMs: 1_999, queues: [queue] })).toBe(2_000)
+      expect(await store().nextDueMs({ nowMs: 3_000, queues: [queue] })).toBeNull()
       const due = await take(queue, 3_000)
       expect(due.map((job) => job.id)).toEqual([lapsed.id])
       expect(await store().getJob({ queue, id: exhausted.id })).toMatchObject({ state: 'dead', lastError: 'max attempts exceeded', diedAtMs: 2_000 })
@@ -148,8 +150,9 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
         [early.id, 'b'],
       ])
       expect(claimed[0]).toMatchObject({ state: 'processing', attempts: 1, claimedAtMs: 3_000, deadlineMs: 8_000 })
-      // The claim is a valid one: the deadline is the due time, an ack with the token lands.
-      expect(await store().nextDueMs({ nowMs: 3_000, queues: [queue] })).toBe(3_000)
+      // The claim is a valid one: the deadline is the next due time (late, due at 3,000, is already
+      // due), and an ack with the token lands.
+      expect(await store().nextDueMs({ nowMs: 3_000, queues: [queue] })).toBe(8_000)
       expect(await store().ack({ id: high.id, claimToken: 'a', nowMs: 4_000 })).toBe(true)
       // More tokens than due rows: the rest is claimed, nothing more.
       expect((await store().claimDue({ queue, nowMs: 3_000, claimTokens: ['c', 'd', 'e'] })).map((job) => job.id)).toEqual([late.id])

@@ -469,11 +469,11 @@ WHERE job.id = released.id AND job.revision = released.revision AND job.due_ms I
 RETURNING job.id`
 }
 
-/** `$1` now, `$2` queues (null for every queue, as `queues` says). The earliest due time among unexpired rows. */
+/** `$1` now, `$2` queues (null for every queue, as `queues` says). The earliest due time after now among unexpired rows. */
 export function nextDueSql(schema: Schema, queues: QueueFilter): string {
   return `
 SELECT min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
-WHERE due_ms IS NOT NULL AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')}`
+WHERE due_ms > $1::bigint AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')}`
 }
 
 /** `$1` now, `$2` limit. Queues with unexpired due rows and their earliest due time, earliest first. */
