@@ -32,11 +32,17 @@ export type JsonValue = null | boolean | number | string | ReadonlyArray<JsonVal
  * it, with -0 replaced by 0; throws `InvalidInput` naming the path of the first offender.
  */
 export function validateJson(field: string, value: unknown): JsonValue {
-  const checked = makeWalk(field)(value, 0)
-  const bytes = Buffer.byteLength(JSON.stringify(checked), 'utf8')
-  if (bytes > payloadBytesMax) throw tooLarge(field)
+  const { walk, worstBytes } = makeWalk(field)
+  const checked = walk(value, 0)
+  // Serialised only when the worst case could pass the limit: most payloads are far below it.
+  if (worstBytes() > payloadBytesMax && Buffer.byteLength(JSON.stringify(checked), 'utf8') > payloadBytesMax) throw tooLarge(field)
   return checked
 }
+
+// The most UTF-8 bytes one UTF-16 unit of a JSON string can take: a control character's `\u00XX`.
+const escapedUnitBytesMax = 6
+// The longest JSON text of a finite number (`-1.7976931348623157e+308`).
+const numberTextMax = 24
 
 function tooLarge(field: string): InvalidInput {
   return new InvalidInput({ field, reason: `serializes to more than ${payloadBytesMax} bytes` })
@@ -44,13 +50,16 @@ function tooLarge(field: string): InvalidInput {
 
 const identifier = /^[A-Za-z_$][\w$]*$/
 
-// A walk of one value: returns it checked (-0 made 0), or throws for its first offender.
-function makeWalk(field: string): (value: unknown, depth: number) => JsonValue {
+// A walk of one value: returns it checked (-0 made 0), or throws for its first offender; and an
+// upper bound of its JSON text's UTF-8 length.
+function makeWalk(field: string): { walk: (value: unknown, depth: number) => JsonValue; worstBytes: () => number } {
   // Path below `field` of the value being looked at; turned into text only for an error.
   const segments: Array<string | number> = []
   const ancestors = new Set<object>()
   // A lower bound of the JSON text's UTF-8 length so far: a UTF-16 unit is at least one byte.
   let bytes = 0
+  // An upper bound of it: every text unit escaped, every number at its longest.
+  let worst = 0
 
   const fail = (reason: string): never => {
     let path = field
@@ -59,7 +68,8 @@ function makeWalk(field: string): (value: unknown, depth: number) => JsonValue {
     }
     throw new InvalidInput({ field: path, reason })
   }
-  const count = (length: number): void => {
+  const count = (length: number, most = length): void => {
+    worst += most
     bytes += length
     if (bytes > payloadBytesMax) throw tooLarge(field)
   }
@@ -92,7 +102,7 @@ function makeWalk(field: string): (value: unknown, depth: number) => JsonValue {
     let copy: Array<[string, JsonValue]> | undefined
     entries.forEach(([key, item], index) => {
       segments.push(key)
-      count(key.length + 3)
+      count(key.length + 3, key.length * escapedUnitBytesMax + 3)
       checkText(key, 'is a key holding')
       const checked = walk(item, depth + 1)
       if (copy === undefined && !Object.is(checked, item)) copy = entries.slice(0, index) as Array<[string, JsonValue]>
@@ -106,15 +116,15 @@ function makeWalk(field: string): (value: unknown, depth: number) => JsonValue {
   const walk = (value: unknown, depth: number): JsonValue => {
     switch (typeof value) {
       case 'string':
-        count(value.length + 2)
+        count(value.length + 2, value.length * escapedUnitBytesMax + 2)
         checkText(value, 'contains')
         return value
       case 'boolean':
-        count(4)
+        count(4, 5)
         return value
       case 'number':
         if (!Number.isFinite(value)) fail('is not a finite number')
-        count(1)
+        count(1, numberTextMax)
         return Object.is(value, -0) ? 0 : value
       case 'object': {
         if (value === null) {
@@ -132,5 +142,5 @@ function makeWalk(field: string): (value: unknown, depth: number) => JsonValue {
         return fail(`is a ${typeof value}, not JSON`)
     }
   }
-  return walk
+  return { walk, worstBytes: () => worst }
 }
