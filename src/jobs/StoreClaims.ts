@@ -40,7 +40,9 @@ export async function claimDirect(runtime: JobsRuntime, state: ClaimState, queue
 
 // The queue's direct-claim batcher: the claims of one turn, and the acks riding on them, in one
 // statement. An ack whose job is already in the batch (two claims of one job on this engine) and
-// the acks of a batch that cannot claim (ownership moved while it waited) go alone.
+// the acks of a batch that cannot claim (ownership moved while it waited) go alone; one of those
+// that fails answers false (its job lapses and is delivered again) rather than failing the
+// claims beside it.
 function directOf(runtime: JobsRuntime, state: ClaimState, queue: string): NonNullable<ClaimState['direct']> {
   state.direct ??= makeMicroBatcher<AckHook | null, { readonly acked: boolean; readonly job: JobRecord | null }>({
     async run(requests) {
@@ -65,7 +67,7 @@ function directOf(runtime: JobsRuntime, state: ClaimState, queue: string): NonNu
       for (const [index, hook] of requests.entries()) {
         const job = answer.claimed[index] ?? null
         if (hook === null || !alone.has(hook)) answers.push({ acked: hook !== null && acked.has(hook.ref.id), job })
-        else answers.push({ acked: await ackAlone(runtime, hook), job })
+        else answers.push({ acked: await ackAlone(runtime, hook).catch(() => false), job })
       }
       return answers
     },
