@@ -17,7 +17,7 @@
  * The mailbox serializes routing and lifecycle decisions only; an add or a poll completes on
  * its physical queue, so batching and long polls are never blocked behind each other.
  */
-import { Deferred, Effect, Queue, type Scope } from 'effect'
+import { Deferred, Effect, Exit, Queue, type Scope } from 'effect'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
 import { isMatchboxError, type MatchboxError, refusal, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { encodePartitionKey, type PartitionKey, type QueueKey } from '../domain/QueueKey.ts'
@@ -324,13 +324,23 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     }
 
     // When the scope closes, the mailbox loop stops; anyone still waiting on it (or arriving
-    // later with a stale reference) is refused instead of waiting forever.
-    const closed = yield* Deferred.make<void>()
-    yield* Effect.addFinalizer(() => Deferred.succeed(closed, undefined))
+    // later with a stale reference) is refused instead of waiting forever. The replies still
+    // owed are kept with their refusals, so the finalizer can answer each one: an ask then waits
+    // on its reply alone, with no second fiber racing it against the close.
+    let closed = false
+    const owed = new Map<Deferred.Deferred<Promise<unknown>>, () => Promise<unknown>>()
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true
+        for (const [reply, refusal] of owed) Deferred.doneUnsafe(reply, Exit.succeed(refusal()))
+        owed.clear()
+      }),
+    )
     // A defect while handling one message is reported to the supervisor and answered with a
     // refusal; it must not kill the loop, or every later request would wait forever.
     const handleSafely = (message: Message): Effect.Effect<unknown> =>
       Effect.suspend(() => {
+        if ('reply' in message) owed.delete(message.reply as Deferred.Deferred<Promise<unknown>>)
         try {
           return handle(message)
         } catch (defect) {
@@ -343,12 +353,11 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     // Sends a request and waits for its answer; a closed partition refuses at once. A rejected
     // answer is a catalogue error (the error channel) or a defect (a bug: it stays a defect).
     const ask = <A>(make: (reply: Deferred.Deferred<Promise<A>>) => Message, refusal: () => Promise<A>): Effect.Effect<A, MatchboxError> =>
-      Effect.gen(function* () {
-        if (Deferred.isDoneUnsafe(closed)) return yield* settled(refusal)
-        const reply = yield* Deferred.make<Promise<A>>()
-        yield* Queue.offer(mailbox, make(reply))
-        const pending = yield* Effect.raceFirst(Deferred.await(reply), Effect.map(Deferred.await(closed), refusal))
-        return yield* settled(() => pending)
+      Effect.suspend(() => {
+        if (closed) return settled(refusal)
+        const reply = Deferred.makeUnsafe<Promise<A>>()
+        owed.set(reply as Deferred.Deferred<Promise<unknown>>, refusal)
+        return Effect.flatMap(Effect.andThen(Queue.offer(mailbox, make(reply)), Deferred.await(reply)), (pending) => settled(() => pending))
       })
     const settled = <A>(answer: () => Promise<A>): Effect.Effect<A, MatchboxError> =>
       Effect.tryPromise({ try: answer, catch: (error) => error }).pipe(
