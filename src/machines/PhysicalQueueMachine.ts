@@ -20,9 +20,12 @@
  *   progress. `OwnershipLost` from any write comes straight here with no final write: a stale
  *   owner must not write again.
  *
- * Each transition lists its named actions: `observe` (the event's time) first, then what the
- * event means in that state, then — only while owned — the `pump` steps that move forward
- * everything that can move. The state decides what runs; no action is told which state it is in.
+ * Each transition lists its named actions: what the event means in that state, then — only
+ * while owned — the `pump` steps that move forward everything that can move. The context records
+ * the event's time once per step: `observe` comes first where no pump follows; the pump records
+ * it itself, and the actions before it read the time from the event (an assign is a copy of the
+ * context and of the snapshot, the largest part of a step). The state decides what runs; no
+ * action is told which state it is in.
  *
  * An event reads from its transition to the commands it asks for in this file; the steps of the
  * pump are plain functions in QueuePump.ts, the arithmetic on subqueues, buffers and deliveries
@@ -56,15 +59,17 @@ const { assign, enqueueActions } = withCommands
 
 const addReply = (requestId: string, result: AddResult) => ({ type: 'add.reply', params: { requestId, result } }) as const
 const pollReply = (pollId: string, result: PollResult) => ({ type: 'poll.reply', params: { pollId, result } }) as const
+/** The event's time, and the time of the last event a client caused (an add, a poll, History's answer to one). */
+const observed = (context: QueueContext, event: QueueEvent): { nowMs: number; lastActivityMs: number } => ({
+  nowMs: event.nowMs,
+  lastActivityMs: event.type === 'task.added' || event.type === 'poll.arrived' || event.type === 'dispatch.completed' ? event.nowMs : context.lastActivityMs,
+})
 const shuttingDown = (context: QueueContext): MatchboxError => refusal(() => new ShuttingDown({ component: `physical queue ${context.queue}` }))
 
 const machineSetup = withCommands.extend({
   actions: {
     /** Records the event's time, and activity for the events a client caused. */
-    observe: assign(({ context, event }) => ({
-      nowMs: event.nowMs,
-      lastActivityMs: event.type === 'task.added' || event.type === 'poll.arrived' || event.type === 'dispatch.completed' ? event.nowMs : context.lastActivityMs,
-    })),
+    observe: assign(({ context, event }) => observed(context, event)),
 
     // ------------------------------------------------------------ loading
     /** Acquired: resume every known subqueue above its saved ack level (subqueue 0 always). */
@@ -165,7 +170,7 @@ const machineSetup = withCommands.extend({
       return { checkpoint: { ...context.checkpoint, writing: null }, savedAckLevels: event.metadata.ackLevels, ownership: { ...context.ownership, confirmedMs: event.nowMs } }
     }),
     /** A checkpoint failed transiently: try again after the checkpoint interval. */
-    retryCheckpointLater: assign(({ context }) => ({ checkpoint: { ...context.checkpoint, writing: null, dueMs: context.nowMs + context.limits.checkpointIntervalMs } })),
+    retryCheckpointLater: assign(({ context, event }) => ({ checkpoint: { ...context.checkpoint, writing: null, dueMs: event.nowMs + context.limits.checkpointIntervalMs } })),
     /** A routine checkpoint failed while draining: the final one will save the ack levels. */
     dropCheckpoint: assign(({ context }) => ({ checkpoint: { ...context.checkpoint, writing: null } })),
     /** Rows were moved into this queue (a retired version's backlog): look again. */
@@ -177,7 +182,7 @@ const machineSetup = withCommands.extend({
      * The ownership check ended without seeing another owner — it read our range, or could not
      * read at all — so the next check is due one interval from now.
      */
-    endOwnershipCheck: assign(({ context }) => ({ ownership: { confirmedMs: context.nowMs, checkInFlight: false } })),
+    endOwnershipCheck: assign(({ event }) => ({ ownership: { confirmedMs: event.nowMs, checkInFlight: false } })),
 
     // ------------------------------------------------------------ History's answers
     /**
@@ -209,9 +214,14 @@ const machineSetup = withCommands.extend({
     }),
 
     // ------------------------------------------------------------ pump (owned only)
-    /** Moves forward everything that can move (QueuePump.ts), then saves the context once. */
-    pump: enqueueActions(({ context, enqueue }) => {
-      const next = pumpOwned(context, enqueue)
+    /**
+     * Records the event's time (as `observe` does), moves forward everything that can move
+     * (QueuePump.ts), then saves the context once.
+     */
+    pump: enqueueActions(({ context, event, enqueue }) => {
+      const time = observed(context, event)
+      const now = time.nowMs === context.nowMs && time.lastActivityMs === context.lastActivityMs ? context : { ...context, ...time }
+      const next = pumpOwned(now, enqueue)
       if (next !== context) enqueue.assign(() => next)
     }),
 
@@ -301,7 +311,7 @@ export const physicalQueueMachine = machineSetup.createMachine({
     loading: {
       entry: { type: 'store.acquire', params: {} },
       on: {
-        'queue.acquired': { target: 'owned', actions: ['observe', 'adoptRange', ...pump] },
+        'queue.acquired': { target: 'owned', actions: ['adoptRange', ...pump] },
         'queue.acquire.failed': [
           { guard: 'isTransient', actions: ['observe', 'scheduleAcquireRetry'] },
           { target: 'unloaded', actions: ['observe', 'noteAcquireFailed'] },
@@ -315,31 +325,31 @@ export const physicalQueueMachine = machineSetup.createMachine({
     },
     owned: {
       on: {
-        'task.added': [{ guard: 'isAppendQueueFull', actions: ['observe', 'refuseOverloaded'] }, { actions: ['observe', 'queueAdd', ...pump] }],
-        'poll.arrived': [{ guard: 'isPollersFull', actions: ['observe', 'refuseOverloaded'] }, { actions: ['observe', 'queuePoll', ...pump] }],
+        'task.added': [{ guard: 'isAppendQueueFull', actions: ['observe', 'refuseOverloaded'] }, { actions: ['queueAdd', ...pump] }],
+        'poll.arrived': [{ guard: 'isPollersFull', actions: ['observe', 'refuseOverloaded'] }, { actions: ['queuePoll', ...pump] }],
         'poll.cancelled': { actions: ['observe', 'cancelPoll'] },
-        'append.completed': { actions: ['observe', 'markBatchGrown', 'spoolBatch', ...pump] },
+        'append.completed': { actions: ['markBatchGrown', 'spoolBatch', ...pump] },
         'append.failed': [
           { guard: 'isOwnershipLost', target: 'unloaded', actions: ['observe', 'failBatch', 'noteOwnershipLost'] },
-          { actions: ['observe', 'markBatchGrown', 'failBatch', ...pump] },
+          { actions: ['markBatchGrown', 'failBatch', ...pump] },
         ],
-        'read.completed': { actions: ['observe', 'bufferPage', ...pump] },
-        'read.failed': { actions: ['observe', 'retryReadLater', ...pump] },
-        'dispatch.completed': { actions: ['observe', 'settleDelivery', ...pump] },
-        'checkpoint.completed': { actions: ['observe', 'confirmCheckpoint', ...pump] },
+        'read.completed': { actions: ['bufferPage', ...pump] },
+        'read.failed': { actions: ['retryReadLater', ...pump] },
+        'dispatch.completed': { actions: ['settleDelivery', ...pump] },
+        'checkpoint.completed': { actions: ['confirmCheckpoint', ...pump] },
         'checkpoint.failed': [
           { guard: 'isOwnershipLost', target: 'unloaded', actions: ['observe', 'noteOwnershipLost'] },
-          { actions: ['observe', 'retryCheckpointLater', ...pump] },
+          { actions: ['retryCheckpointLater', ...pump] },
         ],
-        'backlog.grew': { actions: ['observe', 'noteBacklogGrew', ...pump] },
+        'backlog.grew': { actions: ['noteBacklogGrew', ...pump] },
         'ownership.checked': [
           { guard: 'isRangeMoved', target: 'unloaded', actions: ['observe', 'noteRangeMoved'] },
-          { actions: ['observe', 'endOwnershipCheck', ...pump] },
+          { actions: ['endOwnershipCheck', ...pump] },
         ],
-        'ownership.check.failed': { actions: ['observe', 'endOwnershipCheck', ...pump] },
+        'ownership.check.failed': { actions: ['endOwnershipCheck', ...pump] },
         'timer.fired': [
           { guard: 'isIdleTimeout', target: 'draining', actions: ['observe', 'noteIdle'] },
-          { actions: ['observe', 'forgetTimer', ...pump] },
+          { actions: ['forgetTimer', ...pump] },
         ],
         'drain.requested': { target: 'draining', actions: ['observe', 'noteDrainCause'] },
       },
