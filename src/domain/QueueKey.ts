@@ -36,7 +36,8 @@ const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/
 export function validateName(field: string, value: unknown): string {
   if (typeof value !== 'string') throw new InvalidInput({ field, reason: 'must be a string' })
   if (value.length === 0) throw new InvalidInput({ field, reason: 'must not be empty' })
-  if (Buffer.byteLength(value, 'utf8') > nameBytesMax) {
+  // A UTF-16 unit is at most three UTF-8 bytes: only a long name needs counting.
+  if (value.length * 3 > nameBytesMax && Buffer.byteLength(value, 'utf8') > nameBytesMax) {
     throw new InvalidInput({ field, reason: `must be at most ${nameBytesMax} UTF-8 bytes` })
   }
   if (controlCharacter.test(value)) throw new InvalidInput({ field, reason: 'must not contain control characters' })
