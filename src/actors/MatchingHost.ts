@@ -26,7 +26,7 @@ import type { JsonValue } from '../domain/Json.ts'
 import { encodePartitionKey, makePartitionKey, type PartitionKey, type TaskType, validateName } from '../domain/QueueKey.ts'
 import { makeTask, type Task, type TaskInput } from '../domain/Task.ts'
 import { type Clock, RealClock } from '../kernel/Clock.ts'
-import { membershipUnloadDelayMs, partitionCountDefault } from '../kernel/Limits.ts'
+import { membershipUnloadDelayMs, partitionCountDefault, routedFamiliesMax } from '../kernel/Limits.ts'
 import { Random, seedFromEntropy } from '../kernel/Random.ts'
 import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
@@ -145,6 +145,12 @@ export interface MatchingHost {
 
 const pollWaitMsMax = 10 * 60_000
 
+/** A partition a request may be routed to, with its canonical name. */
+interface Route {
+  readonly key: PartitionKey
+  readonly name: string
+}
+
 /** Starts a Matching host. */
 export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   const clock = options.clock ?? new RealClock()
@@ -166,14 +172,28 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   const isOurs = (partition: PartitionKey): boolean => (options.membership?.ownerOf(partition) ?? options.hostId) === options.hostId
   const familyKey = (namespace: string, family: string) => `${namespace}\u0000${family}`
 
-  const ownedPartitions = (namespace: string, family: string, type: TaskType): PartitionKey[] => {
-    const owned: PartitionKey[] = []
-    for (let partition = 0; partition < countOf(namespace, family); partition++) {
+  // Every partition of a family and task type, validated and named once: each add and poll
+  // routes through them. Rebuilt when the family's partition count changes. Only names already
+  // valid are remembered, so a request with a bad one is refused by validation every time.
+  const routeCache = new Map<string, ReadonlyArray<Route>>()
+  const routesOf = (namespace: string, family: string, type: TaskType): ReadonlyArray<Route> => {
+    const count = countOf(namespace, family)
+    const cacheable = typeof namespace === 'string' && typeof family === 'string' && (type === 'workflow' || type === 'activity')
+    const cacheKey = cacheable ? `${namespace}\u0000${family}\u0000${type}` : null
+    const cached = cacheKey === null ? undefined : routeCache.get(cacheKey)
+    if (cached !== undefined && cached.length === count) return cached
+    const routes: Route[] = []
+    for (let partition = 0; partition < count; partition++) {
       const key = makePartitionKey({ namespace, family, type, partition })
-      if (isOurs(key)) owned.push(key)
+      routes.push({ key, name: encodePartitionKey(key) })
     }
-    return owned
+    if (cacheKey !== null) {
+      if (routeCache.size >= routedFamiliesMax) routeCache.clear()
+      routeCache.set(cacheKey, routes)
+    }
+    return routes
   }
+  const ownedPartitions = (namespace: string, family: string, type: TaskType): Route[] => routesOf(namespace, family, type).filter((route) => isOurs(route.key))
 
   const restartBookOf = (name: string): Map<string, RestartEntry> => {
     let book = restartBooks.get(name)
@@ -181,8 +201,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     return book
   }
 
-  const actorFor = (key: PartitionKey): PartitionActor => {
-    const name = encodePartitionKey(key)
+  const actorFor = ({ key, name }: Route): PartitionActor => {
     const existing = partitions.get(name)
     if (existing !== undefined && !existing.actor.isUnloaded()) return existing.actor
     const child = Scope.forkUnsafe(scope)
@@ -283,10 +302,11 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       const owned = ownedPartitions(request.namespace, request.family, request.type)
       const task = yield* attempt(() => makeTask({ ...request.task, createdAtMs: request.task.createdAtMs ?? clock.now() }))
       if (owned.length === 0) return yield* Effect.fail(noPartition(request.namespace, request.family, request.type))
-      const key = random.pick(owned)
+      const route = random.pick(owned)
+      const key = route.key
       // One retry: the partition may have been unloading when the add reached it.
       for (let attemptIndex = 0; ; attemptIndex++) {
-        const result = yield* Effect.result(actorFor(key).addTask(task))
+        const result = yield* Effect.result(actorFor(route).addTask(task))
         if (Result.isSuccess(result)) {
           const added = result.success
           return added.kind === 'matched' ? { kind: 'matched', partition: key.partition } : { kind: 'spooled', partition: key.partition, taskId: added.taskId }
@@ -348,7 +368,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       yield* refuseIfClosed
       const version = yield* attempt(() => validateName('version', request.version))
       let moved = 0
-      for (const key of ownedPartitions(request.namespace, request.family, request.type)) moved += yield* actorFor(key).retireVersion(version)
+      for (const route of ownedPartitions(request.namespace, request.family, request.type)) moved += yield* actorFor(route).retireVersion(version)
       return moved
     })
 
@@ -390,7 +410,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     updateUserData: (namespace, family, expectedVersion, data) => run(effects.updateUserData(namespace, family, expectedVersion, data)),
     retireVersion: (request) => run(retireVersion(request)),
     ownedPartitions(namespace, family, type) {
-      return ownedPartitions(namespace, family, type).map((key) => key.partition)
+      return ownedPartitions(namespace, family, type).map((route) => route.key.partition)
     },
     loadedPartitions() {
       return [...partitions.values()].map((entry) => entry.actor)

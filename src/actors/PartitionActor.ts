@@ -17,7 +17,7 @@
  * The mailbox serializes routing and lifecycle decisions only; an add or a poll completes on
  * its physical queue, so batching and long polls are never blocked behind each other.
  */
-import { Deferred, Effect, Queue, type Scope } from 'effect'
+import { Deferred, Effect, Exit, Queue, type Scope } from 'effect'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
 import { isMatchboxError, type MatchboxError, refusal, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { encodePartitionKey, type PartitionKey, type QueueKey } from '../domain/QueueKey.ts'
@@ -59,13 +59,16 @@ export interface RestartEntry {
   readonly notBeforeMs: number
 }
 
+// Where a request's answer goes: its value, or a catalogue error in the error channel.
+type Reply<A> = Deferred.Deferred<A, MatchboxError>
+
 type Message =
-  | { readonly kind: 'add'; readonly task: Task; readonly reply: Deferred.Deferred<Promise<AddResult>> }
-  | { readonly kind: 'poll'; readonly poller: PollerInfo; readonly deadlineMs: number; readonly signal: AbortSignal | undefined; readonly reply: Deferred.Deferred<Promise<PollResult>> }
+  | { readonly kind: 'add'; readonly task: Task; readonly reply: Reply<Added> }
+  | { readonly kind: 'poll'; readonly poller: PollerInfo; readonly deadlineMs: number; readonly signal: AbortSignal | undefined; readonly reply: Reply<Polled> }
   | { readonly kind: 'queue.unloaded'; readonly queue: PhysicalQueueActor; readonly progress: QueueProgress }
-  | { readonly kind: 'unload'; readonly reason: string; readonly reply: Deferred.Deferred<Promise<void>> }
-  | { readonly kind: 'retire'; readonly version: string; readonly reply: Deferred.Deferred<Promise<number>> }
-  | { readonly kind: 'warm'; readonly versions: ReadonlyArray<string | null>; readonly deadlineMs: number; readonly signal: AbortSignal | undefined; readonly reply: Deferred.Deferred<Promise<void>> }
+  | { readonly kind: 'unload'; readonly reason: string; readonly reply: Reply<void> }
+  | { readonly kind: 'retire'; readonly version: string; readonly reply: Reply<number> }
+  | { readonly kind: 'warm'; readonly versions: ReadonlyArray<string | null>; readonly deadlineMs: number; readonly signal: AbortSignal | undefined; readonly reply: Reply<void> }
 
 /** Where a routed task went: matched to a waiting poller, or spooled with its task id. */
 export type Added = Exclude<AddResult, { readonly kind: 'failed' }>
@@ -290,83 +293,89 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       })
     }
 
-    const refuseMessage = (message: Message): Effect.Effect<unknown> => {
-      switch (message.kind) {
-        case 'add':
-          return Deferred.succeed(message.reply, Promise.resolve({ kind: 'failed', error: refused() }))
-        case 'poll':
-          return Deferred.succeed(message.reply, Promise.resolve({ kind: 'failed', error: refused() }))
-        case 'retire':
-          return Deferred.succeed(message.reply, Promise.reject(refused()))
-        case 'unload':
-        case 'warm':
-          return Deferred.succeed(message.reply, Promise.resolve())
-        case 'queue.unloaded':
-          return Effect.void
-      }
+    // Answers a reply once the physical queue (or the lifecycle step) settles: a value, a
+    // catalogue error in the error channel, or a defect that stays a defect.
+    const settle = <A>(reply: Reply<A>, answer: Promise<A>): void => {
+      answer.then(
+        (value) => Deferred.doneUnsafe(reply, Exit.succeed(value)),
+        (error: unknown) => Deferred.doneUnsafe(reply, isMatchboxError(error) ? Exit.fail(error) : Exit.die(error)),
+      )
+    }
+    // A physical queue's failed outcome goes into the error channel.
+    const settleOutcome = <A extends { readonly kind: string }>(reply: Reply<Exclude<A, { readonly kind: 'failed' }>>, answer: Promise<A>): void => {
+      answer.then(
+        (result) => Deferred.doneUnsafe(reply, result.kind === 'failed' ? Exit.fail((result as unknown as { readonly error: MatchboxError }).error) : Exit.succeed(result as Exclude<A, { readonly kind: 'failed' }>)),
+        (error: unknown) => Deferred.doneUnsafe(reply, Exit.die(error)),
+      )
     }
 
-    const handle = (message: Message): Effect.Effect<unknown> => {
+    const refuseMessage = (message: Message): void => {
+      if (message.kind !== 'queue.unloaded') settle(message.reply as Reply<unknown>, refusalOf(message.kind))
+    }
+    const refusalOf = (kind: Exclude<Message['kind'], 'queue.unloaded'>): Promise<never> | Promise<void> => (kind === 'unload' || kind === 'warm' ? Promise.resolve() : Promise.reject(refused()))
+
+    const handle = (message: Message): void => {
       switch (message.kind) {
         case 'add':
-          return Deferred.succeed(message.reply, onAdd(message.task))
+          return settleOutcome(message.reply, onAdd(message.task))
         case 'poll':
-          return Deferred.succeed(message.reply, onPoll(message.poller, message.deadlineMs, message.signal))
+          return settleOutcome(message.reply, onPoll(message.poller, message.deadlineMs, message.signal))
         case 'queue.unloaded':
-          return Effect.sync(() => onQueueUnloaded(message.queue, message.progress))
+          return onQueueUnloaded(message.queue, message.progress)
         case 'unload':
-          return Deferred.succeed(message.reply, stop(message.reason))
+          return settle(message.reply, stop(message.reason))
         case 'retire':
-          return Deferred.succeed(message.reply, onRetire(message.version))
+          return settle(message.reply, onRetire(message.version))
         case 'warm':
-          return Deferred.succeed(message.reply, onWarm(message.versions, message.deadlineMs, message.signal))
+          return settle(message.reply, onWarm(message.versions, message.deadlineMs, message.signal))
       }
     }
 
     // When the scope closes, the mailbox loop stops; anyone still waiting on it (or arriving
-    // later with a stale reference) is refused instead of waiting forever.
-    const closed = yield* Deferred.make<void>()
-    yield* Effect.addFinalizer(() => Deferred.succeed(closed, undefined))
+    // later with a stale reference) is refused instead of waiting forever. The replies still
+    // owed are kept with their refusals, so the finalizer can answer each one: an ask then waits
+    // on its reply alone, with no second fiber racing it against the close.
+    let closed = false
+    const owed = new Map<Reply<unknown>, () => Exit.Exit<unknown, MatchboxError>>()
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true
+        for (const [reply, refusal] of owed) Deferred.doneUnsafe(reply, refusal())
+        owed.clear()
+      }),
+    )
     // A defect while handling one message is reported to the supervisor and answered with a
     // refusal; it must not kill the loop, or every later request would wait forever.
-    const handleSafely = (message: Message): Effect.Effect<unknown> =>
-      Effect.suspend(() => {
+    const handleSafely = (message: Message): Effect.Effect<void> =>
+      Effect.sync(() => {
+        if (message.kind !== 'queue.unloaded') owed.delete(message.reply as Reply<unknown>)
         try {
-          return handle(message)
+          handle(message)
         } catch (defect) {
           options.onDefect?.(name, defect)
-          return refuseMessage(message)
+          refuseMessage(message)
         }
       })
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(mailbox), handleSafely)))
 
-    // Sends a request and waits for its answer; a closed partition refuses at once. A rejected
-    // answer is a catalogue error (the error channel) or a defect (a bug: it stays a defect).
-    const ask = <A>(make: (reply: Deferred.Deferred<Promise<A>>) => Message, refusal: () => Promise<A>): Effect.Effect<A, MatchboxError> =>
-      Effect.gen(function* () {
-        if (Deferred.isDoneUnsafe(closed)) return yield* settled(refusal)
-        const reply = yield* Deferred.make<Promise<A>>()
-        yield* Queue.offer(mailbox, make(reply))
-        const pending = yield* Effect.raceFirst(Deferred.await(reply), Effect.map(Deferred.await(closed), refusal))
-        return yield* settled(() => pending)
+    // Sends a request and waits for its answer; a closed partition refuses at once.
+    const ask = <A>(make: (reply: Reply<A>) => Message, refusal: () => Exit.Exit<A, MatchboxError>): Effect.Effect<A, MatchboxError> =>
+      Effect.suspend(() => {
+        if (closed) return refusal()
+        const reply = Deferred.makeUnsafe<A, MatchboxError>()
+        owed.set(reply as Reply<unknown>, refusal)
+        return Effect.andThen(Queue.offer(mailbox, make(reply)), Deferred.await(reply))
       })
-    const settled = <A>(answer: () => Promise<A>): Effect.Effect<A, MatchboxError> =>
-      Effect.tryPromise({ try: answer, catch: (error) => error }).pipe(
-        Effect.catch((error: unknown) => (isMatchboxError(error) ? Effect.fail(error) : Effect.die(error))),
-      )
-    // A failed outcome of a physical queue moves into the error channel.
-    const outcome = <A extends { readonly kind: string }>(result: A): Effect.Effect<Exclude<A, { readonly kind: 'failed' }>, MatchboxError> =>
-      result.kind === 'failed' ? Effect.fail((result as unknown as { readonly error: MatchboxError }).error) : Effect.succeed(result as Exclude<A, { readonly kind: 'failed' }>)
-    const refuse = <A>(): Promise<A> => Promise.reject(refused())
+    const refuse = <A>(): Exit.Exit<A, MatchboxError> => Exit.fail(refused())
 
     return {
       partition: options.partition,
       generation: options.generation,
-      addTask: (task) => Effect.flatMap(ask<AddResult>((reply) => ({ kind: 'add', task, reply }), refuse), outcome),
-      poll: (poller, deadlineMs, signal) => Effect.flatMap(ask<PollResult>((reply) => ({ kind: 'poll', poller, deadlineMs, signal, reply }), refuse), outcome),
-      unload: (reason) => Effect.orDie(ask((reply) => ({ kind: 'unload', reason, reply }), () => Promise.resolve())),
-      retireVersion: (version) => ask((reply) => ({ kind: 'retire', version, reply }), refuse),
-      warm: (versions, deadlineMs, signal) => Effect.orDie(ask((reply) => ({ kind: 'warm', versions, deadlineMs, signal, reply }), () => Promise.resolve())),
+      addTask: (task) => ask<Added>((reply) => ({ kind: 'add', task, reply }), refuse),
+      poll: (poller, deadlineMs, signal) => ask<Polled>((reply) => ({ kind: 'poll', poller, deadlineMs, signal, reply }), refuse),
+      unload: (reason) => Effect.orDie(ask<void>((reply) => ({ kind: 'unload', reason, reply }), () => Exit.void)),
+      retireVersion: (version) => ask<number>((reply) => ({ kind: 'retire', version, reply }), refuse),
+      warm: (versions, deadlineMs, signal) => Effect.orDie(ask<void>((reply) => ({ kind: 'warm', versions, deadlineMs, signal, reply }), () => Exit.void)),
       isUnloaded: () => unloaded,
       loadedQueues: () => [...queues.values()],
     } satisfies PartitionActor

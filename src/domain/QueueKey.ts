@@ -9,7 +9,7 @@
  *
  * Does not: route. Which host owns a partition is membership's business (actors/).
  */
-import { nameBytesMax } from '../kernel/Limits.ts'
+import { encodedNamesMax, nameBytesMax } from '../kernel/Limits.ts'
 import { InvalidInput } from './errors.ts'
 
 /** `workflow` or `activity`: same family name, separate physical queues. */
@@ -36,7 +36,8 @@ const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/
 export function validateName(field: string, value: unknown): string {
   if (typeof value !== 'string') throw new InvalidInput({ field, reason: 'must be a string' })
   if (value.length === 0) throw new InvalidInput({ field, reason: 'must not be empty' })
-  if (Buffer.byteLength(value, 'utf8') > nameBytesMax) {
+  // A UTF-16 unit is at most three UTF-8 bytes: only a long name needs counting.
+  if (value.length * 3 > nameBytesMax && Buffer.byteLength(value, 'utf8') > nameBytesMax) {
     throw new InvalidInput({ field, reason: `must be at most ${nameBytesMax} UTF-8 bytes` })
   }
   if (controlCharacter.test(value)) throw new InvalidInput({ field, reason: 'must not contain control characters' })
@@ -77,15 +78,28 @@ export function partitionOf(key: QueueKey): PartitionKey {
   return { namespace: key.namespace, family: key.family, type: key.type, partition: key.partition }
 }
 
+// The same few names are encoded on every store call and route, and percent-encoding one costs
+// several times a lookup: encodings are remembered, up to encodedNamesMax names.
+let encodedNames = new Map<string, string>()
+function encodeName(name: string): string {
+  let encoded = encodedNames.get(name)
+  if (encoded === undefined) {
+    encoded = encodeURIComponent(name)
+    if (encodedNames.size >= encodedNamesMax) encodedNames = new Map()
+    encodedNames.set(name, encoded)
+  }
+  return encoded
+}
+
 /** Canonical encoding of a partition: `namespace/family/type/partition`. */
 export function encodePartitionKey(key: PartitionKey): string {
-  return `${encodeURIComponent(key.namespace)}/${encodeURIComponent(key.family)}/${key.type}/${key.partition}`
+  return `${encodeName(key.namespace)}/${encodeName(key.family)}/${key.type}/${key.partition}`
 }
 
 /** Canonical encoding of a physical queue: `namespace/family/type/partition[@version]`. */
 export function encodeQueueKey(key: QueueKey): string {
   const base = encodePartitionKey(key)
-  return key.version === null ? base : `${base}@${encodeURIComponent(key.version)}`
+  return key.version === null ? base : `${base}@${encodeName(key.version)}`
 }
 
 const encodedShape = /^([^/@]+)\/([^/@]+)\/(workflow|activity)\/(0|[1-9][0-9]*)(?:@([^/@]+))?$/

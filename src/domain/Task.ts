@@ -10,7 +10,8 @@
  * its physical queue; times are finite epoch milliseconds; the whole task serializes to JSON
  * within `payloadBytesMax`.
  */
-import { payloadBytesMax, priorityDefault, priorityMax } from '../kernel/Limits.ts'
+import { assert } from '../kernel/assert.ts'
+import { nameBytesMax, payloadBytesMax, priorityDefault, priorityMax } from '../kernel/Limits.ts'
 import { InvalidInput } from './errors.ts'
 import { validateName } from './QueueKey.ts'
 
@@ -97,11 +98,13 @@ export function makeTask(input: TaskInput, field = 'task'): Task {
     expiresAtMs:
       input.expiresAtMs === undefined || input.expiresAtMs === null ? null : finiteTime(`${field}.expiresAtMs`, input.expiresAtMs),
   }
-  if (Buffer.byteLength(JSON.stringify(task), 'utf8') > payloadBytesMax) {
-    throw new InvalidInput({ field, reason: `serializes to more than ${payloadBytesMax} bytes` })
-  }
   return task
 }
+
+// A task's strings are names (jobId, runId, kind, a pinned version), each at most nameBytesMax
+// UTF-8 bytes, and JSON spells one byte in at most six (`\u0000`); the rest is a few numbers and
+// keys. So every valid task serializes within payloadBytesMax, and makeTask need not serialize it.
+assert(4 * 6 * nameBytesMax + 1_024 <= payloadBytesMax, 'a valid task must always serialize within payloadBytesMax')
 
 /** True when the task has expired at `nowMs` and should be dropped rather than delivered. */
 export function isExpired(task: Task, nowMs: number): boolean {

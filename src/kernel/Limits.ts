@@ -119,6 +119,18 @@ export const membershipHostTtlMs = 5_000
 export const ownerCacheEntriesMax = 10_000
 
 /**
+ * Queue families (per task type) a Matching host keeps validated, named partition keys for
+ * before starting over: every add and poll routes through them. Sized like the owner cache.
+ */
+export const routedFamiliesMax = 10_000
+
+/**
+ * Names (namespaces, families, versions) whose percent-encoding a process remembers before
+ * starting over: keys are encoded on every store call and route, from a handful of names.
+ */
+export const encodedNamesMax = 10_000
+
+/**
  * Distinct statement texts the PostgreSQL driver runs as named prepared statements (one parse
  * and plan per connection, then bind and execute). Matchbox's SQL is a fixed set of a few dozen
  * texts per schema; the bound keeps a connection's prepared statements finite whatever happens.

@@ -20,23 +20,28 @@
  *   progress. `OwnershipLost` from any write comes straight here with no final write: a stale
  *   owner must not write again.
  *
- * Each transition lists its named actions: `observe` (the event's time) first, then what the
- * event means in that state, then — only while owned — the `pump` steps that move forward
- * everything that can move. The state decides what runs; no action is told which state it is in.
+ * Each transition lists what the event means in that state, by name. Where the queue stays
+ * owned, that is the event's reactions (QueueReactions.ts) handed to `pump`, which runs them,
+ * records the event's time and moves forward everything that can move, then assigns once (an
+ * assign copies the context and the snapshot, the largest part of a step). Elsewhere the
+ * actions are named one by one, `observe` (the event's time) first. The state decides what
+ * runs; no action is told which state it is in.
  *
- * An event reads from its transition to the commands it asks for in this file; the steps of the
- * pump are plain functions in QueuePump.ts, the arithmetic on subqueues, buffers and deliveries
- * is pure and lives in QueueBacklog.ts, the context's shape and timers in QueueContext.ts.
+ * An event reads from its transition to the commands it asks for in this file and in
+ * QueueReactions.ts; the steps of the pump are plain functions in QueuePump.ts, the arithmetic on
+ * subqueues, buffers and deliveries is pure and lives in QueueBacklog.ts, the context's shape and
+ * timers in QueueContext.ts.
  */
-import { assertEvent, setup, type SnapshotFrom } from 'xstate'
+import { assertEvent, enqueueActions as enqueueActionsWith, setup, type SnapshotFrom } from 'xstate'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
 import { type MatchboxError, OwnershipLost, Overloaded, refusal, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { assert } from '../kernel/assert.ts'
 import { bookEntries, bookPut } from './Book.ts'
-import { type AddResult, isOwnershipLost, isTransient, type PollResult, type QueueEvent, type QueueProgress, queueCommandActions, type TimerName } from './PhysicalQueueProtocol.ts'
-import { bufferPage, finalAckLevels, markGrown, resumeSubqueues, settledDelivery, subqueueOf, withSubqueue } from './QueueBacklog.ts'
+import { isOwnershipLost, isTransient, type QueueCommand, type QueueEvent, type QueueProgress, queueCommandActions, type TimerName } from './PhysicalQueueProtocol.ts'
+import { finalAckLevels, settledDelivery } from './QueueBacklog.ts'
 import { isIdle, makeQueueContext, progressOf, type QueueContext, type QueueInput } from './QueueContext.ts'
 import { pumpOwned, retime } from './QueuePump.ts'
+import { addReply, pollReply, type ReactionName, reactions } from './QueueReactions.ts'
 
 const withCommands = setup({
   types: { context: {} as QueueContext, events: {} as QueueEvent, input: {} as QueueInput, output: {} as QueueProgress },
@@ -54,26 +59,31 @@ const withCommands = setup({
 })
 const { assign, enqueueActions } = withCommands
 
-const addReply = (requestId: string, result: AddResult) => ({ type: 'add.reply', params: { requestId, result } }) as const
-const pollReply = (pollId: string, result: PollResult) => ({ type: 'poll.reply', params: { pollId, result } }) as const
+/** The event's time, and the time of the last event a client caused (an add, a poll, History's answer to one). */
+const observed = (context: QueueContext, event: QueueEvent): { nowMs: number; lastActivityMs: number } => ({
+  nowMs: event.nowMs,
+  lastActivityMs: event.type === 'task.added' || event.type === 'poll.arrived' || event.type === 'dispatch.completed' ? event.nowMs : context.lastActivityMs,
+})
 const shuttingDown = (context: QueueContext): MatchboxError => refusal(() => new ShuttingDown({ component: `physical queue ${context.queue}` }))
+
+/** The reactions an owned event runs before the pump, in order. */
+interface PumpParams {
+  readonly reactions: ReadonlyArray<ReactionName>
+}
+
+// A reaction as an action of its own, where no pump follows it.
+const reacting = (name: ReactionName) =>
+  enqueueActions(({ context, event, enqueue }) => {
+    const next = reactions[name](context, event, enqueue)
+    if (next !== context) enqueue.assign(() => next)
+  })
 
 const machineSetup = withCommands.extend({
   actions: {
     /** Records the event's time, and activity for the events a client caused. */
-    observe: assign(({ context, event }) => ({
-      nowMs: event.nowMs,
-      lastActivityMs: event.type === 'task.added' || event.type === 'poll.arrived' || event.type === 'dispatch.completed' ? event.nowMs : context.lastActivityMs,
-    })),
+    observe: assign(({ context, event }) => observed(context, event)),
 
     // ------------------------------------------------------------ loading
-    /** Acquired: resume every known subqueue above its saved ack level (subqueue 0 always). */
-    adoptRange: enqueueActions(({ context, event, enqueue }) => {
-      assertEvent(event, 'queue.acquired')
-      const { rangeId, ackLevels } = event.metadata
-      const timers = retime(enqueue, context, {}, ['acquire']) ?? context.timers
-      enqueue.assign(() => ({ rangeId, acquireAttempts: 0, subqueues: resumeSubqueues(ackLevels), savedAckLevels: ackLevels, ownership: { ...context.ownership, confirmedMs: event.nowMs }, timers }))
-    }),
     /** A transient acquire failure: try again after a doubling delay. */
     scheduleAcquireRetry: enqueueActions(({ context, enqueue }) => {
       const attempts = context.acquireAttempts + 1
@@ -81,23 +91,11 @@ const machineSetup = withCommands.extend({
       const timers = retime(enqueue, context, { acquire: context.nowMs + delayMs }, ['acquire']) ?? context.timers
       enqueue.assign(() => ({ acquireAttempts: attempts, timers }))
     }),
-    /** The timer that fired is no longer armed. */
-    forgetTimer: assign(({ context, event }) => {
-      assertEvent(event, 'timer.fired')
-      const timers = { ...context.timers }
-      delete timers[event.name]
-      return { timers }
-    }),
+    forgetTimer: reacting('forgetTimer'),
 
     // ------------------------------------------------------------ client requests
-    queueAdd: assign(({ context, event }) => {
-      assertEvent(event, 'task.added')
-      return { pendingAdds: [...context.pendingAdds, { requestId: event.requestId, task: event.task }] }
-    }),
-    queuePoll: assign(({ context, event }) => {
-      assertEvent(event, 'poll.arrived')
-      return { pollers: [...context.pollers, { pollId: event.pollId, identity: event.identity }] }
-    }),
+    queueAdd: reacting('queueAdd'),
+    queuePoll: reacting('queuePoll'),
     /** Too many adds or polls already wait: refuse this one now. */
     refuseOverloaded: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, ['task.added', 'poll.arrived'])
@@ -127,76 +125,14 @@ const machineSetup = withCommands.extend({
     }),
 
     // ------------------------------------------------------------ store outcomes
-    /** An append that committed, or may have, grew its subqueues: the next read looks again. */
-    markBatchGrown: assign(({ context, event }) => {
-      assertEvent(event, ['append.completed', 'append.failed'])
-      const batch = context.appending
-      return batch?.batchId === event.batchId ? markGrown(context, batch.adds.map((add) => add.task.priority)) : {}
-    }),
-    /** The append committed: its adds are spooled with consecutive ids, and the range is still ours. */
-    spoolBatch: enqueueActions(({ context, event, enqueue }) => {
-      assertEvent(event, 'append.completed')
-      const batch = context.appending
-      if (batch?.batchId !== event.batchId) return
-      batch.adds.forEach((add, index) => enqueue(addReply(add.requestId, { kind: 'spooled', taskId: event.firstTaskId + index })))
-      enqueue.assign(() => ({ appending: null, ownership: { ...context.ownership, confirmedMs: event.nowMs } }))
-    }),
-    /** The append failed: its adds get the error itself (a refused append did not commit; an ambiguous error says it may have). */
-    failBatch: enqueueActions(({ context, event, enqueue }) => {
-      assertEvent(event, 'append.failed')
-      const batch = context.appending
-      if (batch?.batchId !== event.batchId) return
-      for (const add of batch.adds) enqueue(addReply(add.requestId, { kind: 'failed', error: event.error }))
-      enqueue.assign(() => ({ appending: null }))
-    }),
-    bufferPage: assign(({ context, event }) => {
-      assertEvent(event, 'read.completed')
-      return bufferPage(context, event)
-    }),
-    /** A read failed transiently: read that subqueue again after the acquire retry delay. */
-    retryReadLater: assign(({ context, event }) => {
-      assertEvent(event, 'read.failed')
-      const state = subqueueOf(context, event.subqueue)
-      return withSubqueue(context, event.subqueue, { ...state, readInFlight: false, readRetryAtMs: event.nowMs + context.limits.acquireRetryInitialMs })
-    }),
-    /** A checkpoint committed: remember what is durable; the range is still ours. */
-    confirmCheckpoint: assign(({ context, event }) => {
-      assertEvent(event, 'checkpoint.completed')
-      return { checkpoint: { ...context.checkpoint, writing: null }, savedAckLevels: event.metadata.ackLevels, ownership: { ...context.ownership, confirmedMs: event.nowMs } }
-    }),
-    /** A checkpoint failed transiently: try again after the checkpoint interval. */
-    retryCheckpointLater: assign(({ context }) => ({ checkpoint: { ...context.checkpoint, writing: null, dueMs: context.nowMs + context.limits.checkpointIntervalMs } })),
+    markBatchGrown: reacting('markBatchGrown'),
+    spoolBatch: reacting('spoolBatch'),
+    failBatch: reacting('failBatch'),
+    confirmCheckpoint: reacting('confirmCheckpoint'),
     /** A routine checkpoint failed while draining: the final one will save the ack levels. */
     dropCheckpoint: assign(({ context }) => ({ checkpoint: { ...context.checkpoint, writing: null } })),
-    /** Rows were moved into this queue (a retired version's backlog): look again. */
-    noteBacklogGrew: assign(({ context, event }) => {
-      assertEvent(event, 'backlog.grew')
-      return markGrown(context, event.subqueues)
-    }),
-    /**
-     * The ownership check ended without seeing another owner — it read our range, or could not
-     * read at all — so the next check is due one interval from now.
-     */
-    endOwnershipCheck: assign(({ context }) => ({ ownership: { confirmedMs: context.nowMs, checkInFlight: false } })),
 
     // ------------------------------------------------------------ History's answers
-    /**
-     * Owned: History answered. A sync add History did not take goes back to the front of the
-     * adds, to be appended (matching it again at once would call History in a loop); a poll that
-     * got nothing waits again.
-     */
-    settleDelivery: enqueueActions(({ context, event, enqueue }) => {
-      assertEvent(event, 'dispatch.completed')
-      const settled = settledDelivery(context, event)
-      if (settled === null) return
-      const { add, pollReply: reply, poller } = settled
-      let next = settled.context
-      if (add?.handled === true) enqueue(addReply(add.requestId, { kind: 'matched' }))
-      else if (add !== null) next = { ...next, pendingAdds: [{ requestId: add.requestId, task: add.task, spoolOnly: true }, ...next.pendingAdds] }
-      if (reply !== null) enqueue(pollReply(poller.pollId, reply))
-      else next = { ...next, pollers: [poller, ...next.pollers] }
-      enqueue.assign(() => next)
-    }),
     /** Draining: History answered; what it did not start is refused, so callers go elsewhere. */
     settleDeliveryWhileDraining: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, 'dispatch.completed')
@@ -209,9 +145,17 @@ const machineSetup = withCommands.extend({
     }),
 
     // ------------------------------------------------------------ pump (owned only)
-    /** Moves forward everything that can move (QueuePump.ts), then saves the context once. */
-    pump: enqueueActions(({ context, enqueue }) => {
-      const next = pumpOwned(context, enqueue)
+    /**
+     * The event's reactions (QueueReactions.ts), then the event's time (as `observe` records it),
+     * then everything that can move (QueuePump.ts); the context is saved once. Built with the
+     * standalone `enqueueActions`, which types params (the one `setup` gives types none).
+     */
+    pump: enqueueActionsWith<QueueContext, QueueEvent, PumpParams, QueueEvent, never, QueueCommand, never>(({ context, event, enqueue }, params) => {
+      let next = context
+      for (const name of params.reactions) next = reactions[name](next, event, enqueue)
+      const time = observed(next, event)
+      if (time.nowMs !== next.nowMs || time.lastActivityMs !== next.lastActivityMs) next = { ...next, ...time }
+      next = pumpOwned(next, enqueue)
       if (next !== context) enqueue.assign(() => next)
     }),
 
@@ -285,8 +229,8 @@ const machineSetup = withCommands.extend({
   },
 })
 
-// After every owned event: move forward everything that can move, then re-arm the timers.
-const pump = ['pump'] as const
+// After every owned event: its reactions, then everything that can move, in one action.
+const pumpAfter = (...names: ReactionName[]) => ({ type: 'pump', params: { reactions: names } }) as const
 
 // `transition()` builds a throwaway actor, without input, around every step; a placeholder input
 // gives it a context cheaply instead of a thrown error (a stack trace per step).
@@ -301,7 +245,7 @@ export const physicalQueueMachine = machineSetup.createMachine({
     loading: {
       entry: { type: 'store.acquire', params: {} },
       on: {
-        'queue.acquired': { target: 'owned', actions: ['observe', 'adoptRange', ...pump] },
+        'queue.acquired': { target: 'owned', actions: pumpAfter('adoptRange') },
         'queue.acquire.failed': [
           { guard: 'isTransient', actions: ['observe', 'scheduleAcquireRetry'] },
           { target: 'unloaded', actions: ['observe', 'noteAcquireFailed'] },
@@ -315,31 +259,31 @@ export const physicalQueueMachine = machineSetup.createMachine({
     },
     owned: {
       on: {
-        'task.added': [{ guard: 'isAppendQueueFull', actions: ['observe', 'refuseOverloaded'] }, { actions: ['observe', 'queueAdd', ...pump] }],
-        'poll.arrived': [{ guard: 'isPollersFull', actions: ['observe', 'refuseOverloaded'] }, { actions: ['observe', 'queuePoll', ...pump] }],
+        'task.added': [{ guard: 'isAppendQueueFull', actions: ['observe', 'refuseOverloaded'] }, { actions: pumpAfter('queueAdd') }],
+        'poll.arrived': [{ guard: 'isPollersFull', actions: ['observe', 'refuseOverloaded'] }, { actions: pumpAfter('queuePoll') }],
         'poll.cancelled': { actions: ['observe', 'cancelPoll'] },
-        'append.completed': { actions: ['observe', 'markBatchGrown', 'spoolBatch', ...pump] },
+        'append.completed': { actions: pumpAfter('markBatchGrown', 'spoolBatch') },
         'append.failed': [
           { guard: 'isOwnershipLost', target: 'unloaded', actions: ['observe', 'failBatch', 'noteOwnershipLost'] },
-          { actions: ['observe', 'markBatchGrown', 'failBatch', ...pump] },
+          { actions: pumpAfter('markBatchGrown', 'failBatch') },
         ],
-        'read.completed': { actions: ['observe', 'bufferPage', ...pump] },
-        'read.failed': { actions: ['observe', 'retryReadLater', ...pump] },
-        'dispatch.completed': { actions: ['observe', 'settleDelivery', ...pump] },
-        'checkpoint.completed': { actions: ['observe', 'confirmCheckpoint', ...pump] },
+        'read.completed': { actions: pumpAfter('bufferPage') },
+        'read.failed': { actions: pumpAfter('retryReadLater') },
+        'dispatch.completed': { actions: pumpAfter('settleDelivery') },
+        'checkpoint.completed': { actions: pumpAfter('confirmCheckpoint') },
         'checkpoint.failed': [
           { guard: 'isOwnershipLost', target: 'unloaded', actions: ['observe', 'noteOwnershipLost'] },
-          { actions: ['observe', 'retryCheckpointLater', ...pump] },
+          { actions: pumpAfter('retryCheckpointLater') },
         ],
-        'backlog.grew': { actions: ['observe', 'noteBacklogGrew', ...pump] },
+        'backlog.grew': { actions: pumpAfter('noteBacklogGrew') },
         'ownership.checked': [
           { guard: 'isRangeMoved', target: 'unloaded', actions: ['observe', 'noteRangeMoved'] },
-          { actions: ['observe', 'endOwnershipCheck', ...pump] },
+          { actions: pumpAfter('endOwnershipCheck') },
         ],
-        'ownership.check.failed': { actions: ['observe', 'endOwnershipCheck', ...pump] },
+        'ownership.check.failed': { actions: pumpAfter('endOwnershipCheck') },
         'timer.fired': [
           { guard: 'isIdleTimeout', target: 'draining', actions: ['observe', 'noteIdle'] },
-          { actions: ['observe', 'forgetTimer', ...pump] },
+          { actions: pumpAfter('forgetTimer') },
         ],
         'drain.requested': { target: 'draining', actions: ['observe', 'noteDrainCause'] },
       },

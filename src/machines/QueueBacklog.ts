@@ -9,6 +9,7 @@
  */
 import { makeAckWindow, markHandled, markRead } from '../domain/AckWindow.ts'
 import { isExpired, type Task } from '../domain/Task.ts'
+import { priorityMax } from '../kernel/Limits.ts'
 import { bookGet, bookPut, bookRemove } from './Book.ts'
 import type { PollResult, QueueCommand, QueueEvent } from './PhysicalQueueProtocol.ts'
 import { type BufferedTask, type Delivery, deliveryIdOf, type PendingAdd, type Poller, type QueueContext, type SubqueueState } from './QueueContext.ts'
@@ -49,12 +50,13 @@ export function resumeSubqueues(ackLevels: Readonly<Record<number, number>>): Re
   return subqueues
 }
 
-/** Subqueue numbers present, highest priority first. */
+/**
+ * Subqueue numbers present, highest priority first. A subqueue is a task priority (0…priorityMax),
+ * so walking the priorities downwards finds them in order without listing the keys.
+ */
 export function subqueueOrder(context: QueueContext): number[] {
-  // Integer keys enumerate in ascending order (ECMAScript OrdinaryOwnPropertyKeys): no sort needed.
-  const keys = Object.keys(context.subqueues)
   const order: number[] = []
-  for (let index = keys.length - 1; index >= 0; index--) order.push(Number(keys[index]))
+  for (let subqueue = priorityMax; subqueue >= 0; subqueue--) if (context.subqueues[subqueue] !== undefined) order.push(subqueue)
   return order
 }
 
@@ -92,8 +94,9 @@ export function markGrown(context: QueueContext, subqueues: ReadonlyArray<number
  * jump ahead of them).
  */
 function takeEligible(context: QueueContext): { readonly subqueue: number; readonly index: number } | undefined {
-  for (const subqueue of subqueueOrder(context)) {
-    const state = context.subqueues[subqueue] as SubqueueState
+  for (let subqueue = priorityMax; subqueue >= 0; subqueue--) {
+    const state = context.subqueues[subqueue]
+    if (state === undefined) continue
     const index = firstEligible(state, context.nowMs)
     if (index >= 0) return { subqueue, index }
     if (state.readInFlight || state.mayHaveMore) return undefined
@@ -139,8 +142,9 @@ export function startDelivery(context: QueueContext): { deliveryId: string; deli
 export function startReads(context: QueueContext): [Array<Extract<QueueCommand, { type: 'store.read' }>['params']>, QueueContext] {
   const reads: Array<Extract<QueueCommand, { type: 'store.read' }>['params']> = []
   let next = context
-  for (const subqueue of subqueueOrder(context)) {
-    const state = context.subqueues[subqueue] as SubqueueState
+  for (let subqueue = priorityMax; subqueue >= 0; subqueue--) {
+    const state = context.subqueues[subqueue]
+    if (state === undefined) continue
     const room = context.limits.readPageSizeMax - (state.buffer.length - state.bufferHead)
     const ready = firstEligible(state, context.nowMs) >= 0
     if (state.readInFlight || !state.mayHaveMore || ready || room <= 0 || state.readRetryAtMs > context.nowMs) continue
@@ -216,8 +220,10 @@ export function settledDelivery(context: QueueContext, event: EventOf<'dispatch.
 /** Subqueues whose in-memory ack level is ahead of the saved one, with that level (highest priority first). */
 export function unsavedAckLevels(context: QueueContext): Array<{ subqueue: number; ackLevel: number }> {
   const unsaved: Array<{ subqueue: number; ackLevel: number }> = []
-  for (const subqueue of subqueueOrder(context)) {
-    const ackLevel = (context.subqueues[subqueue] as SubqueueState).window.ackLevel
+  for (let subqueue = priorityMax; subqueue >= 0; subqueue--) {
+    const state = context.subqueues[subqueue]
+    if (state === undefined) continue
+    const ackLevel = state.window.ackLevel
     if (ackLevel > (context.savedAckLevels[subqueue] ?? 0)) unsaved.push({ subqueue, ackLevel })
   }
   return unsaved

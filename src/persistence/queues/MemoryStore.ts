@@ -22,7 +22,7 @@
  * Does not: read a clock (times come from callers), share state between instances, or persist
  * anything on its own — `exportSnapshot` is the way out.
  */
-import { InvalidInput, OwnershipLost, Unavailable, VersionConflict } from '../../domain/errors.ts'
+import { InvalidInput, OwnershipLost, refusal, Unavailable, VersionConflict } from '../../domain/errors.ts'
 import type { JsonValue } from '../../domain/Json.ts'
 import { encodeQueueKey, makeQueueKey, type QueueKey } from '../../domain/QueueKey.ts'
 import type { StoredTask, Task } from '../../domain/Task.ts'
@@ -128,7 +128,8 @@ export function makeMemoryStore(): MemoryStore {
     const encoded = encodeQueueKey(key)
     const queue = queues.get(encoded)
     if (queue === undefined || queue.rangeId !== rangeId) {
-      throw new OwnershipLost({ queue: encoded, rangeId, currentRangeId: queue?.rangeId ?? null })
+      // An answer to a stale owner, not a failure of the store: no stack trace to capture.
+      throw refusal(() => new OwnershipLost({ queue: encoded, rangeId, currentRangeId: queue?.rangeId ?? null }))
     }
     return queue
   }
@@ -261,7 +262,7 @@ export function makeMemoryStore(): MemoryStore {
       const id = userDataKey(namespace, family)
       const currentVersion = userData.get(id)?.version ?? 0
       if (currentVersion !== expectedVersion) {
-        throw new VersionConflict({ subject: `userData ${namespace}/${family}`, expectedVersion, currentVersion })
+        throw refusal(() => new VersionConflict({ subject: `userData ${namespace}/${family}`, expectedVersion, currentVersion }))
       }
       const entry: UserDataState = { namespace, family, version: currentVersion + 1, data: structuredClone(data) }
       userData.set(id, entry)
