@@ -35,6 +35,8 @@ beforeAll(async () => {
   for (let page = 0; page < 2; page++) {
     await store.enqueueMany({ jobs: Array.from({ length: 1_000 }, (_, index) => job(`backlog-${page}-${String(index).padStart(4, '0')}`)), nowMs: 1_000 })
   }
+  // And one job due later: the driver's next due time after now.
+  await store.enqueueMany({ jobs: [fixture.job(queue, { id: 'later', runAtMs: 60_000 })], nowMs: 1_000 })
   await pool.query('ANALYZE matchbox.jobs')
 })
 
@@ -59,7 +61,7 @@ describe('per-job statements keep their plans on PostgreSQL', () => {
       const [claimed] = await store.claimDue({ queue, nowMs, claimTokens: [`token-${run}`] })
       expect(claimed?.claimToken).toBe(`token-${run}`)
       expect(await store.ackMany({ claims: [{ id: claimed?.id as string, claimToken: `token-${run}` }], nowMs })).toEqual([claimed?.id])
-      expect(await store.nextDueMs({ nowMs, queues: [queue] })).toBe(1_000)
+      expect(await store.nextDueMs({ nowMs, queues: [queue] })).toBe(60_000)
       await store.enqueue({ job: job(`late-${run}`), nowMs })
     }
     // A lone work loop acks its job in the statement that claims its next one.
