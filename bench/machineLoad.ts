@@ -23,8 +23,14 @@ export const othersCpuPercentQuiet = 5
 interface Sample {
   readonly busyTicks: number
   readonly totalTicks: number
-  readonly oursTicks: number
+  /** This process and its descendants. */
+  readonly benchTicks: number
+  /** The PostgreSQL server's processes. */
+  readonly serverTicks: number
 }
+
+// Linux's clock ticks per second (USER_HZ), the unit of /proc's CPU times.
+const ticksPerSecond = 100
 
 /** Other processes' use of the machine over a span. */
 export interface Load {
@@ -33,6 +39,10 @@ export interface Load {
   /** os.loadavg()[0] at the end of the span. */
   readonly loadAverage1m: number
   readonly quiet: boolean
+  /** CPU this process and its descendants used over the span, ms (10 ms resolution; NaN off Linux). */
+  readonly benchCpuMs: number
+  /** CPU the PostgreSQL server's processes used over the span, ms (as `benchCpuMs`). */
+  readonly serverCpuMs: number
 }
 
 function machineTicks(): { busyTicks: number; totalTicks: number } {
@@ -69,7 +79,7 @@ export function makeLoadMeter(): LoadMeter {
   const readable = existsSync('/proc/stat')
   let serverPid: number | null = null
 
-  const oursTicks = (): number => {
+  const oursTicks = (): { benchTicks: number; serverTicks: number } => {
     const parents = new Map<number, number>()
     const ticks = new Map<number, number>()
     for (const name of readdirSync('/proc')) {
@@ -80,34 +90,46 @@ export function makeLoadMeter(): LoadMeter {
       parents.set(pid, stat.parentPid)
       ticks.set(pid, stat.ticks)
     }
-    const roots = new Set<number>([process.pid, ...(serverPid === null ? [] : [serverPid])])
-    let sum = 0
+    let benchTicks = 0
+    let serverTicks = 0
     for (const [pid, value] of ticks) {
       for (let at: number | undefined = pid, depth = 0; at !== undefined && at > 1 && depth < 64; at = parents.get(at), depth++) {
-        if (roots.has(at)) {
-          sum += value
+        if (at === process.pid) {
+          benchTicks += value
+          break
+        }
+        if (serverPid !== null && at === serverPid) {
+          serverTicks += value
           break
         }
       }
     }
-    return sum
+    return { benchTicks, serverTicks }
   }
 
-  const sample = (): Sample => ({ ...machineTicks(), oursTicks: oursTicks() })
+  const sample = (): Sample => ({ ...machineTicks(), ...oursTicks() })
 
   return {
     setServerPid(pid) {
       serverPid = pid
     },
     start() {
-      if (!readable) return () => ({ othersCpuPercent: Number.NaN, loadAverage1m: loadavg()[0] ?? Number.NaN, quiet: false })
+      if (!readable) return () => ({ othersCpuPercent: Number.NaN, loadAverage1m: loadavg()[0] ?? Number.NaN, quiet: false, benchCpuMs: Number.NaN, serverCpuMs: Number.NaN })
       const before = sample()
       return () => {
         const after = sample()
         const total = after.totalTicks - before.totalTicks
-        const others = after.busyTicks - before.busyTicks - (after.oursTicks - before.oursTicks)
+        const bench = after.benchTicks - before.benchTicks
+        const server = after.serverTicks - before.serverTicks
+        const others = after.busyTicks - before.busyTicks - bench - server
         const othersCpuPercent = total <= 0 ? 0 : Math.max(0, (100 * others) / total)
-        return { othersCpuPercent, loadAverage1m: loadavg()[0] ?? Number.NaN, quiet: othersCpuPercent <= othersCpuPercentQuiet }
+        return {
+          othersCpuPercent,
+          loadAverage1m: loadavg()[0] ?? Number.NaN,
+          quiet: othersCpuPercent <= othersCpuPercentQuiet,
+          benchCpuMs: (bench * 1000) / ticksPerSecond,
+          serverCpuMs: (server * 1000) / ticksPerSecond,
+        }
       }
     },
   }

@@ -16,13 +16,16 @@ export interface Outcome {
   /** p99 ms, latency only. */
   readonly p99?: number
   readonly statementsPerJob: number
+  /** The jobs the step counted (enqueued, handled, or whose latency was seen): CPU per job is the load's over these. */
+  readonly jobs: number
   readonly load: Load
   readonly note?: string
 }
 
-/** A number as the tables print it: whole jobs/s from 100 up, ms to 2 decimals under 10. */
-export function format(value: number, unit: 'jobs/s' | 'ms' = 'jobs/s'): string {
+/** A number as the tables print it: whole jobs/s from 100 up, ms to 2 decimals under 10, CPU ms per job to 3. */
+export function format(value: number, unit: Unit = 'jobs/s'): string {
   if (!Number.isFinite(value)) return 'n/a'
+  if (unit === 'cpu ms') return value.toFixed(3)
   if (unit === 'ms') return value < 10 ? value.toFixed(2) : value.toFixed(1)
   return value >= 100 ? value.toFixed(0) : value.toFixed(1)
 }
@@ -40,16 +43,19 @@ export interface Cell {
   readonly unavailable: string | null
 }
 
+/** What a table's number is. */
+export type Unit = 'jobs/s' | 'ms' | 'cpu ms'
+
 /** One line of a table: which number of an outcome it shows, in what unit, and which way is better. */
 export interface Row {
   readonly title: string
-  readonly unit: 'jobs/s' | 'ms'
+  readonly unit: Unit
   readonly pick: (outcome: Outcome) => number
   readonly cells: ReadonlyMap<LibraryName, Cell>
   readonly higherIsBetter: boolean
 }
 
-function cellText(cell: Cell | undefined, pick: (outcome: Outcome) => number, unit: 'jobs/s' | 'ms'): string {
+function cellText(cell: Cell | undefined, pick: (outcome: Outcome) => number, unit: Unit): string {
   if (cell === undefined) return '—'
   if (cell.unavailable !== null) return 'n/a'
   const busy = cell.outcomes.filter((outcome) => outcome.busy).length

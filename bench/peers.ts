@@ -29,6 +29,11 @@
  * step, per database; if the extension cannot be loaded, from `pg_stat_database` transaction
  * counts instead, and the table says which.
  *
+ * CPU per job, over each step: this process and its children (each library's Node side, the
+ * latency child included; the bench's own waiting is idle) and the PostgreSQL processes, from
+ * /proc's 10 ms ticks. It shows where a step's time went when a rate alone cannot: a library
+ * waiting on round trips uses less CPU than its rate suggests.
+ *
  * Numbers compare libraries on one machine at one moment; they are not claims.
  *
  * Longer than the house ~400 lines: the workloads share one measuring protocol (quiet check,
@@ -199,6 +204,9 @@ async function deadlockCount(): Promise<number> {
   return Number(result.rows[0]?.n ?? 0)
 }
 
+// CPU per job over a step: this process and its children (the libraries' Node side), or the server.
+const cpuPerJob = (outcome: Outcome, side: 'benchCpuMs' | 'serverCpuMs'): number => outcome.load[side] / Math.max(1, outcome.jobs)
+
 async function measured(label: string, step: () => Promise<Outcome>): Promise<Outcome & { busy: boolean }> {
   let last: Outcome | undefined
   for (let attempt = 0; attempt <= retriesMax; attempt++) {
@@ -212,7 +220,8 @@ async function measured(label: string, step: () => Promise<Outcome>): Promise<Ou
     const verdict = outcome.load.quiet ? 'quiet' : retry ? `busy, re-run ${attempt + 1}/${retriesMax}` : 'busy, kept flagged'
     // A deadlock stalls its statements for PostgreSQL's deadlock timeout (1 s): worth seeing beside the number.
     const deadlockNote = deadlocks === 0 ? '' : `, ${deadlocks} deadlock${deadlocks === 1 ? '' : 's'}`
-    console.log(`  · ${label}: ${shown}, ${outcome.statementsPerJob.toFixed(2)} stmt/job${deadlockNote}${outcome.note === undefined ? '' : ` (${outcome.note})`} — ${describeLoad(outcome.load)} (${verdict})`)
+    const cpu = `CPU/job ${format(cpuPerJob(outcome, 'benchCpuMs'), 'cpu ms')} ms Node, ${format(cpuPerJob(outcome, 'serverCpuMs'), 'cpu ms')} ms server`
+    console.log(`  · ${label}: ${shown}, ${outcome.statementsPerJob.toFixed(2)} stmt/job, ${cpu}${deadlockNote}${outcome.note === undefined ? '' : ` (${outcome.note})`} — ${describeLoad(outcome.load)} (${verdict})`)
     if (outcome.load.quiet) return { ...outcome, busy: false }
     last = outcome
     if (!retry) break
@@ -262,7 +271,7 @@ const enqueueOne: Workload = {
       const load = window.end()
       const statements = await window.statementsSince()
       await session.discard(queue)
-      return { value: (enqueueOneJobs * 1000) / elapsedMs, statementsPerJob: statements / enqueueOneJobs, load }
+      return { value: (enqueueOneJobs * 1000) / elapsedMs, statementsPerJob: statements / enqueueOneJobs, jobs: enqueueOneJobs, load }
     }, enqueueOnly),
 }
 
@@ -289,7 +298,7 @@ const enqueueBatch: Workload = {
       const load = window.end()
       const statements = await window.statementsSince()
       await session.discard(queue)
-      return { value: (jobs * 1000) / elapsedMs, statementsPerJob: statements / jobs, load }
+      return { value: (jobs * 1000) / elapsedMs, statementsPerJob: statements / jobs, jobs, load }
     }, enqueueOnly),
 }
 
@@ -329,6 +338,7 @@ function drain(key: string, title: string, mode: DrainMode): Workload {
         return {
           value: (Math.min(reached, jobs) * 1000) / elapsedMs,
           statementsPerJob: statements / Math.max(1, reached),
+          jobs: reached,
           load,
           ...(finishedAt === null ? { note: `capped: ${reached}/${jobs} jobs in ${drainCapMs / 1000} s` } : {}),
         }
@@ -358,6 +368,7 @@ function latencyOutcome(latenciesMs: ReadonlyArray<number>, statements: number, 
     value: percentile(sorted, 50),
     p99: percentile(sorted, 99),
     statementsPerJob: statements / Math.max(1, sorted.length),
+    jobs: sorted.length,
     load,
     ...(missing > 0 ? { note: `${missing} of ${latencyJobs} jobs not started within ${latencyGraceMs / 1000} s` } : {}),
   }
@@ -507,20 +518,31 @@ try {
     results.set(workload.key, cells)
   }
 
-  const rowsOf = (pickStatements: boolean): Row[] =>
+  const rowsOf = (kind: 'results' | 'statements' | 'cpu'): Row[] =>
     workloads.flatMap((workload): Row[] => {
       const cells: ReadonlyMap<LibraryName, Cell> = results.get(workload.key) ?? new Map()
       const latency = workload.key.startsWith('latency')
       const where = workload.key === 'latency-process' ? 'other process' : 'same process'
-      if (pickStatements) return [{ title: latency ? `latency, ${where}` : workload.title.replace(/, jobs\/s.*$/, ''), unit: 'ms' as const, pick: (o: Outcome) => o.statementsPerJob, cells, higherIsBetter: false }]
+      const short = latency ? `latency, ${where}` : workload.title.replace(/, jobs\/s.*$/, '')
+      if (kind === 'statements') return [{ title: short, unit: 'ms' as const, pick: (o: Outcome) => o.statementsPerJob, cells, higherIsBetter: false }]
+      if (kind === 'cpu') {
+        return [
+          { title: `${short}: Node`, unit: 'cpu ms' as const, pick: (o: Outcome) => cpuPerJob(o, 'benchCpuMs'), cells, higherIsBetter: false },
+          { title: `${short}: server`, unit: 'cpu ms' as const, pick: (o: Outcome) => cpuPerJob(o, 'serverCpuMs'), cells, higherIsBetter: false },
+        ]
+      }
       if (!latency) return [{ title: workload.title, unit: 'jobs/s' as const, pick: (o: Outcome) => o.value, cells, higherIsBetter: true }]
       return [
         { title: `enqueue → handler start p50 ms, ${where}`, unit: 'ms' as const, pick: (o: Outcome) => o.value, cells, higherIsBetter: false },
         { title: `enqueue → handler start p99 ms, ${where}`, unit: 'ms' as const, pick: (o: Outcome) => o.p99 ?? Number.NaN, cells, higherIsBetter: false },
       ]
     })
-  printTable(`Results (median of ${rounds}; jobs/s: higher is better, ms: lower is better; ratio > 1 means Matchbox is faster for jobs/s, < 1 means lower latency for ms)`, rowsOf(false))
-  printTable(`SQL statements per job (${countingMethod}, median; lower is cheaper for the database, ratio < 1 means Matchbox sends fewer)`, rowsOf(true))
+  printTable(`Results (median of ${rounds}; jobs/s: higher is better, ms: lower is better; ratio > 1 means Matchbox is faster for jobs/s, < 1 means lower latency for ms)`, rowsOf('results'))
+  printTable(`SQL statements per job (${countingMethod}, median; lower is cheaper for the database, ratio < 1 means Matchbox sends fewer)`, rowsOf('statements'))
+  printTable(
+    'CPU per job, ms (median; Node: this process and its children, the latency worker included; server: the PostgreSQL processes; /proc ticks of 10 ms; ratio < 1 means Matchbox uses less)',
+    rowsOf('cpu'),
+  )
   console.log(`\n'busy k/n': k of the n rounds had no clean attempt (other processes > ${othersCpuPercentQuiet}% CPU), the number is kept as measured; '!': a drain hit its ${drainCapMs / 1000} s cap or latency jobs went missing (see the step lines); '—': not run for this library.`)
 } finally {
   await admin?.end().catch(() => {})
