@@ -145,6 +145,18 @@ export function ackHookOf(job: JobHandle<unknown>): AckHook {
 }
 
 /**
+ * `job.ack()`: the job's ack on its own, batched with the engine's other acks of the turn
+ * (the runtime's `ack`); refused once the stores close, `job.completed` emitted when it took effect.
+ */
+export async function ackAlone(runtime: JobsRuntime, hook: AckHook): Promise<boolean> {
+  runtime.refuseIfStoresClosed()
+  const nowMs = runtime.now()
+  const acked = await runtime.ack({ ...hook.ref, nowMs })
+  if (acked) hook.completed(nowMs)
+  return acked
+}
+
+/**
  * Acks the jobs of `hooks` (distinct ids) through `ack` — a store statement that also does more,
  * such as claiming the next jobs — with what `job.ack()` does around its own: refused once the
  * stores close, `job.completed` emitted for each job the statement deleted (`acked` names them).
@@ -186,13 +198,7 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
     get deadline() {
       return deadline
     },
-    async ack() {
-      runtime.refuseIfStoresClosed()
-      const nowMs = runtime.now()
-      const acked = await runtime.ack({ ...ref, nowMs })
-      if (acked) completed(nowMs)
-      return acked
-    },
+    ack: () => ackAlone(runtime, { ref, completed }),
     async heartbeat(extendS) {
       runtime.refuseIfStoresClosed()
       const extendMs = extendS === undefined ? null : secondsToMs('extendS', extendS, true)

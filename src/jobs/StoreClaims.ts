@@ -17,7 +17,7 @@ import { randomId } from '../kernel/Ids.ts'
 import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
 import type { ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
-import { ackHookOf, ackWith, type JobHandle } from './JobHandle.ts'
+import { ackAlone, ackHookOf, ackWith, type JobHandle } from './JobHandle.ts'
 import { type AckHook, type ClaimState, claimStateOf, type JobsRuntime } from './Runtime.ts'
 
 /**
@@ -75,15 +75,6 @@ function directOf(runtime: JobsRuntime, state: ClaimState, queue: string): NonNu
     inFlightMax: jobBatchesInFlightMax,
   })
   return state.direct
-}
-
-// `job.ack()` for an ack that could not ride.
-async function ackAlone(runtime: JobsRuntime, hook: AckHook): Promise<boolean> {
-  runtime.refuseIfStoresClosed()
-  const nowMs = runtime.now()
-  const acked = await runtime.ack({ ...hook.ref, nowMs })
-  if (acked) hook.completed(nowMs)
-  return acked
 }
 
 // Claims up to `count` head due rows of `queue` for this engine in one statement, with `acks` if

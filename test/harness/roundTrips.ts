@@ -7,32 +7,25 @@ import type { JobStore } from '../../src/persistence/jobs/JobStore.ts'
 
 /** `inner` with claimDue, ackAndClaimDue, ackMany and ack each answering a turn later. */
 export function withRoundTrips(inner: JobStore): { store: JobStore; statements: string[]; ridingPerStatement: number[] } {
-  const roundTrip = () => new Promise<void>((resolve) => setImmediate(resolve))
   const statements: string[] = []
   const ridingPerStatement: number[] = []
+  // `call` as a statement named `name`: recorded when sent, answered a turn later.
+  const slow =
+    <P, R>(name: string, call: (params: P) => Promise<R>) =>
+    async (params: P): Promise<R> => {
+      statements.push(name)
+      await new Promise<void>((resolve) => setImmediate(resolve))
+      return call(params)
+    }
   const store: JobStore = {
     ...inner,
-    async claimDue(params) {
-      statements.push('claimDue')
-      await roundTrip()
-      return inner.claimDue(params)
-    },
-    async ackAndClaimDue(params) {
-      statements.push('ackAndClaimDue')
+    claimDue: slow('claimDue', inner.claimDue),
+    ackAndClaimDue: slow('ackAndClaimDue', (params: Parameters<JobStore['ackAndClaimDue']>[0]) => {
       ridingPerStatement.push(params.acks.length)
-      await roundTrip()
       return inner.ackAndClaimDue(params)
-    },
-    async ackMany(params) {
-      statements.push('ackMany')
-      await roundTrip()
-      return inner.ackMany(params)
-    },
-    async ack(params) {
-      statements.push('ack')
-      await roundTrip()
-      return inner.ack(params)
-    },
+    }),
+    ackMany: slow('ackMany', inner.ackMany),
+    ack: slow('ack', inner.ack),
   }
   return { store, statements, ridingPerStatement }
 }
