@@ -122,13 +122,32 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     const direct = handedOver === null ? null : await claimDirectInLine(runtime, state, queue, handedOver)
     if (direct !== null) return direct
     const pollSignal = handedOver?.signal ?? signal
+    const polling = runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(pollSignal === undefined ? {} : { signal: pollSignal }) })
     let polled
     try {
-      polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(pollSignal === undefined ? {} : { signal: pollSignal }) })
+      polled = handedOver === null ? await polling : await Promise.race([polling, handedOver.offered])
     } finally {
       handedOver?.leave()
     }
     const offered = handedOver?.job() ?? null
+    if (polled === handedOff) {
+      // Handed a job: its handler starts now, while the Matching poll (its signal aborted) winds
+      // down on its own. A task Matching started for the poll meanwhile is claimed already: it
+      // goes to a worker waiting in line, else to `spare` for the next worker poll.
+      polling.then(
+        (late) => {
+          if (late === null) return
+          state.drained = false
+          const job = claimedJobOf(late.response)
+          const next = takeWaitingWorker(runtime, queue)
+          if (next === undefined) state.spare.push(job)
+          else handOver(runtime, queue, next, job)
+        },
+        // An ended poll held no task, so its failure loses nothing; the next poll meets the cause.
+        () => {},
+      )
+      return offered
+    }
     if (polled !== null) {
       // Rows behind the job Matching held may be claimable straight from the store now.
       state.drained = false
@@ -228,21 +247,27 @@ export async function serveForwardedPoll(runtime: JobsRuntime, queue: string, de
   }
 }
 
+// What `waitInLine`'s `offered` resolves to, and the reason its signal aborts with: a constant,
+// so that handing a job over builds no error (an abort without a reason builds a DOMException).
+const handedOff = Symbol('handed a job')
+
 // Puts a waiting claim in its queue's `waiting` list: `signal` ends its Matching poll when the
 // caller's signal aborts or a job is handed over (`onOffer` ends any other wait); `leave` takes
 // it off the list.
-function waitInLine(state: ClaimState, outer: AbortSignal | undefined, onOffer?: () => void): { signal: AbortSignal; job: () => JobRecord | null; leave: () => void } {
+function waitInLine(state: ClaimState, outer: AbortSignal | undefined, onOffer?: () => void): { signal: AbortSignal; offered: Promise<typeof handedOff>; job: () => JobRecord | null; leave: () => void } {
   const controller = new AbortController()
-  const abort = (): void => controller.abort()
+  const abort = (): void => controller.abort(handedOff)
   outer?.addEventListener('abort', abort, { once: true })
-  if (outer?.aborted === true) controller.abort()
+  if (outer?.aborted === true) abort()
   let handed: JobRecord | null = null
   let open = true
+  let settle: ((value: typeof handedOff) => void) | null = null
   const worker: WaitingWorker = {
     offer(job) {
       if (!open || handed !== null) return false
       handed = job
-      controller.abort()
+      settle?.(handedOff)
+      abort()
       onOffer?.()
       return true
     },
@@ -250,6 +275,9 @@ function waitInLine(state: ClaimState, outer: AbortSignal | undefined, onOffer?:
   state.waiting.push(worker)
   return {
     signal: controller.signal,
+    get offered() {
+      return handed !== null ? Promise.resolve(handedOff) : new Promise<typeof handedOff>((resolve) => (settle = resolve))
+    },
     job: () => handed,
     leave() {
       open = false
