@@ -96,6 +96,39 @@ export interface JobRecord extends NewJob {
 }
 
 /** Jobs of one queue by state. */
+/**
+ * What a store answers for `job` just inserted at `nowMs`: pending or — with `claimToken` —
+ * claimed at once (attempt 1, its deadline one visibility timeout away), carrying `payload` (the
+ * store decides whether the answer gets a copy). Every store answers an insert with this record,
+ * so none needs to read back what it wrote.
+ */
+export function insertedJobRecord(job: NewJob, nowMs: number, claimToken: string | null, payload: JsonValue): JobRecord {
+  const claimed = claimToken !== null
+  return {
+    id: job.id,
+    queue: job.queue,
+    payload,
+    priority: job.priority,
+    runAtMs: job.runAtMs,
+    expiresAtMs: job.expiresAtMs,
+    maxAttempts: job.maxAttempts,
+    visibilityTimeoutMs: job.visibilityTimeoutMs,
+    backoffBaseMs: job.backoffBaseMs,
+    deadLetterRetentionMs: job.deadLetterRetentionMs,
+    key: job.key ?? null,
+    state: claimed ? 'processing' : 'pending',
+    attempts: claimed ? 1 : 0,
+    createdAtMs: nowMs,
+    claimedAtMs: claimed ? nowMs : null,
+    claimToken,
+    deadlineMs: claimed ? nowMs + job.visibilityTimeoutMs : null,
+    lastError: null,
+    diedAtMs: null,
+    lastHandlerError: null,
+    lastHandlerStack: null,
+  }
+}
+
 export interface JobCounts {
   readonly pending: number
   readonly processing: number

@@ -34,7 +34,7 @@ import {
 } from './JobInput.ts'
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemorySchedules } from './MemoryJobSchedules.ts'
-import type { ClaimOutcome, DueJob, JobRecord, JobStore, NewJob } from './JobStore.ts'
+import { type ClaimOutcome, type DueJob, insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
 
 interface LiveRow {
   job: JobRecord
@@ -67,20 +67,7 @@ export function makeMemoryJobStore(): JobStore {
     const holder = holderOf(job.queue, job.key ?? null)
     if (holder !== undefined) return copy(holder)
     assert(!live.has(job.id) && !dead.has(job.id), `job id ${job.id} is already taken`)
-    const record: JobRecord = {
-      ...copy(job),
-      key: job.key ?? null,
-      lastHandlerError: null,
-      lastHandlerStack: null,
-      state: 'pending',
-      attempts: 0,
-      createdAtMs: nowMs,
-      claimedAtMs: null,
-      claimToken: null,
-      deadlineMs: null,
-      lastError: null,
-      diedAtMs: null,
-    }
+    const record = insertedJobRecord(job, nowMs, null, copy(job.payload))
     live.set(job.id, { job: record, dueMs: Math.max(job.runAtMs, nowMs), readySeq: ++readySeq, revision: 1 })
     return copy(record)
   }

@@ -21,8 +21,8 @@ import { toDriverError } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { type SqlSession, toStoreError } from '../../sql/SqlSession.ts'
 import { checkEnqueue, checkNewJobs, checkTime } from '../JobInput.ts'
-import type { EnqueuedJob, JobStore, NewJob, SqlClient } from '../JobStore.ts'
-import { decodeEnqueued, decodeJob, enqueueManyParams, enqueueParams } from './jobRows.ts'
+import { type EnqueuedJob, insertedJobRecord, type JobStore, type NewJob, type SqlClient } from '../JobStore.ts'
+import { decodeEnqueued, decodeJob, enqueueManyParams, enqueueParams, enqueuePayloadParam } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
 
 type Row = Record<string, unknown>
@@ -41,7 +41,7 @@ const keyOf = (job: NewJob): string => JSON.stringify([job.queue, job.key])
 
 /** The enqueue operations over `session`'s migrated `schema`; `dueChannel` is the store's due signal. */
 export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany'> {
-  const sql = { enqueue: jobSql.enqueueSql(schema), enqueueMany: jobSql.enqueueManySql(schema), analyze: `ANALYZE ${schema.quoted}.jobs` }
+  const sql = { enqueue: jobSql.enqueueSql(schema), enqueueMany: jobSql.enqueueManySql(schema), getJob: jobSql.getJobSql(schema), analyze: `ANALYZE ${schema.quoted}.jobs` }
   const { validated } = session
 
   // Planner statistics follow a growing table: after every `refreshAfter` jobs enqueued here
@@ -72,15 +72,21 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
     async enqueue(params, tx) {
       const { job, nowMs, claimToken } = validated('enqueue', () => checkEnqueue(params))
       checkTx(tx)
+      const values = enqueueParams(job, nowMs, dueChannel, claimToken)
       for (let attempt = 1; ; attempt++) {
-        const rows = await runOn(tx, 'enqueue', sql.enqueue, enqueueParams(job, nowMs, dueChannel, claimToken))
+        const rows = await runOn(tx, 'enqueue', sql.enqueue, values)
         assert(rows.length <= 1, `enqueue of ${job.id} returned ${rows.length} rows`)
         const [row] = rows
-        if (row !== undefined) {
+        if (row?.was_inserted === true) {
           inserted(1)
-          return decodeJob(row)
+          // A claimed job goes to a handler, which gets a payload of its own (parsed from the text
+          // sent); a pending job's answer is read for its id and times only.
+          return insertedJobRecord(job, nowMs, claimToken, claimToken === null ? job.payload : JSON.parse(values[enqueuePayloadParam] as string))
         }
-        // Only a keyed insert can come back empty (see enqueueSql).
+        // The key's holder, read on the same connection (the caller's transaction, if any).
+        const [holder] = row === undefined ? [] : await runOn(tx, 'enqueue', sql.getJob, [row.id, job.queue])
+        if (holder !== undefined) return decodeJob(holder)
+        // Only a keyed insert can find no row (see enqueueSql), or a holder that went away since.
         assert(job.key !== null && attempt < keyedEnqueueAttemptsMax, `enqueue of ${job.id} found neither its row nor the holder of key ${String(job.key)}`)
       }
     },

@@ -64,6 +64,9 @@ export function decodeSchedule(row: Row): ScheduleRecord {
   }
 }
 
+/** Where `enqueueParams` puts the payload's JSON text. */
+export const enqueuePayloadParam = 2
+
 /** The parameters of `enqueueSql`. The due channel rides in every enqueue: the INSERT signals the queue's owner itself, at commit. */
 export const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string, claimToken: string | null = null): unknown[] => [
   job.id,

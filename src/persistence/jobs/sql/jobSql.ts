@@ -77,9 +77,11 @@ const bury = (schema: Schema, error: string, diedAt: string, handlerError = 'las
  * transaction commits) for the queue's owner. With a claim token the row is inserted claimed
  * (processing, attempt 1, deadline and due time `$9 + $6`) and no signal is raised.
  *
- * A key held by a live job of the queue is a conflict on the partial unique index: nothing is
- * inserted and the holder is returned instead (`was_inserted` = false). No row at all means the
- * holder committed after this statement's snapshot, or went away meanwhile: run it again.
+ * Answers the inserted id (`was_inserted` true) and nothing else: the caller knows the row it
+ * wrote (JobStore.ts's `insertedJobRecord`), and a payload read back would cross the wire and be
+ * parsed twice. A key held by a live job of the queue is a conflict on the partial unique index:
+ * nothing is inserted and the holder's id is answered instead (`was_inserted` false). No row at
+ * all means the holder committed after this statement's snapshot, or went away meanwhile: run it again.
  */
 export function enqueueSql(schema: Schema): string {
   return `
@@ -93,11 +95,11 @@ VALUES ($1::text, $2::text, CASE WHEN $14::text IS NULL THEN 'pending' ELSE 'pro
    $9::bigint, $10::bigint, $11::bigint, CASE WHEN $14::text IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
    CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint END, $14::text, CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint + $6::bigint END)
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
-RETURNING ${liveRecord}
+RETURNING id, queue
 )
-SELECT inserted.*, true AS was_inserted FROM inserted LEFT JOIN LATERAL (SELECT pg_notify($12::text, inserted.queue) WHERE $14::text IS NULL) AS signal ON true
+SELECT inserted.id, true AS was_inserted FROM inserted LEFT JOIN LATERAL (SELECT pg_notify($12::text, inserted.queue) WHERE $14::text IS NULL) AS signal ON true
 UNION ALL
-SELECT ${liveRecord}, false AS was_inserted FROM ${schema.quoted}.jobs
+SELECT id, false AS was_inserted FROM ${schema.quoted}.jobs
 WHERE $13::text IS NOT NULL AND queue = $2::text AND job_key = $13::text AND NOT EXISTS (SELECT 1 FROM inserted)`
 }
 
