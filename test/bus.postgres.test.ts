@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL bus (LISTEN/NOTIFY) on a real server: messages reach only their host, in the
  * order they were sent, even when a turn's sends share one statement; a due signal reaches every
- * subscriber; a payload over the limit is refused before anything is sent; a send fails with a
+ * subscriber with its due time, and the job store's inserts raise it with the rows' due time
+ * when they share one; a payload over the limit is refused before anything is sent; a send fails with a
  * catalogue error once the pool is gone. Real I/O is waited on by conditions, bounded by turns.
  */
 import pg from 'pg'
@@ -11,6 +12,9 @@ import type { JsonValue } from '../src/domain/Json.ts'
 import { ManualClock } from '../src/kernel/Clock.ts'
 import { busMessageBytesMax } from '../src/persistence/bus/Bus.ts'
 import { makeSqlBus } from '../src/persistence/bus/SqlBus.ts'
+import { makeJobFixture } from '../src/persistence/jobs/conformance/JobFixture.ts'
+import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
+import { openSqlJobStore } from '../src/persistence/jobs/sql/SqlJobStore.ts'
 import { makePgDriver } from '../src/persistence/sql/PgDriver.ts'
 import { freshDatabase } from './harness/database.ts'
 
@@ -32,7 +36,7 @@ function busOn(driverPool: pg.Pool) {
 
 async function listener(bus: ReturnType<typeof busOn>, hostId: string) {
   const heard = { due: [] as string[], messages: [] as JsonValue[] }
-  stops.push(await bus.subscribe(hostId, { onDue: (queue) => heard.due.push(queue), onMessage: (message) => heard.messages.push(message) }))
+  stops.push(await bus.subscribe(hostId, { onDue: (queue, dueMs) => heard.due.push(`${queue} @ ${dueMs}`), onMessage: (message) => heard.messages.push(message) }))
   return heard
 }
 
@@ -70,8 +74,26 @@ describe('SqlBus', () => {
     const bus = busOn(pool)
     const a = await listener(bus, 'host-c')
     const b = await listener(bus, 'host-d')
-    await Promise.all([bus.signalDue('emails'), bus.signalDue('reports')])
-    await eventually(() => a.due.includes('reports') && b.due.includes('reports') && a.due.includes('emails') && b.due.includes('emails'), 'both hear both signals')
+    await Promise.all([bus.signalDue('emails', 1_700_000_000_123), bus.signalDue('reports', null)])
+    const both = (heard: { due: string[] }): boolean => heard.due.includes('emails @ 1700000000123') && heard.due.includes('reports @ null')
+    await eventually(() => both(a) && both(b), 'both hear both signals')
+    await bus.close()
+  })
+
+  it("hears the job store's inserts with their due time: one job's, a batch's when its rows share one, else none", async () => {
+    const bus = busOn(pool)
+    const heard = await listener(bus, 'host-f')
+    let store: JobStore | undefined
+    const fixture = makeJobFixture('postgres', () => store as JobStore, 1)
+    store = await openSqlJobStore(makePgDriver({ pool }))
+    const nowMs = 1_000_000
+    await store.enqueue({ job: fixture.job('later', { id: 'one-later', runAtMs: nowMs + 5_000 }), nowMs })
+    await store.enqueueMany({ jobs: [fixture.job('now', { id: 'now-1' }), fixture.job('now', { id: 'now-2' })], nowMs })
+    await store.enqueueMany({ jobs: [fixture.job('mixed', { id: 'mixed-1' }), fixture.job('mixed', { id: 'mixed-2', runAtMs: nowMs + 60_000 })], nowMs })
+    const expected = [`later @ ${nowMs + 5_000}`, `now @ ${nowMs}`, 'mixed @ null']
+    await eventually(() => expected.every((signal) => heard.due.includes(signal)), 'the three signals heard')
+    expect(heard.due).toEqual(expected)
+    await store.close()
     await bus.close()
   })
 

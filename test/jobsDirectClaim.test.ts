@@ -2,10 +2,10 @@
  * Claims straight from the store while due-time passes keep coming: a claim that waits for the
  * pass in progress (which may be adding older jobs to Matching) waits only for the passes asked
  * for when it arrived, so a stream of due signals — each asking for a pass — cannot hold it
- * off. Each pass here is held at its last statement (the next-due read) until the test lets it
- * go, one at a time.
+ * off. Each pass here is held at its last statement (the next-due read, which a scan always
+ * makes) until the test lets it go, one at a time.
  *
- * No sleeps: waits are on conditions; the clock does not move.
+ * No sleeps: waits are on conditions; the manual clock moves once, to a delayed job's time.
  */
 import { expect, it } from 'vitest'
 import { ManualClock, Random } from '../src/index.ts'
@@ -27,7 +27,8 @@ it('a worker waiting for the pass in progress is not held off by the passes aske
     },
   }
   const store = makeMemoryStore()
-  const mb = makeMatchbox({ hostId: 'direct', store, jobStore, clock: new ManualClock(1_700_000_000_000), random: Random.make(9), closeStores: () => store.close() })
+  const clock = new ManualClock(1_700_000_000_000)
+  const mb = makeMatchbox({ hostId: 'direct', store, jobStore, clock, random: Random.make(9), closeStores: () => store.close() })
   const q = mb.queue('q')
   // A job waits in the store; the pass its enqueue asked for is held.
   await q.enqueueMany([{ payload: 'a' }])
@@ -38,8 +39,10 @@ it('a worker waiting for the pass in progress is not held off by the passes aske
     ran.push(job.payload as string)
   })
   await settle()
-  // A due signal asks for another pass, queued behind the first.
-  await q.enqueueMany([{ payload: 'b' }])
+  // A job due later arms the driver's timer; at its time the timer asks for another pass (a
+  // scan), queued behind the first.
+  await q.enqueueMany([{ payload: 'b', delayMs: 1_000 }])
+  clock.advance(1_000)
   ;(heldPasses.shift() as () => void)()
   // The second pass is held in its turn; the worker must not wait for it.
   await until(() => heldPasses.length === 1, 'the second pass is held')

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock, type Matchbox, open } from '../src/index.ts'
 import { until } from './harness/settle.ts'
 import { freshDatabase } from './harness/database.ts'
-import { dueChannelOf } from '../src/persistence/bus/Channels.ts'
+import { dueChannelOf, dueSignalOf } from '../src/persistence/bus/Channels.ts'
 
 const start = 1_700_000_000_000
 let pool: pg.Pool
@@ -95,7 +95,7 @@ describe('transactional enqueue (postgres)', () => {
     const listener = await pool.connect()
     const signals: string[] = []
     listener.on('notification', (message) => {
-      if (message.payload === 'bulk-orders') signals.push(message.channel)
+      if (dueSignalOf(message.payload ?? '')[0] === 'bulk-orders') signals.push(message.channel)
     })
     await listener.query(`LISTEN "${dueChannelOf('matchbox')}"`)
     try {

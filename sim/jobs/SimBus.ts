@@ -45,11 +45,11 @@ export function makeSimBus(hostId: string, inner: Bus, gate: IoGate): SimBus {
   }
   return {
     kind: inner.kind,
-    signalDue: (queue) => gate.park(hostId, `${busLabelPrefix}due ${queue}`, false, () => inner.signalDue(queue)),
+    signalDue: (queue, dueMs) => gate.park(hostId, `${busLabelPrefix}due ${queue}`, false, () => inner.signalDue(queue, dueMs)),
     send: (to, message) => gate.park(hostId, `${busLabelPrefix}send →${to} ${describe(message)}`, false, () => inner.send(to, message)),
     async subscribe(subscriber, handlers) {
       const guarded: BusHandlers = {
-        onDue: (queue) => guard(() => handlers.onDue(queue)),
+        onDue: (queue, dueMs) => guard(() => handlers.onDue(queue, dueMs)),
         onMessage: (message) => guard(() => handlers.onMessage(message)),
         onGap: () => guard(() => handlers.onGap?.()),
       }

@@ -2,8 +2,10 @@
  * DueDriver, when the store fails in the middle of a pass: a reservation whose Matching add
  * failed, and whose give-back failed too, is given back by the next pass once the store
  * answers, so the job is delivered within a couple of back-off steps instead of waiting out the
- * whole reservation (`jobDeliveryRetryMs`, 30 s). ManualClock, a fake Matching, the memory job
- * store behind a wrapper that fails chosen operations.
+ * whole reservation (`jobDeliveryRetryMs`, 30 s). And a pass for due signals that said when
+ * their rows are due reads no next due time (the signals armed those times), while a pass for a
+ * signal that did not say reads it. ManualClock, a fake Matching, the memory job store behind a
+ * wrapper that fails chosen operations or counts them.
  */
 import { expect, it } from 'vitest'
 import type { MatchingHost } from '../actors/MatchingHost.ts'
@@ -14,6 +16,7 @@ import { Random } from '../kernel/Random.ts'
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../persistence/jobs/MemoryJobStore.ts'
 import { makeDueDriver } from './DueDriver.ts'
+import type { QueueRouting } from './QueueRouting.ts'
 import { resolveQueueOptions } from './QueueOptions.ts'
 
 const start = 1_700_000_000_000
@@ -63,5 +66,38 @@ it('gives back a reservation whose release failed once the store answers again',
   expect(added.map((add) => add.jobId)).toEqual(['j1'])
   expect((added[0]?.at as number) - start).toBeLessThan(3_000)
   expect((added[0]?.at as number) - start).toBeLessThan(jobDeliveryRetryMs)
+  await driver.close()
+})
+
+it('reads the next due time after a due signal that did not say it, and not after one that did', async () => {
+  const clock = new ManualClock(start)
+  const inner = makeMemoryJobStore()
+  const calls: string[] = []
+  const jobStore = new Proxy(inner, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        calls.push(String(property))
+        return (value as (...a: unknown[]) => unknown).apply(target, args)
+      }
+    },
+  }) as JobStore
+  // One engine alone on its store: a signal's pass covers the signalled queues only.
+  const routing = { membership: undefined, load: () => Promise.resolve(1), owns: () => true } as unknown as QueueRouting
+  const matching = { addTask: () => Promise.resolve({ taskId: 1 }) } as unknown as MatchingHost
+  const driver = makeDueDriver({ jobStore, matching, clock, random: Random.make(1), routing, deliveryDemand: () => new Map() })
+  // The first pass is a scan, which reads it.
+  await driver.run()
+  expect(calls.filter((call) => call === 'nextDueMs')).toHaveLength(1)
+
+  calls.length = 0
+  driver.notifyDue(clock.now(), 'q')
+  await driver.idle()
+  expect(calls).not.toContain('nextDueMs')
+
+  driver.kick('q')
+  await driver.idle()
+  expect(calls.filter((call) => call === 'nextDueMs')).toHaveLength(1)
   await driver.close()
 })

@@ -57,7 +57,10 @@ export interface DueDriver {
    * jumped); otherwise returns at once. Workers use it: the timers and the scan deliver for them.
    */
   runIfDue(): Promise<void>
-  /** Requests a pass soon without waiting for it: for `queue` (a due signal), or a full scan. */
+  /**
+   * Requests a pass soon without waiting for it: a full scan, or for `queue` (a due signal that
+   * does not say when its rows are due: that pass also reads the queue's next due time).
+   */
   kick(queue?: string): void
   /** A row of `queue` became due at `dueMs`: make sure a pass runs then. */
   notifyDue(dueMs: number, queue?: string): void
@@ -127,6 +130,10 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   // also scan the store for queue names (a timer, a lazy claim, a change of ownership).
   const signalled = new Set<string>()
   let scanNeeded = true
+  // A due signal without its time came since the last pass: the next pass reads the next due
+  // time of its queues. Every other signal says when its rows are due (`notifyDue` arms that
+  // time), so a pass that served only such signals and reserved nothing skips that read.
+  let untimedSignal = false
   const now = () => Math.floor(clock.now())
   const outage = makeOutageBackoff(options.random)
   // Reservations of failed adds that could not be given back because the store failed as well:
@@ -157,7 +164,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     const armed = { atMs, cancel: clock.setTimer(atMs - clock.now(), () => {
       if (timer === armed) timer = null
       scanNeeded = true
-      kick()
+      request()
     }) }
     timer = armed
   }
@@ -229,6 +236,9 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     const nowMs = now()
     const startedMs = nowMs
     let nextMs = nowMs + jobDueScanIntervalMs
+    // Reservations and their give-backs move due times; so may rows this engine heard no time for.
+    let readNextDue = untimedSignal || unreleased.length > 0
+    untimedSignal = false
     try {
       if (unreleased.length > 0) {
         const pending = unreleased
@@ -236,15 +246,20 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
         await release(pending)
       }
       const scanning = scanNeeded
+      if (scanning) readNextDue = true
       const queues = await queuesOfPass(nowMs)
       if (queues !== null && queues.length === 0) return arm(nextMs)
+      if (queues === null) readNextDue = true
       // Queues whose due rows the waiting workers took all of need no reservation round.
       const drained = (await options.claimForWaiting?.(queues, nowMs)) ?? []
       const reserving = queues === null ? null : queues.filter((queue) => !drained.includes(queue))
       if (options.deliveryDemand === undefined) {
         while (reserving === null || reserving.length > 0) {
           const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: jobDeliveryBatchMax, queues: reserving })
-          if (due.length > 0) await deliver(due)
+          if (due.length > 0) {
+            readNextDue = true
+            await deliver(due)
+          }
           if (due.length < jobDeliveryBatchMax || closed) break
         }
       } else {
@@ -254,13 +269,19 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
         for (const [queue, count] of options.deliveryDemand()) {
           if (closed || (reserving !== null && !reserving.includes(queue)) || drained.includes(queue)) continue
           const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: Math.min(count, jobDeliveryBatchMax), queues: [queue] })
-          if (due.length > 0) await deliver(due)
+          if (due.length > 0) {
+            readNextDue = true
+            await deliver(due)
+          }
         }
       }
-      // The next due time after now: due rows not taken are the backlog (claims take them) or rows
-      // another connection holds (the scan looks again).
-      const next = await jobStore.nextDueMs({ nowMs: now(), queues })
-      if (next !== null && next > now()) nextMs = Math.min(nextMs, next)
+      // The next due time after now (reservations and their give-backs moved some): due rows not
+      // taken are the backlog (claims take them) or rows another connection holds (the scan
+      // looks again).
+      if (readNextDue) {
+        const next = await jobStore.nextDueMs({ nowMs: now(), queues })
+        if (next !== null && next > now()) nextMs = Math.min(nextMs, next)
+      }
       outage.succeeded()
     } catch (error) {
       // An unavailable store: a scan tries again after the back-off step (kicks wait for it too).
@@ -289,7 +310,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     return started
   }
 
-  const kick = (queue?: string): void => {
+  const request = (queue?: string): void => {
     if (closed) return
     if (queue === undefined) scanNeeded = true
     else signalled.add(queue)
@@ -312,9 +333,12 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       scanNeeded = true
       return run()
     },
-    kick,
+    kick(queue) {
+      if (queue !== undefined) untimedSignal = true
+      request(queue)
+    },
     notifyDue(dueMs, queue) {
-      if (dueMs <= clock.now()) kick(queue)
+      if (dueMs <= clock.now()) request(queue)
       else arm(dueMs)
     },
     waitForDelivery(queue, untilMs) {

@@ -227,7 +227,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
       driver.notifyDue(dueMs, queue)
       // The owner hears it from the store when the store signals enqueues itself.
       if (group === undefined || routing.owns(queue) || (byEnqueue && group.storeSignalsDue)) return
-      group.bus.signalDue(queue).catch((error: unknown) => {
+      group.bus.signalDue(queue, dueMs).catch((error: unknown) => {
         if (!isMatchboxError(error)) report('due signal')(error)
       })
     },
@@ -241,7 +241,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     group === undefined
       ? Promise.resolve(null)
       : group.bus.subscribe(parts.hostId, {
-          onDue: (queue) => driver.kick(queue),
+          onDue: (queue, dueMs) => (dueMs === null ? driver.kick(queue) : driver.notifyDue(dueMs, queue)),
           onMessage: (message) => forwarding?.onMessage(message),
           onGap: () => driver.kick(),
         })

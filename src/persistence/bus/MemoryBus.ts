@@ -32,9 +32,9 @@ export function makeMemoryBus(): MemoryBus {
     setTap(next) {
       tap = next
     },
-    async signalDue(queue) {
+    async signalDue(queue, dueMs) {
       if (closed || (tap !== null && tap({ kind: 'due', queue }) === 'drop')) return
-      for (const subscriber of Array.from(subscribers)) later(() => subscriber.handlers.onDue(queue))
+      for (const subscriber of Array.from(subscribers)) later(() => subscriber.handlers.onDue(queue, dueMs))
     },
     async send(hostId, message) {
       if (closed || (tap !== null && tap({ kind: 'host', to: hostId, message }) === 'drop')) return

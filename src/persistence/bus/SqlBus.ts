@@ -25,7 +25,7 @@ import { makeMicroBatcher } from '../../kernel/MicroBatcher.ts'
 import type { Driver, Listener } from '../sql/Driver.ts'
 import { makeSqlSession } from '../sql/SqlSession.ts'
 import { type Bus, busMessageBytesMax } from './Bus.ts'
-import { dueChannelOf, hostChannelOf } from './Channels.ts'
+import { dueChannelOf, dueSignalOf, dueSignalPayload, hostChannelOf } from './Channels.ts'
 
 /** What a SQL bus needs. */
 export interface SqlBusOptions {
@@ -67,7 +67,7 @@ export function makeSqlBus(options: SqlBusOptions): Bus {
   return {
     kind: 'postgres',
 
-    signalDue: (queue) => notify(dueChannel, queue),
+    signalDue: (queue, dueMs) => notify(dueChannel, dueSignalPayload(queue, dueMs)),
 
     send: (hostId, message) => notify(hostChannelOf(options.schema, hostId), JSON.stringify({ to: hostId, message })),
 
@@ -79,7 +79,7 @@ export function makeSqlBus(options: SqlBusOptions): Bus {
       let stopped = false
 
       const onNotification = (channel: string, payload: string): void => {
-        if (channel === dueChannel) return handlers.onDue(payload)
+        if (channel === dueChannel) return handlers.onDue(...dueSignalOf(payload))
         if (channel !== hostChannel) return
         let envelope: { to?: unknown; message?: JsonValue }
         try {

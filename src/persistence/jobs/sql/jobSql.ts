@@ -69,6 +69,9 @@ const exhausted = (now: string) =>
 const bury = (schema: Schema, error: string, diedAt: string, handlerError = 'last_handler_error, last_handler_stack') =>
   `INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns}) SELECT ${movedColumns}, ${error}, ${diedAt}, ${handlerError} FROM moved`
 
+// A due signal's payload (bus/Channels.ts's `dueSignalPayload`): the queue, a tab, the due time.
+const dueSignal = (queue: string, dueMs: string): string => `${queue} || chr(9) || (${dueMs})::text`
+
 /**
  * `$1` id, `$2` queue, `$3` payload json, `$4` priority, `$5` max attempts, `$6` visibility ms,
  * `$7` backoff base ms, `$8` retention ms or null, `$9` now, `$10` run at, `$11` expires at or null,
@@ -95,9 +98,9 @@ VALUES ($1::text, $2::text, CASE WHEN $14::text IS NULL THEN 'pending' ELSE 'pro
    $9::bigint, $10::bigint, $11::bigint, CASE WHEN $14::text IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
    CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint END, $14::text, CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint + $6::bigint END)
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
-RETURNING id, queue
+RETURNING id, queue, due_ms
 )
-SELECT inserted.id, true AS was_inserted FROM inserted LEFT JOIN LATERAL (SELECT pg_notify($12::text, inserted.queue) WHERE $14::text IS NULL) AS signal ON true
+SELECT inserted.id, true AS was_inserted FROM inserted LEFT JOIN LATERAL (SELECT pg_notify($12::text, ${dueSignal('inserted.queue', 'inserted.due_ms')}) WHERE $14::text IS NULL) AS signal ON true
 UNION ALL
 SELECT id, false AS was_inserted FROM ${schema.quoted}.jobs
 WHERE $13::text IS NOT NULL AND queue = $2::text AND job_key = $13::text AND NOT EXISTS (SELECT 1 FROM inserted)`
@@ -108,7 +111,8 @@ WHERE $13::text IS NOT NULL AND queue = $2::text AND job_key = $13::text AND NOT
  * `$1` the jobs as one JSON array (`enqueueManyParams`: one object per job, its payload wrapped
  * in a one-element array so a JSON null payload stays a value), `$2` now, `$3` the due channel.
  * One document parses faster on both sides than a dozen parallel arrays with escaped elements.
- * The due signal is raised once per queue that got a row, not once per row.
+ * The due signal is raised once per queue that got a row, not once per row, with the rows' due
+ * time when they share one.
  *
  * Returns, per job answered, its id and runAt: the inserted rows and, for each keyed job that
  * inserted nothing, the live job of its queue holding its key (`asked_id` names the job each row
@@ -129,10 +133,14 @@ WITH input AS (
      $2::bigint, run_at_ms, expires_at_ms, GREATEST(run_at_ms, $2::bigint), job_key
   FROM input ORDER BY position
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
-  RETURNING id, queue, run_at_ms
+  RETURNING id, queue, run_at_ms, due_ms
 )
 SELECT inserted.id, inserted.run_at_ms, inserted.id AS asked_id
-FROM inserted CROSS JOIN (SELECT count(pg_notify($3::text, queue)) FROM (SELECT DISTINCT queue FROM inserted) AS queues) AS signal
+FROM inserted CROSS JOIN (
+  SELECT count(pg_notify($3::text, payload)) FROM (
+    SELECT CASE WHEN min(due_ms) = max(due_ms) THEN ${dueSignal('queue', 'min(due_ms)')} ELSE queue END AS payload FROM inserted GROUP BY queue
+  ) AS queues
+) AS signal
 UNION ALL
 SELECT holder.id, holder.run_at_ms, input.id AS asked_id
 FROM input JOIN ${schema.quoted}.jobs AS holder ON holder.queue = input.queue AND holder.job_key = input.job_key
