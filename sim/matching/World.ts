@@ -90,6 +90,7 @@ export class World {
   readonly #faults = Object.fromEntries(faultNames.map((name) => [name, 0])) as Record<FaultName, number>
   readonly #trace: TraceLog
   readonly #families: Array<{ family: string; type: TaskType }> = []
+  readonly #owners = new Map<string, string | null>()
   #events = 0
   #ioRuns = 0
   #jobSequence = 0
@@ -272,11 +273,19 @@ export class World {
     if (alive.length === 0) return undefined
     if (this.#decide.chance(0.8)) {
       const partition = this.#decide.int(0, this.#options.partitionCount - 1)
-      const owner = ownerOf({ namespace: 'default', family, type, partition }, this.#hosts.map((host) => host.id))
+      const owner = this.#ownerOf(family, type, partition)
       const host = alive.find((candidate) => candidate.id === owner)
       if (host !== undefined) return host
     }
     return this.#decide.pick(alive)
+  }
+
+  // The rendezvous owner among every host (alive or not), which never changes during a run.
+  #ownerOf(family: string, type: TaskType, partition: number): string | null {
+    const name = `${family}/${type}/${partition}`
+    let owner = this.#owners.get(name)
+    if (owner === undefined) this.#owners.set(name, (owner = ownerOf({ namespace: 'default', family, type, partition }, this.#hosts.map((host) => host.id))))
+    return owner
   }
 
   #produce(): void {
