@@ -188,27 +188,28 @@ export class World {
 
   #maybeFault(): boolean {
     const faults = this.#options.faults
-    const alive = this.#hosts.filter((host) => host.alive)
-    const dead = this.#hosts.filter((host) => !host.alive)
-    if (alive.length > 0 && this.#decide.chance(faults['crash.beforeStore'])) {
-      const host = this.#decide.pick(alive)
+    // Counted first, listed only when a fault strikes: most steps strike none.
+    let aliveCount = 0
+    for (const host of this.#hosts) if (host.alive) aliveCount++
+    if (aliveCount > 0 && this.#decide.chance(faults['crash.beforeStore'])) {
+      const host = this.#decide.pick(this.#aliveHosts())
       this.#fault('crash.beforeStore', `${host.id} crashes (${host.crash()} parked calls dropped)`, host.id)
       return true
     }
-    if (dead.length > 0 && this.#decide.chance(faults.restart * 4)) {
-      const host = this.#decide.pick(dead)
+    if (aliveCount < this.#hosts.length && this.#decide.chance(faults.restart * 4)) {
+      const host = this.#decide.pick(this.#hosts.filter((other) => !other.alive))
       host.restart()
       this.#fault('restart', `${host.id} restarts`, host.id)
       return true
     }
-    if (alive.length > 0 && this.#decide.chance(faults.takeover)) {
-      const host = this.#decide.pick(alive)
+    if (aliveCount > 0 && this.#decide.chance(faults.takeover)) {
+      const host = this.#decide.pick(this.#aliveHosts())
       host.membership.set([host.id])
       this.#fault('takeover', `${host.id} believes it owns every partition`, host.id)
       return true
     }
-    if (alive.length > 0 && this.#decide.chance(faults['membership.disagree'])) {
-      const host = this.#decide.pick(alive)
+    if (aliveCount > 0 && this.#decide.chance(faults['membership.disagree'])) {
+      const host = this.#decide.pick(this.#aliveHosts())
       const view = this.#hosts.filter((other) => other === host || this.#decide.chance(0.5)).map((other) => other.id)
       host.membership.set(view)
       this.#fault('membership.disagree', `${host.id} now sees [${view.join(', ')}]`, host.id)
@@ -226,6 +227,10 @@ export class World {
       return true
     }
     return false
+  }
+
+  #aliveHosts(): SimHost[] {
+    return this.#hosts.filter((host) => host.alive)
   }
 
   #fault(name: FaultName, line: string, hostId?: string): void {
@@ -397,7 +402,8 @@ export class World {
   }
 
   #allDelivered(): boolean {
-    for (const [jobId, outcome] of this.#adds) if (outcome === 'accepted' && !this.#history.isHandled(jobId)) return false
+    // Keys, not entries: this runs every liveness step over every add of the run.
+    for (const jobId of this.#adds.keys()) if (this.#adds.get(jobId) === 'accepted' && !this.#history.isHandled(jobId)) return false
     return true
   }
 
