@@ -91,6 +91,10 @@ export class World {
   readonly #trace: TraceLog
   readonly #families: Array<{ family: string; type: TaskType }> = []
   readonly #owners = new Map<string, string | null>()
+  // The trace prefix of the current step and time (see #log).
+  #prefix = ''
+  #prefixStep = -1
+  #prefixMs = Number.NaN
   #events = 0
   #ioRuns = 0
   #jobSequence = 0
@@ -429,6 +433,13 @@ export class World {
   }
 
   #log(line: string): void {
-    this.#trace.add(`${this.#step} @${this.#clock.now() - epochMs} ${line}`)
+    // Most lines of a step share its prefix: it is rebuilt only when the step or the time moves.
+    const nowMs = this.#clock.now()
+    if (this.#prefixStep !== this.#step || this.#prefixMs !== nowMs) {
+      this.#prefixStep = this.#step
+      this.#prefixMs = nowMs
+      this.#prefix = `${this.#step} @${nowMs - epochMs} `
+    }
+    this.#trace.add(this.#prefix + line)
   }
 }
