@@ -16,6 +16,10 @@
  *
  * The mailbox serializes routing and lifecycle decisions only; an add or a poll completes on
  * its physical queue, so batching and long polls are never blocked behind each other.
+ *
+ * Length: a little past 400 lines because the requests come in two faces (Effects, and a reply
+ * callback for the Matching host's Promise face) over the one mailbox and its refusal book;
+ * split apart, each face would re-read the other's state.
  */
 import { Deferred, Effect, Exit, Queue, type Scope } from 'effect'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
