@@ -389,11 +389,18 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         owed.set(reply as Reply<unknown>, refusal)
         return Effect.andThen(Queue.offer(mailbox, make(reply)), Deferred.await(answer))
       })
-    // The same for a caller that is not a fiber: the answer goes to `reply`.
+    // The same for a caller that is not a fiber: the answer goes to `reply`, once (the first
+    // answer wins, as a Deferred's does).
     const send = <A>(make: (reply: Reply<A>) => Message, refusal: () => Exit.Exit<A, MatchboxError>, reply: Reply<A>): void => {
       if (closed) return reply(refusal())
-      owed.set(reply as Reply<unknown>, refusal)
-      const message = make(reply)
+      let answered = false
+      const once: Reply<A> = (exit) => {
+        if (answered) return
+        answered = true
+        reply(exit)
+      }
+      owed.set(once as Reply<unknown>, refusal)
+      const message = make(once)
       if (!Queue.offerUnsafe(mailbox, message)) offerWhenRoom(message)
     }
     const refuse = <A>(): Exit.Exit<A, MatchboxError> => Exit.fail(refused())
@@ -407,9 +414,9 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       retireVersion: (version) => ask<number>((reply) => ({ kind: 'retire', version, reply }), refuse),
       warm: (versions, deadlineMs, signal) => Effect.orDie(ask<void>((reply) => ({ kind: 'warm', versions, deadlineMs, signal, reply }), () => Exit.void)),
       requests: {
-        addTask: (task, reply) => send<Added>((reply) => ({ kind: 'add', task, reply }), refuse, reply),
-        poll: (poller, deadlineMs, signal, reply) => send<Polled>((reply) => ({ kind: 'poll', poller, deadlineMs, signal, reply }), refuse, reply),
-        warm: (versions, deadlineMs, signal, reply) => send<void>((reply) => ({ kind: 'warm', versions, deadlineMs, signal, reply }), () => Exit.void, reply),
+        addTask: (task, reply) => send<Added>((once) => ({ kind: 'add', task, reply: once }), refuse, reply),
+        poll: (poller, deadlineMs, signal, reply) => send<Polled>((once) => ({ kind: 'poll', poller, deadlineMs, signal, reply: once }), refuse, reply),
+        warm: (versions, deadlineMs, signal, reply) => send<void>((once) => ({ kind: 'warm', versions, deadlineMs, signal, reply: once }), () => Exit.void, reply),
       },
       isUnloaded: () => unloaded,
       loadedQueues: () => [...queues.values()],
