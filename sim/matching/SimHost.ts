@@ -22,7 +22,10 @@ import { InstanceTags, makeSimStore } from './SimStore.ts'
 /** A membership view over a host list the world can change. */
 class BendableMembership implements MembershipView {
   #hosts: ReadonlyArray<string>
+  // Owners by canonical partition name, and by key object: the host asks with the same key
+  // objects again and again, and an identity lookup skips encoding the name.
   #owners = new Map<string, string | null>()
+  #ownersByKey = new WeakMap<PartitionKey, string | null>()
   readonly #listeners = new Set<() => void>()
 
   constructor(hosts: ReadonlyArray<string>) {
@@ -37,16 +40,20 @@ class BendableMembership implements MembershipView {
     if (hosts.join() === this.#hosts.join()) return
     this.#hosts = hosts
     this.#owners = new Map()
+    this.#ownersByKey = new WeakMap()
     for (const listener of this.#listeners) listener()
   }
 
   ownerOf(partition: PartitionKey): string | null {
+    const known = this.#ownersByKey.get(partition)
+    if (known !== undefined) return known
     const encoded = encodePartitionKey(partition)
     let owner = this.#owners.get(encoded)
     if (owner === undefined) {
       owner = ownerOfEncoded(encoded, this.#hosts)
       this.#owners.set(encoded, owner)
     }
+    this.#ownersByKey.set(partition, owner)
     return owner
   }
 

@@ -94,8 +94,9 @@ export class InstanceTags {
       this.#ofActor.set(actor, isAnswer ? answered.id : (this.#started.get(queue) ?? this.#next(queue)))
       this.#started.delete(queue)
     }
-    const calls = commands.map((command) => command.type).filter((type) => type === 'store.acquire' || type === 'store.append' || type === 'store.checkpoint')
-    this.#stepping = calls.length === 0 ? null : { actor, calls }
+    let calls: string[] | null = null
+    for (const { type } of commands) if (type === 'store.acquire' || type === 'store.append' || type === 'store.checkpoint') (calls ??= []).push(type)
+    this.#stepping = calls === null ? null : { actor, calls }
   }
 
   /** The instance a stepping actor is (after `stepped` bound it). */

@@ -90,6 +90,11 @@ export class World {
   readonly #faults = Object.fromEntries(faultNames.map((name) => [name, 0])) as Record<FaultName, number>
   readonly #trace: TraceLog
   readonly #families: Array<{ family: string; type: TaskType }> = []
+  readonly #owners = new Map<string, string | null>()
+  // The trace prefix of the current step and time (see #log).
+  #prefix = ''
+  #prefixStep = -1
+  #prefixMs = Number.NaN
   #events = 0
   #ioRuns = 0
   #jobSequence = 0
@@ -187,27 +192,28 @@ export class World {
 
   #maybeFault(): boolean {
     const faults = this.#options.faults
-    const alive = this.#hosts.filter((host) => host.alive)
-    const dead = this.#hosts.filter((host) => !host.alive)
-    if (alive.length > 0 && this.#decide.chance(faults['crash.beforeStore'])) {
-      const host = this.#decide.pick(alive)
+    // Counted first, listed only when a fault strikes: most steps strike none.
+    let aliveCount = 0
+    for (const host of this.#hosts) if (host.alive) aliveCount++
+    if (aliveCount > 0 && this.#decide.chance(faults['crash.beforeStore'])) {
+      const host = this.#decide.pick(this.#aliveHosts())
       this.#fault('crash.beforeStore', `${host.id} crashes (${host.crash()} parked calls dropped)`, host.id)
       return true
     }
-    if (dead.length > 0 && this.#decide.chance(faults.restart * 4)) {
-      const host = this.#decide.pick(dead)
+    if (aliveCount < this.#hosts.length && this.#decide.chance(faults.restart * 4)) {
+      const host = this.#decide.pick(this.#hosts.filter((other) => !other.alive))
       host.restart()
       this.#fault('restart', `${host.id} restarts`, host.id)
       return true
     }
-    if (alive.length > 0 && this.#decide.chance(faults.takeover)) {
-      const host = this.#decide.pick(alive)
+    if (aliveCount > 0 && this.#decide.chance(faults.takeover)) {
+      const host = this.#decide.pick(this.#aliveHosts())
       host.membership.set([host.id])
       this.#fault('takeover', `${host.id} believes it owns every partition`, host.id)
       return true
     }
-    if (alive.length > 0 && this.#decide.chance(faults['membership.disagree'])) {
-      const host = this.#decide.pick(alive)
+    if (aliveCount > 0 && this.#decide.chance(faults['membership.disagree'])) {
+      const host = this.#decide.pick(this.#aliveHosts())
       const view = this.#hosts.filter((other) => other === host || this.#decide.chance(0.5)).map((other) => other.id)
       host.membership.set(view)
       this.#fault('membership.disagree', `${host.id} now sees [${view.join(', ')}]`, host.id)
@@ -225,6 +231,10 @@ export class World {
       return true
     }
     return false
+  }
+
+  #aliveHosts(): SimHost[] {
+    return this.#hosts.filter((host) => host.alive)
   }
 
   #fault(name: FaultName, line: string, hostId?: string): void {
@@ -272,11 +282,19 @@ export class World {
     if (alive.length === 0) return undefined
     if (this.#decide.chance(0.8)) {
       const partition = this.#decide.int(0, this.#options.partitionCount - 1)
-      const owner = ownerOf({ namespace: 'default', family, type, partition }, this.#hosts.map((host) => host.id))
+      const owner = this.#ownerOf(family, type, partition)
       const host = alive.find((candidate) => candidate.id === owner)
       if (host !== undefined) return host
     }
     return this.#decide.pick(alive)
+  }
+
+  // The rendezvous owner among every host (alive or not), which never changes during a run.
+  #ownerOf(family: string, type: TaskType, partition: number): string | null {
+    const name = `${family}/${type}/${partition}`
+    let owner = this.#owners.get(name)
+    if (owner === undefined) this.#owners.set(name, (owner = ownerOf({ namespace: 'default', family, type, partition }, this.#hosts.map((host) => host.id))))
+    return owner
   }
 
   #produce(): void {
@@ -388,7 +406,8 @@ export class World {
   }
 
   #allDelivered(): boolean {
-    for (const [jobId, outcome] of this.#adds) if (outcome === 'accepted' && !this.#history.isHandled(jobId)) return false
+    // Keys, not entries: this runs every liveness step over every add of the run.
+    for (const jobId of this.#adds.keys()) if (this.#adds.get(jobId) === 'accepted' && !this.#history.isHandled(jobId)) return false
     return true
   }
 
@@ -414,6 +433,13 @@ export class World {
   }
 
   #log(line: string): void {
-    this.#trace.add(`${this.#step} @${this.#clock.now() - epochMs} ${line}`)
+    // Most lines of a step share its prefix: it is rebuilt only when the step or the time moves.
+    const nowMs = this.#clock.now()
+    if (this.#prefixStep !== this.#step || this.#prefixMs !== nowMs) {
+      this.#prefixStep = this.#step
+      this.#prefixMs = nowMs
+      this.#prefix = `${this.#step} @${nowMs - epochMs} `
+    }
+    this.#trace.add(this.#prefix + line)
   }
 }

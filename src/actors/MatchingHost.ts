@@ -16,10 +16,11 @@
  * Does not: forward requests to other hosts. A request for a family none of whose partitions
  * is ours fails with a retryable `Unavailable`; a router in front of the hosts picks the host.
  *
- * Length: a little past 400 lines because the Effect program, its Promise face and its Layer
- * share the routing and the unload bookkeeping; split apart, each would re-read the other's state.
+ * Length: past 400 lines because the request bodies, the Effect and Promise faces that wrap them
+ * and the Layer share the routing and the unload bookkeeping; split apart, each would re-read the
+ * other's state.
  */
-import { Context, Effect, Exit, Layer, Result, Scope } from 'effect'
+import { Cause, Context, Effect, Exit, Layer, Scope } from 'effect'
 import { Scheduler as SchedulerReference, type Scheduler } from 'effect/Scheduler'
 import { InvalidInput, isMatchboxError, type MatchboxError, refusal, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import type { JsonValue } from '../domain/Json.ts'
@@ -32,7 +33,7 @@ import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol
 import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { Store, UserData } from '../persistence/queues/Store.ts'
 import type { History, PollerInfo } from './History.ts'
-import { makePartitionActor, type PartitionActor, type RestartEntry } from './PartitionActor.ts'
+import { makePartitionActor, type PartitionActor, type Reply, type RestartEntry } from './PartitionActor.ts'
 import type { PhysicalQueueActor } from './PhysicalQueueActor.ts'
 
 /** The membership view a host needs (see Membership.ts for static and dynamic ones). */
@@ -286,81 +287,153 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   const fromStore = <A>(call: () => Promise<A>): Effect.Effect<A, MatchingError> =>
     Effect.tryPromise({ try: call, catch: (error) => error }).pipe(Effect.catch((error: unknown) => (isMatchboxError(error) ? Effect.fail(error) : Effect.die(error))))
 
-  const loadCurrentVersion = (namespace: string, family: string): Effect.Effect<void, MatchingError> =>
-    Effect.suspend(() => {
-      const key = familyKey(namespace, family)
-      if (currentVersions.has(key)) return Effect.void
-      return Effect.map(
-        fromStore(() => options.store.getUserData({ namespace, family })),
-        (userData) => void currentVersions.set(key, currentVersionOf(userData)),
-      )
-    })
+  // A failure thrown by a synchronous check: a catalogue error fails, anything else is a defect.
+  const exitOf = (error: unknown): Exit.Exit<never, MatchingError> => (isMatchboxError(error) ? Exit.fail(error) : Exit.die(error))
+  // The catalogue error an answer failed with, if it did (not a defect).
+  const errorOf = (exit: Exit.Exit<unknown, MatchingError>): MatchingError | undefined =>
+    Exit.isFailure(exit) && Exit.hasFails(exit) ? (Cause.squash(exit.cause) as MatchingError) : undefined
 
-  const addTask = (request: AddTaskRequest): Effect.Effect<AddTaskOutcome, MatchingError> =>
-    Effect.gen(function* () {
-      yield* refuseIfClosed
+  // addTask and poll are written once, with a callback for the answer, and both faces wrap them:
+  // the Promise face without a fiber per call, the Effect face with the answer in its error
+  // channel. Each continues synchronously from a partition's answer, as an awaiting fiber would.
+
+  const addTaskWith = (request: AddTaskRequest, done: Reply<AddTaskOutcome>): void => {
+    if (closed) return done(Exit.fail(shuttingDown()))
+    let route: Route
+    let task: Task
+    try {
       const owned = ownedPartitions(request.namespace, request.family, request.type)
-      const task = yield* attempt(() => makeTask({ ...request.task, createdAtMs: request.task.createdAtMs ?? clock.now() }))
-      if (owned.length === 0) return yield* Effect.fail(noPartition(request.namespace, request.family, request.type))
-      const route = random.pick(owned)
-      const key = route.key
-      // One retry: the partition may have been unloading when the add reached it.
-      for (let attemptIndex = 0; ; attemptIndex++) {
-        const result = yield* Effect.result(actorFor(route).addTask(task))
-        if (Result.isSuccess(result)) {
-          const added = result.success
-          return added.kind === 'matched' ? { kind: 'matched', partition: key.partition } : { kind: 'spooled', partition: key.partition, taskId: added.taskId }
-        }
-        // Refused without a write (the partition was unloading, or its queue had just lost
-        // ownership): one fresh attempt, as a caller would retry.
-        const error = result.failure
-        const refusedCleanly = error._tag === 'ShuttingDown' || error._tag === 'OwnershipLost'
-        if (!refusedCleanly || attemptIndex > 0 || closed) return yield* Effect.fail(error)
-        // Let the partition settle the death that refused us before routing again.
-        yield* Effect.promise(() => Promise.resolve())
+      task = makeTask({ ...request.task, createdAtMs: request.task.createdAtMs ?? clock.now() })
+      if (owned.length === 0) return done(Exit.fail(noPartition(request.namespace, request.family, request.type)))
+      route = random.pick(owned)
+    } catch (error) {
+      return done(exitOf(error))
+    }
+    const partition = route.key.partition
+    // One retry: the partition may have been unloading when the add reached it.
+    const attemptAdd = (attemptIndex: number): void => {
+      try {
+        actorFor(route).requests.addTask(task, (exit) => {
+          if (Exit.isSuccess(exit)) {
+            const added = exit.value
+            return done(Exit.succeed(added.kind === 'matched' ? { kind: 'matched', partition } : { kind: 'spooled', partition, taskId: added.taskId }))
+          }
+          // Refused without a write (the partition was unloading, or its queue had just lost
+          // ownership): one fresh attempt, as a caller would retry.
+          const error = errorOf(exit)
+          const refusedCleanly = error?._tag === 'ShuttingDown' || error?._tag === 'OwnershipLost'
+          if (!refusedCleanly || attemptIndex > 0 || closed) return done(Exit.failCause(exit.cause))
+          // Let the partition settle the death that refused us before routing again.
+          void Promise.resolve().then(() => attemptAdd(attemptIndex + 1))
+        })
+      } catch (error) {
+        done(exitOf(error))
       }
-    })
+    }
+    attemptAdd(0)
+  }
 
-  const poll = (request: PollRequest): Effect.Effect<PolledTask | null, MatchingError> =>
-    Effect.gen(function* () {
-      yield* refuseIfClosed
-      const identity = yield* attempt(() => validateName('identity', request.identity))
+  const pollWith = (request: PollRequest, done: Reply<PolledTask | null>): void => {
+    if (closed) return done(Exit.fail(shuttingDown()))
+    let identity: string
+    let version: string | null
+    let owned: Route[]
+    try {
+      identity = validateName('identity', request.identity)
       if (typeof request.waitMs !== 'number' || !Number.isFinite(request.waitMs) || request.waitMs < 0 || request.waitMs > pollWaitMsMax) {
-        return yield* Effect.fail(new InvalidInput({ field: 'waitMs', reason: `must be a number in 0…${pollWaitMsMax}` }))
+        return done(Exit.fail(new InvalidInput({ field: 'waitMs', reason: `must be a number in 0…${pollWaitMsMax}` })))
       }
-      const version = request.version === undefined || request.version === null ? null : yield* attempt(() => validateName('version', request.version as string))
-      const owned = ownedPartitions(request.namespace, request.family, request.type)
-      if (owned.length === 0) return yield* Effect.fail(noPartition(request.namespace, request.family, request.type))
-      if (version !== null) yield* loadCurrentVersion(request.namespace, request.family)
+      version = request.version === undefined || request.version === null ? null : validateName('version', request.version)
+      owned = ownedPartitions(request.namespace, request.family, request.type)
+    } catch (error) {
+      return done(exitOf(error))
+    }
+    if (owned.length === 0) return done(Exit.fail(noPartition(request.namespace, request.family, request.type)))
+    const poller: PollerInfo = { identity, version }
+    const key = familyKey(request.namespace, request.family)
+    if (version === null || currentVersions.has(key)) return pollOwned(request, poller, owned, done)
+    // A versioned poller needs the family's current version: read it once.
+    let reading: Promise<UserData | null>
+    try {
+      reading = options.store.getUserData({ namespace: request.namespace, family: request.family })
+    } catch (error) {
+      return done(exitOf(error))
+    }
+    reading.then(
+      (userData) => {
+        currentVersions.set(key, currentVersionOf(userData))
+        pollOwned(request, poller, owned, done)
+      },
+      (error: unknown) => done(exitOf(error)),
+    )
+  }
+
+  // Polls the owned partitions of a family once its current version is known.
+  const pollOwned = (request: PollRequest, poller: PollerInfo, owned: ReadonlyArray<Route>, done: Reply<PolledTask | null>): void => {
+    try {
       const actors = owned.map(actorFor)
       // The queues this poller may take from: its version's, and the default one when it is
       // unversioned or its version is current.
       const current = currentVersions.get(familyKey(request.namespace, request.family)) ?? null
+      const { version } = poller
       const versions: ReadonlyArray<string | null> = version === null ? [null] : version === current ? [version, null] : [version]
       const relevant = (queue: PhysicalQueueActor): boolean => versions.includes(queue.key.version)
       // Load those queues in every owned partition and wait (never past the poll's deadline or
       // abort) for their first backlog pages, so a task stored in any partition counts as ready below.
       const deadlineMs = clock.now() + request.waitMs
       const cold = actors.filter((actor) => actor.loadedQueues().filter(relevant).length < versions.length)
-      if (cold.length > 0) yield* Effect.all(cold.map((actor) => actor.warm(versions, deadlineMs, request.signal)), { concurrency: 'unbounded', discard: true })
-      // Prefer a partition with tasks ready now; otherwise rotate (per family, type and version,
-      // so interleaved pollers of different versions do not alias onto the same partitions).
-      const ready = actors.find((actor) => actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady()))
-      const family = `${familyKey(request.namespace, request.family)}\u0000${request.type}\u0000${version ?? ''}`
-      const turn = rotation.get(family) ?? 0
-      rotation.set(family, turn + 1)
-      const chosen = ready ?? (actors[turn % actors.length] as PartitionActor)
-      const poller: PollerInfo = { identity, version }
-      const result = yield* Effect.result(chosen.poll(poller, deadlineMs, request.signal))
-      if (Result.isSuccess(result)) {
-        const polled = result.success
-        return polled.kind === 'task' ? { task: polled.task, partition: chosen.partition.partition, taskId: polled.taskId, response: polled.response } : null
+      const pollChosen = (): void => {
+        // Prefer a partition with tasks ready now; otherwise rotate (per family, type and version,
+        // so interleaved pollers of different versions do not alias onto the same partitions).
+        const ready = actors.find((actor) => actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady()))
+        const family = `${familyKey(request.namespace, request.family)}\u0000${request.type}\u0000${version ?? ''}`
+        const turn = rotation.get(family) ?? 0
+        rotation.set(family, turn + 1)
+        const chosen = ready ?? (actors[turn % actors.length] as PartitionActor)
+        chosen.requests.poll(poller, deadlineMs, request.signal, (exit) => {
+          if (Exit.isSuccess(exit)) {
+            const polled = exit.value
+            return done(Exit.succeed(polled.kind === 'task' ? { task: polled.task, partition: chosen.partition.partition, taskId: polled.taskId, response: polled.response } : null))
+          }
+          // A poll that found its partition unloading or its queue taken is simply empty: nothing
+          // was started for it, and the caller polls again.
+          const error = errorOf(exit)
+          done(error !== undefined && emptyHanded.includes(error._tag) ? Exit.succeed(null) : Exit.failCause(exit.cause))
+        })
       }
-      // A poll that found its partition unloading or its queue taken is simply empty: nothing was
-      // started for it, and the caller polls again.
-      const emptyHanded = ['ShuttingDown', 'Unavailable', 'OwnershipLost']
-      if (!emptyHanded.includes(result.failure._tag)) return yield* Effect.fail(result.failure)
-      return null
+      if (cold.length === 0) return pollChosen()
+      // The poll goes on once every warm-up answered; a warm-up never fails but may die.
+      let waiting = cold.length
+      let failed = false
+      for (const actor of cold) {
+        actor.requests.warm(versions, deadlineMs, request.signal, (exit) => {
+          if (failed) return
+          if (Exit.isFailure(exit)) {
+            failed = true
+            return done(Exit.die(Cause.squash(exit.cause)))
+          }
+          if (--waiting > 0) return
+          try {
+            pollChosen()
+          } catch (error) {
+            done(exitOf(error))
+          }
+        })
+      }
+    } catch (error) {
+      done(exitOf(error))
+    }
+  }
+  const emptyHanded: ReadonlyArray<string> = ['ShuttingDown', 'Unavailable', 'OwnershipLost']
+
+  // The Promise face of a request written with a callback: a failure rejects with the catalogue
+  // error itself, a defect with the defect. It settles as `Effect.runPromise` of the Effect face
+  // would, microtask for microtask (the answer as an Exit, then one `then`), so a caller that
+  // orders its own work around these Promises (the simulator) sees the same order either way.
+  const promiseOf = <A>(start: (done: Reply<A>) => void): Promise<A> =>
+    new Promise<Exit.Exit<A, MatchingError>>((resolve) => start(resolve)).then((exit) => {
+      if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+      return exit.value
     })
 
   const retireVersion = (request: { namespace: string; family: string; type: TaskType; version: string }): Effect.Effect<number, MatchingError> =>
@@ -384,8 +457,8 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
 
   const effects: MatchingHostEffects = {
     hostId: options.hostId,
-    addTask,
-    poll,
+    addTask: (request) => Effect.callback<AddTaskOutcome, MatchingError>((resume) => addTaskWith(request, resume)),
+    poll: (request) => Effect.callback<PolledTask | null, MatchingError>((resume) => pollWith(request, resume)),
     getUserData: (namespace, family) => fromStore(() => options.store.getUserData({ namespace, family })),
     updateUserData: (namespace, family, expectedVersion, data) =>
       Effect.map(
@@ -404,8 +477,8 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   return {
     hostId: options.hostId,
     effects,
-    addTask: (request) => run(addTask(request)),
-    poll: (request) => run(poll(request)),
+    addTask: (request) => promiseOf((done) => addTaskWith(request, done)),
+    poll: (request) => promiseOf((done) => pollWith(request, done)),
     getUserData: (namespace, family) => run(effects.getUserData(namespace, family)),
     updateUserData: (namespace, family, expectedVersion, data) => run(effects.updateUserData(namespace, family, expectedVersion, data)),
     retireVersion: (request) => run(retireVersion(request)),

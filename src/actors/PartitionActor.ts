@@ -16,6 +16,10 @@
  *
  * The mailbox serializes routing and lifecycle decisions only; an add or a poll completes on
  * its physical queue, so batching and long polls are never blocked behind each other.
+ *
+ * Length: a little past 400 lines because the requests come in two faces (Effects, and a reply
+ * callback for the Matching host's Promise face) over the one mailbox and its refusal book;
+ * split apart, each face would re-read the other's state.
  */
 import { Deferred, Effect, Exit, Queue, type Scope } from 'effect'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
@@ -59,8 +63,8 @@ export interface RestartEntry {
   readonly notBeforeMs: number
 }
 
-// Where a request's answer goes: its value, or a catalogue error in the error channel.
-type Reply<A> = Deferred.Deferred<A, MatchboxError>
+/** Hears a request's answer: its value, a catalogue error, or a defect. */
+export type Reply<A> = (exit: Exit.Exit<A, MatchboxError>) => void
 
 type Message =
   | { readonly kind: 'add'; readonly task: Task; readonly reply: Reply<Added> }
@@ -75,6 +79,18 @@ export type Added = Exclude<AddResult, { readonly kind: 'failed' }>
 
 /** A poll's answer: a started task, or nothing within the deadline. */
 export type Polled = Exclude<PollResult, { readonly kind: 'failed' }>
+
+/**
+ * A partition's requests for callers that are not fibers (the Matching host's Promise face): the
+ * same mailbox and answers as the Effect methods, without a fiber per request. `reply` hears the
+ * answer at the moment an awaiting fiber would resume: synchronously, when the answer is made.
+ * A full mailbox makes the request wait for room on a fiber of its own; it is never dropped.
+ */
+export interface PartitionRequests {
+  addTask(task: Task, reply: Reply<Added>): void
+  poll(poller: PollerInfo, deadlineMs: number, signal: AbortSignal | undefined, reply: Reply<Polled>): void
+  warm(versions: ReadonlyArray<string | null>, deadlineMs: number, signal: AbortSignal | undefined, reply: Reply<void>): void
+}
 
 /**
  * A running partition. Every method is an Effect that waits for mailbox room (backpressure:
@@ -99,6 +115,8 @@ export interface PartitionActor {
    * whichever comes first: a poll choosing among partitions then sees their stored tasks as ready.
    */
   warm(versions: ReadonlyArray<string | null>, deadlineMs: number, signal?: AbortSignal): Effect.Effect<void>
+  /** The same requests with a callback for the answer (see PartitionRequests). */
+  readonly requests: PartitionRequests
   /** True once unloaded. */
   isUnloaded(): boolean
   /** The physical queues loaded now (for inspection and tests). */
@@ -111,6 +129,10 @@ const versionSlot = (version: string | null): string => (version === null ? '' :
 export const makePartitionActor = (options: PartitionActorOptions): Effect.Effect<PartitionActor, never, Scope.Scope> =>
   Effect.gen(function* () {
     const mailbox = yield* Queue.bounded<Message>(partitionMailboxSizeMax)
+    // A message that finds the mailbox full waits for room on a fiber of its own, on this
+    // partition's services (its scheduler): it is never dropped.
+    const runFork = Effect.runForkWith(yield* Effect.context<never>())
+    const offerWhenRoom = (message: Message): void => void runFork(Queue.offer(mailbox, message))
     const queues = new Map<string, PhysicalQueueActor>()
     // Restart bookkeeping outlives this instance: the host hands the same book to the next one,
     // so a default queue's death (which unloads the partition) still waits out its delay.
@@ -146,7 +168,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         onUnloaded: (progress) => {
           // Never dropped: with the mailbox full, the notice waits for room on a fiber of its own.
           const notice: Message = { kind: 'queue.unloaded', queue, progress }
-          if (!Queue.offerUnsafe(mailbox, notice)) Effect.runFork(Queue.offer(mailbox, notice))
+          if (!Queue.offerUnsafe(mailbox, notice)) offerWhenRoom(notice)
         },
         onDefect: (defect) => {
           options.onDefect?.(queue.queue, defect)
@@ -297,15 +319,15 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     // catalogue error in the error channel, or a defect that stays a defect.
     const settle = <A>(reply: Reply<A>, answer: Promise<A>): void => {
       answer.then(
-        (value) => Deferred.doneUnsafe(reply, Exit.succeed(value)),
-        (error: unknown) => Deferred.doneUnsafe(reply, isMatchboxError(error) ? Exit.fail(error) : Exit.die(error)),
+        (value) => reply(Exit.succeed(value)),
+        (error: unknown) => reply(isMatchboxError(error) ? Exit.fail(error) : Exit.die(error)),
       )
     }
     // A physical queue's failed outcome goes into the error channel.
     const settleOutcome = <A extends { readonly kind: string }>(reply: Reply<Exclude<A, { readonly kind: 'failed' }>>, answer: Promise<A>): void => {
       answer.then(
-        (result) => Deferred.doneUnsafe(reply, result.kind === 'failed' ? Exit.fail((result as unknown as { readonly error: MatchboxError }).error) : Exit.succeed(result as Exclude<A, { readonly kind: 'failed' }>)),
-        (error: unknown) => Deferred.doneUnsafe(reply, Exit.die(error)),
+        (result) => reply(result.kind === 'failed' ? Exit.fail((result as unknown as { readonly error: MatchboxError }).error) : Exit.succeed(result as Exclude<A, { readonly kind: 'failed' }>)),
+        (error: unknown) => reply(Exit.die(error)),
       )
     }
 
@@ -340,7 +362,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         closed = true
-        for (const [reply, refusal] of owed) Deferred.doneUnsafe(reply, refusal())
+        for (const [reply, refusal] of owed) reply(refusal())
         owed.clear()
       }),
     )
@@ -362,10 +384,25 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     const ask = <A>(make: (reply: Reply<A>) => Message, refusal: () => Exit.Exit<A, MatchboxError>): Effect.Effect<A, MatchboxError> =>
       Effect.suspend(() => {
         if (closed) return refusal()
-        const reply = Deferred.makeUnsafe<A, MatchboxError>()
+        const answer = Deferred.makeUnsafe<A, MatchboxError>()
+        const reply: Reply<A> = (exit) => Deferred.doneUnsafe(answer, exit)
         owed.set(reply as Reply<unknown>, refusal)
-        return Effect.andThen(Queue.offer(mailbox, make(reply)), Deferred.await(reply))
+        return Effect.andThen(Queue.offer(mailbox, make(reply)), Deferred.await(answer))
       })
+    // The same for a caller that is not a fiber: the answer goes to `reply`, once (the first
+    // answer wins, as a Deferred's does).
+    const send = <A>(make: (reply: Reply<A>) => Message, refusal: () => Exit.Exit<A, MatchboxError>, reply: Reply<A>): void => {
+      if (closed) return reply(refusal())
+      let answered = false
+      const once: Reply<A> = (exit) => {
+        if (answered) return
+        answered = true
+        reply(exit)
+      }
+      owed.set(once as Reply<unknown>, refusal)
+      const message = make(once)
+      if (!Queue.offerUnsafe(mailbox, message)) offerWhenRoom(message)
+    }
     const refuse = <A>(): Exit.Exit<A, MatchboxError> => Exit.fail(refused())
 
     return {
@@ -376,6 +413,11 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       unload: (reason) => Effect.orDie(ask<void>((reply) => ({ kind: 'unload', reason, reply }), () => Exit.void)),
       retireVersion: (version) => ask<number>((reply) => ({ kind: 'retire', version, reply }), refuse),
       warm: (versions, deadlineMs, signal) => Effect.orDie(ask<void>((reply) => ({ kind: 'warm', versions, deadlineMs, signal, reply }), () => Exit.void)),
+      requests: {
+        addTask: (task, reply) => send<Added>((once) => ({ kind: 'add', task, reply: once }), refuse, reply),
+        poll: (poller, deadlineMs, signal, reply) => send<Polled>((once) => ({ kind: 'poll', poller, deadlineMs, signal, reply: once }), refuse, reply),
+        warm: (versions, deadlineMs, signal, reply) => send<void>((once) => ({ kind: 'warm', versions, deadlineMs, signal, reply: once }), () => Exit.void, reply),
+      },
       isUnloaded: () => unloaded,
       loadedQueues: () => [...queues.values()],
     } satisfies PartitionActor

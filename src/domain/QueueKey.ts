@@ -47,25 +47,42 @@ export function validateName(field: string, value: unknown): string {
   return value
 }
 
-/** Validates and returns a partition key; throws `InvalidInput` naming the bad field. */
-export function makePartitionKey(input: PartitionKey, fieldPrefix = 'key'): PartitionKey {
+// Keys are checked on every store call and route, from a handful of names: names that passed
+// `validateName` are remembered (up to encodedNamesMax, like their encodings), so a key of known
+// names is checked with lookups. Validity depends on the name alone, so remembering changes no answer.
+let validNames = new Set<string>()
+function validKeyName(fieldPrefix: string, part: string, value: unknown): string {
+  if (typeof value === 'string' && validNames.has(value)) return value
+  const name = validateName(`${fieldPrefix}.${part}`, value)
+  if (validNames.size >= encodedNamesMax) validNames = new Set()
+  validNames.add(name)
+  return name
+}
+
+// Checks the partition fields of `input`; throws `InvalidInput` naming the bad field.
+function checkPartitionFields(input: PartitionKey, fieldPrefix: string): void {
   if (typeof input !== 'object' || input === null) throw new InvalidInput({ field: fieldPrefix, reason: 'must be an object' })
-  const namespace = validateName(`${fieldPrefix}.namespace`, input.namespace)
-  const family = validateName(`${fieldPrefix}.family`, input.family)
+  validKeyName(fieldPrefix, 'namespace', input.namespace)
+  validKeyName(fieldPrefix, 'family', input.family)
   if (input.type !== 'workflow' && input.type !== 'activity') {
     throw new InvalidInput({ field: `${fieldPrefix}.type`, reason: `must be "workflow" or "activity", got ${JSON.stringify(input.type)}` })
   }
   if (typeof input.partition !== 'number' || !Number.isSafeInteger(input.partition) || input.partition < 0) {
     throw new InvalidInput({ field: `${fieldPrefix}.partition`, reason: 'must be an integer ≥ 0' })
   }
-  return { namespace, family, type: input.type, partition: input.partition }
+}
+
+/** Validates and returns a partition key; throws `InvalidInput` naming the bad field. */
+export function makePartitionKey(input: PartitionKey, fieldPrefix = 'key'): PartitionKey {
+  checkPartitionFields(input, fieldPrefix)
+  return { namespace: input.namespace, family: input.family, type: input.type, partition: input.partition }
 }
 
 /** Validates and returns a physical queue key; throws `InvalidInput` naming the bad field. */
 export function makeQueueKey(input: QueueKey, fieldPrefix = 'key'): QueueKey {
-  const partition = makePartitionKey(input, fieldPrefix)
-  const version = input.version === null ? null : validateName(`${fieldPrefix}.version`, input.version)
-  return { ...partition, version }
+  checkPartitionFields(input, fieldPrefix)
+  const version = input.version === null ? null : validKeyName(fieldPrefix, 'version', input.version)
+  return { namespace: input.namespace, family: input.family, type: input.type, partition: input.partition, version }
 }
 
 /** The default physical queue of a partition. */

@@ -41,16 +41,26 @@ interface PendingTimer {
   readonly dueMs: number
   readonly order: number
   readonly callback: () => void
+  /** Cancelled, or fired: it stays in the heap until it reaches the top, and is skipped there. */
+  done: boolean
 }
+
+// Heap order: earlier due time first, then earlier scheduling.
+const before = (a: PendingTimer, b: PendingTimer): boolean => a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.order < b.order)
 
 /**
  * Virtual time. `advance(ms)` moves the clock forward and fires every timer that came due, in
  * due-time order, each with `now()` equal to its due time.
+ *
+ * Timers wait in a binary heap ordered by (due time, scheduling order); a cancelled timer is
+ * only marked, and dropped when it reaches the top or when marked ones outnumber the live ones
+ * (queues re-arm their timers on most steps, so cancels are frequent and must stay cheap).
  */
 export class ManualClock implements Clock {
   #nowMs: number
   #order = 0
-  #timers: PendingTimer[] = []
+  #heap: PendingTimer[] = []
+  #live = 0
 
   /** @param startMs initial epoch milliseconds (default 0). */
   constructor(startMs = 0) {
@@ -67,10 +77,15 @@ export class ManualClock implements Clock {
       dueMs: this.#nowMs + Math.max(0, delayMs),
       order: this.#order++,
       callback,
+      done: false,
     }
-    this.#timers.push(timer)
+    this.#push(timer)
+    this.#live++
     return () => {
-      this.#timers = this.#timers.filter((pending) => pending !== timer)
+      if (timer.done) return
+      timer.done = true
+      this.#live--
+      if (this.#heap.length > 2 * this.#live + 64) this.#compact()
     }
   }
 
@@ -104,31 +119,67 @@ export class ManualClock implements Clock {
 
   /** Due time of the earliest pending timer, if any. */
   nextDueMs(): number | undefined {
-    let best: PendingTimer | undefined
-    for (const timer of this.#timers) {
-      if (best === undefined || timer.dueMs < best.dueMs || (timer.dueMs === best.dueMs && timer.order < best.order)) {
-        best = timer
-      }
-    }
-    return best?.dueMs
+    return this.#top()?.dueMs
   }
 
   /** Number of timers not yet fired or cancelled. */
   pendingTimerCount(): number {
-    return this.#timers.length
+    return this.#live
   }
 
   /** Fires every timer due at or before now, in order; returns how many fired. */
   fireDue(): number {
     let fired = 0
     for (;;) {
-      const due = this.#timers
-        .filter((timer) => timer.dueMs <= this.#nowMs)
-        .sort((a, b) => a.dueMs - b.dueMs || a.order - b.order)[0]
-      if (due === undefined) return fired
-      this.#timers = this.#timers.filter((timer) => timer !== due)
+      const due = this.#top()
+      if (due === undefined || due.dueMs > this.#nowMs) return fired
+      this.#pop()
+      due.done = true
+      this.#live--
       due.callback()
       fired++
     }
+  }
+
+  // The earliest live timer, after dropping the cancelled ones above it.
+  #top(): PendingTimer | undefined {
+    while (this.#heap.length > 0 && (this.#heap[0] as PendingTimer).done) this.#pop()
+    return this.#heap[0]
+  }
+
+  #push(timer: PendingTimer): void {
+    const heap = this.#heap
+    let index = heap.push(timer) - 1
+    while (index > 0) {
+      const parent = (index - 1) >> 1
+      if (!before(timer, heap[parent] as PendingTimer)) break
+      heap[index] = heap[parent] as PendingTimer
+      index = parent
+    }
+    heap[index] = timer
+  }
+
+  #pop(): void {
+    const heap = this.#heap
+    const last = heap.pop() as PendingTimer
+    if (heap.length === 0) return
+    let index = 0
+    for (;;) {
+      const left = 2 * index + 1
+      if (left >= heap.length) break
+      const right = left + 1
+      const child = right < heap.length && before(heap[right] as PendingTimer, heap[left] as PendingTimer) ? right : left
+      if (!before(heap[child] as PendingTimer, last)) break
+      heap[index] = heap[child] as PendingTimer
+      index = child
+    }
+    heap[index] = last
+  }
+
+  // Rebuilds the heap from the live timers alone.
+  #compact(): void {
+    const live = this.#heap.filter((timer) => !timer.done)
+    this.#heap = []
+    for (const timer of live) this.#push(timer)
   }
 }
