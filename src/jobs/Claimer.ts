@@ -110,6 +110,8 @@ async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: numbe
 export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined, eager = false): Promise<JobRecord | null> {
   const ended = (): boolean => isStopped() || signal?.aborted === true
   const state = claimStateOf(runtime, queue)
+  // Polls of jobs handed over before are over by the time this one parks.
+  endHandedOverPolls(runtime, queue)
   for (;;) {
     runtime.refuseIfClosed()
     if (ended()) return null
@@ -117,7 +119,7 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     if (spare !== undefined) return spare
     const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
     const pollDeadlineMs = runtime.now() + pollWaitMs
-    const handedOver = eager ? waitInLine(state, signal) : null
+    const handedOver = eager ? waitInLine(state, signal, 'parked') : null
     // Due rows are not with Matching unless a poll waits there for them: take the head directly.
     const direct = handedOver === null ? null : await claimDirectInLine(runtime, state, queue, handedOver)
     if (direct !== null) return direct
@@ -131,9 +133,9 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     }
     const offered = handedOver?.job() ?? null
     if (polled === handedOff) {
-      // Handed a job: its handler starts now, while the Matching poll (its signal aborted) winds
-      // down on its own. A task Matching started for the poll meanwhile is claimed already: it
-      // goes to a worker waiting in line, else to `spare` for the next worker poll.
+      // Handed a job: its handler starts now, and the Matching poll ends behind it (the hand-over
+      // queued its abort in `endingPolls`). A task Matching started for the poll meanwhile is
+      // claimed already: it goes to a worker waiting in line, else to `spare` for the next worker poll.
       polling.then(
         (late) => {
           if (late === null) return
@@ -160,6 +162,19 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     // Matching itself waits out a queue's idle unload): pause rather than spin.
     if (runtime.now() < pollDeadlineMs) await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
   }
+}
+
+/**
+ * Ends the Matching polls of `queue`'s workers that were handed a job (their hand-over queued
+ * it). A worker calls it once it has started the handed job's handler, so that the queue
+ * machine's step for the ended poll runs behind the handler's start rather than before it; the
+ * next parked poll and a stopping worker call it too. Until then a poll may still be matched a
+ * task, which goes to another worker in line or to `spare` (`pollParked`).
+ */
+export function endHandedOverPolls(runtime: JobsRuntime, queue: string): void {
+  const ending = runtime.claims.get(queue)?.endingPolls
+  if (ending === undefined || ending.length === 0) return
+  for (const end of ending.splice(0)) end()
 }
 
 /**
@@ -248,13 +263,14 @@ export async function serveForwardedPoll(runtime: JobsRuntime, queue: string, de
 }
 
 // What `waitInLine`'s `offered` resolves to, and the reason its signal aborts with: a constant,
-// so that handing a job over builds no error (an abort without a reason builds a DOMException).
+// so that ending a poll builds no error (an abort without a reason builds a DOMException).
 const handedOff = Symbol('handed a job')
 
-// Puts a waiting claim in its queue's `waiting` list: `signal` ends its Matching poll when the
-// caller's signal aborts or a job is handed over (`onOffer` ends any other wait); `leave` takes
-// it off the list.
-function waitInLine(state: ClaimState, outer: AbortSignal | undefined, onOffer?: () => void): { signal: AbortSignal; offered: Promise<typeof handedOff>; job: () => JobRecord | null; leave: () => void } {
+// Puts a waiting claim in its queue's `waiting` list; `leave` takes it off the list. A claim
+// `parked` in Matching has its poll ended by `signal` when the caller's signal aborts, or once
+// the handler of a job handed to it has started (`endHandedOverPolls`); any other claim's wait
+// is ended by `onOffer` at the hand-over.
+function waitInLine(state: ClaimState, outer: AbortSignal | undefined, onOffer: (() => void) | 'parked'): { signal: AbortSignal; offered: Promise<typeof handedOff>; job: () => JobRecord | null; leave: () => void } {
   const controller = new AbortController()
   const abort = (): void => controller.abort(handedOff)
   outer?.addEventListener('abort', abort, { once: true })
@@ -267,8 +283,8 @@ function waitInLine(state: ClaimState, outer: AbortSignal | undefined, onOffer?:
       if (!open || handed !== null) return false
       handed = job
       settle?.(handedOff)
-      abort()
-      onOffer?.()
+      if (onOffer === 'parked') state.endingPolls.push(abort)
+      else onOffer()
       return true
     },
   }

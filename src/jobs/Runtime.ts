@@ -42,6 +42,12 @@ export interface ClaimState {
    */
   readonly spare: JobRecord[]
   /**
+   * Ends the Matching polls of workers handed a job, run once that job's handler has started
+   * (Claimer.ts's `endHandedOverPolls`): ending a poll steps the partition's queue machine,
+   * which need not stand between a job and its handler.
+   */
+  readonly endingPolls: Array<() => void>
+  /**
    * Polls other engines forwarded here, waiting on this engine for the queue. While there are
    * any, due jobs go through Matching, which serves every poller in arrival order, rather than
    * straight to this engine's own waiting workers.
@@ -153,7 +159,7 @@ export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 
 export function claimStateOf(runtime: JobsRuntime, queue: string): ClaimState {
   let state = runtime.claims.get(queue)
   if (state === undefined) {
-    state = { inFlight: 0, waiting: [], spare: [], forwardedWaiting: 0, direct: null, drained: false, generation: 0 }
+    state = { inFlight: 0, waiting: [], spare: [], endingPolls: [], forwardedWaiting: 0, direct: null, drained: false, generation: 0 }
     runtime.claims.set(queue, state)
   }
   return state

@@ -33,7 +33,7 @@
 import { setMaxListeners } from 'node:events'
 import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
 import { workerClaimWaitMs, workerConcurrencyMax } from '../kernel/Limits.ts'
-import { claimNext } from './Claimer.ts'
+import { claimNext, endHandedOverPolls } from './Claimer.ts'
 import { ackAndClaimNext, canClaimSeveral, claimSeveral } from './StoreClaims.ts'
 import { makeHeartbeats } from './Heartbeats.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
@@ -102,7 +102,14 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   const runHandler = async (job: JobHandle): Promise<{ ok: true } | { ok: false; error: unknown }> => {
     heartbeats.start(job)
     try {
-      await handler(job)
+      let running: Promise<unknown>
+      try {
+        running = handler(job)
+      } finally {
+        // Started: the Matching polls of handed-over jobs end now, behind it.
+        endHandedOverPolls(runtime, queue)
+      }
+      await running
       return { ok: true }
     } catch (error) {
       return { ok: false, error }
@@ -225,6 +232,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     stopping = true
     // Ends the loops' polls parked in Matching, and their waits.
     stopped.abort()
+    endHandedOverPolls(runtime, queue)
     runtime.driver.wake(queue)
     runtime.forwarding?.wake(queue)
     local?.wake()
