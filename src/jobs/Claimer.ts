@@ -6,7 +6,7 @@
  *   one (the jobs table is the backlog). A claim first takes the head of the due rows straight
  *   from the store (StoreClaims.ts's `claimDirect`: the claims of one turn in one statement), waiting
  *   in the queue's line meanwhile so that an enqueue of this engine may hand it a job inserted
- *   already claimed (eager dispatch: `takeWaitingWorker`, `handOver`). Finding none due, a
+ *   already claimed (eager dispatch, WaitingLine.ts). Finding none due, a
  *   worker parks its poll in Matching and stays in line (`pollParked`), and a lazy claim waits
  *   (`pollDeliverable`): the due-time pass that makes a job due later claims it straight for the
  *   claims in line (`claimForWaitingWorkers`), and adds to Matching only as many due jobs as
@@ -36,8 +36,9 @@ import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
-import { type ClaimState, claimStateOf, type JobsRuntime, type WaitingWorker } from './Runtime.ts'
+import { type ClaimState, claimStateOf, type JobsRuntime } from './Runtime.ts'
 import { claimDirect } from './StoreClaims.ts'
+import { endHandedOverPolls, handedOff, handOver, type PlaceInLine, takeWaitingWorker, waitInLine } from './WaitingLine.ts'
 
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
@@ -165,38 +166,6 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
 }
 
 /**
- * Ends the Matching polls of `queue`'s workers that were handed a job (their hand-over queued
- * it). A worker calls it once it has started the handed job's handler, so that the queue
- * machine's step for the ended poll runs behind the handler's start rather than before it; the
- * next parked poll and a stopping worker call it too. Until then a poll may still be matched a
- * task, which goes to another worker in line or to `spare` (`pollParked`).
- */
-export function endHandedOverPolls(runtime: JobsRuntime, queue: string): void {
-  const ending = runtime.claims.get(queue)?.endingPolls
-  if (ending === undefined || ending.length === 0) return
-  for (const end of ending.splice(0)) end()
-}
-
-/**
- * Eager dispatch, first half: the worker of this engine waiting longest for `queue`, taken out
- * of line so that no other enqueue hands it a job too; undefined when none waits.
- */
-export function takeWaitingWorker(runtime: JobsRuntime, queue: string): WaitingWorker | undefined {
-  return claimStateOf(runtime, queue).waiting.shift()
-}
-
-/**
- * Eager dispatch, second half: gives `job`, already claimed for this engine, to `worker` — or,
- * if it stopped waiting meanwhile (Matching gave it a task), to the next worker waiting, else to
- * the queue's `spare` list, which the next worker poll takes first.
- */
-export function handOver(runtime: JobsRuntime, queue: string, worker: WaitingWorker, job: JobRecord): void {
-  const state = claimStateOf(runtime, queue)
-  for (let next: WaitingWorker | undefined = worker; next !== undefined; next = state.waiting.shift()) if (next.offer(job)) return
-  state.spare.push(job)
-}
-
-/**
  * Eager dispatch from the delivery side: for each queue of a due-time pass (null: every queue)
  * on which workers of this engine wait, claims up to that many due jobs straight from the store
  * (`claimDue`, claim order, one statement per queue) and hands them over as an eager enqueue
@@ -259,48 +228,6 @@ export async function serveForwardedPoll(runtime: JobsRuntime, queue: string, de
     return await (lazy ? pollDeliverable(runtime, queue, deadlineMs, true, isCancelled, identity) : pollParked(runtime, queue, deadlineMs, isCancelled, identity, cancelled))
   } finally {
     state.forwardedWaiting--
-  }
-}
-
-// What `waitInLine`'s `offered` resolves to, and the reason its signal aborts with: a constant,
-// so that ending a poll builds no error (an abort without a reason builds a DOMException).
-const handedOff = Symbol('handed a job')
-
-// Puts a waiting claim in its queue's `waiting` list; `leave` takes it off the list. A claim
-// `parked` in Matching has its poll ended by `signal` when the caller's signal aborts, or once
-// the handler of a job handed to it has started (`endHandedOverPolls`); any other claim's wait
-// is ended by `onOffer` at the hand-over.
-function waitInLine(state: ClaimState, outer: AbortSignal | undefined, onOffer: (() => void) | 'parked'): { signal: AbortSignal; offered: Promise<typeof handedOff>; job: () => JobRecord | null; leave: () => void } {
-  const controller = new AbortController()
-  const abort = (): void => controller.abort(handedOff)
-  outer?.addEventListener('abort', abort, { once: true })
-  if (outer?.aborted === true) abort()
-  let handed: JobRecord | null = null
-  let open = true
-  let settle: ((value: typeof handedOff) => void) | null = null
-  const worker: WaitingWorker = {
-    offer(job) {
-      if (!open || handed !== null) return false
-      handed = job
-      settle?.(handedOff)
-      if (onOffer === 'parked') state.endingPolls.push(abort)
-      else onOffer()
-      return true
-    },
-  }
-  state.waiting.push(worker)
-  return {
-    signal: controller.signal,
-    get offered() {
-      return handed !== null ? Promise.resolve(handedOff) : new Promise<typeof handedOff>((resolve) => (settle = resolve))
-    },
-    job: () => handed,
-    leave() {
-      open = false
-      outer?.removeEventListener('abort', abort)
-      const index = state.waiting.indexOf(worker)
-      if (index >= 0) state.waiting.splice(index, 1)
-    },
   }
 }
 
@@ -383,7 +310,7 @@ export function deliveryDemand(runtime: JobsRuntime): ReadonlyMap<string, number
 // already in line: a job handed to it before the claim is taken instead, one handed to it during
 // the claim is kept in `spare`. Null (still in line) when none was claimed; a store failure takes
 // it out of line.
-async function claimDirectInLine(runtime: JobsRuntime, state: ClaimState, queue: string, line: { job: () => JobRecord | null; leave: () => void }): Promise<JobRecord | null> {
+async function claimDirectInLine(runtime: JobsRuntime, state: ClaimState, queue: string, line: PlaceInLine): Promise<JobRecord | null> {
   let direct: JobRecord | null
   try {
     direct = await claimDirect(runtime, state, queue, () => line.job() !== null)

@@ -95,7 +95,6 @@ export interface JobRecord extends NewJob {
   readonly lastHandlerStack: string | null
 }
 
-/** Jobs of one queue by state. */
 /**
  * What a store answers for `job` just inserted at `nowMs`: pending or — with `claimToken` —
  * claimed at once (attempt 1, its deadline one visibility timeout away), carrying `payload` (the
@@ -105,16 +104,8 @@ export interface JobRecord extends NewJob {
 export function insertedJobRecord(job: NewJob, nowMs: number, claimToken: string | null, payload: JsonValue): JobRecord {
   const claimed = claimToken !== null
   return {
-    id: job.id,
-    queue: job.queue,
+    ...job,
     payload,
-    priority: job.priority,
-    runAtMs: job.runAtMs,
-    expiresAtMs: job.expiresAtMs,
-    maxAttempts: job.maxAttempts,
-    visibilityTimeoutMs: job.visibilityTimeoutMs,
-    backoffBaseMs: job.backoffBaseMs,
-    deadLetterRetentionMs: job.deadLetterRetentionMs,
     key: job.key ?? null,
     state: claimed ? 'processing' : 'pending',
     attempts: claimed ? 1 : 0,
@@ -129,6 +120,7 @@ export function insertedJobRecord(job: NewJob, nowMs: number, claimToken: string
   }
 }
 
+/** Jobs of one queue by state. */
 export interface JobCounts {
   readonly pending: number
   readonly processing: number
