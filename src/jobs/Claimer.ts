@@ -38,7 +38,7 @@ import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import { type ClaimState, claimStateOf, type JobsRuntime } from './Runtime.ts'
 import { claimDirect } from './StoreClaims.ts'
-import { endHandedOverPolls, handedOff, handOver, type PlaceInLine, takeWaitingWorker, waitInLine } from './WaitingLine.ts'
+import { endHandedOverPolls, handedOff, handOver, type PlaceInLine, waitInLine } from './WaitingLine.ts'
 
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
@@ -128,7 +128,7 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     const polling = runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(pollSignal === undefined ? {} : { signal: pollSignal }) })
     let polled
     try {
-      polled = handedOver === null ? await polling : await Promise.race([polling, handedOver.offered])
+      polled = handedOver === null ? await polling : await Promise.race([polling, handedOver.offered()])
     } finally {
       handedOver?.leave()
     }
@@ -141,10 +141,7 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
         (late) => {
           if (late === null) return
           state.drained = false
-          const job = claimedJobOf(late.response)
-          const next = takeWaitingWorker(runtime, queue)
-          if (next === undefined) state.spare.push(job)
-          else handOver(runtime, queue, next, job)
+          handOver(runtime, queue, claimedJobOf(late.response))
         },
         // An ended poll held no task, so its failure loses nothing; the next poll meets the cause.
         () => {},
@@ -188,9 +185,7 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       const claimed = await runtime.jobStore.claimDue({ queue, nowMs, claimTokens })
       for (const job of claimed) {
         runtime.driver.notifyDue(job.deadlineMs as number, queue)
-        const worker = takeWaitingWorker(runtime, queue)
-        if (worker === undefined) state.spare.push(job)
-        else handOver(runtime, queue, worker, job)
+        handOver(runtime, queue, job)
       }
       // Fewer than asked: the claims that come back for their next job skip the store until the
       // next pass (as after a short claim of their own).

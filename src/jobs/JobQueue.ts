@@ -196,6 +196,6 @@ async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: 
     return stored.id
   }
   runtime.driver.notifyDue(stored.deadlineMs as number, queue)
-  handOver(runtime, queue, worker, stored)
+  handOver(runtime, queue, stored, worker)
   return stored.id
 }

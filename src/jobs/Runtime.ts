@@ -43,7 +43,7 @@ export interface ClaimState {
   readonly spare: JobRecord[]
   /**
    * Ends the Matching polls of workers handed a job, run once that job's handler has started
-   * (Claimer.ts's `endHandedOverPolls`): ending a poll steps the partition's queue machine,
+   * (WaitingLine.ts's `endHandedOverPolls`): ending a poll steps the partition's queue machine,
    * which need not stand between a job and its handler.
    */
   readonly endingPolls: Array<() => void>

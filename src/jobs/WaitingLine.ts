@@ -35,13 +35,14 @@ export function takeWaitingWorker(runtime: JobsRuntime, queue: string): WaitingW
 }
 
 /**
- * Eager dispatch, second half: gives `job`, already claimed for this engine, to `worker` — or,
- * if it stopped waiting meanwhile (Matching gave it a task), to the next worker waiting, else to
- * the queue's `spare` list, which the next worker poll takes first.
+ * Gives `job`, already claimed for this engine, to `worker` (eager dispatch's second half; by
+ * default the worker waiting longest) — or, if it stopped waiting meanwhile (Matching gave it a
+ * task), to the next worker waiting, else to the queue's `spare` list, which the next worker
+ * poll takes first.
  */
-export function handOver(runtime: JobsRuntime, queue: string, worker: WaitingWorker, job: JobRecord): void {
+export function handOver(runtime: JobsRuntime, queue: string, job: JobRecord, worker: WaitingWorker | undefined = takeWaitingWorker(runtime, queue)): void {
   const state = claimStateOf(runtime, queue)
-  for (let next: WaitingWorker | undefined = worker; next !== undefined; next = state.waiting.shift()) if (next.offer(job)) return
+  for (let next = worker; next !== undefined; next = state.waiting.shift()) if (next.offer(job)) return
   state.spare.push(job)
 }
 
@@ -55,8 +56,8 @@ export const handedOff = Symbol('handed a job')
 export interface PlaceInLine {
   /** Aborts when the claim's Matching poll should end. */
   readonly signal: AbortSignal
-  /** Resolves (to `handedOff`) once a job is handed over; ask once. */
-  readonly offered: Promise<typeof handedOff>
+  /** Resolves (to `handedOff`) once a job is handed over. */
+  offered(): Promise<typeof handedOff>
   /** The job handed over, if any. */
   job(): JobRecord | null
   /** Takes the claim out of line; later offers pass it by. */
@@ -75,6 +76,7 @@ export function waitInLine(state: ClaimState, outer: AbortSignal | undefined, on
   let handed: JobRecord | null = null
   let open = true
   let settle: ((value: typeof handedOff) => void) | null = null
+  let offered: Promise<typeof handedOff> | null = null
   const worker: WaitingWorker = {
     offer(job) {
       if (!open || handed !== null) return false
@@ -88,8 +90,9 @@ export function waitInLine(state: ClaimState, outer: AbortSignal | undefined, on
   state.waiting.push(worker)
   return {
     signal: controller.signal,
-    get offered() {
-      return handed !== null ? Promise.resolve(handedOff) : new Promise<typeof handedOff>((resolve) => (settle = resolve))
+    offered() {
+      offered ??= handed !== null ? Promise.resolve(handedOff) : new Promise((resolve) => (settle = resolve))
+      return offered
     },
     job: () => handed,
     leave() {
