@@ -7,7 +7,8 @@
  *   from the store (StoreClaims.ts's `claimDirect`: the claims of one turn in one statement), waiting
  *   in the queue's line meanwhile so that an enqueue of this engine may hand it a job inserted
  *   already claimed (eager dispatch, WaitingLine.ts). Finding none due, a
- *   worker parks its poll in Matching and stays in line (`pollParked`), and a lazy claim waits
+ *   worker stays parked in line, where the queue's one Matching poll for this engine's workers
+ *   runs meanwhile (`pollParked`), and a lazy claim waits
  *   (`pollDeliverable`): the due-time pass that makes a job due later claims it straight for the
  *   claims in line (`claimForWaitingWorkers`), and adds to Matching only as many due jobs as
  *   polls wait there that the store cannot serve (`deliveryDemand`: polls other engines
@@ -38,7 +39,7 @@ import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import { type ClaimState, claimStateOf, type JobsRuntime } from './Runtime.ts'
 import { claimDirect } from './StoreClaims.ts'
-import { endHandedOverPolls, handedOff, handOver, type PlaceInLine, waitInLine } from './WaitingLine.ts'
+import { handOver, parkInLine, type PlaceInLine, waitInLine } from './WaitingLine.ts'
 
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
@@ -98,63 +99,47 @@ async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: numbe
 }
 
 /**
- * A worker's poll, as upstream Matching pollers do it: parked in this engine's Matching
- * partition until a task arrives (a new task sync-matches it without touching the backlog),
- * its wait ends, or `signal` aborts (the worker stopping). No store statement per poll.
+ * A worker's poll, as upstream Matching pollers do it: parked until a task arrives (a new task
+ * sync-matches it without touching the backlog), its wait ends, or `signal` aborts (the worker
+ * stopping). No store statement per poll.
  *
- * A poll of this engine's own worker (`eager`) also waits in the queue's `waiting` list, where
- * an enqueue on this engine may hand it a job it inserted already claimed (eager dispatch,
- * JobQueue.ts): that ends the Matching poll. If Matching started a task for the poll meanwhile,
- * the poll returns Matching's job (claimed first) and leaves the other in `spare`, which the
- * next worker poll of the queue takes before parking.
+ * This engine's own worker (`eager`) first takes a job left in `spare`, then the head of the due
+ * rows straight from the store, and finding none parks in the queue's line (WaitingLine.ts):
+ * an enqueue of this engine, a due-time pass, or the line's one Matching poll hands it a job
+ * already claimed. A poll another engine forwarded here parks its own Matching poll, so that
+ * Matching serves it in its turn.
  */
 export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined, eager = false): Promise<JobRecord | null> {
   const ended = (): boolean => isStopped() || signal?.aborted === true
   const state = claimStateOf(runtime, queue)
-  // Polls of jobs handed over before are over by the time this one parks.
-  endHandedOverPolls(runtime, queue)
   for (;;) {
     runtime.refuseIfClosed()
     if (ended()) return null
-    const spare = eager ? state.spare.shift() : undefined
-    if (spare !== undefined) return spare
+    if (eager) {
+      const spare = state.spare.shift()
+      if (spare !== undefined) return spare
+      const place = waitInLine(state)
+      // Due rows are not with Matching unless a poll waits there for them: take the head directly.
+      const direct = await claimDirectInLine(runtime, state, queue, place)
+      if (direct !== null) return direct
+      try {
+        await parkInLine(runtime, queue, place, deadlineMs, signal)
+      } finally {
+        place.leave()
+      }
+      const offered = place.job()
+      if (offered !== null) return offered
+      if (ended() || runtime.now() >= deadlineMs) return null
+      continue
+    }
     const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
     const pollDeadlineMs = runtime.now() + pollWaitMs
-    const handedOver = eager ? waitInLine(state, signal, 'parked') : null
-    // Due rows are not with Matching unless a poll waits there for them: take the head directly.
-    const direct = handedOver === null ? null : await claimDirectInLine(runtime, state, queue, handedOver)
-    if (direct !== null) return direct
-    const pollSignal = handedOver?.signal ?? signal
-    const polling = runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(pollSignal === undefined ? {} : { signal: pollSignal }) })
-    let polled
-    try {
-      polled = handedOver === null ? await polling : await Promise.race([polling, handedOver.offered()])
-    } finally {
-      handedOver?.leave()
-    }
-    const offered = handedOver?.job() ?? null
-    if (polled === handedOff) {
-      // Handed a job: its handler starts now, and the Matching poll ends behind it (the hand-over
-      // queued its abort in `endingPolls`). A task Matching started for the poll meanwhile is
-      // claimed already: it goes to a worker waiting in line, else to `spare` for the next worker poll.
-      polling.then(
-        (late) => {
-          if (late === null) return
-          state.drained = false
-          handOver(runtime, queue, claimedJobOf(late.response))
-        },
-        // An ended poll held no task, so its failure loses nothing; the next poll meets the cause.
-        () => {},
-      )
-      return offered
-    }
+    const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(signal === undefined ? {} : { signal }) })
     if (polled !== null) {
       // Rows behind the job Matching held may be claimable straight from the store now.
       state.drained = false
-      if (offered !== null) state.spare.push(offered)
       return claimedJobOf(polled.response)
     }
-    if (offered !== null) return offered
     if (ended() || runtime.now() >= deadlineMs) return null
     // Back before its deadline, the poll was refused (its partition unloading or changing owner;
     // Matching itself waits out a queue's idle unload): pause rather than spin.
@@ -269,7 +254,7 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
     // Nothing with Matching for this claim. This engine's own claim takes the head of the due rows
     // straight from the store, already in line so that an enqueue or a pass meanwhile may hand it
     // one (eager dispatch); otherwise it waits for either, or for a delivery.
-    const line = eager && !isStopped() ? waitInLine(state, undefined, () => runtime.driver.wake(queue)) : null
+    const line = eager && !isStopped() ? waitInLine(state, () => runtime.driver.wake(queue)) : null
     let woken
     try {
       const direct = line === null ? null : await claimDirectInLine(runtime, state, queue, line)

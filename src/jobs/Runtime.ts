@@ -32,21 +32,31 @@ export interface ClaimState {
   /** Matching polls issued because a deliverable job was seen; each stands for one such job. */
   inFlight: number
   /**
-   * Claims of this engine in line for the queue (claiming from the store, or parked in
-   * Matching), first come first offered: an enqueue (eager dispatch) or a pass hands them jobs.
+   * Claims of this engine in line for the queue (claiming from the store, or parked), first
+   * come first offered: an enqueue (eager dispatch), a pass or the line's poll hands them jobs.
    */
   readonly waiting: WaitingWorker[]
   /**
-   * Jobs claimed for this engine's workers that found none to take them (a worker handed a job
-   * at enqueue just as Matching gave it another): the next worker poll takes them first.
+   * Jobs claimed for this engine's workers that found none to take them (a task the line's poll
+   * was matched just as its last parked worker was handed a job): the next worker poll takes them first.
    */
   readonly spare: JobRecord[]
   /**
-   * Ends the Matching polls of workers handed a job, run once that job's handler has started
-   * (WaitingLine.ts's `endHandedOverPolls`): ending a poll steps the partition's queue machine,
-   * which need not stand between a job and its handler.
+   * The failure callbacks of this engine's workers parked in line (WaitingLine.ts's
+   * `parkInLine`), which the line's poll serves: while any is parked the poll runs, and its
+   * failure fails each of them.
    */
-  readonly endingPolls: Array<() => void>
+  readonly parked: Set<(error: unknown) => void>
+  /**
+   * Aborts each of the queue's line polls, the Matching polls of the workers parked: one while
+   * any is parked, more while tasks come through Matching, never more than workers parked.
+   */
+  readonly linePolls: AbortController[]
+  /**
+   * Tasks of the queue come through Matching (a line poll was matched one, and none has waited
+   * its whole time since): the line polls for every parked worker, not once for them all.
+   */
+  pollPerWorker: boolean
   /**
    * Polls other engines forwarded here, waiting on this engine for the queue. While there are
    * any, due jobs go through Matching, which serves every poller in arrival order, rather than
@@ -159,7 +169,7 @@ export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 
 export function claimStateOf(runtime: JobsRuntime, queue: string): ClaimState {
   let state = runtime.claims.get(queue)
   if (state === undefined) {
-    state = { inFlight: 0, waiting: [], spare: [], endingPolls: [], forwardedWaiting: 0, direct: null, drained: false, generation: 0 }
+    state = { inFlight: 0, waiting: [], spare: [], parked: new Set(), linePolls: [], pollPerWorker: false, forwardedWaiting: 0, direct: null, drained: false, generation: 0 }
     runtime.claims.set(queue, state)
   }
   return state

@@ -1,29 +1,45 @@
 /**
  * WaitingLine — the claims of this engine waiting for a job of a queue, first come first
- * offered (ClaimState's `waiting`), and the hand-over of a job claimed for one of them: by an
- * enqueue of this engine (eager dispatch, JobQueue.ts) or by a due-time pass
- * (Claimer.ts's `claimForWaitingWorkers`).
+ * offered (ClaimState's `waiting`), the hand-over of a job claimed for one of them, and the
+ * queue's Matching polls on behalf of the workers parked in line (its line polls).
  *
- * A claim parked in Matching meanwhile (a worker's poll) keeps that poll until the handler of
- * the job handed to it has started (`endHandedOverPolls`): ending a poll steps the partition's
- * queue machine, which need not stand between a job and its handler.
+ * A job reaches a claim in line by a hand-over: from an enqueue of this engine (eager dispatch,
+ * JobQueue.ts), from a due-time pass (Claimer.ts's `claimForWaitingWorkers`), or from Matching.
+ * Matching holds tasks of a queue this engine serves only while polls of other engines wait
+ * here too, or when the tasks were stored before this engine took the queue over. So the
+ * workers parked in line do not each park a poll: one line poll runs while any is parked, and
+ * each task it is matched (claimed already) goes to the worker waiting longest. An idle
+ * worker's wait, and a job handed to it, then step no queue machine: with sixteen workers and
+ * jobs arriving one at a time, one poll stays parked throughout. Once a task does come through
+ * Matching, the line polls for every parked worker, so that the next tasks sync-match side by
+ * side instead of waiting in the backlog; a poll that waited its whole time for nothing ends,
+ * down to one.
  *
- * Does not: claim anything (the job handed over is claimed already), or poll Matching.
+ * Line polls never outnumber the workers parked: a worker handed a job ends one once its
+ * handler has started (`endIdleLinePolls`), since ending a poll steps the partition's queue
+ * machine, which need not stand between a job and its handler. A task matched in that window
+ * goes to the next worker in line, else to `spare`, which the next worker takes before parking.
+ *
+ * Does not: claim from the store (Claimer.ts, StoreClaims.ts), or serve polls other engines
+ * forwarded here (each of those parks its own poll, so that Matching serves it in its turn).
  */
+import type { CancelTimer } from '../kernel/Clock.ts'
+import { claimPollWaitMs, claimRetryDelayMs } from '../kernel/Limits.ts'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
+import { claimedJobOf } from './JobsHistory.ts'
+import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import { type ClaimState, claimStateOf, type JobsRuntime, type WaitingWorker } from './Runtime.ts'
 
 /**
- * Ends the Matching polls of `queue`'s workers that were handed a job (their hand-over queued
- * it). A worker calls it once it has started the handed job's handler, so that the queue
- * machine's step for the ended poll runs behind the handler's start rather than before it; the
- * next parked poll and a stopping worker call it too. Until then a poll may still be matched a
- * task, which goes to another worker in line or to `spare` (`pollParked`).
+ * Ends `queue`'s line polls beyond one per worker parked in line (all of them once none is). A
+ * worker calls it once it has started the handler of a job handed to it, so that the queue
+ * machine's step for an ended poll runs behind the handler's start rather than before it; a
+ * stopping worker calls it too.
  */
-export function endHandedOverPolls(runtime: JobsRuntime, queue: string): void {
-  const ending = runtime.claims.get(queue)?.endingPolls
-  if (ending === undefined || ending.length === 0) return
-  for (const end of ending.splice(0)) end()
+export function endIdleLinePolls(runtime: JobsRuntime, queue: string): void {
+  const state = runtime.claims.get(queue)
+  if (state === undefined) return
+  while (state.linePolls.length > state.parked.size) state.linePolls.pop()?.abort(handedOff)
 }
 
 /**
@@ -36,9 +52,8 @@ export function takeWaitingWorker(runtime: JobsRuntime, queue: string): WaitingW
 
 /**
  * Gives `job`, already claimed for this engine, to `worker` (eager dispatch's second half; by
- * default the worker waiting longest) — or, if it stopped waiting meanwhile (Matching gave it a
- * task), to the next worker waiting, else to the queue's `spare` list, which the next worker
- * poll takes first.
+ * default the worker waiting longest) — or, if it stopped waiting meanwhile, to the next worker
+ * waiting, else to the queue's `spare` list, which the next worker poll takes first.
  */
 export function handOver(runtime: JobsRuntime, queue: string, job: JobRecord, worker: WaitingWorker | undefined = takeWaitingWorker(runtime, queue)): void {
   const state = claimStateOf(runtime, queue)
@@ -47,59 +62,122 @@ export function handOver(runtime: JobsRuntime, queue: string, job: JobRecord, wo
 }
 
 /**
- * What `waitInLine`'s `offered` resolves to, and the reason its signal aborts with: a constant,
- * so that ending a poll builds no error (an abort without a reason builds a DOMException).
+ * The reason the line's poll is aborted with: a constant, so that ending a poll builds no error
+ * (an abort without a reason builds a DOMException).
  */
-export const handedOff = Symbol('handed a job')
+const handedOff = Symbol('no worker parked')
 
 /** A claim's place in its queue's line. */
 export interface PlaceInLine {
-  /** Aborts when the claim's Matching poll should end. */
-  readonly signal: AbortSignal
-  /** Resolves (to `handedOff`) once a job is handed over. */
-  offered(): Promise<typeof handedOff>
+  /** Resolves once a job is handed over. */
+  offered(): Promise<void>
   /** The job handed over, if any. */
   job(): JobRecord | null
   /** Takes the claim out of line; later offers pass it by. */
   leave(): void
 }
 
-// Puts a waiting claim in its queue's `waiting` list; `leave` takes it off the list. A claim
-// `parked` in Matching has its poll ended by `signal` when the caller's signal aborts, or once
-// the handler of a job handed to it has started (`endHandedOverPolls`); any other claim's wait
-// is ended by `onOffer` at the hand-over.
-export function waitInLine(state: ClaimState, outer: AbortSignal | undefined, onOffer: (() => void) | 'parked'): PlaceInLine {
-  const controller = new AbortController()
-  const abort = (): void => controller.abort(handedOff)
-  outer?.addEventListener('abort', abort, { once: true })
-  if (outer?.aborted === true) abort()
+/** Puts a waiting claim in its queue's `waiting` list; `onOffer` runs at the hand-over. */
+export function waitInLine(state: ClaimState, onOffer: () => void = () => {}): PlaceInLine {
   let handed: JobRecord | null = null
   let open = true
-  let settle: ((value: typeof handedOff) => void) | null = null
-  let offered: Promise<typeof handedOff> | null = null
+  let settle: (() => void) | null = null
+  let offered: Promise<void> | null = null
   const worker: WaitingWorker = {
     offer(job) {
       if (!open || handed !== null) return false
       handed = job
-      settle?.(handedOff)
-      if (onOffer === 'parked') state.endingPolls.push(abort)
-      else onOffer()
+      settle?.()
+      onOffer()
       return true
     },
   }
   state.waiting.push(worker)
   return {
-    signal: controller.signal,
     offered() {
-      offered ??= handed !== null ? Promise.resolve(handedOff) : new Promise((resolve) => (settle = resolve))
+      offered ??= handed !== null ? Promise.resolve() : new Promise((resolve) => (settle = resolve))
       return offered
     },
     job: () => handed,
     leave() {
       open = false
-      outer?.removeEventListener('abort', abort)
       const index = state.waiting.indexOf(worker)
       if (index >= 0) state.waiting.splice(index, 1)
     },
   }
+}
+
+/**
+ * Parks a worker's claim of `queue`, in line at `place`, until a job is handed to it, the clock
+ * reaches `deadlineMs`, or `signal` aborts; the queue's line poll runs meanwhile. Rejects with
+ * the line poll's failure (a Matching or store error), as the worker's own poll would. Leaving
+ * with nothing handed over as the last parked worker ends the line poll at once.
+ */
+export async function parkInLine(runtime: JobsRuntime, queue: string, place: PlaceInLine, deadlineMs: number, signal: AbortSignal | undefined): Promise<void> {
+  const state = claimStateOf(runtime, queue)
+  let fail: (error: unknown) => void = () => {}
+  let wake: () => void = () => {}
+  const failed = new Promise<void>((resolve, reject) => {
+    wake = resolve
+    fail = reject
+  })
+  const cancelTimer: CancelTimer = runtime.clock.setTimer(deadlineMs - runtime.now(), wake)
+  signal?.addEventListener('abort', wake, { once: true })
+  state.parked.add(fail)
+  try {
+    if (signal?.aborted !== true) {
+      if (state.linePolls.length === 0 || (state.pollPerWorker && state.linePolls.length < state.parked.size)) startLinePoll(runtime, queue, state)
+      await Promise.race([place.offered(), failed])
+    }
+  } finally {
+    cancelTimer()
+    signal?.removeEventListener('abort', wake)
+    state.parked.delete(fail)
+    // Handed a job, the worker ends the poll once its handler has started (`endIdleLinePolls`).
+    if (place.job() === null) endIdleLinePolls(runtime, queue)
+  }
+}
+
+// Runs one more of `queue`'s line polls: it polls Matching until it is ended and hands each task
+// matched to the worker waiting longest. A task matched means tasks come through Matching (polls
+// of other engines wait here too, or a due-time pass found the store's head held): the line then
+// polls for every parked worker (`pollPerWorker`, kept by workers parking later too), so the
+// next tasks sync-match rather than wait in the backlog. A poll that waited its whole time for
+// nothing ends that, and itself unless it is the last.
+function startLinePoll(runtime: JobsRuntime, queue: string, state: ClaimState): void {
+  const poll = new AbortController()
+  state.linePolls.push(poll)
+  const isRunning = (): boolean => state.linePolls.includes(poll)
+  const stop = (): void => {
+    const index = state.linePolls.indexOf(poll)
+    if (index >= 0) state.linePolls.splice(index, 1)
+  }
+  const running = async (): Promise<void> => {
+    while (isRunning()) {
+      const pollDeadlineMs = runtime.now() + claimPollWaitMs
+      const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity: runtime.hostId, waitMs: claimPollWaitMs, signal: poll.signal })
+      if (polled !== null) {
+        // Rows behind the job Matching held may be claimable straight from the store now.
+        state.drained = false
+        handOver(runtime, queue, claimedJobOf(polled.response))
+        // Tasks are coming through Matching: poll for every parked worker, as a poll of each would.
+        state.pollPerWorker = true
+        while (isRunning() && state.linePolls.length < state.parked.size) startLinePoll(runtime, queue, state)
+      } else if (!isRunning()) {
+        return
+      } else if (runtime.now() < pollDeadlineMs) {
+        // Back before its deadline, the poll was refused (its partition unloading or changing
+        // owner; Matching itself waits out a queue's idle unload): pause rather than spin.
+        await runtime.driver.waitForDelivery(queue, runtime.now() + claimRetryDelayMs)
+      } else {
+        // A whole wait with nothing: tasks no longer come through Matching.
+        state.pollPerWorker = false
+        if (state.linePolls.length > 1) return stop()
+      }
+    }
+  }
+  running().then(stop, (error: unknown) => {
+    stop()
+    for (const parkedFail of [...state.parked]) parkedFail(error)
+  })
 }

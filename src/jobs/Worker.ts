@@ -34,7 +34,7 @@ import { setMaxListeners } from 'node:events'
 import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
 import { workerClaimWaitMs, workerConcurrencyMax } from '../kernel/Limits.ts'
 import { claimNext } from './Claimer.ts'
-import { endHandedOverPolls } from './WaitingLine.ts'
+import { endIdleLinePolls } from './WaitingLine.ts'
 import { ackAndClaimNext, canClaimSeveral, claimSeveral } from './StoreClaims.ts'
 import { makeHeartbeats } from './Heartbeats.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
@@ -107,8 +107,8 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
       try {
         running = handler(job)
       } finally {
-        // Started: the Matching polls of handed-over jobs end now, behind it.
-        endHandedOverPolls(runtime, queue)
+        // Started: the queue's line polls beyond its parked workers end now, behind it.
+        endIdleLinePolls(runtime, queue)
       }
       await running
       return { ok: true }
@@ -231,9 +231,9 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   const loops = local === null ? Array.from({ length: concurrency }, () => loop()) : [local.run(concurrency)]
   const stop = async (): Promise<void> => {
     stopping = true
-    // Ends the loops' polls parked in Matching, and their waits.
+    // Ends the loops' waits, and with them the queue's line polls.
     stopped.abort()
-    endHandedOverPolls(runtime, queue)
+    endIdleLinePolls(runtime, queue)
     runtime.driver.wake(queue)
     runtime.forwarding?.wake(queue)
     local?.wake()
