@@ -178,6 +178,6 @@ function startLinePoll(runtime: JobsRuntime, queue: string, state: ClaimState): 
   }
   running().then(stop, (error: unknown) => {
     stop()
-    for (const parkedFail of [...state.parked]) parkedFail(error)
+    for (const parkedFail of state.parked) parkedFail(error)
   })
 }
