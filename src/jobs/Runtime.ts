@@ -53,8 +53,9 @@ export interface ClaimState {
    */
   readonly linePolls: AbortController[]
   /**
-   * Tasks of the queue come through Matching (a line poll was matched one, and none has waited
-   * its whole time since): the line polls for every parked worker, not once for them all.
+   * Tasks of the queue come through Matching (the latest job handed over came from a line poll,
+   * and no line poll has waited its whole time since): the line polls for every parked worker,
+   * not once for them all.
    */
   pollPerWorker: boolean
   /**

@@ -12,8 +12,8 @@
  * worker's wait, and a job handed to it, then step no queue machine: with sixteen workers and
  * jobs arriving one at a time, one poll stays parked throughout. Once a task does come through
  * Matching, the line polls for every parked worker, so that the next tasks sync-match side by
- * side instead of waiting in the backlog; a poll that waited its whole time for nothing ends,
- * down to one.
+ * side instead of waiting in the backlog, until a job is handed over from the store again or a
+ * poll waits its whole time for nothing; such a poll ends, down to one.
  *
  * Line polls never outnumber the workers parked: a worker handed a job ends one once its
  * handler has started (`endIdleLinePolls`), since ending a poll steps the partition's queue
@@ -57,6 +57,8 @@ export function takeWaitingWorker(runtime: JobsRuntime, queue: string): WaitingW
  */
 export function handOver(runtime: JobsRuntime, queue: string, job: JobRecord, worker: WaitingWorker | undefined = takeWaitingWorker(runtime, queue)): void {
   const state = claimStateOf(runtime, queue)
+  // Jobs reach the line from the store again (an enqueue, a pass): one line poll will do.
+  state.pollPerWorker = false
   for (let next = worker; next !== undefined; next = state.waiting.shift()) if (next.offer(job)) return
   state.spare.push(job)
 }
@@ -142,8 +144,9 @@ export async function parkInLine(runtime: JobsRuntime, queue: string, place: Pla
 // matched to the worker waiting longest. A task matched means tasks come through Matching (polls
 // of other engines wait here too, or a due-time pass found the store's head held): the line then
 // polls for every parked worker (`pollPerWorker`, kept by workers parking later too), so the
-// next tasks sync-match rather than wait in the backlog. A poll that waited its whole time for
-// nothing ends that, and itself unless it is the last.
+// next tasks sync-match rather than wait in the backlog. A job handed over from the store, or a
+// poll that waited its whole time for nothing, ends that; such a poll ends itself too unless it
+// is the last.
 function startLinePoll(runtime: JobsRuntime, queue: string, state: ClaimState): void {
   const poll = new AbortController()
   state.linePolls.push(poll)
