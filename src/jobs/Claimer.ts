@@ -31,14 +31,13 @@
  * wait only once the queue has loaded and read its backlog (`claim({ waitMs: 0 })` returns
  * after that, and at most one forwarded round trip); a stop (`isStopped`) ends the wait.
  */
-import { randomId } from '../kernel/Ids.ts'
 import { claimPollWaitMs, claimRetryDelayMs, workerClaimWaitMs } from '../kernel/Limits.ts'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import { type ClaimState, claimStateOf, type JobsRuntime } from './Runtime.ts'
-import { claimDirect } from './StoreClaims.ts'
+import { claimDirect, claimTokensFor } from './StoreClaims.ts'
 import { handOver, parkInLine, type PlaceInLine, waitInLine } from './WaitingLine.ts'
 
 /**
@@ -166,7 +165,7 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       // since the pass chose its queues), and only while no other engine's poll waits here for
       // it: Matching serves those and this engine's workers in the order they came.
       if (!runtime.routing.owns(queue) || state.forwardedWaiting > 0) return null
-      const claimTokens = state.waiting.map(() => randomId(runtime.random))
+      const claimTokens = claimTokensFor(runtime.random, state.waiting.length)
       const claimed = await runtime.jobStore.claimDue({ queue, nowMs, claimTokens })
       for (const job of claimed) {
         runtime.driver.notifyDue(job.deadlineMs as number, queue)

@@ -17,8 +17,20 @@ import { randomId } from '../kernel/Ids.ts'
 import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
 import type { ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
+import type { Random } from '../kernel/Random.ts'
 import { ackAlone, ackHookOf, ackWith, type JobHandle } from './JobHandle.ts'
 import { type AckHook, type ClaimState, claimStateOf, type JobsRuntime } from './Runtime.ts'
+
+/**
+ * `count` claim tokens for one claim statement: one random id drawn for them all, and each token
+ * that id and its index. They differ from each other by the index and from every other
+ * statement's by the id (≈103 bits), at one draw instead of one per token: a due-time pass asks
+ * for a token per waiting worker, and usually claims one job.
+ */
+export function claimTokensFor(random: Random, count: number): string[] {
+  const base = randomId(random)
+  return Array.from({ length: count }, (_, index) => `${base}.${index.toString(36)}`)
+}
 
 /**
  * The head due job of `queue`, claimed straight from the store for a claim this engine serves
@@ -83,7 +95,7 @@ function directOf(runtime: JobsRuntime, state: ClaimState, queue: string): NonNu
 // marked drained, unless a pass started meanwhile and may have found more.
 async function claimHead(runtime: JobsRuntime, state: ClaimState, queue: string, count: number, acks?: Acks): Promise<AckedAndClaimed> {
   const generation = state.generation
-  const claimTokens = Array.from({ length: count }, () => randomId(runtime.random))
+  const claimTokens = claimTokensFor(runtime.random, count)
   const answer =
     acks === undefined
       ? { acked: [], claimed: await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens }) }

@@ -159,7 +159,14 @@ export function checkTokens(tokens: ReadonlyArray<string>): ReadonlyArray<string
   if (!Array.isArray(tokens) || tokens.length > ackBatchSizeMax) {
     throw new InvalidInput({ field: 'claimTokens', reason: `must be an array of at most ${ackBatchSizeMax} tokens` })
   }
-  return tokens.map((token, index) => validateName(`claimTokens[${index}]`, token))
+  // The field names the token's index only when one is refused (so an accepted batch builds no labels).
+  return tokens.map((token, index) => {
+    try {
+      return validateName('claimTokens', token)
+    } catch {
+      return validateName(`claimTokens[${index}]`, token)
+    }
+  })
 }
 
 /** A (queue, id) pair. */
