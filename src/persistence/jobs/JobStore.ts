@@ -103,20 +103,14 @@ export interface JobRecord extends NewJob {
  */
 export function insertedJobRecord(job: NewJob, nowMs: number, claimToken: string | null, payload: JsonValue): JobRecord {
   const claimed = claimToken !== null
+  // Every field spelled out, in decodeJob's order, rather than spread from `job`: each record
+  // then has one shape, and building it costs a fraction of a spread's copy.
   return {
-    ...job,
-    payload,
-    key: job.key ?? null,
-    state: claimed ? 'processing' : 'pending',
-    attempts: claimed ? 1 : 0,
-    createdAtMs: nowMs,
-    claimedAtMs: claimed ? nowMs : null,
-    claimToken,
-    deadlineMs: claimed ? nowMs + job.visibilityTimeoutMs : null,
-    lastError: null,
-    diedAtMs: null,
-    lastHandlerError: null,
-    lastHandlerStack: null,
+    id: job.id, queue: job.queue, state: claimed ? 'processing' : 'pending', payload, priority: job.priority, attempts: claimed ? 1 : 0,
+    maxAttempts: job.maxAttempts, visibilityTimeoutMs: job.visibilityTimeoutMs, backoffBaseMs: job.backoffBaseMs, deadLetterRetentionMs: job.deadLetterRetentionMs,
+    createdAtMs: nowMs, runAtMs: job.runAtMs, claimedAtMs: claimed ? nowMs : null, expiresAtMs: job.expiresAtMs,
+    claimToken, deadlineMs: claimed ? nowMs + job.visibilityTimeoutMs : null, key: job.key ?? null,
+    lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null,
   }
 }
 
