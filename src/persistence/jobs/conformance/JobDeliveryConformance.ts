@@ -159,6 +159,19 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       expect(await store().claimDue({ queue, nowMs: 3_000, claimTokens: [] })).toEqual([])
     })
 
+    it('claimDue answers a large claim (a batch worker’s free room) and a small one alike: whole records, in claim order', async () => {
+      const queue = fixture.queue('claim-due-large')
+      const enqueued = []
+      for (let n = 0; n < 24; n++) enqueued.push(await store().enqueue({ job: fixture.job(queue, { priority: n % 3, runAtMs: 1_000 + n, visibilityTimeoutMs: 5_000, key: `k${n}` }), nowMs: 1_000 }))
+      const inClaimOrder = [...enqueued].sort((a, b) => b.priority - a.priority || a.runAtMs - b.runAtMs)
+      const tokens = (count: number, prefix: string) => Array.from({ length: count }, (_, n) => `${prefix}${n}`)
+      const large = await store().claimDue({ queue, nowMs: 3_000, claimTokens: tokens(20, 'large') })
+      const small = await store().claimDue({ queue, nowMs: 3_000, claimTokens: tokens(8, 'small') })
+      const expected = (job: JobRecord, claimToken: string) => ({ ...job, state: 'processing', attempts: 1, claimedAtMs: 3_000, claimToken, deadlineMs: 8_000 })
+      expect(large).toEqual(inClaimOrder.slice(0, 20).map((job, n) => expected(job, `large${n}`)))
+      expect(small).toEqual(inClaimOrder.slice(20).map((job, n) => expected(job, `small${n}`)))
+    })
+
     it('claimDue waits while a claimable job is with Matching, and leaves reserved, expired, exhausted and other queues’ rows alone', async () => {
       const queue = fixture.queue('claim-due-skip')
       const withMatching = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })

@@ -40,7 +40,7 @@ import {
 } from '../JobInput.ts'
 import type { ClaimOutcome, DueJob, JobState, JobStore } from '../JobStore.ts'
 import { dueChannelOf } from '../../bus/Channels.ts'
-import { decodeJob, decodeSchedule, nullableInteger } from './jobRows.ts'
+import { claimedInOrder, decodeJob, decodeSchedule, nullableInteger } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
 import { makeJobTexts } from './jobTexts.ts'
 import { makeSqlJobAdmin } from './SqlJobAdmin.ts'
@@ -214,7 +214,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       }))
       if (claimTokens.length === 0) return []
       const rows = await write('claimDue', texts.claimDue(claimTokens.length), [queue, claimTokens, nowMs])
-      return rows.sort((a, b) => Number(a.rank) - Number(b.rank)).map(decodeJob)
+      return claimedInOrder(rows)
     },
 
     async ackAndClaimDue(params) {
@@ -227,9 +227,8 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       if (claimTokens.length === 0) return { acked: await store.ackMany({ claims: acks, nowMs }), claimed: [] }
       if (acks.length === 0) return { acked: [], claimed: await store.claimDue({ queue, nowMs, claimTokens }) }
       const rows = await write('ackAndClaimDue', ...texts.ackAndClaimDue(queue, claimTokens, nowMs, acks))
-      const claimed = rows.filter((row) => row.id !== null).sort((a, b) => Number(a.rank) - Number(b.rank))
       const acked = rows.find((row) => row.acked !== null)?.acked as string | string[] | undefined
-      return { acked: acked === undefined ? [] : typeof acked === 'string' ? [acked] : acked, claimed: claimed.map(decodeJob) }
+      return { acked: acked === undefined ? [] : typeof acked === 'string' ? [acked] : acked, claimed: claimedInOrder(rows) }
     },
 
     async takeDue(params) {

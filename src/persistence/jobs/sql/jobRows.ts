@@ -60,6 +60,20 @@ export function decodeJob(row: Row): JobRecord {
   return job
 }
 
+/**
+ * The jobs a claim statement answered, in claim order (`rank`; rows come in any order). A row
+ * carries its job as the json of the row in column `job` or as its own columns (jobSql.ts's
+ * `claimedRows`); the row of nulls of a claim that took none carries none.
+ */
+export function claimedInOrder(rows: ReadonlyArray<Row>): JobRecord[] {
+  const claimed: Array<{ readonly rank: number; readonly job: JobRecord }> = []
+  for (const row of rows) {
+    const source = 'job' in row ? (row.job as Row | null) : row.id === null ? null : row
+    if (source !== null) claimed.push({ rank: Number(row.rank), job: decodeJob(source) })
+  }
+  return claimed.sort((a, b) => a.rank - b.rank).map((entry) => entry.job)
+}
+
 /** Decodes a schedule row. */
 export function decodeSchedule(row: Row): ScheduleRecord {
   return {

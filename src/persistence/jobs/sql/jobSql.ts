@@ -237,7 +237,8 @@ RETURNING ${liveRecord}`
  * `$1` queue, `$2` claim tokens, `$3` now. Claims the first due, claimable rows of the queue in
  * claim order (as many as tokens; rows another transaction holds are skipped), the n-th with the
  * n-th token: `claimSql`'s transition — unless a claimable row of the queue has its task with
- * Matching (due null), which comes first. Returns the claimed rows in claim order.
+ * Matching (due null), which comes first. Answers each claimed row with its `rank`: as
+ * json in `job` for up to 16 tokens, else as columns (`claimedRows` says why).
  *
  * The token count is written into the text as the head's LIMIT (`headCount`), so a prepared
  * statement's generic plan knows it: with the limit a parameter, PostgreSQL priced the generic
@@ -250,8 +251,16 @@ WITH ${claimHeadCtes(schema, headCount)}
 UPDATE ${schema.quoted}.jobs AS job
 SET ${claimHeadSet(schema)}
 FROM ranked WHERE job.id = ranked.head_id
-RETURNING ranked.rank, ${liveRecord}`
+RETURNING ranked.rank, ${claimedRows(headCount)}`
 }
+
+// How a claim of up to `headCount` rows answers them. A client prepares a decoder per result
+// column once per statement, which for twenty columns cost more than decoding the one row of a
+// one-at-a-time drain: a small claim answers each row as one json column (`job`, the columns by
+// name; the dead-only ones absent, read as null). Building that json costs the server more per
+// row than sending the columns, so a large batch answers the columns.
+const claimedRows = (headCount: number): string => (headCount <= claimedAsJsonMax ? 'row_to_json(job) AS job' : liveRecord)
+const claimedAsJsonMax = 16
 
 /**
  * `$1` queue, `$2` claim tokens, `$3` now, then the acks: `$4` ids and `$5` claim tokens
@@ -259,8 +268,8 @@ RETURNING ranked.rank, ${liveRecord}`
  * an index probe (jobTexts.ts says why that matters). The acks (`ackSql`, `ackBatchSql`) and
  * `claimDueSql` in one statement, for a worker that settles the jobs its handlers finished and
  * takes its next ones in one round trip. An acked row, under a valid claim, is never among the
- * claimable ones. Answers one row per claimed job (with `rank`), or one row of nulls when none
- * was claimed; `acked` holds the deleted ids on one of the rows (null on the others, and when
+ * claimable ones. Answers one row per claimed job (`rank`, and the row as `claimDueSql` answers
+ * it), or one row of nulls when none was claimed; `acked` holds the deleted ids on one of the rows (null on the others, and when
  * none), so that they are sent and decoded once: an array, or with `oneAck` the id itself.
  */
 export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean): string {
@@ -275,7 +284,7 @@ WITH acked AS (
   UPDATE ${schema.quoted}.jobs AS job
   SET ${claimHeadSet(schema)}
   FROM ranked WHERE job.id = ranked.head_id
-  RETURNING ranked.rank, ${liveRecord}
+  RETURNING ranked.rank, ${claimedRows(headCount)}
 )
 SELECT CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked, claimed.*
 FROM (SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
