@@ -51,8 +51,8 @@ export interface WorkOptions {
    * into a local queue of at most `batch` claimed jobs, counting claims in flight, that the
    * `concurrency` handlers drain in claim order. While due jobs wait in the store the worker
    * claims them several at a time, in one statement, whenever half the local queue is free; when
-   * none is due it keeps a poll parked per free slot, which a new job reaches at once (several
-   * polls served by one statement). A job waiting in the local queue is already claimed:
+   * none is due it keeps a claim waiting per free slot, which a new job reaches at once (several
+   * claims served by one statement). A job waiting in the local queue is already claimed:
    * its visibility timeout runs (heartbeats start with its handler), a job whose claim lapsed
    * while it waited is skipped (delivered again, as any lapsed claim), and a job that becomes
    * due meanwhile — even at a higher priority — runs after those already claimed. Keep
@@ -130,7 +130,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   }
 
   const stopped = new AbortController()
-  // Every poll parked in Matching listens on this signal: one per claiming loop, not a leak.
+  // Every claiming loop's wait listens on this signal: one per loop, not a leak.
   setMaxListeners(Math.max(10, batch ?? concurrency), stopped.signal)
   // Runs one claim attempt for the loops: a failure is reported (a defect also paces the loops
   // like a store failure, and is reported every time) and answers `empty`, as does a closed engine.
