@@ -38,7 +38,7 @@ import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import { type ClaimState, claimStateOf, type JobsRuntime } from './Runtime.ts'
 import { claimDirect, claimTokensFor } from './StoreClaims.ts'
-import { handOver, parkInLine, type PlaceInLine, waitInLine } from './WaitingLine.ts'
+import { handOver, parkInLine, type PlaceInLine, rowsBehindMatchingJob, waitInLine } from './WaitingLine.ts'
 
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
@@ -135,9 +135,9 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     const pollDeadlineMs = runtime.now() + pollWaitMs
     const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(signal === undefined ? {} : { signal }) })
     if (polled !== null) {
-      // Rows behind the job Matching held may be claimable straight from the store now.
-      state.drained = false
-      return claimedJobOf(polled.response)
+      const job = claimedJobOf(polled.response)
+      rowsBehindMatchingJob(runtime, state, queue)
+      return job
     }
     if (ended() || runtime.now() >= deadlineMs) return null
     // Back before its deadline, the poll was refused (its partition unloading or changing owner;
@@ -243,8 +243,9 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
         runtime.driver.wake(queue, 1)
       }
       if (polled !== null) {
-        state.drained = false
-        return claimedJobOf(polled.response)
+        const job = claimedJobOf(polled.response)
+        rowsBehindMatchingJob(runtime, state, queue)
+        return job
       }
       if (runtime.now() >= deadlineMs || isStopped()) return null
       passNeeded = (await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))) !== 'delivered'

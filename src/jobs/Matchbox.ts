@@ -163,12 +163,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     jobStore: parts.jobStore,
     clock: parts.clock,
     random: tokens,
-    onClaimed: (job) => {
-      driverRef?.notifyDue(job.deadlineMs as number, job.queue)
-      // While a job was with Matching the store claimed nothing behind it, and claims that found
-      // nothing then wait for a pass: run one now for the rows due behind it.
-      driverRef?.notifyDue(Math.floor(parts.clock.now()), job.queue)
-    },
+    onClaimed: (job) => driverRef?.notifyDue(job.deadlineMs as number, job.queue),
   })
   const routing = makeQueueRouting({
     hostId: parts.hostId,

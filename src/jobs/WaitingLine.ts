@@ -43,6 +43,18 @@ export function endIdleLinePolls(runtime: JobsRuntime, queue: string): void {
 }
 
 /**
+ * Called once a job that came through Matching has reached its claimant: claims may take rows
+ * straight from the store again. While a claimable job of the queue is with Matching the store
+ * claims nothing behind it, so claims that found nothing meanwhile (the queue marked drained)
+ * and still wait would otherwise wait for the next scan: a due-time pass runs now for them.
+ */
+export function rowsBehindMatchingJob(runtime: JobsRuntime, state: ClaimState, queue: string): void {
+  const waitedBehind = state.drained && (state.waiting.length > 0 || state.forwardedWaiting > 0)
+  state.drained = false
+  if (waitedBehind) runtime.driver.notifyDue(runtime.now(), queue)
+}
+
+/**
  * Eager dispatch, first half: the worker of this engine waiting longest for `queue`, taken out
  * of line so that no other enqueue hands it a job too; undefined when none waits.
  */
@@ -160,9 +172,8 @@ function startLinePoll(runtime: JobsRuntime, queue: string, state: ClaimState): 
       const pollDeadlineMs = runtime.now() + claimPollWaitMs
       const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity: runtime.hostId, waitMs: claimPollWaitMs, signal: poll.signal })
       if (polled !== null) {
-        // Rows behind the job Matching held may be claimable straight from the store now.
-        state.drained = false
         handOver(runtime, queue, claimedJobOf(polled.response))
+        rowsBehindMatchingJob(runtime, state, queue)
         // Tasks are coming through Matching: poll for every parked worker, as a poll of each would.
         state.pollPerWorker = true
         while (isRunning() && state.linePolls.length < state.parked.size) startLinePoll(runtime, queue, state)
