@@ -129,9 +129,10 @@ export function waitInLine(state: ClaimState, onOffer: () => void = () => {}): P
  */
 export async function parkInLine(runtime: JobsRuntime, queue: string, place: PlaceInLine, deadlineMs: number, signal: AbortSignal | undefined): Promise<void> {
   const state = claimStateOf(runtime, queue)
+  // Settles when the wait ends: resolved by the deadline or the signal, rejected by the line poll's failure.
   let fail: (error: unknown) => void = () => {}
   let wake: () => void = () => {}
-  const failed = new Promise<void>((resolve, reject) => {
+  const ended = new Promise<void>((resolve, reject) => {
     wake = resolve
     fail = reject
   })
@@ -141,7 +142,7 @@ export async function parkInLine(runtime: JobsRuntime, queue: string, place: Pla
   try {
     if (signal?.aborted !== true) {
       if (state.linePolls.length === 0 || (state.pollPerWorker && state.linePolls.length < state.parked.size)) startLinePoll(runtime, queue, state)
-      await Promise.race([place.offered(), failed])
+      await Promise.race([place.offered(), ended])
     }
   } finally {
     cancelTimer()
@@ -153,12 +154,9 @@ export async function parkInLine(runtime: JobsRuntime, queue: string, place: Pla
 }
 
 // Runs one more of `queue`'s line polls: it polls Matching until it is ended and hands each task
-// matched to the worker waiting longest. A task matched means tasks come through Matching (polls
-// of other engines wait here too, or a due-time pass found the store's head held): the line then
-// polls for every parked worker (`pollPerWorker`, kept by workers parking later too), so the
-// next tasks sync-match rather than wait in the backlog. A job handed over from the store, or a
-// poll that waited its whole time for nothing, ends that; such a poll ends itself too unless it
-// is the last.
+// matched to the worker waiting longest, switching the line to a poll per parked worker
+// (`pollPerWorker`, the file header says when and why); a poll that waited its whole time for
+// nothing switches it back and ends itself unless it is the last.
 function startLinePoll(runtime: JobsRuntime, queue: string, state: ClaimState): void {
   const poll = new AbortController()
   state.linePolls.push(poll)

@@ -9,7 +9,10 @@ export class AssertionFailed extends Error {
   override readonly name = 'AssertionFailed'
 }
 
-/** Crashes with `message` unless `condition` holds. */
-export function assert(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new AssertionFailed(message)
+/**
+ * Crashes with `message` unless `condition` holds. On a hot path pass the message as a function:
+ * it is then built only when the assertion fails.
+ */
+export function assert(condition: unknown, message: string | (() => string)): asserts condition {
+  if (!condition) throw new AssertionFailed(typeof message === 'string' ? message : message())
 }

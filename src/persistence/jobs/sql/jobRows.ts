@@ -43,20 +43,11 @@ export function decodeJob(row: Row): JobRecord {
     lastHandlerStack: nullableText(row.last_handler_stack),
   }
   assert(typeof job.id === 'string' && typeof job.queue === 'string', 'job id or queue is not text')
-  // The messages are built only for a row that breaks an invariant: every claim decodes a row.
-  if (
-    (job.state === 'processing') === (job.claimToken !== null && job.deadlineMs !== null) &&
-    (job.state === 'dead') === (job.lastError !== null && job.diedAtMs !== null) &&
-    job.attempts >= 0 &&
-    job.maxAttempts >= 1 &&
-    (job.lastHandlerStack === null || job.lastHandlerError !== null)
-  ) {
-    return job
-  }
-  assert((job.state === 'processing') === (job.claimToken !== null && job.deadlineMs !== null), `job ${job.id}: claim fields do not match state ${job.state}`)
-  assert((job.state === 'dead') === (job.lastError !== null && job.diedAtMs !== null), `job ${job.id}: dead fields do not match state ${job.state}`)
-  assert(job.attempts >= 0 && job.maxAttempts >= 1, `job ${job.id}: attempts ${job.attempts} of ${job.maxAttempts}`)
-  assert(job.lastHandlerStack === null || job.lastHandlerError !== null, `job ${job.id}: a handler stack without its error`)
+  // Every claim decodes a row: the messages are built only for one that breaks an invariant.
+  assert((job.state === 'processing') === (job.claimToken !== null && job.deadlineMs !== null), () => `job ${job.id}: claim fields do not match state ${job.state}`)
+  assert((job.state === 'dead') === (job.lastError !== null && job.diedAtMs !== null), () => `job ${job.id}: dead fields do not match state ${job.state}`)
+  assert(job.attempts >= 0 && job.maxAttempts >= 1, () => `job ${job.id}: attempts ${job.attempts} of ${job.maxAttempts}`)
+  assert(job.lastHandlerStack === null || job.lastHandlerError !== null, () => `job ${job.id}: a handler stack without its error`)
   return job
 }
 

@@ -17,10 +17,9 @@ import type { QueueInspection, QueueMetadata } from '../Store.ts'
 /** An int8 / numeric / int4 value as a JavaScript number; asserts it is a safe integer. */
 export function toSafeInteger(value: unknown, what: string): number {
   const number = typeof value === 'bigint' ? Number(value) : typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value
-  // Every decoded row calls this for each integer column: the message is built only on failure.
-  if (typeof number === 'number' && Number.isSafeInteger(number) && typeof value !== 'bigint') return number
-  assert(typeof number === 'number' && Number.isSafeInteger(number), `${what}: ${String(value)} is not a safe integer`)
-  if (typeof value === 'bigint') assert(BigInt(number) === value, `${what}: ${value} is not a safe integer`)
+  // Every decoded row calls this for each integer column: the messages are built only on failure.
+  assert(typeof number === 'number' && Number.isSafeInteger(number), () => `${what}: ${String(value)} is not a safe integer`)
+  if (typeof value === 'bigint') assert(BigInt(number) === value, () => `${what}: ${value} is not a safe integer`)
   return number
 }
 
