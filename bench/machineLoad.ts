@@ -22,6 +22,8 @@ export const othersCpuPercentQuiet = 5
 /** CPU counters at one instant. */
 interface Sample {
   readonly busyTicks: number
+  /** Time the hypervisor ran something else while this machine had work (part of `busyTicks`). */
+  readonly stealTicks: number
   readonly totalTicks: number
   /** This process and its descendants. */
   readonly benchTicks: number
@@ -36,6 +38,11 @@ const ticksPerSecond = 100
 export interface Load {
   /** Other processes' CPU, % of all cores (NaN when /proc cannot be read). */
   readonly othersCpuPercent: number
+  /**
+   * The part of `othersCpuPercent` the hypervisor took for other machines (steal): on a virtual
+   * machine a step can be busy with no other process running on it at all.
+   */
+  readonly stealCpuPercent: number
   /** os.loadavg()[0] at the end of the span. */
   readonly loadAverage1m: number
   readonly quiet: boolean
@@ -45,13 +52,13 @@ export interface Load {
   readonly serverCpuMs: number
 }
 
-function machineTicks(): { busyTicks: number; totalTicks: number } {
+function machineTicks(): { busyTicks: number; stealTicks: number; totalTicks: number } {
   const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? ''
   const fields = line.trim().split(/\s+/).slice(1).map(Number)
   // user nice system idle iowait irq softirq steal: idle and iowait are not busy; guest time is already in user.
   const total = fields.slice(0, 8).reduce((sum, value) => sum + value, 0)
   const idle = (fields[3] ?? 0) + (fields[4] ?? 0)
-  return { busyTicks: total - idle, totalTicks: total }
+  return { busyTicks: total - idle, stealTicks: fields[7] ?? 0, totalTicks: total }
 }
 
 // utime + stime of one process, and its parent pid; null once it has exited.
@@ -114,7 +121,7 @@ export function makeLoadMeter(): LoadMeter {
       serverPid = pid
     },
     start() {
-      if (!readable) return () => ({ othersCpuPercent: Number.NaN, loadAverage1m: loadavg()[0] ?? Number.NaN, quiet: false, benchCpuMs: Number.NaN, serverCpuMs: Number.NaN })
+      if (!readable) return () => ({ othersCpuPercent: Number.NaN, stealCpuPercent: Number.NaN, loadAverage1m: loadavg()[0] ?? Number.NaN, quiet: false, benchCpuMs: Number.NaN, serverCpuMs: Number.NaN })
       const before = sample()
       return () => {
         const after = sample()
@@ -125,6 +132,7 @@ export function makeLoadMeter(): LoadMeter {
         const othersCpuPercent = total <= 0 ? 0 : Math.max(0, (100 * others) / total)
         return {
           othersCpuPercent,
+          stealCpuPercent: total <= 0 ? 0 : (100 * (after.stealTicks - before.stealTicks)) / total,
           loadAverage1m: loadavg()[0] ?? Number.NaN,
           quiet: othersCpuPercent <= othersCpuPercentQuiet,
           benchCpuMs: (bench * 1000) / ticksPerSecond,

@@ -194,7 +194,8 @@ async function waitForQuiet(): Promise<void> {
   }
 }
 
-const describeLoad = (load: Load): string => `others ${load.othersCpuPercent.toFixed(1)}% CPU, load ${load.loadAverage1m.toFixed(2)}`
+const describeLoad = (load: Load): string =>
+  `others ${load.othersCpuPercent.toFixed(1)}% CPU${load.stealCpuPercent >= 0.05 ? ` (${load.stealCpuPercent.toFixed(1)}% of it stolen by the hypervisor)` : ''}, load ${load.loadAverage1m.toFixed(2)}`
 
 // Deadlocks PostgreSQL detected so far, over the whole cluster (one library runs per step).
 async function deadlockCount(): Promise<number> {
@@ -485,7 +486,7 @@ try {
 
   console.log(`peers bench ${new Date().toISOString()}: node ${process.version}, ${coreCount()} cores, PostgreSQL ${version} (throwaway, fsync off, synchronous_commit off)`)
   console.log(`  ${quick ? 'quick: ' : ''}${jobs} jobs per drain, ${rounds} round(s) per workload (median), libraries alternate inside each round; pool max ${poolMax} per library per workload`)
-  console.log(`  a step is clean when other processes used ≤ ${othersCpuPercentQuiet}% of the machine's CPU over it (/proc/stat less this bench's and its server's processes); busy steps shorter than ${retryStepMsMax / 1000} s re-run ≤ ${retriesMax}×`)
+  console.log(`  a step is clean when other processes used ≤ ${othersCpuPercentQuiet}% of the machine's CPU over it (/proc/stat less this bench's and its server's processes; time the hypervisor stole counts, since the libraries lost it too); busy steps shorter than ${retryStepMsMax / 1000} s re-run ≤ ${retriesMax}×`)
   console.log(`  statements per job from ${countingMethod}`)
   for (const name of libraryNames) console.log(`  ${name}: ${configurationOf(name, poolMax)}`)
 
