@@ -16,6 +16,9 @@
  *   (peerLatencyChild.ts) and the producer enqueueing `latencyJobs` jobs at `latencyRatePerS`
  *   with the wall clock in the payload; for Matchbox also with both in one process.
  *
+ * Libraries alternate inside each round, and each round starts one library further on (the
+ * first round graphile-worker, pg-boss, Matchbox; the second pg-boss, Matchbox, graphile-worker).
+ *
  * Machine load: before each step the bench waits (bounded) for other processes to go quiet,
  * then measures other processes' CPU over the step (machineLoad.ts). A step during which they
  * used more than `othersCpuPercentQuiet` is re-run up to `retriesMax` times; if none is quiet,
@@ -485,7 +488,7 @@ try {
   }
 
   console.log(`peers bench ${new Date().toISOString()}: node ${process.version}, ${coreCount()} cores, PostgreSQL ${version} (throwaway, fsync off, synchronous_commit off)`)
-  console.log(`  ${quick ? 'quick: ' : ''}${jobs} jobs per drain, ${rounds} round(s) per workload (median), libraries alternate inside each round; pool max ${poolMax} per library per workload`)
+  console.log(`  ${quick ? 'quick: ' : ''}${jobs} jobs per drain, ${rounds} round(s) per workload (median), libraries alternate inside each round, each round starting one library further on; pool max ${poolMax} per library per workload`)
   console.log(`  a step is clean when other processes used ≤ ${othersCpuPercentQuiet}% of the machine's CPU over it (/proc/stat less this bench's and its server's processes; time the hypervisor stole counts, since the libraries lost it too); busy steps shorter than ${retryStepMsMax / 1000} s re-run ≤ ${retriesMax}×`)
   console.log(`  statements per job from ${countingMethod}`)
   for (const name of libraryNames) console.log(`  ${name}: ${configurationOf(name, poolMax)}`)
@@ -509,7 +512,12 @@ try {
       cells.set(name, { outcomes: [], unavailable })
     }
     for (let round = 1; round <= rounds; round++) {
-      for (const name of workload.libraries) {
+      // Each round starts one library further on, so that no library always runs right after
+      // the same one: a step that leaves the machine throttled (on a virtual machine, a long
+      // CPU-heavy step is followed by time stolen by the hypervisor) would otherwise always
+      // land on the same next library.
+      const shift = (round - 1) % workload.libraries.length
+      for (const name of [...workload.libraries.slice(shift), ...workload.libraries.slice(0, shift)]) {
         const cell = cells.get(name)
         if (cell === undefined || cell.unavailable !== null) continue
         let attempt = 0
