@@ -132,7 +132,8 @@ export function makeLoadMeter(): LoadMeter {
         const othersCpuPercent = total <= 0 ? 0 : Math.max(0, (100 * others) / total)
         return {
           othersCpuPercent,
-          stealCpuPercent: total <= 0 ? 0 : (100 * (after.stealTicks - before.stealTicks)) / total,
+          // Part of the others' share: ticks read at slightly different moments must not make it more.
+          stealCpuPercent: total <= 0 ? 0 : Math.min(othersCpuPercent, (100 * (after.stealTicks - before.stealTicks)) / total),
           loadAverage1m: loadavg()[0] ?? Number.NaN,
           quiet: othersCpuPercent <= othersCpuPercentQuiet,
           benchCpuMs: (bench * 1000) / ticksPerSecond,

@@ -17,7 +17,10 @@
  *   with the wall clock in the payload; for Matchbox also with both in one process.
  *
  * Libraries alternate inside each round, and each round starts one library further on (the
- * first round graphile-worker, pg-boss, Matchbox; the second pg-boss, Matchbox, graphile-worker).
+ * first round graphile-worker, pg-boss, Matchbox; the second pg-boss, Matchbox, graphile-worker),
+ * so that no library always runs right after the same one: on a virtual machine a long
+ * CPU-heavy step is followed by time stolen by the hypervisor, which would otherwise always land
+ * on the same next library.
  *
  * Machine load: before each step the bench waits (bounded) for other processes to go quiet,
  * then measures other processes' CPU over the step (machineLoad.ts). A step during which they
@@ -512,10 +515,7 @@ try {
       cells.set(name, { outcomes: [], unavailable })
     }
     for (let round = 1; round <= rounds; round++) {
-      // Each round starts one library further on, so that no library always runs right after
-      // the same one: a step that leaves the machine throttled (on a virtual machine, a long
-      // CPU-heavy step is followed by time stolen by the hypervisor) would otherwise always
-      // land on the same next library.
+      // Rotated per round (see the header).
       const shift = (round - 1) % workload.libraries.length
       for (const name of [...workload.libraries.slice(shift), ...workload.libraries.slice(0, shift)]) {
         const cell = cells.get(name)

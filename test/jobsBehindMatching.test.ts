@@ -29,28 +29,21 @@ it('once a job from Matching reaches its worker, a row that became due behind it
   const inner = makeMemoryJobStore()
   let claimedThroughMatching = 0
   const beforeMatching = (): boolean => claimedThroughMatching === 0
-  // Holds the claim of the job Matching delivers until the test lets it go.
-  let letClaimGo: (() => void) | null = null
-  const heldClaim = async (): Promise<void> => {
-    if (claimedThroughMatching === 0) await new Promise<void>((resolve) => (letClaimGo = resolve))
+  // The first claim of a job Matching delivers is held at the store until the test opens this.
+  const held: { open: (() => void) | null } = { open: null }
+  const throughMatching = async <T>(claim: () => Promise<T>): Promise<T> => {
+    if (beforeMatching()) await new Promise<void>((resolve) => (held.open = resolve))
+    const outcome = await claim()
+    claimedThroughMatching++
+    return outcome
   }
   const jobStore: JobStore = {
     ...inner,
     claimDue: async (params) => (beforeMatching() ? [] : inner.claimDue(params)),
     ackAndClaimDue: async (params) =>
       beforeMatching() ? { acked: await inner.ackMany({ claims: params.acks, nowMs: params.nowMs }), claimed: [] } : inner.ackAndClaimDue(params),
-    claim: async (params) => {
-      await heldClaim()
-      const outcome = await inner.claim(params)
-      claimedThroughMatching++
-      return outcome
-    },
-    claimMany: async (params) => {
-      await heldClaim()
-      const outcomes = await inner.claimMany(params)
-      claimedThroughMatching++
-      return outcomes
-    },
+    claim: (params) => throughMatching(() => inner.claim(params)),
+    claimMany: (params) => throughMatching(() => inner.claimMany(params)),
   }
   const store = makeMemoryStore()
   const clock = new ManualClock(1_700_000_000_000)
@@ -83,11 +76,11 @@ it('once a job from Matching reaches its worker, a row that became due behind it
   // Due in 500 ms, so no worker is handed it at enqueue: the due-time pass sends it to Matching.
   await q.enqueue('first', { runAt: new Date(clock.now() + 500) })
   clock.advance(500)
-  await until(() => letClaimGo !== null, "the first job's claim through Matching is at the store")
+  await until(() => held.open !== null, "the first job's claim through Matching is at the store")
 
   const second: NewJob = { id: 'second-written-elsewhere', queue: 'q', payload: 'second', priority: 0, runAtMs: clock.now(), expiresAtMs: null, ...resolveQueueOptions(undefined) }
   await inner.enqueue({ job: second, nowMs: clock.now() })
-  ;(letClaimGo as unknown as () => void)()
+  held.open?.()
 
   await until(() => started.length === 2, 'the row behind the Matching job reached the other worker (it waits for the next scan, which a stopped clock never runs)')
   expect(started).toEqual(['first', 'second'])
