@@ -1,0 +1,163 @@
+/**
+ * The dispatch machine stepped with XState's pure `initialTransition()` / `transition()`: each
+ * test asserts the snapshot and the commands a step asks for. A property checks that the
+ * stepper the runner uses gives the same snapshots and commands as `transition()`.
+ */
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { initialTransition, transition } from 'xstate'
+import type { JobRecord } from '../persistence/jobs/JobStore.ts'
+import { type DispatchSnapshot, dispatchMachine, isDrained, isMatchingHolding, isStoreServing } from './DispatchMachine.ts'
+import { type DispatchCommand, type DispatchEvent, dispatchCommandsOf } from './DispatchProtocol.ts'
+import { makeDispatchStepper } from './DispatchStepper.ts'
+
+const job = (id: string): JobRecord => ({ id, queue: 'q', state: 'processing', claimToken: `t-${id}` }) as unknown as JobRecord
+
+function start(): DispatchSnapshot {
+  const [snapshot] = initialTransition(dispatchMachine, { queue: 'q' })
+  return snapshot
+}
+
+function steps(snapshot: DispatchSnapshot, ...events: DispatchEvent[]): [DispatchSnapshot, DispatchCommand[]] {
+  let current = snapshot
+  const commands: DispatchCommand[] = []
+  for (const event of events) {
+    const [next, actions] = transition(dispatchMachine, current, event)
+    current = next
+    commands.push(...dispatchCommandsOf(actions))
+  }
+  return [current, commands]
+}
+
+describe('DispatchMachine', () => {
+  it('hands a job to the claim waiting longest, and keeps one nobody waits for for the next claim', () => {
+    const [queued] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.queued', claimId: 2 })
+    expect(queued.context.waiting).toEqual([1, 2])
+    const [handed, commands] = steps(queued, { type: 'job.handed', job: job('a'), claimId: null })
+    expect(commands).toEqual([{ type: 'claim.handOver', params: { claimId: 1, job: job('a') } }])
+    expect(handed.context.waiting).toEqual([2])
+    const [kept, none] = steps(handed, { type: 'claim.left', claimId: 2 }, { type: 'job.handed', job: job('b'), claimId: null })
+    expect(none).toEqual([])
+    expect(kept.context.spare).toEqual([job('b')])
+    const [taken, takenCommands] = steps(kept, { type: 'claim.queued', claimId: 3 })
+    expect(takenCommands).toEqual([{ type: 'claim.handOver', params: { claimId: 3, job: job('b') } }])
+    expect(taken.context.spare).toEqual([])
+    expect(taken.context.waiting).toEqual([])
+  })
+
+  it('a claim set aside for an enqueue gets its job; released, it is first in line again', () => {
+    const [reserved] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.queued', claimId: 2 }, { type: 'claim.reserved', claimId: 1 })
+    expect(reserved.context.waiting).toEqual([2])
+    expect(reserved.context.reserved).toEqual([1])
+    const [, commands] = steps(reserved, { type: 'job.handed', job: job('a'), claimId: 1 })
+    expect(commands).toEqual([{ type: 'claim.handOver', params: { claimId: 1, job: job('a') } }])
+    const [released] = steps(reserved, { type: 'claim.released', claimId: 1 })
+    expect(released.context.waiting).toEqual([1, 2])
+    // A set-aside claim that left meanwhile: its job goes to the next claim in line.
+    const [, onward] = steps(reserved, { type: 'claim.left', claimId: 1 }, { type: 'job.handed', job: job('a'), claimId: 1 })
+    expect(onward).toEqual([{ type: 'claim.handOver', params: { claimId: 2, job: job('a') } }])
+  })
+
+  it('drained until a pass starts; a short answer from before the pass does not drain', () => {
+    const serving = start()
+    expect(isStoreServing(serving)).toBe(true)
+    const [drained] = steps(serving, { type: 'store.short', generation: 0 })
+    expect(isDrained(drained)).toBe(true)
+    const [passed] = steps(drained, { type: 'pass.started' })
+    expect(isDrained(passed)).toBe(false)
+    expect(passed.context.generation).toBe(1)
+    const [stale] = steps(passed, { type: 'store.short', generation: 0 })
+    expect(isDrained(stale)).toBe(false)
+  })
+
+  it('a job through Matching leaves drained and asks for a pass only while claims still wait', () => {
+    const [drained] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'store.short', generation: 0 })
+    const [after, commands] = steps(drained, { type: 'matching.reached' })
+    expect(isDrained(after)).toBe(false)
+    expect(commands).toEqual([{ type: 'pass.request', params: {} }])
+    const [idle] = steps(start(), { type: 'store.short', generation: 0 })
+    const [, none] = steps(idle, { type: 'matching.reached' })
+    expect(none).toEqual([])
+  })
+
+  it('parked claims share one line poll until a task comes through Matching, then get one each', () => {
+    const [one, started] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }, { type: 'claim.queued', claimId: 2 }, { type: 'claim.parked', claimId: 2 }, { type: 'claim.queued', claimId: 3 }, { type: 'claim.parked', claimId: 3 })
+    expect(started).toEqual([{ type: 'linePoll.start', params: { pollId: 1 } }])
+    expect(one.context.linePolls).toEqual([1])
+    const [perWorker, matched] = steps(one, { type: 'linePoll.matched', pollId: 1, job: job('a') })
+    expect((perWorker.value as { line: string }).line).toBe('pollPerWorker')
+    expect(matched).toEqual([
+      { type: 'claim.handOver', params: { claimId: 1, job: job('a') } },
+      { type: 'linePoll.start', params: { pollId: 2 } },
+      { type: 'linePoll.start', params: { pollId: 3 } },
+    ])
+    // The handed claim unparks; its handler's start ends the poll beyond the two still parked.
+    const [started2, ended] = steps(perWorker, { type: 'claim.unparked', claimId: 1, handed: true }, { type: 'handler.started' })
+    expect(ended).toEqual([{ type: 'linePoll.end', params: { pollId: 3 } }])
+    expect(started2.context.linePolls).toEqual([1, 2])
+    // A whole idle wait: back to one poll, and this one ends as it is not the last.
+    const [single, idled] = steps(started2, { type: 'linePoll.idled', pollId: 2 })
+    expect((single.value as { line: string }).line).toBe('onePoll')
+    expect(idled).toEqual([{ type: 'linePoll.end', params: { pollId: 2 } }])
+    // A job from the store: one poll will do.
+    const [, fromStore] = steps(perWorker, { type: 'job.handed', job: job('b'), claimId: null })
+    expect(fromStore).toEqual([{ type: 'claim.handOver', params: { claimId: 2, job: job('b') } }])
+  })
+
+  it('a failed line poll fails every parked claim', () => {
+    const [parked] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }, { type: 'claim.queued', claimId: 2 }, { type: 'claim.parked', claimId: 2 })
+    const error = new Error('down')
+    const [after, commands] = steps(parked, { type: 'linePoll.failed', pollId: 1, error })
+    expect(commands).toEqual([{ type: 'claims.fail', params: { claimIds: [1, 2], error } }])
+    expect(after.context.linePolls).toEqual([])
+  })
+
+  it('forwarded polls put Matching in charge until the last one leaves', () => {
+    const [holding] = steps(start(), { type: 'forwarded.arrived' }, { type: 'forwarded.arrived' })
+    expect(isMatchingHolding(holding)).toBe(true)
+    expect(isStoreServing(holding)).toBe(false)
+    const [still] = steps(holding, { type: 'forwarded.left' })
+    expect(isMatchingHolding(still)).toBe(true)
+    const [back] = steps(still, { type: 'forwarded.left' })
+    expect(isMatchingHolding(back)).toBe(false)
+    expect(back.context.forwardedWaiting).toBe(0)
+  })
+
+  it('the stepper gives the same snapshots and commands as transition()', () => {
+    const seed = Number(process.env.PROPERTY_SEED ?? Date.now() % 1_000_000)
+    console.log(`dispatch stepper property: PROPERTY_SEED=${seed}`)
+    const claim = fc.integer({ min: 1, max: 4 })
+    const event: fc.Arbitrary<DispatchEvent> = fc.oneof(
+      claim.map((claimId) => ({ type: 'claim.queued', claimId }) as const),
+      claim.map((claimId) => ({ type: 'claim.left', claimId }) as const),
+      claim.map((claimId) => ({ type: 'claim.reserved', claimId }) as const),
+      claim.map((claimId) => ({ type: 'claim.released', claimId }) as const),
+      claim.map((claimId) => ({ type: 'claim.parked', claimId }) as const),
+      fc.tuple(claim, fc.boolean()).map(([claimId, handed]) => ({ type: 'claim.unparked', claimId, handed }) as const),
+      fc.tuple(fc.constantFrom('a', 'b'), fc.option(claim, { nil: null })).map(([id, claimId]) => ({ type: 'job.handed', job: job(id), claimId }) as const),
+      fc.constantFrom('a', 'b').map((id) => ({ type: 'job.returned', job: job(id) }) as const),
+      fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.matched', pollId, job: job('m') }) as const),
+      fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.idled', pollId }) as const),
+      fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.stopped', pollId }) as const),
+      fc.integer({ min: 0, max: 2 }).map((generation) => ({ type: 'store.short', generation }) as const),
+      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }),
+    )
+    const stepper = makeDispatchStepper(dispatchMachine)
+    fc.assert(
+      fc.property(fc.array(event, { maxLength: 40 }), (events) => {
+        let expected = start()
+        let actual = stepper.start('q')
+        for (const next of events) {
+          const [snapshot, actions] = transition(dispatchMachine, expected, next)
+          const [stepped, commands] = stepper.step(actual, next)
+          expect(stepped.value).toEqual(snapshot.value)
+          expect(stepped.context).toEqual(snapshot.context)
+          expect(commands).toEqual(dispatchCommandsOf(actions))
+          expected = snapshot
+          actual = stepped
+        }
+      }),
+      { seed, numRuns: 200 },
+    )
+  })
+})

@@ -1,0 +1,316 @@
+/**
+ * DispatchMachine — how the claims of one engine meet the due jobs of one job queue, as a pure
+ * XState 5 machine: the claim protocol of the queue's owner (DESIGN.md §1). The jobs table is
+ * the queue's backlog; this machine decides who is handed a job, when the store is asked, and
+ * when Matching is. It does no I/O: hand-overs, line polls and due-time passes are commands
+ * (DispatchProtocol.ts) that its runner (jobs/Dispatch.ts) carries out, answering with events.
+ *
+ * Context: the claims waiting in line (first come, first served), the claims set aside for a
+ * job an enqueue is inserting already claimed, the jobs handed over that found no claim (kept
+ * for the next claim to join), the claims parked on the line polls, the line polls running, the
+ * polls other engines forwarded here, the lazy claims polling Matching, and the generation of
+ * due-time passes.
+ *
+ * Three regions, in parallel:
+ * - **store** — `serving`: a claim may take the head of the due rows straight from the store;
+ *   `drained`: the last such claim found fewer rows than it asked for, and no due-time pass has
+ *   started since, so claims skip the store until one does (an idle claim costs no statement).
+ *   A job that came through Matching leaves `drained`: while it was with Matching the store
+ *   claimed nothing behind it, so if claims still wait, a pass runs now for them (otherwise
+ *   they would wait for the next scan).
+ * - **line** — `onePoll`: the parked claims share one Matching poll (tasks of the queue come
+ *   from the store, and an idle worker costs no queue-machine step); `pollPerWorker`: a task
+ *   came through Matching, so there is a poll per parked claim and the next tasks sync-match
+ *   side by side. A job handed over from the store, or a poll that waited its whole time for
+ *   nothing, goes back to `onePoll`.
+ * - **route** — `storeServes`: due jobs go straight from the store to this engine's claims;
+ *   `matchingHolds`: polls of other engines wait here, so due jobs go through Matching, which
+ *   serves every poller in arrival order.
+ *
+ * Invariants: a claim is in at most one of the line, the set-aside list; a job handed over
+ * reaches exactly one claim or the kept list; line polls never outnumber the parked claims
+ * except between a hand-over and its handler's start (`handler.started` ends the extra ones).
+ *
+ * Named guards and actions are the seams where the simulator plants its dispatch bugs
+ * (`provide`), so each planted bug is one named piece of this protocol gone wrong.
+ */
+import { setup, type SnapshotFrom } from 'xstate'
+import type { JobRecord } from '../persistence/jobs/JobStore.ts'
+import { type DispatchCommand, dispatchCommandActions, type DispatchEvent } from './DispatchProtocol.ts'
+
+/** What the machine remembers between steps. */
+export interface DispatchContext {
+  readonly queue: string
+  /** Claims in line, first come first served. */
+  readonly waiting: ReadonlyArray<number>
+  /** Claims taken out of line for a job an enqueue is inserting already claimed for them. */
+  readonly reserved: ReadonlyArray<number>
+  /** Jobs claimed for this engine that found no claim waiting: the next claim to join takes one. */
+  readonly spare: ReadonlyArray<JobRecord>
+  /** Claims waiting on the line polls, in the order they parked. */
+  readonly parked: ReadonlyArray<number>
+  /** Line polls running, oldest first. */
+  readonly linePolls: ReadonlyArray<number>
+  /** The next line poll's id. */
+  readonly nextPollId: number
+  /** Polls other engines forwarded here, waiting. */
+  readonly forwardedWaiting: number
+  /** Lazy claims polling Matching for a job already with Matching. */
+  readonly lazyPolls: number
+  /** Counts the due-time passes over the queue, so a store claim knows whether one started meanwhile. */
+  readonly generation: number
+}
+
+/** What a new machine needs. */
+export interface DispatchInput {
+  readonly queue: string
+}
+
+// Where a helper puts the commands it asks for (a step's `enqueue`).
+type Enqueue = (command: DispatchCommand) => void
+
+const without = (list: ReadonlyArray<number>, id: number): ReadonlyArray<number> => (list.includes(id) ? list.filter((other) => other !== id) : list)
+
+// Gives `job` to `claimId` if it waits (in line or set aside), else to the claim waiting longest,
+// else keeps it: the context after, with the hand-over enqueued.
+function handedOver(context: DispatchContext, job: JobRecord, claimId: number | null, enqueue: Enqueue): DispatchContext {
+  let taker: number | undefined
+  let { waiting, reserved } = context
+  if (claimId !== null && reserved.includes(claimId)) {
+    taker = claimId
+    reserved = without(reserved, claimId)
+  } else if (claimId !== null && waiting.includes(claimId)) {
+    taker = claimId
+    waiting = without(waiting, claimId)
+  } else if (waiting.length > 0) {
+    taker = waiting[0]
+    waiting = waiting.slice(1)
+  }
+  if (taker === undefined) return { ...context, spare: [...context.spare, job] }
+  enqueue({ type: 'claim.handOver', params: { claimId: taker, job } })
+  return { ...context, waiting, reserved }
+}
+
+// Ends line polls beyond one per parked claim (all of them once none is parked).
+function endingIdlePolls(context: DispatchContext, enqueue: Enqueue): DispatchContext {
+  if (context.linePolls.length <= context.parked.length) return context
+  const kept = context.linePolls.slice(0, context.parked.length)
+  for (const pollId of context.linePolls.slice(context.parked.length).reverse()) enqueue({ type: 'linePoll.end', params: { pollId } })
+  return { ...context, linePolls: kept }
+}
+
+// Starts line polls until there are `count`.
+function startingPolls(context: DispatchContext, count: number, enqueue: Enqueue): DispatchContext {
+  let { linePolls, nextPollId } = context
+  while (linePolls.length < count) {
+    enqueue({ type: 'linePoll.start', params: { pollId: nextPollId } })
+    linePolls = [...linePolls, nextPollId]
+    nextPollId++
+  }
+  return linePolls === context.linePolls ? context : { ...context, linePolls, nextPollId }
+}
+
+const withCommands = setup({
+  types: { context: {} as DispatchContext, events: {} as DispatchEvent, input: {} as DispatchInput },
+  actions: dispatchCommandActions,
+  guards: {
+    /** A store claim's short answer counts only if no pass started since the claim was made. */
+    isCurrentGeneration: ({ context, event }) => event.type === 'store.short' && event.generation === context.generation,
+    /** Claims of this engine, or polls forwarded here, still wait for a job. */
+    hasClaimsWaiting: ({ context }) => context.waiting.length > 0 || context.forwardedWaiting > 0,
+    /** The forwarded poll leaving is the last one waiting. */
+    isLastForwarded: ({ context }) => context.forwardedWaiting <= 1,
+  },
+})
+const { enqueueActions, raise } = withCommands
+
+const machineSetup = withCommands.extend({
+  actions: {
+    /** A claim joins the line; a job kept from an earlier hand-over goes to it at once. */
+    queueClaim: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'claim.queued') return
+      const [job, ...rest] = context.spare
+      if (job !== undefined) {
+        enqueue({ type: 'claim.handOver', params: { claimId: event.claimId, job } })
+        enqueue.assign({ spare: rest })
+      } else enqueue.assign({ waiting: [...context.waiting, event.claimId] })
+    }),
+    /** A claim set aside for an enqueue's job that was not inserted goes back to the head of the line. */
+    releaseClaim: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'claim.released' || !context.reserved.includes(event.claimId)) return
+      enqueue.assign({ reserved: without(context.reserved, event.claimId), waiting: [event.claimId, ...context.waiting] })
+    }),
+    /** A job handed to a claim that had already got one goes to the next claim waiting, or is kept. */
+    returnJob: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'job.returned') return
+      enqueue.assign(handedOver(context, event.job, null, enqueue))
+    }),
+    /** A claim leaves the line and the set-aside list without a job. */
+    dropClaim: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'claim.left') return
+      enqueue.assign({ waiting: without(context.waiting, event.claimId), reserved: without(context.reserved, event.claimId) })
+    }),
+    /** The claim waiting longest is set aside for the job an enqueue is inserting for it. */
+    reserveClaim: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'claim.reserved' || !context.waiting.includes(event.claimId)) return
+      enqueue.assign({ waiting: without(context.waiting, event.claimId), reserved: [...context.reserved, event.claimId] })
+    }),
+    /** A job claimed from the store for this engine reaches a claim, or is kept. */
+    handOver: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'job.handed') return
+      enqueue.assign(handedOver(context, event.job, event.claimId, enqueue))
+    }),
+    /** A job a line poll was matched reaches the claim waiting longest, or is kept. */
+    handOverMatched: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'linePoll.matched') return
+      enqueue.assign(handedOver(context, event.job, null, enqueue))
+    }),
+    /** A claim parks on the line polls; one starts for it when none runs. */
+    parkClaim: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'claim.parked') return
+      enqueue.assign(startingPolls({ ...context, parked: [...context.parked, event.claimId] }, 1, enqueue))
+    }),
+    /** A claim parks on the line polls; one starts for it while there are fewer than the claims parked. */
+    parkClaimWithPoll: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'claim.parked') return
+      const parked = [...context.parked, event.claimId]
+      enqueue.assign(startingPolls({ ...context, parked }, parked.length, enqueue))
+    }),
+    /** A parked claim stops waiting on the line polls; one that leaves with nothing ends the extra polls. */
+    unparkClaim: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'claim.unparked') return
+      const unparked = { ...context, parked: without(context.parked, event.claimId) }
+      enqueue.assign(event.handed ? unparked : endingIdlePolls(unparked, enqueue))
+    }),
+    /** Line polls beyond the parked claims end, behind the handler that was handed a job. */
+    endIdlePolls: enqueueActions(({ context, enqueue }) => {
+      enqueue.assign(endingIdlePolls(context, enqueue))
+    }),
+    /** After a task came through Matching, a poll for every parked claim, while the matched poll runs. */
+    pollForEveryParked: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'linePoll.matched' || !context.linePolls.includes(event.pollId)) return
+      enqueue.assign(startingPolls(context, context.parked.length, enqueue))
+    }),
+    /** A poll that waited its whole time for nothing ends, unless it is the last. */
+    endIdledPoll: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'linePoll.idled' || context.linePolls.length <= 1 || !context.linePolls.includes(event.pollId)) return
+      enqueue({ type: 'linePoll.end', params: { pollId: event.pollId } })
+      enqueue.assign({ linePolls: without(context.linePolls, event.pollId) })
+    }),
+    /** A line poll's loop ended. */
+    forgetPoll: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'linePoll.stopped') return
+      enqueue.assign({ linePolls: without(context.linePolls, event.pollId) })
+    }),
+    /** A line poll failed: every parked claim fails with it, as its own poll's failure would. */
+    failParked: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'linePoll.failed') return
+      enqueue({ type: 'claims.fail', params: { claimIds: context.parked, error: event.error } })
+      enqueue.assign({ linePolls: without(context.linePolls, event.pollId) })
+    }),
+    countForwarded: enqueueActions(({ context, event, enqueue }) => {
+      enqueue.assign({ forwardedWaiting: context.forwardedWaiting + (event.type === 'forwarded.arrived' ? 1 : -1) })
+    }),
+    countLazyPoll: enqueueActions(({ context, event, enqueue }) => {
+      enqueue.assign({ lazyPolls: context.lazyPolls + (event.type === 'lazyPoll.started' ? 1 : -1) })
+    }),
+    /** A pass started: a claim made before it no longer marks the queue drained. */
+    countPass: enqueueActions(({ context, enqueue }) => {
+      enqueue.assign({ generation: context.generation + 1 })
+    }),
+    /** Claims wait behind a job that was with Matching: a pass serves them now. */
+    requestPass: enqueueActions(({ enqueue }) => {
+      enqueue({ type: 'pass.request', params: {} })
+    }),
+    /** The job of a line poll reached its claim: the store may serve what is behind it. */
+    reachedThroughMatching: raise({ type: 'matching.reached' }),
+  },
+})
+
+/** The dispatch machine of one job queue on one engine. */
+export const dispatchMachine = machineSetup.createMachine({
+  id: 'dispatch',
+  type: 'parallel',
+  context: ({ input }) => ({ queue: input.queue, waiting: [], reserved: [], spare: [], parked: [], linePolls: [], nextPollId: 1, forwardedWaiting: 0, lazyPolls: 0, generation: 0 }),
+  on: {
+    'claim.queued': { actions: 'queueClaim' },
+    'claim.left': { actions: 'dropClaim' },
+    'claim.reserved': { actions: 'reserveClaim' },
+    'claim.released': { actions: 'releaseClaim' },
+    'job.returned': { actions: 'returnJob' },
+    'claim.unparked': { actions: 'unparkClaim' },
+    'handler.started': { actions: 'endIdlePolls' },
+    'linePoll.stopped': { actions: 'forgetPoll' },
+    'linePoll.failed': { actions: 'failParked' },
+    'lazyPoll.started': { actions: 'countLazyPoll' },
+    'lazyPoll.ended': { actions: 'countLazyPoll' },
+  },
+  states: {
+    store: {
+      initial: 'serving',
+      states: {
+        serving: {
+          on: {
+            'pass.started': { actions: 'countPass' },
+            'store.short': { guard: 'isCurrentGeneration', target: 'drained' },
+          },
+        },
+        drained: {
+          on: {
+            'pass.started': { target: 'serving', actions: 'countPass' },
+            'matching.reached': [{ guard: 'hasClaimsWaiting', target: 'serving', actions: 'requestPass' }, { target: 'serving' }],
+          },
+        },
+      },
+    },
+    line: {
+      initial: 'onePoll',
+      on: {
+        'job.handed': { target: '.onePoll', actions: 'handOver' },
+        'linePoll.matched': { target: '.pollPerWorker', actions: ['handOverMatched', 'pollForEveryParked', 'reachedThroughMatching'] },
+        'linePoll.idled': { target: '.onePoll', actions: 'endIdledPoll' },
+      },
+      states: {
+        onePoll: { on: { 'claim.parked': { actions: 'parkClaim' } } },
+        pollPerWorker: { on: { 'claim.parked': { actions: 'parkClaimWithPoll' } } },
+      },
+    },
+    route: {
+      initial: 'storeServes',
+      states: {
+        storeServes: { on: { 'forwarded.arrived': { target: 'matchingHolds', actions: 'countForwarded' } } },
+        matchingHolds: {
+          on: {
+            'forwarded.arrived': { actions: 'countForwarded' },
+            'forwarded.left': [{ guard: 'isLastForwarded', target: 'storeServes', actions: 'countForwarded' }, { actions: 'countForwarded' }],
+          },
+        },
+      },
+    },
+  },
+})
+
+/** The dispatch machine's type, for runners given a variant of it (`provide`). */
+export type DispatchMachine = typeof dispatchMachine
+
+/** A dispatch machine's snapshot. */
+export type DispatchSnapshot = SnapshotFrom<typeof dispatchMachine>
+
+/** True while the store may serve claims of the queue straight (not drained, no forwarded poll waiting). */
+export function isStoreServing(snapshot: DispatchSnapshot): boolean {
+  const value = snapshot.value as { readonly store: string; readonly route: string }
+  return value.store === 'serving' && value.route === 'storeServes'
+}
+
+/** True when the last store claim found no more due rows and no pass has started since. */
+export function isDrained(snapshot: DispatchSnapshot): boolean {
+  return (snapshot.value as { readonly store: string }).store === 'drained'
+}
+
+/** True while polls forwarded by other engines wait here (Matching serves in arrival order). */
+export function isMatchingHolding(snapshot: DispatchSnapshot): boolean {
+  return (snapshot.value as { readonly route: string }).route === 'matchingHolds'
+}
+
+/** The commands type, re-exported for runners. */
+export type { DispatchCommand }

@@ -1,0 +1,104 @@
+/**
+ * DispatchProtocol — the events a job queue's dispatch machine accepts and the commands it asks
+ * its runner to carry out (DispatchMachine.ts; the runner is jobs/Dispatch.ts). As with the
+ * physical queue (PhysicalQueueProtocol.ts), commands are named XState actions without an
+ * implementation, so a step returns them as data.
+ *
+ * Ids: every claim waiting on this engine has an explicit number drawn by the runner from its
+ * own counter, and every line poll one drawn by the machine from its context's counter, so
+ * traces name them the same way on every run of a seed.
+ *
+ * Does not: carry time. The dispatch machine decides who gets a job and when the store or
+ * Matching is asked; the deadlines of waits are the runner's timers on the injected clock.
+ */
+import type { JobRecord } from '../persistence/jobs/JobStore.ts'
+
+/** Events, dotted and lowercase: facts in past tense. */
+export type DispatchEvent =
+  /** A claim of this engine joined the queue's line (it is handed a job left over, if any). */
+  | { readonly type: 'claim.queued'; readonly claimId: number }
+  /** A claim left the line without a job (its wait ended, it stopped, or its store claim answered). */
+  | { readonly type: 'claim.left'; readonly claimId: number }
+  /** The first claim in line was set aside for a job an enqueue is inserting already claimed. */
+  | { readonly type: 'claim.reserved'; readonly claimId: number }
+  /** A claim set aside for an enqueue's job goes back to the head of the line: nothing was inserted for it. */
+  | { readonly type: 'claim.released'; readonly claimId: number }
+  /** A job handed to a claim that had meanwhile got another one is handed on (next claim, else kept). */
+  | { readonly type: 'job.returned'; readonly job: JobRecord }
+  /** A claim in line parked: it now waits on the queue's line polls. */
+  | { readonly type: 'claim.parked'; readonly claimId: number }
+  /** A parked claim stopped waiting on the line polls; `handed`: because it was handed a job. */
+  | { readonly type: 'claim.unparked'; readonly claimId: number; readonly handed: boolean }
+  /**
+   * A job claimed for this engine from the store (an enqueue, a due-time pass) is handed over:
+   * to `claimId` when given and still waiting, else to the claim waiting longest, else kept.
+   */
+  | { readonly type: 'job.handed'; readonly job: JobRecord; readonly claimId: number | null }
+  /** A job handed to a parked claim reached its handler: line polls beyond the parked claims end. */
+  | { readonly type: 'handler.started' }
+  /** A line poll was matched a task whose job History claimed for this engine. */
+  | { readonly type: 'linePoll.matched'; readonly pollId: number; readonly job: JobRecord }
+  /** A line poll waited its whole time for nothing. */
+  | { readonly type: 'linePoll.idled'; readonly pollId: number }
+  /** A line poll's loop ended (it was ended, or the runner stopped it). */
+  | { readonly type: 'linePoll.stopped'; readonly pollId: number }
+  /** A line poll failed (a Matching or store error): the parked claims fail with it. */
+  | { readonly type: 'linePoll.failed'; readonly pollId: number; readonly error: unknown }
+  /** A poll another engine forwarded here started waiting, or ended. */
+  | { readonly type: 'forwarded.arrived' }
+  | { readonly type: 'forwarded.left' }
+  /** A lazy claim's Matching poll for a job already with Matching started, or ended. */
+  | { readonly type: 'lazyPoll.started' }
+  | { readonly type: 'lazyPoll.ended' }
+  /** A due-time pass over the queue started: rows may be due that a claim did not find. */
+  | { readonly type: 'pass.started' }
+  /** A claim straight from the store, made in pass generation `generation`, found fewer due rows than it asked for. */
+  | { readonly type: 'store.short'; readonly generation: number }
+  /** A job that came through Matching reached its claimant: the store may serve rows behind it again. */
+  | { readonly type: 'matching.reached' }
+
+/** The event type names. */
+export type DispatchEventType = DispatchEvent['type']
+
+/** Commands the machine asks for; the runner executes each at once. */
+export type DispatchCommand =
+  /** Give `job` (claimed for this engine already) to claim `claimId`, which has left the line. */
+  | { readonly type: 'claim.handOver'; readonly params: { readonly claimId: number; readonly job: JobRecord } }
+  /** Fail the parked claims `claimIds` with `error` (their line poll failed). */
+  | { readonly type: 'claims.fail'; readonly params: { readonly claimIds: ReadonlyArray<number>; readonly error: unknown } }
+  /** Start line poll `pollId`: poll Matching for the parked claims until it is ended. */
+  | { readonly type: 'linePoll.start'; readonly params: { readonly pollId: number } }
+  /** End line poll `pollId` (abort its Matching poll). */
+  | { readonly type: 'linePoll.end'; readonly params: { readonly pollId: number } }
+  /** Run a due-time pass for the queue now: claims wait that found nothing behind a Matching job. */
+  | { readonly type: 'pass.request'; readonly params: Record<string, never> }
+
+/** The command type names. */
+export type DispatchCommandType = DispatchCommand['type']
+
+type ParamsOf<T extends DispatchCommandType> = Extract<DispatchCommand, { type: T }>['params']
+
+// A command only names an effect: nothing runs during a step; the runner reads it off the result.
+const command =
+  <T extends DispatchCommandType>() =>
+  (_args: unknown, _params: ParamsOf<T>): void => {}
+
+/** The commands as the machine's named actions, typed by their params and doing nothing when stepped. */
+export const dispatchCommandActions = {
+  'claim.handOver': command<'claim.handOver'>(),
+  'claims.fail': command<'claims.fail'>(),
+  'linePoll.start': command<'linePoll.start'>(),
+  'linePoll.end': command<'linePoll.end'>(),
+  'pass.request': command<'pass.request'>(),
+}
+const commandTypes: ReadonlySet<string> = new Set(Object.keys(dispatchCommandActions))
+
+/** True for the name of a dispatch command (as opposed to one of the machine's own actions). */
+export function isDispatchCommandType(type: string): type is DispatchCommandType {
+  return commandTypes.has(type)
+}
+
+/** The commands among the actions a `transition()` step returned, in order. */
+export function dispatchCommandsOf(actions: ReadonlyArray<{ readonly type: string; readonly params?: unknown }>): DispatchCommand[] {
+  return actions.filter((action) => isDispatchCommandType(action.type)).map((action) => ({ type: action.type, params: action.params }) as DispatchCommand)
+}

@@ -1,0 +1,60 @@
+/**
+ * DispatchStepper — steps a dispatch machine (DispatchMachine.ts, or a variant of it made with
+ * `provide`) the way XState's pure `initialTransition()` / `transition()` do, through one inert
+ * actor scope made once per machine, and returns each step's commands as data.
+ *
+ * Why not call `transition()`: it builds a throwaway actor and system around every call, which
+ * costs more than the step itself; a claim path steps on every hand-over. The scope is inert as
+ * theirs is — nothing is deferred, emitted, spawned or executed; actions only reach
+ * `actionExecutor`, which keeps the commands — so snapshots and commands are the same
+ * (DispatchMachine.test.ts checks it against `transition()`).
+ *
+ * Sharing a scope is safe because a step is synchronous and calls nothing outside the machine.
+ */
+import { type AnyActorScope, createActor, type ExecutableActionObject } from 'xstate'
+import type { DispatchMachine, DispatchSnapshot } from './DispatchMachine.ts'
+import { type DispatchCommand, type DispatchEvent, isDispatchCommandType } from './DispatchProtocol.ts'
+
+/** A snapshot and the commands its step asks for, in order. */
+export type DispatchStep = readonly [snapshot: DispatchSnapshot, commands: DispatchCommand[]]
+
+/** Steps one dispatch machine definition. */
+export interface DispatchStepper {
+  /** A new machine's first snapshot (it asks for nothing). */
+  start(queue: string): DispatchSnapshot
+  /** The snapshot after `event`, and the commands the step asks for. */
+  step(snapshot: DispatchSnapshot, event: DispatchEvent): DispatchStep
+}
+
+/** Makes the stepper of `machine`. */
+export function makeDispatchStepper(machine: DispatchMachine): DispatchStepper {
+  let commands: DispatchCommand[] = []
+  // Never started: it only lends the scope an actor reference and a system, as transition() does.
+  const self = createActor(machine, { input: { queue: '' } })
+  const scope: AnyActorScope = {
+    self,
+    system: self.system,
+    id: '',
+    sessionId: '',
+    logger: () => {},
+    defer: () => {},
+    emit: () => {},
+    stopChild: () => {},
+    actionExecutor: (action: ExecutableActionObject) => {
+      if (isDispatchCommandType(action.type)) commands.push({ type: action.type, params: action.params } as DispatchCommand)
+    },
+  }
+  return {
+    start(queue) {
+      commands = []
+      return machine.getInitialSnapshot(scope, { queue })
+    },
+    step(snapshot, event) {
+      commands = []
+      const next = machine.transition(snapshot, event, scope)
+      const step = [next, commands] as const
+      commands = []
+      return step
+    },
+  }
+}
