@@ -79,12 +79,12 @@ describe('architecture', () => {
     expect(violations).toEqual([])
   })
 
-  it('machines see the Store contract only as types', () => {
+  it('machines see the store contracts (queues, jobs) only as types', () => {
     const violations = srcFiles
       .filter((file) => layerOf(file) === 'machines')
       .flatMap((file) =>
         [...readFileSync(file, 'utf8').matchAll(/(?:^|\n)\s*(import(?:\s+type)?)\s[^'"]*?from\s+['"]([^'"]*persistence[^'"]*)['"]/g)]
-          .filter((match) => match[1] !== 'import type' || !(match[2] as string).endsWith('/Store.ts'))
+          .filter((match) => match[1] !== 'import type' || !/\/(Store|JobStore)\.ts$/.test(match[2] as string))
           .map((match) => `${relative(root, file)}: ${match[0].trim()}`),
       )
     expect(violations).toEqual([])
