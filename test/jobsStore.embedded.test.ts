@@ -4,6 +4,13 @@
  */
 import { describeJobStoreConformance } from '../src/persistence/jobs/JobStoreConformance.ts'
 import { openSqlJobStore } from '../src/persistence/jobs/sql/SqlJobStore.ts'
+import { makeSqlStore } from '../src/persistence/queues/sql/SqlStore.ts'
 import { makePgliteDriver } from '../src/persistence/sql/PgliteDriver.ts'
+import { makeSchema } from '../src/persistence/sql/Schema.ts'
 
-describeJobStoreConformance('embedded (PGlite)', async () => openSqlJobStore(await makePgliteDriver()))
+describeJobStoreConformance('embedded (PGlite)', async () => {
+  const driver = await makePgliteDriver()
+  const jobStore = await openSqlJobStore(driver)
+  // The Matching store on the same database: its acquires move the ranges claims are fenced by.
+  return { jobStore, store: makeSqlStore(driver, makeSchema()) }
+})

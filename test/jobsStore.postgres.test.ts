@@ -4,7 +4,14 @@
  */
 import { describeJobStoreConformance } from '../src/persistence/jobs/JobStoreConformance.ts'
 import { openSqlJobStore } from '../src/persistence/jobs/sql/SqlJobStore.ts'
+import { openPostgresStore } from '../src/persistence/queues/sql/openSqlStore.ts'
 import { makePgDriver } from '../src/persistence/sql/PgDriver.ts'
 import { freshDatabase } from './harness/database.ts'
 
-describeJobStoreConformance('postgres', async () => openSqlJobStore(makePgDriver({ connectionString: await freshDatabase('job_conformance') })))
+describeJobStoreConformance('postgres', async () => {
+  const connectionString = await freshDatabase('job_conformance')
+  const jobStore = await openSqlJobStore(makePgDriver({ connectionString }))
+  // The Matching store on its own pool, as another engine's would be: the fence holds across connections.
+  const store = await openPostgresStore({ connectionString })
+  return { jobStore, store, close: () => store.close() }
+})

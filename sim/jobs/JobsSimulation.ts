@@ -57,7 +57,7 @@ async function openStores(run: JobsSeedRun, hostIds: ReadonlyArray<string>): Pro
   const wrap = run.mutant?.wrapJobStore ?? run.wrapJobStore ?? ((store: JobStore) => store)
   if (run.store === 'memory') {
     const store = makeMemoryStore()
-    const jobStore = wrap(makeMemoryJobStore())
+    const jobStore = wrap(makeMemoryJobStore({ queueRanges: store }))
     return { storeFor: () => store, jobStoreFor: () => jobStore, close: () => store.close() }
   }
   if (run.store === 'embedded') {

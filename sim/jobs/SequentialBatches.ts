@@ -18,7 +18,7 @@ export function withSequentialBatches(store: JobStore): JobStore {
     },
     async claimMany(params) {
       const outcomes: ClaimOutcome[] = []
-      for (const claim of params.claims) outcomes.push(await store.claim({ id: claim.id, claimToken: claim.claimToken, nowMs: params.nowMs }))
+      for (const claim of params.claims) outcomes.push(await store.claim({ id: claim.id, claimToken: claim.claimToken, nowMs: params.nowMs, ...(params.fence === undefined ? {} : { fence: params.fence }) }))
       return outcomes
     },
     async ackMany(params) {
@@ -32,7 +32,7 @@ export function withSequentialBatches(store: JobStore): JobStore {
     // view at its issue). The answers are the statement's: a valid ack's job is not claimable,
     // and a lapsed one's ack is refused whichever comes first.
     async ackAndClaimDue(params) {
-      const claimed = await store.claimDue({ queue: params.queue, nowMs: params.nowMs, claimTokens: params.claimTokens })
+      const claimed = await store.claimDue({ queue: params.queue, nowMs: params.nowMs, claimTokens: params.claimTokens, ...(params.fence === undefined ? {} : { fence: params.fence }) })
       const acked: string[] = []
       for (const claim of params.acks) if (await store.ack({ id: claim.id, claimToken: claim.claimToken, nowMs: params.nowMs })) acked.push(claim.id)
       return { acked, claimed }

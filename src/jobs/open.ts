@@ -145,7 +145,7 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
   }
   if (storeOption === 'memory') {
     const store = makeMemoryStore()
-    const jobStore = makeMemoryJobStore()
+    const jobStore = makeMemoryJobStore({ queueRanges: store })
     return makeMatchbox({ hostId, store, jobStore, clock, random, ...hooks, closeStores: async () => {} })
   }
   let schema

@@ -11,10 +11,10 @@
 import { InvalidInput } from '../../domain/errors.ts'
 import { assert } from '../../kernel/assert.ts'
 import { validateJson } from '../../domain/Json.ts'
-import { validateName } from '../../domain/QueueKey.ts'
+import { makeQueueKey, validateName } from '../../domain/QueueKey.ts'
 import { validatePriority } from '../../domain/Task.ts'
 import { ackBatchSizeMax, enqueueBatchBytesMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax } from '../../kernel/Limits.ts'
-import type { ClaimRef, JobState, NewJob } from './JobStore.ts'
+import type { ClaimFence, ClaimRef, JobState, NewJob } from './JobStore.ts'
 
 const durationMsMax = jobDurationSMax * 1000
 
@@ -106,19 +106,36 @@ export function checkNewJob(job: NewJob, field = 'job'): NewJob {
   }
 }
 
+/** A claim's range fence, or null when the call carries none: a valid physical queue key and a range id ≥ 1. */
+export function checkFence(fence: ClaimFence | undefined): ClaimFence | null {
+  if (fence === undefined) return null
+  if (typeof fence !== 'object' || fence === null) throw new InvalidInput({ field: 'fence', reason: 'must be an object { queueKey, rangeId } or absent' })
+  return { queueKey: makeQueueKey(fence.queueKey, 'fence.queueKey'), rangeId: checkCount('fence.rangeId', fence.rangeId, 1, Number.MAX_SAFE_INTEGER) }
+}
+
 /**
  * The parameters of `enqueue`: the job, the time, and an optional claim token, which only a job
- * claimable at `nowMs` may carry (runAt not after it, not expired by it).
+ * claimable at `nowMs` may carry (runAt not after it, not expired by it), with an optional fence,
+ * which only a claim token may carry (a producer's enqueue owns nothing to fence).
  */
-export function checkEnqueue(params: { readonly job: NewJob; readonly nowMs: number; readonly claimToken?: string }): { job: NewJob; nowMs: number; claimToken: string | null } {
+export function checkEnqueue(params: { readonly job: NewJob; readonly nowMs: number; readonly claimToken?: string; readonly fence?: ClaimFence }): {
+  job: NewJob
+  nowMs: number
+  claimToken: string | null
+  fence: ClaimFence | null
+} {
   const job = checkNewJob(params.job)
   const nowMs = checkTime('nowMs', params.nowMs)
-  if (params.claimToken === undefined) return { job, nowMs, claimToken: null }
+  const fence = checkFence(params.fence)
+  if (params.claimToken === undefined) {
+    if (fence !== null) throw new InvalidInput({ field: 'fence', reason: 'fences a claimed insert only: give a claimToken, or no fence' })
+    return { job, nowMs, claimToken: null, fence }
+  }
   const claimToken = validateName('claimToken', params.claimToken)
   if (job.runAtMs > nowMs || (job.expiresAtMs !== null && job.expiresAtMs <= nowMs)) {
     throw new InvalidInput({ field: 'claimToken', reason: 'only a job claimable now (runAt reached, not expired) can be enqueued claimed' })
   }
-  return { job, nowMs, claimToken }
+  return { job, nowMs, claimToken, fence }
 }
 
 /**

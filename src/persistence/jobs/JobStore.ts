@@ -38,10 +38,22 @@
  * after it is dead — whereas `lastError` stays dead-only and may be the contract's
  * "max attempts exceeded" or "expired".
  *
+ * Claim fences: a claim the owner of a job queue partition makes (`claim`, `claimMany`,
+ * `claimDue`, `ackAndClaimDue`, `enqueue` with a claim token) may carry that partition's range
+ * fence (`ClaimFence`). It then commits only while the physical queue's stored range id is the
+ * fence's: otherwise it is refused with `OwnershipLost` and writes nothing at all (no claim, no
+ * riding ack, no insert), exactly as the Matching Store refuses a stale append — in one
+ * statement on SQL, across connections. A physical queue never acquired refuses every fence.
+ * Without a fence a call claims as it always did (a producer's enqueue owns nothing).
+ *
  * Time: every operation takes `nowMs` from the caller (whole epoch ms); no store reads a clock.
- * Errors: `InvalidInput` before anything is written; `Unavailable` from SQL stores.
+ * Length: past 400 lines because the contract is one interface, each operation with the doc
+ * comment that states its rules; splitting it would split the contract.
+ * Errors: `InvalidInput` before anything is written; `OwnershipLost` for a stale fence;
+ * `Unavailable` from SQL stores.
  */
 import type { JsonValue } from '../../domain/Json.ts'
+import type { QueueKey } from '../../domain/QueueKey.ts'
 import type { JobState } from '../../domain/JobRules.ts'
 
 export type { JobState } from '../../domain/JobRules.ts'
@@ -172,6 +184,15 @@ export interface SqlClient {
   query(text: string, values?: unknown[]): Promise<{ readonly rows: ReadonlyArray<unknown> }>
 }
 
+/**
+ * The range fence a claim carries: the physical queue it is made through (a queue partition's
+ * default physical queue, as the Matching store keys it) and the range id its owner loaded.
+ */
+export interface ClaimFence {
+  readonly queueKey: QueueKey
+  readonly rangeId: number
+}
+
 /** A claim named by a handle: the job and the token that fences it. */
 export interface ClaimRef {
   readonly id: string
@@ -197,9 +218,10 @@ export interface JobStore {
    * leave it (processing, attempt 1, deadline from its visibility stamp, due at the deadline) and
    * without the due signal: the engine hands it straight to a worker of its own that is waiting.
    * Only a job claimable now can be: runAt ≤ now and not expired, else `InvalidInput`. A key's
-   * holder is returned unclaimed, as without the token.
+   * holder is returned unclaimed, as without the token. Such an insert is a claim: with `fence`
+   * (only beside a claim token, else `InvalidInput`) a stale range inserts nothing.
    */
-  enqueue(params: { readonly job: NewJob; readonly nowMs: number; readonly claimToken?: string }, tx?: SqlClient): Promise<JobRecord>
+  enqueue(params: { readonly job: NewJob; readonly nowMs: number; readonly claimToken?: string; readonly fence?: ClaimFence }, tx?: SqlClient): Promise<JobRecord>
 
   /**
    * `enqueue` of every job in `jobs`, in order, all or nothing: one statement on SQL stores (on
@@ -219,7 +241,7 @@ export interface JobStore {
    * from the job's own visibility stamp, installs `claimToken`, and makes the deadline the due
    * time. A lapsed job at its budget is dead-lettered instead (the exhaustion rule).
    */
-  claim(params: { readonly id: string; readonly claimToken: string; readonly nowMs: number }): Promise<ClaimOutcome>
+  claim(params: { readonly id: string; readonly claimToken: string; readonly nowMs: number; readonly fence?: ClaimFence }): Promise<ClaimOutcome>
 
   /** Resets the deadline to now + (extendMs ?? the visibility stamp). Null when invalid. */
   heartbeat(params: ClaimRef & { readonly extendMs: number | null; readonly nowMs: number }): Promise<JobRecord | null>
@@ -233,8 +255,9 @@ export interface JobStore {
   /**
    * `claim` for several jobs in one round trip, each judged independently exactly as `claim`
    * judges it; outcomes in the order given. Two claims of one job: at most one is `claimed`.
+   * With `fence`, a stale range refuses the whole batch.
    */
-  claimMany(params: { readonly claims: ReadonlyArray<ClaimRef>; readonly nowMs: number }): Promise<ReadonlyArray<ClaimOutcome>>
+  claimMany(params: { readonly claims: ReadonlyArray<ClaimRef>; readonly nowMs: number; readonly fence?: ClaimFence }): Promise<ReadonlyArray<ClaimOutcome>>
 
   /** `ackBatch` that says which: the ids whose claim was valid and that were deleted. */
   ackMany(params: { readonly claims: ReadonlyArray<ClaimRef>; readonly nowMs: number }): Promise<ReadonlyArray<string>>
@@ -286,19 +309,22 @@ export interface JobStore {
    * engine that delivers a queue claims straight for its own workers, without a Matching task.
    * Returns the claimed jobs in claim order.
    */
-  claimDue(params: { readonly queue: string; readonly nowMs: number; readonly claimTokens: ReadonlyArray<string> }): Promise<ReadonlyArray<JobRecord>>
+  claimDue(params: { readonly queue: string; readonly nowMs: number; readonly claimTokens: ReadonlyArray<string>; readonly fence?: ClaimFence }): Promise<ReadonlyArray<JobRecord>>
 
   /**
    * `ackMany` of `acks`, then `claimDue`, in one statement: answers what the two calls one after
    * the other would (an acked job, claimed until now, is never among those claimed; `acked`
    * names the ids deleted). Every input is validated before anything is written. How a worker
-   * settles the jobs its handlers finished and takes its next ones in one round trip.
+   * settles the jobs its handlers finished and takes its next ones in one round trip. With
+   * `fence` and at least one token, a stale range refuses the acks with the claim: the caller
+   * acks alone after (`ackMany`). With no token it is `ackMany`, which no fence guards.
    */
   ackAndClaimDue(params: {
     readonly acks: ReadonlyArray<ClaimRef>
     readonly queue: string
     readonly nowMs: number
     readonly claimTokens: ReadonlyArray<string>
+    readonly fence?: ClaimFence
   }): Promise<{ readonly acked: ReadonlyArray<string>; readonly claimed: ReadonlyArray<JobRecord> }>
 
   /**

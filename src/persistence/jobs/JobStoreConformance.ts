@@ -12,9 +12,11 @@
  * - conformance/JobAdminConformance.ts — keys, counts and pages by state, retrying dead jobs;
  * - conformance/JobBatchConformance.ts — claimMany and ackMany, judged claim by claim;
  * - conformance/JobEnqueueManyConformance.ts — enqueueMany, all or nothing, keys as enqueue keeps them;
- * - conformance/JobInputConformance.ts — the same InvalidInput for the same bad input.
+ * - conformance/JobInputConformance.ts — the same InvalidInput for the same bad input;
+ * - conformance/JobFenceConformance.ts — claims fenced by a physical queue's range.
  *
- * The suite opens one store through the binding's `open` before its tests and closes it after;
+ * The suite opens one job store — with the Matching store beside it, whose acquires move the
+ * ranges claims are fenced by — through the binding's `open` before its tests and closes it after;
  * tests isolate themselves with fresh queue names (conformance/JobFixture.ts).
  *
  * Does not: test the public API or delivery through Matching (test/jobs*.test.ts do).
@@ -31,32 +33,41 @@ import { describeJobInputConformance } from './conformance/JobInputConformance.t
 import { describeJobLifecycleConformance } from './conformance/JobLifecycleConformance.ts'
 import { describeJobRulesConformance } from './conformance/JobRulesConformance.ts'
 import { describeJobScheduleConformance } from './conformance/JobScheduleConformance.ts'
+import { describeJobFenceConformance } from './conformance/JobFenceConformance.ts'
+import type { Store } from '../queues/Store.ts'
 import type { JobStore } from './JobStore.ts'
+
+/** What a binding opens: the job store under test and the Matching store composed with it. */
+export interface JobStoresUnderTest {
+  readonly jobStore: JobStore
+  /** Shares the job store's physical queues (one database, or the memory store it reads ranges of). */
+  readonly store: Pick<Store, 'acquire'>
+  /** Closes what the binding opened besides the job store (which the suite closes). */
+  readonly close?: () => Promise<void>
+}
 
 /**
  * Registers `JobStore conformance: ${name}` against the store `open` returns (called once; the
  * store is closed after the last test). `seed` names this run's queues and seeds its properties
  * (default: `SIM_SEED`, else drawn).
  */
-export function describeJobStoreConformance(name: string, open: () => Promise<JobStore>, options: { readonly seed?: number } = {}): void {
+export function describeJobStoreConformance(name: string, open: () => Promise<JobStoresUnderTest>, options: { readonly seed?: number } = {}): void {
   // SIM_SEED replays a printed seed, as the Matching store's suite does.
   const fromEnv = process.env.SIM_SEED === undefined || process.env.SIM_SEED === '' ? undefined : Number(process.env.SIM_SEED)
   const seed = options.seed ?? fromEnv ?? (seedFromEntropy() >>> 0) % 2 ** 31
   describe(`JobStore conformance: ${name}`, () => {
-    let opened: JobStore | undefined
-    const fixture = makeJobFixture(
-      name,
-      () => {
-        if (opened === undefined) throw new Error(`JobStore conformance: ${name}: the store is not open (did open() fail?)`)
-        return opened
-      },
-      seed,
-    )
+    let opened: JobStoresUnderTest | undefined
+    const stores = (): JobStoresUnderTest => {
+      if (opened === undefined) throw new Error(`JobStore conformance: ${name}: the store is not open (did open() fail?)`)
+      return opened
+    }
+    const fixture = makeJobFixture(name, () => stores().jobStore, seed, () => stores().store)
     beforeAll(async () => {
       opened = await open()
     })
     afterAll(async () => {
-      await opened?.close()
+      await opened?.jobStore.close()
+      await opened?.close?.()
     })
     describeJobLifecycleConformance(fixture)
     describeJobRulesConformance(fixture)
@@ -67,5 +78,6 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
     describeJobBatchConformance(fixture)
     describeJobEnqueueManyConformance(fixture)
     describeJobInputConformance(fixture)
+    describeJobFenceConformance(fixture)
   })
 }

@@ -11,6 +11,13 @@
  * fields are set exactly while processing; every rule is a call into domain/JobRules.ts, the
  * rules the SQL statements spell out in their WHERE clauses (persistence/jobs/sql/jobSql.ts).
  *
+ * Length: past 400 lines because every operation is a closure over the two maps it changes
+ * synchronously (that is what makes each atomic); the schedules and admin reads already live apart.
+ *
+ * Claim fences are checked against the memory Matching store it is composed with
+ * (MemoryClaimFence.ts), in the same synchronous step as the claim they guard; a fenced call
+ * awaits nothing between its check and its last write.
+ *
  * Does not: persist anything, or refuse a transactional enqueue's `tx` silently — it is
  * `InvalidInput` here, since there is no transaction to join.
  */
@@ -24,6 +31,7 @@ import {
   checkDurationMs,
   checkError,
   checkEnqueue,
+  checkFence,
   checkJobRef,
   checkName,
   checkNewJobs,
@@ -32,6 +40,7 @@ import {
   checkStack,
   checkTime,
 } from './JobInput.ts'
+import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.ts'
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemorySchedules } from './MemoryJobSchedules.ts'
 import { type ClaimOutcome, type DueJob, insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
@@ -45,8 +54,18 @@ interface LiveRow {
 
 const copy = <T>(value: T): T => structuredClone(value)
 
+/** What a memory job store is composed with. */
+export interface MemoryJobStoreOptions {
+  /**
+   * The range ids of the memory Matching store beside it (a MemoryStore is one), against which
+   * claim fences are checked; absent: no physical queue is known and every fence is refused.
+   */
+  readonly queueRanges?: QueueRangeReader
+}
+
 /** Makes an empty memory job store. */
-export function makeMemoryJobStore(): JobStore {
+export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStore {
+  const holdFence = makeMemoryFenceCheck(options.queueRanges)
   const live = new Map<string, LiveRow>()
   const dead = new Map<string, JobRecord>()
   let readySeq = 0
@@ -90,6 +109,38 @@ export function makeMemoryJobStore(): JobStore {
     return row !== undefined && isValidClaim(row.job, claimToken, nowMs) ? row : undefined
   }
 
+  // `claim` after validation, synchronously, so a fenced batch writes in the step it was checked in.
+  const claimOne = (id: string, claimToken: string, nowMs: number): ClaimOutcome => {
+    const row = live.get(id)
+    if (row === undefined) return { kind: 'obsolete', reason: dead.has(id) ? 'dead' : 'missing' }
+    const job = row.job
+    if (isClaimable(job, nowMs)) return { kind: 'claimed', job: copy(claimRow(row, claimToken, nowMs)) }
+    if (isExhausted(job, nowMs)) {
+      bury(row, deadReasonExhausted, job.deadlineMs as number)
+      return { kind: 'obsolete', reason: 'exhausted' }
+    }
+    const refusal = claimRefusal(job, nowMs)
+    return refusal === 'already-started' ? { kind: refusal } : { kind: 'obsolete', reason: refusal }
+  }
+
+  // `ackMany` after validation: the ids whose claim was valid, deleted.
+  const ackValid = (claims: ReadonlyArray<{ readonly id: string; readonly claimToken: string }>, nowMs: number): string[] => {
+    const acked: string[] = []
+    for (const claim of claims) if (validRow(claim.id, claim.claimToken, nowMs) !== undefined && live.delete(claim.id)) acked.push(claim.id)
+    return acked
+  }
+
+  // `claimDue` after validation.
+  const claimDueRows = (queue: string, nowMs: number, tokens: ReadonlyArray<string>): JobRecord[] => {
+    // A claimable job whose task is with Matching comes first, through Matching.
+    for (const row of live.values()) if (row.job.queue === queue && row.dueMs === null && isClaimable(row.job, nowMs)) return []
+    const due = [...live.values()]
+      .filter((row) => row.job.queue === queue && row.dueMs !== null && row.dueMs <= nowMs && isClaimable(row.job, nowMs))
+      .sort(claimOrder)
+      .slice(0, tokens.length)
+    return due.map((row, index) => copy(claimRow(row, tokens[index] as string, nowMs)))
+  }
+
   const refuseTx = (tx: unknown): void => {
     if (tx !== undefined) throw new InvalidInput({ field: 'tx', reason: 'needs a PostgreSQL store; the memory store has no transaction to join' })
   }
@@ -109,7 +160,8 @@ export function makeMemoryJobStore(): JobStore {
 
     async enqueue(params, tx) {
       refuseTx(tx)
-      const { job, nowMs, claimToken } = checkEnqueue(params)
+      const { job, nowMs, claimToken, fence } = checkEnqueue(params)
+      holdFence(fence)
       const record = insert(job, nowMs)
       // Inserted claimed (not a key's holder): as `claim` leaves a row.
       return claimToken === null || record.id !== job.id ? record : copy(claimRow(live.get(job.id) as LiveRow, claimToken, nowMs))
@@ -125,16 +177,8 @@ export function makeMemoryJobStore(): JobStore {
       const id = checkName('id', params.id)
       const claimToken = checkName('claimToken', params.claimToken)
       const nowMs = checkTime('nowMs', params.nowMs)
-      const row = live.get(id)
-      if (row === undefined) return { kind: 'obsolete', reason: dead.has(id) ? 'dead' : 'missing' }
-      const job = row.job
-      if (isClaimable(job, nowMs)) return { kind: 'claimed', job: copy(claimRow(row, claimToken, nowMs)) }
-      if (isExhausted(job, nowMs)) {
-        bury(row, deadReasonExhausted, job.deadlineMs as number)
-        return { kind: 'obsolete', reason: 'exhausted' }
-      }
-      const refusal = claimRefusal(job, nowMs)
-      return refusal === 'already-started' ? { kind: refusal } : { kind: 'obsolete', reason: refusal }
+      holdFence(checkFence(params.fence))
+      return claimOne(id, claimToken, nowMs)
     },
 
     async heartbeat(params) {
@@ -160,17 +204,14 @@ export function makeMemoryJobStore(): JobStore {
     async claimMany(params) {
       const claims = checkClaims(params.claims)
       const nowMs = checkTime('nowMs', params.nowMs)
-      const outcomes: ClaimOutcome[] = []
-      for (const claim of claims) outcomes.push(await store.claim({ id: claim.id, claimToken: claim.claimToken, nowMs }))
-      return outcomes
+      const fence = checkFence(params.fence)
+      if (claims.length === 0) return []
+      holdFence(fence)
+      return claims.map((claim) => claimOne(claim.id, claim.claimToken, nowMs))
     },
 
     async ackMany(params) {
-      const claims = checkClaims(params.claims)
-      const nowMs = checkTime('nowMs', params.nowMs)
-      const acked: string[] = []
-      for (const claim of claims) if (validRow(claim.id, claim.claimToken, nowMs) !== undefined && live.delete(claim.id)) acked.push(claim.id)
-      return acked
+      return ackValid(checkClaims(params.claims), checkTime('nowMs', params.nowMs))
     },
 
     async ackBatch(params) {
@@ -261,20 +302,22 @@ export function makeMemoryJobStore(): JobStore {
       const queue = checkName('queue', params.queue)
       const nowMs = checkTime('nowMs', params.nowMs)
       const tokens = checkTokens(params.claimTokens)
-      // A claimable job whose task is with Matching comes first, through Matching.
-      for (const row of live.values()) if (row.job.queue === queue && row.dueMs === null && isClaimable(row.job, nowMs)) return []
-      const due = [...live.values()]
-        .filter((row) => row.job.queue === queue && row.dueMs !== null && row.dueMs <= nowMs && isClaimable(row.job, nowMs))
-        .sort(claimOrder)
-        .slice(0, tokens.length)
-      return due.map((row, index) => copy(claimRow(row, tokens[index] as string, nowMs)))
+      const fence = checkFence(params.fence)
+      if (tokens.length === 0) return []
+      holdFence(fence)
+      return claimDueRows(queue, nowMs, tokens)
     },
 
     async ackAndClaimDue(params) {
       const claims = checkClaims(params.acks)
-      const claimDue = { queue: checkName('queue', params.queue), nowMs: checkTime('nowMs', params.nowMs), claimTokens: checkTokens(params.claimTokens) }
-      const acked = await store.ackMany({ claims, nowMs: claimDue.nowMs })
-      return { acked, claimed: await store.claimDue(claimDue) }
+      const queue = checkName('queue', params.queue)
+      const nowMs = checkTime('nowMs', params.nowMs)
+      const tokens = checkTokens(params.claimTokens)
+      const fence = checkFence(params.fence)
+      // The fence guards the claim and the acks riding on it; acks alone are `ackMany`'s.
+      if (tokens.length > 0) holdFence(fence)
+      const acked = ackValid(claims, nowMs)
+      return { acked, claimed: tokens.length === 0 ? [] : claimDueRows(queue, nowMs, tokens) }
     },
 
     async takeDue(params) {

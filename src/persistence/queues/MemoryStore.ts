@@ -42,6 +42,12 @@ export interface MemoryStore extends Store {
    * first: a snapshot with any problem is refused with `SnapshotInvalid` and the store is unchanged.
    */
   importSnapshot(json: unknown): void
+  /**
+   * The current range id of a physical queue, or null when it was never acquired: read at once,
+   * with no await, so a caller checking a fence and writing in the same synchronous step sees no
+   * acquire in between (the memory job store's claim fence, MemoryClaimFence.ts).
+   */
+  rangeIdOf(key: QueueKey): number | null
 }
 
 interface QueueState {
@@ -300,6 +306,10 @@ export function makeMemoryStore(): MemoryStore {
 
     importSnapshot(json: unknown): void {
       load(validateMemorySnapshot(json))
+    },
+
+    rangeIdOf(key: QueueKey): number | null {
+      return queues.get(encodeQueueKey(key))?.rangeId ?? null
     },
   }
 }

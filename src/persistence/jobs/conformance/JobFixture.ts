@@ -9,6 +9,7 @@
  * Does not: open or close stores (JobStoreConformance.ts does).
  */
 import { expect } from 'vitest'
+import type { Store } from '../../queues/Store.ts'
 import type { JobRecord, JobStore, NewJob } from '../JobStore.ts'
 
 /** Shared state and tools of one conformance run. */
@@ -16,6 +17,8 @@ export interface JobFixture {
   readonly name: string
   readonly seed: number
   store(): JobStore
+  /** The Matching store beside it: its acquires move the ranges claims are fenced by. */
+  queues(): Pick<Store, 'acquire'>
   /** A queue name no other test uses. */
   queue(label: string): string
   /** A job id no other test uses. */
@@ -27,13 +30,21 @@ export interface JobFixture {
 }
 
 /** Builds a fixture over a store getter. */
-export function makeJobFixture(name: string, store: () => JobStore, seed: number): JobFixture {
+export function makeJobFixture(
+  name: string,
+  store: () => JobStore,
+  seed: number,
+  queues: () => Pick<Store, 'acquire'> = () => {
+    throw new Error(`${name}: this fixture has no Matching store to acquire queues with`)
+  },
+): JobFixture {
   const token = (seed >>> 0).toString(36)
   let counter = 0
   const fixture: JobFixture = {
     name,
     seed,
     store,
+    queues,
     queue: (label) => `jobconf-${token}-${++counter}-${label}`,
     id: (label) => `job-${token}-${++counter}-${label}`,
     job: (queue, overrides = {}) => ({

@@ -10,6 +10,9 @@
  * batch answers what enqueueing its jobs one by one would. A keyed insert that raced a holder
  * committing after the statement's snapshot finds neither row: it runs again, on a new snapshot.
  *
+ * A claimed insert may carry the owner's range fence: it runs enqueueSql's fenced form, and a
+ * refusal (no row at all) is `OwnershipLost` with nothing inserted.
+ *
  * Invariants: every input is validated (JobInput.ts) before any SQL, so a bad job anywhere in a
  * batch writes nothing; failures on the caller's transaction map into the catalogue like the
  * store's own (that transaction is then the caller's to roll back).
@@ -22,6 +25,7 @@ import type { Schema } from '../../sql/Schema.ts'
 import { type SqlSession, toStoreError } from '../../sql/SqlSession.ts'
 import { checkEnqueue, checkNewJobs, checkTime } from '../JobInput.ts'
 import { type EnqueuedJob, insertedJobRecord, type JobStore, type NewJob, type SqlClient } from '../JobStore.ts'
+import { fenceRefusal, fenceValues } from './claimFenceSql.ts'
 import { decodeEnqueued, decodeJob, enqueueManyParams, enqueueParams, enqueuePayloadParam } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
 
@@ -41,7 +45,7 @@ const keyOf = (job: NewJob): string => JSON.stringify([job.queue, job.key])
 
 /** The enqueue operations over `session`'s migrated `schema`; `dueChannel` is the store's due signal. */
 export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany'> {
-  const sql = { enqueue: jobSql.enqueueSql(schema), enqueueMany: jobSql.enqueueManySql(schema), getJob: jobSql.getJobSql(schema), analyze: `ANALYZE ${schema.quoted}.jobs` }
+  const sql = { enqueue: jobSql.enqueueSql(schema), enqueueFenced: jobSql.enqueueSql(schema, true), enqueueMany: jobSql.enqueueManySql(schema), getJob: jobSql.getJobSql(schema), analyze: `ANALYZE ${schema.quoted}.jobs` }
   const { validated } = session
 
   // Planner statistics follow a growing table: after every `refreshAfter` jobs enqueued here
@@ -70,13 +74,19 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
 
   return {
     async enqueue(params, tx) {
-      const { job, nowMs, claimToken } = validated('enqueue', () => checkEnqueue(params))
+      const { job, nowMs, claimToken, fence } = validated('enqueue', () => checkEnqueue(params))
       checkTx(tx)
-      const values = enqueueParams(job, nowMs, dueChannel, claimToken)
+      const values = fence === null ? enqueueParams(job, nowMs, dueChannel, claimToken) : [...enqueueParams(job, nowMs, dueChannel, claimToken), ...fenceValues(fence)]
       for (let attempt = 1; ; attempt++) {
-        const rows = await runOn(tx, 'enqueue', sql.enqueue, values)
+        const rows = await runOn(tx, 'enqueue', fence === null ? sql.enqueue : sql.enqueueFenced, values)
         assert(rows.length <= 1, `enqueue of ${job.id} returned ${rows.length} rows`)
-        const [row] = rows
+        if (fence !== null && rows.length === 0) {
+          throw await fenceRefusal(schema, fence, (text, refusalValues) =>
+            tx === undefined ? session.read<Row>('enqueue', text, refusalValues) : runOn(tx, 'enqueue', text, refusalValues),
+          )
+        }
+        // The fenced form's row of nulls is the unfenced form's "no row": run it again.
+        const row = rows[0]?.id === null ? undefined : rows[0]
         if (row?.was_inserted === true) {
           inserted(1)
           // A claimed job goes to a handler, which gets a payload of its own (parsed from the text

@@ -12,6 +12,12 @@
  * The inserts (`enqueue`, `enqueueMany`, with or without the caller's transaction) live in
  * SqlJobEnqueue.ts; the statements whose text depends on the call's shape, in jobTexts.ts.
  *
+ * A fenced claim runs its statement's fenced form (claimFenceSql.ts says how one statement holds
+ * the range); a statement answering no row at all was refused, and becomes `OwnershipLost`.
+ * `claim`'s follow-up statements after a claim that did not happen (bury an exhausted job, read
+ * why) claim nothing, so they are not fenced; `claimMany`'s judgement of a job its batch did not
+ * claim is a fenced `claim`.
+ *
  * Does not: migrate (openSqlJobStore does, through the shared migration runner), read a clock,
  * or retry.
  */
@@ -29,6 +35,7 @@ import {
   checkCount,
   checkDurationMs,
   checkError,
+  checkFence,
   checkJobRef,
   checkName,
   checkNewJob,
@@ -38,7 +45,8 @@ import {
   checkTime,
   checkTimezone,
 } from '../JobInput.ts'
-import type { ClaimOutcome, DueJob, JobState, JobStore } from '../JobStore.ts'
+import type { ClaimFence, ClaimOutcome, DueJob, JobState, JobStore } from '../JobStore.ts'
+import { fenceRefusal, fenceValues } from './claimFenceSql.ts'
 import { dueChannelOf } from '../../bus/Channels.ts'
 import { claimedInOrder, decodeJob, decodeSchedule, nullableInteger } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
@@ -57,7 +65,9 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     enqueueMany: jobSql.enqueueManySql(schema),
     getJob: jobSql.getJobSql(schema),
     claim: jobSql.claimSql(schema),
+    claimFenced: jobSql.claimSql(schema, true),
     claimMany: jobSql.claimManySql(schema),
+    claimManyFenced: jobSql.claimManySql(schema, true),
     buryExhaustedOne: jobSql.buryExhaustedOneSql(schema),
     claimState: jobSql.claimStateSql(schema),
     heartbeat: jobSql.heartbeatSql(schema),
@@ -83,6 +93,13 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const write = (operation: string, text: string, params: ReadonlyArray<unknown>) => session.write<Row>(operation, text, params)
   const read = (operation: string, text: string, params: ReadonlyArray<unknown>) => session.read<Row>(operation, text, params)
   const { validated } = session
+  // Runs a claim statement in its fenced form when `fence` is given: its rows, or OwnershipLost
+  // when it answered none (refused, nothing written).
+  const claimWrite = async (operation: string, text: string, params: ReadonlyArray<unknown>, fence: ClaimFence | null): Promise<Row[]> => {
+    const rows = await write(operation, text, params)
+    if (fence !== null && rows.length === 0) throw await fenceRefusal(schema, fence, (refusalText, values) => read(operation, refusalText, values))
+    return rows
+  }
 
   const store: JobStore = {
     kind: driver.kind,
@@ -97,13 +114,16 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     },
 
     async claim(params) {
-      const { id, claimToken, nowMs } = validated('claim', () => ({
+      const { id, claimToken, nowMs, fence } = validated('claim', () => ({
         id: checkName('id', params.id),
         claimToken: checkName('claimToken', params.claimToken),
         nowMs: checkTime('nowMs', params.nowMs),
+        fence: checkFence(params.fence),
       }))
-      const [claimed] = await write('claim', sql.claim, [id, claimToken, nowMs])
-      if (claimed !== undefined) return { kind: 'claimed', job: decodeJob(claimed) }
+      const [claimed] =
+        fence === null ? await write('claim', sql.claim, [id, claimToken, nowMs]) : await claimWrite('claim', sql.claimFenced, [id, claimToken, nowMs, ...fenceValues(fence)], fence)
+      // A fenced claim's row of nulls: the fence held and the job was not claimed.
+      if (claimed !== undefined && claimed.id !== null) return { kind: 'claimed', job: decodeJob(claimed) }
       const [buried] = await write('claim', sql.buryExhaustedOne, [id, nowMs, deadReasonExhausted])
       if (buried !== undefined) return { kind: 'obsolete', reason: 'exhausted' }
       const [found] = await read('claim', sql.claimState, [id])
@@ -132,13 +152,20 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     },
 
     async claimMany(params) {
-      const { claims, nowMs } = validated('claimMany', () => ({ claims: checkClaims(params.claims), nowMs: checkTime('nowMs', params.nowMs) }))
+      const { claims, nowMs, fence } = validated('claimMany', () => ({
+        claims: checkClaims(params.claims),
+        nowMs: checkTime('nowMs', params.nowMs),
+        fence: checkFence(params.fence),
+      }))
       if (claims.length === 0) return []
+      const fenced = fence === null ? {} : { fence }
       // One claim: its own statement, whose plan the server keeps (jobTexts.ts says why).
       const [only] = claims
-      if (claims.length === 1 && only !== undefined) return [await store.claim({ ...only, nowMs })]
-      const rows = await write('claimMany', sql.claimMany, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs])
-      const claimed = new Map(rows.map((row) => [row.id as string, decodeJob(row)]))
+      if (claims.length === 1 && only !== undefined) return [await store.claim({ ...only, nowMs, ...fenced })]
+      const values = [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs]
+      const rows =
+        fence === null ? await write('claimMany', sql.claimMany, values) : await claimWrite('claimMany', sql.claimManyFenced, [...values, ...fenceValues(fence)], fence)
+      const claimed = new Map(rows.filter((row) => row.id !== null).map((row) => [row.id as string, decodeJob(row)]))
       const outcomes: ClaimOutcome[] = []
       for (const claim of claims) {
         const job = claimed.get(claim.id)
@@ -147,7 +174,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
           outcomes.push({ kind: 'claimed', job })
         } else {
           // Not claimable now (or named twice): judged on its own, which also buries an exhausted job.
-          outcomes.push(await store.claim({ id: claim.id, claimToken: claim.claimToken, nowMs }))
+          outcomes.push(await store.claim({ id: claim.id, claimToken: claim.claimToken, nowMs, ...fenced }))
         }
       }
       return outcomes
@@ -207,26 +234,29 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     ...makeSqlJobAdmin(driver, schema, session, dueChannel),
 
     async claimDue(params) {
-      const { queue, nowMs, claimTokens } = validated('claimDue', () => ({
+      const { queue, nowMs, claimTokens, fence } = validated('claimDue', () => ({
         queue: checkName('queue', params.queue),
         nowMs: checkTime('nowMs', params.nowMs),
         claimTokens: checkTokens(params.claimTokens),
+        fence: checkFence(params.fence),
       }))
       if (claimTokens.length === 0) return []
-      const rows = await write('claimDue', texts.claimDue(claimTokens.length), [queue, claimTokens, nowMs])
-      return claimedInOrder(rows)
+      return claimedInOrder(await claimWrite('claimDue', ...texts.claimDue(queue, claimTokens, nowMs, fence), fence))
     },
 
     async ackAndClaimDue(params) {
-      const { acks, queue, nowMs, claimTokens } = validated('ackAndClaimDue', () => ({
+      const { acks, queue, nowMs, claimTokens, fence } = validated('ackAndClaimDue', () => ({
         acks: checkClaims(params.acks),
         queue: checkName('queue', params.queue),
         nowMs: checkTime('nowMs', params.nowMs),
         claimTokens: checkTokens(params.claimTokens),
+        fence: checkFence(params.fence),
       }))
+      // Acks alone are not a claim: no fence guards them.
       if (claimTokens.length === 0) return { acked: await store.ackMany({ claims: acks, nowMs }), claimed: [] }
-      if (acks.length === 0) return { acked: [], claimed: await store.claimDue({ queue, nowMs, claimTokens }) }
-      const rows = await write('ackAndClaimDue', ...texts.ackAndClaimDue(queue, claimTokens, nowMs, acks))
+      if (acks.length === 0) return { acked: [], claimed: await store.claimDue({ queue, nowMs, claimTokens, ...(fence === null ? {} : { fence }) }) }
+      const [text, values] = texts.ackAndClaimDue(queue, claimTokens, nowMs, acks, fence)
+      const rows = await claimWrite('ackAndClaimDue', text, values, fence)
       const acked = rows.find((row) => row.acked !== null)?.acked as string | string[] | undefined
       return { acked: acked === undefined ? [] : typeof acked === 'string' ? [acked] : acked, claimed: claimedInOrder(rows) }
     },

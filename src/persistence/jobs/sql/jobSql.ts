@@ -25,6 +25,7 @@
  * shaped as it is.
  */
 import type { Schema } from '../../sql/Schema.ts'
+import { fenceCte, fenceHeld } from './claimFenceSql.ts'
 
 /** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
 const liveColumns =
@@ -85,25 +86,38 @@ const dueSignal = (queue: string, dueMs: string): string => `${queue} || chr(9) 
  * parsed twice. A key held by a live job of the queue is a conflict on the partial unique index:
  * nothing is inserted and the holder's id is answered instead (`was_inserted` false). No row at
  * all means the holder committed after this statement's snapshot, or went away meanwhile: run it again.
+ *
+ * `fenced`: the claimed insert of a partition's owner, fenced by `$15` physical queue key and
+ * `$16` range id (claimFenceSql.ts): nothing is inserted unless the fence holds, and the answer
+ * comes through the fence — no row when refused, a row of nulls for "run it again".
  */
-export function enqueueSql(schema: Schema): string {
-  return `
-WITH inserted AS (
+export function enqueueSql(schema: Schema, fenced = false): string {
+  const row = `$1::text, $2::text, CASE WHEN $14::text IS NULL THEN 'pending' ELSE 'processing' END, $3::jsonb, $4::smallint,
+   CASE WHEN $14::text IS NULL THEN 0 ELSE 1 END, $5::integer, $6::bigint, $7::bigint, $8::bigint,
+   $9::bigint, $10::bigint, $11::bigint, CASE WHEN $14::text IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
+   CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint END, $14::text, CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint + $6::bigint END`
+  const inserted = `inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
    created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key,
    claimed_at_ms, claim_token, deadline_ms)
-VALUES ($1::text, $2::text, CASE WHEN $14::text IS NULL THEN 'pending' ELSE 'processing' END, $3::jsonb, $4::smallint,
-   CASE WHEN $14::text IS NULL THEN 0 ELSE 1 END, $5::integer, $6::bigint, $7::bigint, $8::bigint,
-   $9::bigint, $10::bigint, $11::bigint, CASE WHEN $14::text IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
-   CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint END, $14::text, CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint + $6::bigint END)
+${fenced ? `SELECT ${row} FROM fence` : `VALUES (${row})`}
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
 RETURNING id, queue, due_ms
-)
-SELECT inserted.id, true AS was_inserted FROM inserted LEFT JOIN LATERAL (SELECT pg_notify($12::text, ${dueSignal('inserted.queue', 'inserted.due_ms')}) WHERE $14::text IS NULL) AS signal ON true
-UNION ALL
-SELECT id, false AS was_inserted FROM ${schema.quoted}.jobs
+)`
+  const holder = `SELECT id, false AS was_inserted FROM ${schema.quoted}.jobs
 WHERE $13::text IS NOT NULL AND queue = $2::text AND job_key = $13::text AND NOT EXISTS (SELECT 1 FROM inserted)`
+  const answer = `SELECT inserted.id, true AS was_inserted FROM inserted LEFT JOIN LATERAL (SELECT pg_notify($12::text, ${dueSignal('inserted.queue', 'inserted.due_ms')}) WHERE $14::text IS NULL) AS signal ON true
+UNION ALL
+${holder}`
+  if (fenced) return `
+WITH ${fenceCte(schema, { queueKey: '$15', rangeId: '$16' })}, ${inserted}
+SELECT answer.* FROM fence LEFT JOIN (
+${answer}
+) AS answer ON true`
+  return `
+WITH ${inserted}
+${answer}`
 }
 
 /**
@@ -222,15 +236,30 @@ export function keyHolderSql(schema: Schema): string {
   return `SELECT id FROM ${schema.quoted}.jobs WHERE queue = $1::text AND job_key = $2::text`
 }
 
-/** `$1` id, `$2` new claim token, `$3` now. Claims a claimable job; returns it. */
-export function claimSql(schema: Schema): string {
-  return `
+/**
+ * A fenced form of a claim statement (claimFenceSql.ts): `write`, a data-modifying statement
+ * already gated on the fence, becomes the CTE `claimed`, and the answer comes through the fence —
+ * no row when refused, else the claimed rows or one row of nulls.
+ */
+const throughFence = (schema: Schema, fenceParams: { readonly queueKey: string; readonly rangeId: string }, ctes: string, write: string): string => `
+WITH ${fenceCte(schema, fenceParams)}${ctes === '' ? '' : `, ${ctes}`}, claimed AS (
+${write}
+)
+SELECT claimed.* FROM fence LEFT JOIN claimed ON true`
+
+/**
+ * `$1` id, `$2` new claim token, `$3` now. Claims a claimable job; returns it. `fenced`: with
+ * `$4` physical queue key and `$5` range id, answered through the fence (`throughFence`).
+ */
+export function claimSql(schema: Schema, fenced = false): string {
+  const claim = `
 UPDATE ${schema.quoted}.jobs
 SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
     deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms,
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
-WHERE id = $1::text AND ${claimable('$3::bigint')}
+WHERE id = $1::text AND ${claimable('$3::bigint')}${fenced ? ` AND ${fenceHeld}` : ''}
 RETURNING ${liveRecord}`
+  return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, '', claim) : claim
 }
 
 /**
@@ -244,14 +273,19 @@ RETURNING ${liveRecord}`
  * statement's generic plan knows it: with the limit a parameter, PostgreSQL priced the generic
  * plan as if it read a tenth of the queue, planned every execution afresh, and spent some 40%
  * of its CPU per job of a one-at-a-time drain on that planning. A batch size is one text.
+ *
+ * `fenced`: with `$4` physical queue key and `$5` range id, the head is read only when the fence
+ * holds, and the answer comes through it (`throughFence`).
  */
-export function claimDueSql(schema: Schema, headCount: number): string {
-  return `
-WITH ${claimHeadCtes(schema, headCount)}
-UPDATE ${schema.quoted}.jobs AS job
+export function claimDueSql(schema: Schema, headCount: number, fenced = false): string {
+  const claim = `UPDATE ${schema.quoted}.jobs AS job
 SET ${claimHeadSet(schema)}
 FROM ranked WHERE job.id = ranked.head_id
 RETURNING ranked.rank, ${claimedRows(headCount)}`
+  if (fenced) return throughFence(schema, { queueKey: '$4', rangeId: '$5' }, claimHeadCtes(schema, headCount, true), claim)
+  return `
+WITH ${claimHeadCtes(schema, headCount)}
+${claim}`
 }
 
 // How a claim of up to `headCount` rows answers them. A client prepares a decoder per result
@@ -272,32 +306,37 @@ const claimedAsJsonMax = 16
  * it), or one row of nulls when none was claimed; `acked` holds the deleted ids on one of the
  * rows (null on the others, and when none), so that they are sent and decoded once: an array, or
  * with `oneAck` the id itself.
+ *
+ * `fenced`: with `$6` physical queue key and `$7` range id, neither the acks nor the claims are
+ * written unless the fence holds, and the answer comes through it: no row at all when refused.
  */
-export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean): string {
+export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean, fenced = false): string {
+  const gate = fenced ? ` AND ${fenceHeld}` : ''
   const ack = oneAck
-    ? `DELETE FROM ${schema.quoted}.jobs WHERE id = $4::text AND ${validClaimOf('$5::text', '$3::bigint')} RETURNING id`
+    ? `DELETE FROM ${schema.quoted}.jobs WHERE id = $4::text AND ${validClaimOf('$5::text', '$3::bigint')}${gate} RETURNING id`
     : `DELETE FROM ${schema.quoted}.jobs AS job USING unnest($4::text[], $5::text[]) AS claim(id, token)
-  WHERE job.id = claim.id AND ${validClaimOf('claim.token', '$3::bigint')} RETURNING job.id`
+  WHERE job.id = claim.id AND ${validClaimOf('claim.token', '$3::bigint')}${gate} RETURNING job.id`
   return `
-WITH acked AS (
+WITH ${fenced ? `${fenceCte(schema, { queueKey: '$6', rangeId: '$7' })}, ` : ''}acked AS (
   ${ack}
-), ${claimHeadCtes(schema, headCount)}, claimed AS (
+), ${claimHeadCtes(schema, headCount, fenced)}, claimed AS (
   UPDATE ${schema.quoted}.jobs AS job
   SET ${claimHeadSet(schema)}
   FROM ranked WHERE job.id = ranked.head_id
   RETURNING ranked.rank, ${claimedRows(headCount)}
 )
 SELECT ${headCount === 1 ? 'ack.acked' : 'CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked'}, claimed.*
-FROM (SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
+FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
 }
 
 // The head of a queue's due rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
 // claim order and ranked; the count is a literal of the text (claimDueSql says why). One row is
 // ranked 1 without a window: a window's sort is a tenth of a one-row claim's server time.
-function claimHeadCtes(schema: Schema, headCount: number): string {
+// `fenced`: read only when the statement's fence holds (a one-time filter, evaluated first).
+function claimHeadCtes(schema: Schema, headCount: number, fenced = false): string {
   return `head AS (
   SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimable('$3::bigint')}
+  WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimable('$3::bigint')}${fenced ? ` AND ${fenceHeld}` : ''}
     -- Unqualified names in the subquery are the held row's own.
     AND NOT EXISTS (SELECT 1 FROM ${schema.quoted}.jobs AS held WHERE held.queue = $1::text AND held.due_ms IS NULL AND ${claimable('$3::bigint')})
   ORDER BY priority DESC, due_ms, ready_seq
@@ -318,16 +357,18 @@ const claimHeadSet = (schema: Schema): string =>
  * `$1` ids, `$2` new claim tokens (parallel arrays), `$3` now. `claimSql` for many jobs in one
  * statement: each claimable job among them is claimed with its token (the first token given for
  * a job named twice); returns the claimed rows. The rest are judged one by one by the caller.
+ * `fenced`: with `$4` physical queue key and `$5` range id, answered through the fence (`throughFence`).
  */
-export function claimManySql(schema: Schema): string {
-  return `
+export function claimManySql(schema: Schema, fenced = false): string {
+  const claim = `
 UPDATE ${schema.quoted}.jobs AS job
 SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = wanted.token,
     deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = job.revision + 1
 FROM (SELECT DISTINCT ON (asked_id) asked_id, token FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(asked_id, token, position) ORDER BY asked_id, position) AS wanted
-WHERE job.id = wanted.asked_id AND ${claimable('$3::bigint')}
+WHERE job.id = wanted.asked_id AND ${claimable('$3::bigint')}${fenced ? ` AND ${fenceHeld}` : ''}
 RETURNING ${liveRecord}`
+  return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, '', claim) : claim
 }
 
 /** `$1` id, `$2` now, `$3` the exhausted dead reason. Dead-letters job `$1` if the exhaustion rule holds; returns its id. */

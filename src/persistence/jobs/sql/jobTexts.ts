@@ -11,17 +11,22 @@
  * - acks: one claim runs the one-job statement, whose plan is an index probe; a batch's join
  *   to its arrays is planned at every execution, a cost its jobs share.
  *
+ * Each has a fenced form (claimFenceSql.ts), its own text with the fence's two parameters after
+ * the others, made on first use as well, so an unfenced call runs exactly the text it ran before.
+ *
  * Each text is prepared once per connection by the driver.
  */
 import type { Schema } from '../../sql/Schema.ts'
-import type { ClaimRef } from '../JobStore.ts'
+import type { ClaimFence, ClaimRef } from '../JobStore.ts'
+import { fenceValues } from './claimFenceSql.ts'
 import * as jobSql from './jobSql.ts'
 
 /** The shape-chosen texts of one schema's job store. */
 export interface JobTexts {
-  claimDue(tokens: number): string
-  /** The statement and parameters acking `acks` (at least one) and claiming with `claimTokens` (at least one). */
-  ackAndClaimDue(queue: string, claimTokens: ReadonlyArray<string>, nowMs: number, acks: ReadonlyArray<ClaimRef>): [string, unknown[]]
+  /** The statement and parameters claiming with `claimTokens` (at least one), fenced by `fence` unless it is null. */
+  claimDue(queue: string, claimTokens: ReadonlyArray<string>, nowMs: number, fence: ClaimFence | null): [string, unknown[]]
+  /** The statement and parameters acking `acks` (at least one) and claiming with `claimTokens` (at least one), fenced unless `fence` is null. */
+  ackAndClaimDue(queue: string, claimTokens: ReadonlyArray<string>, nowMs: number, acks: ReadonlyArray<ClaimRef>, fence: ClaimFence | null): [string, unknown[]]
   takeDue(queues: ReadonlyArray<string> | null): string
   nextDue(queues: ReadonlyArray<string> | null): string
   /** The statement and parameters acking `claims` (at least one) at `nowMs`. */
@@ -49,14 +54,23 @@ export function makeJobTexts(schema: Schema): JobTexts {
   }
   const ackOne = jobSql.ackSql(schema)
   const ackBatch = jobSql.ackBatchSql(schema)
+  const claimDue = byCount((schema, tokens) => jobSql.claimDueSql(schema, tokens))
+  const claimDueFenced = byCount((schema, tokens) => jobSql.claimDueSql(schema, tokens, true))
   const ackOneAndClaimDue = byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, true))
   const ackSeveralAndClaimDue = byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, false))
+  const ackOneAndClaimDueFenced = byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, true, true))
+  const ackSeveralAndClaimDueFenced = byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, false, true))
   return {
-    claimDue: byCount(jobSql.claimDueSql),
-    ackAndClaimDue(queue, claimTokens, nowMs, acks) {
+    claimDue(queue, claimTokens, nowMs, fence) {
+      if (fence === null) return [claimDue(claimTokens.length), [queue, claimTokens, nowMs]]
+      return [claimDueFenced(claimTokens.length), [queue, claimTokens, nowMs, ...fenceValues(fence)]]
+    },
+    ackAndClaimDue(queue, claimTokens, nowMs, acks, fence) {
       const [only] = acks
-      if (acks.length === 1 && only !== undefined) return [ackOneAndClaimDue(claimTokens.length), [queue, claimTokens, nowMs, only.id, only.claimToken]]
-      return [ackSeveralAndClaimDue(claimTokens.length), [queue, claimTokens, nowMs, acks.map((ack) => ack.id), acks.map((ack) => ack.claimToken)]]
+      const one = acks.length === 1 && only !== undefined
+      const values = one ? [queue, claimTokens, nowMs, only.id, only.claimToken] : [queue, claimTokens, nowMs, acks.map((ack) => ack.id), acks.map((ack) => ack.claimToken)]
+      if (fence === null) return [(one ? ackOneAndClaimDue : ackSeveralAndClaimDue)(claimTokens.length), values]
+      return [(one ? ackOneAndClaimDueFenced : ackSeveralAndClaimDueFenced)(claimTokens.length), [...values, ...fenceValues(fence)]]
     },
     takeDue: byFilter(jobSql.takeDueSql),
     nextDue: byFilter(jobSql.nextDueSql),
