@@ -11,8 +11,9 @@
  * driver's lock answers `DataDirInUse`, printed as one line naming the holder's pid (exit 1).
  * Inspect such a store from its own process, or after it closed.
  *
- * Does not: change queues (opening the store applies pending migrations, as every open does)
- * or print connection strings, which may hold passwords.
+ * Does not: change anything — it creates and migrates no schema, and a database or schema
+ * without Matchbox is refused naming what it looked for (exit 2) — or print connection strings,
+ * which may hold passwords.
  */
 import { type Command, InvalidArgumentError } from 'commander'
 import type { Store } from '../persistence/queues/Store.ts'
@@ -133,7 +134,7 @@ export function registerInspect(program: Command, terminal: Terminal): void {
     .option('--tasks-max <n>', `list at most n stored tasks per queue (0…${inspectTasksMaxLimit})`, parseTasksMax, inspectTasksMaxDefault)
     .option('--json', 'print the report as JSON')
     .action(async (options: InspectOptions) => {
-      const store = await openCliStore(options)
+      const store = await openCliStore(options, 'read')
       try {
         const report = await readInspectReport(store, options)
         if (options.json === true) terminal.json(report)

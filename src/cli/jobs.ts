@@ -11,7 +11,8 @@
  *   matchbox jobs cancel <queue> <id>    deletes a pending or processing job
  *
  * Every command takes `--json`. Exit codes: 0 done; 1 the job was not there (or its key is held)
- * or the store failed; 2 bad usage (a missing store, an unknown state, a bad number).
+ * or the store failed; 2 bad usage (a missing store, an unknown state, a bad number, a database
+ * or schema where Matchbox never ran). No command creates a schema; the reads migrate nothing.
  *
  * Does not: hold job logic (the JobStore does) or print connection strings.
  */
@@ -19,7 +20,7 @@ import { type Command, InvalidArgumentError } from 'commander'
 import { RealClock } from '../kernel/Clock.ts'
 import { jobListLimitMax } from '../kernel/Limits.ts'
 import type { JobRecord, JobState, JobStore } from '../persistence/jobs/JobStore.ts'
-import { openCliJobStore, type StoreLocation } from './CliStore.ts'
+import { type CliAccess, openCliJobStore, type StoreLocation } from './CliStore.ts'
 import type { Terminal } from './Terminal.ts'
 
 /** A job the command named is not in the state it needs; exit code 1. */
@@ -80,9 +81,9 @@ export function renderJob(terminal: Terminal, job: JobRecord): void {
   terminal.line(`  payload ${JSON.stringify(job.payload)}`)
 }
 
-// Opens the job store, runs `action`, closes the store.
-async function withJobStore<T>(options: StoreLocation, action: (store: JobStore) => Promise<T>): Promise<T> {
-  const store = await openCliJobStore(options)
+// Opens the job store (for `access`: CliStore.ts), runs `action`, closes the store.
+async function withJobStore<T>(options: StoreLocation, access: CliAccess, action: (store: JobStore) => Promise<T>): Promise<T> {
+  const store = await openCliJobStore(options, access)
   try {
     return await action(store)
   } finally {
@@ -103,7 +104,7 @@ export function registerJobs(program: Command, terminal: Terminal): void {
   const jobs = program.command('jobs').description('job admin: counts, lists by state, one job, retry a dead job, cancel a live one')
 
   storeOptions(jobs.command('counts').description('pending, processing and dead jobs per queue')).action(async (options: JobsCommandOptions) => {
-    const counts = await withJobStore(options, (store) => store.countQueues({ limit: jobListLimitMax }))
+    const counts = await withJobStore(options, 'read', (store) => store.countQueues({ limit: jobListLimitMax }))
     if (options.json === true) return terminal.json(counts)
     if (counts.length === 0) return terminal.line('no jobs')
     const rows = counts.map((queue) => [queue.queue, String(queue.pending), String(queue.processing), String(queue.dead)])
@@ -117,7 +118,7 @@ export function registerJobs(program: Command, terminal: Terminal): void {
     .option('--limit <n>', `jobs per page (1…${jobListLimitMax})`, parseLimit, jobsListLimitDefault)
     .option('--after <id>', 'start after this job id (the previous page’s last)')
     .action(async (queue: string, options: JobsListOptions) => {
-      const page = await withJobStore(options, (store) => store.listJobs({ queue, state: options.state, limit: options.limit, afterId: options.after ?? null }))
+      const page = await withJobStore(options, 'read', (store) => store.listJobs({ queue, state: options.state, limit: options.limit, afterId: options.after ?? null }))
       const next = page.length === options.limit ? (page.at(-1)?.id ?? null) : null
       if (options.json === true) return terminal.json({ queue, state: options.state, jobs: page, next })
       if (page.length === 0) return terminal.line(`no ${options.state} jobs in ${queue}`)
@@ -130,7 +131,7 @@ export function registerJobs(program: Command, terminal: Terminal): void {
 
   storeOptions(jobs.command('show').description('one job in full, dead ones with their errors').argument('<queue>', 'queue name').argument('<id>', 'job id')).action(
     async (queue: string, id: string, options: JobsCommandOptions) => {
-      const job = await withJobStore(options, (store) => store.getJob({ queue, id }))
+      const job = await withJobStore(options, 'read', (store) => store.getJob({ queue, id }))
       if (job === null) throw new JobNotFound(`no job ${id} in queue ${queue} (acked, cancelled, purged or never there)`)
       if (options.json === true) terminal.json(job)
       else renderJob(terminal, job)
@@ -140,7 +141,7 @@ export function registerJobs(program: Command, terminal: Terminal): void {
   storeOptions(
     jobs.command('retry').description('move a dead job back as a fresh pending job with the same id, runnable now').argument('<queue>', 'queue name').argument('<id>', 'job id'),
   ).action(async (queue: string, id: string, options: JobsCommandOptions) => {
-    const outcome = await withJobStore(options, (store) => store.retryDead({ queue, id, nowMs: Math.floor(new RealClock().now()) }))
+    const outcome = await withJobStore(options, 'write', (store) => store.retryDead({ queue, id, nowMs: Math.floor(new RealClock().now()) }))
     if (outcome.kind === 'not-dead') throw new JobNotFound(`no dead job ${id} in queue ${queue}`)
     if (outcome.kind === 'key-taken') throw new JobNotFound(`dead job ${id} keeps its key, which live job ${outcome.liveId} holds; cancel or finish that one first`)
     if (options.json === true) terminal.json(outcome.job)
@@ -149,7 +150,7 @@ export function registerJobs(program: Command, terminal: Terminal): void {
 
   storeOptions(jobs.command('cancel').description('delete a pending or processing job, whoever holds it').argument('<queue>', 'queue name').argument('<id>', 'job id')).action(
     async (queue: string, id: string, options: JobsCommandOptions) => {
-      const cancelled = await withJobStore(options, (store) => store.cancel({ queue, id }))
+      const cancelled = await withJobStore(options, 'write', (store) => store.cancel({ queue, id }))
       if (!cancelled) throw new JobNotFound(`no pending or processing job ${id} in queue ${queue} (dead jobs stay until retried or purged)`)
       if (options.json === true) terminal.json({ queue, id, cancelled })
       else terminal.line(`cancelled ${id} in ${queue}`)

@@ -32,11 +32,21 @@ export type JsonValue = null | boolean | number | string | ReadonlyArray<JsonVal
  * it, with -0 replaced by 0; throws `InvalidInput` naming the path of the first offender.
  */
 export function validateJson(field: string, value: unknown): JsonValue {
+  return validateJsonMeasured(field, value).value
+}
+
+/**
+ * `validateJson`, also answering an upper bound of the value's JSON text in UTF-8 bytes (exact
+ * when it had to be serialised), so a batch can bound its total without serialising each value.
+ */
+export function validateJsonMeasured(field: string, value: unknown): { readonly value: JsonValue; readonly bytesMax: number } {
   const { walk, worstBytes } = makeWalk(field)
   const checked = walk(value, 0)
   // Serialised only when the worst case could pass the limit: most payloads are far below it.
-  if (worstBytes() > payloadBytesMax && Buffer.byteLength(JSON.stringify(checked), 'utf8') > payloadBytesMax) throw tooLarge(field)
-  return checked
+  if (worstBytes() <= payloadBytesMax) return { value: checked, bytesMax: worstBytes() }
+  const bytes = Buffer.byteLength(JSON.stringify(checked), 'utf8')
+  if (bytes > payloadBytesMax) throw tooLarge(field)
+  return { value: checked, bytesMax: bytes }
 }
 
 // The most UTF-8 bytes one UTF-16 unit of a JSON string can take: a control character's `\u00XX`.

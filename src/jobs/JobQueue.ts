@@ -13,7 +13,8 @@
  * Does not: sweep on its own.
  */
 import { InvalidInput } from '../domain/errors.ts'
-import { validateJson } from '../domain/Json.ts'
+import { validateJson, validateJsonMeasured } from '../domain/Json.ts'
+import { checkBatchBytes } from '../persistence/jobs/JobInput.ts'
 import { ackBatchSizeMax, claimWaitMsMax, enqueueBatchSizeMax } from '../kernel/Limits.ts'
 import { jobId, randomId } from '../kernel/Ids.ts'
 import type { JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
@@ -96,6 +97,7 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
     async enqueue(payload, options) {
       runtime.refuseIfClosed()
       const resolved = resolveEnqueueOptions(options)
+      refuseTxOffPostgres(runtime, resolved.tx)
       const nowMs = runtime.now()
       const job = newJob(validateJson('payload', payload), resolved, nowMs)
       await runtime.routing.load(name, partitions)
@@ -113,19 +115,26 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
     async enqueueMany(jobs, options) {
       runtime.refuseIfClosed()
       const { tx } = resolveEnqueueManyOptions(options)
+      refuseTxOffPostgres(runtime, tx)
       if (!Array.isArray(jobs) || jobs.length > enqueueBatchSizeMax) {
         throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${enqueueBatchSizeMax} jobs ({ payload, ...options })` })
       }
       const nowMs = runtime.now()
+      let bytesMax = 0
       // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
       const batch = Array.from(jobs, (item: unknown, index) => {
         const field = `jobs[${index}]`
         if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new InvalidInput({ field, reason: 'must be an object { payload, ...options }' })
         const { payload, ...itemOptions } = item as Record<string, unknown>
         if ('tx' in itemOptions) throw new InvalidInput({ field: `${field}.tx`, reason: "is the batch's option: enqueueMany(jobs, { tx })" })
-        return newJob(validateJson(`${field}.payload`, payload), resolveEnqueueOptions(itemOptions, field), nowMs)
+        const measured = validateJsonMeasured(`${field}.payload`, payload)
+        bytesMax += measured.bytesMax
+        return newJob(measured.value, resolveEnqueueOptions(itemOptions, field), nowMs)
       })
       if (batch.length === 0) return []
+      // The store checks the total too, but only after the queue's routing is loaded (and, on a
+      // new queue, written): a batch too large must write nothing.
+      checkBatchBytes(batch.map((job) => job.payload), bytesMax)
       await runtime.routing.load(name, partitions)
       const stored = await jobStore.enqueueMany({ jobs: batch, nowMs }, tx)
       runtime.announceDue(name, Math.max(Math.min(...stored.map((job) => job.runAtMs)), nowMs), true)
@@ -174,6 +183,14 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
     },
   }
   return queue
+}
+
+// A transactional enqueue runs on the caller's PostgreSQL transaction: on any other store it
+// would write where the engine never looks (or, on memory, nowhere), so it is refused up front.
+function refuseTxOffPostgres(runtime: JobsRuntime, tx: unknown): void {
+  if (tx !== undefined && runtime.jobStore.kind !== 'postgres') {
+    throw new InvalidInput({ field: 'options.tx', reason: `needs a PostgreSQL store (this engine's is ${runtime.jobStore.kind}); nothing was written` })
+  }
 }
 
 /**

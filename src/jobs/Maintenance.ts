@@ -48,7 +48,7 @@ function resolveMaintenanceOptions(options: unknown): { schedulesEveryMs: number
   const schedulesEveryMs = everyMs('options.schedulesEveryMs', given.schedulesEveryMs)
   const sweepEveryMs = everyMs('options.sweepEveryMs', given.sweepEveryMs)
   if (schedulesEveryMs === null && sweepEveryMs === null) throw new InvalidInput({ field: 'options', reason: 'must give schedulesEveryMs, sweepEveryMs or both' })
-  const queues = given.queues ?? []
+  const queues = given.queues === undefined ? [] : given.queues
   if (!Array.isArray(queues) || queues.length > ackBatchSizeMax) throw new InvalidInput({ field: 'options.queues', reason: `must be an array of at most ${ackBatchSizeMax} queue names` })
   const valid = queues.map((queue, index) => validateName(`options.queues[${index}]`, queue))
   if (sweepEveryMs !== null && valid.length === 0) throw new InvalidInput({ field: 'options.queues', reason: 'must name the queues to sweep when sweepEveryMs is given' })

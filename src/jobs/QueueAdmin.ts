@@ -66,9 +66,10 @@ function resolveListOptions(options: unknown): { state: JobState; limit: number;
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
   for (const key of Object.keys(options)) if (!listKeys.includes(key)) throw new InvalidInput({ field: `options.${key}`, reason: `is not an option (known: ${listKeys.join(', ')})` })
   const given = options as ListOptions
-  const state = given.state ?? 'pending'
+  // Left out means the default; null is refused like any other value that is not an option's.
+  const state = given.state === undefined ? 'pending' : given.state
   if (state !== 'pending' && state !== 'processing' && state !== 'dead') throw new InvalidInput({ field: 'options.state', reason: "must be 'pending', 'processing' or 'dead'" })
-  const limit = given.limit ?? listLimitDefault
+  const limit = given.limit === undefined ? listLimitDefault : given.limit
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > jobListLimitMax) {
     throw new InvalidInput({ field: 'options.limit', reason: `must be an integer in 1…${jobListLimitMax}` })
   }

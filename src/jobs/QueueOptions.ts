@@ -23,6 +23,7 @@ import {
   priorityDefault,
   visibilityTimeoutSDefault,
 } from '../kernel/Limits.ts'
+import { checkTx } from '../persistence/jobs/JobInput.ts'
 import type { JobStamps, SqlClient } from '../persistence/jobs/JobStore.ts'
 import { checkPartitions } from './QueueRouting.ts'
 
@@ -186,13 +187,6 @@ export function resolveEnqueueOptions(options: unknown, field = 'options'): Reso
     maxAttempts: given.maxAttempts === undefined ? null : attempts(`${field}.maxAttempts`, given.maxAttempts),
     tx,
   }
-}
-
-function checkTx(field: string, tx: unknown): SqlClient | undefined {
-  if (tx !== undefined && (typeof tx !== 'object' || tx === null || typeof (tx as SqlClient).query !== 'function')) {
-    throw new InvalidInput({ field, reason: 'must be a pg client inside an open transaction' })
-  }
-  return tx as SqlClient | undefined
 }
 
 /** Validates the options of one `enqueueMany` call. */

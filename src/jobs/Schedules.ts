@@ -51,7 +51,10 @@ function resolveScheduleOptions(options: unknown): { timezone: string | null } {
   if (options === undefined) return { timezone: null }
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
   for (const key of Object.keys(options)) if (key !== 'timezone') throw new InvalidInput({ field: `options.${key}`, reason: 'is not an option (known: timezone)' })
-  return { timezone: checkTimezone('options.timezone', (options as ScheduleOptions).timezone) }
+  const { timezone } = options as ScheduleOptions
+  // The store reads a null zone as UTC; a caller's null is refused, as null is everywhere else.
+  if (timezone === null) throw new InvalidInput({ field: 'options.timezone', reason: 'must be an IANA time zone name (leave it out for UTC)' })
+  return { timezone: checkTimezone('options.timezone', timezone) }
 }
 
 /**

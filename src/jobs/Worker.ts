@@ -69,10 +69,17 @@ export interface WorkOptions {
   readonly onError?: (error: unknown, job: JobHandle | null, details: { readonly suppressed: number }) => void
 }
 
+// The options `work` takes.
+const workOptionKeys = ['concurrency', 'batch', 'onError']
+
 /** Starts the loops; returns `stop`. `partitions` is the handle's partition count, if it names one. */
 export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job: JobHandle) => Promise<unknown>, options: WorkOptions = {}, partitions?: number): () => Promise<void> {
   if (typeof handler !== 'function') throw new InvalidInput({ field: 'handler', reason: 'must be a function' })
-  const concurrency = options.concurrency ?? 1
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
+  // A misspelt option would otherwise be ignored (`concurency: 8` running one loop).
+  for (const key of Object.keys(options)) if (!workOptionKeys.includes(key)) throw new InvalidInput({ field: `options.${key}`, reason: `is not an option (known: ${workOptionKeys.join(', ')})` })
+  if (options.onError !== undefined && typeof options.onError !== 'function') throw new InvalidInput({ field: 'options.onError', reason: 'must be a function' })
+  const concurrency = options.concurrency === undefined ? 1 : options.concurrency
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > workerConcurrencyMax) {
     throw new InvalidInput({ field: 'options.concurrency', reason: `must be an integer in 1…${workerConcurrencyMax}` })
   }

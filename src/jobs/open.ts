@@ -11,7 +11,8 @@
  * The only file of src/jobs that may import store implementations and drivers (the
  * architecture test's exception for `src/jobs/open`).
  *
- * Invariants: options are validated before anything opens (`InvalidInput`); a failed open
+ * Invariants: options are validated before anything opens (`InvalidInput`), an option the chosen
+ * store would ignore (`role` on a one-engine store, `schema` on memory) included; a failed open
  * closes what it opened; without a seed one is drawn from entropy in the kernel, and ids draw
  * from the seed mixed with the host id, so hosts sharing a database need distinct host ids.
  */
@@ -94,6 +95,12 @@ function checkOptions(options: OpenOptions): void {
   if (options.clock !== undefined && (typeof options.clock?.now !== 'function' || typeof options.clock?.setTimer !== 'function')) {
     throw new InvalidInput({ field: 'options.clock', reason: 'must be a Clock (now, setTimer)' })
   }
+  if (options.store === null) throw new InvalidInput({ field: 'options.store', reason: "must be 'memory', 'embedded', { dataDir }, { databaseUrl } or { pool } (leave it out for 'embedded')" })
+  // Options the chosen store would ignore are refused here, before anything is created.
+  const store = options.store ?? 'embedded'
+  const oneEngine = store === 'memory' || store === 'embedded' || (typeof store === 'object' && 'dataDir' in store)
+  if (options.role !== undefined && oneEngine) throw new InvalidInput({ field: 'options.role', reason: 'applies to PostgreSQL stores only (a memory or embedded store belongs to one engine)' })
+  if (options.schema !== undefined && store === 'memory') throw new InvalidInput({ field: 'options.schema', reason: 'applies to SQL stores only (the memory store has no schema)' })
 }
 
 // Time bounds a `{ databaseUrl }` store may carry beside the URL (PgDriver's `PgTimeoutOptions`).
@@ -161,10 +168,6 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
     (migrated) => [makeSqlStore(driver, migrated), makeSqlJobStore(driver, migrated), makeSqlMembershipStore(driver, migrated)] as const,
   )
   if (driver.kind !== 'postgres') {
-    if (options.role !== undefined) {
-      await store.close()
-      throw new InvalidInput({ field: 'options.role', reason: 'applies to PostgreSQL stores only (an embedded store belongs to one engine)' })
-    }
     return engineReady(makeMatchbox({ hostId, store, jobStore, clock, random, ...hooks, closeStores: () => store.close() }))
   }
   const membership = makeDynamicMembership({ hostId, store: membershipStore, clock, member: options.role !== 'producer' })

@@ -10,11 +10,11 @@
  */
 import { InvalidInput } from '../../domain/errors.ts'
 import { assert } from '../../kernel/assert.ts'
-import { validateJson } from '../../domain/Json.ts'
+import { type JsonValue, validateJson } from '../../domain/Json.ts'
 import { makeQueueKey, validateName } from '../../domain/QueueKey.ts'
 import { validatePriority } from '../../domain/Task.ts'
 import { ackBatchSizeMax, enqueueBatchBytesMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax } from '../../kernel/Limits.ts'
-import type { ClaimFence, ClaimRef, JobState, NewJob } from './JobStore.ts'
+import type { ClaimFence, ClaimRef, JobState, NewJob, SqlClient } from './JobStore.ts'
 
 const durationMsMax = jobDurationSMax * 1000
 
@@ -150,11 +150,21 @@ export function checkNewJobs(jobs: ReadonlyArray<NewJob>): ReadonlyArray<NewJob>
   }
   // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
   const checked = Array.from(jobs, (job, index) => checkNewJob(job, `jobs[${index}]`))
-  let bytes = 0
-  for (const job of checked) bytes += Buffer.byteLength(JSON.stringify(job.payload), 'utf8')
-  if (bytes > enqueueBatchBytesMax) throw new InvalidInput({ field: 'jobs', reason: `payloads serialize to more than ${enqueueBatchBytesMax} bytes in all; split the batch` })
+  checkBatchBytes(checked.map((job) => job.payload))
   assert(new Set(checked.map((job) => job.id)).size === checked.length, 'enqueueMany was given two jobs with one id')
   return checked
+}
+
+/**
+ * Refuses a batch whose payloads serialize to more than enqueueBatchBytesMax bytes in all.
+ * `bytesMax`, when given, bounds the total from above (validateJsonMeasured's bounds summed):
+ * within the limit, nothing is serialised.
+ */
+export function checkBatchBytes(payloads: ReadonlyArray<JsonValue>, bytesMax = Number.POSITIVE_INFINITY): void {
+  if (bytesMax <= enqueueBatchBytesMax) return
+  let bytes = 0
+  for (const payload of payloads) bytes += Buffer.byteLength(JSON.stringify(payload), 'utf8')
+  if (bytes > enqueueBatchBytesMax) throw new InvalidInput({ field: 'jobs', reason: `payloads serialize to more than ${enqueueBatchBytesMax} bytes in all; split the batch` })
 }
 
 /** A claim reference of a handle operation. */
@@ -203,4 +213,27 @@ export function checkQueues(value: ReadonlyArray<string> | null): ReadonlyArray<
     throw new InvalidInput({ field: 'queues', reason: `must be null or an array of 1…${ackBatchSizeMax} queue names` })
   }
   return value.map((queue, index) => validateName(`queues[${index}]`, queue))
+}
+
+/**
+ * The caller's transaction: a `pg` client (`Client` or `PoolClient`) inside an open transaction.
+ * Its state is read from the client itself (`getTransactionStatus()`, the status the server sent
+ * with its last ReadyForQuery), so the check costs no statement. A client whose transaction
+ * committed or rolled back, or never began, would run the insert in autocommit, and one in an
+ * aborted transaction would fail it; both are refused here, before anything is written. A Pool
+ * runs each statement in a transaction of its own, so it is refused too (it reports no status).
+ * The status is as of the client's last answered statement: a BEGIN sent without waiting for it
+ * (pg deprecates queueing queries so) is not seen yet.
+ */
+export function checkTx(field: string, tx: unknown): SqlClient | undefined {
+  if (tx === undefined) return undefined
+  if (typeof tx !== 'object' || tx === null || typeof (tx as SqlClient).query !== 'function') {
+    throw new InvalidInput({ field, reason: 'must be a pg client inside an open transaction' })
+  }
+  const status = (tx as { getTransactionStatus?: unknown }).getTransactionStatus
+  if (typeof status !== 'function') throw new InvalidInput({ field, reason: 'must be a pg client (pool.connect(), not the pool) inside an open transaction' })
+  const state: unknown = status.call(tx)
+  if (state === 'E') throw new InvalidInput({ field, reason: 'is inside an aborted transaction (a statement of it failed): roll it back; nothing was written' })
+  if (state !== 'T') throw new InvalidInput({ field, reason: 'is not inside an open transaction (it committed, rolled back, never began, or the client is not connected): nothing was written' })
+  return tx as SqlClient
 }

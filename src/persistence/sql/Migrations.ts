@@ -90,3 +90,14 @@ CREATE TABLE IF NOT EXISTS ${schema.quoted}.migrations (
     return { applied, version: Math.max(current, applied[applied.length - 1] ?? 0) }
   })
 }
+
+/**
+ * The schema's recorded version without creating or changing anything: null when the schema or
+ * its migrations table does not exist (Matchbox never ran there). For read-only tools.
+ */
+export async function schemaVersion(driver: Driver, schema: Schema): Promise<number | null> {
+  const table = await driver.query<{ present: unknown }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${schema.quoted}.migrations`])
+  if (table.rows[0]?.present !== true) return null
+  const latest = await driver.query<{ version: unknown }>(`SELECT coalesce(max(version), 0) AS version FROM ${schema.quoted}.migrations`)
+  return toSafeInteger(latest.rows[0]?.version, 'migrations.version')
+}

@@ -7,9 +7,9 @@
  * Does not: hold SQL. Each store keeps its statements in its own files.
  */
 import { type Driver, DriverError } from './Driver.ts'
-import { migrate } from './Migrations.ts'
+import { loadMigrations, migrate, schemaVersion } from './Migrations.ts'
 import { makeSchema, type Schema } from './Schema.ts'
-import { isMatchboxError, Unavailable } from '../../domain/errors.ts'
+import { InvalidInput, isMatchboxError, Unavailable } from '../../domain/errors.ts'
 import { AssertionFailed } from '../../kernel/assert.ts'
 
 // SQLSTATE classes that mean the statement itself is wrong or the data broke an invariant the
@@ -89,5 +89,29 @@ export async function openMigrated<T>(driver: Driver, schemaName: string | undef
   } catch (error) {
     await driver.close().catch(() => {})
     throw error instanceof DriverError ? toStoreError('open', true, error) : error
+  }
+}
+
+/**
+ * Builds a store over `schemaName` (default `matchbox`) only where Matchbox already ran: for
+ * operators' tools, which must not leave a schema behind in a database where it never did.
+ * `InvalidInput` with field `schema` when `where` (the database, as the caller names it to a
+ * person) has no Matchbox schema of that name, or one newer than this code; one older than this
+ * code is migrated with `migrateOlder` (a tool that writes), else refused too (a read creates
+ * and changes nothing). On failure closes the driver.
+ */
+export async function openExisting<T>(driver: Driver, schemaName: string | undefined, where: string, migrateOlder: boolean, make: (schema: Schema) => T): Promise<T> {
+  try {
+    const schema = makeSchema(schemaName)
+    const version = await schemaVersion(driver, schema)
+    const current = loadMigrations().length
+    if (version === null) throw new InvalidInput({ field: 'schema', reason: `no Matchbox schema "${schema.name}" in ${where} (Matchbox never ran there, or the schema is misspelt)` })
+    if (version < current && migrateOlder) await migrate(driver, schema)
+    else if (version < current) throw new InvalidInput({ field: 'schema', reason: `Matchbox schema "${schema.name}" in ${where} is at version ${version}, older than this Matchbox reads (${current}); open an engine on it once to migrate it` })
+    if (version > current) throw new InvalidInput({ field: 'schema', reason: `Matchbox schema "${schema.name}" in ${where} is at version ${version}, newer than this Matchbox knows (${current}); upgrade Matchbox` })
+    return make(schema)
+  } catch (error) {
+    await driver.close().catch(() => {})
+    throw error instanceof DriverError ? toStoreError('open', false, error) : error
   }
 }

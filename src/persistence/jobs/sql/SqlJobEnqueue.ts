@@ -23,7 +23,7 @@ import { enqueueBatchBytesMax, enqueueBatchSizeMax, jobStatsRefreshRowsFirst, jo
 import { toDriverError } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { type SqlSession, toStoreError } from '../../sql/SqlSession.ts'
-import { checkEnqueue, checkNewJobs, checkTime } from '../JobInput.ts'
+import { checkEnqueue, checkNewJobs, checkTime, checkTx } from '../JobInput.ts'
 import { type EnqueuedJob, insertedJobRecord, type JobStore, type NewJob, type SqlClient } from '../JobStore.ts'
 import { fenceRefusal, fenceValues } from './claimFenceSql.ts'
 import { decodeEnqueued, decodeJob, enqueueManyParams, enqueueParams, enqueuePayloadParam } from './jobRows.ts'
@@ -35,9 +35,16 @@ type Row = Record<string, unknown>
 // committed after its snapshot or went away meanwhile; the next snapshot settles it.
 const keyedEnqueueAttemptsMax = 5
 
-// The caller's transaction of a transactional enqueue: a pg client, checked before any SQL.
-function checkTx(tx: SqlClient | undefined): void {
-  if (tx !== undefined && typeof tx?.query !== 'function') throw new InvalidInput({ field: 'tx', reason: 'must be a pg client inside an open transaction' })
+// What a failed statement on the caller's transaction means. Nothing it wrote can commit but by
+// the caller's own COMMIT (the client was inside an open transaction when the call was checked),
+// so it never "may have committed". A transaction that became aborted meanwhile, or a client
+// closed meanwhile (pg refuses the query without sending it), is the caller's to handle: named
+// `tx`, not an outage to retry.
+function txError(operation: string, error: unknown): unknown {
+  const driverError = toDriverError(error, true)
+  if (driverError.sqlState === '25P02') return new InvalidInput({ field: 'tx', reason: 'is inside an aborted transaction (a statement of it failed): roll it back; nothing was written' })
+  if (/not queryable/.test(driverError.message)) return new InvalidInput({ field: 'tx', reason: `cannot run statements (${driverError.message}); nothing was sent` })
+  return toStoreError(operation, false, driverError)
 }
 
 // Where two jobs of a batch compete for one key.
@@ -68,14 +75,14 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
     try {
       return (await tx.query(text, params)).rows as ReadonlyArray<Row>
     } catch (error) {
-      throw toStoreError(operation, true, toDriverError(error, true))
+      throw txError(operation, error)
     }
   }
 
   return {
     async enqueue(params, tx) {
       const { job, nowMs, claimToken, fence } = validated('enqueue', () => checkEnqueue(params))
-      checkTx(tx)
+      checkTx('tx', tx)
       const values = fence === null ? enqueueParams(job, nowMs, dueChannel, claimToken) : [...enqueueParams(job, nowMs, dueChannel, claimToken), ...fenceValues(fence)]
       for (let attempt = 1; ; attempt++) {
         const rows = await runOn(tx, 'enqueue', fence === null ? sql.enqueue : sql.enqueueFenced, values)
@@ -103,7 +110,7 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
 
     async enqueueMany(params, tx) {
       const { jobs, nowMs } = validated('enqueueMany', () => ({ jobs: checkNewJobs(params.jobs), nowMs: checkTime('nowMs', params.nowMs) }))
-      checkTx(tx)
+      checkTx('tx', tx)
       const enqueued = await insertMany((values) => runOn(tx, 'enqueueMany', sql.enqueueMany, values), jobs, nowMs, dueChannel)
       inserted(enqueued.length)
       return enqueued
