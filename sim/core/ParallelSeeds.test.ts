@@ -1,7 +1,9 @@
 /**
  * runInSeedOrder: seeds that finish out of order are handed on in seed order, never more than
  * `parallel` run at once, and a failing seed rejects the batch after the seeds before it were
- * handed on, with no seed started after it. Seeds are promises the test settles by hand.
+ * handed on, with no seed started after it; a seed is announced (its header) only once every
+ * seed before it was handed on, so no other seed's lines come between a seed's header and its
+ * result. Seeds are promises the test settles by hand.
  */
 import { describe, expect, it } from 'vitest'
 import { runInSeedOrder } from './ParallelSeeds.ts'
@@ -61,5 +63,32 @@ describe('runInSeedOrder', () => {
     expect(await outcome).toBe('seed 1 broke')
     expect(handed).toEqual([0])
     expect(started.map((seed) => seed.index)).toEqual([0, 1])
+  })
+
+  it('announces each seed after the one before it was handed on, so its header and its result sit together', async () => {
+    for (const parallel of [1, 2]) {
+      const started = new Map<number, Pending>()
+      const lines: string[] = []
+      const done = runInSeedOrder(
+        3,
+        parallel,
+        (index) => new Promise<string>((resolve, reject) => void started.set(index, { index, resolve, reject })),
+        (value, index) => void lines.push(`result ${index} ${value}`),
+        (index) => void lines.push(`header ${index}`),
+      )
+      // The later seed finishes first whenever two run at once.
+      if (parallel === 2) {
+        started.get(1)?.resolve('b')
+        await turn()
+        expect(lines, 'seed 2 started, but seed 0 was not handed on yet').toEqual(['header 0'])
+      }
+      started.get(0)?.resolve('a')
+      await turn()
+      started.get(1)?.resolve('b')
+      await turn()
+      started.get(2)?.resolve('c')
+      await done
+      expect(lines, `parallel ${parallel}`).toEqual(['header 0', 'result 0 a', 'header 1', 'result 1 b', 'header 2', 'result 2 c'])
+    }
   })
 })

@@ -116,13 +116,28 @@ export class SeedWorkers {
 
 /**
  * Runs seeds 0…count-1 with up to `parallel` in flight and calls `onResult` for each in index
- * order (a fast later seed waits for the slower ones before it). A failure stops new seeds from
- * starting and rejects once the seeds before it were handed on.
+ * order (a fast later seed waits for the slower ones before it). `onStarted` hears each seed
+ * once, in index order too: as soon as the seed has started and every earlier seed was handed
+ * on — so a seed's header (printed there) is followed by its own result, never by another
+ * seed's. A failure stops new seeds from starting and rejects once the seeds before it were
+ * handed on.
  */
-export async function runInSeedOrder<T>(count: number, parallel: number, run: (index: number) => Promise<T>, onResult: (value: T, index: number) => void | Promise<void>): Promise<void> {
+export async function runInSeedOrder<T>(
+  count: number,
+  parallel: number,
+  run: (index: number) => Promise<T>,
+  onResult: (value: T, index: number) => void | Promise<void>,
+  onStarted: (index: number) => void = () => {},
+): Promise<void> {
   const settled: Array<Promise<T>> = []
   let inFlight = 0
   let failed = false
+  // The next seed `onStarted` owes, and how many seeds were handed on.
+  let announced = 0
+  let handedOn = 0
+  const announce = (): void => {
+    while (announced < settled.length && announced <= handedOn) onStarted(announced++)
+  }
   const launch = (): void => {
     while (!failed && settled.length < count && inFlight < parallel) {
       inFlight++
@@ -140,11 +155,16 @@ export async function runInSeedOrder<T>(count: number, parallel: number, run: (i
         },
       )
     }
+    announce()
   }
   launch()
   for (let index = 0; index < count; index++) {
     const result = settled[index]
     if (result === undefined) throw new Error(`seed ${index} never started`)
-    await onResult(await result, index)
+    const value = await result
+    announce()
+    await onResult(value, index)
+    handedOn = index + 1
+    announce()
   }
 }

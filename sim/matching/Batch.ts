@@ -176,17 +176,14 @@ export async function runSimBatch(plan: SimBatchPlan, observer: SimBatchObserver
   let first: FirstSeed | undefined
   const parallel = Math.min(plan.parallel ?? 1, plan.seedCount)
   const workers = parallel > 1 ? new SeedWorkers(parallel) : undefined
-  // In this thread a seed's header shows as it starts; from workers, with its result, in order.
+  // A seed's header shows once it started and the seed before it was handed on: its options,
+  // then its verdict, never another seed's lines between them.
   const starting = (index: number): void => observer.seedStarting(plan.firstSeed + index, index, swarmOptions(plan.firstSeed + index, plan.overrides))
-  const runIndex = (index: number): Promise<PlanSeedReport> => {
-    if (workers !== undefined) return workers.run<PlanSeedReport>({ module: import.meta.url, name: 'runPlanSeed', input: { plan, index } })
-    starting(index)
-    return runPlanSeed({ plan, index })
-  }
+  const runIndex = (index: number): Promise<PlanSeedReport> =>
+    workers === undefined ? runPlanSeed({ plan, index }) : workers.run<PlanSeedReport>({ module: import.meta.url, name: 'runPlanSeed', input: { plan, index } })
   try {
     await runInSeedOrder(plan.seedCount, parallel, runIndex, (seedReport, index) => {
       const { outcome } = seedReport
-      if (workers !== undefined) starting(index)
       outcomes.push(outcome)
       for (const name of faultNames) faults[name] += seedReport.faults[name]
       verdicts.add(outcome.seed, outcome.violations, seedReport.deliveries)
@@ -196,7 +193,7 @@ export async function runSimBatch(plan: SimBatchPlan, observer: SimBatchObserver
         determinism = seedReport.first.determinism
         observer.determinismChecked(determinism)
       }
-    })
+    }, starting)
   } finally {
     await workers?.close()
   }
