@@ -178,6 +178,24 @@ describe('dynamic membership', () => {
     expect(await store.liveHosts({ nowMs: clock.now() })).toEqual([])
   })
 
+  it('a host that paused past the TTL renews before it publishes: it never drops out of its own view', async () => {
+    const clock = new ManualClock(0)
+    const store = makeMemoryMembershipStore()
+    const a = makeDynamicMembership({ hostId: 'host-a', store, clock, heartbeatIntervalMs: intervalMs, ttlMs })
+    await a.ready
+    const heard = counter(a)
+    // One synchronous stretch far past the TTL, as timers fire after a stall.
+    clock.advance(10 * ttlMs)
+    const renewal = a.current()
+    expect(renewal).not.toBeNull()
+    await renewal
+    expect(a.current()).toBeNull()
+    expect(a.hosts()).toEqual(['host-a'])
+    expect(heard.seen).toEqual([])
+    expect((await store.liveHosts({ nowMs: clock.now() })).map((row) => row.hostId)).toEqual(['host-a'])
+    await a.close()
+  })
+
   it('a hung store never stacks beats, and rows still lapse on time', async () => {
     const clock = new ManualClock(0)
     const inner = makeMemoryMembershipStore()

@@ -13,10 +13,16 @@
  *   host that stops heartbeating drops out of every view once its row expires.
  *
  * Invariants: `hosts()` is sorted (code-point order) and has no duplicates; listeners run only
- * when that list actually changed; the dynamic view never shows a row past its expiry by the
- * local clock — the cached rows are re-filtered at every tick, so a host cut off from the store
- * sees its own row and everyone else's lapse, and owns nothing, by the time others stop
- * counting it; at most one beat is in flight (a tick that finds one running skips its beat).
+ * when that list actually changed; a host cut off from the store sees its own row and everyone
+ * else's lapse, and owns nothing, by the time others stop counting it — a tick that finds a
+ * beat still running re-filters the cached rows by the local clock, and a beat whose store calls
+ * failed publishes them re-filtered; at most one beat is in flight (a tick that finds one
+ * running skips its beat).
+ *
+ * A running host never declares itself dead: after a pause (its timers fire late, its row
+ * expired meanwhile) the first tick renews before it publishes, a beat whose row expired while
+ * it was written writes it again, and `current()` lets a caller wait for that renewal before it
+ * decides what this host owns.
  *
  * Errors: a store failure (a catalogue error) skips that half of the beat and is reported to
  * `onStoreError`; the next tick tries again. Anything else — including a listener that throws —
@@ -72,6 +78,13 @@ export interface DynamicMembershipOptions {
 export interface DynamicMembership extends Membership {
   /** Settles when the first beat has finished, successfully or not. */
   readonly ready: Promise<void>
+  /**
+   * Null while this host's own row is fresh by the clock (or it is an observer, or closed);
+   * otherwise — after a pause, or a clock moved past the row's expiry — the renewal it waits
+   * for (a beat is started if none is running), which settles once that beat has finished,
+   * successfully or not. Decide what this host owns after it, not before.
+   */
+  current(): Promise<void> | null
 }
 
 function sortedUnique(hostIds: ReadonlyArray<string>): ReadonlyArray<string> {
@@ -187,9 +200,13 @@ export function makeDynamicMembership(options: DynamicMembershipOptions): Dynami
   }
 
   const member = options.member ?? true
+  const renew = () => attempt(() => store.heartbeat({ hostId, nowMs: clock.now(), ttlMs }))
   const beat = async (): Promise<void> => {
     if (member) {
-      const own = await attempt(() => store.heartbeat({ hostId, nowMs: clock.now(), ttlMs }))
+      let own = await renew()
+      // The clock passed the new expiry while the row was written (the process paused, or a
+      // virtual clock was advanced): write it again at the time it is now.
+      if (own !== undefined && own.expiresAtMs <= clock.now()) own = await renew()
       // Keep our fresh row even if the read below fails, so our own view does not lapse early.
       if (own !== undefined) rows = [...rows.filter((row) => row.hostId !== hostId), own]
     }
@@ -198,20 +215,36 @@ export function makeDynamicMembership(options: DynamicMembershipOptions): Dynami
     publish()
   }
 
+  // True once the beat in flight has had a turn to run: ticks fired back to back in one
+  // synchronous stretch (a virtual clock advanced far at once) gave it none, and say nothing
+  // about the store.
+  let beatHadTurn = false
   const startBeat = (): void => {
     if (inFlight !== null || closing !== null) return
     const running = beat().finally(() => {
       if (inFlight === running) inFlight = null
     })
     inFlight = running
+    beatHadTurn = false
+    queueMicrotask(() => {
+      if (inFlight === running) beatHadTurn = true
+    })
   }
 
   const tick = (): void => {
     if (closing !== null) return
     cancelTimer = clock.setTimer(intervalMs, tick)
-    // Re-filter first: rows lapse on time even while a beat hangs on a slow store.
-    publish()
+    // A beat still running after its turn means a slow store: re-filter, so rows lapse on time
+    // even while it hangs. Otherwise the beat started now publishes fresh rows a round trip
+    // later — so a host waking from a pause renews before it decides what it owns, instead of
+    // first seeing its own row (and everyone else's) lapsed.
+    if (inFlight !== null && beatHadTurn) publish()
     startBeat()
+  }
+
+  const ownFresh = (): boolean => {
+    const own = rows.find((row) => row.hostId === hostId)
+    return own !== undefined && own.expiresAtMs > clock.now()
   }
 
   startBeat()
@@ -220,6 +253,11 @@ export function makeDynamicMembership(options: DynamicMembershipOptions): Dynami
 
   return {
     ready,
+    current() {
+      if (!member || closing !== null || ownFresh()) return null
+      startBeat()
+      return inFlight
+    },
     ownerOf: (partition) => owners.ownerOf(partition, view),
     hosts: () => view,
     subscribe: (listener) => listeners.add(listener),

@@ -18,7 +18,7 @@
  *
  * Does not: open stores (open.ts does), or sweep, or run schedules on its own.
  */
-import { makeMatchingHost, type MembershipView } from '../actors/MatchingHost.ts'
+import { makeMatchingHost } from '../actors/MatchingHost.ts'
 import type { PhysicalQueueActor } from '../actors/PhysicalQueueActor.ts'
 import { isMatchboxError } from '../domain/errors.ts'
 import { validateName } from '../domain/QueueKey.ts'
@@ -37,7 +37,7 @@ import { makeForwarding } from './Forwarding.ts'
 import { type JobQueue, makeJobQueue } from './JobQueue.ts'
 import { makeJobsHistory } from './JobsHistory.ts'
 import { outboxPrefix, outboxStamps, type QueueOptions, requestedPartitions, resolveQueueOptions, validateQueueName } from './QueueOptions.ts'
-import { jobsNamespace, makeQueueRouting } from './QueueRouting.ts'
+import { jobsNamespace, makeQueueRouting, type RenewingMembershipView } from './QueueRouting.ts'
 import { makeRuntime } from './Runtime.ts'
 import { describeSchedules, registerSchedule, runSchedules, type ScheduleInfo, type ScheduleOptions, unregisterSchedule } from './Schedules.ts'
 import { type EventHub, type Logger, makeEventHub, type MatchboxEvent } from './Events.ts'
@@ -121,7 +121,7 @@ export interface MatchboxParts {
 /** How an engine takes part in a group of engines sharing one database. */
 export interface EngineGroup {
   /** Which engine owns each partition (a non-member view for an engine that owns nothing). */
-  readonly membership: MembershipView & { hosts(): ReadonlyArray<string> }
+  readonly membership: RenewingMembershipView & { hosts(): ReadonlyArray<string> }
   readonly bus: Bus
   /** True when the store raises the due signal itself on every enqueue (the SQL stores do, at commit). */
   readonly storeSignalsDue: boolean
@@ -269,6 +269,9 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     on: (type, listener) => events.on(type, listener),
     async idle() {
       runtime.refuseIfStoresClosed()
+      // After a pause (a clock advanced past the membership TTL) the renewal comes first: the
+      // passes that follow it are the ones that deliver this engine's queues again.
+      await group?.membership.current?.()
       await driver.idle()
     },
     hosts: () => group?.membership.hosts() ?? [],

@@ -14,7 +14,10 @@
  *   without membership this engine owns every partition.
  *
  * Invariants: a stored count is cached forever (it never changes); `route` is answered from the
- * cache and the membership view, without I/O; a queue not loaded yet routes with the default.
+ * cache and the membership view, without I/O; a queue not loaded yet routes with the default;
+ * `load` — which every enqueue and claim awaits first — never answers on this engine's own
+ * stale membership (after a pause it waits for the renewal), so a sole engine that paused still
+ * finds itself the owner of its queues.
  *
  * Does not: move tasks between partitions, or decide anything about jobs.
  */
@@ -47,6 +50,8 @@ export interface QueueRouting {
   /**
    * Loads the queue's partition count (once per engine), storing `requested` — or the default —
    * when the family has none yet. `InvalidInput` when `requested` differs from the stored count.
+   * When this engine's own membership is stale (it woke from a pause), it first waits for the
+   * renewal, so the route decided after it counts this engine in.
    */
   load(queue: string, requested?: number): Promise<number>
   /** The queue's partitions and their owners now. */
@@ -59,11 +64,14 @@ export interface QueueRouting {
   readonly membership: MembershipView | undefined
 }
 
+/** A membership view that can say when this engine's own membership is being renewed (Membership.ts `current`). */
+export type RenewingMembershipView = MembershipView & { current?(): Promise<void> | null }
+
 /** What routing needs. */
 export interface QueueRoutingOptions {
   readonly hostId: string
   /** Absent: this engine owns every partition (one engine on its store). */
-  readonly membership?: MembershipView
+  readonly membership?: RenewingMembershipView
   /** Reads and writes the families' user data. */
   readonly userData: Pick<MatchingHost, 'getUserData' | 'updateUserData'>
 }
@@ -118,6 +126,8 @@ export function makeQueueRouting(options: QueueRoutingOptions): QueueRouting {
     membership,
     partitionCount: (queue) => counts.get(queue) ?? jobQueuePartitionsDefault,
     async load(queue, requested) {
+      const renewal = view?.current?.()
+      if (renewal !== undefined && renewal !== null) await renewal
       let count = counts.get(queue)
       if (count === undefined) {
         let pending = loading.get(queue)
