@@ -45,6 +45,10 @@ export type {
 export type { WorkOptions } from './jobs/Worker.ts'
 export type { JobCounts } from './persistence/jobs/JobStore.ts'
 export type { JobState } from './domain/JobRules.ts'
+// The operator's web dashboard, as a node:http request handler to mount at a path prefix.
+export { dashboardHandler, type DashboardOptions, type DashboardRequestHandler } from './dashboard/DashboardHandler.ts'
+export type { BasicAuth } from './dashboard/Security.ts'
+export type { SimulatorReplay } from './dashboard/SystemPages.ts'
 // Matching: a host over a History you provide, for services that own execution state.
 export {
   type AddTaskOutcome,

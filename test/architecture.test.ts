@@ -18,12 +18,12 @@ function sourceFiles(dir: string): string[] {
   })
 }
 
-type Layer = 'kernel' | 'domain' | 'persistence' | 'machines' | 'actors' | 'jobs' | 'cli' | 'api' | 'sim' | 'other'
+type Layer = 'kernel' | 'domain' | 'persistence' | 'machines' | 'actors' | 'jobs' | 'dashboard' | 'cli' | 'api' | 'sim' | 'other'
 
 function layerOf(path: string): Layer {
   const rel = relative(root, path)
   if (rel === 'src/index.ts') return 'api'
-  const match = /^src\/(kernel|domain|persistence|machines|actors|jobs|cli)\//.exec(rel)
+  const match = /^src\/(kernel|domain|persistence|machines|actors|jobs|dashboard|cli)\//.exec(rel)
   if (match) return match[1] as Layer
   if (rel.startsWith('sim/')) return 'sim'
   return 'other'
@@ -37,10 +37,13 @@ const allowed: Record<Layer, ReadonlyArray<Layer>> = {
   machines: ['kernel', 'domain', 'persistence', 'machines'],
   actors: ['kernel', 'domain', 'persistence', 'machines', 'actors'],
   jobs: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs'],
-  cli: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'cli', 'api', 'sim'],
-  api: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'api'],
-  sim: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'cli', 'api', 'sim', 'other'],
-  other: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'cli', 'api', 'sim', 'other'],
+  // The dashboard sits beside the CLI, above jobs: it renders and acts through the engine, and
+  // never sees the simulator (the CLI hands it a replay function).
+  dashboard: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'dashboard'],
+  cli: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'dashboard', 'cli', 'api', 'sim'],
+  api: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'dashboard', 'api'],
+  sim: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'dashboard', 'cli', 'api', 'sim', 'other'],
+  other: ['kernel', 'domain', 'persistence', 'machines', 'actors', 'jobs', 'dashboard', 'cli', 'api', 'sim', 'other'],
 }
 
 const importPattern = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|(?:^|\n)\s*import\s+['"]([^'"]+)['"]/g

@@ -36,8 +36,8 @@ export interface StoreLocation {
 /** What to say when no store was named. */
 export const storeLocationHint = 'pass --database-url <postgres://…> for PostgreSQL or --data-dir <dir> for the embedded store (PGlite)'
 
-// Where the location points: a database URL, or an existing PGlite data directory.
-function resolveLocation(location: StoreLocation): { readonly databaseUrl: string } | { readonly dataDir: string } {
+/** Where the location points: a database URL, or an existing PGlite data directory; `UsageError` otherwise. */
+export function resolveLocation(location: StoreLocation): { readonly databaseUrl: string } | { readonly dataDir: string } {
   const { databaseUrl, dataDir } = location
   if (databaseUrl !== undefined && dataDir !== undefined) throw new UsageError({ reason: `give one store, not two: ${storeLocationHint}` })
   if (databaseUrl !== undefined) return { databaseUrl }

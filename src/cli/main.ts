@@ -14,6 +14,7 @@ import { readFileSync, realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Command, CommanderError } from 'commander'
 import { isMatchboxError } from '../domain/errors.ts'
+import { registerDashboard } from './dashboard.ts'
 import { registerInspect } from './inspect.ts'
 import { registerJobs } from './jobs.ts'
 import { registerLifecycle } from './lifecycle.ts'
@@ -25,7 +26,7 @@ import { UsageError } from './UsageError.ts'
 export type CommandRegistration = (program: Command, terminal: Terminal) => void
 
 /** Every subcommand, in help order. A new command is one file and one entry here. */
-export const registerCommands: ReadonlyArray<CommandRegistration> = [registerLifecycle, registerInspect, registerJobs, registerSim]
+export const registerCommands: ReadonlyArray<CommandRegistration> = [registerLifecycle, registerInspect, registerJobs, registerDashboard, registerSim]
 
 /** Exit codes. */
 export const exitCodes = { ok: 0, failure: 1, usage: 2 } as const

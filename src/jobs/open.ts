@@ -33,6 +33,7 @@ import { openMigrated } from '../persistence/sql/SqlSession.ts'
 import { makeSqlStore } from '../persistence/queues/sql/SqlStore.ts'
 import { makeDynamicMembership } from '../actors/Membership.ts'
 import { makeSqlBus } from '../persistence/bus/SqlBus.ts'
+import { attachInternals } from './EngineInternals.ts'
 import { makeSqlMembershipStore } from '../persistence/membership/sql/SqlMembershipStore.ts'
 import { type Logger, type MatchboxEvent, validateLogger } from './Events.ts'
 import { makeMatchbox, type Matchbox, type MatchboxEngine } from './Matchbox.ts'
@@ -153,7 +154,7 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
   if (storeOption === 'memory') {
     const store = makeMemoryStore()
     const jobStore = makeMemoryJobStore({ queueRanges: store })
-    return makeMatchbox({ hostId, store, jobStore, clock, random, ...hooks, closeStores: async () => {} })
+    return attachInternals(makeMatchbox({ hostId, store, jobStore, clock, random, ...hooks, closeStores: async () => {} }), { jobStore, sql: null, now: () => Math.floor(clock.now()) })
   }
   let schema
   try {
@@ -167,15 +168,16 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
     schema.name,
     (migrated) => [makeSqlStore(driver, migrated), makeSqlJobStore(driver, migrated), makeSqlMembershipStore(driver, migrated)] as const,
   )
+  const internals = { jobStore, sql: { driver, schema }, now: () => Math.floor(clock.now()) }
   if (driver.kind !== 'postgres') {
-    return engineReady(makeMatchbox({ hostId, store, jobStore, clock, random, ...hooks, closeStores: () => store.close() }))
+    return engineReady(attachInternals(makeMatchbox({ hostId, store, jobStore, clock, random, ...hooks, closeStores: () => store.close() }), internals))
   }
   const membership = makeDynamicMembership({ hostId, store: membershipStore, clock, member: options.role !== 'producer' })
   await membership.ready
   const bus = makeSqlBus({ driver, schema: schema.name, clock })
   const group = { membership, bus, storeSignalsDue: true, leave: () => membership.close() }
   return engineReady(
-    makeMatchbox({
+    attachInternals(makeMatchbox({
       ...hooks,
       hostId,
       store,
@@ -188,7 +190,7 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
         await bus.close()
         await store.close()
       },
-    }),
+    }), internals),
   )
 }
 

@@ -337,3 +337,25 @@ export const jobStatsRefreshRowsFirst = 1_000
 
 /** The largest gap, in inserted rows, between two statistics refreshes of one job store. */
 export const jobStatsRefreshRowsMax = 100_000
+
+/**
+ * Jobs of one queue and state the dashboard counts exactly; past it the page shows "N+" (a
+ * lower bound, labelled). Counting walks an index up to this many entries, so the queues page
+ * costs a bounded read per queue however large the queue grows — never a count over the table.
+ */
+export const dashboardCountCap = 10_000
+
+/** Queues the dashboard's queues page lists (the first ones by name). */
+export const dashboardQueuesMax = 200
+
+/** Jobs on one page of the dashboard's jobs list. */
+export const dashboardPageSize = 50
+
+/** Jobs one dashboard action touches (a selection, or "all dead jobs of a queue" per click). */
+export const dashboardActionJobsMax = 1_000
+
+/** Bytes of a request body the dashboard reads (forms, a pasted simulator failure file); more is refused with 413. */
+export const dashboardBodyBytesMax = 1_048_576
+
+/** Simulator replays the dashboard keeps in memory for their timeline pages (the oldest goes first). */
+export const dashboardReplaysKept = 8

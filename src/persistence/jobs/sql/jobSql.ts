@@ -32,10 +32,10 @@ const liveColumns =
   'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, claim_token, deadline_ms, job_key, last_handler_error, last_handler_stack'
 
 /** A live row as a job record: its columns and null dead-only ones. */
-const liveRecord = `${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
+export const liveRecord = `${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
 
 /** A dead_jobs row as a job record, in the order of `liveRecord`. */
-const deadRecord = `id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
+export const deadRecord = `id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
        created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, NULL::text AS claim_token, NULL::bigint AS deadline_ms, job_key, last_handler_error, last_handler_stack,
        last_error, died_at_ms`
 
