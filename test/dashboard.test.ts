@@ -1,0 +1,59 @@
+/**
+ * The dashboard's request handler mounted under a path prefix on `node:http`, over an engine on
+ * the memory store: the pages answer, values from the database render escaped (a payload holding
+ * `<script>` or `"><img onerror=…>` shows as text), a bad path or state answers 404/400 with a
+ * page, and an action without its CSRF token is refused. Browser tests are still to come.
+ */
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { dashboardHandler } from '../src/dashboard/DashboardHandler.ts'
+import { ManualClock, type Matchbox, open } from '../src/index.ts'
+
+let mb: Matchbox
+let server: http.Server
+let base: string
+let jobId: string
+
+beforeAll(async () => {
+  mb = await open({ store: 'memory', clock: new ManualClock(1_700_000_000_000), seed: 7 })
+  jobId = await mb.queue('emails').enqueue({ x: '<script>alert(1)</script>', y: '"><img onerror=alert(1)>' })
+  server = http.createServer(dashboardHandler(mb, { basePath: '/jobs' }))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+afterAll(async () => {
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  await mb.close()
+})
+
+describe('dashboardHandler under /jobs', () => {
+  it.each(['/jobs/', '/jobs/queues/emails', '/jobs/engines', '/jobs/schedules'])('%s answers a page', async (path) => {
+    const response = await fetch(`${base}${path}`)
+    expect(response.status).toBe(200)
+    expect(response.headers.get('content-type')).toMatch(/text\/html/)
+  })
+
+  it('shows a payload holding markup as text, never as markup', async () => {
+    const response = await fetch(`${base}/jobs/queues/emails/jobs/${jobId}`)
+    expect(response.status).toBe(200)
+    const page = await response.text()
+    expect(page).toContain('&lt;script&gt;')
+    expect(page).not.toContain('<script>alert(1)')
+    expect(page).not.toContain('<img onerror')
+  })
+
+  it('answers an unknown path with 404 and a bad state with 400, each a page', async () => {
+    const missing = await fetch(`${base}/jobs/nope`)
+    expect(missing.status).toBe(404)
+    expect(await missing.text()).toMatch(/<html/i)
+    const bad = await fetch(`${base}/jobs/queues/emails?state=bogus`)
+    expect(bad.status).toBe(400)
+  })
+
+  it('refuses an action without its CSRF token, and leaves the job as it was', async () => {
+    const response = await fetch(`${base}/jobs/actions`, { method: 'POST', body: 'action=cancel', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    expect(response.status).toBe(403)
+    expect((await mb.queue('emails').getJob(jobId))?.state).toBe('pending')
+  })
+})
