@@ -11,7 +11,8 @@
  *
  * Sharing a scope is safe because a step is synchronous and calls nothing outside the machine.
  */
-import { type AnyActorScope, createActor, type ExecutableActionObject } from 'xstate'
+import type { ExecutableActionObject } from 'xstate'
+import { makeInertScope } from './InertScope.ts'
 import type { DispatchMachine, DispatchSnapshot } from './DispatchMachine.ts'
 import { type DispatchCommand, type DispatchEvent, isDispatchCommandType } from './DispatchProtocol.ts'
 
@@ -29,21 +30,9 @@ export interface DispatchStepper {
 /** Makes the stepper of `machine`. */
 export function makeDispatchStepper(machine: DispatchMachine): DispatchStepper {
   let commands: DispatchCommand[] = []
-  // Never started: it only lends the scope an actor reference and a system, as transition() does.
-  const self = createActor(machine, { input: { queue: '' } })
-  const scope: AnyActorScope = {
-    self,
-    system: self.system,
-    id: '',
-    sessionId: '',
-    logger: () => {},
-    defer: () => {},
-    emit: () => {},
-    stopChild: () => {},
-    actionExecutor: (action: ExecutableActionObject) => {
-      if (isDispatchCommandType(action.type)) commands.push({ type: action.type, params: action.params } as DispatchCommand)
-    },
-  }
+  const scope = makeInertScope(machine, { queue: '' }, (action: ExecutableActionObject) => {
+    if (isDispatchCommandType(action.type)) commands.push({ type: action.type, params: action.params } as DispatchCommand)
+  })
   return {
     start(queue) {
       commands = []

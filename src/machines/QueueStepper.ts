@@ -12,7 +12,8 @@
  * Sharing one scope is safe because a step is synchronous and calls nothing outside the
  * machine: no step starts inside another. Each step's commands are a fresh array the caller owns.
  */
-import { type AnyActorScope, createActor, type ExecutableActionObject } from 'xstate'
+import type { AnyActorScope, ExecutableActionObject } from 'xstate'
+import { makeInertScope } from './InertScope.ts'
 import { physicalQueueMachine, type QueueSnapshot } from './PhysicalQueueMachine.ts'
 import { isQueueCommandType, type QueueCommand, type QueueEvent } from './PhysicalQueueProtocol.ts'
 import type { QueueInput } from './QueueContext.ts'
@@ -23,21 +24,9 @@ export type QueueStep = readonly [snapshot: QueueSnapshot, commands: QueueComman
 // The commands of the step running now.
 let commands: QueueCommand[] = []
 
-// Never started: it only lends the scope an actor reference and a system, as transition() does.
-const self = createActor(physicalQueueMachine, { input: { queue: '', nowMs: 0 } })
-const scope: AnyActorScope = {
-  self,
-  system: self.system,
-  id: '',
-  sessionId: '',
-  logger: () => {},
-  defer: () => {},
-  emit: () => {},
-  stopChild: () => {},
-  actionExecutor: (action: ExecutableActionObject) => {
-    if (isQueueCommandType(action.type)) commands.push({ type: action.type, params: action.params } as QueueCommand)
-  },
-}
+const scope: AnyActorScope = makeInertScope(physicalQueueMachine, { queue: '', nowMs: 0 }, (action: ExecutableActionObject) => {
+  if (isQueueCommandType(action.type)) commands.push({ type: action.type, params: action.params } as QueueCommand)
+})
 
 function collected(snapshot: QueueSnapshot): QueueStep {
   const step = [snapshot, commands] as const
