@@ -20,6 +20,10 @@
  *
  * Does not: migrate (openSqlJobStore does, through the shared migration runner), read a clock,
  * or retry.
+ *
+ * Length: just past 400 lines because each contract operation is a short method over one
+ * statement, and the claim operations each carry their fenced branch beside the unfenced one;
+ * split by operation, every file would re-read the same session and decoders.
  */
 import { InvalidInput } from '../../../domain/errors.ts'
 import { validateJson } from '../../../domain/Json.ts'
