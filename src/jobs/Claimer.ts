@@ -6,7 +6,7 @@
  *   one (the jobs table is the backlog). A claim first takes the head of the due rows straight
  *   from the store (StoreClaims.ts's `claimDirect`: the claims of one turn in one statement), waiting
  *   in the queue's line meanwhile so that an enqueue of this engine may hand it a job inserted
- *   already claimed (eager dispatch, WaitingLine.ts). Finding none due, a
+ *   already claimed (eager dispatch; the line is the queue's dispatch machine, Dispatch.ts). Finding none due, a
  *   worker stays parked in line, where the queue's one Matching poll for this engine's workers
  *   runs meanwhile (`pollParked`), and a lazy claim waits
  *   (`pollDeliverable`): the due-time pass that makes a job due later claims it straight for the
@@ -36,9 +36,9 @@ import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
-import { type ClaimState, claimStateOf, type JobsRuntime } from './Runtime.ts'
+import type { PlaceInLine, QueueDispatch } from './Dispatch.ts'
+import type { JobsRuntime } from './Runtime.ts'
 import { claimDirect, claimTokensFor } from './StoreClaims.ts'
-import { handOver, parkInLine, type PlaceInLine, rowsBehindMatchingJob, waitInLine } from './WaitingLine.ts'
 
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
@@ -102,27 +102,27 @@ async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: numbe
  * sync-matches it without touching the backlog), its wait ends, or `signal` aborts (the worker
  * stopping). No store statement per poll.
  *
- * This engine's own worker (`eager`) first takes a job left in `spare`, then the head of the due
- * rows straight from the store, and finding none parks in the queue's line (WaitingLine.ts):
+ * This engine's own worker (`eager`) first takes a job kept from an earlier hand-over, then the
+ * head of the due rows straight from the store, and finding none parks in the queue's line (Dispatch.ts):
  * an enqueue of this engine, a due-time pass, or the line's one Matching poll hands it a job
  * already claimed. A poll another engine forwarded here parks its own Matching poll, so that
  * Matching serves it in its turn.
  */
 export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined, eager = false): Promise<JobRecord | null> {
   const ended = (): boolean => isStopped() || signal?.aborted === true
-  const state = claimStateOf(runtime, queue)
+  const dispatch = runtime.dispatch.of(queue)
   for (;;) {
     runtime.refuseIfClosed()
     if (ended()) return null
     if (eager) {
-      const spare = state.spare.shift()
-      if (spare !== undefined) return spare
-      const place = waitInLine(state)
+      // Joining the line takes a job kept from an earlier hand-over first.
+      const place = dispatch.join()
+      if (place.job() !== null) return place.job()
       // Due rows are not with Matching unless a poll waits there for them: take the head directly.
-      const direct = await claimDirectInLine(runtime, state, queue, place)
+      const direct = await claimDirectInLine(runtime, dispatch, place)
       if (direct !== null) return direct
       try {
-        await parkInLine(runtime, queue, place, deadlineMs, signal)
+        await dispatch.park(place, deadlineMs, signal)
       } finally {
         place.leave()
       }
@@ -136,7 +136,7 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(signal === undefined ? {} : { signal }) })
     if (polled !== null) {
       const job = claimedJobOf(polled.response)
-      rowsBehindMatchingJob(runtime, state, queue)
+      dispatch.matchingReached()
       return job
     }
     if (ended() || runtime.now() >= deadlineMs) return null
@@ -157,38 +157,32 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
  * their other rows is due now (or another transaction holds it).
  */
 export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: ReadonlyArray<string> | null, nowMs: number): Promise<ReadonlyArray<string>> {
-  passStarted(runtime, queues)
-  const wanted = [...runtime.claims].filter(([queue, state]) => state.waiting.length > 0 && (queues === null || queues.includes(queue)))
+  const wanted = [...runtime.dispatch.all()].filter((dispatch) => queues === null || queues.includes(dispatch.queue))
+  // A pass may find rows due that a direct claim did not: claims of those queues try the store
+  // again, and a direct claim still in flight no longer drains them.
+  for (const dispatch of wanted) dispatch.passStarted()
   const drained = await Promise.all(
-    wanted.map(async ([queue, state]) => {
+    wanted.map(async (dispatch) => {
+      const { queue } = dispatch
       // Only an engine that delivers the queue claims its due rows (its view may have moved on
       // since the pass chose its queues), and only while no other engine's poll waits here for
       // it: Matching serves those and this engine's workers in the order they came.
-      if (!runtime.routing.owns(queue) || state.forwardedWaiting > 0) return null
-      const claimTokens = claimTokensFor(runtime.random, state.waiting.length)
+      if (dispatch.waitingCount() === 0 || !runtime.routing.owns(queue) || dispatch.isMatchingHolding()) return null
+      const generation = dispatch.generation()
+      const claimTokens = claimTokensFor(runtime.random, dispatch.waitingCount())
       const claimed = await runtime.jobStore.claimDue({ queue, nowMs, claimTokens })
       for (const job of claimed) {
         runtime.driver.notifyDue(job.deadlineMs as number, queue)
-        handOver(runtime, queue, job)
+        dispatch.handOver(job)
       }
       // Fewer than asked: the claims that come back for their next job skip the store until the
       // next pass (as after a short claim of their own).
-      if (claimed.length < claimTokens.length) state.drained = true
+      if (claimed.length < claimTokens.length) dispatch.storeShort(generation)
       // Some but not all: no other row is due. None may also mean a job with Matching comes first.
       return claimed.length > 0 && claimed.length < claimTokens.length ? queue : null
     }),
   )
   return drained.filter((queue): queue is string => queue !== null)
-}
-
-// A pass over `queues` (null: all) may find rows due that a direct claim did not: claims of
-// those queues try the store again, and a direct claim still in flight no longer marks them drained.
-function passStarted(runtime: JobsRuntime, queues: ReadonlyArray<string> | null): void {
-  for (const [queue, state] of runtime.claims) {
-    if (queues !== null && !queues.includes(queue)) continue
-    state.drained = false
-    state.generation++
-  }
 }
 
 /**
@@ -198,15 +192,15 @@ function passStarted(runtime: JobsRuntime, queues: ReadonlyArray<string> | null)
  * through Matching, which serves it and this engine's workers in the order they came.
  */
 export async function serveForwardedPoll(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, identity: string, cancelled: AbortSignal): Promise<JobRecord | null> {
-  const state = claimStateOf(runtime, queue)
+  const dispatch = runtime.dispatch.of(queue)
   const isCancelled = (): boolean => cancelled.aborted
-  state.forwardedWaiting++
+  dispatch.forwardedArrived()
   try {
-    const direct = await claimDirect(runtime, state, queue)
+    const direct = await claimDirect(runtime, dispatch)
     if (direct !== null) return direct
     return await (lazy ? pollDeliverable(runtime, queue, deadlineMs, true, isCancelled, identity) : pollParked(runtime, queue, deadlineMs, isCancelled, identity, cancelled))
   } finally {
-    state.forwardedWaiting--
+    dispatch.forwardedLeft()
   }
 }
 
@@ -220,31 +214,30 @@ export async function serveForwardedPoll(runtime: JobsRuntime, queue: string, de
  * `deadlineMs` or stop.
  */
 export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, identity: string, eager = false): Promise<JobRecord | null> {
-  const state = claimStateOf(runtime, queue)
+  const dispatch = runtime.dispatch.of(queue)
   let passNeeded = true
   for (;;) {
     runtime.refuseIfClosed()
-    const spare = eager ? state.spare.shift() : undefined
-    if (spare !== undefined) return spare
     // Woken by a delivery, the pass that delivered has just run: no need for another.
     if (passNeeded && lazy) await runtime.driver.run()
     else await runtime.driver.runIfDue()
-    const deliverable = await runtime.jobStore.deliverableCount({ queue, nowMs: runtime.now(), limit: state.inFlight + 1 })
-    if (deliverable > state.inFlight && !isStopped()) {
-      state.inFlight++
+    const inFlight = dispatch.lazyPolls()
+    const deliverable = await runtime.jobStore.deliverableCount({ queue, nowMs: runtime.now(), limit: inFlight + 1 })
+    if (deliverable > inFlight && !isStopped()) {
+      dispatch.lazyPollStarted()
       // Never wait on Matching past the claim's own deadline: claim({ waitMs: 0 }) returns promptly.
       const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
       let polled
       try {
         polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs })
       } finally {
-        state.inFlight--
+        dispatch.lazyPollEnded()
         // One claim may have been waiting for this poll's slot.
         runtime.driver.wake(queue, 1)
       }
       if (polled !== null) {
         const job = claimedJobOf(polled.response)
-        rowsBehindMatchingJob(runtime, state, queue)
+        dispatch.matchingReached()
         return job
       }
       if (runtime.now() >= deadlineMs || isStopped()) return null
@@ -253,11 +246,13 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
     }
     // Nothing with Matching for this claim. This engine's own claim takes the head of the due rows
     // straight from the store, already in line so that an enqueue or a pass meanwhile may hand it
-    // one (eager dispatch); otherwise it waits for either, or for a delivery.
-    const line = eager && !isStopped() ? waitInLine(state, () => runtime.driver.wake(queue)) : null
+    // one (eager dispatch); otherwise it waits for either, or for a delivery. Joining the line
+    // takes a job kept from an earlier hand-over first.
+    const line = eager && !isStopped() ? dispatch.join(() => runtime.driver.wake(queue)) : null
+    if (line !== null && line.job() !== null) return line.job()
     let woken
     try {
-      const direct = line === null ? null : await claimDirectInLine(runtime, state, queue, line)
+      const direct = line === null ? null : await claimDirectInLine(runtime, dispatch, line)
       if (direct !== null) return direct
       if (runtime.now() >= deadlineMs || isStopped()) return line?.job() ?? null
       woken = await runtime.driver.waitForDelivery(queue, deadlineMs)
@@ -279,31 +274,31 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
  */
 export function deliveryDemand(runtime: JobsRuntime): ReadonlyMap<string, number> {
   const demand = new Map<string, number>()
-  for (const [queue, state] of runtime.claims) {
-    const count = state.waiting.length + state.forwardedWaiting + state.inFlight
-    if (count > 0) demand.set(queue, count)
+  for (const dispatch of runtime.dispatch.all()) {
+    const count = dispatch.waitingCount() + dispatch.forwardedWaiting() + dispatch.lazyPolls()
+    if (count > 0) demand.set(dispatch.queue, count)
   }
   return demand
 }
 
 // Claims the head due job of `queue` straight from the store for this engine's claim, which is
 // already in line: a job handed to it before the claim is taken instead, one handed to it during
-// the claim is kept in `spare`. Null (still in line) when none was claimed; a store failure takes
-// it out of line.
-async function claimDirectInLine(runtime: JobsRuntime, state: ClaimState, queue: string, line: PlaceInLine): Promise<JobRecord | null> {
+// the claim goes on to the next claim in line (or is kept for the next to join). Null (still in
+// line) when none was claimed; a store failure takes it out of line.
+async function claimDirectInLine(runtime: JobsRuntime, dispatch: QueueDispatch, line: PlaceInLine): Promise<JobRecord | null> {
   let direct: JobRecord | null
   try {
-    direct = await claimDirect(runtime, state, queue, () => line.job() !== null)
+    direct = await claimDirect(runtime, dispatch, () => line.job() !== null)
   } catch (error) {
     line.leave()
     const offered = line.job()
-    if (offered !== null) state.spare.push(offered)
+    if (offered !== null) dispatch.returnJob(offered)
     throw error
   }
   const offered = line.job()
   if (direct === null && offered === null) return null
   line.leave()
   if (direct === null) return offered
-  if (offered !== null) state.spare.push(offered)
+  if (offered !== null) dispatch.returnJob(offered)
   return direct
 }

@@ -19,7 +19,6 @@ import { ackBatchSizeMax, claimWaitMsMax, enqueueBatchSizeMax } from '../kernel/
 import { jobId, randomId } from '../kernel/Ids.ts'
 import type { JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
 import { claimNext } from './Claimer.ts'
-import { handOver, takeWaitingWorker } from './WaitingLine.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { type Job, type JobHandle, toJob } from './JobHandle.ts'
 import { makeQueueAdmin, type QueueAdmin } from './QueueAdmin.ts'
@@ -203,16 +202,24 @@ function refuseTxOffPostgres(runtime: JobsRuntime, tx: unknown): void {
  */
 async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: NewJob, nowMs: number): Promise<string | null> {
   if (job.runAtMs > nowMs || (job.expiresAtMs !== null && job.expiresAtMs <= nowMs) || !runtime.driver.isQuiet()) return null
-  const worker = takeWaitingWorker(runtime, queue)
-  if (worker === undefined) return null
+  const dispatch = runtime.dispatch.of(queue)
+  const claimId = dispatch.reserveFirst()
+  if (claimId === undefined) return null
   const claimToken = randomId(runtime.random)
-  const stored = await runtime.jobStore.enqueue({ job, nowMs, claimToken })
+  let stored
+  try {
+    stored = await runtime.jobStore.enqueue({ job, nowMs, claimToken })
+  } catch (error) {
+    dispatch.release(claimId)
+    throw error
+  }
   if (stored.claimToken !== claimToken) {
-    // A live job holds the key: nothing was inserted. The worker still waits in Matching.
+    // A live job holds the key: nothing was inserted. The claim goes back to the head of the line.
+    dispatch.release(claimId)
     runtime.announceDue(queue, Math.max(stored.runAtMs, nowMs), true)
     return stored.id
   }
   runtime.driver.notifyDue(stored.deadlineMs as number, queue)
-  handOver(runtime, queue, stored, worker)
+  dispatch.handOver(stored, claimId)
   return stored.id
 }

@@ -26,6 +26,7 @@ import type { Scheduler } from 'effect/Scheduler'
 import type { Clock } from '../kernel/Clock.ts'
 import { partitionCountDefault } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
+import { type DispatchMachine, dispatchMachine } from '../machines/DispatchMachine.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol.ts'
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
@@ -110,6 +111,11 @@ export interface MatchboxParts {
   readonly onDefect?: (where: string, defect: unknown) => void
   /** Hears every step of every Matching queue of this engine, with the commands it issued (simulators and traces). */
   readonly onQueueStep?: (queue: PhysicalQueueActor, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
+  /**
+   * The claim protocol each queue's dispatch steps (machines/DispatchMachine.ts); default: the
+   * dispatch machine. Simulators pass a variant made with `provide` to plant a protocol bug.
+   */
+  readonly dispatchMachine?: DispatchMachine
   /**
    * Several engines on one database: membership decides which engine owns which Matching
    * partition, and the bus carries due signals and forwarded polls. Absent: this engine is
@@ -234,6 +240,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     isClosed: () => closed,
     areStoresClosed: () => storesClosed,
     events,
+    dispatchMachine: parts.dispatchMachine ?? dispatchMachine,
   })
   // A change of ownership: queues this engine just took over may have due rows.
   const unsubscribeMembership = group?.membership.subscribe(() => driver.kick())

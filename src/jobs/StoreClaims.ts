@@ -8,7 +8,7 @@
  * - `claimSeveral`: up to a local queue's free room in one statement, with the acks of the jobs
  *   its handlers finished meanwhile (`work({ batch })`, LocalQueue.ts).
  *
- * Every path keeps Claimer.ts's ordering rules: nothing is claimed while the queue is `drained`,
+ * Every path keeps Claimer.ts's ordering rules: nothing is claimed while the queue is drained,
  * while a due-time pass is on its way, or while a job with Matching comes first; a short answer
  * marks the queue drained unless a pass started meanwhile. An ack that rides behaves as
  * `job.ack()` (JobHandle.ts's `ackWith`); a failed statement fails its acks with its claims.
@@ -19,7 +19,8 @@ import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
 import type { ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
 import type { Random } from '../kernel/Random.ts'
 import { ackAlone, ackHookOf, ackWith, type JobHandle } from './JobHandle.ts'
-import { type AckHook, type ClaimState, claimStateOf, type JobsRuntime } from './Runtime.ts'
+import type { DirectClaims, QueueDispatch } from './Dispatch.ts'
+import type { AckHook, JobsRuntime } from './Runtime.ts'
 
 /**
  * `count` claim tokens for one claim statement: one random id drawn for them all, and each token
@@ -41,13 +42,14 @@ export function claimTokensFor(random: Random, count: number): string[] {
  * (a due time's timer, a due signal, the scan), which serves the claims waiting by then, so an
  * idle poll costs no statement.
  */
-export async function claimDirect(runtime: JobsRuntime, state: ClaimState, queue: string, served: () => boolean = () => false): Promise<JobRecord | null> {
-  if (state.drained || !runtime.routing.owns(queue)) return null
+export async function claimDirect(runtime: JobsRuntime, dispatch: QueueDispatch, served: () => boolean = () => false): Promise<JobRecord | null> {
+  const { queue } = dispatch
+  if (dispatch.isDrained() || !runtime.routing.owns(queue)) return null
   // A pass on its way may be adding older jobs to Matching, which come first: let it finish
   // (only the passes asked for so far: under a stream of due signals there is always a next one).
   if (!runtime.driver.isQuiet()) await runtime.driver.settled()
   if (served()) return null
-  return (await directOf(runtime, state, queue)(null)).job
+  return (await directOf(runtime, dispatch)(null)).job
 }
 
 // The queue's direct-claim batcher: the claims of one turn, and the acks riding on them, in one
@@ -55,8 +57,9 @@ export async function claimDirect(runtime: JobsRuntime, state: ClaimState, queue
 // the acks of a batch that cannot claim (ownership moved while it waited) go alone; one of those
 // that fails answers false (its job lapses and is delivered again) rather than failing the
 // claims beside it.
-function directOf(runtime: JobsRuntime, state: ClaimState, queue: string): NonNullable<ClaimState['direct']> {
-  state.direct ??= makeMicroBatcher<AckHook | null, { readonly acked: boolean; readonly job: JobRecord | null }>({
+function directOf(runtime: JobsRuntime, dispatch: QueueDispatch): DirectClaims {
+  const { queue } = dispatch
+  dispatch.direct ??= makeMicroBatcher<AckHook | null, { readonly acked: boolean; readonly job: JobRecord | null }>({
     async run(requests) {
       const ids = new Set<string>()
       const riding: AckHook[] = []
@@ -72,8 +75,8 @@ function directOf(runtime: JobsRuntime, state: ClaimState, queue: string): NonNu
       const answer = !runtime.routing.owns(queue)
         ? { acked: [], claimed: [] }
         : riding.length === 0
-          ? await claimHead(runtime, state, queue, requests.length)
-          : await ackWith(runtime, riding, (refs, nowMs) => claimHead(runtime, state, queue, requests.length, { refs, nowMs }))
+          ? await claimHead(runtime, dispatch, requests.length)
+          : await ackWith(runtime, riding, (refs, nowMs) => claimHead(runtime, dispatch, requests.length, { refs, nowMs }))
       const acked = new Set(answer.acked)
       const answers: Array<{ readonly acked: boolean; readonly job: JobRecord | null }> = []
       for (const [index, hook] of requests.entries()) {
@@ -86,22 +89,23 @@ function directOf(runtime: JobsRuntime, state: ClaimState, queue: string): NonNu
     sizeMax: jobBatchSizeMax,
     inFlightMax: jobBatchesInFlightMax,
   })
-  return state.direct
+  return dispatch.direct
 }
 
 // Claims up to `count` head due rows of `queue` for this engine in one statement, with `acks` if
 // given (the ids the statement deleted answer in `acked`). Fewer than asked: no other row is due
 // (or a job with Matching comes first, and the polls parked there take it), so the queue is
-// marked drained, unless a pass started meanwhile and may have found more.
-async function claimHead(runtime: JobsRuntime, state: ClaimState, queue: string, count: number, acks?: Acks): Promise<AckedAndClaimed> {
-  const generation = state.generation
+// drained, unless a pass started meanwhile and may have found more (the machine compares generations).
+async function claimHead(runtime: JobsRuntime, dispatch: QueueDispatch, count: number, acks?: Acks): Promise<AckedAndClaimed> {
+  const { queue } = dispatch
+  const generation = dispatch.generation()
   const claimTokens = claimTokensFor(runtime.random, count)
   const answer =
     acks === undefined
       ? { acked: [], claimed: await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens }) }
       : await runtime.jobStore.ackAndClaimDue({ acks: acks.refs, queue, nowMs: acks.nowMs, claimTokens })
   for (const job of answer.claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
-  if (answer.claimed.length < count && state.generation === generation) state.drained = true
+  if (answer.claimed.length < count) dispatch.storeShort(generation)
   return answer
 }
 
@@ -116,7 +120,7 @@ async function claimHead(runtime: JobsRuntime, state: ClaimState, queue: string,
  */
 export async function ackAndClaimNext(runtime: JobsRuntime, queue: string, job: JobHandle<unknown>): Promise<{ readonly acked: boolean; readonly next: JobRecord | null } | undefined> {
   if (runtime.isClosed() || !canClaimSeveral(runtime, queue) || !runtime.driver.isQuiet() || runtime.forwarding?.hasOrphan(queue) === true) return undefined
-  const answer = await directOf(runtime, claimStateOf(runtime, queue), queue)(ackHookOf(job))
+  const answer = await directOf(runtime, runtime.dispatch.of(queue))(ackHookOf(job))
   return { acked: answer.acked, next: answer.job }
 }
 
@@ -140,8 +144,8 @@ export interface AckedAndClaimed {
  * polls (`claimNext`), which an enqueue or a due-time pass serves.
  */
 export function canClaimSeveral(runtime: JobsRuntime, queue: string): boolean {
-  const state = claimStateOf(runtime, queue)
-  return !state.drained && state.spare.length === 0 && state.forwardedWaiting === 0 && runtime.routing.ownsEvery(queue)
+  const dispatch = runtime.dispatch.of(queue)
+  return !dispatch.isDrained() && !dispatch.hasSpare() && !dispatch.isMatchingHolding() && runtime.routing.ownsEvery(queue)
 }
 
 /**
@@ -164,8 +168,8 @@ export async function claimSeveral(
   if (!runtime.driver.isQuiet()) await runtime.driver.settled()
   if (!canClaimSeveral(runtime, queue)) return undefined
   runtime.refuseIfClosed()
-  const state = claimStateOf(runtime, queue)
+  const dispatch = runtime.dispatch.of(queue)
   const heads = Math.min(count, jobBatchSizeMax)
-  if (acks.length === 0) return claimHead(runtime, state, queue, heads)
-  return ackWith(runtime, acks.map(ackHookOf), (refs, nowMs) => claimHead(runtime, state, queue, heads, { refs, nowMs }))
+  if (acks.length === 0) return claimHead(runtime, dispatch, heads)
+  return ackWith(runtime, acks.map(ackHookOf), (refs, nowMs) => claimHead(runtime, dispatch, heads, { refs, nowMs }))
 }

@@ -34,7 +34,6 @@ import { setMaxListeners } from 'node:events'
 import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
 import { workerClaimWaitMs, workerConcurrencyMax } from '../kernel/Limits.ts'
 import { claimNext } from './Claimer.ts'
-import { endIdleLinePolls } from './WaitingLine.ts'
 import { ackAndClaimNext, canClaimSeveral, claimSeveral } from './StoreClaims.ts'
 import { makeHeartbeats } from './Heartbeats.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
@@ -115,7 +114,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
         running = handler(job)
       } finally {
         // Started: the queue's line polls beyond its parked workers end now, behind it.
-        endIdleLinePolls(runtime, queue)
+        runtime.dispatch.of(queue).endIdlePolls()
       }
       await running
       return { ok: true }
@@ -240,7 +239,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     stopping = true
     // Ends the loops' waits, and with them the queue's line polls.
     stopped.abort()
-    endIdleLinePolls(runtime, queue)
+    runtime.dispatch.of(queue).endIdlePolls()
     runtime.driver.wake(queue)
     runtime.forwarding?.wake(queue)
     local?.wake()

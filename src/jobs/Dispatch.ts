@@ -1,0 +1,301 @@
+/**
+ * Dispatch — runs the dispatch machine of each job queue this engine claims from
+ * (machines/DispatchMachine.ts): the claims of this engine waiting for a job, the hand-over of a
+ * job claimed for one of them, and the queue's Matching polls on behalf of the claims parked in
+ * line (its line polls). The machine decides; this file carries out its commands and tells it
+ * what happened, one step per event, and owns what a step cannot hold: each claim's promise,
+ * each line poll's loop, and the queue's batcher of claims straight from the store.
+ *
+ * A job reaches a claim in line by a hand-over: from an enqueue of this engine (eager dispatch,
+ * JobQueue.ts), from a due-time pass (Claimer.ts's `claimForWaitingWorkers`), or from Matching
+ * through a line poll. The machine's header says when the line runs one poll and when one per
+ * parked claim, and when the store is skipped (drained) or left to Matching (polls forwarded
+ * here wait).
+ *
+ * Invariants: a claim's id is drawn from a counter per queue, in the order claims join, so a
+ * seed's trace names them the same way on every run; a step that executes commands which raise
+ * events (none do synchronously today) queues them behind itself, so steps never nest; a line
+ * poll runs only while the machine lists it; every parked claim is failed by its line poll's failure.
+ *
+ * Does not: claim from the store (StoreClaims.ts), decide ordering (the machine), or keep time:
+ * deadlines are timers on the injected clock.
+ */
+import type { CancelTimer } from '../kernel/Clock.ts'
+import { claimPollWaitMs, claimRetryDelayMs } from '../kernel/Limits.ts'
+import { type DispatchMachine, type DispatchSnapshot, isDrained, isMatchingHolding } from '../machines/DispatchMachine.ts'
+import type { DispatchCommand, DispatchEvent } from '../machines/DispatchProtocol.ts'
+import { type DispatchStepper, makeDispatchStepper } from '../machines/DispatchStepper.ts'
+import type { JobRecord } from '../persistence/jobs/JobStore.ts'
+import { claimedJobOf } from './JobsHistory.ts'
+import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
+import type { AckHook, JobsRuntime } from './Runtime.ts'
+
+/** A claim's place in its queue's line. */
+export interface PlaceInLine {
+  readonly claimId: number
+  /** Resolves once a job is handed over. */
+  offered(): Promise<void>
+  /** The job handed over, if any. */
+  job(): JobRecord | null
+  /** Takes the claim out of line; later hand-overs pass it by. */
+  leave(): void
+}
+
+/** The dispatch of one queue on this engine. */
+export interface QueueDispatch {
+  readonly queue: string
+  /** A claim joins the line (a job kept from an earlier hand-over goes to it at once); `onOffer` runs at its hand-over. */
+  join(onOffer?: () => void): PlaceInLine
+  /**
+   * Parks the claim at `place` on the queue's line polls until a job is handed to it, the clock
+   * reaches `deadlineMs`, or `signal` aborts. Rejects with the line poll's failure (a Matching or
+   * store error), as the claim's own poll would.
+   */
+  park(place: PlaceInLine, deadlineMs: number, signal: AbortSignal | undefined): Promise<void>
+  /** Eager dispatch, first half: sets the claim waiting longest aside for an enqueue's job; undefined when none waits. */
+  reserveFirst(): number | undefined
+  /** The claim set aside was not given a job (a live job held the key): it is first in line again. */
+  release(claimId: number): void
+  /** Hands `job`, claimed for this engine, to `claimId` if it still waits, else to the claim waiting longest, else keeps it. */
+  handOver(job: JobRecord, claimId?: number | null): void
+  /** A job handed to a claim that had meanwhile got another one: the next claim gets it, or it is kept. */
+  returnJob(job: JobRecord): void
+  /**
+   * Ends the line polls beyond one per parked claim: a worker calls it once the handler of a job
+   * handed to it has started (ending a poll steps the partition's queue machine, which need not
+   * stand between a job and its handler), and a stopping worker calls it too.
+   */
+  endIdlePolls(): void
+  /** A job that came through Matching reached its claimant: the store may serve rows behind it again. */
+  matchingReached(): void
+  /** A due-time pass over the queue started. */
+  passStarted(): void
+  /** A claim straight from the store made in pass generation `generation` found fewer rows than it asked for. */
+  storeShort(generation: number): void
+  forwardedArrived(): void
+  forwardedLeft(): void
+  lazyPollStarted(): void
+  lazyPollEnded(): void
+  /** Claims of this engine in line (claiming from the store or parked). */
+  waitingCount(): number
+  forwardedWaiting(): number
+  /** Lazy claims polling Matching for a job already with Matching. */
+  lazyPolls(): number
+  generation(): number
+  /** Claims skip the store until a pass starts: the last store claim found no more due rows. */
+  isDrained(): boolean
+  /** Polls forwarded here wait: due jobs go through Matching, which serves pollers in arrival order. */
+  isMatchingHolding(): boolean
+  /** A job handed over found no claim and waits for the next one to join. */
+  hasSpare(): boolean
+  /** Machine steps taken so far (what a job costs the protocol). */
+  steps(): number
+  /** The queue's batcher of claims straight from the store (StoreClaims.ts), made on first use. */
+  direct: DirectClaims | null
+}
+
+/**
+ * This engine's claims of a queue straight from the store, those of one turn in one statement,
+ * with the acks riding on them (StoreClaims.ts): answers whether the call's ack took effect and its job.
+ */
+export type DirectClaims = (ack: AckHook | null) => Promise<{ readonly acked: boolean; readonly job: JobRecord | null }>
+
+/** The dispatches of one engine, one per queue, all stepping `machine`. */
+export interface Dispatches {
+  of(queue: string): QueueDispatch
+  /** Every queue's dispatch made so far. */
+  all(): IterableIterator<QueueDispatch>
+}
+
+/** Makes an engine's dispatches; `machine` is the dispatch machine or a variant of it (`provide`). */
+export function makeDispatches(runtime: () => JobsRuntime, machine: DispatchMachine): Dispatches {
+  const stepper = makeDispatchStepper(machine)
+  const byQueue = new Map<string, QueueDispatch>()
+  return {
+    of(queue) {
+      let dispatch = byQueue.get(queue)
+      if (dispatch === undefined) {
+        dispatch = makeQueueDispatch(runtime(), stepper, queue)
+        byQueue.set(queue, dispatch)
+      }
+      return dispatch
+    },
+    all: () => byQueue.values(),
+  }
+}
+
+/** The reason a line poll is aborted with: a constant, so that ending a poll builds no error. */
+const handedOff = Symbol('line poll ended')
+
+interface Claim {
+  handed: JobRecord | null
+  settle: (() => void) | null
+  readonly onOffer: () => void
+}
+
+function makeQueueDispatch(runtime: JobsRuntime, stepper: DispatchStepper, queue: string): QueueDispatch {
+  let snapshot: DispatchSnapshot = stepper.start(queue)
+  let stepCount = 0
+  let nextClaimId = 1
+  let stepping = false
+  const pending: DispatchEvent[] = []
+  const claims = new Map<number, Claim>()
+  const parkedFails = new Map<number, (error: unknown) => void>()
+  const polls = new Map<number, AbortController>()
+
+  const send = (event: DispatchEvent): void => {
+    pending.push(event)
+    if (stepping) return
+    stepping = true
+    try {
+      for (let next = pending.shift(); next !== undefined; next = pending.shift()) {
+        const [after, commands] = stepper.step(snapshot, next)
+        snapshot = after
+        stepCount++
+        for (const command of commands) execute(command)
+      }
+    } finally {
+      stepping = false
+    }
+  }
+
+  const execute = (command: DispatchCommand): void => {
+    switch (command.type) {
+      case 'claim.handOver': {
+        const claim = claims.get(command.params.claimId)
+        // The machine hands over only to claims it lists; one not known here left in the same turn.
+        if (claim === undefined || claim.handed !== null) {
+          pending.push({ type: 'job.returned', job: command.params.job })
+          return
+        }
+        claim.handed = command.params.job
+        claims.delete(command.params.claimId)
+        claim.settle?.()
+        claim.onOffer()
+        return
+      }
+      case 'claims.fail':
+        for (const claimId of command.params.claimIds) parkedFails.get(claimId)?.(command.params.error)
+        return
+      case 'linePoll.start':
+        return runLinePoll(command.params.pollId)
+      case 'linePoll.end':
+        polls.get(command.params.pollId)?.abort(handedOff)
+        polls.delete(command.params.pollId)
+        return
+      case 'pass.request':
+        return runtime.driver.notifyDue(runtime.now(), queue)
+    }
+  }
+
+  const isListed = (pollId: number): boolean => snapshot.context.linePolls.includes(pollId)
+
+  // One line poll: polls Matching until the machine ends it, telling it of each task matched
+  // (already claimed by History for this engine), of a whole wait with nothing, and of its end.
+  const runLinePoll = (pollId: number): void => {
+    const controller = new AbortController()
+    polls.set(pollId, controller)
+    const loop = async (): Promise<void> => {
+      while (isListed(pollId)) {
+        const pollDeadlineMs = runtime.now() + claimPollWaitMs
+        const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity: runtime.hostId, waitMs: claimPollWaitMs, signal: controller.signal })
+        if (polled !== null) send({ type: 'linePoll.matched', pollId, job: claimedJobOf(polled.response) })
+        else if (!isListed(pollId)) return
+        // Back before its deadline, the poll was refused (its partition unloading or changing
+        // owner; Matching itself waits out a queue's idle unload): pause rather than spin.
+        else if (runtime.now() < pollDeadlineMs) await runtime.driver.waitForDelivery(queue, runtime.now() + claimRetryDelayMs)
+        else send({ type: 'linePoll.idled', pollId })
+      }
+    }
+    loop().then(
+      () => {
+        if (polls.get(pollId) === controller) polls.delete(pollId)
+        send({ type: 'linePoll.stopped', pollId })
+      },
+      (error: unknown) => {
+        if (polls.get(pollId) === controller) polls.delete(pollId)
+        send({ type: 'linePoll.failed', pollId, error })
+      },
+    )
+  }
+
+  const dispatch: QueueDispatch = {
+    queue,
+    direct: null,
+    join(onOffer = () => {}) {
+      const claimId = nextClaimId++
+      const claim: Claim = { handed: null, settle: null, onOffer }
+      claims.set(claimId, claim)
+      let offered: Promise<void> | null = null
+      send({ type: 'claim.queued', claimId })
+      return {
+        claimId,
+        offered() {
+          offered ??= claim.handed !== null ? Promise.resolve() : new Promise((resolve) => (claim.settle = resolve))
+          return offered
+        },
+        job: () => claim.handed,
+        leave() {
+          if (!claims.delete(claimId)) return
+          send({ type: 'claim.left', claimId })
+        },
+      }
+    },
+    async park(place, deadlineMs, signal) {
+      // Settles when the wait ends: resolved by the deadline or the signal, rejected by the line poll's failure.
+      let fail: (error: unknown) => void = () => {}
+      let wake: () => void = () => {}
+      const ended = new Promise<void>((resolve, reject) => {
+        wake = resolve
+        fail = reject
+      })
+      const cancelTimer: CancelTimer = runtime.clock.setTimer(deadlineMs - runtime.now(), wake)
+      signal?.addEventListener('abort', wake, { once: true })
+      if (signal?.aborted === true || place.job() !== null) {
+        cancelTimer()
+        signal?.removeEventListener('abort', wake)
+        return
+      }
+      parkedFails.set(place.claimId, fail)
+      send({ type: 'claim.parked', claimId: place.claimId })
+      try {
+        await Promise.race([place.offered(), ended])
+      } finally {
+        cancelTimer()
+        signal?.removeEventListener('abort', wake)
+        parkedFails.delete(place.claimId)
+        // Handed a job, the claim ends the extra polls once its handler has started (`endIdlePolls`).
+        send({ type: 'claim.unparked', claimId: place.claimId, handed: place.job() !== null })
+      }
+    },
+    reserveFirst() {
+      const first = snapshot.context.waiting[0]
+      if (first === undefined) return undefined
+      send({ type: 'claim.reserved', claimId: first })
+      return first
+    },
+    release: (claimId) => send({ type: 'claim.released', claimId }),
+    handOver: (job, claimId = null) => send({ type: 'job.handed', job, claimId }),
+    returnJob: (job) => send({ type: 'job.returned', job }),
+    endIdlePolls() {
+      // Nothing to end: no step (the common case, a loop whose claims go straight to the store).
+      if (snapshot.context.linePolls.length > snapshot.context.parked.length) send({ type: 'handler.started' })
+    },
+    matchingReached: () => send({ type: 'matching.reached' }),
+    passStarted: () => send({ type: 'pass.started' }),
+    storeShort: (generation) => send({ type: 'store.short', generation }),
+    forwardedArrived: () => send({ type: 'forwarded.arrived' }),
+    forwardedLeft: () => send({ type: 'forwarded.left' }),
+    lazyPollStarted: () => send({ type: 'lazyPoll.started' }),
+    lazyPollEnded: () => send({ type: 'lazyPoll.ended' }),
+    waitingCount: () => snapshot.context.waiting.length,
+    forwardedWaiting: () => snapshot.context.forwardedWaiting,
+    lazyPolls: () => snapshot.context.lazyPolls,
+    generation: () => snapshot.context.generation,
+    isDrained: () => isDrained(snapshot),
+    isMatchingHolding: () => isMatchingHolding(snapshot),
+    hasSpare: () => snapshot.context.spare.length > 0,
+    steps: () => stepCount,
+  }
+  return dispatch
+}
