@@ -26,7 +26,8 @@ import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
 import { settle, until } from './harness/settle.ts'
 
 it('once a job from Matching reaches its worker, a row that became due behind it reaches the other waiting worker without the clock moving', async () => {
-  const inner = makeMemoryJobStore()
+  const store = makeMemoryStore()
+  const inner = makeMemoryJobStore({ queueRanges: store })
   let claimedThroughMatching = 0
   const beforeMatching = (): boolean => claimedThroughMatching === 0
   // The first claim of a job Matching delivers is held at the store until the test opens this.
@@ -45,7 +46,6 @@ it('once a job from Matching reaches its worker, a row that became due behind it
     claim: (params) => throughMatching(() => inner.claim(params)),
     claimMany: (params) => throughMatching(() => inner.claimMany(params)),
   }
-  const store = makeMemoryStore()
   const clock = new ManualClock(1_700_000_000_000)
   let pollsArrived = 0
   const mb = makeMatchbox({

@@ -16,7 +16,8 @@ import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
 import { settle, until } from './harness/settle.ts'
 
 it('a worker waiting for the pass in progress is not held off by the passes asked for after it', async () => {
-  const inner = makeMemoryJobStore()
+  const store = makeMemoryStore()
+  const inner = makeMemoryJobStore({ queueRanges: store })
   const heldPasses: Array<() => void> = []
   let holding = true
   const jobStore: JobStore = {
@@ -26,7 +27,6 @@ it('a worker waiting for the pass in progress is not held off by the passes aske
       return inner.nextDueMs(params)
     },
   }
-  const store = makeMemoryStore()
   const clock = new ManualClock(1_700_000_000_000)
   const mb = makeMatchbox({ hostId: 'direct', store, jobStore, clock, random: Random.make(9), closeStores: () => store.close() })
   const q = mb.queue('q')

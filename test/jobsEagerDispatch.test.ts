@@ -44,8 +44,7 @@ function watched(inner: JobStore) {
 
 // An engine on `jobStore` with one worker on queue `q` recording the payloads it ran; `during`
 // runs inside the handler (a test may hold a job there).
-function workingEngine(jobStore: JobStore, during: (payload: string) => Promise<void> = async () => {}) {
-  const store = makeMemoryStore()
+function workingEngine(jobStore: JobStore, store: ReturnType<typeof makeMemoryStore>, during: (payload: string) => Promise<void> = async () => {}) {
   const clock = new ManualClock(1_700_000_000_000)
   const mb = makeMatchbox({ hostId: 'eager', store, jobStore, clock, random: Random.make(3), closeStores: () => store.close() })
   const q = mb.queue('q')
@@ -59,8 +58,9 @@ function workingEngine(jobStore: JobStore, during: (payload: string) => Promise<
 
 describe('eager dispatch', () => {
   it('hands a job enqueued on the worker’s engine straight to the waiting worker', async () => {
-    const jobs = watched(makeMemoryJobStore())
-    const { mb, q, ran, stop } = workingEngine(jobs.store)
+    const store = makeMemoryStore()
+    const jobs = watched(makeMemoryJobStore({ queueRanges: store }))
+    const { mb, q, ran, stop } = workingEngine(jobs.store, store)
     const first = await q.enqueue('warm-up')
     await until(() => ran.length === 1, 'the first job ran')
     const id = await q.enqueue('eager')
@@ -75,8 +75,9 @@ describe('eager dispatch', () => {
   })
 
   it('a job that becomes due while the worker waits is claimed by the delivery pass straight for it, with no Matching task', async () => {
-    const jobs = watched(makeMemoryJobStore())
-    const { mb, q, ran, stop, clock } = workingEngine(jobs.store)
+    const store = makeMemoryStore()
+    const jobs = watched(makeMemoryJobStore({ queueRanges: store }))
+    const { mb, q, ran, stop, clock } = workingEngine(jobs.store, store)
     await q.enqueue('warm-up')
     await until(() => ran.length === 1, 'the first job ran')
     // Not claimable at enqueue, so no eager enqueue: the due-time driver meets the waiting worker.
@@ -93,8 +94,8 @@ describe('eager dispatch', () => {
   })
 
   it('a job handed over while the worker’s own claim from the store is in flight waits for its next poll; both run once', async () => {
-    const jobs = watched(makeMemoryJobStore())
     const store = makeMemoryStore()
+    const jobs = watched(makeMemoryJobStore({ queueRanges: store }))
     const mb = makeMatchbox({ hostId: 'eager', store, jobStore: jobs.store, clock: new ManualClock(1_700_000_000_000), random: Random.make(3), closeStores: () => store.close() })
     const q = mb.queue('q')
     // A job waits in the store (enqueueMany is never eager) before any worker runs.

@@ -20,8 +20,7 @@ import { settle, until } from './harness/settle.ts'
 
 // An engine on `jobStore` with `concurrency` workers on queue `q`, counting its queue machines'
 // poll arrivals and cancellations.
-function engine(jobStore: JobStore, concurrency: number) {
-  const store = makeMemoryStore()
+function engine(jobStore: JobStore, concurrency: number, store: ReturnType<typeof makeMemoryStore>) {
   const clock = new ManualClock(1_700_000_000_000)
   const polls = { arrived: 0, cancelled: 0, appends: 0 }
   const mb = makeMatchbox({
@@ -50,7 +49,8 @@ function engine(jobStore: JobStore, concurrency: number) {
 
 describe('the line poll', () => {
   it('sixteen parked workers share one Matching poll: jobs handed to them step no queue machine', async () => {
-    const { mb, q, ran, stop, polls } = engine(makeMemoryJobStore(), 16)
+    const store = makeMemoryStore()
+    const { mb, q, ran, stop, polls } = engine(makeMemoryJobStore({ queueRanges: store }), 16, store)
     await q.enqueue('warm-up')
     await until(() => ran.length === 1, 'the warm-up ran')
     await settle()
@@ -70,11 +70,12 @@ describe('the line poll', () => {
   })
 
   it('jobs sent through Matching all reach the parked workers, which poll for each of them once the first came', async () => {
-    const inner = makeMemoryJobStore()
+    const store = makeMemoryStore()
+    const inner = makeMemoryJobStore({ queueRanges: store })
     // Claims straight from the store find nothing (as when another transaction holds the head),
     // so the due-time pass adds the due jobs to Matching for the parked workers.
     const jobStore: JobStore = { ...inner, claimDue: async () => [], ackAndClaimDue: async (params) => ({ acked: await inner.ackMany({ claims: params.acks, nowMs: params.nowMs }), claimed: [] }) }
-    const { mb, q, ran, stop, clock, polls } = engine(jobStore, 4)
+    const { mb, q, ran, stop, clock, polls } = engine(jobStore, 4, store)
     await until(() => polls.arrived === 1, 'the line poll parked')
     await settle()
     expect(polls.arrived).toBe(1)

@@ -96,7 +96,7 @@ describe('runSchedules: two hosts for 1,000 virtual minutes', () => {
   it(`memory: every occurrence exactly once (seed ${seed})`, async () => {
     const clock = new ManualClock(start)
     const store = makeMemoryStore()
-    const jobStore = makeMemoryJobStore()
+    const jobStore = makeMemoryJobStore({ queueRanges: store })
     let incarnation = 0
     const end = await race(clock, seed, async (hostId) =>
       makeMatchbox({ hostId, store, jobStore, clock, random: Random.make(seed + ++incarnation), closeStores: async () => {} }),

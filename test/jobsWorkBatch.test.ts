@@ -114,7 +114,8 @@ describe('jobs API: work with a local queue (batch)', () => {
   })
 
   it('claims a backlog several jobs per statement, never fewer than half the queue while rows are due and no ack rides', async () => {
-    const inner = makeMemoryJobStore()
+    const store = makeMemoryStore()
+    const inner = makeMemoryJobStore({ queueRanges: store })
     // How many jobs each claim straight from the store asked for, and got.
     const asked: number[] = []
     const got: number[] = []
@@ -127,7 +128,6 @@ describe('jobs API: work with a local queue (batch)', () => {
         return claimed
       },
     }
-    const store = makeMemoryStore()
     const clock = new ManualClock(start)
     const mb = makeMatchbox({ hostId: 'several', store, jobStore, clock, random: Random.make(3), closeStores: () => store.close() })
     const q = mb.queue('backlog')
@@ -163,8 +163,8 @@ describe('jobs API: work with a local queue (batch)', () => {
   })
 
   it('acks the jobs its handlers finished in the statement that claims the next ones', async () => {
-    const { store: jobStore, statements, ridingPerStatement } = withRoundTrips(makeMemoryJobStore())
     const store = makeMemoryStore()
+    const { store: jobStore, statements, ridingPerStatement } = withRoundTrips(makeMemoryJobStore({ queueRanges: store }))
     const mb = makeMatchbox({ hostId: 'riding', store, jobStore, clock: new ManualClock(start), random: Random.make(5), closeStores: () => store.close() })
     const q = mb.queue('riding')
     const payloads = Array.from({ length: 200 }, (_, index) => `job-${index}`)
@@ -193,7 +193,8 @@ describe('jobs API: work with a local queue (batch)', () => {
   })
 
   it('a failed claim statement fails the acks riding on it: onError hears each with its job, which is delivered again', async () => {
-    const { store: slow } = withRoundTrips(makeMemoryJobStore())
+    const store = makeMemoryStore()
+    const { store: slow } = withRoundTrips(makeMemoryJobStore({ queueRanges: store }))
     let failures = 1
     const jobStore: JobStore = {
       ...slow,
@@ -205,7 +206,6 @@ describe('jobs API: work with a local queue (batch)', () => {
         return slow.ackAndClaimDue(params)
       },
     }
-    const store = makeMemoryStore()
     const clock = new ManualClock(start)
     const mb = makeMatchbox({ hostId: 'riding-fails', store, jobStore, clock, random: Random.make(5), closeStores: () => store.close() })
     const q = mb.queue('riding-fails', { visibilityTimeoutS: 10 })
@@ -240,7 +240,8 @@ describe('jobs API: work with a local queue (batch)', () => {
   })
 
   it('stop while acks wait for the claim at the store: they are sent once it returns, and stop resolves after them', async () => {
-    const inner = makeMemoryJobStore()
+    const store = makeMemoryStore()
+    const inner = makeMemoryJobStore({ queueRanges: store })
     let held: Array<() => void> = []
     let holding = false
     const jobStore: JobStore = {
@@ -254,7 +255,6 @@ describe('jobs API: work with a local queue (batch)', () => {
         return inner.claimDue(params)
       },
     }
-    const store = makeMemoryStore()
     const mb = makeMatchbox({ hostId: 'riding-stop', store, jobStore, clock: new ManualClock(start), random: Random.make(6), closeStores: () => store.close() })
     const q = mb.queue('riding-stop')
     await q.enqueueMany(Array.from({ length: 20 }, (_, index) => ({ payload: index })))

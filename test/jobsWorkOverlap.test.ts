@@ -47,7 +47,7 @@ describe('work: an ack overlaps the next claim', () => {
   it('with concurrency 1 the next job runs while the previous ack is in flight; stop waits for the last ack', async () => {
     const clock = new ManualClock(1_700_000_000_000)
     const store = makeMemoryStore()
-    const acks = gatedAcks(makeMemoryJobStore())
+    const acks = gatedAcks(makeMemoryJobStore({ queueRanges: store }))
     const mb = makeMatchbox({ hostId: 'overlap', store, jobStore: acks.store, clock, random: Random.make(11), closeStores: () => store.close() })
     const q = mb.queue('q')
     const ran: string[] = []
@@ -87,7 +87,7 @@ describe('work: an ack overlaps the next claim', () => {
   it('with concurrency 1 and due jobs in the store, a job’s ack rides on the statement that claims the next one', async () => {
     const clock = new ManualClock(1_700_000_000_000)
     const store = makeMemoryStore()
-    const inner = makeMemoryJobStore()
+    const inner = makeMemoryJobStore({ queueRanges: store })
     const calls: string[] = []
     const jobStore: JobStore = {
       ...inner,
@@ -125,7 +125,7 @@ describe('work: an ack overlaps the next claim', () => {
   })
   it('with several loops and due jobs in the store, the acks of a turn ride on the statement that claims the turn’s next jobs', async () => {
     const store = makeMemoryStore()
-    const { store: jobStore, statements, ridingPerStatement } = withRoundTrips(makeMemoryJobStore())
+    const { store: jobStore, statements, ridingPerStatement } = withRoundTrips(makeMemoryJobStore({ queueRanges: store }))
     const mb = makeMatchbox({ hostId: 'riding-loops', store, jobStore, clock: new ManualClock(1_700_000_000_000), random: Random.make(14), closeStores: () => store.close() })
     const completed: string[] = []
     mb.on('job.completed', (event) => completed.push(event.id))
@@ -148,7 +148,7 @@ describe('work: an ack overlaps the next claim', () => {
   it('a failed statement fails the ack with the claim: onError hears it with the job, which is delivered again', async () => {
     const clock = new ManualClock(1_700_000_000_000)
     const store = makeMemoryStore()
-    const inner = makeMemoryJobStore()
+    const inner = makeMemoryJobStore({ queueRanges: store })
     let failures = 1
     const jobStore: JobStore = {
       ...inner,

@@ -60,7 +60,7 @@ describe('back-off while the store is unavailable', () => {
     const mb = makeMatchbox({
       hostId: 'outage',
       store,
-      jobStore: failing(makeMemoryJobStore(), outage, clock),
+      jobStore: failing(makeMemoryJobStore({ queueRanges: memoryStore }), outage, clock),
       clock,
       random: Random.make(seed),
       closeStores: () => store.close(),

@@ -24,10 +24,10 @@ import { Cause, Context, Effect, Exit, Layer, Scope } from 'effect'
 import { Scheduler as SchedulerReference, type Scheduler } from 'effect/Scheduler'
 import { InvalidInput, isMatchboxError, type MatchboxError, refusal, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import type { JsonValue } from '../domain/Json.ts'
-import { encodePartitionKey, makePartitionKey, type PartitionKey, type TaskType, validateName } from '../domain/QueueKey.ts'
+import { encodePartitionKey, makePartitionKey, type PartitionKey, type QueueKey, type TaskType, validateName } from '../domain/QueueKey.ts'
 import { makeTask, type Task, type TaskInput } from '../domain/Task.ts'
 import { type Clock, RealClock } from '../kernel/Clock.ts'
-import { membershipUnloadDelayMs, partitionCountDefault, routedFamiliesMax } from '../kernel/Limits.ts'
+import { fenceLoadWaitMs, membershipUnloadDelayMs, partitionCountDefault, routedFamiliesMax } from '../kernel/Limits.ts'
 import { Random, seedFromEntropy } from '../kernel/Random.ts'
 import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
@@ -141,7 +141,26 @@ export interface MatchingHost {
   ownedPartitions(namespace: string, family: string, type: TaskType): ReadonlyArray<number>
   /** Partition actors loaded now (inspection, tests). */
   loadedPartitions(): ReadonlyArray<PartitionActor>
+  /**
+   * The range fence for claims this host makes on the family's behalf outside Matching (the job
+   * engine's claims straight from its jobs table): the default physical queue of the first
+   * partition this host owns, loaded and acquired if it is not yet, and the range id it holds.
+   * Null when this host owns no partition of the family. Rejects (`Unavailable`, `ShuttingDown`,
+   * `OwnershipLost`) when the queue cannot be owned now.
+   */
+  claimFence(namespace: string, family: string, type: TaskType): Promise<OwnedRange | null>
+  /**
+   * A claim made with `fence` was refused: another host took the queue. Unloads the partition
+   * instance that held that range (a later instance is untouched), as its own ownership check would.
+   */
+  fenceRefused(fence: OwnedRange): void
   close(): Promise<void>
+}
+
+/** A physical queue this host owns and the range id it holds: the fence of claims made through it. */
+export interface OwnedRange {
+  readonly queueKey: QueueKey
+  readonly rangeId: number
 }
 
 const pollWaitMsMax = 10 * 60_000
@@ -436,6 +455,41 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       return exit.value
     })
 
+  // The default queue of the first owned partition of a family, per family: a fence is read
+  // from it without a mailbox round trip while it stays owned.
+  const fenceQueues = new Map<string, PhysicalQueueActor>()
+  const defaultQueueOf = (actor: PartitionActor): PhysicalQueueActor | undefined => actor.loadedQueues().find((queue) => queue.key.version === null && queue.state !== 'unloaded')
+  const claimFence = async (namespace: string, family: string, type: TaskType): Promise<OwnedRange | null> => {
+    if (closed) throw shuttingDown()
+    const route = ownedPartitions(namespace, family, type)[0]
+    if (route === undefined) return null
+    const cached = fenceQueues.get(route.name)
+    if (cached !== undefined && cached.state === 'owned' && partitions.get(route.name)?.actor.isUnloaded() === false) {
+      return { queueKey: cached.key, rangeId: await cached.rangeIdWhenOwned() }
+    }
+    const actor = actorFor(route)
+    let queue = defaultQueueOf(actor)
+    if (queue === undefined) {
+      await run(actor.warm([null], clock.now() + fenceLoadWaitMs))
+      queue = defaultQueueOf(actor)
+    }
+    if (queue === undefined) throw new Unavailable({ operation: 'claim fence', detail: `partition ${route.name} has no default queue loaded`, maybeCommitted: false })
+    const rangeId = await queue.rangeIdWhenOwned()
+    if (fenceQueues.size >= routedFamiliesMax) fenceQueues.clear()
+    fenceQueues.set(route.name, queue)
+    return { queueKey: queue.key, rangeId }
+  }
+  const fenceRefused = (fence: OwnedRange): void => {
+    const name = encodePartitionKey(fence.queueKey)
+    const entry = partitions.get(name)
+    fenceQueues.delete(name)
+    const queue = entry === undefined ? undefined : defaultQueueOf(entry.actor)
+    if (entry === undefined || queue === undefined || queue.state !== 'owned') return
+    void queue.rangeIdWhenOwned().then((rangeId) => {
+      if (rangeId === fence.rangeId) return unloadInstance(name, entry.actor.generation, 'a fenced claim found the range taken')
+    }, () => {})
+  }
+
   const retireVersion = (request: { namespace: string; family: string; type: TaskType; version: string }): Effect.Effect<number, MatchingError> =>
     Effect.gen(function* () {
       yield* refuseIfClosed
@@ -488,6 +542,8 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     loadedPartitions() {
       return [...partitions.values()].map((entry) => entry.actor)
     },
+    claimFence,
+    fenceRefused,
     close: () => run(close),
   }
 }

@@ -38,7 +38,7 @@ import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import type { PlaceInLine, QueueDispatch } from './Dispatch.ts'
 import type { JobsRuntime } from './Runtime.ts'
-import { claimDirect, claimTokensFor } from './StoreClaims.ts'
+import { claimDirect, claimTokensFor, fenced } from './StoreClaims.ts'
 
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
@@ -170,14 +170,14 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       if (dispatch.waitingCount() === 0 || !runtime.routing.owns(queue) || dispatch.isMatchingHolding()) return null
       const generation = dispatch.generation()
       const claimTokens = claimTokensFor(runtime.random, dispatch.waitingCount())
-      const claimed = await runtime.jobStore.claimDue({ queue, nowMs, claimTokens })
+      const claimed = await fenced(runtime, queue, (fence) => runtime.jobStore.claimDue({ queue, nowMs, claimTokens, fence }), async () => [])
       for (const job of claimed) {
         runtime.driver.notifyDue(job.deadlineMs as number, queue)
         dispatch.handOver(job)
       }
       // Fewer than asked: the claims that come back for their next job skip the store until the
       // next pass (as after a short claim of their own).
-      if (claimed.length < claimTokens.length) dispatch.storeShort(generation)
+      dispatch.storeAnswered(generation, claimTokens.length, claimed.length)
       // Some but not all: no other row is due. None may also mean a job with Matching comes first.
       return claimed.length > 0 && claimed.length < claimTokens.length ? queue : null
     }),

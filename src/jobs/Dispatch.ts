@@ -70,8 +70,8 @@ export interface QueueDispatch {
   matchingReached(): void
   /** A due-time pass over the queue started. */
   passStarted(): void
-  /** A claim straight from the store made in pass generation `generation` found fewer rows than it asked for. */
-  storeShort(generation: number): void
+  /** A claim statement straight from the store, made in pass generation `generation`, asked for `asked` rows and got `claimed`. */
+  storeAnswered(generation: number, asked: number, claimed: number): void
   forwardedArrived(): void
   forwardedLeft(): void
   lazyPollStarted(): void
@@ -283,7 +283,7 @@ function makeQueueDispatch(runtime: JobsRuntime, stepper: DispatchStepper, queue
     },
     matchingReached: () => send({ type: 'matching.reached' }),
     passStarted: () => send({ type: 'pass.started' }),
-    storeShort: (generation) => send({ type: 'store.short', generation }),
+    storeAnswered: (generation, asked, claimed) => send({ type: 'store.answered', generation, asked, claimed }),
     forwardedArrived: () => send({ type: 'forwarded.arrived' }),
     forwardedLeft: () => send({ type: 'forwarded.left' }),
     lazyPollStarted: () => send({ type: 'lazyPoll.started' }),

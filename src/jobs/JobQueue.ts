@@ -24,6 +24,7 @@ import { type Job, type JobHandle, toJob } from './JobHandle.ts'
 import { makeQueueAdmin, type QueueAdmin } from './QueueAdmin.ts'
 import { type EnqueueManyOptions, type EnqueueOptions, resolveEnqueueManyOptions, resolveEnqueueOptions, type ResolvedEnqueue } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
+import { fenced } from './StoreClaims.ts'
 import { startWorkers, type WorkOptions } from './Worker.ts'
 
 /**
@@ -208,10 +209,15 @@ async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: 
   const claimToken = randomId(runtime.random)
   let stored
   try {
-    stored = await runtime.jobStore.enqueue({ job, nowMs, claimToken })
+    // Inserted claimed, it is the owner's claim: fenced as one. Refused, it is enqueued as any other.
+    stored = await fenced(runtime, queue, (fence) => runtime.jobStore.enqueue({ job, nowMs, claimToken, fence }), async () => null)
   } catch (error) {
     dispatch.release(claimId)
     throw error
+  }
+  if (stored === null) {
+    dispatch.release(claimId)
+    return null
   }
   if (stored.claimToken !== claimToken) {
     // A live job holds the key: nothing was inserted. The claim goes back to the head of the line.

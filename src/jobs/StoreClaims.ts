@@ -16,10 +16,12 @@
 import { randomId } from '../kernel/Ids.ts'
 import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
-import type { ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
+import { isMatchboxError } from '../domain/errors.ts'
+import type { ClaimFence, ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
 import type { Random } from '../kernel/Random.ts'
 import { ackAlone, ackHookOf, ackWith, type JobHandle } from './JobHandle.ts'
 import type { DirectClaims, QueueDispatch } from './Dispatch.ts'
+import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import type { AckHook, JobsRuntime } from './Runtime.ts'
 
 /**
@@ -100,13 +102,49 @@ async function claimHead(runtime: JobsRuntime, dispatch: QueueDispatch, count: n
   const { queue } = dispatch
   const generation = dispatch.generation()
   const claimTokens = claimTokensFor(runtime.random, count)
+  // With no token the statement only acks, which no fence guards.
   const answer =
-    acks === undefined
-      ? { acked: [], claimed: await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens }) }
-      : await runtime.jobStore.ackAndClaimDue({ acks: acks.refs, queue, nowMs: acks.nowMs, claimTokens })
+    count === 0 && acks !== undefined
+      ? await runtime.jobStore.ackAndClaimDue({ acks: acks.refs, queue, nowMs: acks.nowMs, claimTokens })
+      : await fenced(
+          runtime,
+          queue,
+          async (fence) =>
+            acks === undefined
+              ? { acked: [], claimed: await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens, fence }) }
+              : await runtime.jobStore.ackAndClaimDue({ acks: acks.refs, queue, nowMs: acks.nowMs, claimTokens, fence }),
+          // Not the owner after all: nothing is claimed, and the acks go alone.
+          async () => ({ acked: acks === undefined ? [] : await runtime.jobStore.ackMany({ claims: acks.refs, nowMs: acks.nowMs }), claimed: [] }),
+        )
   for (const job of answer.claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
-  if (answer.claimed.length < count) dispatch.storeShort(generation)
+  dispatch.storeAnswered(generation, count, answer.claimed.length)
   return answer
+}
+
+/**
+ * Runs `claim`, a claim this engine makes straight from the store as the owner of `queue`, with
+ * the range fence of the queue's partition it owns (MatchingHost's `claimFence`): the store
+ * refuses it with `OwnershipLost`, writing nothing, once another engine took that partition.
+ * Without a fence to give (no partition owned, or its queue unloading) and after a refusal —
+ * which unloads the partition, as its own ownership check would — it runs `otherwise` instead:
+ * the claim answers as if nothing were due, and the claims waiting go to Matching.
+ */
+export async function fenced<T>(runtime: JobsRuntime, queue: string, claim: (fence: ClaimFence) => Promise<T>, otherwise: () => Promise<T>): Promise<T> {
+  let fence: ClaimFence | null
+  try {
+    fence = await runtime.matching.claimFence(jobsNamespace, queue, jobTaskType)
+  } catch (error) {
+    if (!isMatchboxError(error)) throw error
+    fence = null
+  }
+  if (fence === null) return otherwise()
+  try {
+    return await claim(fence)
+  } catch (error) {
+    if ((error as { readonly _tag?: unknown })?._tag !== 'OwnershipLost') throw error
+    runtime.matching.fenceRefused(fence)
+    return otherwise()
+  }
 }
 
 /**

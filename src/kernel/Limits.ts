@@ -34,6 +34,12 @@ export const idleUnloadMs = 5 * 60_000
 /** Delay before unloading a partition that membership moved away (upstream 500 ms). */
 export const membershipUnloadDelayMs = 500
 
+/**
+ * How long a claim straight from the job store waits for its partition's default queue to load
+ * (and acquire its range, the claim's fence) before it claims nothing this turn.
+ */
+export const fenceLoadWaitMs = 1_000
+
 /** First retry delay after a failed acquire (upstream 1 s). */
 export const acquireRetryInitialMs = 1_000
 

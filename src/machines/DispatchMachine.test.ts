@@ -61,21 +61,21 @@ describe('DispatchMachine', () => {
   it('drained until a pass starts; a short answer from before the pass does not drain', () => {
     const serving = start()
     expect(isStoreServing(serving)).toBe(true)
-    const [drained] = steps(serving, { type: 'store.short', generation: 0 })
+    const [drained] = steps(serving, { type: 'store.answered', generation: 0, asked: 1, claimed: 0 })
     expect(isDrained(drained)).toBe(true)
     const [passed] = steps(drained, { type: 'pass.started' })
     expect(isDrained(passed)).toBe(false)
     expect(passed.context.generation).toBe(1)
-    const [stale] = steps(passed, { type: 'store.short', generation: 0 })
+    const [stale] = steps(passed, { type: 'store.answered', generation: 0, asked: 1, claimed: 0 })
     expect(isDrained(stale)).toBe(false)
   })
 
   it('a job through Matching leaves drained and asks for a pass only while claims still wait', () => {
-    const [drained] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'store.short', generation: 0 })
+    const [drained] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0 })
     const [after, commands] = steps(drained, { type: 'matching.reached' })
     expect(isDrained(after)).toBe(false)
     expect(commands).toEqual([{ type: 'pass.request', params: {} }])
-    const [idle] = steps(start(), { type: 'store.short', generation: 0 })
+    const [idle] = steps(start(), { type: 'store.answered', generation: 0, asked: 1, claimed: 0 })
     const [, none] = steps(idle, { type: 'matching.reached' })
     expect(none).toEqual([])
   })
@@ -139,7 +139,7 @@ describe('DispatchMachine', () => {
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.matched', pollId, job: job('m') }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.idled', pollId }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.stopped', pollId }) as const),
-      fc.integer({ min: 0, max: 2 }).map((generation) => ({ type: 'store.short', generation }) as const),
+      fc.record({ generation: fc.integer({ min: 0, max: 2 }), asked: fc.integer({ min: 1, max: 3 }), claimed: fc.integer({ min: 0, max: 3 }) }).map((answer) => ({ type: 'store.answered', ...answer }) as const),
       fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }),
     )
     const stepper = makeDispatchStepper(dispatchMachine)

@@ -114,8 +114,8 @@ const withCommands = setup({
   types: { context: {} as DispatchContext, events: {} as DispatchEvent, input: {} as DispatchInput },
   actions: dispatchCommandActions,
   guards: {
-    /** A store claim's short answer counts only if no pass started since the claim was made. */
-    isCurrentGeneration: ({ context, event }) => event.type === 'store.short' && event.generation === context.generation,
+    /** A store claim found fewer rows than it asked for, and no pass started since it was made. */
+    isShortOfCurrentGeneration: ({ context, event }) => event.type === 'store.answered' && event.claimed < event.asked && event.generation === context.generation,
     /** Claims of this engine, or polls forwarded here, still wait for a job. */
     hasClaimsWaiting: ({ context }) => context.waiting.length > 0 || context.forwardedWaiting > 0,
     /** The forwarded poll leaving is the last one waiting. */
@@ -252,7 +252,7 @@ export const dispatchMachine = machineSetup.createMachine({
         serving: {
           on: {
             'pass.started': { actions: 'countPass' },
-            'store.short': { guard: 'isCurrentGeneration', target: 'drained' },
+            'store.answered': { guard: 'isShortOfCurrentGeneration', target: 'drained' },
           },
         },
         drained: {

@@ -52,8 +52,11 @@ export type DispatchEvent =
   | { readonly type: 'lazyPoll.ended' }
   /** A due-time pass over the queue started: rows may be due that a claim did not find. */
   | { readonly type: 'pass.started' }
-  /** A claim straight from the store, made in pass generation `generation`, found fewer due rows than it asked for. */
-  | { readonly type: 'store.short'; readonly generation: number }
+  /**
+   * A claim statement straight from the store, made in pass generation `generation`, asked for
+   * `asked` due rows and got `claimed` (one event per statement: the claims of a turn step once).
+   */
+  | { readonly type: 'store.answered'; readonly generation: number; readonly asked: number; readonly claimed: number }
   /** A job that came through Matching reached its claimant: the store may serve rows behind it again. */
   | { readonly type: 'matching.reached' }
 
