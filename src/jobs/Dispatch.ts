@@ -107,15 +107,21 @@ export interface Dispatches {
   all(): IterableIterator<QueueDispatch>
 }
 
-/** Makes an engine's dispatches; `machine` is the dispatch machine or a variant of it (`provide`). */
-export function makeDispatches(runtime: () => JobsRuntime, machine: DispatchMachine): Dispatches {
+/** Hears every step of a queue's dispatch machine with the commands it asked for (simulators, traces, tests). */
+export type DispatchStepListener = (queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => void
+
+/**
+ * Makes an engine's dispatches; `machine` is the dispatch machine or a variant of it (`provide`),
+ * and `onStep` hears each step.
+ */
+export function makeDispatches(runtime: () => JobsRuntime, machine: DispatchMachine, onStep?: DispatchStepListener): Dispatches {
   const stepper = makeDispatchStepper(machine)
   const byQueue = new Map<string, QueueDispatch>()
   return {
     of(queue) {
       let dispatch = byQueue.get(queue)
       if (dispatch === undefined) {
-        dispatch = makeQueueDispatch(runtime(), stepper, queue)
+        dispatch = makeQueueDispatch(runtime(), stepper, queue, onStep)
         byQueue.set(queue, dispatch)
       }
       return dispatch
@@ -133,7 +139,7 @@ interface Claim {
   readonly onOffer: () => void
 }
 
-function makeQueueDispatch(runtime: JobsRuntime, stepper: DispatchStepper, queue: string): QueueDispatch {
+function makeQueueDispatch(runtime: JobsRuntime, stepper: DispatchStepper, queue: string, onStep: DispatchStepListener | undefined): QueueDispatch {
   let snapshot: DispatchSnapshot = stepper.start(queue)
   let stepCount = 0
   let nextClaimId = 1
@@ -152,6 +158,7 @@ function makeQueueDispatch(runtime: JobsRuntime, stepper: DispatchStepper, queue
         const [after, commands] = stepper.step(snapshot, next)
         snapshot = after
         stepCount++
+        onStep?.(queue, next, commands)
         for (const command of commands) execute(command)
       }
     } finally {

@@ -33,6 +33,7 @@ import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import type { Bus } from '../persistence/bus/Bus.ts'
 import type { Store } from '../persistence/queues/Store.ts'
 import { claimForWaitingWorkers, deliveryDemand, serveForwardedPoll } from './Claimer.ts'
+import type { DispatchStepListener } from './Dispatch.ts'
 import { makeDueDriver } from './DueDriver.ts'
 import { makeForwarding } from './Forwarding.ts'
 import { type JobQueue, makeJobQueue } from './JobQueue.ts'
@@ -116,6 +117,8 @@ export interface MatchboxParts {
    * dispatch machine. Simulators pass a variant made with `provide` to plant a protocol bug.
    */
   readonly dispatchMachine?: DispatchMachine
+  /** Hears every step of every queue's dispatch machine, with the commands it asked for (simulators and traces). */
+  readonly onDispatchStep?: DispatchStepListener
   /**
    * Several engines on one database: membership decides which engine owns which Matching
    * partition, and the bus carries due signals and forwarded polls. Absent: this engine is
@@ -241,6 +244,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     areStoresClosed: () => storesClosed,
     events,
     dispatchMachine: parts.dispatchMachine ?? dispatchMachine,
+    ...(parts.onDispatchStep === undefined ? {} : { onDispatchStep: parts.onDispatchStep }),
   })
   // A change of ownership: queues this engine just took over may have due rows.
   const unsubscribeMembership = group?.membership.subscribe(() => driver.kick())

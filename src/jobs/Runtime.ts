@@ -15,7 +15,7 @@ import type { Clock } from '../kernel/Clock.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { DispatchMachine } from '../machines/DispatchMachine.ts'
 import type { ClaimRef, JobStore } from '../persistence/jobs/JobStore.ts'
-import { type Dispatches, makeDispatches } from './Dispatch.ts'
+import { type Dispatches, type DispatchStepListener, makeDispatches } from './Dispatch.ts'
 import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
 import type { DueDriver } from './DueDriver.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
@@ -80,7 +80,7 @@ export interface JobsRuntime {
 }
 
 /** Builds a runtime; `isClosed` reads the engine's flag. */
-export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'dispatch' | 'workers' | 'ack'> & { readonly dispatchMachine: DispatchMachine }): JobsRuntime {
+export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'dispatch' | 'workers' | 'ack'> & { readonly dispatchMachine: DispatchMachine; readonly onDispatchStep?: DispatchStepListener }): JobsRuntime {
   const refusal = () => new ShuttingDown({ component: `matchbox ${parts.hostId}`, closed: true })
   const ack = makeMicroBatcher<ClaimRef & { readonly nowMs: number }, boolean>({
     async run(claims) {
@@ -97,11 +97,11 @@ export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 
     sizeMax: jobBatchSizeMax,
     inFlightMax: jobBatchesInFlightMax,
   })
-  const { dispatchMachine, ...shared } = parts
+  const { dispatchMachine, onDispatchStep, ...shared } = parts
   const runtime: JobsRuntime = {
     ...shared,
     ack,
-    dispatch: makeDispatches(() => runtime, dispatchMachine),
+    dispatch: makeDispatches(() => runtime, dispatchMachine, onDispatchStep),
     workers: new Set(),
     now: () => Math.floor(parts.clock.now()),
     refuseIfClosed() {
