@@ -121,4 +121,24 @@ describe('eager dispatch', () => {
     expect(await q.getJob(backlog as string)).toBeNull()
     await mb.close()
   })
+
+  it('an enqueue whose key a live job holds puts the waiting worker back in line: the next due job reaches it without the clock moving', async () => {
+    const store = makeMemoryStore()
+    const jobs = watched(makeMemoryJobStore({ queueRanges: store }))
+    const { mb, q, ran, stop, clock } = workingEngine(jobs.store, store)
+    await q.enqueue('warm-up')
+    await until(() => ran.length === 1, 'the first job ran')
+    // A job due later holds key k; the worker waits in line again.
+    await q.enqueue('held', { key: 'k', runAt: new Date(clock.now() + 60_000) })
+    await mb.idle()
+    // Eager dispatch sets the worker aside for this job, but the key is held: nothing is inserted.
+    const sameId = await q.enqueue('duplicate', { key: 'k' })
+    expect(jobs.seen.claimedAtEnqueue).not.toContain(sameId)
+    // A job the due-time pass claims for the workers in line (enqueueMany is never eager).
+    await q.enqueueMany([{ payload: 'next' }])
+    await until(() => ran.length === 2, 'the next job reached the worker')
+    expect(ran).toEqual(['warm-up', 'next'])
+    await stop()
+    await mb.close()
+  })
 })

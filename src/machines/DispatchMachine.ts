@@ -120,6 +120,8 @@ const withCommands = setup({
     hasClaimsWaiting: ({ context }) => context.waiting.length > 0 || context.forwardedWaiting > 0,
     /** The forwarded poll leaving is the last one waiting. */
     isLastForwarded: ({ context }) => context.forwardedWaiting <= 1,
+    /** A pass started, so rows may be due that the last store claim did not find: the store serves again. */
+    passReopensStore: () => true,
   },
 })
 const { enqueueActions, raise } = withCommands
@@ -257,7 +259,7 @@ export const dispatchMachine = machineSetup.createMachine({
         },
         drained: {
           on: {
-            'pass.started': { target: 'serving', actions: 'countPass' },
+            'pass.started': [{ guard: 'passReopensStore', target: 'serving', actions: 'countPass' }, { actions: 'countPass' }],
             'matching.reached': [{ guard: 'hasClaimsWaiting', target: 'serving', actions: 'requestPass' }, { target: 'serving' }],
           },
         },

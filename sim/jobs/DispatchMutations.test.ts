@@ -1,0 +1,60 @@
+/**
+ * Each planted dispatch bug changes what the machine does on one short sequence of events, and
+ * the unmutated machine does the right thing on the same sequence: a plant that changed nothing
+ * could never be caught.
+ */
+import { describe, expect, it } from 'vitest'
+import { dispatchMachine, type DispatchMachine } from '../../src/machines/DispatchMachine.ts'
+import type { DispatchCommand, DispatchEvent } from '../../src/machines/DispatchProtocol.ts'
+import { makeDispatchStepper } from '../../src/machines/DispatchStepper.ts'
+import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
+import { type DispatchMutation, dispatchMutations, mutatedDispatchMachine } from './DispatchMutations.ts'
+
+const job = { id: 'a', queue: 'q', state: 'processing', claimToken: 't' } as unknown as JobRecord
+
+// Steps `events` on `machine`; the commands asked for and the last snapshot's context and value.
+function run(machine: DispatchMachine, events: ReadonlyArray<DispatchEvent>) {
+  const stepper = makeDispatchStepper(machine)
+  let snapshot = stepper.start('q')
+  const commands: DispatchCommand[] = []
+  for (const event of events) {
+    const [next, asked] = stepper.step(snapshot, event)
+    snapshot = next
+    commands.push(...asked)
+  }
+  return { commands: commands.map((command) => command.type), context: snapshot.context, value: snapshot.value }
+}
+
+const drainedWithClaim: ReadonlyArray<DispatchEvent> = [{ type: 'claim.queued', claimId: 1 }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0 }]
+
+// For each plant: a sequence, and what must hold after it on the unmutated machine but not on the plant.
+const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchEvent>; readonly holds: (after: ReturnType<typeof run>) => boolean }> = {
+  noPassBehindMatching: { events: [...drainedWithClaim, { type: 'matching.reached' }], holds: (after) => after.commands.includes('pass.request') },
+  passIgnoresForwarded: {
+    events: [{ type: 'forwarded.arrived' }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0 }, { type: 'matching.reached' }],
+    holds: (after) => after.commands.includes('pass.request'),
+  },
+  setAsideClaimLost: {
+    events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.reserved', claimId: 1 }, { type: 'claim.released', claimId: 1 }],
+    holds: (after) => after.context.waiting.includes(1),
+  },
+  drainedStaysDrained: { events: [...drainedWithClaim, { type: 'pass.started' }], holds: (after) => (after.value as { store: string }).store === 'serving' },
+  parkedPollNotArmed: { events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }], holds: (after) => after.commands.includes('linePoll.start') },
+}
+
+describe('planted dispatch bugs', () => {
+  for (const mutation of dispatchMutations) {
+    it(`${mutation}: the machine gets its sequence right, the plant does not`, () => {
+      const { events, holds } = cases[mutation]
+      expect(holds(run(dispatchMachine, events))).toBe(true)
+      expect(holds(run(mutatedDispatchMachine(mutation), events))).toBe(false)
+    })
+  }
+
+  it('a job handed over still reaches the claim on every plant (they stall, they do not lose)', () => {
+    for (const mutation of dispatchMutations) {
+      const after = run(mutatedDispatchMachine(mutation), [{ type: 'claim.queued', claimId: 1 }, { type: 'job.handed', job, claimId: null }])
+      expect(after.commands).toEqual(['claim.handOver'])
+    }
+  })
+})

@@ -1,0 +1,58 @@
+/**
+ * DispatchMutations — bugs planted in the claim protocol itself: each is the dispatch machine
+ * (src/machines/DispatchMachine.ts) with one named guard or action replaced through `provide`,
+ * as a developer might get that piece of the protocol wrong. Every one of them is a stall, not a
+ * loss: the job is still delivered once a later scan, lapse or timeout repairs it, so only the
+ * prompt-delivery and claims-reach-a-worker checkers can see them.
+ *
+ * The simulator hands the variant to every engine of a world (`dispatchMachine` of the engine's
+ * parts); the unmutated machine is `dispatchMachine` itself.
+ */
+import { enqueueActions } from 'xstate'
+import { type DispatchMachine, dispatchMachine } from '../../src/machines/DispatchMachine.ts'
+
+/** The dispatch bugs the simulator can plant, by name. */
+export type DispatchMutation =
+  /** No due-time pass once a job that came through Matching reached its claim (claims that found nothing behind it wait for the scan). */
+  | 'noPassBehindMatching'
+  /** The pass behind a Matching job runs only for this engine's own claims, not for polls forwarded here. */
+  | 'passIgnoresForwarded'
+  /** A claim set aside for an enqueue whose key was held never goes back to the line: only a line poll can reach it. */
+  | 'setAsideClaimLost'
+  /** A pass does not reopen a drained store: claims skip the store until a job comes through Matching. */
+  | 'drainedStaysDrained'
+  /** A claim that parks while no line poll runs starts none: jobs with Matching do not reach it. */
+  | 'parkedPollNotArmed'
+
+/** Every dispatch mutation, in the menu's order. */
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed']
+
+/** The dispatch machine with `mutation` planted. */
+export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
+  switch (mutation) {
+    case 'noPassBehindMatching':
+      return dispatchMachine.provide({ actions: { requestPass: () => {} } }) as DispatchMachine
+    case 'passIgnoresForwarded':
+      return dispatchMachine.provide({ guards: { hasClaimsWaiting: ({ context }) => context.waiting.length > 0 } }) as DispatchMachine
+    case 'setAsideClaimLost':
+      return dispatchMachine.provide({
+        actions: {
+          releaseClaim: enqueueActions(({ context, event, enqueue }) => {
+            if (event.type !== 'claim.released') return
+            enqueue.assign({ reserved: context.reserved.filter((id) => id !== event.claimId) })
+          }),
+        },
+      }) as DispatchMachine
+    case 'drainedStaysDrained':
+      return dispatchMachine.provide({ guards: { passReopensStore: () => false } }) as DispatchMachine
+    case 'parkedPollNotArmed':
+      return dispatchMachine.provide({
+        actions: {
+          parkClaim: enqueueActions(({ context, event, enqueue }) => {
+            if (event.type !== 'claim.parked') return
+            enqueue.assign({ parked: [...context.parked, event.claimId] })
+          }),
+        },
+      }) as DispatchMachine
+  }
+}
