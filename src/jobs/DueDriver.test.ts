@@ -50,7 +50,8 @@ it('gives back a reservation whose release failed once the store answers again',
   } as unknown as MatchingHost
   await jobStore.enqueue({ job: { id: 'j1', queue: 'q', payload: null, priority: 0, runAtMs: start, expiresAtMs: null, ...resolveQueueOptions(undefined) }, nowMs: start })
 
-  const driver = makeDueDriver({ jobStore, matching, clock, random: Random.make(1) })
+  // One claim waits in Matching for the queue's job.
+  const driver = makeDueDriver({ jobStore, matching, clock, random: Random.make(1), deliveryDemand: () => new Map([['q', 1]]) })
   // The pass reserves the job; the add fails, and so does giving the reservation back.
   failing.add('releaseDelivered')
   await driver.run()

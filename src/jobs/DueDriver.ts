@@ -4,10 +4,9 @@
  * claim's deadline lapses.
  *
  * A pass, at the clock's current time: claims due jobs straight for the claims of this engine
- * waiting in line (`claimForWaiting`); with delivery on demand (`deliveryDemand`, how the engine
- * runs), reserves at most as many due rows of a queue as polls wait for them in Matching and
- * leaves the rest in the store, where the next claim takes them; on a scan, the store
- * dead-letters exhausted lapsed claims. Without it, every due row goes to Matching.
+ * waiting in line (`claimForWaiting`); reserves at most as many due rows of a queue as polls
+ * wait for them in Matching (`deliveryDemand`) and leaves the rest in the store, where the next
+ * claim takes them; on a scan, the store dead-letters exhausted lapsed claims.
  *
  * Reserving pushes each row's due time `jobDeliveryRetryMs` forward BEFORE its task is added;
  * the pass adds one Matching task per reserved row in claim order (priority DESC, due time ASC,
@@ -108,11 +107,11 @@ export interface DueDriverOptions {
   readonly claimForWaiting?: (queues: ReadonlyArray<string> | null, nowMs: number) => Promise<ReadonlyArray<string>>
   /**
    * Delivery on demand: per queue, how many claims wait in this engine's Matching partitions for
-   * a task (Claimer.ts's `deliveryDemand`). A pass then reserves and adds to Matching at most that
+   * a task (Claimer.ts's `deliveryDemand`). A pass reserves and adds to Matching at most that
    * many due jobs of a queue, and none of a queue not named; the other due rows stay in the store,
-   * where claims take them straight (`claimDue`). Absent: every due row goes to Matching.
+   * where claims take them straight (`claimDue`).
    */
-  readonly deliveryDemand?: () => ReadonlyMap<string, number>
+  readonly deliveryDemand: () => ReadonlyMap<string, number>
   /** Failures of a pass that are not expected store errors (defects); default: rethrown asynchronously. */
   readonly onDefect?: (defect: unknown) => void
 }
@@ -252,32 +251,21 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       if (queues === null) readNextDue = true
       // The claims waiting when the pass starts: those that join while it claims for them take
       // the head of the due rows themselves once it is done, so no row is sent to Matching for them.
-      const demandAtStart = options.deliveryDemand?.()
+      const demandAtStart = options.deliveryDemand()
       // Queues whose due rows the waiting workers took all of need no reservation round.
       const drained = (await options.claimForWaiting?.(queues, nowMs)) ?? []
       const reserving = queues === null ? null : queues.filter((queue) => !drained.includes(queue))
-      if (options.deliveryDemand === undefined) {
-        while (reserving === null || reserving.length > 0) {
-          const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: jobDeliveryBatchMax, queues: reserving })
-          if (due.length > 0) {
-            readNextDue = true
-            await deliver(due)
-          }
-          if (due.length < jobDeliveryBatchMax || closed) break
-        }
-      } else {
-        // The exhaustion rule still buries lapsed rows whose tasks are not wanted yet: on a scan,
-        // which a lapse's due time arms.
-        if (scanning) await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: 0, queues })
-        // Claims served by this pass have left the line; claims that joined since it started are not counted.
-        for (const [queue, countNow] of options.deliveryDemand()) {
-          const count = Math.min(countNow, demandAtStart?.get(queue) ?? 0)
-          if (closed || count === 0 || (reserving !== null && !reserving.includes(queue)) || drained.includes(queue)) continue
-          const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: Math.min(count, jobDeliveryBatchMax), queues: [queue] })
-          if (due.length > 0) {
-            readNextDue = true
-            await deliver(due)
-          }
+      // The exhaustion rule still buries lapsed rows whose tasks are not wanted yet: on a scan,
+      // which a lapse's due time arms.
+      if (scanning) await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: 0, queues })
+      // Claims served by this pass have left the line; claims that joined since it started are not counted.
+      for (const [queue, countNow] of options.deliveryDemand()) {
+        const count = Math.min(countNow, demandAtStart.get(queue) ?? 0)
+        if (closed || count === 0 || (reserving !== null && !reserving.includes(queue)) || drained.includes(queue)) continue
+        const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: Math.min(count, jobDeliveryBatchMax), queues: [queue] })
+        if (due.length > 0) {
+          readNextDue = true
+          await deliver(due)
         }
       }
       // The next due time after now (reservations and their give-backs moved some): due rows not

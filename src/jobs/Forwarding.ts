@@ -48,8 +48,6 @@ export interface Forwarding {
   wake(queue: string): void
   /** Handles one message from the bus (both sides). */
   onMessage(message: JsonValue): void
-  /** Polls served for other engines right now (gauges, tests). */
-  serving(): number
   /** Ends every waiting poll and refuses new ones. */
   close(): void
 }
@@ -225,8 +223,6 @@ export function makeForwarding(options: ForwardingOptions): Forwarding {
         }
       }
     },
-
-    serving: () => served.size,
 
     close() {
       closed = true
