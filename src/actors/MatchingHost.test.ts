@@ -1,4 +1,4 @@
-import { Effect } from 'effect'
+import { Effect, Layer } from 'effect'
 import { describe, expect, it } from 'vitest'
 import { makeGate } from '../../test/harness/gate.ts'
 import { settle, until } from '../../test/harness/settle.ts'
@@ -7,7 +7,7 @@ import { idleUnloadMs } from '../kernel/Limits.ts'
 import { Random } from '../kernel/Random.ts'
 import { makeMemoryStore } from '../persistence/queues/MemoryStore.ts'
 import type { History } from './History.ts'
-import { layerMatchingHost, makeMatchingHost, MatchingHostService } from './MatchingHost.ts'
+import { layerMatchingHost, layerMatchingHostWith, makeMatchingHost, MatchingClock, MatchingHistory, MatchingHostService, MatchingStore } from './MatchingHost.ts'
 
 const family = { namespace: 'default', family: 'emails', type: 'activity' } as const
 const startedHistory: History = { recordTaskStarted: async (task) => ({ kind: 'started', response: { job: task.jobId } }) }
@@ -200,6 +200,23 @@ describe('MatchingHost', () => {
 })
 
 describe('MatchingHost as an Effect layer', () => {
+  it('takes its store, History and clock as services the program provides with layers', async () => {
+    const clock = new ManualClock(1_000)
+    const store = makeMemoryStore()
+    const services = Layer.mergeAll(Layer.succeed(MatchingStore, store), Layer.succeed(MatchingHistory, startedHistory), Layer.succeed(MatchingClock, clock))
+    const layer = layerMatchingHostWith({ hostId: 'h1', random: Random.make(1), partitionCount: 1 }).pipe(Layer.provide(services))
+    const program = Effect.gen(function* () {
+      const host = yield* MatchingHostService
+      return yield* host.addTask({ ...family, task: { jobId: 'j1' } })
+    })
+    const added = await Effect.runPromise(Effect.provide(program, layer))
+    expect(added.kind).toBe('spooled')
+    // The task went to the store the program provided, stamped by the clock it provided.
+    const [queue] = await store.list({ namespace: family.namespace })
+    expect(queue?.storedRows).toBe(1)
+    expect(queue?.metadata.updatedAtMs).toBe(1_000)
+  })
+
   it('fails in the error channel with tagged errors an Effect user can catchTag', async () => {
     const clock = new ManualClock(1_000)
     const layer = layerMatchingHost({ hostId: 'h1', store: makeMemoryStore(), history: startedHistory, clock, random: Random.make(1), partitionCount: 1 })

@@ -569,3 +569,32 @@ export function layerMatchingHost(options: MatchingHostOptions): Layer.Layer<Mat
     ),
   )
 }
+
+/** The task store a Matching host persists to, as a service an Effect program provides (a layer of its own). */
+export class MatchingStore extends Context.Service<MatchingStore, Store>()('matchbox/MatchingStore') {}
+
+/** The History a Matching host records task starts with, as a service. */
+export class MatchingHistory extends Context.Service<MatchingHistory, History>()('matchbox/MatchingHistory') {}
+
+/** The clock a Matching host reads and sets its timers on, as a service (default when absent: the real clock). */
+export class MatchingClock extends Context.Service<MatchingClock, Clock>()('matchbox/MatchingClock') {}
+
+/**
+ * A host layer whose store and History come from the context, as an Effect user wires its own
+ * services: `layerMatchingHostWith({ hostId }).pipe(Layer.provide(myStoreLayer), …)`. The clock
+ * is taken from `MatchingClock` when the context has one. The host closes with the layer's scope.
+ */
+export function layerMatchingHostWith(options: Omit<MatchingHostOptions, 'store' | 'history' | 'clock'>): Layer.Layer<MatchingHostService, never, MatchingStore | MatchingHistory> {
+  return Layer.effect(
+    MatchingHostService,
+    Effect.gen(function* () {
+      const store = yield* MatchingStore
+      const history = yield* MatchingHistory
+      const clock = yield* Effect.serviceOption(MatchingClock)
+      return yield* Effect.acquireRelease(
+        Effect.sync(() => makeMatchingHost({ ...options, store, history, ...(clock._tag === 'Some' ? { clock: clock.value } : {}) }).effects),
+        (host) => host.close,
+      )
+    }),
+  )
+}
