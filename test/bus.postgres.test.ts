@@ -2,7 +2,7 @@
  * The PostgreSQL bus (LISTEN/NOTIFY) on a real server: messages reach only their host, in the
  * order they were sent, even when a turn's sends share one statement; a due signal reaches every
  * subscriber with its due time, and the job store's inserts raise it with the rows' due time
- * when they share one; a payload over the limit is refused before anything is sent; a send fails with a
+ * when they share one, its releases once per queue; a payload over the limit is refused before anything is sent; a send fails with a
  * catalogue error once the pool is gone. Real I/O is waited on by conditions, bounded by turns.
  */
 import pg from 'pg'
@@ -93,6 +93,30 @@ describe('SqlBus', () => {
     const expected = [`later @ ${nowMs + 5_000}`, `now @ ${nowMs}`, 'mixed @ null']
     await eventually(() => expected.every((signal) => heard.due.includes(signal)), 'the three signals heard')
     expect(heard.due).toEqual(expected)
+    await store.close()
+    await bus.close()
+  })
+
+  it("hears the job store's releases: once per queue given rows back, due now; a release of nothing is silent", async () => {
+    const bus = busOn(pool)
+    const heard = await listener(bus, 'host-r')
+    let store: JobStore | undefined
+    const fixture = makeJobFixture('postgres', () => store as JobStore, 2)
+    store = await openSqlJobStore(makePgDriver({ pool }))
+    const nowMs = 2_000_000
+    const claimed = async (queue: string, id: string) => {
+      await store?.enqueue({ job: fixture.job(queue, { id, runAtMs: nowMs }), nowMs, claimToken: `${id}-token` })
+      return { id, claimToken: `${id}-token` }
+    }
+    const claims = [await claimed('released-a', 'rel-a1'), await claimed('released-a', 'rel-a2'), await claimed('released-b', 'rel-b1')]
+    expect(await store.release({ claims: [{ id: 'rel-b1', claimToken: 'stale' }], nowMs: nowMs + 1_000 })).toEqual([])
+    expect(await store.release({ claims, nowMs: nowMs + 2_000 })).toEqual(['rel-a1', 'rel-a2', 'rel-b1'])
+    const expected = [`released-a @ ${nowMs + 2_000}`, `released-b @ ${nowMs + 2_000}`]
+    await eventually(() => expected.every((signal) => heard.due.includes(signal)), 'both queues heard')
+    // A round trip after the signals: anything else raised before them has arrived too.
+    await bus.send('host-r', { done: true })
+    await eventually(() => heard.messages.length === 1, 'the marker heard')
+    expect([...heard.due].sort()).toEqual(expected)
     await store.close()
     await bus.close()
   })

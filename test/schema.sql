@@ -7,6 +7,7 @@ migration 2 membership
 migration 3 jobs
 migration 4 job_admin
 migration 5 job_claim_head
+migration 6 job_release
 
 table dead_jobs
   column id text collate "C" not null
@@ -67,6 +68,8 @@ table jobs
   column job_key text collate "C"
   column last_handler_error text
   column last_handler_stack text
+  column unclaimed_due_ms bigint
+  column unclaimed_ready_seq bigint
 
 table membership_hosts
   column host_id text collate "C" not null

@@ -49,6 +49,7 @@ export type JobBoundaryRecord =
       /** Ids whose row was live before the call and gone after it (read around it). */
       readonly ackedIds: ReadonlyArray<string>
     })
+  | (Stamped & { readonly op: 'release'; readonly claims: ReadonlyArray<ClaimRef>; readonly releasedIds: ReadonlyArray<string> })
   | (Stamped & { readonly op: 'cancel'; readonly queue: string; readonly id: string; readonly ok: boolean })
   | (Stamped & { readonly op: 'sweep'; readonly queue: string; readonly dead: number; readonly purged: number })
   | (Stamped & { readonly op: 'getJob'; readonly queue: string; readonly id: string; readonly job: JobRecord | null })

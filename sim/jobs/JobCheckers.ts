@@ -140,6 +140,17 @@ export class JobCheckers {
         }
         return
       }
+      case 'release':
+        for (const id of record.releasedIds) {
+          // The first claim named per job is the one the store judged.
+          const claim = record.claims.find((c) => c.id === id)
+          if (claim === undefined || !this.#accepted('release', { ...record, ...claim })) continue
+          // Back to pending with the attempt the claim counted given back: the next claim counts it again.
+          const track = this.#jobs.get(id) as Track
+          track.claim = null
+          track.attempts = Math.max(0, track.attempts - 1)
+        }
+        return
       case 'cancel': {
         const track = this.#jobs.get(record.id)
         if (!record.ok || track === undefined) return

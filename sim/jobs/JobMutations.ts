@@ -99,6 +99,7 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
     claimDue: (params) => inner.claimDue(params),
     ackAndClaimDue: (params) => inner.ackAndClaimDue(params),
     ackMany: (params) => inner.ackMany(params),
+    release: (params) => inner.release(params),
     retry: (params) => inner.retry(params),
     fail: (params) => inner.fail(params),
     cancel: (params) => inner.cancel(params),

@@ -154,6 +154,12 @@ export class JobsTimelineRecorder {
         if (record.ok) this.#end(record.id, record.claimToken, order, 'dead')
         this.#mark({ order, nowMs: at, kind: record.ok ? 'dead' : 'fail', hostId: host, jobId: record.id, detail: `${host} failed ${record.id}: ${record.ok ? 'dead' : 'refused'}` })
         return
+      case 'release':
+        for (const id of record.releasedIds) {
+          this.#end(id, record.claims.find((claim) => claim.id === id)?.claimToken, order, 'open')
+          this.#mark({ order, nowMs: at, kind: 'retry', hostId: host, jobId: id, tag: 'released', detail: `${host} released its claim on ${id}: back in line, due now, the attempt given back` })
+        }
+        return
       case 'cancel':
         if (record.ok) this.#end(record.id, undefined, order, 'cancelled')
         this.#mark({ order, nowMs: at, kind: 'cancel', hostId: host, jobId: record.id, detail: `${host} cancelled ${record.id}: ${record.ok ? 'ok' : 'too late'}` })

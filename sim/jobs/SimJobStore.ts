@@ -97,6 +97,12 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         record({ op: 'ackBatch', ...stamp(params.nowMs), claims: params.claims, count, ackedIds: gone })
         return count
       }),
+    release: (params) =>
+      park(`job.release ×${params.claims.length}`, true, async () => {
+        const releasedIds = await inner.release(params)
+        record({ op: 'release', ...stamp(params.nowMs), claims: params.claims, releasedIds })
+        return releasedIds
+      }),
     retry: (params) =>
       park(`job.retry ${params.id} ${params.claimToken} +${params.delayMs}ms`, true, async () => {
         const outcome = await inner.retry(params)

@@ -9,7 +9,7 @@
  * The rules every store applies — the validity predicate, claimable, exhausted, expired, the dead
  * reasons — are defined once, as pure functions and constants, in domain/JobRules.ts.
  *
- * One validity predicate fences every handle operation (ack, heartbeat, retry, fail, ackBatch):
+ * One validity predicate fences every handle operation (ack, heartbeat, retry, fail, ackBatch, release):
  * the job is processing, its deadline has not passed (`nowMs < deadlineMs`) and the caller's
  * claim token is the current one. Otherwise the operation returns false / null / 0 and changes
  * nothing. Each transition is ONE atomic statement with the predicate inside it, so a reclaim
@@ -21,7 +21,8 @@
  * and nothing is needed until the job changes state. `takeDue` reserves due rows (pushing their
  * due time forward) in claim order; `confirmDelivered` clears the reservation once the task is
  * added. Claim order: priority DESC, due time ASC, then `readySeq` (the order in which rows
- * became ready: enqueue, retry, claim or heartbeat).
+ * became ready: enqueue, retry, claim or heartbeat). A claim keeps the order key it displaced,
+ * so that `release` can give the job back its place.
  *
  * One rule for budget exhaustion, independent of when anybody looks: a processing job whose
  * claim lapsed at `deadlineMs` with `attempts >= maxAttempts` died at its deadline with
@@ -261,6 +262,20 @@ export interface JobStore {
 
   /** `ackBatch` that says which: the ids whose claim was valid and that were deleted. */
   ackMany(params: { readonly claims: ReadonlyArray<ClaimRef>; readonly nowMs: number }): Promise<ReadonlyArray<string>>
+
+  /**
+   * Gives back claims that never reached a handler (the poll or worker they were made for has
+   * gone), each judged independently by the validity predicate, as `ackMany` judges acks: the job
+   * goes back to pending with the attempt the claim counted taken back (never below 0), its claim
+   * token, claimed-at and deadline cleared, and its place in claim order restored — the due time
+   * and ready order it had before the claim, the due time no later than now (now when its task
+   * was with Matching at the claim). It is then due and claimable at once, the head again if it
+   * was the head. Answers the ids released, in the order given; an invalid claim (stale token,
+   * lapsed, acked, dead, unknown) writes nothing. A job named twice: its first claim is judged,
+   * the second is skipped. One statement on SQL stores, which raise the due signal for the
+   * released jobs' queues.
+   */
+  release(params: { readonly claims: ReadonlyArray<ClaimRef>; readonly nowMs: number }): Promise<ReadonlyArray<string>>
 
   /**
    * With a valid claim: back to pending at now + delayMs (due then), or — when attempts have

@@ -13,7 +13,8 @@
  * - conformance/JobBatchConformance.ts — claimMany and ackMany, judged claim by claim;
  * - conformance/JobEnqueueManyConformance.ts — enqueueMany, all or nothing, keys as enqueue keeps them;
  * - conformance/JobInputConformance.ts — the same InvalidInput for the same bad input;
- * - conformance/JobFenceConformance.ts — claims fenced by a physical queue's range.
+ * - conformance/JobFenceConformance.ts — claims fenced by a physical queue's range;
+ * - conformance/JobReleaseConformance.ts — release: a claim given back, the job in its place again.
  *
  * The suite opens one job store — with the Matching store beside it, whose acquires move the
  * ranges claims are fenced by — through the binding's `open` before its tests and closes it after;
@@ -34,6 +35,7 @@ import { describeJobLifecycleConformance } from './conformance/JobLifecycleConfo
 import { describeJobRulesConformance } from './conformance/JobRulesConformance.ts'
 import { describeJobScheduleConformance } from './conformance/JobScheduleConformance.ts'
 import { describeJobFenceConformance } from './conformance/JobFenceConformance.ts'
+import { describeJobReleaseConformance } from './conformance/JobReleaseConformance.ts'
 import type { Store } from '../queues/Store.ts'
 import type { JobStore } from './JobStore.ts'
 
@@ -79,5 +81,6 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
     describeJobEnqueueManyConformance(fixture)
     describeJobInputConformance(fixture)
     describeJobFenceConformance(fixture)
+    describeJobReleaseConformance(fixture)
   })
 }

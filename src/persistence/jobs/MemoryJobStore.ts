@@ -50,6 +50,8 @@ interface LiveRow {
   dueMs: number | null
   readySeq: number
   revision: number
+  /** Set by every claim: the claim order key it displaced, which `release` restores. */
+  unclaimed?: { readonly dueMs: number | null; readonly readySeq: number }
 }
 
 const copy = <T>(value: T): T => structuredClone(value)
@@ -98,6 +100,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
   const claimRow = (row: LiveRow, claimToken: string, nowMs: number): JobRecord => {
     const deadlineMs = nowMs + row.job.visibilityTimeoutMs
     row.job = { ...row.job, state: 'processing', attempts: row.job.attempts + 1, claimedAtMs: nowMs, claimToken, deadlineMs }
+    row.unclaimed = { dueMs: row.dueMs, readySeq: row.readySeq }
     row.dueMs = deadlineMs
     row.readySeq = ++readySeq
     row.revision++
@@ -128,6 +131,26 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     const acked: string[] = []
     for (const claim of claims) if (validRow(claim.id, claim.claimToken, nowMs) !== undefined && live.delete(claim.id)) acked.push(claim.id)
     return acked
+  }
+
+  // `release` after validation: back to pending in the place the claim displaced, due by now.
+  const releaseValid = (claims: ReadonlyArray<{ readonly id: string; readonly claimToken: string }>, nowMs: number): string[] => {
+    const judged = new Set<string>()
+    const released: string[] = []
+    for (const claim of claims) {
+      if (judged.has(claim.id)) continue
+      judged.add(claim.id)
+      const row = validRow(claim.id, claim.claimToken, nowMs)
+      if (row === undefined) continue
+      const unclaimedDueMs = row.unclaimed?.dueMs ?? null
+      row.job = { ...row.job, state: 'pending', attempts: Math.max(0, row.job.attempts - 1), claimedAtMs: null, claimToken: null, deadlineMs: null }
+      row.dueMs = unclaimedDueMs === null ? nowMs : Math.min(unclaimedDueMs, nowMs)
+      row.readySeq = row.unclaimed?.readySeq ?? row.readySeq
+      delete row.unclaimed
+      row.revision++
+      released.push(claim.id)
+    }
+    return released
   }
 
   // `claimDue` after validation.
@@ -216,6 +239,10 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
 
     async ackBatch(params) {
       return (await store.ackMany(params)).length
+    },
+
+    async release(params) {
+      return releaseValid(checkClaims(params.claims), checkTime('nowMs', params.nowMs))
     },
 
     async retry(params) {

@@ -126,6 +126,26 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect((await jobs.claimDue({ queue: 'emails', nowMs: 200, claimTokens: ['t1', 't2'] })).map((job) => [job.id, job.claimToken])).toEqual([['job-keyed', 't1']])
     },
   },
+  6: {
+    // Two columns a claim fills: a row claimed before them is given back due now; one claimed
+    // after, in the place it had.
+    async seed(driver, schema) {
+      await dataAtVersion[5]?.seed(driver, schema)
+      await driver.query(
+        `INSERT INTO ${schema.quoted}.jobs (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, due_ms,
+           claimed_at_ms, claim_token, deadline_ms)
+         VALUES ('job-claimed', 'reports', 'processing', '6', 0, 1, 3, 100000, 5000, 100, 100, 100100, 100, 'held', 100100)`,
+      )
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[5]?.verify(store, membership, jobs)
+      expect(await jobs.release({ claims: [{ id: 'job-claimed', claimToken: 'held' }, { id: 'job-keyed', claimToken: 't1' }], nowMs: 300 })).toEqual(['job-claimed', 'job-keyed'])
+      expect(await jobs.getJob({ queue: 'reports', id: 'job-claimed' })).toMatchObject({ state: 'pending', attempts: 0, claimToken: null, deadlineMs: null })
+      expect(await jobs.nextDueMs({ nowMs: 299, queues: ['reports'] })).toBe(300)
+      expect(await jobs.nextDueMs({ nowMs: 149, queues: ['emails'] })).toBe(150)
+      expect(await jobs.getJob({ queue: 'emails', id: 'job-keyed' })).toMatchObject({ state: 'pending', attempts: 1 })
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {

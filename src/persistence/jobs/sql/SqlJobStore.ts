@@ -76,6 +76,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     claimState: jobSql.claimStateSql(schema),
     heartbeat: jobSql.heartbeatSql(schema),
     ack: jobSql.ackSql(schema),
+    release: jobSql.releaseSql(schema),
     retry: jobSql.retrySql(schema),
     fail: jobSql.failSql(schema),
     cancel: jobSql.cancelSql(schema),
@@ -196,6 +197,13 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       if (claims.length === 0) return 0
       const rows = await write('ackBatch', ...texts.ack(claims, nowMs))
       return rows.length
+    },
+
+    async release(params) {
+      const { claims, nowMs } = validated('release', () => ({ claims: checkClaims(params.claims), nowMs: checkTime('nowMs', params.nowMs) }))
+      if (claims.length === 0) return []
+      const rows = await write('release', sql.release, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs, dueChannel])
+      return rows.map((row) => row.id as string)
     },
 
     async retry(params) {

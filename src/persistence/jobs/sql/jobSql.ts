@@ -19,7 +19,7 @@
  * - expired (`isExpired`): `expires_at_ms <= $now`; retention over (`isRetentionOver`):
  *   `died_at_ms + dead_letter_retention_ms <= $now`.
  *
- * Length: past 400 lines (about 560) because every job statement stays in one file, next to the
+ * Length: past 400 lines (about 590) because every job statement stays in one file, next to the
  * one spelling of each rule above, so a reviewer checks the predicates in one place; a claim's
  * fenced form is a flag of the same builder, so the two forms cannot drift apart. Most of the
  * length is the statements' own doc comments, which give each one's parameters and why it is
@@ -74,13 +74,18 @@ const bury = (schema: Schema, error: string, diedAt: string, handlerError = 'las
 // A due signal's payload (bus/Channels.ts's `dueSignalPayload`): the queue, a tab, the due time.
 const dueSignal = (queue: string, dueMs: string): string => `${queue} || chr(9) || (${dueMs})::text`
 
+// Every claim's SET keeps the claim order key it displaces (the row's, by `row` prefix: due
+// time and ready order before the claim), for `release` to restore.
+const keepUnclaimed = (row: string): string => `unclaimed_due_ms = ${row}due_ms, unclaimed_ready_seq = ${row}ready_seq`
+
 /**
  * `$1` id, `$2` queue, `$3` payload json, `$4` priority, `$5` max attempts, `$6` visibility ms,
  * `$7` backoff base ms, `$8` retention ms or null, `$9` now, `$10` run at, `$11` expires at or null,
  * `$12` the due channel, `$13` key or null, `$14` a claim token or null. One statement, so it can
  * run on a caller's transaction; it raises the due signal (NOTIFY, delivered only when the
  * transaction commits) for the queue's owner. With a claim token the row is inserted claimed
- * (processing, attempt 1, deadline and due time `$9 + $6`) and no signal is raised.
+ * (processing, attempt 1, deadline and due time `$9 + $6`, the due time it would have had kept
+ * for `release`, its ready order being the insert's own) and no signal is raised.
  *
  * Answers the inserted id (`was_inserted` true) and nothing else: the caller knows the row it
  * wrote (JobStore.ts's `insertedJobRecord`), and a payload read back would cross the wire and be
@@ -96,12 +101,13 @@ export function enqueueSql(schema: Schema, fenced = false): string {
   const row = `$1::text, $2::text, CASE WHEN $14::text IS NULL THEN 'pending' ELSE 'processing' END, $3::jsonb, $4::smallint,
    CASE WHEN $14::text IS NULL THEN 0 ELSE 1 END, $5::integer, $6::bigint, $7::bigint, $8::bigint,
    $9::bigint, $10::bigint, $11::bigint, CASE WHEN $14::text IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
-   CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint END, $14::text, CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint + $6::bigint END`
+   CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint END, $14::text, CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint + $6::bigint END,
+   CASE WHEN $14::text IS NULL THEN NULL ELSE GREATEST($10::bigint, $9::bigint) END`
   const inserted = `inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
    created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key,
-   claimed_at_ms, claim_token, deadline_ms)
+   claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms)
 ${fenced ? `SELECT ${row} FROM fence` : `VALUES (${row})`}
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
 RETURNING id, queue, due_ms
@@ -257,7 +263,7 @@ export function claimSql(schema: Schema, fenced = false): string {
 UPDATE ${schema.quoted}.jobs
 SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
     deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms,
-    ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('')}, revision = revision + 1
 WHERE id = $1::text AND ${claimable('$3::bigint')}${fenced ? ` AND ${fenceHeld}` : ''}
 RETURNING ${liveRecord}`
   return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, '', claim) : claim
@@ -352,7 +358,7 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false): strin
 const claimHeadSet = (schema: Schema): string =>
   `state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = ($2::text[])[ranked.rank],
     deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
-    ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = job.revision + 1`
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.')}, revision = job.revision + 1`
 
 /**
  * `$1` ids, `$2` new claim tokens (parallel arrays), `$3` now. `claimSql` for many jobs in one
@@ -365,7 +371,7 @@ export function claimManySql(schema: Schema, fenced = false): string {
 UPDATE ${schema.quoted}.jobs AS job
 SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = wanted.token,
     deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
-    ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = job.revision + 1
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.')}, revision = job.revision + 1
 FROM (SELECT DISTINCT ON (asked_id) asked_id, token FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(asked_id, token, position) ORDER BY asked_id, position) AS wanted
 WHERE job.id = wanted.asked_id AND ${claimable('$3::bigint')}${fenced ? ` AND ${fenceHeld}` : ''}
 RETURNING ${liveRecord}`
@@ -410,6 +416,34 @@ DELETE FROM ${schema.quoted}.jobs AS job
 USING unnest($1::text[], $2::text[]) AS claim(id, token)
 WHERE job.id = claim.id AND ${validClaimOf('claim.token', '$3::bigint')}
 RETURNING job.id`
+}
+
+/**
+ * `$1` ids, `$2` tokens (parallel arrays), `$3` now, `$4` the due channel. Gives back every
+ * claim that is valid (the first one named per id): pending, the attempt taken back, the claim
+ * fields cleared, and the claim order key the claim displaced restored, its due time no later
+ * than now (now when there was none: its task was with Matching; a row claimed before migration
+ * 006 keeps its claim's ready order). Raises the due signal once per queue given rows back, due
+ * now. Answers the released ids with their place in the input (`position`), in input order.
+ */
+export function releaseSql(schema: Schema): string {
+  return `
+WITH asked AS (
+  SELECT DISTINCT ON (id) id, token, position FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(id, token, position) ORDER BY id, position
+), released AS (
+  UPDATE ${schema.quoted}.jobs AS job
+  SET state = 'pending', attempts = GREATEST(job.attempts - 1, 0), claimed_at_ms = NULL, claim_token = NULL, deadline_ms = NULL,
+      due_ms = LEAST(COALESCE(job.unclaimed_due_ms, $3::bigint), $3::bigint), ready_seq = COALESCE(job.unclaimed_ready_seq, job.ready_seq),
+      unclaimed_due_ms = NULL, unclaimed_ready_seq = NULL, revision = job.revision + 1
+  FROM asked
+  WHERE job.id = asked.id AND ${validClaimOf('asked.token', '$3::bigint')}
+  RETURNING job.id, job.queue, asked.position
+)
+SELECT released.id, released.position
+FROM released CROSS JOIN (
+  SELECT count(pg_notify($4::text, ${dueSignal('queue', '$3::bigint')})) FROM (SELECT DISTINCT queue FROM released) AS queues
+) AS signal
+ORDER BY released.position`
 }
 
 /**
