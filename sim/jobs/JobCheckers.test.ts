@@ -1,0 +1,42 @@
+/**
+ * The job checkers on a released claim: a release the store accepted ends the claim and gives
+ * its attempt back, so the next claim — within the released claim's old deadline — is the one
+ * valid claim and counts that attempt again; a release accepted for a claim that was not the
+ * job's current one is a violation, as any handle operation's would be.
+ */
+import { describe, expect, it } from 'vitest'
+import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
+import type { JobBoundaryRecord } from './JobBoundary.ts'
+import { JobCheckers } from './JobCheckers.ts'
+
+const job: JobRecord = {
+  id: 'job-1', queue: 'q', state: 'pending', payload: null, priority: 0, attempts: 0, maxAttempts: 3, visibilityTimeoutMs: 1_000, backoffBaseMs: 0,
+  deadLetterRetentionMs: null, createdAtMs: 0, runAtMs: 0, claimedAtMs: null, expiresAtMs: null, claimToken: null, deadlineMs: null, key: null,
+  lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null,
+}
+const at = (nowMs: number) => ({ hostId: 'host-1', nowMs, committedAtMs: nowMs })
+const claim = (claimToken: string, nowMs: number, attempts: number): JobBoundaryRecord => ({
+  op: 'claim', ...at(nowMs), id: job.id, claimToken, ownership: null,
+  outcome: { kind: 'claimed', job: { ...job, state: 'processing', attempts, claimToken, claimedAtMs: nowMs, deadlineMs: nowMs + job.visibilityTimeoutMs } },
+})
+const release = (claimToken: string, nowMs: number): JobBoundaryRecord => ({ op: 'release', ...at(nowMs), claims: [{ id: job.id, claimToken }], releasedIds: [job.id] })
+
+describe('JobCheckers on release', () => {
+  it('a released claim has ended: the next claim within its old deadline is valid and counts the attempt again', () => {
+    const checkers = new JobCheckers()
+    checkers.observe({ op: 'enqueue', ...at(0), job })
+    checkers.observe(claim('first', 100, 1))
+    checkers.observe(release('first', 200))
+    checkers.observe(claim('second', 300, 1))
+    checkers.observe({ op: 'ack', ...at(400), id: job.id, claimToken: 'second', ok: true })
+    expect(checkers.violations).toEqual([])
+  })
+
+  it('a release accepted for a claim that is not the current one is a violation', () => {
+    const checkers = new JobCheckers()
+    checkers.observe({ op: 'enqueue', ...at(0), job })
+    checkers.observe(claim('first', 100, 1))
+    checkers.observe(release('other', 200))
+    expect(checkers.counts['one valid claim']).toBe(1)
+  })
+})
