@@ -33,7 +33,13 @@ export function describeJobReleaseConformance(fixture: JobFixture): void {
       const [again] = await store().claimDue({ queue, nowMs: 2_000, claimTokens: ['second'] })
       expect(again).toMatchObject({ id: job.id, state: 'processing', attempts: 1, claimToken: 'second', claimedAtMs: 2_000, deadlineMs: 7_000 })
       expect(await store().release({ claims: [{ id: job.id, claimToken: 'second' }], nowMs: 3_000 })).toEqual([job.id])
-      expect(await store().claim({ id: job.id, claimToken: 'third', nowMs: 3_000 })).toMatchObject({ kind: 'claimed', job: { attempts: 1 } })
+      // Claimed in a batch and given back: due at its enqueue again, before a job due since 2,000.
+      const other = await store().enqueue({ job: fixture.job(queue, { runAtMs: 2_000 }), nowMs: 1_000 })
+      const batch = await store().claimMany({ claims: [{ id: job.id, claimToken: 'third' }, { id: other.id, claimToken: 'fourth' }], nowMs: 3_000 })
+      expect(batch.map((outcome) => outcome.kind)).toEqual(['claimed', 'claimed'])
+      expect(await store().release({ claims: [{ id: job.id, claimToken: 'third' }, { id: other.id, claimToken: 'fourth' }], nowMs: 3_000 })).toEqual([job.id, other.id])
+      expect(await store().nextDueMs({ nowMs: 999, queues: [queue] })).toBe(1_000)
+      expect(await claimDueIds(queue, 3_000, 2)).toEqual([job.id, other.id])
       expect(await store().release({ claims: [], nowMs: 3_000 })).toEqual([])
     })
 
