@@ -13,7 +13,6 @@ import { ManualClock } from '../src/kernel/Clock.ts'
 import { busMessageBytesMax } from '../src/persistence/bus/Bus.ts'
 import { makeSqlBus } from '../src/persistence/bus/SqlBus.ts'
 import { makeJobFixture } from '../src/persistence/jobs/conformance/JobFixture.ts'
-import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import { openSqlJobStore } from '../src/persistence/jobs/sql/SqlJobStore.ts'
 import { makePgDriver } from '../src/persistence/sql/PgDriver.ts'
 import { freshDatabase } from './harness/database.ts'
@@ -38,6 +37,14 @@ async function listener(bus: ReturnType<typeof busOn>, hostId: string) {
   const heard = { due: [] as string[], messages: [] as JsonValue[] }
   stops.push(await bus.subscribe(hostId, { onDue: (queue, dueMs) => heard.due.push(`${queue} @ ${dueMs}`), onMessage: (message) => heard.messages.push(message) }))
   return heard
+}
+
+// A job store on the shared pool and a bus subscribed as `hostId` that hears its due signals.
+async function jobStoreHeard(hostId: string, seed: number) {
+  const bus = busOn(pool)
+  const heard = await listener(bus, hostId)
+  const store = await openSqlJobStore(makePgDriver({ pool }))
+  return { bus, heard, store, fixture: makeJobFixture('postgres', () => store, seed) }
 }
 
 beforeAll(async () => {
@@ -81,11 +88,7 @@ describe('SqlBus', () => {
   })
 
   it("hears the job store's inserts with their due time: one job's, a batch's when its rows share one, else none", async () => {
-    const bus = busOn(pool)
-    const heard = await listener(bus, 'host-f')
-    let store: JobStore | undefined
-    const fixture = makeJobFixture('postgres', () => store as JobStore, 1)
-    store = await openSqlJobStore(makePgDriver({ pool }))
+    const { bus, heard, store, fixture } = await jobStoreHeard('host-f', 1)
     const nowMs = 1_000_000
     await store.enqueue({ job: fixture.job('later', { id: 'one-later', runAtMs: nowMs + 5_000 }), nowMs })
     await store.enqueueMany({ jobs: [fixture.job('now', { id: 'now-1' }), fixture.job('now', { id: 'now-2' })], nowMs })
@@ -98,14 +101,10 @@ describe('SqlBus', () => {
   })
 
   it("hears the job store's releases: once per queue given rows back, due now; a release of nothing is silent", async () => {
-    const bus = busOn(pool)
-    const heard = await listener(bus, 'host-r')
-    let store: JobStore | undefined
-    const fixture = makeJobFixture('postgres', () => store as JobStore, 2)
-    store = await openSqlJobStore(makePgDriver({ pool }))
+    const { bus, heard, store, fixture } = await jobStoreHeard('host-r', 2)
     const nowMs = 2_000_000
     const claimed = async (queue: string, id: string) => {
-      await store?.enqueue({ job: fixture.job(queue, { id, runAtMs: nowMs }), nowMs, claimToken: `${id}-token` })
+      await store.enqueue({ job: fixture.job(queue, { id, runAtMs: nowMs }), nowMs, claimToken: `${id}-token` })
       return { id, claimToken: `${id}-token` }
     }
     const claims = [await claimed('released-a', 'rel-a1'), await claimed('released-a', 'rel-a2'), await claimed('released-b', 'rel-b1')]
