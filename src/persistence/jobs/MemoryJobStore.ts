@@ -100,7 +100,8 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
   const claimRow = (row: LiveRow, claimToken: string, nowMs: number): JobRecord => {
     const deadlineMs = nowMs + row.job.visibilityTimeoutMs
     row.job = { ...row.job, state: 'processing', attempts: row.job.attempts + 1, claimedAtMs: nowMs, claimToken, deadlineMs }
-    row.unclaimed = { dueMs: row.dueMs, readySeq: row.readySeq }
+    // A due time still ahead is a reservation (the task is with Matching), not a place to keep.
+    row.unclaimed = { dueMs: row.dueMs !== null && row.dueMs <= nowMs ? row.dueMs : null, readySeq: row.readySeq }
     row.dueMs = deadlineMs
     row.readySeq = ++readySeq
     row.revision++

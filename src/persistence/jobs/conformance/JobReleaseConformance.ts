@@ -91,6 +91,14 @@ export function describeJobReleaseConformance(fixture: JobFixture): void {
       expect(await store().release({ claims: [{ id: withMatching.id, claimToken: 'poll' }], nowMs: 4_000 })).toEqual([withMatching.id])
       expect(await store().nextDueMs({ nowMs: 3_999, queues: [queue] })).toBe(4_000)
       expect(await claimDueIds(queue, 4_000, 2)).toEqual([later.id, withMatching.id])
+      // Reserved for Matching (due at 35,000) and claimed before the confirmation: given back
+      // after the reservation's end, it is due at the release, not at the reservation.
+      const reservedQueue = fixture.queue('release-reserved')
+      const reserved = await store().enqueue({ job: fixture.job(reservedQueue, { runAtMs: 5_000, visibilityTimeoutMs: 60_000 }), nowMs: 5_000 })
+      expect((await store().takeDue({ nowMs: 5_000, reserveUntilMs: 35_000, limit: 10, queues: [reservedQueue] })).map((due) => due.id)).toEqual([reserved.id])
+      expect((await store().claim({ id: reserved.id, claimToken: 'poll', nowMs: 5_000 })).kind).toBe('claimed')
+      expect(await store().release({ claims: [{ id: reserved.id, claimToken: 'poll' }], nowMs: 40_000 })).toEqual([reserved.id])
+      expect(await store().nextDueMs({ nowMs: 39_999, queues: [reservedQueue] })).toBe(40_000)
       // A job inserted claimed (eager dispatch) is given back at its insert's place.
       const eager = await store().enqueue({ job: fixture.job(queue, { runAtMs: 5_000 }), nowMs: 5_000, claimToken: 'eager' })
       const after = await store().enqueue({ job: fixture.job(queue, { runAtMs: 5_000 }), nowMs: 5_000 })

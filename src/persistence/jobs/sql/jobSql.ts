@@ -75,8 +75,10 @@ const bury = (schema: Schema, error: string, diedAt: string, handlerError = 'las
 const dueSignal = (queue: string, dueMs: string): string => `${queue} || chr(9) || (${dueMs})::text`
 
 // Every claim's SET keeps the claim order key it displaces (the row's, by `row` prefix: due
-// time and ready order before the claim), for `release` to restore.
-const keepUnclaimed = (row: string): string => `unclaimed_due_ms = ${row}due_ms, unclaimed_ready_seq = ${row}ready_seq`
+// time and ready order before the claim), for `release` to restore. A due time still ahead at
+// the claim (`now`) is a reservation — the job's task was with Matching — not a place: none is kept.
+const keepUnclaimed = (row: string, now: string): string =>
+  `unclaimed_due_ms = CASE WHEN ${row}due_ms <= ${now} THEN ${row}due_ms END, unclaimed_ready_seq = ${row}ready_seq`
 
 /**
  * `$1` id, `$2` queue, `$3` payload json, `$4` priority, `$5` max attempts, `$6` visibility ms,
@@ -263,7 +265,7 @@ export function claimSql(schema: Schema, fenced = false): string {
 UPDATE ${schema.quoted}.jobs
 SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
     deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms,
-    ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('')}, revision = revision + 1
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('', '$3::bigint')}, revision = revision + 1
 WHERE id = $1::text AND ${claimable('$3::bigint')}${fenced ? ` AND ${fenceHeld}` : ''}
 RETURNING ${liveRecord}`
   return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, '', claim) : claim
@@ -358,7 +360,7 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false): strin
 const claimHeadSet = (schema: Schema): string =>
   `state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = ($2::text[])[ranked.rank],
     deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
-    ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.')}, revision = job.revision + 1`
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.', '$3::bigint')}, revision = job.revision + 1`
 
 /**
  * `$1` ids, `$2` new claim tokens (parallel arrays), `$3` now. `claimSql` for many jobs in one
@@ -371,7 +373,7 @@ export function claimManySql(schema: Schema, fenced = false): string {
 UPDATE ${schema.quoted}.jobs AS job
 SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = wanted.token,
     deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
-    ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.')}, revision = job.revision + 1
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.', '$3::bigint')}, revision = job.revision + 1
 FROM (SELECT DISTINCT ON (asked_id) asked_id, token FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(asked_id, token, position) ORDER BY asked_id, position) AS wanted
 WHERE job.id = wanted.asked_id AND ${claimable('$3::bigint')}${fenced ? ` AND ${fenceHeld}` : ''}
 RETURNING ${liveRecord}`
@@ -422,7 +424,7 @@ RETURNING job.id`
  * `$1` ids, `$2` tokens (parallel arrays), `$3` now, `$4` the due channel. Gives back every
  * claim that is valid (the first one named per id): pending, the attempt taken back, the claim
  * fields cleared, and the claim order key the claim displaced restored, its due time no later
- * than now (now when there was none: its task was with Matching; a row claimed before migration
+ * than now (now when none was kept: its task was with Matching; a row claimed before migration
  * 006 keeps its claim's ready order). Raises the due signal once per queue given rows back, due
  * now. Answers the released ids with their place in the input (`position`), in input order.
  */
