@@ -61,8 +61,6 @@ export async function claimNext(
   for (let turn = 0; ; turn++) {
     runtime.refuseIfClosed()
     if (isStopped()) return null
-    const orphan = runtime.forwarding?.takeOrphan(queue, runtime.now())
-    if (orphan !== undefined && orphan !== null) return makeJobHandle(runtime, orphan)
     const route = runtime.routing.route(queue)
     const hasRemote = runtime.forwarding !== null && route.remote.length > 0
     const mixed = hasRemote && route.owned.length > 0
@@ -267,15 +265,16 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
 
 /**
  * The delivery demand of this engine (DueDriver.ts): per queue, how many claims wait in its
- * Matching partitions for a task — this engine's claims in line that a pass did not serve
- * straight from the store, polls other engines forwarded here, and lazy polls in flight. A pass
+ * Matching partitions for a task — this engine's claims in line since before the pass started
+ * that it did not serve straight from the store (a claim that joined since claims from the store
+ * itself), polls other engines forwarded here, and lazy polls in flight. A pass
  * adds at most that many due jobs of a queue to Matching; every other due row stays in the store,
  * where the next claim takes it directly.
  */
 export function deliveryDemand(runtime: JobsRuntime): ReadonlyMap<string, number> {
   const demand = new Map<string, number>()
   for (const dispatch of runtime.dispatch.all()) {
-    const count = dispatch.waitingCount() + dispatch.forwardedWaiting() + dispatch.lazyPolls()
+    const count = dispatch.waitingSincePass() + dispatch.forwardedWaiting() + dispatch.lazyPolls()
     if (count > 0) demand.set(dispatch.queue, count)
   }
   return demand

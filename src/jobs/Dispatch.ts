@@ -20,15 +20,37 @@
  * Does not: claim from the store (StoreClaims.ts), decide ordering (the machine), or keep time:
  * deadlines are timers on the injected clock.
  */
-import type { CancelTimer } from '../kernel/Clock.ts'
-import { claimPollWaitMs, claimRetryDelayMs } from '../kernel/Limits.ts'
+import type { MatchingHost } from '../actors/MatchingHost.ts'
+import type { CancelTimer, Clock } from '../kernel/Clock.ts'
+import { claimPollWaitMs, claimRetryDelayMs, jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
+import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
 import { type DispatchMachine, type DispatchSnapshot, isDrained, isMatchingHolding } from '../machines/DispatchMachine.ts'
 import type { DispatchCommand, DispatchEvent } from '../machines/DispatchProtocol.ts'
 import { type DispatchStepper, makeDispatchStepper } from '../machines/DispatchStepper.ts'
-import type { JobRecord } from '../persistence/jobs/JobStore.ts'
+import type { ClaimRef, JobRecord, JobStore } from '../persistence/jobs/JobStore.ts'
+import type { DueDriver } from './DueDriver.ts'
 import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
-import type { AckHook, JobsRuntime } from './Runtime.ts'
+
+/** What a queue's dispatch needs of its engine (the runtime, DispatchRuntime in Runtime.ts). */
+export interface DispatchRuntime {
+  readonly hostId: string
+  readonly clock: Clock
+  readonly jobStore: JobStore
+  readonly matching: MatchingHost
+  readonly driver: DueDriver
+  /** Whole milliseconds of the injected clock. */
+  now(): number
+}
+
+/**
+ * What acking a claimed job takes besides the statement (JobHandle.ts): its claim, and the
+ * `job.completed` event once the ack took effect.
+ */
+export interface AckHook {
+  readonly ref: ClaimRef
+  readonly completed: (nowMs: number) => void
+}
 
 /** A claim's place in its queue's line. */
 export interface PlaceInLine {
@@ -78,15 +100,23 @@ export interface QueueDispatch {
   lazyPollEnded(): void
   /** Claims of this engine in line (claiming from the store or parked). */
   waitingCount(): number
+  /**
+   * Claims in line that joined before the latest due-time pass over the queue started: those it
+   * may send rows to Matching for. A claim that joined since takes the head of the due rows
+   * itself once the pass is done.
+   */
+  waitingSincePass(): number
   forwardedWaiting(): number
   /** Lazy claims polling Matching for a job already with Matching. */
   lazyPolls(): number
   generation(): number
+  /** The queue's workers on this engine are stopping: jobs kept for the next claim go back to the store. */
+  closeLine(): void
   /** Claims skip the store until a pass starts: the last store claim found no more due rows. */
   isDrained(): boolean
   /** Polls forwarded here wait: due jobs go through Matching, which serves pollers in arrival order. */
   isMatchingHolding(): boolean
-  /** A job handed over found no claim and waits for the next one to join. */
+  /** A job handed over found no claim and is kept for the next one to join. */
   hasSpare(): boolean
   /** Machine steps taken so far (what a job costs the protocol). */
   steps(): number
@@ -114,7 +144,7 @@ export type DispatchStepListener = (queue: string, event: DispatchEvent, command
  * Makes an engine's dispatches; `machine` is the dispatch machine or a variant of it (`provide`),
  * and `onStep` hears each step.
  */
-export function makeDispatches(runtime: () => JobsRuntime, machine: DispatchMachine, onStep?: DispatchStepListener): Dispatches {
+export function makeDispatches(runtime: () => DispatchRuntime, machine: DispatchMachine, onStep?: DispatchStepListener): Dispatches {
   const stepper = makeDispatchStepper(machine)
   const byQueue = new Map<string, QueueDispatch>()
   return {
@@ -139,10 +169,12 @@ interface Claim {
   readonly onOffer: () => void
 }
 
-function makeQueueDispatch(runtime: JobsRuntime, stepper: DispatchStepper, queue: string, onStep: DispatchStepListener | undefined): QueueDispatch {
+function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, queue: string, onStep: DispatchStepListener | undefined): QueueDispatch {
   let snapshot: DispatchSnapshot = stepper.start(queue)
   let stepCount = 0
   let nextClaimId = 1
+  // The first claim id drawn after the latest pass started.
+  let passMarker = 1
   let stepping = false
   const pending: DispatchEvent[] = []
   const claims = new Map<number, Claim>()
@@ -181,6 +213,8 @@ function makeQueueDispatch(runtime: JobsRuntime, stepper: DispatchStepper, queue
         claim.onOffer()
         return
       }
+      case 'job.release':
+        return releaseLater(command.params.job)
       case 'claims.fail':
         for (const claimId of command.params.claimIds) parkedFails.get(claimId)?.(command.params.error)
         return
@@ -196,6 +230,21 @@ function makeQueueDispatch(runtime: JobsRuntime, stepper: DispatchStepper, queue
   }
 
   const isListed = (pollId: number): boolean => snapshot.context.linePolls.includes(pollId)
+
+  // Kept jobs no claim took go back to the store, those of one turn in one statement; the pass
+  // asked for then serves the claims that joined meanwhile. A release that fails
+  // leaves its job to lapse at its deadline and be delivered again, as any unsettled claim.
+  const released = makeMicroBatcher<JobRecord, void>({
+    async run(jobs) {
+      const claims = jobs.map((job) => ({ id: job.id, claimToken: job.claimToken as string }))
+      await runtime.jobStore.release({ claims, nowMs: runtime.now() })
+      runtime.driver.notifyDue(runtime.now(), queue)
+      return jobs.map(() => undefined)
+    },
+    sizeMax: jobBatchSizeMax,
+    inFlightMax: jobBatchesInFlightMax,
+  })
+  const releaseLater = (job: JobRecord): void => void released(job).catch(() => {})
 
   // One line poll: polls Matching until the machine ends it, telling it of each task matched
   // (already claimed by History for this engine), of a whole wait with nothing, and of its end.
@@ -289,19 +338,24 @@ function makeQueueDispatch(runtime: JobsRuntime, stepper: DispatchStepper, queue
       if (snapshot.context.linePolls.length > snapshot.context.parked.length) send({ type: 'handler.started' })
     },
     matchingReached: () => send({ type: 'matching.reached' }),
-    passStarted: () => send({ type: 'pass.started' }),
+    passStarted() {
+      passMarker = nextClaimId
+      send({ type: 'pass.started' })
+    },
     storeAnswered: (generation, asked, claimed) => send({ type: 'store.answered', generation, asked, claimed }),
     forwardedArrived: () => send({ type: 'forwarded.arrived' }),
     forwardedLeft: () => send({ type: 'forwarded.left' }),
     lazyPollStarted: () => send({ type: 'lazyPoll.started' }),
     lazyPollEnded: () => send({ type: 'lazyPoll.ended' }),
     waitingCount: () => snapshot.context.waiting.length,
+    waitingSincePass: () => snapshot.context.waiting.reduce((count, claimId) => (claimId < passMarker ? count + 1 : count), 0),
     forwardedWaiting: () => snapshot.context.forwardedWaiting,
     lazyPolls: () => snapshot.context.lazyPolls,
     generation: () => snapshot.context.generation,
     isDrained: () => isDrained(snapshot),
     isMatchingHolding: () => isMatchingHolding(snapshot),
     hasSpare: () => snapshot.context.spare.length > 0,
+    closeLine: () => send({ type: 'line.closed' }),
     steps: () => stepCount,
   }
   return dispatch

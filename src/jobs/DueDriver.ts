@@ -249,9 +249,6 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       const queues = await queuesOfPass(nowMs)
       if (queues !== null && queues.length === 0) return arm(nextMs)
       if (queues === null) readNextDue = true
-      // The claims waiting when the pass starts: those that join while it claims for them take
-      // the head of the due rows themselves once it is done, so no row is sent to Matching for them.
-      const demandAtStart = options.deliveryDemand()
       // Queues whose due rows the waiting workers took all of need no reservation round.
       const drained = (await options.claimForWaiting?.(queues, nowMs)) ?? []
       const reserving = queues === null ? null : queues.filter((queue) => !drained.includes(queue))
@@ -259,9 +256,8 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       // which a lapse's due time arms.
       if (scanning) await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: 0, queues })
       // Claims served by this pass have left the line; claims that joined since it started are not counted.
-      for (const [queue, countNow] of options.deliveryDemand()) {
-        const count = Math.min(countNow, demandAtStart.get(queue) ?? 0)
-        if (closed || count === 0 || (reserving !== null && !reserving.includes(queue)) || drained.includes(queue)) continue
+      for (const [queue, count] of options.deliveryDemand()) {
+        if (closed || (reserving !== null && !reserving.includes(queue)) || drained.includes(queue)) continue
         const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: Math.min(count, jobDeliveryBatchMax), queues: [queue] })
         if (due.length > 0) {
           readNextDue = true

@@ -27,10 +27,10 @@ import { isMatchboxError } from '../domain/errors.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
 import { randomId } from '../kernel/Ids.ts'
-import { forwardedPollGraceMs, forwardedPollsMax, orphanedHandOversMax } from '../kernel/Limits.ts'
+import { forwardedPollGraceMs, forwardedPollsMax } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
 import { type Bus, busMessageBytesMax } from '../persistence/bus/Bus.ts'
-import type { JobRecord, JobStore } from '../persistence/jobs/JobStore.ts'
+import type { ClaimRef, JobRecord, JobStore } from '../persistence/jobs/JobStore.ts'
 import type { QueueRouting } from './QueueRouting.ts'
 
 /** How a forwarded poll ended. */
@@ -40,10 +40,6 @@ export type ForwardedPollResult = { readonly kind: 'claimed'; readonly job: JobR
 export interface Forwarding {
   /** Asks `ownerHostId` to claim a job of `queue` for this engine, waiting up to `waitMs` there. */
   poll(queue: string, ownerHostId: string, waitMs: number, lazy: boolean): Promise<ForwardedPollResult>
-  /** A job handed over after its poll gave up whose claim is still valid at `nowMs`, if any. */
-  takeOrphan(queue: string, nowMs: number): JobRecord | null
-  /** True when a job of `queue` handed over after its poll gave up waits here (valid or not). */
-  hasOrphan(queue: string): boolean
   /** Ends this engine's waiting forwarded polls of `queue` at once (a worker stopping). */
   wake(queue: string): void
   /** Handles one message from the bus (both sides). */
@@ -68,6 +64,11 @@ export interface ForwardingOptions {
   readonly serveLocally: (queue: string, waitMs: number, lazy: boolean, identity: string, cancelled: AbortSignal) => Promise<JobRecord | null>
   /** Wakes this engine's waiting claims of `queue`, so a cancelled forwarded poll notices. */
   readonly wakeLocal: (queue: string) => void
+  /**
+   * Gives back the claim of a job the owner claimed for a poll of this engine that had already
+   * given up: nobody here waits for it, and it must not wait out its visibility timeout.
+   */
+  readonly release: (claim: ClaimRef, queue: string | undefined) => void
   /** Failures that are not catalogue errors (defects). */
   readonly onDefect: (defect: unknown) => void
 }
@@ -91,7 +92,6 @@ const isRecord = (value: JsonValue): value is { readonly [key: string]: JsonValu
 export function makeForwarding(options: ForwardingOptions): Forwarding {
   const { bus, clock, hostId } = options
   const waiting = new Map<string, Waiting>()
-  const orphans: JobRecord[] = []
   // Polls served for other engines, by poll id: a cancel marks one, and its wait ends.
   const served = new Map<string, { readonly queue: string; readonly cancelled: AbortController }>()
   // This engine's own forwarded polls, by poll id: where each went, to cancel it.
@@ -123,11 +123,6 @@ export function makeForwarding(options: ForwardingOptions): Forwarding {
     } finally {
       served.delete(pollId)
     }
-  }
-
-  const keepOrphan = (job: JobRecord): void => {
-    orphans.push(job)
-    if (orphans.length > orphanedHandOversMax) orphans.shift()
   }
 
   const resolveHandOver = async (queue: string, message: ClaimedMessage): Promise<JobRecord | null> => {
@@ -165,22 +160,6 @@ export function makeForwarding(options: ForwardingOptions): Forwarding {
       return job === null ? { kind: 'empty' } : { kind: 'claimed', job }
     },
 
-    hasOrphan(queue) {
-      return orphans.some((job) => job.queue === queue)
-    },
-    takeOrphan(queue, nowMs) {
-      for (let index = 0; index < orphans.length; index++) {
-        const job = orphans[index] as JobRecord
-        if (job.queue !== queue) continue
-        if ((job.deadlineMs ?? 0) <= nowMs) continue
-        orphans.splice(index, 1)
-        return job
-      }
-      // Drop the lapsed ones of this queue: their claims are being delivered again.
-      for (let index = orphans.length - 1; index >= 0; index--) if ((orphans[index] as JobRecord).queue === queue) orphans.splice(index, 1)
-      return null
-    },
-
     wake(queue) {
       for (const [pollId, entry] of waiting) if (entry.queue === queue) cancel(pollId)
     },
@@ -208,8 +187,8 @@ export function makeForwarding(options: ForwardingOptions): Forwarding {
             waiting.delete(pollId)
             return entry.settle({ kind: 'handed', message: claimed })
           }
-          // Its poll gave up: keep the job for the next claim of its queue while the claim is valid.
-          if (claimed.job !== undefined && claimed.job.claimToken === claimed.claimToken) keepOrphan(claimed.job)
+          // Its poll gave up: give the claim back, so the job is due again at once.
+          options.release({ id: claimed.jobId, claimToken: claimed.claimToken }, claimed.job?.queue)
           return
         }
         case 'empty':

@@ -220,6 +220,14 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
           routing,
           serveLocally: (queue, waitMs, lazy, identity, cancelled) => serveForwardedPoll(runtime, queue, runtime.now() + waitMs, lazy, identity, cancelled),
           wakeLocal: (queue) => driver.wake(queue),
+          // The SQL store signals the released rows itself, as it does enqueues; a release that
+          // fails leaves the job to lapse at its deadline.
+          release: (claim, queue) => {
+            runtime.jobStore.release({ claims: [claim], nowMs: runtime.now() }).then(
+              () => queue !== undefined && runtime.announceDue(queue, runtime.now(), true),
+              () => {},
+            )
+          },
           onDefect: report('forwarding'),
         })
   const runtime = makeRuntime({

@@ -15,22 +15,15 @@ import type { Clock } from '../kernel/Clock.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { DispatchMachine } from '../machines/DispatchMachine.ts'
 import type { ClaimRef, JobStore } from '../persistence/jobs/JobStore.ts'
-import { type Dispatches, type DispatchStepListener, makeDispatches } from './Dispatch.ts'
+import { type AckHook, type Dispatches, type DispatchStepListener, makeDispatches } from './Dispatch.ts'
+
+export type { AckHook }
 import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
 import type { DueDriver } from './DueDriver.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
 import type { EventHub } from './Events.ts'
 import type { Forwarding } from './Forwarding.ts'
 import type { QueueRouting } from './QueueRouting.ts'
-
-/**
- * What acking a claimed job takes besides the statement (JobHandle.ts): its claim, and the
- * `job.completed` event once the ack took effect.
- */
-export interface AckHook {
-  readonly ref: ClaimRef
-  readonly completed: (nowMs: number) => void
-}
 
 /** The shared parts of one engine. */
 export interface JobsRuntime {

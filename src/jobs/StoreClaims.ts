@@ -150,14 +150,13 @@ export async function fenced<T>(runtime: JobsRuntime, queue: string, claim: (fen
 /**
  * A work loop's ack of `job` and claim of its next job of `queue` in one statement
  * (`ackAndClaimDue`, shared with the other loops' claims and acks of the turn), when that claim
- * would go straight to the store: `canClaimSeveral` holds, no due-time pass is on its way, and
- * no job handed over after its poll gave up waits here (those come first). Undefined, with
- * nothing done, otherwise: the loop then acks and claims apart. The next job is null when none
+ * would go straight to the store: `canClaimSeveral` holds and no due-time pass is on its way.
+ * Undefined, with nothing done, otherwise: the loop then acks and claims apart. The next job is null when none
  * was due (the queue is then drained, as after any short claim, and the loop's next claim
  * parks). The ack behaves as `job.ack()`'s (JobHandle.ts's `ackWith`).
  */
 export async function ackAndClaimNext(runtime: JobsRuntime, queue: string, job: JobHandle<unknown>): Promise<{ readonly acked: boolean; readonly next: JobRecord | null } | undefined> {
-  if (runtime.isClosed() || !canClaimSeveral(runtime, queue) || !runtime.driver.isQuiet() || runtime.forwarding?.hasOrphan(queue) === true) return undefined
+  if (runtime.isClosed() || !canClaimSeveral(runtime, queue) || !runtime.driver.isQuiet()) return undefined
   const answer = await directOf(runtime, runtime.dispatch.of(queue))(ackHookOf(job))
   return { acked: answer.acked, next: answer.job }
 }
@@ -177,13 +176,13 @@ export interface AckedAndClaimed {
 /**
  * True when `claimSeveral` may take jobs of `queue` straight from the store now: this engine
  * serves every partition of the queue, no poll of another engine waits here for it (Matching
- * serves those and this engine's claims in the order they came), no job claimed for this engine
- * waits in `spare` (it comes first), and the queue is not `drained`. Otherwise a worker parks
+ * serves those and this engine's claims in the order they came), no job kept for the next claim
+ * waits (it comes first), and the queue is not drained. Otherwise a worker parks
  * polls (`claimNext`), which an enqueue or a due-time pass serves.
  */
 export function canClaimSeveral(runtime: JobsRuntime, queue: string): boolean {
   const dispatch = runtime.dispatch.of(queue)
-  return !dispatch.isDrained() && !dispatch.hasSpare() && !dispatch.isMatchingHolding() && runtime.routing.ownsEvery(queue)
+  return !dispatch.isDrained() && !dispatch.isMatchingHolding() && !dispatch.hasSpare() && runtime.routing.ownsEvery(queue)
 }
 
 /**

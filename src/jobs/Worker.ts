@@ -36,7 +36,7 @@ import { workerClaimWaitMs, workerConcurrencyMax } from '../kernel/Limits.ts'
 import { claimNext } from './Claimer.ts'
 import { ackAndClaimNext, canClaimSeveral, claimSeveral } from './StoreClaims.ts'
 import { makeHeartbeats } from './Heartbeats.ts'
-import { type JobHandle, makeJobHandle } from './JobHandle.ts'
+import { ackHookOf, type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { makeLocalQueue } from './LocalQueue.ts'
 import { makeOutageBackoff } from './OutageBackoff.ts'
 import type { JobsRuntime } from './Runtime.ts'
@@ -203,6 +203,18 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
       settling = finish(job, outcome)
     }
     await settling
+    // Claimed by the statement that acked the last job, after the worker began to stop: its
+    // claim goes back to the store rather than waiting out its visibility timeout.
+    if (next !== null) await releaseUnrun(next)
+  }
+  const releaseUnrun = async (job: JobHandle): Promise<void> => {
+    try {
+      await runtime.jobStore.release({ claims: [ackHookOf(job).ref], nowMs: runtime.now() })
+      runtime.announceDue(queue, runtime.now(), true)
+    } catch (error) {
+      // The claim lapses at its deadline and the job is delivered again.
+      report(error, job, runtime.now())
+    }
   }
   // A loop acks a job in the statement that claims its next one (shared with the turn's other
   // loops), when that claim goes straight to the store: one round trip a job instead of two.
@@ -239,7 +251,10 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     stopping = true
     // Ends the loops' waits, and with them the queue's line polls.
     stopped.abort()
-    runtime.dispatch.of(queue).endIdlePolls()
+    const dispatch = runtime.dispatch.of(queue)
+    dispatch.endIdlePolls()
+    // Jobs kept for the next claim go back to the store: no loop of this worker will take them.
+    dispatch.closeLine()
     runtime.driver.wake(queue)
     runtime.forwarding?.wake(queue)
     local?.wake()

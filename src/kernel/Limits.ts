@@ -307,9 +307,6 @@ export const forwardedPollGraceMs = 1_000
  */
 export const forwardedPollsMax = 1_000
 
-/** Claimed jobs handed over after their forwarded poll gave up, kept per engine for the next claim of their queue. */
-export const orphanedHandOversMax = 100
-
 /** Matching partitions of a job queue unless the queue says otherwise: one keeps the strict claim order. */
 export const jobQueuePartitionsDefault = 1
 

@@ -30,7 +30,7 @@ function steps(snapshot: DispatchSnapshot, ...events: DispatchEvent[]): [Dispatc
 }
 
 describe('DispatchMachine', () => {
-  it('hands a job to the claim waiting longest, and keeps one nobody waits for for the next claim', () => {
+  it('hands a job to the claim waiting longest, keeps one nobody waits for for the next claim, and gives it back at the next pass', () => {
     const [queued] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.queued', claimId: 2 })
     expect(queued.context.waiting).toEqual([1, 2])
     const [handed, commands] = steps(queued, { type: 'job.handed', job: job('a'), claimId: null })
@@ -43,6 +43,12 @@ describe('DispatchMachine', () => {
     expect(takenCommands).toEqual([{ type: 'claim.handOver', params: { claimId: 3, job: job('b') } }])
     expect(taken.context.spare).toEqual([])
     expect(taken.context.waiting).toEqual([])
+    // No claim joined before the pass, a forwarded poll or the line closing: the claim goes back to the store.
+    for (const giveBack of [{ type: 'pass.started' }, { type: 'forwarded.arrived' }, { type: 'line.closed' }] as const) {
+      const [released, releaseCommands] = steps(kept, giveBack)
+      expect(releaseCommands).toEqual([{ type: 'job.release', params: { job: job('b') } }])
+      expect(released.context.spare).toEqual([])
+    }
   })
 
   it('a claim set aside for an enqueue gets its job; released, it is first in line again', () => {
@@ -140,7 +146,7 @@ describe('DispatchMachine', () => {
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.idled', pollId }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.stopped', pollId }) as const),
       fc.record({ generation: fc.integer({ min: 0, max: 2 }), asked: fc.integer({ min: 1, max: 3 }), claimed: fc.integer({ min: 0, max: 3 }) }).map((answer) => ({ type: 'store.answered', ...answer }) as const),
-      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }),
+      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'line.closed' }),
     )
     const stepper = makeDispatchStepper(dispatchMachine)
     fc.assert(

@@ -6,10 +6,10 @@
  * (DispatchProtocol.ts) that its runner (jobs/Dispatch.ts) carries out, answering with events.
  *
  * Context: the claims waiting in line (first come, first served), the claims set aside for a
- * job an enqueue is inserting already claimed, the jobs handed over that found no claim (kept
- * for the next claim to join), the claims parked on the line polls, the line polls running, the
- * polls other engines forwarded here, the lazy claims polling Matching, and the generation of
- * due-time passes.
+ * job an enqueue is inserting already claimed, the jobs claimed for a claimant that left (kept
+ * for the next claim to join, and given back to the store at the next due-time pass), the claims
+ * parked on the line polls, the line polls running, the polls other engines forwarded here, the
+ * lazy claims polling Matching, and the generation of due-time passes.
  *
  * Three regions, in parallel:
  * - **store** — `serving`: a claim may take the head of the due rows straight from the store;
@@ -28,7 +28,7 @@
  *   serves every poller in arrival order.
  *
  * Invariants: a claim is in at most one of the line, the set-aside list; a job handed over
- * reaches exactly one claim or the kept list; line polls never outnumber the parked claims
+ * reaches exactly one claim, or is kept and then reaches one or is released; line polls never outnumber the parked claims
  * except between a hand-over and its handler's start (`handler.started` ends the extra ones).
  *
  * Named guards and actions are the seams where the simulator plants its dispatch bugs
@@ -45,7 +45,11 @@ export interface DispatchContext {
   readonly waiting: ReadonlyArray<number>
   /** Claims taken out of line for a job an enqueue is inserting already claimed for them. */
   readonly reserved: ReadonlyArray<number>
-  /** Jobs claimed for this engine that found no claim waiting: the next claim to join takes one. */
+  /**
+   * Jobs claimed for this engine that found no claim waiting (their claimant left while the claim
+   * was at the store): the next claim to join takes one; the next due-time pass, a poll forwarded
+   * here or the line closing gives them back to the store.
+   */
   readonly spare: ReadonlyArray<JobRecord>
   /** Claims waiting on the line polls, in the order they parked. */
   readonly parked: ReadonlyArray<number>
@@ -72,7 +76,7 @@ type Enqueue = (command: DispatchCommand) => void
 const without = (list: ReadonlyArray<number>, id: number): ReadonlyArray<number> => (list.includes(id) ? list.filter((other) => other !== id) : list)
 
 // Gives `job` to `claimId` if it waits (in line or set aside), else to the claim waiting longest,
-// else keeps it: the context after, with the hand-over enqueued.
+// else keeps it for the next claim to join: the context after, with the hand-over enqueued.
 function handedOver(context: DispatchContext, job: JobRecord, claimId: number | null, enqueue: Enqueue): DispatchContext {
   let taker: number | undefined
   let { waiting, reserved } = context
@@ -136,6 +140,17 @@ const machineSetup = withCommands.extend({
         enqueue({ type: 'claim.handOver', params: { claimId: event.claimId, job } })
         enqueue.assign({ spare: rest })
       } else enqueue.assign({ waiting: [...context.waiting, event.claimId] })
+    }),
+    /**
+     * Jobs kept for the next claim go back to the store: no claim joined before a due-time pass
+     * (which runs at least once a scan interval), a poll another engine forwarded here (which
+     * claims from the store), or the line closing (its workers stopping). So a kept job waits at
+     * most a scan interval, never its visibility timeout.
+     */
+    releaseKept: enqueueActions(({ context, enqueue }) => {
+      if (context.spare.length === 0) return
+      for (const job of context.spare) enqueue({ type: 'job.release', params: { job } })
+      enqueue.assign({ spare: [] })
     }),
     /** A claim set aside for an enqueue's job that was not inserted goes back to the head of the line. */
     releaseClaim: enqueueActions(({ context, event, enqueue }) => {
@@ -246,6 +261,7 @@ export const dispatchMachine = machineSetup.createMachine({
     'linePoll.failed': { actions: 'failParked' },
     'lazyPoll.started': { actions: 'countLazyPoll' },
     'lazyPoll.ended': { actions: 'countLazyPoll' },
+    'line.closed': { actions: 'releaseKept' },
   },
   states: {
     store: {
@@ -253,13 +269,13 @@ export const dispatchMachine = machineSetup.createMachine({
       states: {
         serving: {
           on: {
-            'pass.started': { actions: 'countPass' },
+            'pass.started': { actions: ['countPass', 'releaseKept'] },
             'store.answered': { guard: 'isShortOfCurrentGeneration', target: 'drained' },
           },
         },
         drained: {
           on: {
-            'pass.started': [{ guard: 'passReopensStore', target: 'serving', actions: 'countPass' }, { actions: 'countPass' }],
+            'pass.started': [{ guard: 'passReopensStore', target: 'serving', actions: ['countPass', 'releaseKept'] }, { actions: ['countPass', 'releaseKept'] }],
             'matching.reached': [{ guard: 'hasClaimsWaiting', target: 'serving', actions: 'requestPass' }, { target: 'serving' }],
           },
         },
@@ -280,10 +296,10 @@ export const dispatchMachine = machineSetup.createMachine({
     route: {
       initial: 'storeServes',
       states: {
-        storeServes: { on: { 'forwarded.arrived': { target: 'matchingHolds', actions: 'countForwarded' } } },
+        storeServes: { on: { 'forwarded.arrived': { target: 'matchingHolds', actions: ['countForwarded', 'releaseKept'] } } },
         matchingHolds: {
           on: {
-            'forwarded.arrived': { actions: 'countForwarded' },
+            'forwarded.arrived': { actions: ['countForwarded', 'releaseKept'] },
             'forwarded.left': [{ guard: 'isLastForwarded', target: 'storeServes', actions: 'countForwarded' }, { actions: 'countForwarded' }],
           },
         },

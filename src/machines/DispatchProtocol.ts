@@ -15,7 +15,7 @@ import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 
 /** Events, dotted and lowercase: facts in past tense. */
 export type DispatchEvent =
-  /** A claim of this engine joined the queue's line (it is handed a job left over, if any). */
+  /** A claim of this engine joined the queue's line (it is handed a job kept for it, if any). */
   | { readonly type: 'claim.queued'; readonly claimId: number }
   /** A claim left the line without a job (its wait ended, it stopped, or its store claim answered). */
   | { readonly type: 'claim.left'; readonly claimId: number }
@@ -31,7 +31,7 @@ export type DispatchEvent =
   | { readonly type: 'claim.unparked'; readonly claimId: number; readonly handed: boolean }
   /**
    * A job claimed for this engine from the store (an enqueue, a due-time pass) is handed over:
-   * to `claimId` when given and still waiting, else to the claim waiting longest, else kept.
+   * to `claimId` when given and still waiting, else to the claim waiting longest, else kept for the next claim.
    */
   | { readonly type: 'job.handed'; readonly job: JobRecord; readonly claimId: number | null }
   /** A job handed to a parked claim reached its handler: line polls beyond the parked claims end. */
@@ -50,7 +50,9 @@ export type DispatchEvent =
   /** A lazy claim's Matching poll for a job already with Matching started, or ended. */
   | { readonly type: 'lazyPoll.started' }
   | { readonly type: 'lazyPoll.ended' }
-  /** A due-time pass over the queue started: rows may be due that a claim did not find. */
+  /** The queue's workers on this engine are stopping: jobs kept for the next claim go back to the store. */
+  | { readonly type: 'line.closed' }
+  /** A due-time pass over the queue started: rows may be due that a claim did not find (and kept jobs go back). */
   | { readonly type: 'pass.started' }
   /**
    * A claim statement straight from the store, made in pass generation `generation`, asked for
@@ -69,6 +71,8 @@ export type DispatchCommand =
   | { readonly type: 'claim.handOver'; readonly params: { readonly claimId: number; readonly job: JobRecord } }
   /** Fail the parked claims `claimIds` with `error` (their line poll failed). */
   | { readonly type: 'claims.fail'; readonly params: { readonly claimIds: ReadonlyArray<number>; readonly error: unknown } }
+  /** Give the claim of `job` back to the store (due now, the attempt uncounted): no claim waits for it. */
+  | { readonly type: 'job.release'; readonly params: { readonly job: JobRecord } }
   /** Start line poll `pollId`: poll Matching for the parked claims until it is ended. */
   | { readonly type: 'linePoll.start'; readonly params: { readonly pollId: number } }
   /** End line poll `pollId` (abort its Matching poll). */
@@ -90,6 +94,7 @@ const command =
 export const dispatchCommandActions = {
   'claim.handOver': command<'claim.handOver'>(),
   'claims.fail': command<'claims.fail'>(),
+  'job.release': command<'job.release'>(),
   'linePoll.start': command<'linePoll.start'>(),
   'linePoll.end': command<'linePoll.end'>(),
   'pass.request': command<'pass.request'>(),
