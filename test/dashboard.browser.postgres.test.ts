@@ -71,13 +71,18 @@ async function freshPage(): Promise<{ page: Page; dialogs: string[] }> {
 const text = (page: Page, selector: string) => page.$eval(selector, (element) => element.textContent ?? '')
 
 describe('dashboard in a browser (PostgreSQL, mounted under /jobs in Express)', () => {
-  it('shows every queue with its counts', async () => {
+  it('shows every queue with its counts and its deaths of the last hour', async () => {
     const { page } = await freshPage()
     expect((await page.goto(`${base}/`))?.status()).toBe(200)
     const rows = await page.$$eval('#queues tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim())))
     expect(rows.map((row) => row.slice(0, 5))).toEqual([
       ['emails', '4', '0', '0', '0'],
       ['reports', '0', '0', '0', '1'],
+    ])
+    const charts = await page.$$eval('#queues svg.chart', (svgs) => svgs.map((svg) => [svg.getAttribute('aria-label'), svg.querySelectorAll('rect').length]))
+    expect(charts).toEqual([
+      ['0 died in the last hour, at most 0 in one minute', 0],
+      ['1 died in the last hour, at most 1 in one minute', 1],
     ])
     await page.close()
   })
@@ -131,7 +136,7 @@ describe('dashboard in a browser (PostgreSQL, mounted under /jobs in Express)', 
       await page.$eval(
         'button[value="cancel"]',
         (button, how) => {
-          const field = button.form?.querySelector('input[name="csrf"]') as HTMLInputElement
+          const field = button.form?.querySelector('input[name="csrf"]') as unknown as { value: string; remove(): void }
           if (how === 'remove') field.remove()
           else field.value = 'forged-token'
         },

@@ -1,6 +1,6 @@
 /**
- * QueuePages — the queues page (every queue's counts and oldest pending job, and the enqueue
- * form) and a queue's jobs page (one state, newest first, keyset paged, with bulk actions).
+ * QueuePages — the queues page (every queue's counts, oldest pending job and deaths per minute
+ * of the last hour, and the enqueue form) and a queue's jobs page (one state, newest first, keyset paged, with bulk actions).
  *
  * Invariants: counts come capped from DashboardReads and are shown capped ("10,000+" with a
  * title saying it is a lower bound); a page link carries the last id shown as its keyset bound,
@@ -12,6 +12,7 @@ import type { JobRecord, JobState } from '../persistence/jobs/JobStore.ts'
 import type { QueueSummary } from '../persistence/dashboard/DashboardReads.ts'
 import { type Html, html } from './Html.ts'
 import { countCell, csrfField, duration, instant, link, page, type PageContext } from './Layout.ts'
+import { deathsChart } from './ThroughputChart.ts'
 
 /** The three job states, in the order the tabs show them. */
 export const jobStates: ReadonlyArray<JobState> = ['pending', 'processing', 'dead']
@@ -42,13 +43,14 @@ export function queuesPage(context: PageContext, queues: ReadonlyArray<QueueSumm
 <td class="num"><a href="${link(context, `/queues/${encodeURIComponent(queue.queue)}`, { state: 'processing' })}">${countCell(queue.processing)}</a></td>
 <td class="num">${countCell(queue.scheduledLater)}</td>
 <td class="num"><a href="${link(context, `/queues/${encodeURIComponent(queue.queue)}`, { state: 'dead' })}">${countCell(queue.dead)}</a></td>
-<td class="num">${queue.oldestPendingCreatedAtMs === null ? '–' : duration(context.nowMs - queue.oldestPendingCreatedAtMs)}</td></tr>`,
+<td class="num">${queue.oldestPendingCreatedAtMs === null ? '–' : duration(context.nowMs - queue.oldestPendingCreatedAtMs)}</td>
+<td>${deathsChart(queue)}</td></tr>`,
   )
   const table =
     queues.length === 0
       ? html`<p class="muted">No jobs in any queue.</p>`
-      : html`<table id="queues"><thead><tr><th>queue</th><th class="num">pending</th><th class="num">processing</th><th class="num">scheduled later</th><th class="num">dead</th><th class="num">oldest pending</th></tr></thead><tbody>${rows}</tbody></table>
-<p class="muted">Counts are exact up to a cap; a count shown with + is a lower bound.${indexed ? '' : ' (memory store: counted in process.)'}</p>`
+      : html`<table id="queues"><thead><tr><th>queue</th><th class="num">pending</th><th class="num">processing</th><th class="num">scheduled later</th><th class="num">dead</th><th class="num">oldest pending</th><th>died per minute, last hour</th></tr></thead><tbody>${rows}</tbody></table>
+<p class="muted">Counts are exact up to a cap; a count shown with + is a lower bound. The chart counts jobs that died; completed jobs are deleted on ack and leave nothing to count.${indexed ? '' : ' (memory store: counted in process.)'}</p>`
   return page(context, 'Queues', html`${table}${context.readOnly ? '' : enqueueForm(context, null)}`)
 }
 
