@@ -19,6 +19,7 @@ const xssPayload = { html: '<script>alert(1)</script>', attribute: '"><img src=x
 const xssKey = '"><img src=x onerror=alert(3)>'
 
 let mb: Matchbox
+let worker: Matchbox
 let chrome: LaunchedBrowser
 let mounted: http.Server
 let guarded: http.Server
@@ -33,13 +34,18 @@ const listen = async (server: http.Server): Promise<string> => {
 }
 
 beforeAll(async () => {
-  mb = await open({ store: { databaseUrl: await freshDatabase('dashboard_browser') }, clock: new ManualClock(1_700_000_000_000), seed: 29, hostId: 'dash' })
+  const databaseUrl = await freshDatabase('dashboard_browser')
+  const clock = new ManualClock(1_700_000_000_000)
+  // The dashboard's engine is a producer, as `matchbox dashboard` opens it; a worker engine
+  // beside it owns the partitions and runs the handlers.
+  mb = await open({ store: { databaseUrl }, clock, seed: 29, hostId: 'dash', role: 'producer' })
+  worker = await open({ store: { databaseUrl }, clock, seed: 30, hostId: 'worker' })
   const emails = mb.queue('emails')
   for (let i = 0; i < 3; i++) await emails.enqueue({ to: `user${i}@example.com` })
   xssId = await emails.enqueue(xssPayload, { key: xssKey })
   const reports = mb.queue('reports', { maxAttempts: 1 })
   deadId = await reports.enqueue({ report: 'monthly' })
-  const job = await reports.claim()
+  const job = await worker.queue('reports', { maxAttempts: 1 }).claim()
   expect(job?.id).toBe(deadId)
   expect(await job?.retry(new Error('renderer crashed: <b>out of memory</b>'))).toBe(true)
 
@@ -54,6 +60,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await chrome?.close()
   await Promise.all([mounted, guarded].map((server) => new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())))))
+  await worker?.close()
   await mb?.close()
 })
 
@@ -115,6 +122,35 @@ describe('dashboard in a browser (PostgreSQL, mounted under /jobs in Express)', 
     expect(JSON.parse(await text(page, '#payload'))).toEqual(xssPayload)
     expect(await page.$$eval('img, main script', (elements) => elements.length)).toBe(0)
     expect(dialogs).toEqual([])
+    await page.close()
+  })
+
+  it('pauses a queue from its row: the worker stops taking its jobs while another queue runs, and Resume lets them through', async () => {
+    const { page } = await freshPage()
+    const ran = new Map<string, () => void>()
+    const done = (id: string) => new Promise<void>((resolve) => ran.set(id, resolve))
+    const handler = async (job: { id: string }) => ran.get(job.id)?.()
+    const stops = [worker.queue('thumbs').work(handler), worker.queue('audit').work(handler)]
+    // A job far in the future keeps the queue on the page.
+    await mb.queue('thumbs').enqueue({ later: true }, { delayMs: 86_400_000 })
+    await page.goto(`${base}/`)
+    await Promise.all([page.waitForNavigation(), page.click('#queues tr:has(a[href$="/queues/thumbs"]) button[value="pause"]')])
+    expect(await text(page, '#action-result')).toContain('Paused thumbs')
+    expect(await mb.queue('thumbs').isPaused()).toBe(true)
+
+    const held = await mb.queue('thumbs').enqueue({ n: 1 })
+    const heldRan = done(held)
+    const passing = await mb.queue('audit').enqueue({ n: 2 })
+    await done(passing)
+    expect((await mb.queue('thumbs').getJob(held))?.state).toBe('pending')
+    expect(await worker.queue('thumbs').claim()).toBeNull()
+
+    await page.goto(`${base}/`)
+    expect(await text(page, '#queues tr:has(a[href$="/queues/thumbs"]) td.pause')).toContain('paused')
+    await Promise.all([page.waitForNavigation(), page.click('#queues tr:has(a[href$="/queues/thumbs"]) button[value="resume"]')])
+    expect(await text(page, '#action-result')).toContain('Resumed thumbs')
+    await heldRan
+    for (const stop of stops) await stop()
     await page.close()
   })
 

@@ -139,7 +139,10 @@ interface Served {
 async function getPage(served: Served, context: PageContext, segments: ReadonlyArray<string>, query: URLSearchParams, response: ServerResponse): Promise<void> {
   const { mb, reads } = served
   const [first, second, third, fourth, ...rest] = segments
-  if (first === undefined) return send(response, 200, queuesPage(context, await reads.queues({ nowMs: context.nowMs, limit: dashboardQueuesMax, countCap: dashboardCountCap }), reads.indexed))
+  if (first === undefined) {
+    const [queues, paused] = await Promise.all([reads.queues({ nowMs: context.nowMs, limit: dashboardQueuesMax, countCap: dashboardCountCap }), reads.pausedQueues({ limit: dashboardQueuesMax })])
+    return send(response, 200, queuesPage(context, queues, reads.indexed, new Map(paused.map((entry) => [entry.queue, entry.pausedAtMs]))))
+  }
   if (first === 'assets' && second === 'dashboard.css' && third === undefined) return send(response, 200, stylesheet, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'max-age=300' })
   if (first === 'queues' && second !== undefined && third === undefined) {
     const queue = validateName('queue', second)

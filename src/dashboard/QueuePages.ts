@@ -1,6 +1,6 @@
 /**
- * QueuePages — the queues page (every queue's counts, oldest pending job and deaths per minute
- * of the last hour, and the enqueue form) and a queue's jobs page (one state, newest first, keyset paged, with bulk actions).
+ * QueuePages — the queues page (every queue's counts, oldest pending job, deaths per minute of
+ * the last hour, paused or running with the button that flips it, and the enqueue form) and a queue's jobs page (one state, newest first, keyset paged, with bulk actions).
  *
  * Invariants: counts come capped from DashboardReads and are shown capped ("10,000+" with a
  * title saying it is a lower bound); a page link carries the last id shown as its keyset bound,
@@ -35,8 +35,16 @@ function enqueueForm(context: PageContext, queue: string | null): Html {
 <p><button>Enqueue</button></p></form>`
 }
 
-/** The queues page. */
-export function queuesPage(context: PageContext, queues: ReadonlyArray<QueueSummary>, indexed: boolean): Html {
+// Whether a queue runs or is paused, with the button that flips it (not in read-only mode).
+function pauseCell(context: PageContext, queue: string, pausedAtMs: number | undefined): Html {
+  const state = pausedAtMs === undefined ? html`<span class="muted">running</span>` : html`<span class="paused" title="paused at ${instant(pausedAtMs)}">paused</span>`
+  if (context.readOnly) return state
+  const action = pausedAtMs === undefined ? 'pause' : 'resume'
+  return html`${state} <form class="inline" method="post" action="${link(context, '/actions')}">${csrfField(context)}<input type="hidden" name="queue" value="${queue}"><button name="action" value="${action}">${action === 'pause' ? 'Pause' : 'Resume'}</button></form>`
+}
+
+/** The queues page; `paused` maps each paused queue to when it was paused. */
+export function queuesPage(context: PageContext, queues: ReadonlyArray<QueueSummary>, indexed: boolean, paused: ReadonlyMap<string, number> = new Map()): Html {
   const rows = queues.map(
     (queue) => html`<tr><td><a href="${link(context, `/queues/${encodeURIComponent(queue.queue)}`)}">${queue.queue}</a></td>
 <td class="num"><a href="${link(context, `/queues/${encodeURIComponent(queue.queue)}`, { state: 'pending' })}">${countCell(queue.pending)}</a></td>
@@ -44,12 +52,12 @@ export function queuesPage(context: PageContext, queues: ReadonlyArray<QueueSumm
 <td class="num">${countCell(queue.scheduledLater)}</td>
 <td class="num"><a href="${link(context, `/queues/${encodeURIComponent(queue.queue)}`, { state: 'dead' })}">${countCell(queue.dead)}</a></td>
 <td class="num">${queue.oldestPendingCreatedAtMs === null ? '–' : duration(context.nowMs - queue.oldestPendingCreatedAtMs)}</td>
-<td>${deathsChart(queue)}</td></tr>`,
+<td>${deathsChart(queue)}</td><td class="pause">${pauseCell(context, queue.queue, paused.get(queue.queue))}</td></tr>`,
   )
   const table =
     queues.length === 0
       ? html`<p class="muted">No jobs in any queue.</p>`
-      : html`<table id="queues"><thead><tr><th>queue</th><th class="num">pending</th><th class="num">processing</th><th class="num">scheduled later</th><th class="num">dead</th><th class="num">oldest pending</th><th>died per minute, last hour</th></tr></thead><tbody>${rows}</tbody></table>
+      : html`<table id="queues"><thead><tr><th>queue</th><th class="num">pending</th><th class="num">processing</th><th class="num">scheduled later</th><th class="num">dead</th><th class="num">oldest pending</th><th>died per minute, last hour</th><th>state</th></tr></thead><tbody>${rows}</tbody></table>
 <p class="muted">Counts are exact up to a cap; a count shown with + is a lower bound. The chart counts jobs that died; completed jobs are deleted on ack and leave nothing to count.${indexed ? '' : ' (memory store: counted in process.)'}</p>`
   return page(context, 'Queues', html`${table}${context.readOnly ? '' : enqueueForm(context, null)}`)
 }

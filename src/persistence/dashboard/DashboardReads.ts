@@ -88,6 +88,8 @@ export interface DashboardReads {
   hosts(params: { readonly limit: number }): Promise<ReadonlyArray<EngineRow>>
   /** Physical queue metadata rows, by namespace, family and partition, at most `limit`. */
   physicalQueues(params: { readonly limit: number }): Promise<ReadonlyArray<PhysicalQueueRow>>
+  /** The paused queues and when each was paused, by name, at most `limit`. */
+  pausedQueues(params: { readonly limit: number }): Promise<ReadonlyArray<{ readonly queue: string; readonly pausedAtMs: number }>>
   /** The ids of up to `limit` dead jobs of `queue`, oldest first. */
   deadIds(params: { readonly queue: string; readonly limit: number }): Promise<ReadonlyArray<string>>
   /** Deletes the dead jobs of `queue` named in `ids`; returns how many were deleted. */
@@ -148,6 +150,7 @@ export function makeContractReads(jobStore: JobStore): DashboardReads {
       }
       return found.slice(0, limit)
     },
+    pausedQueues: (params) => jobStore.pausedQueues(params),
     hosts: async () => [],
     physicalQueues: async () => [],
     async deadIds({ queue, limit }) {

@@ -47,6 +47,16 @@
  * statement on SQL, across connections. A physical queue never acquired refuses every fence.
  * Without a fence a call claims as it always did (a producer's enqueue owns nothing).
  *
+ * Paused queues: while `queue` is paused (`pauseQueue` until `resumeQueue`) no claim of the
+ * store claims a job of it — `claim` and `claimMany` answer `obsolete` ('paused') for a job they
+ * would have claimed, `claimDue` and `ackAndClaimDue` claim nothing (their acks still apply), a
+ * claimed `enqueue` inserts the job pending — and the due-time operations (`takeDue`,
+ * `nextDueMs`, `dueQueues`, `deliverableCount`) see none of its rows, so nothing delivers it.
+ * Enqueues, acks, heartbeats, retries, fails and cancels go on as before: handlers already
+ * running finish. The check is inside each claim's own statement (SQL: a row of
+ * `queue_pauses`), so the bound across processes is one claim statement: a claim that begins
+ * after `pauseQueue` resolved claims nothing of the queue, whichever connection runs it.
+ *
  * Time: every operation takes `nowMs` from the caller (whole epoch ms); no store reads a clock.
  * Length: past 400 lines because the contract is one interface, each operation with the doc
  * comment that states its rules; splitting it would split the contract.
@@ -146,7 +156,7 @@ export type RetryDeadOutcome =
 export type ClaimOutcome =
   | { readonly kind: 'claimed'; readonly job: JobRecord }
   | { readonly kind: 'already-started' }
-  | { readonly kind: 'obsolete'; readonly reason: 'missing' | 'dead' | 'not-due' | 'expired' | 'exhausted' }
+  | { readonly kind: 'obsolete'; readonly reason: 'missing' | 'dead' | 'not-due' | 'expired' | 'exhausted' | 'paused' }
 
 /** What `retry` did; null when the predicate failed. */
 export type RetryOutcome = { readonly kind: 'retried'; readonly runAtMs: number } | { readonly kind: 'dead' }
@@ -426,6 +436,26 @@ export interface JobStore {
     readonly jobs: ReadonlyArray<NewJob>
     readonly nowMs: number
   }): Promise<'fired' | 'fenced' | 'conflict'>
+
+  /**
+   * Pauses `queue` as of `nowMs` (see the file header for what a pause stops and what it does
+   * not). True when it was not paused; pausing a paused queue changes nothing (false). A queue
+   * need not have jobs to be paused.
+   */
+  pauseQueue(params: { readonly queue: string; readonly nowMs: number }): Promise<boolean>
+
+  /**
+   * Ends the pause of `queue`. Its pending rows whose task went to Matching (due null) become due
+   * at `nowMs` again — a task that reached a claim during the pause was answered `obsolete` and
+   * dropped — and the SQL stores raise the queue's due signal. True when it was paused.
+   */
+  resumeQueue(params: { readonly queue: string; readonly nowMs: number }): Promise<boolean>
+
+  /** When `queue` was paused, or null when it is not paused. */
+  queuePause(params: { readonly queue: string }): Promise<{ readonly pausedAtMs: number } | null>
+
+  /** The paused queues, by name, at most `limit`. */
+  pausedQueues(params: { readonly limit: number }): Promise<ReadonlyArray<{ readonly queue: string; readonly pausedAtMs: number }>>
 
   /** Releases what the store opened (a shared driver is closed by its owner; closing twice is harmless). */
   close(): Promise<void>

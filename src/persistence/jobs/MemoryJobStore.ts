@@ -3,7 +3,8 @@
  * simulator's fast mode and `open({ store: 'memory' })`.
  *
  * Owns: live rows (pending, processing) and dead rows in two maps, as the SQL store keeps two
- * tables (schedules and leases live in MemoryJobSchedules.ts, the admin reads in MemoryJobAdmin.ts). Every operation validates first
+ * tables (schedules and leases live in MemoryJobSchedules.ts, the admin reads in MemoryJobAdmin.ts,
+ * the pause operations in MemoryJobPauses.ts over the map of paused queues every claim here reads). Every operation validates first
  * (JobInput.ts), then runs to completion synchronously inside its promise, so each one is atomic
  * as the SQL statements are.
  *
@@ -42,6 +43,7 @@ import {
 } from './JobInput.ts'
 import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.ts'
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
+import { makeMemoryJobPauses } from './MemoryJobPauses.ts'
 import { makeMemorySchedules } from './MemoryJobSchedules.ts'
 import { type ClaimOutcome, type DueJob, insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
 
@@ -70,6 +72,8 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
   const holdFence = makeMemoryFenceCheck(options.queueRanges)
   const live = new Map<string, LiveRow>()
   const dead = new Map<string, JobRecord>()
+  // Paused queues and when each was paused (JobStore.ts's "Paused queues").
+  const paused = new Map<string, number>()
   let readySeq = 0
 
   const bury = (row: LiveRow, lastError: string, diedAtMs: number): void => {
@@ -118,12 +122,14 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     const row = live.get(id)
     if (row === undefined) return { kind: 'obsolete', reason: dead.has(id) ? 'dead' : 'missing' }
     const job = row.job
-    if (isClaimable(job, nowMs)) return { kind: 'claimed', job: copy(claimRow(row, claimToken, nowMs)) }
+    const isPaused = paused.has(job.queue)
+    if (isClaimable(job, nowMs)) return isPaused ? { kind: 'obsolete', reason: 'paused' } : { kind: 'claimed', job: copy(claimRow(row, claimToken, nowMs)) }
     if (isExhausted(job, nowMs)) {
       bury(row, deadReasonExhausted, job.deadlineMs as number)
       return { kind: 'obsolete', reason: 'exhausted' }
     }
     const refusal = claimRefusal(job, nowMs)
+    if (refusal === 'not-due' && isPaused) return { kind: 'obsolete', reason: 'paused' }
     return refusal === 'already-started' ? { kind: refusal } : { kind: 'obsolete', reason: refusal }
   }
 
@@ -156,6 +162,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
 
   // `claimDue` after validation.
   const claimDueRows = (queue: string, nowMs: number, tokens: ReadonlyArray<string>): JobRecord[] => {
+    if (paused.has(queue)) return []
     // A claimable job whose task is with Matching comes first, through Matching.
     for (const row of live.values()) if (row.job.queue === queue && row.dueMs === null && isClaimable(row.job, nowMs)) return []
     const due = [...live.values()]
@@ -187,8 +194,8 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const { job, nowMs, claimToken, fence } = checkEnqueue(params)
       holdFence(fence)
       const record = insert(job, nowMs)
-      // Inserted claimed (not a key's holder): as `claim` leaves a row.
-      return claimToken === null || record.id !== job.id ? record : copy(claimRow(live.get(job.id) as LiveRow, claimToken, nowMs))
+      // Inserted claimed (not a key's holder, not in a paused queue): as `claim` leaves a row.
+      return claimToken === null || record.id !== job.id || paused.has(job.queue) ? record : copy(claimRow(live.get(job.id) as LiveRow, claimToken, nowMs))
     },
 
     async getJob(params) {
@@ -358,7 +365,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         if (inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && isExhausted(row.job, nowMs)) bury(row, deadReasonExhausted, row.job.deadlineMs as number)
       }
       const due = [...live.values()]
-        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs))
+        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue))
         .sort(claimOrder)
         .slice(0, limit)
       return due.map((row): DueJob => {
@@ -407,7 +414,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const queues = checkQueues(params.queues)
       let next: number | null = null
       for (const row of live.values()) {
-        if (row.dueMs === null || row.dueMs <= nowMs || isExpired(row.job, nowMs) || (queues !== null && !queues.includes(row.job.queue))) continue
+        if (row.dueMs === null || row.dueMs <= nowMs || isExpired(row.job, nowMs) || paused.has(row.job.queue) || (queues !== null && !queues.includes(row.job.queue))) continue
         if (next === null || row.dueMs < next) next = row.dueMs
       }
       return next
@@ -418,7 +425,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const limit = checkCount('limit', params.limit, 1, 10_000)
       const earliest = new Map<string, number>()
       for (const row of live.values()) {
-        if (row.dueMs === null || isExpired(row.job, nowMs)) continue
+        if (row.dueMs === null || isExpired(row.job, nowMs) || paused.has(row.job.queue)) continue
         const known = earliest.get(row.job.queue)
         if (known === undefined || row.dueMs < known) earliest.set(row.job.queue, row.dueMs)
       }
@@ -433,6 +440,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const nowMs = checkTime('nowMs', params.nowMs)
       const limit = checkCount('limit', params.limit, 1, 10_000)
       let count = 0
+      if (paused.has(queue)) return 0
       for (const row of live.values()) {
         if (count >= limit) break
         if (row.job.queue === queue && row.dueMs === null && isClaimable(row.job, nowMs)) count++
@@ -440,6 +448,14 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       return count
     },
 
+    ...makeMemoryJobPauses(paused, (queue, nowMs) => {
+      for (const row of live.values()) {
+        if (row.job.queue === queue && row.job.state === 'pending' && row.dueMs === null) {
+          row.dueMs = nowMs
+          row.revision++
+        }
+      }
+    }),
     ...makeMemorySchedules(insert),
     ...makeMemoryJobAdmin(() => [...live.values()].map((row) => row.job), () => dead.values()),
 

@@ -21,6 +21,7 @@ import { makeSqlSession } from '../../sql/SqlSession.ts'
 import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
 import { checkListLimit, checkName, checkState } from '../../jobs/JobInput.ts'
 import { decodeJob } from '../../jobs/sql/jobRows.ts'
+import { pausedQueuesSql } from '../../jobs/sql/pauseSql.ts'
 import { deadRecord, liveRecord } from '../../jobs/sql/jobSql.ts'
 import { bucketDeaths, type CappedCount, type DashboardReads, throughputMinutes } from '../DashboardReads.ts'
 
@@ -62,6 +63,7 @@ UNION ALL (SELECT ${deadRecord} FROM ${s}.dead_jobs WHERE queue = $2::text AND j
     hosts: `SELECT host_id, last_seen_ms, expires_at_ms FROM ${s}.membership_hosts ORDER BY host_id LIMIT $1::integer`,
     physicalQueues: `SELECT queue_key, namespace, family, task_type, partition, version, range_id, last_task_id, updated_at_ms FROM ${s}.task_queues
 ORDER BY namespace, family, partition, queue_key LIMIT $1::integer`,
+    pausedQueues: pausedQueuesSql(schema),
     deadIds: `SELECT id FROM ${s}.dead_jobs WHERE queue = $1::text ORDER BY id LIMIT $2::integer`,
     deleteDead: `WITH deleted AS (DELETE FROM ${s}.dead_jobs WHERE queue = $1::text AND id = ANY($2::text[]) RETURNING 1) SELECT count(*) AS deleted FROM deleted`,
   }
@@ -142,6 +144,11 @@ export function makeSqlDashboardReads(driver: Driver, schema: Schema): Dashboard
         lastTaskId: toSafeInteger(row.last_task_id, 'last_task_id'),
         updatedAtMs: toSafeInteger(row.updated_at_ms, 'updated_at_ms'),
       }))
+    },
+    async pausedQueues(params) {
+      const limit = validated('dashboard.pausedQueues', () => checkListLimit('limit', params.limit))
+      const rows = await read('dashboard.pausedQueues', sql.pausedQueues, [limit])
+      return rows.map((row) => ({ queue: row.queue as string, pausedAtMs: toSafeInteger(row.paused_at_ms, 'paused_at_ms') }))
     },
     async deadIds(params) {
       const { queue, limit } = validated('dashboard.deadIds', () => ({ queue: checkName('queue', params.queue), limit: checkListLimit('limit', params.limit) }))
