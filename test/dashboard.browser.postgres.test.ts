@@ -104,6 +104,9 @@ describe('dashboard in a browser (PostgreSQL, mounted under /jobs in Express)', 
     expect(await text(page, '#died')).toContain('max attempts exceeded')
     expect(await text(page, '#handler-error')).toBe('renderer crashed: <b>out of memory</b>')
     expect(await text(page, '#handler-stack')).toContain('dashboard.browser.postgres.test.ts')
+    expect(await page.$$eval('#attempts tbody tr', (rows) => rows.map((row) => [row.querySelector('td')?.textContent, row.querySelector('pre')?.textContent]))).toEqual([
+      ['1', 'renderer crashed: <b>out of memory</b>'],
+    ])
 
     await Promise.all([page.waitForNavigation(), page.click('button[value="retry"]')])
     expect(await text(page, '#action-result')).toContain('Retried 1 job in reports.')

@@ -135,6 +135,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     deliverableCount: (params) => park(`job.deliverable ${params.queue}`, false, () => inner.deliverableCount(params)),
     countJobs: (params) => park(`job.count ${params.queue}`, false, () => inner.countJobs(params)),
     countQueues: (params) => park('job.countQueues', false, () => inner.countQueues(params)),
+    setProgress: (params) => park(`job.progress ${params.id} ${params.claimToken}`, true, () => inner.setProgress(params)),
     pauseQueue: (params) => park(`job.pause ${params.queue}`, true, () => inner.pauseQueue(params)),
     resumeQueue: (params) => park(`job.resume ${params.queue}`, true, () => inner.resumeQueue(params)),
     queuePause: (params) => park(`job.queuePause ${params.queue}`, false, () => inner.queuePause(params)),

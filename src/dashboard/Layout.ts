@@ -111,5 +111,6 @@ button { cursor: pointer; } .danger { color: #b42318; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .25em 1.2em; background: #fff; padding: .8em 1em; margin: 0; }
 dt { color: #6b7685; } dd { margin: 0; }
 label { display: block; margin: .5em 0 .2em; } textarea { width: 100%; font-family: ui-monospace, monospace; }
+pre.attempt-error { margin: 0; padding: .3em .5em; max-height: 8em; } details summary { cursor: pointer; color: #6b7685; font-size: .9em; }
 iframe { width: 100%; height: 720px; border: 1px solid #e6e9ee; background: #fff; }
 `

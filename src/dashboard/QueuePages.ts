@@ -8,6 +8,7 @@
  *
  * Does not: read the store (the handler passes the rows in) or act (Actions.ts does).
  */
+import { errorSummary } from '../domain/JobRules.ts'
 import type { JobRecord, JobState } from '../persistence/jobs/JobStore.ts'
 import type { QueueSummary } from '../persistence/dashboard/DashboardReads.ts'
 import { type Html, html } from './Html.ts'
@@ -17,12 +18,8 @@ import { deathsChart } from './ThroughputChart.ts'
 /** The three job states, in the order the tabs show them. */
 export const jobStates: ReadonlyArray<JobState> = ['pending', 'processing', 'dead']
 
-/** The first line of a job's most telling error: why it died, else the handler's last complaint. */
-export function errorLine(job: JobRecord): string {
-  const text = job.state === 'dead' && job.lastHandlerError !== null && job.lastError === 'max attempts exceeded' ? `${job.lastError}: ${job.lastHandlerError}` : (job.lastError ?? job.lastHandlerError ?? '')
-  const line = text.split('\n')[0] ?? ''
-  return line.length > 120 ? `${line.slice(0, 119)}…` : line
-}
+/** The first line of a job's most telling error: why it died and the handler's last error. */
+const errorLine = (job: JobRecord): string => errorSummary(job, 120)
 
 function enqueueForm(context: PageContext, queue: string | null): Html {
   return html`<h2>Enqueue a job</h2>

@@ -9,7 +9,9 @@
  * `retry(err, delayS)` overrides it.
  *
  * Every `retry` and `fail` records the error's message and its stack (capped) on the job, so
- * `getJob` shows why while the job waits for its next attempt and after it is dead. Each
+ * `getJob` shows why while the job waits for its next attempt and after it is dead, and appends
+ * it to the job's attempt history (the last `jobAttemptErrorsKept`). `progress(value)` stores a
+ * small JSON value on the job under the same validity predicate. Each
  * successful op emits its event (Events.ts) with the attempt and the time since the claim.
  *
  * Invariants: a handle never outlives its claim token — a reclaim elsewhere makes every op
@@ -57,6 +59,21 @@ export interface Job<T = JsonValue> {
   readonly diedAt?: number
   /** The latest handler error, pending or dead (a budget death keeps it beside `lastError`). */
   readonly lastHandlerError?: HandlerError
+  /**
+   * The handler errors of its latest attempts, oldest first: one per attempt that recorded one
+   * (`retry`, `fail`, a throw in `work`), at most `jobAttemptErrorsKept` (10). Absent before the first.
+   */
+  readonly attemptErrors?: ReadonlyArray<AttemptErrorInfo>
+  /** The latest value its handler passed to `job.progress`; absent before the first. */
+  readonly progress?: JsonValue
+}
+
+/** One attempt's handler error in `Job.attemptErrors`. */
+export interface AttemptErrorInfo extends HandlerError {
+  /** The attempt (1 for the first claim) whose handler gave it. */
+  readonly attempt: number
+  /** When it was recorded, epoch ms. */
+  readonly at: number
 }
 
 /**
@@ -86,6 +103,12 @@ export interface JobHandle<T = JsonValue> {
   retry(error: unknown, delayS?: number): Promise<boolean>
   /** Dead-letters now with `error` (its message becomes `lastError`; message and stack `lastHandlerError`). */
   fail(error: unknown): Promise<boolean>
+  /**
+   * Stores `value` as the job's progress (a counter, a fraction, a short status: plain JSON of
+   * at most `jobProgressBytesMax`, 4 KiB, as JSON text; `InvalidInput` past it, nothing written),
+   * which `getJob` and the dashboard show. False when the claim is no longer valid.
+   */
+  progress(value: JsonValue): Promise<boolean>
 }
 
 /** The public snapshot of a stored job. */
@@ -111,6 +134,10 @@ export function toJob<T = JsonValue>(record: JobRecord): Job<T> {
     ...(record.lastHandlerError === null
       ? {}
       : { lastHandlerError: { message: record.lastHandlerError, ...(record.lastHandlerStack === null ? {} : { stack: record.lastHandlerStack }) } }),
+    ...(record.attemptErrors.length === 0
+      ? {}
+      : { attemptErrors: record.attemptErrors.map((entry) => ({ attempt: entry.attempt, message: entry.error, ...(entry.stack === null ? {} : { stack: entry.stack }), at: entry.atMs })) }),
+    ...(record.progress === null ? {} : { progress: record.progress }),
   }
 }
 
@@ -224,6 +251,10 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
         events.emit({ type: 'job.dead', ...about, durationMs: nowMs - claimedAtMs, reason: deadReasonExhausted, error: text, at: nowMs })
       }
       return outcome !== null
+    },
+    async progress(value) {
+      runtime.refuseIfStoresClosed()
+      return jobStore.setProgress({ ...ref, progress: value, nowMs: runtime.now() })
     },
     async fail(error) {
       runtime.refuseIfStoresClosed()

@@ -37,7 +37,13 @@
  * Handler errors: every `retry` and `fail` records the caller's error text and stack as
  * `lastHandlerError`/`lastHandlerStack` on the row — while it waits for its next attempt and
  * after it is dead — whereas `lastError` stays dead-only and may be the contract's
- * "max attempts exceeded" or "expired".
+ * "max attempts exceeded" or "expired". Each also appends it, with its attempt number and time,
+ * to `attemptErrors`, which keeps the last `jobAttemptErrorsKept` (oldest dropped first) and
+ * survives death and `retryDead`. An attempt whose claim lapsed records nothing: no handler said why.
+ *
+ * Progress: `setProgress`, under the validity predicate, stores a small JSON value on the job
+ * (at most `jobProgressBytesMax` bytes as JSON), which every read returns until the next one;
+ * it is kept when the job dies and cleared by `retryDead`.
  *
  * Claim fences: a claim the owner of a job queue partition makes (`claim`, `claimMany`,
  * `claimDue`, `ackAndClaimDue`, `enqueue` with a claim token) may carry that partition's range
@@ -96,6 +102,16 @@ export interface NewJob extends JobStamps {
   readonly key?: string | null
 }
 
+/** One attempt's handler error, as `retry` or `fail` recorded it. */
+export interface AttemptError {
+  /** The attempt (1 for the first claim) whose handler gave it. */
+  readonly attempt: number
+  readonly error: string
+  readonly stack: string | null
+  /** When it was recorded, epoch ms. */
+  readonly atMs: number
+}
+
 /** A job as stored. Claim fields are non-null exactly while processing; dead fields exactly when dead. */
 export interface JobRecord extends NewJob {
   readonly state: JobState
@@ -116,6 +132,10 @@ export interface JobRecord extends NewJob {
   readonly lastHandlerError: string | null
   /** The stack recorded with `lastHandlerError`, if the caller gave one. */
   readonly lastHandlerStack: string | null
+  /** The handler errors of the latest attempts that recorded one, oldest first (see the file header). */
+  readonly attemptErrors: ReadonlyArray<AttemptError>
+  /** The latest progress value a handler stored; null before the first. */
+  readonly progress: JsonValue | null
 }
 
 /**
@@ -133,7 +153,7 @@ export function insertedJobRecord(job: NewJob, nowMs: number, claimToken: string
     maxAttempts: job.maxAttempts, visibilityTimeoutMs: job.visibilityTimeoutMs, backoffBaseMs: job.backoffBaseMs, deadLetterRetentionMs: job.deadLetterRetentionMs,
     createdAtMs: nowMs, runAtMs: job.runAtMs, claimedAtMs: claimed ? nowMs : null, expiresAtMs: job.expiresAtMs,
     claimToken, deadlineMs: claimed ? nowMs + job.visibilityTimeoutMs : null, key: job.key ?? null,
-    lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null,
+    lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null, attemptErrors: [], progress: null,
   }
 }
 
@@ -292,6 +312,9 @@ export interface JobStore {
    * reached the budget — dead with "max attempts exceeded". Null when invalid.
    */
   retry(params: ClaimRef & { readonly error: string; readonly stack?: string | null; readonly delayMs: number; readonly nowMs: number }): Promise<RetryOutcome | null>
+
+  /** With a valid claim: stores `progress` (validated JSON, at most `jobProgressBytesMax` bytes) on the job. False when invalid. */
+  setProgress(params: ClaimRef & { readonly progress: JsonValue; readonly nowMs: number }): Promise<boolean>
 
   /** With a valid claim: dead at once with `error` (as both `lastError` and `lastHandlerError`). */
   fail(params: ClaimRef & { readonly error: string; readonly stack?: string | null; readonly nowMs: number }): Promise<boolean>

@@ -25,6 +25,7 @@
 import { InvalidInput } from '../../domain/errors.ts'
 import { claimRefusal, deadReasonExhausted, isClaimable, isExhausted, isExpired, isOutOfAttempts, isRetentionOver, isValidClaim, sweptDeath } from '../../domain/JobRules.ts'
 import { assert } from '../../kernel/assert.ts'
+import { jobAttemptErrorsKept } from '../../kernel/Limits.ts'
 import {
   checkClaimRef,
   checkClaims,
@@ -36,6 +37,7 @@ import {
   checkJobRef,
   checkName,
   checkNewJobs,
+  checkProgress,
   checkQueues,
   checkTokens,
   checkStack,
@@ -45,7 +47,7 @@ import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemoryJobPauses } from './MemoryJobPauses.ts'
 import { makeMemorySchedules } from './MemoryJobSchedules.ts'
-import { type ClaimOutcome, type DueJob, insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
+import { type AttemptError, type ClaimOutcome, type DueJob, insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
 
 interface LiveRow {
   job: JobRecord
@@ -57,6 +59,10 @@ interface LiveRow {
 }
 
 const copy = <T>(value: T): T => structuredClone(value)
+
+// `job`'s attempt history with this attempt's error appended, the oldest dropped past the bound.
+const withAttemptError = (job: JobRecord, error: string, stack: string | null, atMs: number): ReadonlyArray<AttemptError> =>
+  [...job.attemptErrors, { attempt: job.attempts, error, stack, atMs }].slice(-jobAttemptErrorsKept)
 
 /** What a memory job store is composed with. */
 export interface MemoryJobStoreOptions {
@@ -262,7 +268,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const nowMs = checkTime('nowMs', params.nowMs)
       const row = validRow(id, claimToken, nowMs)
       if (row === undefined) return null
-      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack }
+      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack, attemptErrors: withAttemptError(row.job, error, stack, nowMs) }
       if (isOutOfAttempts(row.job)) {
         bury(row, deadReasonExhausted, nowMs)
         return { kind: 'dead' }
@@ -275,6 +281,16 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       return { kind: 'retried', runAtMs }
     },
 
+    async setProgress(params) {
+      const { id, claimToken } = checkClaimRef(params)
+      const nowMs = checkTime('nowMs', params.nowMs)
+      const progress = checkProgress('progress', params.progress)
+      const row = validRow(id, claimToken, nowMs)
+      if (row === undefined) return false
+      row.job = { ...row.job, progress: copy(progress) }
+      return true
+    },
+
     async fail(params) {
       const { id, claimToken } = checkClaimRef(params)
       const error = checkError('error', params.error)
@@ -282,7 +298,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const nowMs = checkTime('nowMs', params.nowMs)
       const row = validRow(id, claimToken, nowMs)
       if (row === undefined) return false
-      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack }
+      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack, attemptErrors: withAttemptError(row.job, error, stack, nowMs) }
       bury(row, error, nowMs)
       return true
     },
@@ -328,6 +344,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         expiresAtMs: job.expiresAtMs !== null && job.expiresAtMs > nowMs ? job.expiresAtMs : null,
         lastError: null,
         diedAtMs: null,
+        progress: null,
       }
       live.set(id, { job: revived, dueMs: nowMs, readySeq: ++readySeq, revision: 1 })
       return { kind: 'retried', job: copy(revived) }

@@ -154,6 +154,7 @@ const dataAtVersion: Record<number, VersionFixture> = {
     },
     async verify(store, membership, jobs) {
       await dataAtVersion[6]?.verify(store, membership, jobs)
+      expect(await jobs.getJob({ queue: 'emails', id: 'job-dead-keyed' })).toMatchObject({ attemptErrors: [], progress: null })
       expect(await jobs.queuePause({ queue: 'emails' })).toBeNull()
       expect(await jobs.pauseQueue({ queue: 'emails', nowMs: 300 })).toBe(true)
       const job = { id: 'job-paused', queue: 'emails', payload: 5, priority: 0, runAtMs: 300, expiresAtMs: null, maxAttempts: 3, visibilityTimeoutMs: 1_000, backoffBaseMs: 0, deadLetterRetentionMs: null }

@@ -43,6 +43,7 @@ import {
   checkJobRef,
   checkName,
   checkNewJob,
+  checkProgress,
   checkQueues,
   checkTokens,
   checkStack,
@@ -78,6 +79,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     heartbeat: jobSql.heartbeatSql(schema),
     ack: jobSql.ackSql(schema),
     release: jobSql.releaseSql(schema),
+    setProgress: jobSql.setProgressSql(schema),
     retry: jobSql.retrySql(schema),
     fail: jobSql.failSql(schema),
     cancel: jobSql.cancelSql(schema),
@@ -157,6 +159,11 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     async ack(params) {
       const { id, claimToken, nowMs } = validated('ack', () => ({ ...checkClaimRef(params), nowMs: checkTime('nowMs', params.nowMs) }))
       return (await write('ack', sql.ack, [id, claimToken, nowMs])).length === 1
+    },
+
+    async setProgress(params) {
+      const { id, claimToken, nowMs, progress } = validated('setProgress', () => ({ ...checkClaimRef(params), nowMs: checkTime('nowMs', params.nowMs), progress: checkProgress('progress', params.progress) }))
+      return (await write('setProgress', sql.setProgress, [id, claimToken, nowMs, JSON.stringify(progress)])).length === 1
     },
 
     async claimMany(params) {

@@ -26,13 +26,14 @@
  * length is the statements' own doc comments, which give each one's parameters and why it is
  * shaped as it is.
  */
+import { jobAttemptErrorsKept } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
 import { notPaused } from './pauseSql.ts'
 
 /** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
 const liveColumns =
-  'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, claim_token, deadline_ms, job_key, last_handler_error, last_handler_stack'
+  'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, claim_token, deadline_ms, job_key, last_handler_error, last_handler_stack, attempt_errors, progress'
 
 /** A live row as a job record: its columns and null dead-only ones. */
 export const liveRecord = `${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
@@ -40,13 +41,22 @@ export const liveRecord = `${liveColumns}, NULL::text AS last_error, NULL::bigin
 /** A dead_jobs row as a job record, in the order of `liveRecord`. */
 export const deadRecord = `id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
        created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, NULL::text AS claim_token, NULL::bigint AS deadline_ms, job_key, last_handler_error, last_handler_stack,
-       last_error, died_at_ms`
+       attempt_errors, progress, last_error, died_at_ms`
 
 const deadInsertColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, last_error, died_at_ms, last_handler_error, last_handler_stack'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, last_error, died_at_ms, last_handler_error, last_handler_stack, attempt_errors'
 
 const movedColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress'
+
+/**
+ * The row's `attempt_errors` (`column`) with one more entry — this attempt's error `error` and
+ * `stack`, recorded at `now` — keeping the last `jobAttemptErrorsKept`: entries are added one at
+ * a time, so dropping the oldest of a full array keeps the bound.
+ */
+const withAttemptError = (column: string, error: string, stack: string, now: string): string =>
+  `(CASE WHEN jsonb_array_length(COALESCE(${column}, '[]'::jsonb)) >= ${jobAttemptErrorsKept} THEN ${column} - 0 ELSE COALESCE(${column}, '[]'::jsonb) END)
+    || jsonb_build_array(jsonb_build_object('attempt', attempts, 'error', ${error}, 'stack', ${stack}, 'atMs', ${now}))`
 
 // The rules of domain/JobRules.ts over the columns of `jobs`, for the given SQL expressions.
 const notExpired = (now: string) => `(expires_at_ms IS NULL OR expires_at_ms > ${now})`
@@ -69,9 +79,10 @@ const exhausted = (now: string) =>
   `state = 'processing' AND deadline_ms <= ${now} AND attempts >= max_attempts AND (expires_at_ms IS NULL OR expires_at_ms > deadline_ms)`
 
 // Moves the rows of `moved` into dead_jobs with the given error and death-time expressions; the
-// handler's error is the row's own unless the caller's transition records a new one.
-const bury = (schema: Schema, error: string, diedAt: string, handlerError = 'last_handler_error, last_handler_stack') =>
-  `INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns}) SELECT ${movedColumns}, ${error}, ${diedAt}, ${handlerError} FROM moved`
+// handler's error (and the attempt history) is the row's own unless the caller's transition
+// records a new one.
+const bury = (schema: Schema, error: string, diedAt: string, handlerError = 'last_handler_error, last_handler_stack', attemptErrors = 'attempt_errors') =>
+  `INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns}) SELECT ${movedColumns}, ${error}, ${diedAt}, ${handlerError}, ${attemptErrors} FROM moved`
 
 // A due signal's payload (bus/Channels.ts's `dueSignalPayload`): the queue, a tab, the due time.
 const dueSignal = (queue: string, dueMs: string): string => `${queue} || chr(9) || (${dueMs})::text`
@@ -234,9 +245,9 @@ WITH moved AS (
 ), revived AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack)
+     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack, attempt_errors)
   SELECT id, queue, 'pending', payload, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     $3::bigint, $3::bigint, CASE WHEN expires_at_ms > $3::bigint THEN expires_at_ms END, $3::bigint, job_key, last_handler_error, last_handler_stack
+     $3::bigint, $3::bigint, CASE WHEN expires_at_ms > $3::bigint THEN expires_at_ms END, $3::bigint, job_key, last_handler_error, last_handler_stack, attempt_errors
   FROM moved
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
   RETURNING ${liveRecord}
@@ -418,6 +429,11 @@ export function ackSql(schema: Schema): string {
   return `DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} RETURNING id`
 }
 
+/** `$1` id, `$2` token, `$3` now, `$4` progress json. Stores the progress under a valid claim. */
+export function setProgressSql(schema: Schema): string {
+  return `UPDATE ${schema.quoted}.jobs SET progress = $4::jsonb WHERE id = $1::text AND ${validClaim} RETURNING id`
+}
+
 /** `$1` ids, `$2` tokens (parallel arrays), `$3` now. Deletes every job under a valid claim. */
 export function ackBatchSql(schema: Schema): string {
   return `
@@ -466,14 +482,14 @@ export function retrySql(schema: Schema): string {
 WITH retried AS (
   UPDATE ${schema.quoted}.jobs
   SET state = 'pending', run_at_ms = $3::bigint + $4::bigint, due_ms = $3::bigint + $4::bigint, claim_token = NULL, deadline_ms = NULL,
-      last_handler_error = $5::text, last_handler_stack = $6::text,
+      last_handler_error = $5::text, last_handler_stack = $6::text, attempt_errors = ${withAttemptError('attempt_errors', '$5::text', '$6::text', '$3::bigint')},
       ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
   WHERE id = $1::text AND ${validClaim} AND attempts < max_attempts
   RETURNING run_at_ms
 ), moved AS (
   DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} AND attempts >= max_attempts RETURNING *
 ), buried AS (
-  ${bury(schema, '$7::text', '$3::bigint', '$5::text, $6::text')} RETURNING id
+  ${bury(schema, '$7::text', '$3::bigint', '$5::text, $6::text', withAttemptError('attempt_errors', '$5::text', '$6::text', '$3::bigint'))} RETURNING id
 )
 SELECT 'retried' AS outcome, run_at_ms FROM retried
 UNION ALL
@@ -484,7 +500,7 @@ SELECT 'dead' AS outcome, NULL::bigint FROM buried`
 export function failSql(schema: Schema): string {
   return `
 WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} RETURNING *)
-${bury(schema, '$4::text', '$3::bigint', '$4::text, $5::text')}
+${bury(schema, '$4::text', '$3::bigint', '$4::text, $5::text', withAttemptError('attempt_errors', '$4::text', '$5::text', '$3::bigint'))}
 RETURNING id`
 }
 
@@ -507,7 +523,7 @@ WITH moved AS (
   SELECT ${movedColumns},
          CASE WHEN ${exhausted('$2::bigint')} THEN $3::text ELSE $4::text END,
          CASE WHEN ${exhausted('$2::bigint')} THEN deadline_ms ELSE $2::bigint END,
-         last_handler_error, last_handler_stack
+         last_handler_error, last_handler_stack, attempt_errors
   FROM moved
   RETURNING id
 ), purged AS (
