@@ -14,9 +14,17 @@
  * small JSON value on the job under the same validity predicate. Each
  * successful op emits its event (Events.ts) with the attempt and the time since the claim.
  *
+ * `signal` aborts, with a `ClaimLost` reason, when the handle learns its claim is gone: a
+ * heartbeat refused (the job was cancelled, or its deadline passed, or another claim took it) or a
+ * heartbeat that failed at the store once the deadline had passed. `work` heartbeats every
+ * remaining time / `workerHeartbeatDivisor`, so a handler hears of a cancel within a third of its
+ * visibility timeout, and of a lapse by its deadline. It never aborts on `stop()` or `close()`:
+ * both wait for every handler, without a time limit.
+ *
  * Invariants: a handle never outlives its claim token — a reclaim elsewhere makes every op
  * false; delays and deadlines come from the job's stamps, never the queue handle's options.
  */
+import { Data } from 'effect'
 import { equalJitterDelayMs, retryDelayCapMs } from '../domain/Backoff.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { deadReasonExhausted, type JobState } from '../domain/JobRules.ts'
@@ -24,6 +32,9 @@ import { jobErrorLengthMax, jobErrorStackLengthMax } from '../kernel/Limits.ts'
 import type { ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
 import { secondsToMs } from './QueueOptions.ts'
 import type { AckHook, JobsRuntime } from './Runtime.ts'
+
+/** Why a job's `signal` aborted: its claim is gone, so nothing its handler does can settle it any more. */
+export class ClaimLost extends Data.TaggedError('ClaimLost')<{ readonly id: string; readonly message: string }> {}
 
 /** The error a handler's latest `retry` or `fail` (or throw in `work`) recorded. */
 export interface HandlerError {
@@ -92,6 +103,14 @@ export interface JobHandle<T = JsonValue> {
   readonly claimToken: string
   /** The claim's current deadline, epoch ms (moved by successful heartbeats). */
   readonly deadline: number
+  /**
+   * Aborts (reason: `ClaimLost`) once the engine learns the claim is gone — the job was
+   * cancelled, its deadline passed, or another claim took it — at a heartbeat (`work` beats every
+   * third of the remaining time). Pass it to `fetch` and friends, or check `signal.aborted`, to
+   * stop work whose result can no longer be acked. Never aborted by `stop()` or `close()`, which
+   * wait for the handler.
+   */
+  readonly signal: AbortSignal
   /** Deletes the job: done. */
   ack(): Promise<boolean>
   /** Resets the deadline to now + `extendS` (default: the job's visibility timeout). A late heartbeat is refused. */
@@ -213,6 +232,10 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
   const about = { queue: claimed.queue, id: claimed.id, attempt: claimed.attempts }
   events.emit({ type: 'job.started', ...about, maxAttempts: claimed.maxAttempts, lagMs: Math.max(0, claimedAtMs - claimed.runAtMs), at: runtime.now() })
   let deadline = claimed.deadlineMs as number
+  const lost = new AbortController()
+  const abort = (why: string): void => {
+    if (!lost.signal.aborted) lost.abort(new ClaimLost({ id: claimed.id, message: `job ${claimed.id}: ${why}` }))
+  }
   const completed = (nowMs: number): void => events.emit({ type: 'job.completed', ...about, durationMs: nowMs - claimedAtMs, at: nowMs })
   const handle: JobHandle<T> = {
     id: claimed.id,
@@ -225,12 +248,23 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
     get deadline() {
       return deadline
     },
+    signal: lost.signal,
     ack: () => ackAlone(runtime, { ref, completed }),
     async heartbeat(extendS) {
       runtime.refuseIfStoresClosed()
       const extendMs = extendS === undefined ? null : secondsToMs('extendS', extendS, true)
-      const renewed = await jobStore.heartbeat({ ...ref, extendMs, nowMs: runtime.now() })
-      if (renewed === null) return false
+      let renewed: JobRecord | null
+      try {
+        renewed = await jobStore.heartbeat({ ...ref, extendMs, nowMs: runtime.now() })
+      } catch (error) {
+        // The store did not answer; once the deadline has passed the claim is gone either way.
+        if (runtime.now() >= deadline) abort('its claim lapsed (the deadline passed while the store did not answer)')
+        throw error
+      }
+      if (renewed === null) {
+        abort('its claim is gone: the job was cancelled, its deadline passed, or another claim took it')
+        return false
+      }
       deadline = renewed.deadlineMs as number
       driver.notifyDue(deadline, claimed.queue)
       return true
