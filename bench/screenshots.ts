@@ -4,8 +4,8 @@
  *
  * It starts a throwaway PostgreSQL cluster, opens two worker engines on it (so the engines page
  * shows partitions split between them) and a dashboard on a third, producer engine, seeds a few
- * queues — pending, delayed, running with progress, failed with an error history, dead — and a
- * schedule, then photographs each page at 1200 px wide. Nothing is left behind but the PNGs.
+ * queues — pending, delayed, running with progress, dead after two failed attempts, one queue
+ * paused — and two schedules, then photographs each page at 1200 px wide. Nothing is left behind but the PNGs.
  */
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -18,25 +18,30 @@ import { startCluster } from '../test/harness/PostgresCluster.ts'
 
 const outDir = new URL('../docs/', import.meta.url)
 
-async function seed(worker: Matchbox): Promise<{ deadId: string }> {
+async function seed(worker: Matchbox): Promise<{ deadId: string; runningId: string }> {
   const emails = worker.queue('emails')
   for (let i = 0; i < 12; i++) await emails.enqueue({ to: `user${i}@example.com`, subject: 'Welcome' }, { key: `welcome:user${i}` })
   for (let i = 0; i < 3; i++) await emails.enqueue({ to: `later${i}@example.com`, subject: 'Reminder' }, { delayMs: 3_600_000 })
   const reports = worker.queue('reports', { maxAttempts: 2, backoffBaseS: 1 })
-  for (let i = 0; i < 4; i++) await reports.enqueue({ report: 'monthly', month: `2026-0${i + 1}` })
   let deadId = ''
   for (let i = 0; i < 2; i++) {
-    const job = await reports.claim()
-    if (job === null) throw new Error('expected a report to claim')
-    await job.fail(new Error(`renderer crashed: out of memory at page ${40 + i}`))
-    deadId = job.id
+    // Alone in the queue, so each claim gets it back: two attempts, the second out of budget.
+    deadId = await reports.enqueue({ report: 'monthly', month: `2026-0${i + 1}` })
+    for (const error of [`upstream timeout after 30 s (page ${40 + i})`, `renderer crashed: out of memory at page ${40 + i}`]) {
+      const job = await reports.claim()
+      if (job?.id !== deadId) throw new Error('expected the report back')
+      await job.retry(new Error(error), 0)
+    }
   }
+  for (let i = 3; i <= 5; i++) await reports.enqueue({ report: 'monthly', month: `2026-0${i}` })
   const running = await reports.claim()
   if (running === null) throw new Error('expected a report to claim')
+  await running.progress({ pages: 12, of: 40, stage: 'rendering' })
   await worker.queue('thumbnails').enqueue({ image: 's3://bucket/cat.png', sizes: [64, 256] }, { priority: 5 })
   await worker.schedule('nightly-digest', '0 8 * * *', 'emails', { to: 'team@example.com', subject: 'Digest' }, { timezone: 'Europe/Paris' })
   await worker.schedule('hourly-report', '0 * * * *', 'reports', { report: 'hourly' })
-  return { deadId }
+  await worker.queue('thumbnails').pause()
+  return { deadId, runningId: running.id }
 }
 
 async function main(): Promise<void> {
@@ -48,7 +53,7 @@ async function main(): Promise<void> {
     const databaseUrl = cluster.url
     for (const hostId of ['worker-a', 'worker-b']) engines.push(await open({ store: { databaseUrl }, hostId }))
     const [workerA] = engines as [Matchbox]
-    const { deadId } = await seed(workerA)
+    const { deadId, runningId } = await seed(workerA)
     // Workers load their queues' partitions, so the engines page shows who owns which.
     const hold = new Promise<void>((resolve) => setTimeout(resolve, 30_000).unref())
     for (const [index, engine] of engines.entries()) engine.queue(['thumbnails', 'audit', 'emails-priority', 'webhooks'][index] ?? 'audit').work(() => hold)
@@ -63,6 +68,7 @@ async function main(): Promise<void> {
       ['jobs', '/queues/emails?state=pending'],
       ['dead-jobs', '/queues/reports?state=dead'],
       ['job', `/queues/reports/jobs/${deadId}`],
+      ['running-job', `/queues/reports/jobs/${runningId}`],
       ['schedules', '/schedules'],
       ['engines', '/engines'],
       ['simulator', '/simulator'],
