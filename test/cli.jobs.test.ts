@@ -28,13 +28,17 @@ const job = (id: string, queue: string, overrides: Partial<NewJob> = {}): NewJob
   ...overrides,
 })
 
-/** emails: two pending, one dead (fail with a stack); reports: one processing. */
+/** emails: two pending, one dead (fail with a stack); exports: one dead of its budget; reports: one processing. */
 async function populate(store: JobStore): Promise<void> {
   await store.enqueue({ job: job('e-1', 'emails'), nowMs: 1_000 })
   await store.enqueue({ job: job('e-2', 'emails', { key: 'welcome-ada' }), nowMs: 1_000 })
   await store.enqueue({ job: job('e-3', 'emails'), nowMs: 1_000 })
   await store.claim({ id: 'e-3', claimToken: 'tok', nowMs: 1_000 })
   await store.fail({ id: 'e-3', claimToken: 'tok', error: 'smtp 550: no such mailbox', stack: 'Error: smtp 550\n    at send (mail.ts:3)', nowMs: 2_000 })
+  // A budget death: the reason of death and the handler's error are both listed.
+  await store.enqueue({ job: job('x-1', 'exports'), nowMs: 1_000 })
+  await store.claim({ id: 'x-1', claimToken: 'tok', nowMs: 1_000 })
+  await store.retry({ id: 'x-1', claimToken: 'tok', error: 'timeout after 30 s', delayMs: 0, nowMs: 3_000 })
   await store.enqueue({ job: job('r-1', 'reports'), nowMs: 1_000 })
   await store.claim({ id: 'r-1', claimToken: 'tok', nowMs: 1_000 })
 }
@@ -51,6 +55,7 @@ function describeJobsCli(label: string, location: () => string[], reopen: () => 
       const json = await cli(['jobs', 'counts', ...location(), '--json'])
       expect(JSON.parse(json.stdout)).toEqual([
         { queue: 'emails', pending: 2, processing: 0, dead: 1 },
+        { queue: 'exports', pending: 0, processing: 0, dead: 1 },
         { queue: 'reports', pending: 0, processing: 1, dead: 0 },
       ])
     })
@@ -64,11 +69,14 @@ function describeJobsCli(label: string, location: () => string[], reopen: () => 
       expect(JSON.parse(next.stdout)).toMatchObject({ queue: 'emails', state: 'pending', jobs: [{ id: 'e-2', key: 'welcome-ada' }], next: 'e-2' })
       const dead = await cli(['jobs', 'list', 'emails', ...location(), '--state', 'dead'])
       expect(dead.stdout).toMatch(/^e-3 +1 +0 +1970-01-01T00:00:02.000Z +smtp 550: no such mailbox$/m)
+      const exhausted = await cli(['jobs', 'list', 'exports', ...location(), '--state', 'dead'])
+      expect(exhausted.stdout).toMatch(/^x-1 +1 +0 +1970-01-01T00:00:03.000Z +max attempts exceeded: timeout after 30 s$/m)
       const shown = await cli(['jobs', 'show', 'emails', 'e-3', ...location()])
       expect(shown.code).toBe(0)
       expect(shown.stdout).toContain('e-3  dead  queue emails')
       expect(shown.stdout).toContain('died 1970-01-01T00:00:02.000Z: smtp 550: no such mailbox')
       expect(shown.stdout).toContain('at send (mail.ts:3)')
+      expect(shown.stdout).toContain('attempt 1 at 1970-01-01T00:00:02.000Z: smtp 550: no such mailbox')
       const json = await cli(['jobs', 'show', 'emails', 'e-3', ...location(), '--json'])
       expect(JSON.parse(json.stdout)).toMatchObject({ id: 'e-3', state: 'dead', lastError: 'smtp 550: no such mailbox', lastHandlerStack: expect.stringContaining('mail.ts') })
     })
@@ -88,7 +96,10 @@ function describeJobsCli(label: string, location: () => string[], reopen: () => 
       try {
         const revived = (await store.getJob({ queue: 'emails', id: 'e-3' })) as JobRecord
         expect(revived).toMatchObject({ state: 'pending', attempts: 0, lastHandlerError: 'smtp 550: no such mailbox' })
-        expect(await store.countQueues({ limit: 10 })).toEqual([{ queue: 'emails', pending: 3, processing: 0, dead: 0 }])
+        expect(await store.countQueues({ limit: 10 })).toEqual([
+          { queue: 'emails', pending: 3, processing: 0, dead: 0 },
+          { queue: 'exports', pending: 0, processing: 0, dead: 1 },
+        ])
       } finally {
         await store.close()
       }

@@ -43,6 +43,38 @@ describe('dashboardHandler under /jobs', () => {
     expect(page).not.toContain('<img onerror')
   })
 
+  it("shows a running job's progress and the error of each attempt", async () => {
+    const q = mb.queue('progress', { maxAttempts: 3, backoffBaseS: 0 })
+    const id = await q.enqueue({ step: 'render' })
+    const first = await q.claim()
+    await first?.retry(new Error('first try <failed>'), 0)
+    const second = await q.claim()
+    expect(await second?.progress({ pages: 12, of: 40 })).toBe(true)
+    const page = await (await fetch(`${base}/jobs/queues/progress/jobs/${id}`)).text()
+    expect(page).toMatch(/<pre id="progress">\{\n {2}&quot;pages&quot;: 12,\n {2}&quot;of&quot;: 40\n\}<\/pre>/)
+    expect(page).toMatch(/<table id="attempts">.*<td class="num">1<\/td>.*first try &lt;failed&gt;/s)
+    expect(await q.getJob(id)).toMatchObject({ progress: { pages: 12, of: 40 }, attemptErrors: [{ attempt: 1, message: 'first try <failed>' }] })
+  })
+
+  it('lists a paused queue that has no jobs, with its Resume button; a read-only dashboard shows the state and no button', async () => {
+    await mb.queue('idle').pause()
+    const page = await (await fetch(`${base}/jobs/`)).text()
+    expect(page).toMatch(/<a href="\/jobs\/queues\/idle">idle<\/a>.*<span class="paused"[^>]*>paused<\/span>.*<button name="action" value="resume">Resume<\/button>/s)
+    const readOnly = http.createServer(dashboardHandler(mb, { basePath: '/jobs', readOnly: true }))
+    await new Promise<void>((resolve) => readOnly.listen(0, '127.0.0.1', resolve))
+    try {
+      const shown = await (await fetch(`http://127.0.0.1:${(readOnly.address() as AddressInfo).port}/jobs/`)).text()
+      expect(shown).toContain('>paused</span>')
+      expect(shown).not.toMatch(/value="(pause|resume)"/)
+      const refused = await fetch(`http://127.0.0.1:${(readOnly.address() as AddressInfo).port}/jobs/actions`, { method: 'POST', body: 'action=resume&queue=idle', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      expect(refused.status).toBe(403)
+      expect(await mb.queue('idle').isPaused()).toBe(true)
+    } finally {
+      await new Promise<void>((resolve) => readOnly.close(() => resolve()))
+      await mb.queue('idle').resume()
+    }
+  })
+
   it('answers an unknown path with 404 and a bad state with 400, each a page', async () => {
     const missing = await fetch(`${base}/jobs/nope`)
     expect(missing.status).toBe(404)

@@ -217,9 +217,10 @@ class GetJob implements Command {
   async run(model: Model, real: Real) {
     const job = pick(model.jobs, this.index)
     if (job === undefined) return
-    // The model does not follow handler errors (test/jobsService.test.ts does).
+    // The model does not follow handler errors (test/jobsService.test.ts and the store
+    // conformance suite do), nor the attempt history made of them.
     const got = await queueOf(real, job.queue).getJob(job.id)
-    const { lastHandlerError: _handlerError, ...rest } = got ?? { lastHandlerError: undefined }
+    const { lastHandlerError: _handlerError, attemptErrors: _attemptErrors, ...rest } = got ?? { lastHandlerError: undefined, attemptErrors: undefined }
     expect(got === null ? null : rest).toEqual(snapshot(job))
   }
   toString = () => `getJob(#${this.index})`

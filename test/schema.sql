@@ -8,6 +8,7 @@ migration 3 jobs
 migration 4 job_admin
 migration 5 job_claim_head
 migration 6 job_release
+migration 7 operator_controls
 
 table dead_jobs
   column id text collate "C" not null
@@ -28,6 +29,8 @@ table dead_jobs
   column job_key text collate "C"
   column last_handler_error text
   column last_handler_stack text
+  column attempt_errors jsonb
+  column progress jsonb
 
 table job_leases
   column name text collate "C" not null
@@ -70,6 +73,8 @@ table jobs
   column last_handler_stack text
   column unclaimed_due_ms bigint
   column unclaimed_ready_seq bigint
+  column attempt_errors jsonb
+  column progress jsonb
 
 table membership_hosts
   column host_id text collate "C" not null
@@ -80,6 +85,10 @@ table migrations
   column version integer not null
   column name text not null
   column applied_at timestamp with time zone not null default now()
+
+table queue_pauses
+  column queue text collate "C" not null
+  column paused_at_ms bigint not null
 
 table task_queue_user_data
   column namespace text not null
@@ -132,6 +141,7 @@ constraint membership_hosts.membership_hosts_expiry_after_last_seen CHECK ((expi
 constraint membership_hosts.membership_hosts_last_seen_ms_check CHECK ((last_seen_ms >= 0))
 constraint membership_hosts.membership_hosts_pkey PRIMARY KEY (host_id)
 constraint migrations.migrations_pkey PRIMARY KEY (version)
+constraint queue_pauses.queue_pauses_pkey PRIMARY KEY (queue)
 constraint task_queue_user_data.task_queue_user_data_pkey PRIMARY KEY (namespace, family)
 constraint task_queue_user_data.task_queue_user_data_version_check CHECK ((version >= 1))
 constraint task_queues.task_queues_ack_levels_check CHECK ((jsonb_typeof(ack_levels) = 'object'::text))
@@ -148,6 +158,7 @@ constraint tasks.tasks_task_id_check CHECK ((task_id >= 1))
 -- indexes
 index dead_jobs.dead_jobs_by_queue CREATE INDEX dead_jobs_by_queue ON matchbox.dead_jobs USING btree (queue, died_at_ms)
 index dead_jobs.dead_jobs_by_queue_id CREATE INDEX dead_jobs_by_queue_id ON matchbox.dead_jobs USING btree (queue, id)
+index dead_jobs.dead_jobs_by_queue_key CREATE INDEX dead_jobs_by_queue_key ON matchbox.dead_jobs USING btree (queue, job_key) WHERE (job_key IS NOT NULL)
 index dead_jobs.dead_jobs_pkey CREATE UNIQUE INDEX dead_jobs_pkey ON matchbox.dead_jobs USING btree (id)
 index job_leases.job_leases_pkey CREATE UNIQUE INDEX job_leases_pkey ON matchbox.job_leases USING btree (name)
 index job_schedules.job_schedules_pkey CREATE UNIQUE INDEX job_schedules_pkey ON matchbox.job_schedules USING btree (name)
@@ -160,6 +171,7 @@ index jobs.jobs_live_key CREATE UNIQUE INDEX jobs_live_key ON matchbox.jobs USIN
 index jobs.jobs_pkey CREATE UNIQUE INDEX jobs_pkey ON matchbox.jobs USING btree (id)
 index membership_hosts.membership_hosts_pkey CREATE UNIQUE INDEX membership_hosts_pkey ON matchbox.membership_hosts USING btree (host_id)
 index migrations.migrations_pkey CREATE UNIQUE INDEX migrations_pkey ON matchbox.migrations USING btree (version)
+index queue_pauses.queue_pauses_pkey CREATE UNIQUE INDEX queue_pauses_pkey ON matchbox.queue_pauses USING btree (queue)
 index task_queue_user_data.task_queue_user_data_pkey CREATE UNIQUE INDEX task_queue_user_data_pkey ON matchbox.task_queue_user_data USING btree (namespace, family)
 index task_queues.task_queues_by_family CREATE INDEX task_queues_by_family ON matchbox.task_queues USING btree (namespace, family)
 index task_queues.task_queues_pkey CREATE UNIQUE INDEX task_queues_pkey ON matchbox.task_queues USING btree (queue_key)

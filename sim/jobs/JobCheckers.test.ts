@@ -12,7 +12,7 @@ import { JobCheckers } from './JobCheckers.ts'
 const job: JobRecord = {
   id: 'job-1', queue: 'q', state: 'pending', payload: null, priority: 0, attempts: 0, maxAttempts: 3, visibilityTimeoutMs: 1_000, backoffBaseMs: 0,
   deadLetterRetentionMs: null, createdAtMs: 0, runAtMs: 0, claimedAtMs: null, expiresAtMs: null, claimToken: null, deadlineMs: null, key: null,
-  lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null,
+  lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null, attemptErrors: [], progress: null,
 }
 const at = (nowMs: number) => ({ hostId: 'host-1', nowMs, committedAtMs: nowMs })
 const claim = (claimToken: string, nowMs: number, attempts: number): JobBoundaryRecord => ({

@@ -112,6 +112,11 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
     deliverableCount: (params) => inner.deliverableCount(params),
     countJobs: (params) => inner.countJobs(params),
     countQueues: (params) => inner.countQueues(params),
+    setProgress: (params) => inner.setProgress(params),
+    pauseQueue: (params) => inner.pauseQueue(params),
+    resumeQueue: (params) => inner.resumeQueue(params),
+    queuePause: (params) => inner.queuePause(params),
+    pausedQueues: (params) => inner.pausedQueues(params),
     listJobs: (params) => inner.listJobs(params),
     retryDead: (params) => inner.retryDead(params),
     putSchedule: (params) => inner.putSchedule(params),
@@ -146,7 +151,7 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
         ...base,
         async enqueue(params, tx) {
           if (++enqueues % dropEnqueueEvery !== 0) return inner.enqueue(params, tx)
-          const job: JobRecord = { ...params.job, state: 'pending', attempts: 0, createdAtMs: params.nowMs, claimedAtMs: null, claimToken: null, deadlineMs: null, key: params.job.key ?? null, lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null }
+          const job: JobRecord = { ...params.job, state: 'pending', attempts: 0, createdAtMs: params.nowMs, claimedAtMs: null, claimToken: null, deadlineMs: null, key: params.job.key ?? null, lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null, attemptErrors: [], progress: null }
           return job
         },
       }

@@ -17,6 +17,7 @@
  * Does not: hold job logic (the JobStore does) or print connection strings.
  */
 import { type Command, InvalidArgumentError } from 'commander'
+import { errorSummary } from '../domain/JobRules.ts'
 import { RealClock } from '../kernel/Clock.ts'
 import { jobListLimitMax } from '../kernel/Limits.ts'
 import type { JobRecord, JobState, JobStore } from '../persistence/jobs/JobStore.ts'
@@ -61,12 +62,8 @@ function table(rows: ReadonlyArray<ReadonlyArray<string>>): string[] {
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ').trimEnd())
 }
 
-// The error a person wants to see first: why it died, else the handler's last complaint.
-function errorOf(job: JobRecord): string {
-  const text = job.lastError ?? job.lastHandlerError ?? ''
-  const line = text.split('\n')[0] ?? ''
-  return line.length > 80 ? `${line.slice(0, 79)}…` : line
-}
+// The error a person wants to see first: why it died and the handler's last error, on one line.
+const errorOf = (job: JobRecord): string => errorSummary(job, 100)
 
 /** Prints one job in full. */
 export function renderJob(terminal: Terminal, job: JobRecord): void {
@@ -78,6 +75,8 @@ export function renderJob(terminal: Terminal, job: JobRecord): void {
   if (job.lastError !== null) terminal.line(`  died ${iso(job.diedAtMs)}: ${job.lastError}`)
   if (job.lastHandlerError !== null) terminal.line(`  last handler error: ${job.lastHandlerError}`)
   if (job.lastHandlerStack !== null) for (const line of job.lastHandlerStack.split('\n')) terminal.line(`    ${c.dim(line)}`)
+  for (const entry of job.attemptErrors) terminal.line(`  attempt ${entry.attempt} at ${iso(entry.atMs)}: ${entry.error.split('\n')[0] ?? ''}`)
+  if (job.progress !== null) terminal.line(`  progress ${JSON.stringify(job.progress)}`)
   terminal.line(`  payload ${JSON.stringify(job.payload)}`)
 }
 

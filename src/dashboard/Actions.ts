@@ -1,7 +1,7 @@
 /**
  * Actions — what an operator can do from the dashboard: retry dead jobs, cancel live ones, delete
- * either, on one job, on a selection or on every dead job of a queue, and enqueue a job from a
- * form. Each answers what it did, job by job counted (`ActionReport`).
+ * either, on one job, on a selection or on every dead job of a queue, enqueue a job from a form,
+ * and pause or resume a queue. Each answers what it did, job by job counted (`ActionReport`).
  *
  * Invariants: every field is validated before anything is written (`InvalidInput` naming the
  * field: a bad id, an unknown action, a payload that is not JSON); an action touches at most
@@ -24,7 +24,7 @@ import type { ActionReport } from './SystemPages.ts'
 export class JobNotFound extends Data.TaggedError('JobNotFound')<{ readonly message: string }> {}
 
 /** The actions a form may ask for. */
-export const actionNames = ['retry', 'cancel', 'delete', 'retry-all-dead', 'delete-all-dead', 'enqueue'] as const
+export const actionNames = ['retry', 'cancel', 'delete', 'retry-all-dead', 'delete-all-dead', 'enqueue', 'pause', 'resume'] as const
 
 /** One of `actionNames`. */
 export type ActionName = (typeof actionNames)[number]
@@ -128,6 +128,12 @@ export async function performAction(mb: Matchbox, reads: DashboardReads, form: U
   if (action === 'enqueue') return enqueue(mb, form)
   const queue = queueHandle(mb, field(form, 'queue'))
   switch (action as Exclude<ActionName, 'enqueue'>) {
+    case 'pause':
+    case 'resume': {
+      const changed = action === 'pause' ? await queue.pause() : await queue.resume()
+      const line = action === 'pause' ? (changed ? `Paused ${queue.name}: no engine claims its jobs until it is resumed; enqueues are still accepted.` : `${queue.name} was paused already.`) : changed ? `Resumed ${queue.name}: its jobs are delivered again.` : `${queue.name} was not paused.`
+      return { title: action === 'pause' ? 'Paused' : 'Resumed', lines: [line], backPath: '/' }
+    }
     case 'retry':
       return retry(queue, idsOf(form), 'Retried')
     case 'cancel':

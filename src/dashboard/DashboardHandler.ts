@@ -24,7 +24,7 @@ import { dashboardBodyBytesMax, dashboardCountCap, dashboardPageSize, dashboardQ
 import { secretHex } from '../kernel/Secrets.ts'
 import { internalsOf } from '../jobs/EngineInternals.ts'
 import type { Matchbox } from '../jobs/Matchbox.ts'
-import { type DashboardReads, makeContractReads } from '../persistence/dashboard/DashboardReads.ts'
+import { type DashboardReads, makeContractReads, type QueueSummary } from '../persistence/dashboard/DashboardReads.ts'
 import { makeSqlDashboardReads } from '../persistence/dashboard/sql/SqlDashboardReads.ts'
 import type { JobState } from '../persistence/jobs/JobStore.ts'
 import { performAction } from './Actions.ts'
@@ -136,10 +136,21 @@ interface Served {
   readonly ids: Ids
 }
 
+// The queues with jobs, and the paused queues without any (listed so that they can be resumed), by name.
+function withIdlePaused(queues: ReadonlyArray<QueueSummary>, paused: ReadonlyArray<{ readonly queue: string }>): QueueSummary[] {
+  const empty = { count: 0, capped: false }
+  const idle = paused.filter((entry) => !queues.some((queue) => queue.queue === entry.queue))
+  const listed = [...queues, ...idle.map((entry) => ({ queue: entry.queue, pending: empty, processing: empty, dead: empty, scheduledLater: empty, oldestPendingCreatedAtMs: null, diedPerMinute: [], diedCapped: false }))]
+  return listed.sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0))
+}
+
 async function getPage(served: Served, context: PageContext, segments: ReadonlyArray<string>, query: URLSearchParams, response: ServerResponse): Promise<void> {
   const { mb, reads } = served
   const [first, second, third, fourth, ...rest] = segments
-  if (first === undefined) return send(response, 200, queuesPage(context, await reads.queues({ nowMs: context.nowMs, limit: dashboardQueuesMax, countCap: dashboardCountCap }), reads.indexed))
+  if (first === undefined) {
+    const [queues, paused] = await Promise.all([reads.queues({ nowMs: context.nowMs, limit: dashboardQueuesMax, countCap: dashboardCountCap }), reads.pausedQueues({ limit: dashboardQueuesMax })])
+    return send(response, 200, queuesPage(context, withIdlePaused(queues, paused), reads.indexed, new Map(paused.map((entry) => [entry.queue, entry.pausedAtMs]))))
+  }
   if (first === 'assets' && second === 'dashboard.css' && third === undefined) return send(response, 200, stylesheet, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'max-age=300' })
   if (first === 'queues' && second !== undefined && third === undefined) {
     const queue = validateName('queue', second)

@@ -1,7 +1,8 @@
 /**
- * JobPage — one job in full: state, options, attempts, timestamps, its payload as indented JSON,
- * why it died and the handler's last error with its stack, and the actions that apply to its
- * state (retry a dead job; cancel a live one; delete either).
+ * JobPage — one job in full: state, options, attempts, timestamps, its progress and payload as
+ * indented JSON, why it died and the handler's last error with its stack, the error of each of
+ * its latest attempts (each stack folded in a `<details>`, which needs no script), and the actions
+ * that apply to its state (retry a dead job; cancel a live one; delete either).
  *
  * Invariants: every value is rendered through `html` (escaped); the payload is re-serialized
  * from the decoded JSON, so what is shown is what a handler would receive.
@@ -31,6 +32,15 @@ function errors(job: JobRecord): Html {
   return html`${died}${handler}`
 }
 
+function attemptHistory(job: JobRecord): Html {
+  if (job.attemptErrors.length === 0) return html``
+  const rows = job.attemptErrors.map(
+    (entry) => html`<tr><td class="num">${entry.attempt}</td><td>${instant(entry.atMs)}</td><td><pre class="attempt-error">${entry.error}</pre>${entry.stack === null ? '' : html`<details><summary>stack</summary><pre>${entry.stack}</pre></details>`}</td></tr>`,
+  )
+  return html`<h2>Attempts</h2><table id="attempts"><thead><tr><th class="num">attempt</th><th>at</th><th>error</th></tr></thead><tbody>${rows}</tbody></table>
+<p class="muted">The errors of its latest attempts that recorded one, oldest first; an attempt whose claim lapsed recorded none.</p>`
+}
+
 /** The job page. */
 export function jobPage(context: PageContext, job: JobRecord): Html {
   const deadline = job.deadlineMs === null ? '–' : `${instant(job.deadlineMs)} (${duration(job.deadlineMs - context.nowMs)} from now)`
@@ -49,6 +59,7 @@ export function jobPage(context: PageContext, job: JobRecord): Html {
 <dt>claim deadline</dt><dd>${deadline}</dd>
 <dt>expires</dt><dd>${instant(job.expiresAtMs)}</dd>
 </dl>`
-  const body = html`${actions(context, job)}${facts}<h2>Payload</h2><pre id="payload">${JSON.stringify(job.payload, null, 2)}</pre>${errors(job)}`
+  const progress = job.progress === null ? '' : html`<h2>Progress</h2><pre id="progress">${JSON.stringify(job.progress, null, 2)}</pre>`
+  const body = html`${actions(context, job)}${facts}${progress}<h2>Payload</h2><pre id="payload">${JSON.stringify(job.payload, null, 2)}</pre>${errors(job)}${attemptHistory(job)}`
   return page(context, `Job ${job.id}`, body)
 }

@@ -100,6 +100,7 @@ code, pre { font-family: ui-monospace, monospace; font-size: .92em; }
 pre { background: #fff; border: 1px solid #e6e9ee; padding: .7em; overflow: auto; max-height: 28em; white-space: pre-wrap; word-break: break-word; }
 .state { padding: .05em .5em; border-radius: 1em; font-size: .85em; background: #e6e9ee; }
 .state-dead { background: #fbd5d5; } .state-processing { background: #fdeec7; } .state-pending { background: #d7ecfb; }
+.paused { background: #fdeec7; color: #7a4b00; border-radius: 1em; padding: .05em .5em; font-size: .85em; font-weight: 600; }
 .capped { border-bottom: 1px dotted; cursor: help; } .muted { color: #6b7685; } .stale { color: #b42318; font-weight: 600; }
 .badge { background: #ffb347; color: #1d2430; border-radius: .3em; padding: .1em .5em; font-size: .85em; }
 .tabs a { margin-right: 1em; } .tabs a.on { font-weight: 700; text-decoration: none; color: inherit; }
@@ -110,5 +111,6 @@ button { cursor: pointer; } .danger { color: #b42318; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .25em 1.2em; background: #fff; padding: .8em 1em; margin: 0; }
 dt { color: #6b7685; } dd { margin: 0; }
 label { display: block; margin: .5em 0 .2em; } textarea { width: 100%; font-family: ui-monospace, monospace; }
+pre.attempt-error { margin: 0; padding: .3em .5em; max-height: 8em; } details summary { cursor: pointer; color: #6b7685; font-size: .9em; }
 iframe { width: 100%; height: 720px; border: 1px solid #e6e9ee; background: #fff; }
 `

@@ -1,6 +1,6 @@
 /**
- * QueuePages — the queues page (every queue's counts and oldest pending job, and the enqueue
- * form) and a queue's jobs page (one state, newest first, keyset paged, with bulk actions).
+ * QueuePages — the queues page (every queue's counts, oldest pending job, deaths per minute of
+ * the last hour, paused or running with the button that flips it, and the enqueue form) and a queue's jobs page (one state, newest first, keyset paged, with bulk actions).
  *
  * Invariants: counts come capped from DashboardReads and are shown capped ("10,000+" with a
  * title saying it is a lower bound); a page link carries the last id shown as its keyset bound,
@@ -8,20 +8,18 @@
  *
  * Does not: read the store (the handler passes the rows in) or act (Actions.ts does).
  */
+import { errorSummary } from '../domain/JobRules.ts'
 import type { JobRecord, JobState } from '../persistence/jobs/JobStore.ts'
 import type { QueueSummary } from '../persistence/dashboard/DashboardReads.ts'
 import { type Html, html } from './Html.ts'
 import { countCell, csrfField, duration, instant, link, page, type PageContext } from './Layout.ts'
+import { deathsChart } from './ThroughputChart.ts'
 
 /** The three job states, in the order the tabs show them. */
 export const jobStates: ReadonlyArray<JobState> = ['pending', 'processing', 'dead']
 
-/** The first line of a job's most telling error: why it died, else the handler's last complaint. */
-export function errorLine(job: JobRecord): string {
-  const text = job.state === 'dead' && job.lastHandlerError !== null && job.lastError === 'max attempts exceeded' ? `${job.lastError}: ${job.lastHandlerError}` : (job.lastError ?? job.lastHandlerError ?? '')
-  const line = text.split('\n')[0] ?? ''
-  return line.length > 120 ? `${line.slice(0, 119)}…` : line
-}
+/** The first line of a job's most telling error: why it died and the handler's last error. */
+const errorLine = (job: JobRecord): string => errorSummary(job, 120)
 
 function enqueueForm(context: PageContext, queue: string | null): Html {
   return html`<h2>Enqueue a job</h2>
@@ -34,21 +32,30 @@ function enqueueForm(context: PageContext, queue: string | null): Html {
 <p><button>Enqueue</button></p></form>`
 }
 
-/** The queues page. */
-export function queuesPage(context: PageContext, queues: ReadonlyArray<QueueSummary>, indexed: boolean): Html {
+// Whether a queue runs or is paused, with the button that flips it (not in read-only mode).
+function pauseCell(context: PageContext, queue: string, pausedAtMs: number | undefined): Html {
+  const state = pausedAtMs === undefined ? html`<span class="muted">running</span>` : html`<span class="paused" title="paused at ${instant(pausedAtMs)}">paused</span>`
+  if (context.readOnly) return state
+  const action = pausedAtMs === undefined ? 'pause' : 'resume'
+  return html`${state} <form class="inline" method="post" action="${link(context, '/actions')}">${csrfField(context)}<input type="hidden" name="queue" value="${queue}"><button name="action" value="${action}">${action === 'pause' ? 'Pause' : 'Resume'}</button></form>`
+}
+
+/** The queues page; `paused` maps each paused queue to when it was paused. */
+export function queuesPage(context: PageContext, queues: ReadonlyArray<QueueSummary>, indexed: boolean, paused: ReadonlyMap<string, number> = new Map()): Html {
   const rows = queues.map(
     (queue) => html`<tr><td><a href="${link(context, `/queues/${encodeURIComponent(queue.queue)}`)}">${queue.queue}</a></td>
 <td class="num"><a href="${link(context, `/queues/${encodeURIComponent(queue.queue)}`, { state: 'pending' })}">${countCell(queue.pending)}</a></td>
 <td class="num"><a href="${link(context, `/queues/${encodeURIComponent(queue.queue)}`, { state: 'processing' })}">${countCell(queue.processing)}</a></td>
 <td class="num">${countCell(queue.scheduledLater)}</td>
 <td class="num"><a href="${link(context, `/queues/${encodeURIComponent(queue.queue)}`, { state: 'dead' })}">${countCell(queue.dead)}</a></td>
-<td class="num">${queue.oldestPendingCreatedAtMs === null ? '–' : duration(context.nowMs - queue.oldestPendingCreatedAtMs)}</td></tr>`,
+<td class="num">${queue.oldestPendingCreatedAtMs === null ? '–' : duration(context.nowMs - queue.oldestPendingCreatedAtMs)}</td>
+<td>${deathsChart(queue)}</td><td class="pause">${pauseCell(context, queue.queue, paused.get(queue.queue))}</td></tr>`,
   )
   const table =
     queues.length === 0
       ? html`<p class="muted">No jobs in any queue.</p>`
-      : html`<table id="queues"><thead><tr><th>queue</th><th class="num">pending</th><th class="num">processing</th><th class="num">scheduled later</th><th class="num">dead</th><th class="num">oldest pending</th></tr></thead><tbody>${rows}</tbody></table>
-<p class="muted">Counts are exact up to a cap; a count shown with + is a lower bound.${indexed ? '' : ' (memory store: counted in process.)'}</p>`
+      : html`<table id="queues"><thead><tr><th>queue</th><th class="num">pending</th><th class="num">processing</th><th class="num">scheduled later</th><th class="num">dead</th><th class="num">oldest pending</th><th>died per minute, last hour</th><th>state</th></tr></thead><tbody>${rows}</tbody></table>
+<p class="muted">Counts are exact up to a cap; a count shown with + is a lower bound. The chart counts jobs that died; completed jobs are deleted on ack and leave nothing to count.${indexed ? '' : ' (memory store: counted in process.)'}</p>`
   return page(context, 'Queues', html`${table}${context.readOnly ? '' : enqueueForm(context, null)}`)
 }
 

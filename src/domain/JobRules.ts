@@ -29,6 +29,20 @@ export const deadReasonExhausted = 'max attempts exceeded'
 /** The `lastError` of a job `sweepExpired` moved to dead because its expiresAt passed. */
 export const deadReasonExpired = 'expired'
 
+/**
+ * The first line of the error a person wants to see first for a job, at most `lengthMax`
+ * characters: why it died, followed — when it died of the contract's reasons (its budget, its
+ * expiry) — by the handler's last error, which says what went wrong; else the handler's last
+ * error. Empty when neither is known.
+ */
+export function errorSummary(job: { readonly lastError: string | null; readonly lastHandlerError: string | null }, lengthMax: number): string {
+  const firstLine = (text: string | null) => (text ?? '').split('\n')[0] ?? ''
+  const died = firstLine(job.lastError)
+  const handler = firstLine(job.lastHandlerError)
+  const text = died === '' ? handler : handler === '' || handler === died ? died : `${died}: ${handler}`
+  return text.length > lengthMax ? `${text.slice(0, lengthMax - 1)}…` : text
+}
+
 /** The dead reasons the contract pins; any other `lastError` is the error a caller's `fail` gave. */
 export type DeadReason = typeof deadReasonExhausted | typeof deadReasonExpired
 

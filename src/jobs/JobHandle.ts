@@ -9,12 +9,22 @@
  * `retry(err, delayS)` overrides it.
  *
  * Every `retry` and `fail` records the error's message and its stack (capped) on the job, so
- * `getJob` shows why while the job waits for its next attempt and after it is dead. Each
+ * `getJob` shows why while the job waits for its next attempt and after it is dead, and appends
+ * it to the job's attempt history (the last `jobAttemptErrorsKept`). `progress(value)` stores a
+ * small JSON value on the job under the same validity predicate. Each
  * successful op emits its event (Events.ts) with the attempt and the time since the claim.
+ *
+ * `signal` aborts, with a `ClaimLost` reason, when the handle learns its claim is gone: a
+ * heartbeat refused (the job was cancelled, or its deadline passed, or another claim took it) or a
+ * heartbeat that failed at the store once the deadline had passed. `work` heartbeats every
+ * remaining time / `workerHeartbeatDivisor`, so a handler hears of a cancel within a third of its
+ * visibility timeout, and of a lapse by its deadline. It never aborts on `stop()` or `close()`:
+ * both wait for every handler, without a time limit.
  *
  * Invariants: a handle never outlives its claim token — a reclaim elsewhere makes every op
  * false; delays and deadlines come from the job's stamps, never the queue handle's options.
  */
+import { Data } from 'effect'
 import { equalJitterDelayMs, retryDelayCapMs } from '../domain/Backoff.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { deadReasonExhausted, type JobState } from '../domain/JobRules.ts'
@@ -22,6 +32,9 @@ import { jobErrorLengthMax, jobErrorStackLengthMax } from '../kernel/Limits.ts'
 import type { ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
 import { secondsToMs } from './QueueOptions.ts'
 import type { AckHook, JobsRuntime } from './Runtime.ts'
+
+/** Why a job's `signal` aborted: its claim is gone, so nothing its handler does can settle it any more. */
+export class ClaimLost extends Data.TaggedError('ClaimLost')<{ readonly id: string; readonly message: string }> {}
 
 /** The error a handler's latest `retry` or `fail` (or throw in `work`) recorded. */
 export interface HandlerError {
@@ -57,6 +70,21 @@ export interface Job<T = JsonValue> {
   readonly diedAt?: number
   /** The latest handler error, pending or dead (a budget death keeps it beside `lastError`). */
   readonly lastHandlerError?: HandlerError
+  /**
+   * The handler errors of its latest attempts, oldest first: one per attempt that recorded one
+   * (`retry`, `fail`, a throw in `work`), at most `jobAttemptErrorsKept` (10). Absent before the first.
+   */
+  readonly attemptErrors?: ReadonlyArray<AttemptErrorInfo>
+  /** The latest value its handler passed to `job.progress`; absent before the first. */
+  readonly progress?: JsonValue
+}
+
+/** One attempt's handler error in `Job.attemptErrors`. */
+export interface AttemptErrorInfo extends HandlerError {
+  /** The attempt (1 for the first claim) whose handler gave it. */
+  readonly attempt: number
+  /** When it was recorded, epoch ms. */
+  readonly at: number
 }
 
 /**
@@ -75,6 +103,14 @@ export interface JobHandle<T = JsonValue> {
   readonly claimToken: string
   /** The claim's current deadline, epoch ms (moved by successful heartbeats). */
   readonly deadline: number
+  /**
+   * Aborts (reason: `ClaimLost`) once the engine learns the claim is gone — the job was
+   * cancelled, its deadline passed, or another claim took it — at a heartbeat (`work` beats every
+   * third of the remaining time). Pass it to `fetch` and friends, or check `signal.aborted`, to
+   * stop work whose result can no longer be acked. Never aborted by `stop()` or `close()`, which
+   * wait for the handler.
+   */
+  readonly signal: AbortSignal
   /** Deletes the job: done. */
   ack(): Promise<boolean>
   /** Resets the deadline to now + `extendS` (default: the job's visibility timeout). A late heartbeat is refused. */
@@ -86,6 +122,12 @@ export interface JobHandle<T = JsonValue> {
   retry(error: unknown, delayS?: number): Promise<boolean>
   /** Dead-letters now with `error` (its message becomes `lastError`; message and stack `lastHandlerError`). */
   fail(error: unknown): Promise<boolean>
+  /**
+   * Stores `value` as the job's progress (a counter, a fraction, a short status: plain JSON of
+   * at most `jobProgressBytesMax`, 4 KiB, as JSON text; `InvalidInput` past it, nothing written),
+   * which `getJob` and the dashboard show. False when the claim is no longer valid.
+   */
+  progress(value: JsonValue): Promise<boolean>
 }
 
 /** The public snapshot of a stored job. */
@@ -111,6 +153,10 @@ export function toJob<T = JsonValue>(record: JobRecord): Job<T> {
     ...(record.lastHandlerError === null
       ? {}
       : { lastHandlerError: { message: record.lastHandlerError, ...(record.lastHandlerStack === null ? {} : { stack: record.lastHandlerStack }) } }),
+    ...(record.attemptErrors.length === 0
+      ? {}
+      : { attemptErrors: record.attemptErrors.map((entry) => ({ attempt: entry.attempt, message: entry.error, ...(entry.stack === null ? {} : { stack: entry.stack }), at: entry.atMs })) }),
+    ...(record.progress === null ? {} : { progress: record.progress }),
   }
 }
 
@@ -186,6 +232,10 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
   const about = { queue: claimed.queue, id: claimed.id, attempt: claimed.attempts }
   events.emit({ type: 'job.started', ...about, maxAttempts: claimed.maxAttempts, lagMs: Math.max(0, claimedAtMs - claimed.runAtMs), at: runtime.now() })
   let deadline = claimed.deadlineMs as number
+  const lost = new AbortController()
+  const abort = (why: string): void => {
+    if (!lost.signal.aborted) lost.abort(new ClaimLost({ id: claimed.id, message: `job ${claimed.id}: ${why}` }))
+  }
   const completed = (nowMs: number): void => events.emit({ type: 'job.completed', ...about, durationMs: nowMs - claimedAtMs, at: nowMs })
   const handle: JobHandle<T> = {
     id: claimed.id,
@@ -198,12 +248,23 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
     get deadline() {
       return deadline
     },
+    signal: lost.signal,
     ack: () => ackAlone(runtime, { ref, completed }),
     async heartbeat(extendS) {
       runtime.refuseIfStoresClosed()
       const extendMs = extendS === undefined ? null : secondsToMs('extendS', extendS, true)
-      const renewed = await jobStore.heartbeat({ ...ref, extendMs, nowMs: runtime.now() })
-      if (renewed === null) return false
+      let renewed: JobRecord | null
+      try {
+        renewed = await jobStore.heartbeat({ ...ref, extendMs, nowMs: runtime.now() })
+      } catch (error) {
+        // The store did not answer; once the deadline has passed the claim is gone either way.
+        if (runtime.now() >= deadline) abort('its claim lapsed (the deadline passed while the store did not answer)')
+        throw error
+      }
+      if (renewed === null) {
+        abort('its claim is gone: the job was cancelled, its deadline passed, or another claim took it')
+        return false
+      }
       deadline = renewed.deadlineMs as number
       driver.notifyDue(deadline, claimed.queue)
       return true
@@ -224,6 +285,10 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
         events.emit({ type: 'job.dead', ...about, durationMs: nowMs - claimedAtMs, reason: deadReasonExhausted, error: text, at: nowMs })
       }
       return outcome !== null
+    },
+    async progress(value) {
+      runtime.refuseIfStoresClosed()
+      return jobStore.setProgress({ ...ref, progress: value, nowMs: runtime.now() })
     },
     async fail(error) {
       runtime.refuseIfStoresClosed()

@@ -1,6 +1,7 @@
 /**
  * QueueAdmin — what an operator asks of one queue: how many jobs are in each state, which ones
- * (keyset pages by id, dead ones with their errors), and bringing a dead job back.
+ * (keyset pages by id, dead ones with their errors), bringing a dead job back, and pausing and
+ * resuming the queue (the store keeps the pause and every claim statement honours it).
  *
  * `retryDead(id)` does what reading a dead job and enqueueing it afresh would, as ONE store
  * operation, so the job is never lost or doubled in between: the dead row moves back to live storage as a fresh pending job with the SAME id —
@@ -53,6 +54,18 @@ export interface QueueAdmin<T = JsonValue> {
    * when no dead job has that id in this queue; `key-taken` when a live job holds its key.
    */
   retryDead(id: string): Promise<RetryDeadResult<T>>
+  /**
+   * Pauses the queue, for every engine on the store: it keeps accepting enqueues, and no engine
+   * claims a job of it from the moment this resolves — the store checks the pause inside every
+   * claim statement, so the bound across processes is one claim statement already in flight.
+   * Handlers already running finish (their acks, retries and heartbeats still apply). True
+   * when the queue was running; pausing a paused queue changes nothing.
+   */
+  pause(): Promise<boolean>
+  /** Ends the pause: its jobs are delivered again at once (the due signal reaches every engine). True when it was paused. */
+  resume(): Promise<boolean>
+  /** Whether the queue is paused now (by any process). */
+  isPaused(): Promise<boolean>
 }
 
 /** Default page size of `list`. */
@@ -105,6 +118,24 @@ export function makeQueueAdmin<T = JsonValue>(runtime: JobsRuntime, name: string
         case 'key-taken':
           return { retried: false, reason: 'key-taken', liveId: outcome.liveId }
       }
+    },
+
+    async pause() {
+      runtime.refuseIfClosed()
+      return jobStore.pauseQueue({ queue: name, nowMs: runtime.now() })
+    },
+
+    async resume() {
+      runtime.refuseIfClosed()
+      const nowMs = runtime.now()
+      const resumed = await jobStore.resumeQueue({ queue: name, nowMs })
+      if (resumed) runtime.announceDue(name, nowMs, true)
+      return resumed
+    },
+
+    async isPaused() {
+      runtime.refuseIfStoresClosed()
+      return (await jobStore.queuePause({ queue: name })) !== null
     },
   }
 }

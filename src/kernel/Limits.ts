@@ -179,6 +179,19 @@ export const jobErrorLengthMax = 10_000
 /** Longest handler stack kept on a job, in characters: the frames that locate a failure, not a log. */
 export const jobErrorStackLengthMax = 8_000
 
+/**
+ * Handler errors a job keeps, one per attempt that recorded one (`retry`, `fail`, a throw in
+ * `work`), the oldest dropped first: enough to see whether a job fails the same way every time or
+ * differently, while a row stays bounded (each entry is capped as the last error is).
+ */
+export const jobAttemptErrorsKept = 10
+
+/**
+ * Bytes of a job's progress value as JSON text: a counter, a fraction, a short status — what a
+ * page shows beside the job, not a log or a result store.
+ */
+export const jobProgressBytesMax = 4_096
+
 /** Jobs one `list` page may return: bounds one statement and one screen of `matchbox jobs list`. */
 export const jobListLimitMax = 1_000
 

@@ -31,6 +31,27 @@ export interface QueueSummary {
   readonly scheduledLater: CappedCount
   /** Creation time of the oldest pending job; null when none is pending. */
   readonly oldestPendingCreatedAtMs: number | null
+  /**
+   * Jobs that died per minute over the last `throughputMinutes` minutes, newest minute first
+   * (index 0 is the minute ending now). Completions are not counted: an acked job is deleted and
+   * the store keeps no trace of it.
+   */
+  readonly diedPerMinute: ReadonlyArray<number>
+  /** True when deaths of the last hour passed the count cap and older minutes are undercounted. */
+  readonly diedCapped: boolean
+}
+
+/** Minutes of history behind the queues page's deaths chart. */
+export const throughputMinutes = 60
+
+/** Buckets death times into `throughputMinutes` minutes ending at `nowMs`, newest first. */
+export function bucketDeaths(diedAtMs: ReadonlyArray<number>, nowMs: number): number[] {
+  const buckets = Array.from({ length: throughputMinutes }, () => 0)
+  for (const died of diedAtMs) {
+    const minute = Math.floor((nowMs - died) / 60_000)
+    if (minute >= 0 && minute < throughputMinutes) buckets[minute] = (buckets[minute] ?? 0) + 1
+  }
+  return buckets
 }
 
 /** An engine's membership row. */
@@ -67,6 +88,8 @@ export interface DashboardReads {
   hosts(params: { readonly limit: number }): Promise<ReadonlyArray<EngineRow>>
   /** Physical queue metadata rows, by namespace, family and partition, at most `limit`. */
   physicalQueues(params: { readonly limit: number }): Promise<ReadonlyArray<PhysicalQueueRow>>
+  /** The paused queues and when each was paused, by name, at most `limit`. */
+  pausedQueues(params: { readonly limit: number }): Promise<ReadonlyArray<{ readonly queue: string; readonly pausedAtMs: number }>>
   /** The ids of up to `limit` dead jobs of `queue`, oldest first. */
   deadIds(params: { readonly queue: string; readonly limit: number }): Promise<ReadonlyArray<string>>
   /** Deletes the dead jobs of `queue` named in `ids`; returns how many were deleted. */
@@ -99,6 +122,7 @@ export function makeContractReads(jobStore: JobStore): DashboardReads {
       return Promise.all(
         counts.map(async (row) => {
           const pending = await allJobs(jobStore, row.queue, 'pending')
+          const died = (await allJobs(jobStore, row.queue, 'dead')).map((job) => job.diedAtMs ?? 0)
           return {
             queue: row.queue,
             pending: capped(row.pending, countCap),
@@ -106,6 +130,8 @@ export function makeContractReads(jobStore: JobStore): DashboardReads {
             dead: capped(row.dead, countCap),
             scheduledLater: capped(pending.filter((job) => job.runAtMs > nowMs).length, countCap),
             oldestPendingCreatedAtMs: pending.length === 0 ? null : Math.min(...pending.map((job) => job.createdAtMs)),
+            diedPerMinute: bucketDeaths(died, nowMs),
+            diedCapped: false,
           }
         }),
       )
@@ -124,6 +150,7 @@ export function makeContractReads(jobStore: JobStore): DashboardReads {
       }
       return found.slice(0, limit)
     },
+    pausedQueues: (params) => jobStore.pausedQueues(params),
     hosts: async () => [],
     physicalQueues: async () => [],
     async deadIds({ queue, limit }) {

@@ -13,7 +13,7 @@ import { assert } from '../../kernel/assert.ts'
 import { type JsonValue, validateJson } from '../../domain/Json.ts'
 import { makeQueueKey, validateName } from '../../domain/QueueKey.ts'
 import { validatePriority } from '../../domain/Task.ts'
-import { ackBatchSizeMax, enqueueBatchBytesMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax } from '../../kernel/Limits.ts'
+import { ackBatchSizeMax, enqueueBatchBytesMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax, jobProgressBytesMax } from '../../kernel/Limits.ts'
 import type { ClaimFence, ClaimRef, JobState, NewJob, SqlClient } from './JobStore.ts'
 
 const durationMsMax = jobDurationSMax * 1000
@@ -57,6 +57,14 @@ export function checkStack(field: string, value: unknown): string | null {
   if (value.length > jobErrorStackLengthMax) throw new InvalidInput({ field, reason: `must be at most ${jobErrorStackLengthMax} characters` })
   if (value.includes('\u0000')) throw new InvalidInput({ field, reason: 'contains a NUL character, which PostgreSQL text cannot store' })
   return value
+}
+
+/** A progress value: plain JSON of at most `jobProgressBytesMax` bytes as JSON text. */
+export function checkProgress(field: string, value: unknown): JsonValue {
+  const progress = validateJson(field, value)
+  const bytes = Buffer.byteLength(JSON.stringify(progress), 'utf8')
+  if (bytes > jobProgressBytesMax) throw new InvalidInput({ field, reason: `must be at most ${jobProgressBytesMax} bytes as JSON (it is ${bytes})` })
+  return progress
 }
 
 /** A job key: null, or a name (non-empty, at most 1000 UTF-8 bytes, no control characters). */

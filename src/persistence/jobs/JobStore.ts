@@ -37,7 +37,13 @@
  * Handler errors: every `retry` and `fail` records the caller's error text and stack as
  * `lastHandlerError`/`lastHandlerStack` on the row — while it waits for its next attempt and
  * after it is dead — whereas `lastError` stays dead-only and may be the contract's
- * "max attempts exceeded" or "expired".
+ * "max attempts exceeded" or "expired". Each also appends it, with its attempt number and time,
+ * to `attemptErrors`, which keeps the last `jobAttemptErrorsKept` (oldest dropped first) and
+ * survives death and `retryDead`. An attempt whose claim lapsed records nothing: no handler said why.
+ *
+ * Progress: `setProgress`, under the validity predicate, stores a small JSON value on the job
+ * (at most `jobProgressBytesMax` bytes as JSON), which every read returns until the next one;
+ * it is kept when the job dies and cleared by `retryDead`.
  *
  * Claim fences: a claim the owner of a job queue partition makes (`claim`, `claimMany`,
  * `claimDue`, `ackAndClaimDue`, `enqueue` with a claim token) may carry that partition's range
@@ -46,6 +52,16 @@
  * riding ack, no insert), exactly as the Matching Store refuses a stale append — in one
  * statement on SQL, across connections. A physical queue never acquired refuses every fence.
  * Without a fence a call claims as it always did (a producer's enqueue owns nothing).
+ *
+ * Paused queues: while `queue` is paused (`pauseQueue` until `resumeQueue`) no claim of the
+ * store claims a job of it — `claim` and `claimMany` answer `obsolete` ('paused') for a job they
+ * would have claimed, `claimDue` and `ackAndClaimDue` claim nothing (their acks still apply), a
+ * claimed `enqueue` inserts the job pending — and the due-time operations (`takeDue`,
+ * `nextDueMs`, `dueQueues`, `deliverableCount`) see none of its rows, so nothing delivers it.
+ * Enqueues, acks, heartbeats, retries, fails and cancels go on as before: handlers already
+ * running finish. The check is inside each claim's own statement (SQL: a row of
+ * `queue_pauses`), so the bound across processes is one claim statement: a claim that begins
+ * after `pauseQueue` resolved claims nothing of the queue, whichever connection runs it.
  *
  * Time: every operation takes `nowMs` from the caller (whole epoch ms); no store reads a clock.
  * Length: past 400 lines because the contract is one interface, each operation with the doc
@@ -86,6 +102,16 @@ export interface NewJob extends JobStamps {
   readonly key?: string | null
 }
 
+/** One attempt's handler error, as `retry` or `fail` recorded it. */
+export interface AttemptError {
+  /** The attempt (1 for the first claim) whose handler gave it. */
+  readonly attempt: number
+  readonly error: string
+  readonly stack: string | null
+  /** When it was recorded, epoch ms. */
+  readonly atMs: number
+}
+
 /** A job as stored. Claim fields are non-null exactly while processing; dead fields exactly when dead. */
 export interface JobRecord extends NewJob {
   readonly state: JobState
@@ -106,6 +132,10 @@ export interface JobRecord extends NewJob {
   readonly lastHandlerError: string | null
   /** The stack recorded with `lastHandlerError`, if the caller gave one. */
   readonly lastHandlerStack: string | null
+  /** The handler errors of the latest attempts that recorded one, oldest first (see the file header). */
+  readonly attemptErrors: ReadonlyArray<AttemptError>
+  /** The latest progress value a handler stored; null before the first. */
+  readonly progress: JsonValue | null
 }
 
 /**
@@ -123,7 +153,7 @@ export function insertedJobRecord(job: NewJob, nowMs: number, claimToken: string
     maxAttempts: job.maxAttempts, visibilityTimeoutMs: job.visibilityTimeoutMs, backoffBaseMs: job.backoffBaseMs, deadLetterRetentionMs: job.deadLetterRetentionMs,
     createdAtMs: nowMs, runAtMs: job.runAtMs, claimedAtMs: claimed ? nowMs : null, expiresAtMs: job.expiresAtMs,
     claimToken, deadlineMs: claimed ? nowMs + job.visibilityTimeoutMs : null, key: job.key ?? null,
-    lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null,
+    lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null, attemptErrors: [], progress: null,
   }
 }
 
@@ -146,7 +176,7 @@ export type RetryDeadOutcome =
 export type ClaimOutcome =
   | { readonly kind: 'claimed'; readonly job: JobRecord }
   | { readonly kind: 'already-started' }
-  | { readonly kind: 'obsolete'; readonly reason: 'missing' | 'dead' | 'not-due' | 'expired' | 'exhausted' }
+  | { readonly kind: 'obsolete'; readonly reason: 'missing' | 'dead' | 'not-due' | 'expired' | 'exhausted' | 'paused' }
 
 /** What `retry` did; null when the predicate failed. */
 export type RetryOutcome = { readonly kind: 'retried'; readonly runAtMs: number } | { readonly kind: 'dead' }
@@ -282,6 +312,9 @@ export interface JobStore {
    * reached the budget — dead with "max attempts exceeded". Null when invalid.
    */
   retry(params: ClaimRef & { readonly error: string; readonly stack?: string | null; readonly delayMs: number; readonly nowMs: number }): Promise<RetryOutcome | null>
+
+  /** With a valid claim: stores `progress` (validated JSON, at most `jobProgressBytesMax` bytes) on the job. False when invalid. */
+  setProgress(params: ClaimRef & { readonly progress: JsonValue; readonly nowMs: number }): Promise<boolean>
 
   /** With a valid claim: dead at once with `error` (as both `lastError` and `lastHandlerError`). */
   fail(params: ClaimRef & { readonly error: string; readonly stack?: string | null; readonly nowMs: number }): Promise<boolean>
@@ -426,6 +459,26 @@ export interface JobStore {
     readonly jobs: ReadonlyArray<NewJob>
     readonly nowMs: number
   }): Promise<'fired' | 'fenced' | 'conflict'>
+
+  /**
+   * Pauses `queue` as of `nowMs` (see the file header for what a pause stops and what it does
+   * not). True when it was not paused; pausing a paused queue changes nothing (false). A queue
+   * need not have jobs to be paused.
+   */
+  pauseQueue(params: { readonly queue: string; readonly nowMs: number }): Promise<boolean>
+
+  /**
+   * Ends the pause of `queue`. Its pending rows whose task went to Matching (due null) become due
+   * at `nowMs` again — a task that reached a claim during the pause was answered `obsolete` and
+   * dropped — and the SQL stores raise the queue's due signal. True when it was paused.
+   */
+  resumeQueue(params: { readonly queue: string; readonly nowMs: number }): Promise<boolean>
+
+  /** When `queue` was paused, or null when it is not paused. */
+  queuePause(params: { readonly queue: string }): Promise<{ readonly pausedAtMs: number } | null>
+
+  /** The paused queues, by name, at most `limit`. */
+  pausedQueues(params: { readonly limit: number }): Promise<ReadonlyArray<{ readonly queue: string; readonly pausedAtMs: number }>>
 
   /** Releases what the store opened (a shared driver is closed by its owner; closing twice is harmless). */
   close(): Promise<void>

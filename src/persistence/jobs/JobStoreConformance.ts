@@ -14,7 +14,9 @@
  * - conformance/JobEnqueueManyConformance.ts — enqueueMany, all or nothing, keys as enqueue keeps them;
  * - conformance/JobInputConformance.ts — the same InvalidInput for the same bad input;
  * - conformance/JobFenceConformance.ts — claims fenced by a physical queue's range;
- * - conformance/JobReleaseConformance.ts — release: a claim given back, the job in its place again.
+ * - conformance/JobReleaseConformance.ts — release: a claim given back, the job in its place again;
+ * - conformance/JobPauseConformance.ts — paused queues: nothing claimed, resumed due again;
+ * - conformance/JobHistoryConformance.ts — every attempt's error (bounded) and the progress value.
  *
  * The suite opens one job store — with the Matching store beside it, whose acquires move the
  * ranges claims are fenced by — through the binding's `open` before its tests and closes it after;
@@ -36,6 +38,8 @@ import { describeJobRulesConformance } from './conformance/JobRulesConformance.t
 import { describeJobScheduleConformance } from './conformance/JobScheduleConformance.ts'
 import { describeJobFenceConformance } from './conformance/JobFenceConformance.ts'
 import { describeJobReleaseConformance } from './conformance/JobReleaseConformance.ts'
+import { describeJobPauseConformance } from './conformance/JobPauseConformance.ts'
+import { describeJobHistoryConformance } from './conformance/JobHistoryConformance.ts'
 import type { Store } from '../queues/Store.ts'
 import type { JobStore } from './JobStore.ts'
 
@@ -80,6 +84,8 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
     describeJobBatchConformance(fixture)
     describeJobEnqueueManyConformance(fixture)
     describeJobInputConformance(fixture)
+    describeJobPauseConformance(fixture)
+    describeJobHistoryConformance(fixture)
     describeJobFenceConformance(fixture)
     describeJobReleaseConformance(fixture)
   })

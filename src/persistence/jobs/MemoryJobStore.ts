@@ -3,7 +3,8 @@
  * simulator's fast mode and `open({ store: 'memory' })`.
  *
  * Owns: live rows (pending, processing) and dead rows in two maps, as the SQL store keeps two
- * tables (schedules and leases live in MemoryJobSchedules.ts, the admin reads in MemoryJobAdmin.ts). Every operation validates first
+ * tables (schedules and leases live in MemoryJobSchedules.ts, the admin reads in MemoryJobAdmin.ts,
+ * the pause operations in MemoryJobPauses.ts over the map of paused queues every claim here reads). Every operation validates first
  * (JobInput.ts), then runs to completion synchronously inside its promise, so each one is atomic
  * as the SQL statements are.
  *
@@ -24,6 +25,7 @@
 import { InvalidInput } from '../../domain/errors.ts'
 import { claimRefusal, deadReasonExhausted, isClaimable, isExhausted, isExpired, isOutOfAttempts, isRetentionOver, isValidClaim, sweptDeath } from '../../domain/JobRules.ts'
 import { assert } from '../../kernel/assert.ts'
+import { jobAttemptErrorsKept } from '../../kernel/Limits.ts'
 import {
   checkClaimRef,
   checkClaims,
@@ -35,6 +37,7 @@ import {
   checkJobRef,
   checkName,
   checkNewJobs,
+  checkProgress,
   checkQueues,
   checkTokens,
   checkStack,
@@ -42,8 +45,9 @@ import {
 } from './JobInput.ts'
 import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.ts'
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
+import { makeMemoryJobPauses } from './MemoryJobPauses.ts'
 import { makeMemorySchedules } from './MemoryJobSchedules.ts'
-import { type ClaimOutcome, type DueJob, insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
+import { type AttemptError, type ClaimOutcome, type DueJob, insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
 
 interface LiveRow {
   job: JobRecord
@@ -55,6 +59,10 @@ interface LiveRow {
 }
 
 const copy = <T>(value: T): T => structuredClone(value)
+
+// `job`'s attempt history with this attempt's error appended, the oldest dropped past the bound.
+const withAttemptError = (job: JobRecord, error: string, stack: string | null, atMs: number): ReadonlyArray<AttemptError> =>
+  [...job.attemptErrors, { attempt: job.attempts, error, stack, atMs }].slice(-jobAttemptErrorsKept)
 
 /** What a memory job store is composed with. */
 export interface MemoryJobStoreOptions {
@@ -70,6 +78,8 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
   const holdFence = makeMemoryFenceCheck(options.queueRanges)
   const live = new Map<string, LiveRow>()
   const dead = new Map<string, JobRecord>()
+  // Paused queues and when each was paused (JobStore.ts's "Paused queues").
+  const paused = new Map<string, number>()
   let readySeq = 0
 
   const bury = (row: LiveRow, lastError: string, diedAtMs: number): void => {
@@ -118,12 +128,14 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     const row = live.get(id)
     if (row === undefined) return { kind: 'obsolete', reason: dead.has(id) ? 'dead' : 'missing' }
     const job = row.job
-    if (isClaimable(job, nowMs)) return { kind: 'claimed', job: copy(claimRow(row, claimToken, nowMs)) }
+    const isPaused = paused.has(job.queue)
+    if (isClaimable(job, nowMs)) return isPaused ? { kind: 'obsolete', reason: 'paused' } : { kind: 'claimed', job: copy(claimRow(row, claimToken, nowMs)) }
     if (isExhausted(job, nowMs)) {
       bury(row, deadReasonExhausted, job.deadlineMs as number)
       return { kind: 'obsolete', reason: 'exhausted' }
     }
     const refusal = claimRefusal(job, nowMs)
+    if (refusal === 'not-due' && isPaused) return { kind: 'obsolete', reason: 'paused' }
     return refusal === 'already-started' ? { kind: refusal } : { kind: 'obsolete', reason: refusal }
   }
 
@@ -156,6 +168,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
 
   // `claimDue` after validation.
   const claimDueRows = (queue: string, nowMs: number, tokens: ReadonlyArray<string>): JobRecord[] => {
+    if (paused.has(queue)) return []
     // A claimable job whose task is with Matching comes first, through Matching.
     for (const row of live.values()) if (row.job.queue === queue && row.dueMs === null && isClaimable(row.job, nowMs)) return []
     const due = [...live.values()]
@@ -187,8 +200,8 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const { job, nowMs, claimToken, fence } = checkEnqueue(params)
       holdFence(fence)
       const record = insert(job, nowMs)
-      // Inserted claimed (not a key's holder): as `claim` leaves a row.
-      return claimToken === null || record.id !== job.id ? record : copy(claimRow(live.get(job.id) as LiveRow, claimToken, nowMs))
+      // Inserted claimed (not a key's holder, not in a paused queue): as `claim` leaves a row.
+      return claimToken === null || record.id !== job.id || paused.has(job.queue) ? record : copy(claimRow(live.get(job.id) as LiveRow, claimToken, nowMs))
     },
 
     async getJob(params) {
@@ -255,7 +268,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const nowMs = checkTime('nowMs', params.nowMs)
       const row = validRow(id, claimToken, nowMs)
       if (row === undefined) return null
-      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack }
+      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack, attemptErrors: withAttemptError(row.job, error, stack, nowMs) }
       if (isOutOfAttempts(row.job)) {
         bury(row, deadReasonExhausted, nowMs)
         return { kind: 'dead' }
@@ -268,6 +281,16 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       return { kind: 'retried', runAtMs }
     },
 
+    async setProgress(params) {
+      const { id, claimToken } = checkClaimRef(params)
+      const nowMs = checkTime('nowMs', params.nowMs)
+      const progress = checkProgress('progress', params.progress)
+      const row = validRow(id, claimToken, nowMs)
+      if (row === undefined) return false
+      row.job = { ...row.job, progress: copy(progress) }
+      return true
+    },
+
     async fail(params) {
       const { id, claimToken } = checkClaimRef(params)
       const error = checkError('error', params.error)
@@ -275,7 +298,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const nowMs = checkTime('nowMs', params.nowMs)
       const row = validRow(id, claimToken, nowMs)
       if (row === undefined) return false
-      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack }
+      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack, attemptErrors: withAttemptError(row.job, error, stack, nowMs) }
       bury(row, error, nowMs)
       return true
     },
@@ -321,6 +344,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         expiresAtMs: job.expiresAtMs !== null && job.expiresAtMs > nowMs ? job.expiresAtMs : null,
         lastError: null,
         diedAtMs: null,
+        progress: null,
       }
       live.set(id, { job: revived, dueMs: nowMs, readySeq: ++readySeq, revision: 1 })
       return { kind: 'retried', job: copy(revived) }
@@ -358,7 +382,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         if (inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && isExhausted(row.job, nowMs)) bury(row, deadReasonExhausted, row.job.deadlineMs as number)
       }
       const due = [...live.values()]
-        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs))
+        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue))
         .sort(claimOrder)
         .slice(0, limit)
       return due.map((row): DueJob => {
@@ -407,7 +431,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const queues = checkQueues(params.queues)
       let next: number | null = null
       for (const row of live.values()) {
-        if (row.dueMs === null || row.dueMs <= nowMs || isExpired(row.job, nowMs) || (queues !== null && !queues.includes(row.job.queue))) continue
+        if (row.dueMs === null || row.dueMs <= nowMs || isExpired(row.job, nowMs) || paused.has(row.job.queue) || (queues !== null && !queues.includes(row.job.queue))) continue
         if (next === null || row.dueMs < next) next = row.dueMs
       }
       return next
@@ -418,7 +442,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const limit = checkCount('limit', params.limit, 1, 10_000)
       const earliest = new Map<string, number>()
       for (const row of live.values()) {
-        if (row.dueMs === null || isExpired(row.job, nowMs)) continue
+        if (row.dueMs === null || isExpired(row.job, nowMs) || paused.has(row.job.queue)) continue
         const known = earliest.get(row.job.queue)
         if (known === undefined || row.dueMs < known) earliest.set(row.job.queue, row.dueMs)
       }
@@ -433,6 +457,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const nowMs = checkTime('nowMs', params.nowMs)
       const limit = checkCount('limit', params.limit, 1, 10_000)
       let count = 0
+      if (paused.has(queue)) return 0
       for (const row of live.values()) {
         if (count >= limit) break
         if (row.job.queue === queue && row.dueMs === null && isClaimable(row.job, nowMs)) count++
@@ -440,6 +465,14 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       return count
     },
 
+    ...makeMemoryJobPauses(paused, (queue, nowMs) => {
+      for (const row of live.values()) {
+        if (row.job.queue === queue && row.job.state === 'pending' && row.dueMs === null) {
+          row.dueMs = nowMs
+          row.revision++
+        }
+      }
+    }),
     ...makeMemorySchedules(insert),
     ...makeMemoryJobAdmin(() => [...live.values()].map((row) => row.job), () => dead.values()),
 

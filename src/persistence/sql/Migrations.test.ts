@@ -146,6 +146,23 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect(await jobs.getJob({ queue: 'emails', id: 'job-keyed' })).toMatchObject({ state: 'pending', attempts: 1 })
     },
   },
+  7: {
+    // New tables and columns only: rows written before them read with no pause, no attempt
+    // history and no progress, and a queue with such rows pauses and resumes.
+    async seed(driver, schema) {
+      await dataAtVersion[6]?.seed(driver, schema)
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[6]?.verify(store, membership, jobs)
+      expect(await jobs.getJob({ queue: 'emails', id: 'job-dead-keyed' })).toMatchObject({ attemptErrors: [], progress: null })
+      expect(await jobs.queuePause({ queue: 'emails' })).toBeNull()
+      expect(await jobs.pauseQueue({ queue: 'emails', nowMs: 300 })).toBe(true)
+      const job = { id: 'job-paused', queue: 'emails', payload: 5, priority: 0, runAtMs: 300, expiresAtMs: null, maxAttempts: 3, visibilityTimeoutMs: 1_000, backoffBaseMs: 0, deadLetterRetentionMs: null }
+      await jobs.enqueue({ job, nowMs: 300 })
+      expect(await jobs.claim({ id: 'job-paused', claimToken: 't3', nowMs: 300 })).toEqual({ kind: 'obsolete', reason: 'paused' })
+      expect(await jobs.resumeQueue({ queue: 'emails', nowMs: 300 })).toBe(true)
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {

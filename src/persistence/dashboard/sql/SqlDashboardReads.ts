@@ -8,7 +8,8 @@
  * - counts: `count(*)` of an index range cut off at the cap (`LIMIT cap + 1`), so "10,000+" is
  *   the most a count ever reads; scheduled-later walks the claim-head index per priority level;
  * - a jobs page: the `(queue, state, id)` index backwards from a keyset bound, newest first;
- * - search: the primary keys (id) and the live-key index (key).
+ * - search: the primary keys (id) and the key indexes of both tables;
+ * - deaths per minute of the last hour: `(queue, died_at_ms)` backwards, cut off at the cap.
  *
  * Invariants: parameterized SQL only (the quoted schema is the only interpolated text); rows are
  * decoded with the job store's decoder, which asserts their shape; failures are store errors.
@@ -20,8 +21,9 @@ import { makeSqlSession } from '../../sql/SqlSession.ts'
 import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
 import { checkListLimit, checkName, checkState } from '../../jobs/JobInput.ts'
 import { decodeJob } from '../../jobs/sql/jobRows.ts'
+import { pausedQueuesSql } from '../../jobs/sql/pauseSql.ts'
 import { deadRecord, liveRecord } from '../../jobs/sql/jobSql.ts'
-import type { CappedCount, DashboardReads } from '../DashboardReads.ts'
+import { bucketDeaths, type CappedCount, type DashboardReads, throughputMinutes } from '../DashboardReads.ts'
 
 type Row = Record<string, unknown>
 
@@ -47,6 +49,10 @@ SELECT q.queue,
   ${capCount(`${s}.jobs WHERE queue = q.queue AND priority = ANY(${priorities}) AND due_ms > $3::bigint AND state = 'pending' AND run_at_ms > $3::bigint`)} AS later,
   (SELECT created_at_ms FROM ${s}.jobs WHERE queue = q.queue AND state = 'pending' ORDER BY id LIMIT 1) AS oldest
 FROM unnest($1::text[]) AS q(queue) ORDER BY q.queue`,
+    // The newest deaths of the last hour per queue, at most the cap each, off (queue, died_at_ms).
+    deaths: `SELECT q.queue, d.died_at_ms FROM unnest($1::text[]) AS q(queue)
+CROSS JOIN LATERAL (SELECT died_at_ms FROM ${s}.dead_jobs WHERE queue = q.queue AND died_at_ms > $2::bigint - ${throughputMinutes * 60_000} AND died_at_ms <= $2::bigint
+  ORDER BY died_at_ms DESC LIMIT $3::integer + 1) AS d`,
     liveFirst: `SELECT ${liveRecord} FROM ${s}.jobs WHERE queue = $1::text AND state = $2::text ORDER BY id DESC LIMIT $3::integer`,
     liveBefore: `SELECT ${liveRecord} FROM ${s}.jobs WHERE queue = $1::text AND state = $2::text AND id < $4::text ORDER BY id DESC LIMIT $3::integer`,
     deadFirst: `SELECT ${deadRecord} FROM ${s}.dead_jobs WHERE queue = $1::text ORDER BY id DESC LIMIT $2::integer`,
@@ -57,6 +63,7 @@ UNION ALL (SELECT ${deadRecord} FROM ${s}.dead_jobs WHERE queue = $2::text AND j
     hosts: `SELECT host_id, last_seen_ms, expires_at_ms FROM ${s}.membership_hosts ORDER BY host_id LIMIT $1::integer`,
     physicalQueues: `SELECT queue_key, namespace, family, task_type, partition, version, range_id, last_task_id, updated_at_ms FROM ${s}.task_queues
 ORDER BY namespace, family, partition, queue_key LIMIT $1::integer`,
+    pausedQueues: pausedQueuesSql(schema),
     deadIds: `SELECT id FROM ${s}.dead_jobs WHERE queue = $1::text ORDER BY id LIMIT $2::integer`,
     deleteDead: `WITH deleted AS (DELETE FROM ${s}.dead_jobs WHERE queue = $1::text AND id = ANY($2::text[]) RETURNING 1) SELECT count(*) AS deleted FROM deleted`,
   }
@@ -80,6 +87,12 @@ export function makeSqlDashboardReads(driver: Driver, schema: Schema): Dashboard
       const names = (await read('dashboard.queues', sql.queueNames, [limit])).map((row) => row.queue as string)
       if (names.length === 0) return []
       const rows = await read('dashboard.queues', sql.queueCounts, [names, countCap, params.nowMs])
+      const deaths = new Map<string, number[]>()
+      for (const row of await read('dashboard.queues', sql.deaths, [names, params.nowMs, countCap])) {
+        const list = deaths.get(row.queue as string) ?? []
+        list.push(toSafeInteger(row.died_at_ms, 'died_at_ms'))
+        deaths.set(row.queue as string, list)
+      }
       return rows.map((row) => ({
         queue: row.queue as string,
         pending: cappedOf(row.pending, 'pending', countCap),
@@ -87,6 +100,8 @@ export function makeSqlDashboardReads(driver: Driver, schema: Schema): Dashboard
         dead: cappedOf(row.dead, 'dead', countCap),
         scheduledLater: cappedOf(row.later, 'later', countCap),
         oldestPendingCreatedAtMs: row.oldest === null ? null : toSafeInteger(row.oldest, 'oldest'),
+        diedPerMinute: bucketDeaths(deaths.get(row.queue as string)?.slice(0, countCap) ?? [], params.nowMs),
+        diedCapped: (deaths.get(row.queue as string)?.length ?? 0) > countCap,
       }))
     },
     async jobsPage(params) {
@@ -129,6 +144,11 @@ export function makeSqlDashboardReads(driver: Driver, schema: Schema): Dashboard
         lastTaskId: toSafeInteger(row.last_task_id, 'last_task_id'),
         updatedAtMs: toSafeInteger(row.updated_at_ms, 'updated_at_ms'),
       }))
+    },
+    async pausedQueues(params) {
+      const limit = validated('dashboard.pausedQueues', () => checkListLimit('limit', params.limit))
+      const rows = await read('dashboard.pausedQueues', sql.pausedQueues, [limit])
+      return rows.map((row) => ({ queue: row.queue as string, pausedAtMs: toSafeInteger(row.paused_at_ms, 'paused_at_ms') }))
     },
     async deadIds(params) {
       const { queue, limit } = validated('dashboard.deadIds', () => ({ queue: checkName('queue', params.queue), limit: checkListLimit('limit', params.limit) }))

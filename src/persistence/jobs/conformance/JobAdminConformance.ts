@@ -95,6 +95,7 @@ export function describeJobAdminConformance(fixture: JobFixture): void {
         diedAtMs: null,
         lastHandlerError: 'boom',
         lastHandlerStack: null,
+        attemptErrors: [{ attempt: 1, error: 'boom', stack: null, atMs: 2_000 }],
       }
       expect(outcome).toEqual({ kind: 'retried', job: revived })
       expect(await store().getJob({ queue, id: job.id })).toEqual(revived)

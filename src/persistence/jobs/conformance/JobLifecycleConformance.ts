@@ -57,6 +57,8 @@ export function describeJobLifecycleConformance(fixture: JobFixture): void {
         diedAtMs: null,
         lastHandlerError: null,
         lastHandlerStack: null,
+        attemptErrors: [],
+        progress: null,
       }
       expect(stored).toEqual(expected)
       expect(await store().getJob({ queue, id: job.id })).toEqual(expected)
@@ -158,6 +160,7 @@ export function describeJobLifecycleConformance(fixture: JobFixture): void {
         deadlineMs: null,
         lastHandlerError: 'boom',
         lastHandlerStack: 'Error: boom\n    at f',
+        attemptErrors: [{ attempt: 1, error: 'boom', stack: 'Error: boom\n    at f', atMs: 2_000 }],
       })
       expect(await store().claim({ id: job.id, claimToken: 't2', nowMs: 5_999 })).toEqual({ kind: 'obsolete', reason: 'not-due' })
       expect(await store().claim({ id: job.id, claimToken: 't2', nowMs: 6_000 })).toMatchObject({ kind: 'claimed', job: { attempts: 2, lastHandlerError: 'boom' } })
@@ -198,6 +201,7 @@ export function describeJobLifecycleConformance(fixture: JobFixture): void {
         diedAtMs: 1_500,
         lastHandlerError: 'bad input ✗',
         lastHandlerStack: 'at g',
+        attemptErrors: [{ attempt: 1, error: 'bad input ✗', stack: 'at g', atMs: 1_500 }],
       })
       expect(await store().claim({ id: job.id, claimToken: 'again', nowMs: 2_000 })).toEqual({ kind: 'obsolete', reason: 'dead' })
       expect(await store().cancel({ queue, id: job.id })).toBe(false)

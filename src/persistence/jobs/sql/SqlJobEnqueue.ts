@@ -98,7 +98,9 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
           inserted(1)
           // A claimed job goes to a handler, which gets a payload of its own (parsed from the text
           // sent); a pending job's answer is read for its id and times only.
-          return insertedJobRecord(job, nowMs, claimToken, claimToken === null ? job.payload : JSON.parse(values[enqueuePayloadParam] as string))
+          // A paused queue's job is inserted pending even when a claim token came with it.
+          const claimedWith = row.was_claimed === true ? claimToken : null
+          return insertedJobRecord(job, nowMs, claimedWith, claimedWith === null ? job.payload : JSON.parse(values[enqueuePayloadParam] as string))
         }
         // The key's holder, read on the same connection (the caller's transaction, if any).
         const [holder] = row === undefined ? [] : await runOn(tx, 'enqueue', sql.getJob, [row.id, job.queue])

@@ -10,7 +10,7 @@
  * mapping failures into the catalogue exactly as the Matching Store does (`toStoreError`).
  *
  * The inserts (`enqueue`, `enqueueMany`, with or without the caller's transaction) live in
- * SqlJobEnqueue.ts; the statements whose text depends on the call's shape, in jobTexts.ts.
+ * SqlJobEnqueue.ts; pausing and resuming queues in SqlJobPauses.ts; the statements whose text depends on the call's shape, in jobTexts.ts.
  *
  * A fenced claim runs its statement's fenced form (claimFenceSql.ts says how one statement holds
  * the range); a statement answering no row at all was refused, and becomes `OwnershipLost`.
@@ -43,6 +43,7 @@ import {
   checkJobRef,
   checkName,
   checkNewJob,
+  checkProgress,
   checkQueues,
   checkTokens,
   checkStack,
@@ -57,6 +58,7 @@ import * as jobSql from './jobSql.ts'
 import { makeJobTexts } from './jobTexts.ts'
 import { makeSqlJobAdmin } from './SqlJobAdmin.ts'
 import { insertMany, makeSqlJobEnqueue } from './SqlJobEnqueue.ts'
+import { makeSqlJobPauses } from './SqlJobPauses.ts'
 import * as scheduleSql from './scheduleSql.ts'
 
 type Row = Record<string, unknown>
@@ -77,6 +79,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     heartbeat: jobSql.heartbeatSql(schema),
     ack: jobSql.ackSql(schema),
     release: jobSql.releaseSql(schema),
+    setProgress: jobSql.setProgressSql(schema),
     retry: jobSql.retrySql(schema),
     fail: jobSql.failSql(schema),
     cancel: jobSql.cancelSql(schema),
@@ -110,6 +113,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     kind: driver.kind,
 
     ...makeSqlJobEnqueue(schema, session, dueChannel),
+    ...makeSqlJobPauses(schema, session, dueChannel),
 
     async getJob(params) {
       const { queue, id } = validated('getJob', () => checkJobRef(params))
@@ -138,6 +142,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         { state: found.state as JobState, deadlineMs: nullableInteger(found.deadline_ms, 'deadline_ms'), expiresAtMs: nullableInteger(found.expires_at_ms, 'expires_at_ms') },
         nowMs,
       )
+      if (refusal === 'not-due' && found.paused === true) return { kind: 'obsolete', reason: 'paused' }
       return refusal === 'already-started' ? { kind: refusal } : { kind: 'obsolete', reason: refusal }
     },
 
@@ -154,6 +159,11 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     async ack(params) {
       const { id, claimToken, nowMs } = validated('ack', () => ({ ...checkClaimRef(params), nowMs: checkTime('nowMs', params.nowMs) }))
       return (await write('ack', sql.ack, [id, claimToken, nowMs])).length === 1
+    },
+
+    async setProgress(params) {
+      const { id, claimToken, nowMs, progress } = validated('setProgress', () => ({ ...checkClaimRef(params), nowMs: checkTime('nowMs', params.nowMs), progress: checkProgress('progress', params.progress) }))
+      return (await write('setProgress', sql.setProgress, [id, claimToken, nowMs, JSON.stringify(progress)])).length === 1
     },
 
     async claimMany(params) {

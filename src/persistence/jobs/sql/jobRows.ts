@@ -6,7 +6,7 @@
  */
 import { assert } from '../../../kernel/assert.ts'
 import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
-import type { EnqueuedJob, JobRecord, JobState, NewJob, ScheduleRecord } from '../JobStore.ts'
+import type { AttemptError, EnqueuedJob, JobRecord, JobState, NewJob, ScheduleRecord } from '../JobStore.ts'
 
 type Row = Record<string, unknown>
 
@@ -14,6 +14,17 @@ type Row = Record<string, unknown>
 export const nullableInteger = (value: unknown, what: string): number | null => (value === null || value === undefined ? null : toSafeInteger(value, what))
 
 const nullableText = (value: unknown): string | null => (value as string | null | undefined) ?? null
+
+// The attempt history as stored (a jsonb array, or null on rows from before it was kept).
+function decodeAttemptErrors(value: unknown, id: string): ReadonlyArray<AttemptError> {
+  if (value === null || value === undefined) return []
+  const entries = typeof value === 'string' ? (JSON.parse(value) as unknown) : value
+  assert(Array.isArray(entries), () => `job ${id}: attempt_errors is not an array`)
+  return entries.map((entry: Record<string, unknown>) => {
+    assert(typeof entry.error === 'string' && typeof entry.attempt === 'number' && typeof entry.atMs === 'number', () => `job ${id}: an attempt error of the wrong shape`)
+    return { attempt: entry.attempt, error: entry.error, stack: typeof entry.stack === 'string' ? entry.stack : null, atMs: entry.atMs }
+  })
+}
 
 /** Decodes a job row (live or dead); asserts the contract's shape invariants. */
 export function decodeJob(row: Row): JobRecord {
@@ -41,6 +52,8 @@ export function decodeJob(row: Row): JobRecord {
     diedAtMs: nullableInteger(row.died_at_ms, 'died_at_ms'),
     lastHandlerError: nullableText(row.last_handler_error),
     lastHandlerStack: nullableText(row.last_handler_stack),
+    attemptErrors: decodeAttemptErrors(row.attempt_errors, row.id as string),
+    progress: row.progress === undefined ? null : (row.progress as never),
   }
   assert(typeof job.id === 'string' && typeof job.queue === 'string', 'job id or queue is not text')
   // Every claim decodes a row: the messages are built only for one that breaks an invariant.

@@ -17,20 +17,23 @@
  * - exhausted (`isExhausted`): processing, `deadline_ms <= $now`, `attempts >= max_attempts`,
  *   and not expired by its deadline — it died at its deadline as `deadReasonExhausted`;
  * - expired (`isExpired`): `expires_at_ms <= $now`; retention over (`isRetentionOver`):
- *   `died_at_ms + dead_letter_retention_ms <= $now`.
+ *   `died_at_ms + dead_letter_retention_ms <= $now`;
+ * - paused (pauseSql.ts's `notPaused`): every claim and due-time read of a queue carries it.
  *
- * Length: past 400 lines (about 590) because every job statement stays in one file, next to the
+ * Length: past 400 lines (about 620) because every job statement stays in one file, next to the
  * one spelling of each rule above, so a reviewer checks the predicates in one place; a claim's
  * fenced form is a flag of the same builder, so the two forms cannot drift apart. Most of the
  * length is the statements' own doc comments, which give each one's parameters and why it is
  * shaped as it is.
  */
+import { jobAttemptErrorsKept } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
+import { notPaused } from './pauseSql.ts'
 
 /** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
 const liveColumns =
-  'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, claim_token, deadline_ms, job_key, last_handler_error, last_handler_stack'
+  'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, claim_token, deadline_ms, job_key, last_handler_error, last_handler_stack, attempt_errors, progress'
 
 /** A live row as a job record: its columns and null dead-only ones. */
 export const liveRecord = `${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
@@ -38,13 +41,22 @@ export const liveRecord = `${liveColumns}, NULL::text AS last_error, NULL::bigin
 /** A dead_jobs row as a job record, in the order of `liveRecord`. */
 export const deadRecord = `id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
        created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, NULL::text AS claim_token, NULL::bigint AS deadline_ms, job_key, last_handler_error, last_handler_stack,
-       last_error, died_at_ms`
+       attempt_errors, progress, last_error, died_at_ms`
 
 const deadInsertColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, last_error, died_at_ms, last_handler_error, last_handler_stack'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, last_error, died_at_ms, last_handler_error, last_handler_stack, attempt_errors'
 
 const movedColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress'
+
+/**
+ * The row's `attempt_errors` (`column`) with one more entry — this attempt's error `error` and
+ * `stack`, recorded at `now` — keeping the last `jobAttemptErrorsKept`: entries are added one at
+ * a time, so dropping the oldest of a full array keeps the bound.
+ */
+const withAttemptError = (column: string, error: string, stack: string, now: string): string =>
+  `(CASE WHEN jsonb_array_length(COALESCE(${column}, '[]'::jsonb)) >= ${jobAttemptErrorsKept} THEN ${column} - 0 ELSE COALESCE(${column}, '[]'::jsonb) END)
+    || jsonb_build_array(jsonb_build_object('attempt', attempts, 'error', ${error}, 'stack', ${stack}, 'atMs', ${now}))`
 
 // The rules of domain/JobRules.ts over the columns of `jobs`, for the given SQL expressions.
 const notExpired = (now: string) => `(expires_at_ms IS NULL OR expires_at_ms > ${now})`
@@ -67,9 +79,10 @@ const exhausted = (now: string) =>
   `state = 'processing' AND deadline_ms <= ${now} AND attempts >= max_attempts AND (expires_at_ms IS NULL OR expires_at_ms > deadline_ms)`
 
 // Moves the rows of `moved` into dead_jobs with the given error and death-time expressions; the
-// handler's error is the row's own unless the caller's transition records a new one.
-const bury = (schema: Schema, error: string, diedAt: string, handlerError = 'last_handler_error, last_handler_stack') =>
-  `INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns}) SELECT ${movedColumns}, ${error}, ${diedAt}, ${handlerError} FROM moved`
+// handler's error (and the attempt history) is the row's own unless the caller's transition
+// records a new one.
+const bury = (schema: Schema, error: string, diedAt: string, handlerError = 'last_handler_error, last_handler_stack', attemptErrors = 'attempt_errors') =>
+  `INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns}) SELECT ${movedColumns}, ${error}, ${diedAt}, ${handlerError}, ${attemptErrors} FROM moved`
 
 // A due signal's payload (bus/Channels.ts's `dueSignalPayload`): the queue, a tab, the due time.
 const dueSignal = (queue: string, dueMs: string): string => `${queue} || chr(9) || (${dueMs})::text`
@@ -100,11 +113,15 @@ const keepUnclaimed = (row: string, now: string): string =>
  * comes through the fence — no row when refused, a row of nulls for "run it again".
  */
 export function enqueueSql(schema: Schema, fenced = false): string {
-  const row = `$1::text, $2::text, CASE WHEN $14::text IS NULL THEN 'pending' ELSE 'processing' END, $3::jsonb, $4::smallint,
-   CASE WHEN $14::text IS NULL THEN 0 ELSE 1 END, $5::integer, $6::bigint, $7::bigint, $8::bigint,
-   $9::bigint, $10::bigint, $11::bigint, CASE WHEN $14::text IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
-   CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint END, $14::text, CASE WHEN $14::text IS NULL THEN NULL ELSE $9::bigint + $6::bigint END,
-   CASE WHEN $14::text IS NULL THEN NULL ELSE GREATEST($10::bigint, $9::bigint) END`
+  // The claim token the row is inserted with: none when the queue is paused (a CASE's branches
+  // are tried in order, so an unclaimed insert never reads the pauses).
+  const token = `(SELECT token FROM claim_token)`
+  const claimToken = `claim_token AS (SELECT CASE WHEN $14::text IS NULL THEN NULL WHEN ${notPaused(schema, '$2::text')} THEN $14::text END AS token)`
+  const row = `$1::text, $2::text, CASE WHEN ${token} IS NULL THEN 'pending' ELSE 'processing' END, $3::jsonb, $4::smallint,
+   CASE WHEN ${token} IS NULL THEN 0 ELSE 1 END, $5::integer, $6::bigint, $7::bigint, $8::bigint,
+   $9::bigint, $10::bigint, $11::bigint, CASE WHEN ${token} IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
+   CASE WHEN ${token} IS NULL THEN NULL ELSE $9::bigint END, ${token}, CASE WHEN ${token} IS NULL THEN NULL ELSE $9::bigint + $6::bigint END,
+   CASE WHEN ${token} IS NULL THEN NULL ELSE GREATEST($10::bigint, $9::bigint) END`
   const inserted = `inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
@@ -112,20 +129,21 @@ INSERT INTO ${schema.quoted}.jobs
    claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms)
 ${fenced ? `SELECT ${row} FROM fence` : `VALUES (${row})`}
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
-RETURNING id, queue, due_ms
+RETURNING id, queue, due_ms, claim_token
 )`
-  const holder = `SELECT id, false AS was_inserted FROM ${schema.quoted}.jobs
+  const holder = `SELECT id, false AS was_inserted, false AS was_claimed FROM ${schema.quoted}.jobs
 WHERE $13::text IS NOT NULL AND queue = $2::text AND job_key = $13::text AND NOT EXISTS (SELECT 1 FROM inserted)`
-  const answer = `SELECT inserted.id, true AS was_inserted FROM inserted LEFT JOIN LATERAL (SELECT pg_notify($12::text, ${dueSignal('inserted.queue', 'inserted.due_ms')}) WHERE $14::text IS NULL) AS signal ON true
+  const answer = `SELECT inserted.id, true AS was_inserted, inserted.claim_token IS NOT NULL AS was_claimed FROM inserted
+LEFT JOIN LATERAL (SELECT pg_notify($12::text, ${dueSignal('inserted.queue', 'inserted.due_ms')}) WHERE inserted.claim_token IS NULL) AS signal ON true
 UNION ALL
 ${holder}`
   if (fenced) return `
-WITH ${fenceCte(schema, { queueKey: '$15', rangeId: '$16' })}, ${inserted}
+WITH ${fenceCte(schema, { queueKey: '$15', rangeId: '$16' })}, ${claimToken}, ${inserted}
 SELECT answer.* FROM fence LEFT JOIN (
 ${answer}
 ) AS answer ON true`
   return `
-WITH ${inserted}
+WITH ${claimToken}, ${inserted}
 ${answer}`
 }
 
@@ -227,9 +245,9 @@ WITH moved AS (
 ), revived AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack)
+     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack, attempt_errors)
   SELECT id, queue, 'pending', payload, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     $3::bigint, $3::bigint, CASE WHEN expires_at_ms > $3::bigint THEN expires_at_ms END, $3::bigint, job_key, last_handler_error, last_handler_stack
+     $3::bigint, $3::bigint, CASE WHEN expires_at_ms > $3::bigint THEN expires_at_ms END, $3::bigint, job_key, last_handler_error, last_handler_stack, attempt_errors
   FROM moved
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
   RETURNING ${liveRecord}
@@ -266,7 +284,7 @@ UPDATE ${schema.quoted}.jobs
 SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
     deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms,
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('', '$3::bigint')}, revision = revision + 1
-WHERE id = $1::text AND ${claimable('$3::bigint')}${fenced ? ` AND ${fenceHeld}` : ''}
+WHERE id = $1::text AND ${claimable('$3::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${fenced ? ` AND ${fenceHeld}` : ''}
 RETURNING ${liveRecord}`
   return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, '', claim) : claim
 }
@@ -345,7 +363,7 @@ FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_a
 function claimHeadCtes(schema: Schema, headCount: number, fenced = false): string {
   return `head AS (
   SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimable('$3::bigint')}${fenced ? ` AND ${fenceHeld}` : ''}
+  WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimable('$3::bigint')} AND ${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}
     -- Unqualified names in the subquery are the held row's own.
     AND NOT EXISTS (SELECT 1 FROM ${schema.quoted}.jobs AS held WHERE held.queue = $1::text AND held.due_ms IS NULL AND ${claimable('$3::bigint')})
   ORDER BY priority DESC, due_ms, ready_seq
@@ -375,7 +393,7 @@ SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigin
     deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.', '$3::bigint')}, revision = job.revision + 1
 FROM (SELECT DISTINCT ON (asked_id) asked_id, token FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(asked_id, token, position) ORDER BY asked_id, position) AS wanted
-WHERE job.id = wanted.asked_id AND ${claimable('$3::bigint')}${fenced ? ` AND ${fenceHeld}` : ''}
+WHERE job.id = wanted.asked_id AND ${claimable('$3::bigint')} AND ${notPaused(schema, 'job.queue')}${fenced ? ` AND ${fenceHeld}` : ''}
 RETURNING ${liveRecord}`
   return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, '', claim) : claim
 }
@@ -388,12 +406,12 @@ ${bury(schema, '$3::text', 'deadline_ms')}
 RETURNING id`
 }
 
-/** `$1` id, `$2` now. What a failed claim found: the live row's state and deadline, or 'dead'. */
+/** `$1` id, `$2` now. What a failed claim found: the live row's state, deadline and whether its queue is paused, or 'dead'. */
 export function claimStateSql(schema: Schema): string {
   return `
-SELECT state, deadline_ms, expires_at_ms FROM ${schema.quoted}.jobs WHERE id = $1::text
+SELECT state, deadline_ms, expires_at_ms, NOT ${notPaused(schema, `${schema.quoted}.jobs.queue`)} AS paused FROM ${schema.quoted}.jobs WHERE id = $1::text
 UNION ALL
-SELECT 'dead', NULL::bigint, NULL::bigint FROM ${schema.quoted}.dead_jobs WHERE id = $1::text`
+SELECT 'dead', NULL::bigint, NULL::bigint, false FROM ${schema.quoted}.dead_jobs WHERE id = $1::text`
 }
 
 /** `$1` id, `$2` token, `$3` now, `$4` extension ms or null. Renews a valid claim; returns the row. */
@@ -409,6 +427,11 @@ RETURNING ${liveRecord}`
 /** `$1` id, `$2` token, `$3` now. Deletes the job under a valid claim. */
 export function ackSql(schema: Schema): string {
   return `DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} RETURNING id`
+}
+
+/** `$1` id, `$2` token, `$3` now, `$4` progress json. Stores the progress under a valid claim. */
+export function setProgressSql(schema: Schema): string {
+  return `UPDATE ${schema.quoted}.jobs SET progress = $4::jsonb WHERE id = $1::text AND ${validClaim} RETURNING id`
 }
 
 /** `$1` ids, `$2` tokens (parallel arrays), `$3` now. Deletes every job under a valid claim. */
@@ -459,14 +482,14 @@ export function retrySql(schema: Schema): string {
 WITH retried AS (
   UPDATE ${schema.quoted}.jobs
   SET state = 'pending', run_at_ms = $3::bigint + $4::bigint, due_ms = $3::bigint + $4::bigint, claim_token = NULL, deadline_ms = NULL,
-      last_handler_error = $5::text, last_handler_stack = $6::text,
+      last_handler_error = $5::text, last_handler_stack = $6::text, attempt_errors = ${withAttemptError('attempt_errors', '$5::text', '$6::text', '$3::bigint')},
       ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
   WHERE id = $1::text AND ${validClaim} AND attempts < max_attempts
   RETURNING run_at_ms
 ), moved AS (
   DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} AND attempts >= max_attempts RETURNING *
 ), buried AS (
-  ${bury(schema, '$7::text', '$3::bigint', '$5::text, $6::text')} RETURNING id
+  ${bury(schema, '$7::text', '$3::bigint', '$5::text, $6::text', withAttemptError('attempt_errors', '$5::text', '$6::text', '$3::bigint'))} RETURNING id
 )
 SELECT 'retried' AS outcome, run_at_ms FROM retried
 UNION ALL
@@ -477,7 +500,7 @@ SELECT 'dead' AS outcome, NULL::bigint FROM buried`
 export function failSql(schema: Schema): string {
   return `
 WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} RETURNING *)
-${bury(schema, '$4::text', '$3::bigint', '$4::text, $5::text')}
+${bury(schema, '$4::text', '$3::bigint', '$4::text, $5::text', withAttemptError('attempt_errors', '$4::text', '$5::text', '$3::bigint'))}
 RETURNING id`
 }
 
@@ -500,7 +523,7 @@ WITH moved AS (
   SELECT ${movedColumns},
          CASE WHEN ${exhausted('$2::bigint')} THEN $3::text ELSE $4::text END,
          CASE WHEN ${exhausted('$2::bigint')} THEN deadline_ms ELSE $2::bigint END,
-         last_handler_error, last_handler_stack
+         last_handler_error, last_handler_stack, attempt_errors
   FROM moved
   RETURNING id
 ), purged AS (
@@ -531,7 +554,7 @@ WITH moved AS (
 ), due AS (
   SELECT id, due_ms FROM ${schema.quoted}.jobs
   WHERE due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
-    AND NOT COALESCE(${exhausted('$1::bigint')}, false)
+    AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}
   ORDER BY priority DESC, due_ms, ready_seq
   LIMIT $3::integer
   FOR UPDATE SKIP LOCKED
@@ -572,14 +595,14 @@ RETURNING job.id`
 export function nextDueSql(schema: Schema, queues: QueueFilter): string {
   return `
 SELECT min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
-WHERE due_ms > $1::bigint AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')}`
+WHERE due_ms > $1::bigint AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}`
 }
 
 /** `$1` now, `$2` limit. Queues with unexpired due rows and their earliest due time, earliest first. */
 export function dueQueuesSql(schema: Schema): string {
   return `
 SELECT queue, min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
-WHERE due_ms IS NOT NULL AND ${notExpired('$1::bigint')}
+WHERE due_ms IS NOT NULL AND ${notExpired('$1::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}
 GROUP BY queue ORDER BY next_due_ms, queue LIMIT $2::integer`
 }
 
@@ -588,7 +611,7 @@ export function deliverableCountSql(schema: Schema): string {
   return `
 SELECT count(*) AS deliverable FROM (
   SELECT 1 FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND due_ms IS NULL AND ${claimable('$2::bigint')}
+  WHERE queue = $1::text AND due_ms IS NULL AND ${claimable('$2::bigint')} AND ${notPaused(schema, '$1::text')}
   LIMIT $3::integer
 ) AS deliverable`
 }
