@@ -467,13 +467,17 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     if (cached !== undefined && cached.state === 'owned' && partitions.get(route.name)?.actor.isUnloaded() === false) {
       return { queueKey: cached.key, rangeId: await cached.rangeIdWhenOwned() }
     }
+    // Not owned yet (first use, or a restart): load it, waiting a bounded time for the acquire,
+    // so a claim never goes out long after it was asked for, on a view that may have moved on.
     const actor = actorFor(route)
     let queue = defaultQueueOf(actor)
-    if (queue === undefined) {
+    if (queue?.state !== 'owned') {
       await run(actor.warm([null], clock.now() + fenceLoadWaitMs))
       queue = defaultQueueOf(actor)
     }
-    if (queue === undefined) throw new Unavailable({ operation: 'claim fence', detail: `partition ${route.name} has no default queue loaded`, maybeCommitted: false })
+    if (queue === undefined || queue.state !== 'owned') {
+      throw new Unavailable({ operation: 'claim fence', detail: `the default queue of partition ${route.name} is not owned (yet)`, maybeCommitted: false })
+    }
     const rangeId = await queue.rangeIdWhenOwned()
     if (fenceQueues.size >= routedFamiliesMax) fenceQueues.clear()
     fenceQueues.set(route.name, queue)

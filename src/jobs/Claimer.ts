@@ -168,7 +168,8 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       if (dispatch.waitingCount() === 0 || !runtime.routing.owns(queue) || dispatch.isMatchingHolding()) return null
       const generation = dispatch.generation()
       const claimTokens = claimTokensFor(runtime.random, dispatch.waitingCount())
-      const claimed = await fenced(runtime, queue, (fence) => runtime.jobStore.claimDue({ queue, nowMs, claimTokens, fence }), async () => [])
+      // Stamped when it goes out (the fence may have taken a load), so its deadlines count from then.
+      const claimed = await fenced(runtime, queue, (fence) => runtime.jobStore.claimDue({ queue, nowMs: Math.max(nowMs, runtime.now()), claimTokens, fence }), async () => [])
       for (const job of claimed) {
         runtime.driver.notifyDue(job.deadlineMs as number, queue)
         dispatch.handOver(job)

@@ -112,7 +112,8 @@ async function claimHead(runtime: JobsRuntime, dispatch: QueueDispatch, count: n
           async (fence) =>
             acks === undefined
               ? { acked: [], claimed: await runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens, fence }) }
-              : await runtime.jobStore.ackAndClaimDue({ acks: acks.refs, queue, nowMs: acks.nowMs, claimTokens, fence }),
+              : // Judged no earlier than now: a later stamp can only refuse a late ack, and the claims' deadlines count from now.
+                await runtime.jobStore.ackAndClaimDue({ acks: acks.refs, queue, nowMs: Math.max(acks.nowMs, runtime.now()), claimTokens, fence }),
           // Not the owner after all: nothing is claimed, and the acks go alone.
           async () => ({ acked: acks === undefined ? [] : await runtime.jobStore.ackMany({ claims: acks.refs, nowMs: acks.nowMs }), claimed: [] }),
         )
@@ -137,7 +138,8 @@ export async function fenced<T>(runtime: JobsRuntime, queue: string, claim: (fen
     if (!isMatchboxError(error)) throw error
     fence = null
   }
-  if (fence === null) return otherwise()
+  // The fence may have taken a load: claim only if this engine still delivers the queue.
+  if (fence === null || !runtime.routing.owns(queue)) return otherwise()
   try {
     return await claim(fence)
   } catch (error) {
