@@ -11,6 +11,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { ManualClock, Random } from '../src/index.ts'
+import { idleUnloadMs } from '../src/kernel/Limits.ts'
 import { makeMatchbox } from '../src/jobs/Matchbox.ts'
 import type { DispatchCommand, DispatchEvent } from '../src/machines/DispatchProtocol.ts'
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
@@ -109,6 +110,35 @@ describe('dispatch', () => {
     if (second !== null) expect(store.rangeIdOf(queueKey)).toBeGreaterThan(ownRange + 1)
     expect(ran).toEqual([])
     await second?.ack()
+    await mb.close()
+  })
+
+  it('a claim while the queue partition drains for an idle unload still claims: the draining queue holds its range', async () => {
+    const store = makeMemoryStore()
+    // The idle unload's final checkpoint waits here, so the queue stays draining.
+    const held: Array<() => void> = []
+    let holding = false
+    const gated = {
+      ...store,
+      async checkpoint(params: Parameters<typeof store.checkpoint>[0]) {
+        if (holding) await new Promise<void>((resume) => held.push(resume))
+        return store.checkpoint(params)
+      },
+    }
+    const clock = new ManualClock(1_700_000_000_000)
+    const mb = makeMatchbox({ hostId: 'draining', store: gated, jobStore: makeMemoryJobStore({ queueRanges: store }), clock, random: Random.make(6), closeStores: () => store.close() })
+    const q = mb.queue('q')
+    await q.enqueue('first')
+    await (await q.claim({ waitMs: 0 }))?.ack()
+    holding = true
+    clock.advance(idleUnloadMs + 60_000)
+    await until(() => held.length > 0, 'the idle unload is at its final checkpoint')
+    await q.enqueue('second')
+    const second = await q.claim({ waitMs: 0 })
+    expect(second?.payload).toBe('second')
+    await second?.ack()
+    holding = false
+    for (const resume of held.splice(0)) resume()
     await mb.close()
   })
 })

@@ -463,19 +463,21 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     if (closed) throw shuttingDown()
     const route = ownedPartitions(namespace, family, type)[0]
     if (route === undefined) return null
+    // A draining queue (an idle unload) still holds its range until another host acquires it.
+    const holdsRange = (queue: PhysicalQueueActor | undefined): queue is PhysicalQueueActor => queue?.state === 'owned' || queue?.state === 'draining'
     const cached = fenceQueues.get(route.name)
-    if (cached !== undefined && cached.state === 'owned' && partitions.get(route.name)?.actor.isUnloaded() === false) {
+    if (holdsRange(cached) && partitions.get(route.name)?.actor.isUnloaded() === false) {
       return { queueKey: cached.key, rangeId: await cached.rangeIdWhenOwned() }
     }
     // Not owned yet (first use, or a restart): load it, waiting a bounded time for the acquire,
     // so a claim never goes out long after it was asked for, on a view that may have moved on.
     const actor = actorFor(route)
     let queue = defaultQueueOf(actor)
-    if (queue?.state !== 'owned') {
+    if (!holdsRange(queue)) {
       await run(actor.warm([null], clock.now() + fenceLoadWaitMs))
       queue = defaultQueueOf(actor)
     }
-    if (queue === undefined || queue.state !== 'owned') {
+    if (!holdsRange(queue)) {
       throw new Unavailable({ operation: 'claim fence', detail: `the default queue of partition ${route.name} is not owned (yet)`, maybeCommitted: false })
     }
     const rangeId = await queue.rangeIdWhenOwned()
