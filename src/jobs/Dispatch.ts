@@ -110,8 +110,8 @@ export interface QueueDispatch {
   /** Lazy claims polling Matching for a job already with Matching. */
   lazyPolls(): number
   generation(): number
-  /** The queue's workers on this engine are stopping: jobs kept for the next claim go back to the store. */
-  closeLine(): void
+  /** Jobs kept for the next claim go back to the store (a pass ran elsewhere, the queue's workers stop). */
+  expireKept(): void
   /** Claims skip the store until a pass starts: the last store claim found no more due rows. */
   isDrained(): boolean
   /** Polls forwarded here wait: due jobs go through Matching, which serves pollers in arrival order. */
@@ -355,7 +355,9 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
     isDrained: () => isDrained(snapshot),
     isMatchingHolding: () => isMatchingHolding(snapshot),
     hasSpare: () => snapshot.context.spare.length > 0,
-    closeLine: () => send({ type: 'line.closed' }),
+    expireKept() {
+      if (snapshot.context.spare.length > 0) send({ type: 'kept.expired' })
+    },
     steps: () => stepCount,
   }
   return dispatch

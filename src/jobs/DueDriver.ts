@@ -112,6 +112,8 @@ export interface DueDriverOptions {
    * where claims take them straight (`claimDue`).
    */
   readonly deliveryDemand: () => ReadonlyMap<string, number>
+  /** Called as each pass starts, whichever queues it covers (the engine gives back jobs nobody took). */
+  readonly onPass?: () => void
   /** Failures of a pass that are not expected store errors (defects); default: rethrown asynchronously. */
   readonly onDefect?: (defect: unknown) => void
 }
@@ -232,6 +234,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   }
 
   const passOnce = async (): Promise<void> => {
+    options.onPass?.()
     const nowMs = now()
     const startedMs = nowMs
     let nextMs = nowMs + jobDueScanIntervalMs

@@ -254,7 +254,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     const dispatch = runtime.dispatch.of(queue)
     dispatch.endIdlePolls()
     // Jobs kept for the next claim go back to the store: no loop of this worker will take them.
-    dispatch.closeLine()
+    dispatch.expireKept()
     runtime.driver.wake(queue)
     runtime.forwarding?.wake(queue)
     local?.wake()

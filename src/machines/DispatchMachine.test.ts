@@ -44,7 +44,7 @@ describe('DispatchMachine', () => {
     expect(taken.context.spare).toEqual([])
     expect(taken.context.waiting).toEqual([])
     // No claim joined before the pass, a forwarded poll or the line closing: the claim goes back to the store.
-    for (const giveBack of [{ type: 'pass.started' }, { type: 'forwarded.arrived' }, { type: 'line.closed' }] as const) {
+    for (const giveBack of [{ type: 'pass.started' }, { type: 'forwarded.arrived' }, { type: 'kept.expired' }] as const) {
       const [released, releaseCommands] = steps(kept, giveBack)
       expect(releaseCommands).toEqual([{ type: 'job.release', params: { job: job('b') } }])
       expect(released.context.spare).toEqual([])
@@ -146,7 +146,7 @@ describe('DispatchMachine', () => {
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.idled', pollId }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.stopped', pollId }) as const),
       fc.record({ generation: fc.integer({ min: 0, max: 2 }), asked: fc.integer({ min: 1, max: 3 }), claimed: fc.integer({ min: 0, max: 3 }) }).map((answer) => ({ type: 'store.answered', ...answer }) as const),
-      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'line.closed' }),
+      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'kept.expired' }),
     )
     const stepper = makeDispatchStepper(dispatchMachine)
     fc.assert(

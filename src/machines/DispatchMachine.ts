@@ -143,9 +143,9 @@ const machineSetup = withCommands.extend({
     }),
     /**
      * Jobs kept for the next claim go back to the store: no claim joined before a due-time pass
-     * (which runs at least once a scan interval), a poll another engine forwarded here (which
-     * claims from the store), or the line closing (its workers stopping). So a kept job waits at
-     * most a scan interval, never its visibility timeout.
+     * of this engine (one runs at least once a scan interval, whichever queues it covers), a poll
+     * another engine forwarded here (which claims from the store), or the workers stopping. So a
+     * kept job waits at most a scan interval, never its visibility timeout.
      */
     releaseKept: enqueueActions(({ context, enqueue }) => {
       if (context.spare.length === 0) return
@@ -261,7 +261,7 @@ export const dispatchMachine = machineSetup.createMachine({
     'linePoll.failed': { actions: 'failParked' },
     'lazyPoll.started': { actions: 'countLazyPoll' },
     'lazyPoll.ended': { actions: 'countLazyPoll' },
-    'line.closed': { actions: 'releaseKept' },
+    'kept.expired': { actions: 'releaseKept' },
   },
   states: {
     store: {

@@ -50,8 +50,11 @@ export type DispatchEvent =
   /** A lazy claim's Matching poll for a job already with Matching started, or ended. */
   | { readonly type: 'lazyPoll.started' }
   | { readonly type: 'lazyPoll.ended' }
-  /** The queue's workers on this engine are stopping: jobs kept for the next claim go back to the store. */
-  | { readonly type: 'line.closed' }
+  /**
+   * Jobs kept for the next claim go back to the store: a due-time pass of this engine ran over
+   * other queues (this one may no longer be delivered here), or the queue's workers are stopping.
+   */
+  | { readonly type: 'kept.expired' }
   /** A due-time pass over the queue started: rows may be due that a claim did not find (and kept jobs go back). */
   | { readonly type: 'pass.started' }
   /**
