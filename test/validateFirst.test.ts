@@ -67,6 +67,13 @@ describe('a null is refused like any other value that is not an option’s', () 
     expect(await q.counts()).toMatchObject({ pending: 1, processing: 0 })
   })
 
+  it('claim({ waitMs: null }) claims nothing', async () => {
+    const q = mb.queue('nulls-claim')
+    await q.enqueue('due')
+    await expect(q.claim({ waitMs: null } as never)).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'options.waitMs' })
+    expect(await q.counts()).toMatchObject({ pending: 1, processing: 0 })
+  })
+
   it('startMaintenance({ queues: null }) starts nothing', () => {
     expect(() => mb.startMaintenance({ sweepEveryMs: 1_000, queues: null } as never)).toThrow(expect.objectContaining({ _tag: 'InvalidInput', field: 'options.queues' }))
   })

@@ -144,7 +144,7 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
     async claim(options = {}) {
       if (typeof options !== 'object' || options === null) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
       for (const key of Object.keys(options)) if (key !== 'waitMs') throw new InvalidInput({ field: `options.${key}`, reason: 'is not an option (known: waitMs)' })
-      const waitMs = options.waitMs ?? 0
+      const waitMs = options.waitMs === undefined ? 0 : options.waitMs
       if (typeof waitMs !== 'number' || !Number.isFinite(waitMs) || waitMs < 0 || waitMs > claimWaitMsMax) {
         throw new InvalidInput({ field: 'options.waitMs', reason: `must be a number of ms in 0…${claimWaitMsMax}` })
       }
