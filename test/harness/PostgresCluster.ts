@@ -19,7 +19,8 @@ const howToProvide =
   'Set DATABASE_URL to a PostgreSQL ≥ 15 server where this user may CREATE DATABASE, or install the server binaries ' +
   '(Debian: apt-get install postgresql-15) so the harness can start a throwaway cluster (PG_BIN=/path/to/bin overrides the search).'
 
-function findBinaries(): string {
+/** The directory of the server binaries: `PG_BIN`, else the newest /usr/lib/postgresql/N/bin. */
+export function findBinaries(): string {
   const fromEnv = process.env.PG_BIN
   if (fromEnv !== undefined && existsSync(join(fromEnv, 'pg_ctl'))) return fromEnv
   const root = '/usr/lib/postgresql'
@@ -31,6 +32,23 @@ function findBinaries(): string {
   const newest = versions[0]
   if (newest === undefined) throw new Error(`no PostgreSQL server binaries found. ${howToProvide}`)
   return join(root, newest, 'bin')
+}
+
+const isRoot = process.getuid?.() === 0
+
+/** The argv that runs server binary `command` of `bin`: as `postgres` through `setpriv` when we are root (the server refuses root). */
+export function ownerArgv(bin: string, command: string, args: ReadonlyArray<string>): string[] {
+  return isRoot ? ['setpriv', '--reuid=postgres', '--regid=postgres', '--init-groups', '--', join(bin, command), ...args] : [join(bin, command), ...args]
+}
+
+/** Makes `dir` private (0700) and, when we are root, owned by `postgres`, as the server requires of its directories. */
+export function ownDirectory(dir: string): void {
+  if (isRoot) {
+    const uid = execFileSync('id', ['-u', 'postgres']).toString().trim()
+    const gid = execFileSync('id', ['-g', 'postgres']).toString().trim()
+    chownSync(dir, Number(uid), Number(gid))
+  }
+  chmodSync(dir, 0o700)
 }
 
 /** A running throwaway cluster. */
@@ -52,16 +70,8 @@ export function startCluster(): RunningCluster {
   const bin = findBinaries()
   const dir = mkdtempSync(join(tmpdir(), 'matchbox-pg-'))
   const dataDir = join(dir, 'data')
-  const isRoot = process.getuid?.() === 0
-  // As root, run every server command as `postgres`, which must own the directory.
-  const asOwner = (command: string, args: string[]): string[] =>
-    isRoot ? ['setpriv', '--reuid=postgres', '--regid=postgres', '--init-groups', '--', join(bin, command), ...args] : [join(bin, command), ...args]
-  if (isRoot) {
-    const ids = execFileSync('id', ['-u', 'postgres']).toString().trim()
-    const gid = execFileSync('id', ['-g', 'postgres']).toString().trim()
-    chownSync(dir, Number(ids), Number(gid))
-  }
-  chmodSync(dir, 0o700)
+  const asOwner = (command: string, args: string[]): string[] => ownerArgv(bin, command, args)
+  ownDirectory(dir)
   const run = (argv: string[]): void => {
     const [command, ...args] = argv as [string, ...string[]]
     const result = spawnSync(command, args, { encoding: 'utf8', cwd: dir })
