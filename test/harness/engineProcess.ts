@@ -12,12 +12,16 @@
  *
  * Does not: judge anything. Tests and benches decide what the events mean.
  */
-import { type ChildProcess, fork } from 'node:child_process'
+import { type ChildProcess, fork, spawnSync } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { QueueOptions } from '../../src/index.ts'
 
 const childPath = fileURLToPath(new URL('./engineChild.ts', import.meta.url))
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url))
+// engineChild compiled beside the package build (buildCompiledChild), run by plain Node.
+const compiledChildPath = join(repoRoot, 'dist', 'test', 'harness', 'engineChild.js')
 // Enough of a child's stderr to show a stack trace or two.
 const stderrKeptMax = 20_000
 
@@ -110,9 +114,32 @@ export async function spawnEngine(options: OpenEngineOptions): Promise<EnginePro
   return engine
 }
 
+/**
+ * Builds the package (dist/) and compiles engineChild.ts beside it (dist/test/harness/), so that
+ * `startEngineProcess({ compiled: true })` starts plain Node on JavaScript: about a third of the
+ * CPU of Node with tsx on the sources, which is what a soak that restarts engines a thousand
+ * times spends most on. A later `npm run build` (or `npm pack`) starts from an empty dist/.
+ */
+export function buildCompiledChild(): void {
+  const build = spawnSync(process.execPath, [join(repoRoot, 'bin', 'build.mjs')], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'inherit'] })
+  if (build.status !== 0) throw new Error(`engineProcess: npm run build failed (${build.status ?? build.signal})`)
+  const tsc = join(dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc')
+  const compiled = spawnSync(process.execPath, [tsc, '-p', join(repoRoot, 'test', 'harness', 'tsconfig.engineChild.json')], { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit'] })
+  if (compiled.status !== 0) throw new Error(`engineProcess: compiling engineChild.ts failed (${compiled.status ?? compiled.signal})`)
+}
+
+/** How to start an engine process. */
+export interface StartOptions {
+  /** Run the compiled child (built by `buildCompiledChild`) on plain Node instead of the sources through tsx. */
+  readonly compiled?: boolean
+}
+
 /** Spawns an engine process and resolves once it has loaded, before any engine opens (a standby). */
-export async function startEngineProcess(): Promise<EngineProcess> {
-  const child: ChildProcess = fork(childPath, [], { cwd: repoRoot, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
+export async function startEngineProcess(options: StartOptions = {}): Promise<EngineProcess> {
+  const child: ChildProcess =
+    options.compiled === true
+      ? fork(compiledChildPath, [], { cwd: repoRoot, execArgv: [], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
+      : fork(childPath, [], { cwd: repoRoot, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
   const listeners = new Set<(event: ChildEvent) => void>()
   let stderr = ''
   let hosts: ReadonlyArray<string> = []
