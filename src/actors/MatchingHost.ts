@@ -241,6 +241,9 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
           onUnloaded: (unloadedGeneration) => {
             const entry = partitions.get(name)
             if (entry?.actor.generation === unloadedGeneration) partitions.delete(name)
+            // Once its queues have drained (unload answers then), the instance leaves the host's
+            // scope: a child scope left open keeps it, its fibers and scheduler for the host's life.
+            void run(actor.unload('unloaded')).then(() => run(Scope.close(child, Exit.void)))
           },
           ...(options.onStep === undefined ? {} : { onStep: options.onStep }),
           onDefect: options.onDefect ?? ((queue, defect) => queueMicrotask(() => { throw defect instanceof Error ? defect : new Error(`defect in ${queue}: ${String(defect)}`) })),
@@ -407,6 +410,9 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
         const ready = actors.find((actor) => actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady()))
         const family = `${familyKey(request.namespace, request.family)}\u0000${request.type}\u0000${version ?? ''}`
         const turn = rotation.get(family) ?? 0
+        // Only a starting point for the next idle poll: forgetting it costs nothing, so the
+        // counters start over past as many families as the route cache keeps.
+        if (rotation.size >= routedFamiliesMax) rotation.clear()
         rotation.set(family, turn + 1)
         const chosen = ready ?? (actors[turn % actors.length] as PartitionActor)
         chosen.requests.poll(poller, deadlineMs, request.signal, (exit) => {

@@ -133,7 +133,10 @@ export function makeQueueRouting(options: QueueRoutingOptions): QueueRouting {
         let pending = loading.get(queue)
         if (pending === undefined) {
           if (requested !== undefined) pendingRequest.set(queue, requested)
-          pending = fetch(queue).finally(() => loading.delete(queue))
+          pending = fetch(queue).finally(() => {
+            loading.delete(queue)
+            pendingRequest.delete(queue)
+          })
           loading.set(queue, pending)
         }
         count = await pending
