@@ -17,19 +17,11 @@
  * Needs the PostgreSQL server binaries (PG_BIN or /usr/lib/postgresql/N/bin); it starts its own
  * servers whatever DATABASE_URL says, since it must kill and promote them.
  */
-import { seedFromEntropy } from '../src/kernel/Random.ts'
 import { type FailoverFigures, runFailover } from '../test/harness/failoverRun.ts'
+import { seedFlag, wholeNumberFlag } from './Flags.ts'
 
-function option(name: string, fallback: number): number {
-  const index = process.argv.indexOf(`--${name}`)
-  if (index < 0) return fallback
-  const value = Number(process.argv[index + 1])
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name} needs a whole number`)
-  return value
-}
-
-const seed = option('seed', (seedFromEntropy() >>> 0) % 2 ** 31)
-const runs = option('runs', 1)
+const seed = seedFlag()
+const runs = wholeNumberFlag('runs', 1)
 const asynchronous = process.argv.includes('--asynchronous')
 console.log(`failover: --seed ${seed} --runs ${runs}${asynchronous ? ' --asynchronous' : ''}`)
 

@@ -14,21 +14,13 @@
  * hit anyone else's server.
  */
 import pg from 'pg'
-import { seedFromEntropy } from '../src/kernel/Random.ts'
 import { type FaultRunReport, runUnderFaults, terminateBackends } from '../test/harness/faultRun.ts'
 import { startCluster } from '../test/harness/PostgresCluster.ts'
+import { seedFlag, wholeNumberFlag } from './Flags.ts'
 
-function option(name: string, fallback: number): number {
-  const index = process.argv.indexOf(`--${name}`)
-  if (index < 0) return fallback
-  const value = Number(process.argv[index + 1])
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name} needs a whole number`)
-  return value
-}
-
-const cycles = option('cycles', 50)
-const seed = option('seed', (seedFromEntropy() >>> 0) % 2 ** 31)
-const enqueuesPerCycle = option('enqueues', 100)
+const cycles = wholeNumberFlag('cycles', 50)
+const seed = seedFlag()
+const enqueuesPerCycle = wholeNumberFlag('enqueues', 100)
 const faultIndex = process.argv.indexOf('--fault')
 const fault = faultIndex < 0 ? 'both' : process.argv[faultIndex + 1]
 if (fault !== 'restart' && fault !== 'terminate' && fault !== 'both') throw new Error('--fault must be restart, terminate or both')

@@ -14,37 +14,19 @@
  * about 0.3 s of start-up. Kills come 0.25–1 s of stream apart: a thousand take ~15–20 minutes.
  * PostgreSQL: a new database on DATABASE_URL's server, else a throwaway cluster.
  */
-import pg from 'pg'
-import { seedFromEntropy } from '../src/kernel/Random.ts'
 import { buildCompiledChild } from '../test/harness/engineProcess.ts'
 import { type KillSoakFigures, runKillSoak, type Spread } from '../test/harness/killSoak.ts'
-import { type RunningCluster, startCluster } from '../test/harness/PostgresCluster.ts'
+import { openBenchDatabase } from './BenchDatabase.ts'
 import { makeCpuWatch, postmasterPidOf } from './CpuWatch.ts'
+import { seedFlag, wholeNumberFlag } from './Flags.ts'
 
-function option(name: string, fallback: number): number {
-  const index = process.argv.indexOf(`--${name}`)
-  if (index < 0) return fallback
-  const value = Number(process.argv[index + 1])
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name} needs a whole number`)
-  return value
-}
-
-const kills = option('kills', 1_000)
-const seed = option('seed', (seedFromEntropy() >>> 0) % 2 ** 31)
+const kills = wholeNumberFlag('kills', 1_000)
+const seed = seedFlag()
 console.log(`kill soak: --kills ${kills} --seed ${seed}`)
 buildCompiledChild()
 
-let cluster: RunningCluster | undefined
-const fromEnv = process.env.DATABASE_URL
-const adminUrl = fromEnv !== undefined && fromEnv !== '' ? fromEnv : (cluster = startCluster()).url
-const database = `mb_kill_soak_${process.pid}`
-const admin = new pg.Client({ connectionString: adminUrl })
-await admin.connect()
-await admin.query(`CREATE DATABASE ${database} TEMPLATE template0`)
-const url = new URL(adminUrl)
-url.pathname = `/${database}`
-
-const postmaster = postmasterPidOf(adminUrl)
+const database = await openBenchDatabase('kill_soak')
+const postmaster = postmasterPidOf(database.adminUrl)
 const watch = makeCpuWatch(postmaster === null ? [] : [postmaster])
 const spread = (value: Spread): string => `p50 ${Math.round(value.p50Ms)} ms, p95 ${Math.round(value.p95Ms)} ms, max ${Math.round(value.maxMs)} ms (${value.count})`
 
@@ -66,7 +48,7 @@ let exitCode = 0
 try {
   const before = watch.sample()
   const figures = await runKillSoak({
-    url: url.toString(),
+    url: database.url,
     kills,
     seed,
     compiled: true,
@@ -78,8 +60,6 @@ try {
   print(figures, watch.share(before, watch.sample()).othersCores)
   if (figures.lost + figures.leftLive + figures.dead + figures.unexpectedEnds.length > 0) exitCode = 1
 } finally {
-  await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {})
-  await admin.end()
-  cluster?.stop()
+  await database.drop()
 }
 process.exit(exitCode)

@@ -19,22 +19,14 @@
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { ManualClock, open } from '../src/index.ts'
-import { seedFromEntropy } from '../src/kernel/Random.ts'
+import { seedFlag, wholeNumberFlag } from './Flags.ts'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
 
-function option(name: string, fallback: number): number {
-  const index = process.argv.indexOf(`--${name}`)
-  if (index < 0) return fallback
-  const value = Number(process.argv[index + 1])
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name} needs a whole number`)
-  return value
-}
-
-const minutes = option('minutes', 60)
-const queuesPerS = option('queues-per-s', 5)
-const seed = option('seed', (seedFromEntropy() >>> 0) % 2 ** 31)
+const minutes = wholeNumberFlag('minutes', 60)
+const queuesPerS = wholeNumberFlag('queues-per-s', 5)
+const seed = seedFlag()
 console.log(`long soak: --minutes ${minutes} --queues-per-s ${queuesPerS} --seed ${seed} (memory store, ManualClock)`)
 
 const steadyQueues = 10
