@@ -240,7 +240,11 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
           currentVersion: () => currentVersions.get(familyKey(key.namespace, key.family)) ?? null,
           onUnloaded: (unloadedGeneration) => {
             const entry = partitions.get(name)
-            if (entry?.actor.generation === unloadedGeneration) partitions.delete(name)
+            if (entry?.actor.generation === unloadedGeneration) {
+              partitions.delete(name)
+              // Its cached fence queue went with it: kept, it would keep the whole instance.
+              fenceQueues.delete(name)
+            }
             // Once its queues have drained (unload answers then), the instance leaves the host's
             // scope: a child scope left open keeps it, its fibers and scheduler for the host's life.
             void run(actor.unload('unloaded')).then(() => run(Scope.close(child, Exit.void)))
