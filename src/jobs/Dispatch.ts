@@ -120,6 +120,12 @@ export interface QueueDispatch {
   hasSpare(): boolean
   /** Machine steps taken so far (what a job costs the protocol). */
   steps(): number
+  /**
+   * True when nothing of the queue is in flight here: no claim in line or set aside, no job
+   * kept, no line poll, no forwarded or lazy poll. An idle dispatch may be dropped; a new one
+   * starts serving from the store, which is always safe.
+   */
+  isIdle(): boolean
   /** The queue's batcher of claims straight from the store (StoreClaims.ts), made on first use. */
   direct: DirectClaims | null
 }
@@ -135,6 +141,11 @@ export interface Dispatches {
   of(queue: string): QueueDispatch
   /** Every queue's dispatch made so far. */
   all(): IterableIterator<QueueDispatch>
+  /**
+   * Drops the idle dispatches, so that an engine's passes cost what its active queues cost, not
+   * every queue it ever served (each pass steps the dispatches it covers).
+   */
+  prune(): void
 }
 
 /** Hears every step of a queue's dispatch machine with the commands it asked for (simulators, traces, tests). */
@@ -157,6 +168,9 @@ export function makeDispatches(runtime: () => DispatchRuntime, machine: Dispatch
       return dispatch
     },
     all: () => byQueue.values(),
+    prune() {
+      for (const [queue, dispatch] of byQueue) if (dispatch.isIdle()) byQueue.delete(queue)
+    },
   }
 }
 
@@ -359,6 +373,10 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
       if (snapshot.context.spare.length > 0) send({ type: 'kept.expired' })
     },
     steps: () => stepCount,
+    isIdle() {
+      const { waiting, reserved, spare, parked, linePolls, forwardedWaiting, lazyPolls } = snapshot.context
+      return !stepping && claims.size === 0 && polls.size === 0 && waiting.length + reserved.length + spare.length + parked.length + linePolls.length + forwardedWaiting + lazyPolls === 0
+    },
   }
   return dispatch
 }
