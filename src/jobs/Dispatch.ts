@@ -157,21 +157,40 @@ export type DispatchStepListener = (queue: string, event: DispatchEvent, command
  */
 export function makeDispatches(runtime: () => DispatchRuntime, machine: DispatchMachine, onStep?: DispatchStepListener): Dispatches {
   const stepper = makeDispatchStepper(machine)
-  const byQueue = new Map<string, QueueDispatch>()
+  const byQueue = new Map<string, { readonly dispatch: QueueDispatch; readonly retire: () => void }>()
+  const of = (queue: string): QueueDispatch => {
+    let entry = byQueue.get(queue)
+    if (entry === undefined) {
+      entry = retirable(makeQueueDispatch(runtime(), stepper, queue, onStep), () => of(queue))
+      byQueue.set(queue, entry)
+    }
+    return entry.dispatch
+  }
   return {
-    of(queue) {
-      let dispatch = byQueue.get(queue)
-      if (dispatch === undefined) {
-        dispatch = makeQueueDispatch(runtime(), stepper, queue, onStep)
-        byQueue.set(queue, dispatch)
-      }
-      return dispatch
+    of,
+    *all() {
+      for (const entry of byQueue.values()) yield entry.dispatch
     },
-    all: () => byQueue.values(),
     prune() {
-      for (const [queue, dispatch] of byQueue) if (dispatch.isIdle()) byQueue.delete(queue)
+      for (const [queue, entry] of byQueue) {
+        if (!entry.dispatch.isIdle()) continue
+        byQueue.delete(queue)
+        entry.retire()
+      }
     },
   }
+}
+
+// A dispatch that, once retired (dropped while idle), forwards every use to the queue's live
+// dispatch: a caller that kept it across an await (a loop's claims, a pass's hand-overs) reaches
+// the dispatch the engine serves the queue with, never a dropped one nobody passes over.
+function retirable(dispatch: QueueDispatch, live: () => QueueDispatch): { readonly dispatch: QueueDispatch; readonly retire: () => void } {
+  let retired = false
+  const forwarding = new Proxy(dispatch, {
+    get: (target, key) => Reflect.get(retired ? live() : target, key),
+    set: (target, key, value) => Reflect.set(retired ? live() : target, key, value),
+  })
+  return { dispatch: forwarding, retire: () => (retired = true) }
 }
 
 /** The reason a line poll is aborted with: a constant, so that ending a poll builds no error. */
