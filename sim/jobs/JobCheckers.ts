@@ -14,8 +14,16 @@
  *   a reclaim safe from it;
  * - attempt budget: no claim, handle or `getJob` shows attempts above the job's maxAttempts, and
  *   every claim counts exactly one attempt;
+ * - holder settles: an ack, heartbeat, retry or fail — alone, in a batch, or riding on a claim —
+ *   is accepted only for the job's current claim token (its holder's);
+ * - one live per key: no enqueue (alone or in a batch) commits a job whose key a live job of its
+ *   queue holds;
  * - none stranded (at the end, after the final sweep): every job whose enqueue committed is acked,
  *   cancelled or dead, consistently with what committed; sorted into honest categories.
+ *
+ * It also tells the world which jobs are due (claimable now, with no valid claim) and since when,
+ * for the prompt-delivery check (JobsWorld.ts), and each job's current claim, for the handler
+ * checkers (HandlerCheckers.ts).
  *
  * Does not: read the engine's memory, or decide which dead jobs are "right" beyond their budget.
  */
@@ -24,7 +32,22 @@ import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
 
 /** The job checkers, the ownership checker (OwnershipChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */
-export const jobCheckerNames = ['one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'matching', 'other'] as const
+export const jobCheckerNames = [
+  'one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'holder settles', 'one live per key',
+  'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', 'matching', 'other',
+] as const
+
+/**
+ * KNOWN FAILING on the current engine, without any planted bug: their violations are counted,
+ * printed and listed apart (`JobsRunResult.knownFailing`), but do not fail a seed until the
+ * engine is fixed and they are taken off this list.
+ * - prompt delivery: due jobs wait with an idle worker on their queue, past the bound, after the
+ *   heal (replay: `npx matchbox sim --jobs --store memory --seed 5`; also seeds 25, 26, 38);
+ * - claims reach a worker / stop releases: claims that History makes at the heal for polls
+ *   parked in Matching reach no handler or client and wait out their visibility timeout
+ *   (replay: `npx matchbox sim --jobs --store memory --seed 16`; also seeds 18, 30, 33).
+ */
+export const knownFailingJobCheckers: ReadonlyArray<JobCheckerName> = ['prompt delivery', 'claims reach a worker', 'stop releases']
 
 /** One job checker's name. */
 export type JobCheckerName = (typeof jobCheckerNames)[number]
@@ -52,6 +75,8 @@ interface Track {
   readonly job: JobRecord
   life: 'live' | 'acked' | 'cancelled' | 'dead'
   attempts: number
+  /** When the job is (or was) claimable without a claim: enqueue's max(runAt, now), a retry's runAt. */
+  readyAtMs: number
   claim: { readonly token: string; deadlineMs: number } | null
   claims: number
   heard: boolean
@@ -64,6 +89,8 @@ const violationsMax = 50
 export class JobCheckers {
   readonly violations: string[] = []
   readonly counts = Object.fromEntries(jobCheckerNames.map((name) => [name, 0])) as Record<JobCheckerName, number>
+  /** The violations (also in `violations`) of checkers on the known-failing list. */
+  readonly knownFailing = new Set<string>()
   readonly #jobs = new Map<string, Track>()
   #landedLate = 0
 
@@ -77,6 +104,37 @@ export class JobCheckers {
     return this.#jobs.get(id)?.job.expiresAtMs ?? null
   }
 
+  /** The current claim of a live job, or null (no claim, or the job ended). */
+  claimOf(id: string): { readonly token: string; readonly deadlineMs: number } | null {
+    const track = this.#jobs.get(id)
+    return track === undefined || track.life !== 'live' ? null : track.claim
+  }
+
+  /**
+   * The jobs due at `nowMs` — live, unexpired, within budget, runnable, and with no valid claim —
+   * each with its queue and the moment it became due (its ready time, or its lapsed deadline).
+   */
+  dueJobs(nowMs: number): Array<{ readonly id: string; readonly queue: string; readonly dueSinceMs: number }> {
+    const due: Array<{ readonly id: string; readonly queue: string; readonly dueSinceMs: number }> = []
+    for (const [id, track] of this.#jobs) {
+      if (track.life !== 'live' || track.attempts >= track.job.maxAttempts) continue
+      if (track.job.expiresAtMs !== null && track.job.expiresAtMs <= nowMs) continue
+      const dueSinceMs = Math.max(track.readyAtMs, track.claim?.deadlineMs ?? Number.NEGATIVE_INFINITY)
+      if (dueSinceMs <= nowMs) due.push({ id, queue: track.job.queue, dueSinceMs })
+    }
+    return due
+  }
+
+  /** Whether some live job may still be delivered after `nowMs` (unexpired, within budget). */
+  liveDeliverable(nowMs: number): boolean {
+    for (const track of this.#jobs.values()) {
+      if (track.life !== 'live') continue
+      if (track.job.expiresAtMs !== null && track.job.expiresAtMs <= nowMs) continue
+      if (track.attempts < track.job.maxAttempts || track.claim !== null) return true
+    }
+    return false
+  }
+
   /** Ids of every job whose enqueue committed, in commit order. */
   jobIds(): string[] {
     return [...this.#jobs.keys()]
@@ -85,7 +143,9 @@ export class JobCheckers {
   /** Records a violation under `checker` (bounded: the first ones tell the story). */
   fail(checker: JobCheckerName, sentence: string): void {
     this.counts[checker]++
-    if (this.violations.length < violationsMax) this.violations.push(sentence)
+    if (this.violations.length >= violationsMax) return
+    this.violations.push(sentence)
+    if (knownFailingJobCheckers.includes(checker)) this.knownFailing.add(sentence)
   }
 
   /** Checks one committed JobStore call. */
@@ -99,11 +159,13 @@ export class JobCheckers {
           if (job.attempts !== 1 || job.claimedAtMs !== record.nowMs) this.fail('attempt budget', `job ${job.id} enqueued claimed with ${job.attempts} attempts at ${String(job.claimedAtMs)}, not 1 at ${record.nowMs}`)
           if (job.expiresAtMs !== null && job.expiresAtMs <= record.nowMs) this.fail('one valid claim', `job ${job.id} enqueued claimed at ${record.nowMs} though it expires at ${job.expiresAtMs}`)
           if (job.deadlineMs !== record.nowMs + job.visibilityTimeoutMs) this.fail('deadline', `job ${job.id} enqueued claimed at ${record.nowMs} with deadline ${job.deadlineMs}, not now + its visibility ${job.visibilityTimeoutMs} ms`)
-          this.#jobs.set(job.id, { job, life: 'live', attempts: 1, claim: { token: job.claimToken, deadlineMs: job.deadlineMs as number }, claims: 1, heard: false, endHeard: false })
+          this.#keyFree(job, record.nowMs)
+          this.#jobs.set(job.id, { job, life: 'live', attempts: 1, readyAtMs: record.nowMs, claim: { token: job.claimToken, deadlineMs: job.deadlineMs as number }, claims: 1, heard: false, endHeard: false })
           return
         }
         if (job.attempts !== 0 || job.state !== 'pending') this.fail('attempt budget', `job ${job.id} enqueued as ${job.state} with ${job.attempts} attempts`)
-        this.#jobs.set(job.id, { job, life: 'live', attempts: 0, claim: null, claims: 0, heard: false, endHeard: false })
+        this.#keyFree(job, record.nowMs)
+        this.#jobs.set(job.id, { job, life: 'live', attempts: 0, readyAtMs: Math.max(job.runAtMs, record.nowMs), claim: null, claims: 0, heard: false, endHeard: false })
         return
       }
       case 'claim':
@@ -127,7 +189,10 @@ export class JobCheckers {
         if (record.outcome.kind === 'dead') {
           if (track.attempts < track.job.maxAttempts) this.fail('attempt budget', `job ${record.id} was dead-lettered by a retry at attempt ${track.attempts} of ${track.job.maxAttempts}`)
           this.#end(record.id, 'dead')
-        } else track.claim = null
+        } else {
+          track.claim = null
+          track.readyAtMs = record.outcome.runAtMs
+        }
         return
       }
       case 'ackBatch': {
@@ -280,7 +345,7 @@ export class JobCheckers {
     const claim = track.claim
     if (track.life !== 'live') this.fail('one valid claim', `job ${record.id} ${op} by ${record.claimToken} accepted at ${record.nowMs} after it was ${track.life}`)
     else if (claim === null || claim.token !== record.claimToken) {
-      this.fail('one valid claim', `job ${record.id} ${op} accepted for claim ${record.claimToken}, which is not its current claim (${claim?.token ?? 'none'})`)
+      this.fail('holder settles', `job ${record.id} ${op} accepted for claim ${record.claimToken}, which is not its current claim (${claim?.token ?? 'none'})`)
     } else if (record.nowMs >= claim.deadlineMs) {
       this.fail('deadline', `job ${record.id} ${op === 'ack' || op === 'ackBatch' ? 'acked' : op} after its deadline ${claim.deadlineMs} at ${record.nowMs}`)
     } else {
@@ -288,6 +353,20 @@ export class JobCheckers {
       return true
     }
     return false
+  }
+
+  // An enqueue committed `job`: no other live job of its queue may hold its key.
+  #keyFree(job: JobRecord, nowMs: number): void {
+    if (job.key === null) return
+    for (const [id, track] of this.#jobs) {
+      if (id === job.id || track.life !== 'live' || track.job.queue !== job.queue || track.job.key !== job.key) continue
+      // A lapsed claim at its budget died at its deadline (the exhaustion rule), unseen here.
+      if (track.claim !== null && track.attempts >= track.job.maxAttempts && track.claim.deadlineMs <= nowMs) continue
+      {
+        this.fail('one live per key', `job ${job.id} of ${job.queue} enqueued at ${nowMs} with key ${job.key}, which live job ${id} holds`)
+        return
+      }
+    }
   }
 
   #end(id: string, life: Track['life']): void {

@@ -75,10 +75,19 @@ export interface JobsSwarmOptions {
   readonly actions: HandleActionWeights
   /** Probabilities that an enqueue carries each option. */
   readonly enqueueChances: { readonly priority: number; readonly runAt: number; readonly expiresAt: number; readonly maxAttempts: number }
-  /** `work` loops each worker host runs per queue (0: clients' claims only). */
+  /** The concurrency of the `work` loops every worker host runs on every queue. */
   readonly workLoops: number
   /** The loops' `batch` (claims ahead into a local queue), or null for none. */
   readonly workBatch: number | null
+  /**
+   * Longest virtual time a handler of each queue runs (each run draws 0…this). Without `batch`
+   * up to three visibility timeouts, so heartbeats fire and must keep the claim; with it short
+   * enough that a job waiting in the local queue behind `batch` others stays well inside its
+   * visibility timeout, as the `batch` option asks of its users.
+   */
+  readonly handlerMsMax: Readonly<Record<string, number>>
+  /** Chance, per world step, that one worker's loops on one queue are stopped (and later started again). */
+  readonly stopChance: number
 }
 
 /** Overrides a caller may pin (CLI flags); everything else comes from the seed. */
@@ -115,9 +124,15 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
     actions: { ack: random.int(1, 6), heartbeat: random.int(0, 3), retry: random.int(0, 3), fail: random.int(0, 2), drop: random.int(0, 2), late: random.int(0, 2) },
     enqueueChances: { priority: random.pick([0, 0.3, 0.7]), runAt: random.pick([0, 0.2, 0.5]), expiresAt: random.pick([0, 0.1, 0.4]), maxAttempts: random.pick([0, 0.3]) },
   }
-  // Drawn last, so that adding it kept every earlier option of a seed.
-  const workLoops = random.pick([0, 0, 1, 2])
-  return { ...options, workLoops, workBatch: random.pick([null, null, 1, 3]) }
+  // Drawn last, so that adding them kept every earlier option of a seed.
+  const workLoops = random.pick([1, 1, 2, 4])
+  const workBatch = random.pick([null, null, 1, 3])
+  const handlerMsMax: Record<string, number> = {}
+  for (const [name, queue] of Object.entries(queues)) {
+    const visibilityMs = queue.visibilityTimeoutS * 1_000
+    handlerMsMax[name] = Math.floor(workBatch === null ? visibilityMs * random.pick([0, 0.2, 1.5, 3]) : (visibilityMs * random.pick([0, 0.05, 0.2])) / workBatch)
+  }
+  return { ...options, workLoops, workBatch, handlerMsMax, stopChance: random.pick([0, 0.002, 0.01]) }
 }
 
 /** One line per option, for the run's header. */
@@ -131,6 +146,7 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `roles ${options.roles.map((role, i) => `host-${i + 1}=${role}`).join(' ')} · claims elsewhere ${options.claimElsewhere}`,
     `weights enqueue=${w.enqueue} claim=${w.claim} act=${w.act} cancel=${w.cancel} ackBatch=${w.ackBatch} getJob=${w.getJob} sweep=${w.sweep}`,
     `actions ack=${a.ack} heartbeat=${a.heartbeat} retry=${a.retry} fail=${a.fail} drop=${a.drop} late=${a.late} · enqueue chances priority=${e.priority} runAt=${e.runAt} expiresAt=${e.expiresAt} maxAttempts=${e.maxAttempts}`,
-    `faults ${describeFaults(options.faults)} · work loops per queue ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`}`,
+    `faults ${describeFaults(options.faults)}`,
+    `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
   ]
 }

@@ -13,12 +13,20 @@
  * Phases: a safety phase of `steps` decisions with faults (crash before a store call, crash after
  * a commit, restart, clock jumps, outages, ambiguous commits, latency, bus messages lost or
  * late, a worker cut off from the membership table); then heal (restart every host, faults off,
- * membership settles) and a final phase in which workers ack what they hold and claim and ack
- * everything they can, time moves past every runAt, backoff and deadline, `sweepExpired` runs on
- * every queue, every engine closes (without faults, whichever phase ended the run), and the job
- * checkers audit every job that was enqueued.
+ * membership settles) and a liveness phase in which clients ack what they hold and the work
+ * loops deliver the rest, while virtual time advances in steps no longer than the shortest
+ * pending timer — never over pending work, so a job that waits for a scan, a lapse or a retry
+ * shows as waiting — until no live job can be delivered any more (or a bound passes); then
+ * `sweepExpired` runs on every queue, every engine closes (without faults, whichever phase ended
+ * the run), and the job checkers audit every job that was enqueued. Work loops are stopped (and
+ * started again) at random moments in both phases.
  *
- * Judged by JobCheckers.ts (from the JobStore boundary and the clients), OwnershipChecker.ts
+ * Prompt delivery, judged in the liveness phase once membership settled: a due job (JobCheckers'
+ * `dueJobs`) of a queue on which some live worker's loops have a free handler starts within
+ * `promptDeliveryBoundMs` of the later of the two.
+ *
+ * Judged by JobCheckers.ts (from the JobStore boundary and the clients), HandlerCheckers.ts (what
+ * the work loops' handlers were given), OwnershipChecker.ts
  * (only a partition's owner delivers) and the Matching checkers (fencing, id uniqueness, ack
  * safety) over the Matching Store boundary.
  *
@@ -30,7 +38,7 @@
  */
 import { Unavailable } from '../../src/domain/errors.ts'
 import { ManualClock } from '../../src/kernel/Clock.ts'
-import { membershipHeartbeatIntervalMs, membershipHostTtlMs, ownershipCheckIntervalMs } from '../../src/kernel/Limits.ts'
+import { jobDueScanIntervalMs, membershipHeartbeatIntervalMs, membershipHostTtlMs, membershipUnloadDelayMs, outageRetryMaxMs } from '../../src/kernel/Limits.ts'
 import { type BusTap, makeMemoryBus } from '../../src/persistence/bus/MemoryBus.ts'
 import type { JobRecord, JobStore } from '../../src/persistence/jobs/JobStore.ts'
 import { makeMemoryMembershipStore } from '../../src/persistence/membership/MemoryMembershipStore.ts'
@@ -40,10 +48,11 @@ import { Checkers } from '../matching/Checkers.ts'
 import { Decisions } from '../core/Decisions.ts'
 import { IoGate } from '../core/IoGate.ts'
 import { type IoFaultChances, type IoFaultWorld, faultAfterRun, faultBeforeRun } from '../core/IoFaults.ts'
-import { JobCheckers, type JobCheckerName, type JobsReport } from './JobCheckers.ts'
+import { JobCheckers, type JobCheckerName, jobCheckerNames, type JobsReport, knownFailingJobCheckers } from './JobCheckers.ts'
 import { JobClients } from './JobClients.ts'
+import { HandlerCheckers } from './HandlerCheckers.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
-import { JobsHost, type JobsHostDeps } from './JobsHost.ts'
+import { type HandlerEvent, JobsHost, type JobsHostDeps } from './JobsHost.ts'
 import { type JobsFaultName, jobsFaultNames, type JobsSwarmOptions } from './JobsSwarm.ts'
 import { type OwnershipCounts, OwnershipChecker } from './OwnershipChecker.ts'
 import { busLabelPrefix } from './SimBus.ts'
@@ -51,11 +60,14 @@ import { membershipLabelPrefix } from './SimMembershipStore.ts'
 import { HistoryRecord } from '../matching/ScriptedHistory.ts'
 import { TraceLog } from '../core/TraceLog.ts'
 import { advanceTime, deliver, epochMs, quiesce, runParked } from '../core/Turns.ts'
+import type { JobsMutant } from './JobMutations.ts'
 
 /** What a finished end-to-end run reports. */
 export interface JobsRunResult {
   readonly ok: boolean
   readonly violations: ReadonlyArray<string>
+  /** Violations of the checkers known to fail on the current engine (JobCheckers.ts `knownFailingJobCheckers`): shown, not failing the seed. */
+  readonly knownFailing: ReadonlyArray<string>
   /** Violations per checker. */
   readonly checkers: Readonly<Record<JobCheckerName, number>>
   readonly jobs: JobsReport
@@ -87,6 +99,8 @@ export interface JobsWorldConfig {
   readonly busTap?: BusTap
   /** Wraps the membership view each engine routes by (the job mutation menu's routing bugs). */
   readonly wrapMembership?: JobsHostDeps['wrapMembership']
+  /** The job mutation menu's bus, engine-store and stop hooks (JobMutations.ts). */
+  readonly mutant?: Pick<JobsMutant, 'wrapBus' | 'wrapEngineJobStore' | 'onWorkStopped'>
   /** Observes every committed JobStore call (timelines). */
   readonly onJobs?: (record: JobBoundaryRecord, nowMs: number) => void
   /** Observes faults, membership views and the heal (timelines). */
@@ -99,18 +113,25 @@ export type JobsWorldEvent =
   | { readonly kind: 'view'; readonly hostId: string; readonly hosts: ReadonlyArray<string> }
   | { readonly kind: 'heal' }
 
-// Time the final phase moves when nothing is claimable: past the retry curve's one-hour cap,
-// every drawn runAt, deadline and expiry.
-const finalJumpMs = 2 * 3_600_000
-// Idle rounds (nothing claimed, time moved by finalJumpMs) after which the final phase stops.
-const idleRoundsMax = 3
-// Claim rounds without a jump before a round counts as idle: a zero-wait claim polls one of the
-// queue's partitions (the one Matching sees tasks ready in, else the next in turn), so a job in
-// another partition, or in a backlog not read yet, waits for a later claim, as a worker's would.
-const quietRoundsMax = 8
-// Time a quiet round lets pass, beat by beat: together the quiet rounds outlast the ownership
-// check, so a host still serving a queue another host took over meanwhile learns it and reloads.
-const quietRoundMs = ownershipCheckIntervalMs / 4
+/**
+ * How long a due job may wait, once healed, while its queue has an idle worker. With faults off
+ * every call completes at the instant it runs, so a hand-over, a due signal and a riding claim
+ * take no virtual time; what may legitimately pass is one `claimRetryDelayMs` (100 ms) pause of a
+ * claim that lost a race and looks again. 250 ms allows that pause twice over and stays a
+ * quarter of the one-second due scan (`jobDueScanIntervalMs`): a job that waited for the scan is
+ * caught.
+ */
+export const promptDeliveryBoundMs = 250
+// Prompt delivery is judged from this long after membership settled: a loop still backing off
+// from an outage retries within `outageRetryMaxMs`, and a partition that moved at the heal is
+// unloaded by its old owner within the unload delay.
+const promptJudgedAfterMs = outageRetryMaxMs + membershipUnloadDelayMs
+// The liveness phase ends, whatever is left (the audit judges it), this long after the heal:
+// past every drawn runAt (≤ 20 s), expiry (≤ 60 s), retry curve of the drawn budgets and bases
+// (≤ 40 s a step) and visibility timeout (≤ 30 s).
+const livenessMsMax = 10 * 60_000
+// Longest time step when no timer is pending at all.
+const idleStepMs = jobDueScanIntervalMs
 // Heartbeat rounds membership gets to settle after the heal or a final-phase jump (a view needs
 // one beat of every worker; a few more cover beats still queued behind other I/O).
 const settleRoundsMax = 10
@@ -144,6 +165,13 @@ export class JobsWorld {
   readonly #handled = new HistoryRecord()
   readonly #matching = new Checkers(this.#handled)
   readonly #ownership = new OwnershipChecker()
+  readonly #handlers = new HandlerCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), claimOf: (id) => this.#checkers.claimOf(id) })
+  // Handlers running now, per `host/incarnation/queue`.
+  readonly #busy = new Map<string, number>()
+  // Per queue: since when some live worker's loops have had a free handler (absent: none has).
+  readonly #idleSince = new Map<string, number>()
+  readonly #promptTold = new Set<string>()
+  #promptFromMs = Number.POSITIVE_INFINITY
   readonly #membershipStore = makeMemoryMembershipStore()
   readonly #bus = makeMemoryBus()
   // Workers cut off from the membership table, until when (world time).
@@ -195,6 +223,10 @@ export class JobsWorld {
           workBatch: this.#options.workBatch,
           // A handler fails one time in five: the job is retried on its queue's curve.
           handlerFails: () => this.#decide.chance(0.2),
+          handlerMs: (queue) => this.#decide.int(0, this.#options.handlerMsMax[queue] ?? 0),
+          onHandler: (event) => this.#onHandler(event),
+          ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
+          ...(config.mutant?.wrapEngineJobStore === undefined ? {} : { wrapEngineJobStore: config.mutant.wrapEngineJobStore }),
           recordStore: (record) => this.#observeStore(record),
           recordJobs: (record) => this.#observeJobs(record),
           queueOf: (id) => this.#checkers.queueOf(id),
@@ -206,7 +238,7 @@ export class JobsWorld {
         }),
       )
     }
-    this.#clients = new JobClients({ options: this.#options, decide: this.#decide, clock: this.#clock, hosts: this.#hosts, checkers: this.#checkers, log: (line) => this.#log(line) })
+    this.#clients = new JobClients({ options: this.#options, decide: this.#decide, clock: this.#clock, hosts: this.#hosts, checkers: this.#checkers, holds: (id, token) => this.#handlers.clientHolds(id, token), log: (line) => this.#log(line) })
   }
 
   /** Runs both phases, closes every engine, and audits every job. */
@@ -221,9 +253,11 @@ export class JobsWorld {
     await this.#bus.close()
     const jobs = this.#checkers.audit(await this.#finalRows(), finalPhaseRan)
     for (const violation of this.#matching.violations) this.#checkers.fail('matching', violation)
+    const failing = jobCheckerNames.filter((name) => this.#checkers.counts[name] > 0 && !knownFailingJobCheckers.includes(name))
     return {
-      ok: this.#checkers.violations.length === 0,
-      violations: this.#checkers.violations,
+      ok: failing.length === 0,
+      violations: this.#checkers.violations.filter((violation) => !this.#checkers.knownFailing.has(violation)),
+      knownFailing: [...this.#checkers.knownFailing],
       checkers: this.#checkers.counts,
       jobs,
       ownership: this.#ownership.counts(),
@@ -240,13 +274,13 @@ export class JobsWorld {
   }
 
   #failed(): boolean {
-    return this.#checkers.violations.length > 0 || this.#matching.violations.length > 0
+    return this.#checkers.violations.length > this.#checkers.knownFailing.size || this.#matching.violations.length > 0
   }
 
   // ------------------------------------------------------------ safety phase
 
   async #safetyStep(): Promise<void> {
-    if (this.#maybeFault()) return
+    if (this.#maybeFault() || this.#maybeStopWork()) return
     const pending = this.#gate.pending().length
     const choice = this.#decide.weighted([pending > 0 ? 12 : 0, 6, pending > 0 ? 1 : 4])
     if (choice === 0) return this.#runIo(this.#decide.int(0, pending - 1))
@@ -358,38 +392,20 @@ export class JobsWorld {
     this.#faultsOn = false
     this.#cutUntilMs.clear()
     for (const host of this.#hosts) if (!host.alive) host.restart()
-    this.#log('HEAL: every host up, faults off; membership settles; workers ack what they hold, then claim and ack everything')
+    this.#log('HEAL: every host up, faults off; membership settles; clients ack what they hold, the work loops deliver the rest, time moves timer by timer')
     this.#config.onEvent?.({ kind: 'heal' }, this.#clock.now())
+    this.#handlers.healed(this.#clock.now())
     let steps = await this.#settleMembership()
-    let idleRounds = 0
-    let quietRounds = 0
-    while (steps < this.#options.livenessStepsMax && idleRounds < idleRoundsMax && !this.#failed()) {
+    this.#promptFromMs = this.#clock.now() + promptJudgedAfterMs
+    const endMs = this.#clock.now() + livenessMsMax
+    while (steps < this.#options.livenessStepsMax && !this.#failed()) {
       this.#clients.ackAll()
-      const claimedBefore = this.#clients.claimed
-      for (const host of this.#hosts) {
-        if (host.role !== 'worker') continue
-        for (const queue of Object.keys(this.#options.queues)) this.#clients.claim(host, queue, 0, true)
-      }
-      steps += await this.#drain()
-      if (this.#clients.claimed > claimedBefore) {
-        idleRounds = 0
-        quietRounds = 0
-        continue
-      }
-      if (++quietRounds <= quietRoundsMax) {
-        this.#log(`final: nothing claimed; claim again in ${quietRoundMs} ms`)
-        steps += await this.#passTime(quietRoundMs)
-        continue
-      }
-      quietRounds = 0
-      idleRounds++
-      this.#log(`final: nothing claimed; time +${finalJumpMs}`)
-      // One jump, then every overdue timer fires once (a paused process waking), rather than
-      // two hours of one-second heartbeat ticks that could not beat anyway.
-      this.#clock.set(this.#clock.now() + finalJumpMs)
-      this.#clock.advance(0)
-      // Nobody could beat during the jump: every view lapsed; let them fill again.
-      steps += await this.#settleMembership()
+      steps += 1 + (await this.#runAllIo())
+      this.#judgePrompt()
+      const settled = this.#clients.unsettled().length === 0 && [...this.#busy.values()].every((count) => count === 0)
+      if ((settled && !this.#checkers.liveDeliverable(this.#clock.now())) || this.#clock.now() >= endMs) break
+      this.#maybeStopWork()
+      this.#step1()
     }
     if (steps >= this.#options.livenessStepsMax) {
       const unsettled = this.#clients.unsettled()
@@ -399,12 +415,24 @@ export class JobsWorld {
     return steps + (await this.#drain())
   }
 
-  // Moves time by `ms`, one heartbeat interval at a time, running what each interval parks.
-  async #passTime(ms: number): Promise<number> {
+  // One step of time: to the earliest pending timer (firing what is due then), never past it.
+  #step1(): void {
+    const now = this.#clock.now()
+    const next = this.#clock.nextDueMs()
+    const target = next === undefined ? now + idleStepMs : Math.max(now, Math.min(next, now + idleStepMs))
+    if (target > now) this.#log(`time +${target - now}`)
+    this.#clock.advanceTo(target)
+    this.#handlers.tick(this.#clock.now())
+  }
+
+  // Runs every parked call (in the world's order) until none is parked; time stands still.
+  async #runAllIo(): Promise<number> {
     let steps = 0
-    for (let passed = 0; passed < ms; passed += membershipHeartbeatIntervalMs) {
-      this.#clock.advance(membershipHeartbeatIntervalMs)
-      steps += await this.#drain()
+    for (; steps < this.#options.livenessStepsMax; steps++) {
+      await quiesce()
+      const pending = this.#gate.pending().length
+      if (pending === 0) break
+      await this.#runIo(this.#decide.int(0, pending - 1))
     }
     return steps
   }
@@ -414,12 +442,69 @@ export class JobsWorld {
     const workers = this.#hosts.filter((host) => host.alive && host.role === 'worker').map((host) => host.id).sort().join(',')
     let steps = 0
     for (let round = 0; round < settleRoundsMax; round++) {
-      steps += await this.#drain()
+      steps += await this.#runAllIo()
       if (this.#hosts.every((host) => !host.alive || host.view().join(',') === workers)) return steps
-      this.#log(`settle: time +${membershipHeartbeatIntervalMs}`)
-      this.#clock.advance(membershipHeartbeatIntervalMs)
+      this.#log(`settle: up to +${membershipHeartbeatIntervalMs}, timer by timer`)
+      const untilMs = this.#clock.now() + membershipHeartbeatIntervalMs
+      while (this.#clock.now() < untilMs && steps < this.#options.livenessStepsMax) {
+        const next = this.#clock.nextDueMs()
+        this.#clock.advanceTo(next === undefined || next > untilMs ? untilMs : Math.max(this.#clock.now(), next))
+        this.#handlers.tick(this.#clock.now())
+        steps += 1 + (await this.#runAllIo())
+      }
     }
     return steps
+  }
+
+  // Prompt delivery at this instant (see the header).
+  #judgePrompt(): void {
+    const now = this.#clock.now()
+    if (now < this.#promptFromMs) return
+    for (const queue of Object.keys(this.#options.queues)) {
+      const idle = this.#hosts.some((host) => host.alive && host.role === 'worker' && host.working(queue) && (this.#busy.get(`${host.id}/${host.incarnation}/${queue}`) ?? 0) < this.#options.workLoops)
+      if (!idle) this.#idleSince.delete(queue)
+      else if (!this.#idleSince.has(queue)) this.#idleSince.set(queue, now)
+    }
+    for (const due of this.#checkers.dueJobs(now)) {
+      const idleSince = this.#idleSince.get(due.queue)
+      if (idleSince === undefined) continue
+      const fromMs = Math.max(due.dueSinceMs, idleSince, this.#promptFromMs)
+      const told = `${due.id}@${due.dueSinceMs}`
+      if (now - fromMs <= promptDeliveryBoundMs || this.#promptTold.has(told)) continue
+      this.#promptTold.add(told)
+      this.#checkers.fail('prompt delivery', `job ${due.id} of ${due.queue}, due since ${due.dueSinceMs - epochMs}, still waits at ${now - epochMs} though a worker has been idle on its queue since ${idleSince - epochMs} (bound ${promptDeliveryBoundMs} ms)`)
+    }
+  }
+
+  // With the seed's chance, one worker's loops on one queue get `stop()`, and start again once it resolves.
+  #maybeStopWork(): boolean {
+    const queues = Object.keys(this.#options.queues)
+    if (this.#options.stopChance === 0 || !this.#decide.chance(this.#options.stopChance)) return false
+    const candidates = this.#hosts.flatMap((host) => (host.alive && host.role === 'worker' ? queues.filter((queue) => host.working(queue)).map((queue) => ({ host, queue })) : []))
+    if (candidates.length === 0) return false
+    const { host, queue } = this.#decide.pick(candidates)
+    const incarnation = host.incarnation
+    this.#log(`stop → ${host.id} work on ${queue}`)
+    this.#handlers.stopCalled(host.id, this.#clock.now())
+    this.#config.mutant?.onWorkStopped?.(host.id, true)
+    host.stopWork(queue).then(
+      () => {
+        if (host.incarnation !== incarnation) return
+        this.#log(`stopped ${host.id} work on ${queue}; it starts again`)
+        this.#handlers.stopResolved(host.id, incarnation, queue, this.#clock.now())
+        this.#config.mutant?.onWorkStopped?.(host.id, false)
+        host.startWork(queue)
+      },
+      (error: unknown) => this.#checkers.fail('other', `stop() of ${host.id}'s loops on ${queue} failed: ${String(error)}`),
+    )
+    return true
+  }
+
+  #onHandler(event: HandlerEvent): void {
+    const key = `${event.hostId}/${event.incarnation}/${event.queue}`
+    this.#busy.set(key, (this.#busy.get(key) ?? 0) + (event.started ? 1 : -1))
+    this.#log(`handler ${event.started ? 'starts' : 'returns'} ${event.id} (${event.claimToken}) on ${event.hostId}`)
+    this.#handlers.handler(event, this.#clock.now())
   }
 
   // Runs parked I/O (and moves time when none is parked) until every client call has settled.
@@ -467,6 +552,7 @@ export class JobsWorld {
       if (violation !== null) this.#checkers.fail('owner delivers', violation)
     }
     this.#checkers.observe(record)
+    this.#handlers.observe(record)
     this.#config.onJobs?.(record, this.#clock.now())
   }
 

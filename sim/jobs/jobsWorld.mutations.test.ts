@@ -9,20 +9,30 @@
  * world's `bus.drop` fault loses them all the time), so what the checkers catch is the job lost.
  */
 import { describe, expect, it } from 'vitest'
-import { jobMutationNames, makeJobsMutant } from './JobMutations.ts'
+import { type JobMutationName, jobMutationNames, makeJobsMutant } from './JobMutations.ts'
 import { runJobsSeed } from './JobsSimulation.ts'
 import { huntMutation } from '../core/MutationHunt.ts'
 
 const seedsMax = 100
+// Caught by a checker on the known-failing list (JobCheckers.ts): a seed catches such a bug when
+// the mutant's run has more of those violations than the same seed without it, until the engine
+// passes them and this list empties.
+const caughtByKnownFailing: ReadonlyArray<JobMutationName> = ['handOverLost', 'stopAbandonsLocalQueue', 'dueSignalLost']
 
 describe('job mutation menu', () => {
   for (const mutation of jobMutationNames) {
     it(`catches ${mutation} within ${seedsMax} seeds`, async () => {
-      const { caughtAt, violation } = await huntMutation(seedsMax, async (seed) => (await runJobsSeed({ seed, store: 'memory', mutant: makeJobsMutant(mutation) })).result)
+      const known = caughtByKnownFailing.includes(mutation)
+      const { caughtAt, violation } = await huntMutation(seedsMax, async (seed) => {
+        const { result } = await runJobsSeed({ seed, store: 'memory', mutant: makeJobsMutant(mutation) })
+        if (!known || !result.ok) return result
+        const clean = (await runJobsSeed({ seed, store: 'memory' })).result
+        return { ok: result.knownFailing.length <= clean.knownFailing.length, violations: result.knownFailing }
+      })
       console.log(`${mutation}: caught at seed ${caughtAt ?? `none of 1…${seedsMax}`}: ${violation}`)
       expect(caughtAt).not.toBeNull()
       expect(violation).not.toBe('')
-      if (mutation !== 'dropHandOver') return
+      if (mutation !== 'dropHandOver' && mutation !== 'handOverLost') return
       for (let seed = 1; seed <= (caughtAt as number); seed++) {
         const { result } = await runJobsSeed({ seed, store: 'memory' })
         expect(result.violations, `seed ${seed} without the bug`).toEqual([])
