@@ -34,6 +34,8 @@ export interface HandlerCheckerDeps {
 interface Running {
   readonly event: HandlerEvent
   readonly startedAtMs: number
+  /** Whether the handler was given the job's current claim, still within its deadline. */
+  readonly claimValid: boolean
 }
 
 interface Unheld {
@@ -72,7 +74,9 @@ export class HandlerCheckers {
     }
     if (this.#ran.has(claim)) this.#deps.fail('handler once per claim', `job ${event.id}'s claim ${event.claimToken} reached a second handler run, on ${event.hostId} (${event.queue}) at ${nowMs}`)
     this.#ran.add(claim)
-    this.#running.set(claim, { event, startedAtMs: nowMs })
+    const current = this.#deps.claimOf(event.id)
+    const claimValid = current !== null && current.token === event.claimToken && current.deadlineMs > nowMs
+    this.#running.set(claim, { event, startedAtMs: nowMs, claimValid })
     this.#unheld.delete(claim)
   }
 
@@ -88,8 +92,9 @@ export class HandlerCheckers {
     if (record.op !== 'claim' || record.outcome.kind !== 'claimed') return
     const healedAtMs = this.#healedAtMs
     if (healedAtMs === null) return
-    for (const { event, startedAtMs } of this.#running.values()) {
-      if (event.id !== record.id || event.claimToken === record.claimToken || startedAtMs < healedAtMs) continue
+    for (const { event, startedAtMs, claimValid } of this.#running.values()) {
+      // A handler given a claim that had already lapsed holds nothing another claim could take.
+      if (event.id !== record.id || event.claimToken === record.claimToken || startedAtMs < healedAtMs || !claimValid) continue
       this.#deps.fail('heartbeat keeps claim', `job ${record.id} was claimed again (${record.claimToken}, by ${record.hostId} at ${record.nowMs}) while its handler on ${event.hostId} still ran for claim ${event.claimToken}, started at ${startedAtMs}`)
     }
     this.#unheld.set(`${record.id}:${record.claimToken}`, { id: record.id, hostId: record.hostId, committedAtMs: record.committedAtMs })
@@ -130,11 +135,11 @@ export class HandlerCheckers {
         `job ${unheld.id}'s claim ${current.token}, committed by ${unheld.hostId} at ${unheld.committedAtMs}${stopped ? ' while its work loops were stopping' : ''}, reached no handler or client and lapsed at ${current.deadlineMs}`,
       )
     }
-    for (const { event, startedAtMs } of this.#running.values()) {
-      if (startedAtMs < healedAtMs) continue
-      const current = this.#deps.claimOf(event.id)
+    for (const { event, startedAtMs, claimValid } of this.#running.values()) {
       // A handler given a claim that had already lapsed is no heartbeat's failure.
-      if (current === null || current.token !== event.claimToken || current.deadlineMs > nowMs || current.deadlineMs <= startedAtMs) continue
+      if (startedAtMs < healedAtMs || !claimValid) continue
+      const current = this.#deps.claimOf(event.id)
+      if (current === null || current.token !== event.claimToken || current.deadlineMs > nowMs) continue
       this.#deps.fail('heartbeat keeps claim', `job ${event.id}'s claim ${event.claimToken} lapsed at ${current.deadlineMs} while its handler on ${event.hostId} ran (started at ${startedAtMs})`)
       // Told once: the handler runs on, judged no further.
       this.#running.delete(`${event.id}:${event.claimToken}`)

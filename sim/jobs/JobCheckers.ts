@@ -125,14 +125,17 @@ export class JobCheckers {
     return due
   }
 
-  /** Whether some live job may still be delivered after `nowMs` (unexpired, within budget). */
-  liveDeliverable(nowMs: number): boolean {
-    for (const track of this.#jobs.values()) {
+  /** The live jobs that may still be delivered after `nowMs` (unexpired, within budget), as `id (state)`. */
+  liveDeliverable(nowMs: number): string[] {
+    const live: string[] = []
+    for (const [id, track] of this.#jobs) {
       if (track.life !== 'live') continue
       if (track.job.expiresAtMs !== null && track.job.expiresAtMs <= nowMs) continue
-      if (track.attempts < track.job.maxAttempts || track.claim !== null) return true
+      // A claim that lapsed at the job's budget killed it (the exhaustion rule), unseen here.
+      const claimed = track.claim !== null && track.claim.deadlineMs > nowMs
+      if (track.attempts < track.job.maxAttempts || claimed) live.push(`${id} (${claimed ? 'claimed' : `ready at ${track.readyAtMs}`}, attempt ${track.attempts} of ${track.job.maxAttempts})`)
     }
-    return false
+    return live
   }
 
   /** Ids of every job whose enqueue committed, in commit order. */

@@ -126,9 +126,11 @@ export const promptDeliveryBoundMs = 250
 // from an outage retries within `outageRetryMaxMs`, and a partition that moved at the heal is
 // unloaded by its old owner within the unload delay.
 const promptJudgedAfterMs = outageRetryMaxMs + membershipUnloadDelayMs
-// The liveness phase ends, whatever is left (the audit judges it), this long after the heal:
-// past every drawn runAt (≤ 20 s), expiry (≤ 60 s), retry curve of the drawn budgets and bases
-// (≤ 40 s a step) and visibility timeout (≤ 30 s).
+// The liveness phase ends, whatever is left (the audit judges it), once this long passed with no
+// claim committing: past every drawn runAt (≤ 20 s), expiry (≤ 60 s), retry curve of the drawn
+// budgets and bases (≤ 40 s a step) and visibility timeout (≤ 30 s). Measured from the last
+// claim, not from the heal: one loop with handlers of up to 90 s drains a backlog of twenty
+// jobs in longer than that, and a world still working is not stranded.
 const livenessMsMax = 10 * 60_000
 // Longest time step when no timer is pending at all.
 const idleStepMs = jobDueScanIntervalMs
@@ -172,6 +174,8 @@ export class JobsWorld {
   readonly #idleSince = new Map<string, number>()
   readonly #promptTold = new Set<string>()
   #promptFromMs = Number.POSITIVE_INFINITY
+  // When the last claim committed (the final phase ends once none has for `livenessMsMax`).
+  #lastClaimMs = Number.NEGATIVE_INFINITY
   readonly #membershipStore = makeMemoryMembershipStore()
   readonly #bus = makeMemoryBus()
   // Workers cut off from the membership table, until when (world time).
@@ -251,7 +255,8 @@ export class JobsWorld {
     const livenessSteps = finalPhaseRan ? await this.#finalPhase() : 0
     await this.#closeAll()
     await this.#bus.close()
-    const jobs = this.#checkers.audit(await this.#finalRows(), finalPhaseRan)
+    // Stopped early by a violation, the final phase left live jobs behind it: expected, not stranded.
+    const jobs = this.#checkers.audit(await this.#finalRows(), finalPhaseRan && !this.#failed())
     for (const violation of this.#matching.violations) this.#checkers.fail('matching', violation)
     const failing = jobCheckerNames.filter((name) => this.#checkers.counts[name] > 0 && !knownFailingJobCheckers.includes(name))
     return {
@@ -397,19 +402,22 @@ export class JobsWorld {
     this.#handlers.healed(this.#clock.now())
     let steps = await this.#settleMembership()
     this.#promptFromMs = this.#clock.now() + promptJudgedAfterMs
-    const endMs = this.#clock.now() + livenessMsMax
+    this.#lastClaimMs = this.#clock.now()
     while (steps < this.#options.livenessStepsMax && !this.#failed()) {
       this.#clients.ackAll()
       steps += 1 + (await this.#runAllIo())
       this.#judgePrompt()
-      const settled = this.#clients.unsettled().length === 0 && [...this.#busy.values()].every((count) => count === 0)
-      if ((settled && !this.#checkers.liveDeliverable(this.#clock.now())) || this.#clock.now() >= endMs) break
+      // A crashed incarnation's handlers never return (its timers died with it): only live ones count.
+      const running = this.#hosts.some((host) => host.alive && Object.keys(this.#options.queues).some((queue) => (this.#busy.get(`${host.id}/${host.incarnation}/${queue}`) ?? 0) > 0))
+      const settled = this.#clients.unsettled().length === 0 && !running
+      if ((settled && this.#checkers.liveDeliverable(this.#clock.now()).length === 0) || this.#clock.now() >= this.#lastClaimMs + livenessMsMax) break
       this.#maybeStopWork()
       this.#step1()
     }
     if (steps >= this.#options.livenessStepsMax) {
       const unsettled = this.#clients.unsettled()
-      this.#checkers.fail('none stranded', `the final phase did not settle within ${this.#options.livenessStepsMax} steps; client calls never answered: ${unsettled.slice(0, 5).join(', ') || 'none'}`)
+      const live = this.#checkers.liveDeliverable(this.#clock.now())
+      this.#checkers.fail('none stranded', `the final phase did not settle within ${this.#options.livenessStepsMax} steps; client calls never answered: ${unsettled.slice(0, 5).join(', ') || 'none'}; live jobs left: ${live.slice(0, 5).join(', ') || 'none'}${live.length > 5 ? ` and ${live.length - 5} more` : ''}`)
     }
     for (const queue of Object.keys(this.#options.queues)) this.#clients.sweep(this.#hosts[0] as JobsHost, queue)
     return steps + (await this.#drain())
@@ -547,6 +555,7 @@ export class JobsWorld {
 
   #observeJobs(record: JobBoundaryRecord): void {
     if (record.op === 'claim') {
+      if (record.outcome.kind === 'claimed') this.#lastClaimMs = this.#clock.now()
       this.#handled.started.set(record.id, (this.#handled.started.get(record.id) ?? 0) + 1)
       const violation = this.#ownership.observe(record)
       if (violation !== null) this.#checkers.fail('owner delivers', violation)
