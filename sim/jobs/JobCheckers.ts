@@ -78,6 +78,8 @@ interface Track {
   /** When the job is (or was) claimable without a claim: enqueue's max(runAt, now), a retry's runAt. */
   readyAtMs: number
   claim: { readonly token: string; deadlineMs: number } | null
+  /** A due-time pass reserved the row for Matching before the heal, until then (its pass may have died with its host): not claimable before. */
+  heldUntilMs: number | null
   claims: number
   heard: boolean
   endHeard: boolean
@@ -93,6 +95,12 @@ export class JobCheckers {
   readonly knownFailing = new Set<string>()
   readonly #jobs = new Map<string, Track>()
   #landedLate = 0
+  #healedAtMs: number | null = null
+
+  /** Faults are off from now on: a reservation made after this is the engine's own, judged as due. */
+  healed(nowMs: number): void {
+    this.#healedAtMs = nowMs
+  }
 
   /** The queue of a job whose enqueue committed. */
   queueOf(id: string): string | undefined {
@@ -119,7 +127,7 @@ export class JobCheckers {
     for (const [id, track] of this.#jobs) {
       if (track.life !== 'live' || track.attempts >= track.job.maxAttempts) continue
       if (track.job.expiresAtMs !== null && track.job.expiresAtMs <= nowMs) continue
-      const dueSinceMs = Math.max(track.readyAtMs, track.claim?.deadlineMs ?? Number.NEGATIVE_INFINITY)
+      const dueSinceMs = Math.max(track.readyAtMs, track.claim?.deadlineMs ?? Number.NEGATIVE_INFINITY, track.heldUntilMs ?? Number.NEGATIVE_INFINITY)
       if (dueSinceMs <= nowMs) due.push({ id, queue: track.job.queue, dueSinceMs })
     }
     return due
@@ -163,12 +171,12 @@ export class JobCheckers {
           if (job.expiresAtMs !== null && job.expiresAtMs <= record.nowMs) this.fail('one valid claim', `job ${job.id} enqueued claimed at ${record.nowMs} though it expires at ${job.expiresAtMs}`)
           if (job.deadlineMs !== record.nowMs + job.visibilityTimeoutMs) this.fail('deadline', `job ${job.id} enqueued claimed at ${record.nowMs} with deadline ${job.deadlineMs}, not now + its visibility ${job.visibilityTimeoutMs} ms`)
           this.#keyFree(job, record.nowMs)
-          this.#jobs.set(job.id, { job, life: 'live', attempts: 1, readyAtMs: record.nowMs, claim: { token: job.claimToken, deadlineMs: job.deadlineMs as number }, claims: 1, heard: false, endHeard: false })
+          this.#jobs.set(job.id, { job, life: 'live', attempts: 1, readyAtMs: record.nowMs, claim: { token: job.claimToken, deadlineMs: job.deadlineMs as number }, claims: 1, heldUntilMs: null, heard: false, endHeard: false })
           return
         }
         if (job.attempts !== 0 || job.state !== 'pending') this.fail('attempt budget', `job ${job.id} enqueued as ${job.state} with ${job.attempts} attempts`)
         this.#keyFree(job, record.nowMs)
-        this.#jobs.set(job.id, { job, life: 'live', attempts: 0, readyAtMs: Math.max(job.runAtMs, record.nowMs), claim: null, claims: 0, heard: false, endHeard: false })
+        this.#jobs.set(job.id, { job, life: 'live', attempts: 0, readyAtMs: Math.max(job.runAtMs, record.nowMs), claim: null, claims: 0, heldUntilMs: null, heard: false, endHeard: false })
         return
       }
       case 'claim':
@@ -236,6 +244,10 @@ export class JobCheckers {
       }
       case 'getJob':
         return this.#seen(record.id, record.job, `getJob at ${record.committedAtMs}`)
+      case 'reserve':
+      case 'confirm':
+      case 'release':
+        return this.#reserved(record)
     }
   }
 
@@ -318,6 +330,18 @@ export class JobCheckers {
     return { enqueued, recovered, acked, ackedUnheard, cancelled, cancelledUnheard, dead, reclaimed, landedLate: this.#landedLate, stranded }
   }
 
+  // A row reserved for Matching before the heal is not claimable until its reservation ends (a
+  // pass that died between reserve and confirm leaves it for `jobDeliveryRetryMs`); a confirmed
+  // row is with Matching, which must deliver it; a released one is due again.
+  #reserved(record: Extract<JobBoundaryRecord, { op: 'reserve' | 'confirm' | 'release' }>): void {
+    for (const id of record.ids) {
+      const track = this.#jobs.get(id)
+      if (track === undefined) continue
+      const beforeHeal = this.#healedAtMs === null || record.committedAtMs < this.#healedAtMs
+      track.heldUntilMs = record.op === 'reserve' && beforeHeal ? record.untilMs : null
+    }
+  }
+
   #claimed(record: Extract<JobBoundaryRecord, { op: 'claim' }>): void {
     const track = this.#jobs.get(record.id)
     const outcome = record.outcome
@@ -334,6 +358,7 @@ export class JobCheckers {
     if (job.expiresAtMs !== null && job.expiresAtMs <= record.nowMs) this.fail('one valid claim', `job ${record.id} claimed at ${record.nowMs} after it expired at ${job.expiresAtMs}`)
     if (job.deadlineMs !== record.nowMs + track.job.visibilityTimeoutMs) this.fail('deadline', `job ${record.id} claimed at ${record.nowMs} with deadline ${job.deadlineMs}, not now + its visibility ${track.job.visibilityTimeoutMs} ms`)
     track.attempts = job.attempts
+    track.heldUntilMs = null
     track.claims++
     track.claim = { token: record.claimToken, deadlineMs: job.deadlineMs as number }
   }

@@ -400,6 +400,7 @@ export class JobsWorld {
     this.#log('HEAL: every host up, faults off; membership settles; clients ack what they hold, the work loops deliver the rest, time moves timer by timer')
     this.#config.onEvent?.({ kind: 'heal' }, this.#clock.now())
     this.#handlers.healed(this.#clock.now())
+    this.#checkers.healed(this.#clock.now())
     let steps = await this.#settleMembership()
     this.#promptFromMs = this.#clock.now() + promptJudgedAfterMs
     this.#lastClaimMs = this.#clock.now()

@@ -168,9 +168,24 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         record({ op: 'sweep', ...stamp(params.nowMs), queue: params.queue, dead: result.dead, purged: result.purged })
         return result
       }),
-    takeDue: (params) => park(`job.takeDue ≤${params.limit}`, true, () => inner.takeDue(params)),
-    confirmDelivered: (params) => park(`job.confirm ×${params.deliveries.length}`, true, () => inner.confirmDelivered(params)),
-    releaseDelivered: (params) => park(`job.release ×${params.deliveries.length}`, true, () => inner.releaseDelivered(params)),
+    takeDue: (params) =>
+      park(`job.takeDue ≤${params.limit}`, true, async () => {
+        const due = await inner.takeDue(params)
+        if (due.length > 0) record({ op: 'reserve', ...stamp(params.nowMs), ids: due.map((job) => job.id), untilMs: params.reserveUntilMs })
+        return due
+      }),
+    confirmDelivered: (params) =>
+      park(`job.confirm ×${params.deliveries.length}`, true, async () => {
+        const count = await inner.confirmDelivered(params)
+        record({ op: 'confirm', ...stamp(now()), ids: params.deliveries.map((delivery) => delivery.id), untilMs: null })
+        return count
+      }),
+    releaseDelivered: (params) =>
+      park(`job.release ×${params.deliveries.length}`, true, async () => {
+        const count = await inner.releaseDelivered(params)
+        record({ op: 'release', ...stamp(now()), ids: params.deliveries.map((delivery) => delivery.id), untilMs: params.dueMs })
+        return count
+      }),
     nextDueMs: (params) => park('job.nextDue', false, () => inner.nextDueMs(params)),
     dueQueues: (params) => park('job.dueQueues', false, () => inner.dueQueues(params)),
     deliverableCount: (params) => park(`job.deliverable ${params.queue}`, false, () => inner.deliverableCount(params)),
