@@ -8,7 +8,7 @@
  * - heartbeat keeps claim: once faults are healed, a job whose handler is running never lapses —
  *   no other claim of it commits, and its deadline never passes, while the handler runs (its
  *   work loop heartbeats for it);
- * - claims reach a worker: once faults are healed, every claim that commits reaches a handler or a
+ * - claims reach a worker: once faults are healed, every claim issued since reaches a handler or a
  *   client, or is settled with its token (ack, retry, fail), before its deadline — a claim
  *   nobody holds waits for its visibility timeout;
  * - stop releases: the same, for a claim the stopped host's statements made while its loops were
@@ -97,6 +97,9 @@ export class HandlerCheckers {
       if (event.id !== record.id || event.claimToken === record.claimToken || startedAtMs < healedAtMs || !claimValid) continue
       this.#deps.fail('heartbeat keeps claim', `job ${record.id} was claimed again (${record.claimToken}, by ${record.hostId} at ${record.nowMs}) while its handler on ${event.hostId} still ran for claim ${event.claimToken}, started at ${startedAtMs}`)
     }
+    // A claim issued before the heal (its statement waited out a pause, a jump or a slow store)
+    // may commit already lapsed: only claims issued with faults off must reach a worker in time.
+    if (record.nowMs < healedAtMs) return
     this.#unheld.set(`${record.id}:${record.claimToken}`, { id: record.id, hostId: record.hostId, committedAtMs: record.committedAtMs })
   }
 

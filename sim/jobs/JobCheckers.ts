@@ -170,12 +170,12 @@ export class JobCheckers {
           if (job.attempts !== 1 || job.claimedAtMs !== record.nowMs) this.fail('attempt budget', `job ${job.id} enqueued claimed with ${job.attempts} attempts at ${String(job.claimedAtMs)}, not 1 at ${record.nowMs}`)
           if (job.expiresAtMs !== null && job.expiresAtMs <= record.nowMs) this.fail('one valid claim', `job ${job.id} enqueued claimed at ${record.nowMs} though it expires at ${job.expiresAtMs}`)
           if (job.deadlineMs !== record.nowMs + job.visibilityTimeoutMs) this.fail('deadline', `job ${job.id} enqueued claimed at ${record.nowMs} with deadline ${job.deadlineMs}, not now + its visibility ${job.visibilityTimeoutMs} ms`)
-          this.#keyFree(job, record.nowMs)
+          this.#keyFree(job, record.nowMs, record.committedAtMs)
           this.#jobs.set(job.id, { job, life: 'live', attempts: 1, readyAtMs: record.nowMs, claim: { token: job.claimToken, deadlineMs: job.deadlineMs as number }, claims: 1, heldUntilMs: null, heard: false, endHeard: false })
           return
         }
         if (job.attempts !== 0 || job.state !== 'pending') this.fail('attempt budget', `job ${job.id} enqueued as ${job.state} with ${job.attempts} attempts`)
-        this.#keyFree(job, record.nowMs)
+        this.#keyFree(job, record.nowMs, record.committedAtMs)
         this.#jobs.set(job.id, { job, life: 'live', attempts: 0, readyAtMs: Math.max(job.runAtMs, record.nowMs), claim: null, claims: 0, heldUntilMs: null, heard: false, endHeard: false })
         return
       }
@@ -383,13 +383,14 @@ export class JobCheckers {
     return false
   }
 
-  // An enqueue committed `job`: no other live job of its queue may hold its key.
-  #keyFree(job: JobRecord, nowMs: number): void {
+  // An enqueue committed `job` at `committedAtMs`: no other live job of its queue may hold its key.
+  #keyFree(job: JobRecord, nowMs: number, committedAtMs: number): void {
     if (job.key === null) return
     for (const [id, track] of this.#jobs) {
       if (id === job.id || track.life !== 'live' || track.job.queue !== job.queue || track.job.key !== job.key) continue
-      // A lapsed claim at its budget died at its deadline (the exhaustion rule), unseen here.
-      if (track.claim !== null && track.attempts >= track.job.maxAttempts && track.claim.deadlineMs <= nowMs) continue
+      // A lapsed claim at its budget died at its deadline (the exhaustion rule), unseen here; the
+      // key is judged as the store holds it at the commit, which may come long after the stamp.
+      if (track.claim !== null && track.attempts >= track.job.maxAttempts && track.claim.deadlineMs <= committedAtMs) continue
       {
         this.fail('one live per key', `job ${job.id} of ${job.queue} enqueued at ${nowMs} with key ${job.key}, which live job ${id} holds`)
         return

@@ -261,6 +261,21 @@ export class JobsHost {
     return stop()
   }
 
+  /** Whether the process is in a stop-the-world pause (its timers wait; the world runs none of its I/O). */
+  paused(): boolean {
+    return this.alive && this.#clock.isPaused()
+  }
+
+  /** A stop-the-world pause of `ms` (see HostClock.ts); `resume` ends it early. */
+  pause(ms: number): void {
+    this.#clock.pause(ms)
+  }
+
+  /** Ends a pause now (the heal). */
+  resume(): void {
+    this.#clock.resume()
+  }
+
   /** The process dies: parked I/O never runs, timers never fire, memory and handles are gone. */
   crash(): number {
     this.alive = false

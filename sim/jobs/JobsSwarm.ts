@@ -20,9 +20,11 @@ import { describeFaults, drawFaultChances } from '../matching/Swarm.ts'
  * The faults the end-to-end world injects: the Matching world's crashes, restarts, clock jumps
  * and store faults, plus the group's: a bus message lost (`bus.drop`) or delivered late, after
  * other steps (`bus.delay`), and a worker cut off from the membership table for a while
- * (`membership.cut`: its row lapses, the others take its partitions, it sees nobody).
+ * (`membership.cut`: its row lapses, the others take its partitions, it sees nobody), and a
+ * worker's stop-the-world pause (`host.pause`: its timers and I/O wait while the others go on,
+ * so its handlers outlive their claims and their acks come back after the job was taken again).
  */
-export const jobsFaultNames = ['crash.beforeStore', 'crash.afterCommit', 'restart', 'clock.jump', 'store.unavailable', 'store.maybeCommitted', 'store.latency', 'bus.drop', 'bus.delay', 'membership.cut'] as const
+export const jobsFaultNames = ['crash.beforeStore', 'crash.afterCommit', 'restart', 'clock.jump', 'store.unavailable', 'store.maybeCommitted', 'store.latency', 'bus.drop', 'bus.delay', 'membership.cut', 'host.pause'] as const
 
 /** One end-to-end fault's name. */
 export type JobsFaultName = (typeof jobsFaultNames)[number]
@@ -100,7 +102,8 @@ export interface JobsSwarmOverrides {
 /** Draws an end-to-end run's options from its seed. */
 export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {}): JobsSwarmOptions {
   const random = Random.make(seed ^ 0x10b5)
-  const faults = drawFaultChances(random, jobsFaultNames, overrides.faultsOff === true)
+  // `host.pause` is drawn last (below), so that adding it kept every earlier option of a seed.
+  const faults: Record<JobsFaultName, number> = { ...drawFaultChances(random, jobsFaultNames.filter((name) => name !== 'host.pause'), overrides.faultsOff === true), 'host.pause': 0 }
   const queueCount = random.int(1, 2)
   const queues: Record<string, SimQueueOptions> = {}
   for (let q = 0; q < queueCount; q++) {
@@ -132,7 +135,9 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
     const visibilityMs = queue.visibilityTimeoutS * 1_000
     handlerMsMax[name] = Math.floor(workBatch === null ? visibilityMs * random.pick([0, 0.2, 1.5, 3]) : (visibilityMs * random.pick([0, 0.05, 0.2])) / workBatch)
   }
-  return { ...options, workLoops, workBatch, handlerMsMax, stopChance: random.pick([0, 0.002, 0.01]) }
+  const stopChance = random.pick([0, 0.002, 0.01])
+  faults['host.pause'] = drawFaultChances(random, ['host.pause'], overrides.faultsOff === true)['host.pause']
+  return { ...options, workLoops, workBatch, handlerMsMax, stopChance }
 }
 
 /** One line per option, for the run's header. */

@@ -141,6 +141,10 @@ const settleRoundsMax = 10
 // lifetime (nobody notices) to several lifetimes (its partitions move, then come back).
 const cutMsMin = 2_000
 const cutMsMax = 4 * membershipHostTtlMs
+// How long a worker's stop-the-world pause lasts: from shorter than the shortest visibility
+// timeout (nobody notices) to past the longest (30 s) and a membership row's lifetime.
+const pauseMsMin = 500
+const pauseMsMax = 40_000
 // Bus faults strike a message with this many times the seed's drawn chance (0.016–0.256 when on).
 const busFaultScale = 8
 
@@ -286,14 +290,26 @@ export class JobsWorld {
 
   async #safetyStep(): Promise<void> {
     if (this.#maybeFault() || this.#maybeStopWork()) return
-    const pending = this.#gate.pending().length
+    // A paused host's calls wait for its pause to end.
+    const runnable = this.#runnableIo()
+    const pending = runnable.length
     const choice = this.#decide.weighted([pending > 0 ? 12 : 0, 6, pending > 0 ? 1 : 4])
-    if (choice === 0) return this.#runIo(this.#decide.int(0, pending - 1))
+    if (choice === 0) return this.#runIo(runnable[this.#decide.int(0, pending - 1)] as number)
     if (choice === 1 && this.#clients.act()) {
       this.#events++
       return
     }
     this.#advance()
+  }
+
+  // Indices of the parked calls whose host is not paused.
+  #runnableIo(): number[] {
+    const paused = new Set(this.#hosts.filter((host) => host.paused()).map((host) => host.id))
+    const indices: number[] = []
+    this.#gate.pending().forEach((io, index) => {
+      if (!paused.has(io.hostId)) indices.push(index)
+    })
+    return indices
   }
 
   #maybeFault(): boolean {
@@ -323,6 +339,14 @@ export class JobsWorld {
       const cutMs = this.#decide.int(cutMsMin, cutMsMax)
       this.#cutUntilMs.set(host.id, this.#clock.now() + cutMs)
       this.#fault('membership.cut', `${host.id} cannot reach the membership table for ${cutMs} ms`, host.id)
+      return true
+    }
+    const running = alive.filter((host) => host.role === 'worker' && !host.paused())
+    if (running.length > 0 && this.#decide.chance(faults['host.pause'])) {
+      const host = this.#decide.pick(running)
+      const pauseMs = this.#decide.int(pauseMsMin, pauseMsMax)
+      host.pause(pauseMs)
+      this.#fault('host.pause', `${host.id} pauses for ${pauseMs} ms: its timers and I/O wait while the others go on`, host.id)
       return true
     }
     return false
@@ -397,6 +421,7 @@ export class JobsWorld {
     this.#faultsOn = false
     this.#cutUntilMs.clear()
     for (const host of this.#hosts) if (!host.alive) host.restart()
+    for (const host of this.#hosts) host.resume()
     this.#log('HEAL: every host up, faults off; membership settles; clients ack what they hold, the work loops deliver the rest, time moves timer by timer')
     this.#config.onEvent?.({ kind: 'heal' }, this.#clock.now())
     this.#handlers.healed(this.#clock.now())
@@ -534,6 +559,7 @@ export class JobsWorld {
     // Closing is judged without faults: after a safety-phase failure they are still on, and a
     // host crashing mid-close would never finish closing for a reason of the world's making.
     this.#faultsOn = false
+    for (const host of this.#hosts) host.resume()
     const alive = this.#hosts.filter((host) => host.alive)
     for (const host of alive) void host.mb.close().then(() => closed++, () => closed++)
     for (let turns = 0; closed < alive.length && turns < 100_000; turns++) {
