@@ -27,9 +27,10 @@
  *
  * Does not: read the engine's memory, or decide which dead jobs are "right" beyond their budget.
  */
-import { deadReasonExhausted, deadReasonExpired } from '../../src/domain/JobRules.ts'
+import { deadReasonExhausted, deadReasonExpired, isExhausted } from '../../src/domain/JobRules.ts'
 import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
+import { knownFailingJobCheckers } from './KnownEngineFailures.ts'
 
 /** The job checkers, the ownership checker (OwnershipChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */
 export const jobCheckerNames = [
@@ -37,17 +38,6 @@ export const jobCheckerNames = [
   'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', 'matching', 'other',
 ] as const
 
-/**
- * KNOWN FAILING on the current engine, without any planted bug: their violations are counted,
- * printed and listed apart (`JobsRunResult.knownFailing`), but do not fail a seed until the
- * engine is fixed and they are taken off this list.
- * - prompt delivery: due jobs wait with an idle worker on their queue, past the bound, after the
- *   heal (replay: `npx matchbox sim --jobs --store memory --seed 5`; also seeds 25, 26, 38);
- * - claims reach a worker / stop releases: claims that History makes at the heal for polls
- *   parked in Matching reach no handler or client and wait out their visibility timeout
- *   (replay: `npx matchbox sim --jobs --store memory --seed 16`; also seeds 18, 30, 33).
- */
-export const knownFailingJobCheckers: ReadonlyArray<JobCheckerName> = ['prompt delivery', 'claims reach a worker', 'stop releases']
 
 /** One job checker's name. */
 export type JobCheckerName = (typeof jobCheckerNames)[number]
@@ -155,8 +145,10 @@ export class JobCheckers {
   fail(checker: JobCheckerName, sentence: string): void {
     this.counts[checker]++
     if (this.violations.length >= violationsMax) return
-    this.violations.push(sentence)
-    if (knownFailingJobCheckers.includes(checker)) this.knownFailing.add(sentence)
+    // Named, so that a reader of a seed's violations (and of its timeline) knows which rule broke.
+    const named = `${checker}: ${sentence}`
+    this.violations.push(named)
+    if (knownFailingJobCheckers.includes(checker)) this.knownFailing.add(named)
   }
 
   /** Checks one committed JobStore call. */
@@ -293,7 +285,7 @@ export class JobCheckers {
    * `judgeStranded` is false when the run stopped at an earlier violation and skipped the final
    * phase: live jobs are then expected, not stranded.
    */
-  audit(final: ReadonlyMap<string, JobRecord | null>, judgeStranded: boolean): JobsReport {
+  audit(final: ReadonlyMap<string, JobRecord | null>, judgeStranded: boolean, nowMs: number): JobsReport {
     let enqueued = 0
     let recovered = 0
     let acked = 0
@@ -314,6 +306,12 @@ export class JobCheckers {
         else if (track.life === 'acked') ackedUnheard++
         else if (track.life === 'cancelled' && track.endHeard) cancelled++
         else if (track.life === 'cancelled') cancelledUnheard++
+        continue
+      }
+      // A lapsed claim at its budget died at its deadline (the exhaustion rule holds whenever one
+      // looks), though no statement has buried the row yet: the sweep buries only expired rows.
+      if (job.state === 'processing' && isExhausted(job, nowMs)) {
+        dead.exhausted++
         continue
       }
       if (job.state === 'dead') {

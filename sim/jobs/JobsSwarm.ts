@@ -22,9 +22,15 @@ import { describeFaults, drawFaultChances } from '../matching/Swarm.ts'
  * other steps (`bus.delay`), and a worker cut off from the membership table for a while
  * (`membership.cut`: its row lapses, the others take its partitions, it sees nobody), and a
  * worker's stop-the-world pause (`host.pause`: its timers and I/O wait while the others go on,
- * so its handlers outlive their claims and their acks come back after the job was taken again).
+ * so its handlers outlive their claims and their acks come back after the job was taken again),
+ * and a worker cut off from the job store for a while (`store.cut`: its heartbeats fail, the
+ * claims of its running handlers lapse, and its other loops may claim those jobs again once it is
+ * back, while the first handler still runs).
  */
-export const jobsFaultNames = ['crash.beforeStore', 'crash.afterCommit', 'restart', 'clock.jump', 'store.unavailable', 'store.maybeCommitted', 'store.latency', 'bus.drop', 'bus.delay', 'membership.cut', 'host.pause'] as const
+export const jobsFaultNames = ['crash.beforeStore', 'crash.afterCommit', 'restart', 'clock.jump', 'store.unavailable', 'store.maybeCommitted', 'store.latency', 'bus.drop', 'bus.delay', 'membership.cut', 'host.pause', 'store.cut'] as const
+
+// Drawn after every other option, so that adding them kept every earlier option of a seed.
+const lateFaults: ReadonlyArray<JobsFaultName> = ['host.pause', 'store.cut']
 
 /** One end-to-end fault's name. */
 export type JobsFaultName = (typeof jobsFaultNames)[number]
@@ -102,8 +108,7 @@ export interface JobsSwarmOverrides {
 /** Draws an end-to-end run's options from its seed. */
 export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {}): JobsSwarmOptions {
   const random = Random.make(seed ^ 0x10b5)
-  // `host.pause` is drawn last (below), so that adding it kept every earlier option of a seed.
-  const faults: Record<JobsFaultName, number> = { ...drawFaultChances(random, jobsFaultNames.filter((name) => name !== 'host.pause'), overrides.faultsOff === true), 'host.pause': 0 }
+  const faults = { ...drawFaultChances(random, jobsFaultNames.filter((name) => !lateFaults.includes(name)), overrides.faultsOff === true), 'host.pause': 0, 'store.cut': 0 }
   const queueCount = random.int(1, 2)
   const queues: Record<string, SimQueueOptions> = {}
   for (let q = 0; q < queueCount; q++) {
@@ -136,7 +141,7 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
     handlerMsMax[name] = Math.floor(workBatch === null ? visibilityMs * random.pick([0, 0.2, 1.5, 3]) : (visibilityMs * random.pick([0, 0.05, 0.2])) / workBatch)
   }
   const stopChance = random.pick([0, 0.002, 0.01])
-  faults['host.pause'] = drawFaultChances(random, ['host.pause'], overrides.faultsOff === true)['host.pause']
+  Object.assign(faults, drawFaultChances(random, lateFaults, overrides.faultsOff === true))
   return { ...options, workLoops, workBatch, handlerMsMax, stopChance }
 }
 

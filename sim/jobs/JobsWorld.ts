@@ -48,7 +48,8 @@ import { Checkers } from '../matching/Checkers.ts'
 import { Decisions } from '../core/Decisions.ts'
 import { IoGate } from '../core/IoGate.ts'
 import { type IoFaultChances, type IoFaultWorld, faultAfterRun, faultBeforeRun } from '../core/IoFaults.ts'
-import { JobCheckers, type JobCheckerName, jobCheckerNames, type JobsReport, knownFailingJobCheckers } from './JobCheckers.ts'
+import { JobCheckers, type JobCheckerName, jobCheckerNames, type JobsReport } from './JobCheckers.ts'
+import { knownFailingJobCheckers } from './KnownEngineFailures.ts'
 import { JobClients } from './JobClients.ts'
 import { HandlerCheckers } from './HandlerCheckers.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
@@ -66,7 +67,7 @@ import type { JobsMutant } from './JobMutations.ts'
 export interface JobsRunResult {
   readonly ok: boolean
   readonly violations: ReadonlyArray<string>
-  /** Violations of the checkers known to fail on the current engine (JobCheckers.ts `knownFailingJobCheckers`): shown, not failing the seed. */
+  /** Violations of the checkers known to fail on the current engine (KnownEngineFailures.ts): shown, not failing the seed. */
   readonly knownFailing: ReadonlyArray<string>
   /** Violations per checker. */
   readonly checkers: Readonly<Record<JobCheckerName, number>>
@@ -103,7 +104,7 @@ export interface JobsWorldConfig {
   readonly mutant?: Pick<JobsMutant, 'wrapBus' | 'wrapEngineJobStore' | 'onWorkStopped'>
   /** Observes every committed JobStore call (timelines). */
   readonly onJobs?: (record: JobBoundaryRecord, nowMs: number) => void
-  /** Observes faults, membership views and the heal (timelines). */
+  /** Observes faults, membership views, handler runs and the heal (timelines). */
   readonly onEvent?: (event: JobsWorldEvent, nowMs: number) => void
 }
 
@@ -112,6 +113,7 @@ export type JobsWorldEvent =
   | { readonly kind: 'fault'; readonly name: JobsFaultName; readonly hostId?: string; readonly detail: string }
   | { readonly kind: 'view'; readonly hostId: string; readonly hosts: ReadonlyArray<string> }
   | { readonly kind: 'heal' }
+  | { readonly kind: 'handler'; readonly hostId: string; readonly jobId: string; readonly claimToken: string; readonly started: boolean }
 
 /**
  * How long a due job may wait, once healed, while its queue has an idle worker. With faults off
@@ -141,6 +143,12 @@ const settleRoundsMax = 10
 // lifetime (nobody notices) to several lifetimes (its partitions move, then come back).
 const cutMsMin = 2_000
 const cutMsMax = 4 * membershipHostTtlMs
+// How long a worker stays cut off from the job store: from shorter than the shortest visibility
+// timeout to past the longest (30 s), so running handlers' claims lapse.
+const storeCutMsMin = 1_000
+const storeCutMsMax = 40_000
+// Every job store call's trace label starts so (SimJobStore.ts).
+const jobLabelPrefix = 'job.'
 // How long a worker's stop-the-world pause lasts: from shorter than the shortest visibility
 // timeout (nobody notices) to past the longest (30 s) and a membership row's lifetime.
 const pauseMsMin = 500
@@ -184,6 +192,8 @@ export class JobsWorld {
   readonly #bus = makeMemoryBus()
   // Workers cut off from the membership table, until when (world time).
   readonly #cutUntilMs = new Map<string, number>()
+  // Workers cut off from the job store, until when (world time).
+  readonly #storeCutUntilMs = new Map<string, number>()
   readonly #forwarding = { polls: 0, routes: new Set<string>(), handOvers: 0 }
   readonly #hosts: JobsHost[] = []
   readonly #clients: JobClients
@@ -260,7 +270,7 @@ export class JobsWorld {
     await this.#closeAll()
     await this.#bus.close()
     // Stopped early by a violation, the final phase left live jobs behind it: expected, not stranded.
-    const jobs = this.#checkers.audit(await this.#finalRows(), finalPhaseRan && !this.#failed())
+    const jobs = this.#checkers.audit(await this.#finalRows(), finalPhaseRan && !this.#failed(), this.#clock.now())
     for (const violation of this.#matching.violations) this.#checkers.fail('matching', violation)
     const failing = jobCheckerNames.filter((name) => this.#checkers.counts[name] > 0 && !knownFailingJobCheckers.includes(name))
     return {
@@ -341,6 +351,14 @@ export class JobsWorld {
       this.#fault('membership.cut', `${host.id} cannot reach the membership table for ${cutMs} ms`, host.id)
       return true
     }
+    const reaching = alive.filter((host) => host.role === 'worker' && !this.#isStoreCut(host.id))
+    if (reaching.length > 0 && this.#decide.chance(faults['store.cut'])) {
+      const host = this.#decide.pick(reaching)
+      const cutMs = this.#decide.int(storeCutMsMin, storeCutMsMax)
+      this.#storeCutUntilMs.set(host.id, this.#clock.now() + cutMs)
+      this.#fault('store.cut', `${host.id} cannot reach the job store for ${cutMs} ms`, host.id)
+      return true
+    }
     const running = alive.filter((host) => host.role === 'worker' && !host.paused())
     if (running.length > 0 && this.#decide.chance(faults['host.pause'])) {
       const host = this.#decide.pick(running)
@@ -363,6 +381,10 @@ export class JobsWorld {
     this.#config.onEvent?.({ kind: 'fault', name, ...(hostId === undefined ? {} : { hostId }), detail: line }, this.#clock.now())
   }
 
+  #isStoreCut(hostId: string): boolean {
+    return (this.#storeCutUntilMs.get(hostId) ?? Number.NEGATIVE_INFINITY) > this.#clock.now()
+  }
+
   #isCut(hostId: string): boolean {
     return (this.#cutUntilMs.get(hostId) ?? Number.NEGATIVE_INFINITY) > this.#clock.now()
   }
@@ -375,6 +397,11 @@ export class JobsWorld {
     if (io.label.startsWith(membershipLabelPrefix) && this.#isCut(io.hostId)) {
       this.#log(`${io.hostId} ${io.label} cannot reach the membership table`)
       io.reject(new Unavailable({ operation, detail: 'cut off from the membership table', maybeCommitted: false }))
+      return
+    }
+    if (io.label.startsWith(jobLabelPrefix) && this.#isStoreCut(io.hostId)) {
+      this.#log(`${io.hostId} ${io.label} cannot reach the job store`)
+      io.reject(new Unavailable({ operation, detail: 'cut off from the job store', maybeCommitted: false }))
       return
     }
     if (faults !== undefined && io.label.startsWith(busLabelPrefix)) {
@@ -420,6 +447,7 @@ export class JobsWorld {
   async #finalPhase(): Promise<number> {
     this.#faultsOn = false
     this.#cutUntilMs.clear()
+    this.#storeCutUntilMs.clear()
     for (const host of this.#hosts) if (!host.alive) host.restart()
     for (const host of this.#hosts) host.resume()
     this.#log('HEAL: every host up, faults off; membership settles; clients ack what they hold, the work loops deliver the rest, time moves timer by timer')
@@ -539,6 +567,7 @@ export class JobsWorld {
     this.#busy.set(key, (this.#busy.get(key) ?? 0) + (event.started ? 1 : -1))
     this.#log(`handler ${event.started ? 'starts' : 'returns'} ${event.id} (${event.claimToken}) on ${event.hostId}`)
     this.#handlers.handler(event, this.#clock.now())
+    this.#config.onEvent?.({ kind: 'handler', hostId: event.hostId, jobId: event.id, claimToken: event.claimToken, started: event.started }, this.#clock.now())
   }
 
   // Runs parked I/O (and moves time when none is parked) until every client call has settled.
