@@ -203,6 +203,7 @@ export class JobsWorld {
   #ioRuns = 0
   #step = 0
   #faultsOn = true
+  #closing = false
   readonly #ioFaultWorld: IoFaultWorld<JobsFaultName>
 
   constructor(config: JobsWorldConfig) {
@@ -551,7 +552,8 @@ export class JobsWorld {
     this.#config.mutant?.onWorkStopped?.(host.id, true)
     host.stopWork(queue).then(
       () => {
-        if (host.incarnation !== incarnation) return
+        // Once the engines close, loops stopped by the world stay stopped (`work` refuses then).
+        if (host.incarnation !== incarnation || this.#closing) return
         this.#log(`stopped ${host.id} work on ${queue}; it starts again`)
         this.#handlers.stopResolved(host.id, incarnation, queue, this.#clock.now())
         this.#config.mutant?.onWorkStopped?.(host.id, false)
@@ -588,6 +590,7 @@ export class JobsWorld {
     // Closing is judged without faults: after a safety-phase failure they are still on, and a
     // host crashing mid-close would never finish closing for a reason of the world's making.
     this.#faultsOn = false
+    this.#closing = true
     for (const host of this.#hosts) host.resume()
     const alive = this.#hosts.filter((host) => host.alive)
     for (const host of alive) void host.mb.close().then(() => closed++, () => closed++)
