@@ -188,6 +188,7 @@ export class JobsWorld {
   #promptFromMs = Number.POSITIVE_INFINITY
   // When the last claim committed (the final phase ends once none has for `livenessMsMax`).
   #lastClaimMs = Number.NEGATIVE_INFINITY
+  #claimsCommitted = 0
   readonly #membershipStore = makeMemoryMembershipStore()
   readonly #bus = makeMemoryBus()
   // Workers cut off from the membership table, until when (world time).
@@ -458,7 +459,15 @@ export class JobsWorld {
     let steps = await this.#settleMembership()
     this.#promptFromMs = this.#clock.now() + promptJudgedAfterMs
     this.#lastClaimMs = this.#clock.now()
-    while (steps < this.#options.livenessStepsMax && !this.#failed()) {
+    // The step budget, like the time bound, counts from the last claim: a world still working
+    // through a backlog (one loop, long handlers) is not stuck.
+    let claimsSeen = this.#claimsCommitted
+    let progressStep = steps
+    while (steps - progressStep < this.#options.livenessStepsMax && !this.#failed()) {
+      if (this.#claimsCommitted !== claimsSeen) {
+        claimsSeen = this.#claimsCommitted
+        progressStep = steps
+      }
       this.#clients.ackAll()
       steps += 1 + (await this.#runAllIo())
       this.#judgePrompt()
@@ -469,10 +478,10 @@ export class JobsWorld {
       this.#maybeStopWork()
       this.#step1()
     }
-    if (steps >= this.#options.livenessStepsMax) {
+    if (steps - progressStep >= this.#options.livenessStepsMax) {
       const unsettled = this.#clients.unsettled()
       const live = this.#checkers.liveDeliverable(this.#clock.now())
-      this.#checkers.fail('none stranded', `the final phase did not settle within ${this.#options.livenessStepsMax} steps; client calls never answered: ${unsettled.slice(0, 5).join(', ') || 'none'}; live jobs left: ${live.slice(0, 5).join(', ') || 'none'}${live.length > 5 ? ` and ${live.length - 5} more` : ''}`)
+      this.#checkers.fail('none stranded', `the final phase did not settle within ${this.#options.livenessStepsMax} steps of its last claim; client calls never answered: ${unsettled.slice(0, 5).join(', ') || 'none'}; live jobs left: ${live.slice(0, 5).join(', ') || 'none'}${live.length > 5 ? ` and ${live.length - 5} more` : ''}`)
     }
     for (const queue of Object.keys(this.#options.queues)) this.#clients.sweep(this.#hosts[0] as JobsHost, queue)
     return steps + (await this.#drain())
@@ -614,7 +623,10 @@ export class JobsWorld {
 
   #observeJobs(record: JobBoundaryRecord): void {
     if (record.op === 'claim') {
-      if (record.outcome.kind === 'claimed') this.#lastClaimMs = this.#clock.now()
+      if (record.outcome.kind === 'claimed') {
+        this.#lastClaimMs = this.#clock.now()
+        this.#claimsCommitted++
+      }
       this.#handled.started.set(record.id, (this.#handled.started.get(record.id) ?? 0) + 1)
       const violation = this.#ownership.observe(record)
       if (violation !== null) this.#checkers.fail('owner delivers', violation)

@@ -1,0 +1,78 @@
+/**
+ * A job claimed for a worker that has gone must not wait out its visibility timeout. The end-to-end
+ * simulator finds this on the current engine ("claims reach a worker" and "stop releases",
+ * sim/jobs/KnownEngineFailures.ts); here it is staged on one engine on the memory stores, on a
+ * ManualClock:
+ * - claims straight from the store find nothing (as when another transaction holds the head), so
+ *   the due job goes to Matching, where the worker's line poll waits;
+ * - History's claim of it for that poll is held at the store while the worker's loops are
+ *   stopped (`stop()` resolves: no handler is running);
+ * - then the claim commits. Nobody holds the claimed job (it waits in the queue's `spare` list,
+ *   WaitingLine.ts `handOver`): it should be released at once (or run), not left processing until
+ *   its visibility timeout.
+ *
+ * Marked `it.fails` while the engine has the bug: it fails (the job stays processing, unheld) on
+ * the current engine, so the suite stays green; when the engine releases such a job, vitest
+ * reports this test as unexpectedly passing, and the mark comes off.
+ *
+ * No sleeps: waits are on conditions, bounded by event-loop turns.
+ */
+import { expect, it } from 'vitest'
+import { ManualClock, Random } from '../src/index.ts'
+import { makeMatchbox } from '../src/jobs/Matchbox.ts'
+import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
+import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
+import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
+import { settle, until } from './harness/settle.ts'
+
+it.fails("after stop(), a job History claimed for the stopped worker's poll is released, not left to its visibility timeout", async () => {
+  const inner = makeMemoryJobStore()
+  // History's claims wait here until the test opens them.
+  const held: Array<() => void> = []
+  const jobStore: JobStore = {
+    ...inner,
+    claimDue: async () => [],
+    ackAndClaimDue: async (params) => ({ acked: await inner.ackMany({ claims: params.acks, nowMs: params.nowMs }), claimed: [] }),
+    claimMany: async (params) => {
+      await new Promise<void>((resolve) => held.push(resolve))
+      return inner.claimMany(params)
+    },
+  }
+  const store = makeMemoryStore()
+  const clock = new ManualClock(1_700_000_000_000)
+  let pollsArrived = 0
+  const mb = makeMatchbox({
+    hostId: 'spare',
+    store,
+    jobStore,
+    clock,
+    random: Random.make(7),
+    closeStores: () => store.close(),
+    onQueueStep: (_queue, event) => {
+      if (event.type === 'poll.arrived') pollsArrived++
+    },
+  })
+  const q = mb.queue('q', { visibilityTimeoutS: 30 })
+  const ran: string[] = []
+  const stop = q.work(async (job) => {
+    ran.push(job.id)
+  })
+  await until(() => pollsArrived === 1, 'the line poll parked')
+  await settle()
+
+  // Due in 500 ms, so no worker is handed it at enqueue: the due-time pass sends it to Matching.
+  const id = await q.enqueue('payload', { runAt: new Date(clock.now() + 500) })
+  clock.advance(500)
+  await until(() => held.length === 1, "History's claim for the line poll is at the store")
+
+  await stop()
+  for (const open of held.splice(0)) open()
+  await settle(10)
+
+  const row = await inner.getJob({ queue: 'q', id })
+  console.log(`after stop(): the job is ${row?.state}, handler runs ${ran.length}, claim valid until ${row?.deadlineMs === null || row === null ? '-' : (row.deadlineMs as number) - clock.now()} ms from now`)
+  expect(row).not.toBeNull()
+  // Released (due again now) or run: either way nothing waits 30 s for a claim nobody holds.
+  expect(row?.state === 'processing' && ran.length === 0).toBe(false)
+  await mb.close()
+})
