@@ -52,6 +52,15 @@ describe('matchbox sim --jobs', () => {
     for (const text of ['end-to-end (jobs) mode', 'seed 2 (1/1)', 'seed=2 hosts=', 'one valid claim', 'attempt budget', 'none stranded', 'same trace twice', 'enqueued']) expect(ran.stdout).toContain(text)
   })
 
+  it('prints a known failure of the current engine with the seed and names its mechanism, passing the seed', async () => {
+    // Seed 27 shows "claims reach a worker" (sim/jobs/KnownEngineFailures.ts).
+    const ran = await cli(['sim', '--jobs', '--store', 'memory', '--seed', '27', '--seeds', '1'])
+    expect(ran.code).toBe(0)
+    expect(ran.stdout).toMatch(/known engine failure \(\d+, not failing the seed\): claims reach a worker: job \S+'s claim/)
+    expect(ran.stdout).toMatch(/known +1 seeds show failures of the current engine \(27\)/)
+    expect(ran.stdout).toContain("claims reach a worker: a job claimed for a claim that left the line meanwhile")
+  })
+
   it('fails with exit 1 when the job store loses enqueues, naming the checker and the replay command', async () => {
     bug.on = true
     // The planted bug reports every fifth enqueue as written without writing it: the first seed
