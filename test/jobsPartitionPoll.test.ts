@@ -8,7 +8,7 @@
  * stores, a queue of four partitions, on a ManualClock:
  * - claims straight from the store find nothing (as when another transaction holds the head), so
  *   the due job goes to Matching, where the worker's line poll waits;
- * - with `Random.make(seed)` below the add lands on another partition than the poll's (the test
+ * - with the engine seeded by `seed` below the add lands on another partition than the poll's (the test
  *   prints which seeds of 1…8 do: for the others the job starts at once);
  * - the job must start within 250 ms (the simulator's prompt-delivery bound); on those seeds it
  *   starts 500 ms after it became due.
@@ -17,43 +17,21 @@
  * the poll across partitions, vitest reports this test as unexpectedly passing.
  */
 import { expect, it } from 'vitest'
-import { ManualClock, Random } from '../src/index.ts'
-import { makeMatchbox } from '../src/jobs/Matchbox.ts'
-import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
-import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
+import { directClaimsFindNothing, memoryEngine } from './harness/memoryEngine.ts'
 import { settle, until } from './harness/settle.ts'
 
 const promptDeliveryBoundMs = 250
 
 // Runs the staging with `seed`; the ms after the job became due at which its handler started (null: not within `limitMs`).
 async function startedAfter(seed: number, limitMs: number): Promise<number | null> {
-  const inner = makeMemoryJobStore()
-  const jobStore: JobStore = {
-    ...inner,
-    claimDue: async () => [],
-    ackAndClaimDue: async (params) => ({ acked: await inner.ackMany({ claims: params.acks, nowMs: params.nowMs }), claimed: [] }),
-  }
-  const store = makeMemoryStore()
-  const clock = new ManualClock(1_700_000_000_000)
-  let pollsArrived = 0
-  const mb = makeMatchbox({
-    hostId: 'partitions',
-    store,
-    jobStore,
-    clock,
-    random: Random.make(seed),
-    closeStores: () => store.close(),
-    onQueueStep: (_queue, event) => {
-      if (event.type === 'poll.arrived') pollsArrived++
-    },
-  })
+  const { mb, clock, polls } = memoryEngine('partitions', directClaimsFindNothing(makeMemoryJobStore()), seed)
   const q = mb.queue('q', { partitions: 4 })
   let startedAtMs: number | null = null
   const stop = q.work(async () => {
     startedAtMs ??= clock.now()
   })
-  await until(() => pollsArrived === 1, 'the line poll parked')
+  await until(() => polls.arrived === 1, 'the line poll parked')
   await settle()
   const dueMs = clock.now() + 500
   await q.enqueue('payload', { runAt: new Date(dueMs) })

@@ -18,11 +18,9 @@
  * No sleeps: waits are on conditions, bounded by event-loop turns.
  */
 import { expect, it } from 'vitest'
-import { ManualClock, Random } from '../src/index.ts'
-import { makeMatchbox } from '../src/jobs/Matchbox.ts'
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
-import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
+import { directClaimsFindNothing, memoryEngine } from './harness/memoryEngine.ts'
 import { settle, until } from './harness/settle.ts'
 
 it.fails("after stop(), a job History claimed for the stopped worker's poll is released, not left to its visibility timeout", async () => {
@@ -30,34 +28,19 @@ it.fails("after stop(), a job History claimed for the stopped worker's poll is r
   // History's claims wait here until the test opens them.
   const held: Array<() => void> = []
   const jobStore: JobStore = {
-    ...inner,
-    claimDue: async () => [],
-    ackAndClaimDue: async (params) => ({ acked: await inner.ackMany({ claims: params.acks, nowMs: params.nowMs }), claimed: [] }),
+    ...directClaimsFindNothing(inner),
     claimMany: async (params) => {
       await new Promise<void>((resolve) => held.push(resolve))
       return inner.claimMany(params)
     },
   }
-  const store = makeMemoryStore()
-  const clock = new ManualClock(1_700_000_000_000)
-  let pollsArrived = 0
-  const mb = makeMatchbox({
-    hostId: 'spare',
-    store,
-    jobStore,
-    clock,
-    random: Random.make(7),
-    closeStores: () => store.close(),
-    onQueueStep: (_queue, event) => {
-      if (event.type === 'poll.arrived') pollsArrived++
-    },
-  })
+  const { mb, clock, polls } = memoryEngine('spare', jobStore, 7)
   const q = mb.queue('q', { visibilityTimeoutS: 30 })
   const ran: string[] = []
   const stop = q.work(async (job) => {
     ran.push(job.id)
   })
-  await until(() => pollsArrived === 1, 'the line poll parked')
+  await until(() => polls.arrived === 1, 'the line poll parked')
   await settle()
 
   // Due in 500 ms, so no worker is handed it at enqueue: the due-time pass sends it to Matching.

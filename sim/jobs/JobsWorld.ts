@@ -345,31 +345,30 @@ export class JobsWorld {
       this.#fault('clock.jump', `clock jumps +${jump} ms`)
       return true
     }
-    const workers = alive.filter((host) => host.role === 'worker' && !this.#isCut(host.id))
-    if (workers.length > 0 && this.#decide.chance(faults['membership.cut'])) {
-      const host = this.#decide.pick(workers)
-      const cutMs = this.#decide.int(cutMsMin, cutMsMax)
-      this.#cutUntilMs.set(host.id, this.#clock.now() + cutMs)
-      this.#fault('membership.cut', `${host.id} cannot reach the membership table for ${cutMs} ms`, host.id)
-      return true
-    }
-    const reaching = alive.filter((host) => host.role === 'worker' && !this.#isStoreCut(host.id))
-    if (reaching.length > 0 && this.#decide.chance(faults['store.cut'])) {
-      const host = this.#decide.pick(reaching)
-      const cutMs = this.#decide.int(storeCutMsMin, storeCutMsMax)
-      this.#storeCutUntilMs.set(host.id, this.#clock.now() + cutMs)
-      this.#fault('store.cut', `${host.id} cannot reach the job store for ${cutMs} ms`, host.id)
-      return true
-    }
-    const running = alive.filter((host) => host.role === 'worker' && !host.paused())
-    if (running.length > 0 && this.#decide.chance(faults['host.pause'])) {
-      const host = this.#decide.pick(running)
-      const pauseMs = this.#decide.int(pauseMsMin, pauseMsMax)
-      host.pause(pauseMs)
-      this.#fault('host.pause', `${host.id} pauses for ${pauseMs} ms: its timers and I/O wait while the others go on`, host.id)
-      return true
-    }
-    return false
+    const workers = alive.filter((host) => host.role === 'worker')
+    return (
+      this.#strikeWorker('membership.cut', workers.filter((host) => !this.#isCut(host.id)), cutMsMin, cutMsMax, (host, ms) => {
+        this.#cutUntilMs.set(host.id, this.#clock.now() + ms)
+        return `${host.id} cannot reach the membership table for ${ms} ms`
+      }) ||
+      this.#strikeWorker('store.cut', workers.filter((host) => !this.#isStoreCut(host.id)), storeCutMsMin, storeCutMsMax, (host, ms) => {
+        this.#storeCutUntilMs.set(host.id, this.#clock.now() + ms)
+        return `${host.id} cannot reach the job store for ${ms} ms`
+      }) ||
+      this.#strikeWorker('host.pause', workers.filter((host) => !host.paused()), pauseMsMin, pauseMsMax, (host, ms) => {
+        host.pause(ms)
+        return `${host.id} pauses for ${ms} ms: its timers and I/O wait while the others go on`
+      })
+    )
+  }
+
+  // With `name`'s chance, strikes one of `eligible` for a drawn `msMin…msMax`; `strike` applies it and says what happened.
+  #strikeWorker(name: JobsFaultName, eligible: ReadonlyArray<JobsHost>, msMin: number, msMax: number, strike: (host: JobsHost, ms: number) => string): boolean {
+    if (eligible.length === 0 || !this.#decide.chance(this.#options.faults[name])) return false
+    const host = this.#decide.pick(eligible)
+    const ms = this.#decide.int(msMin, msMax)
+    this.#fault(name, strike(host, ms), host.id)
+    return true
   }
 
   #crash(host: JobsHost): number {
