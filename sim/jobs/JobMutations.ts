@@ -51,7 +51,11 @@
  *   deadline a beat moved), while answering the deadline the beat asked for: the job is taken
  *   again while its holder's claim is valid (one valid claim);
  * - `dueSignalLost`: the bus loses every due signal, so a job written while a worker waits is
- *   found only by the next one-second due scan (prompt delivery).
+ *   found only by the next one-second due scan (prompt delivery);
+ * - the five stalls of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
+ *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`):
+ *   every engine of the world runs its queues by the dispatch machine with that bug (prompt
+ *   delivery, claims reach a worker).
  *
  * Does not: change reads or schedules.
  */
@@ -60,11 +64,14 @@ import type { EngineGroup } from '../../src/jobs/Matchbox.ts'
 import type { Bus } from '../../src/persistence/bus/Bus.ts'
 import type { BusTap } from '../../src/persistence/bus/MemoryBus.ts'
 import type { ClaimOutcome, ClaimRef, JobRecord, JobStore } from '../../src/persistence/jobs/JobStore.ts'
+import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
+import { type DispatchMutation, dispatchMutations, mutatedDispatchMachine } from './DispatchMutations.ts'
 
 /** The deliberate bugs, by name. */
 export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
+  ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -88,6 +95,8 @@ export interface JobsMutant {
   readonly wrapEngineJobStore?: (hostId: string, store: JobStore) => JobStore
   /** Hears the world call `stop()` on a host's work loops (and start them again). */
   readonly onWorkStopped?: (hostId: string, stopped: boolean) => void
+  /** The dispatch machine every engine runs its queues' claims by (a planted dispatch bug, DispatchMutations.ts). */
+  readonly dispatchMachine?: DispatchMachine
 }
 
 // The job a hand-over message names, or null for any other message.
@@ -101,6 +110,7 @@ function handedOverJob(message: JsonValue): string | null {
 export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
   const lostHandOvers = new Set<string>()
   const plain = (store: JobStore) => store
+  if ((dispatchMutations as ReadonlyArray<string>).includes(mutation)) return { wrapJobStore: plain, dispatchMachine: mutatedDispatchMachine(mutation as DispatchMutation) }
   switch (mutation) {
     case 'stealPartitions':
       return { wrapJobStore: plain, wrapMembership: (hostId, membership) => ({ ownerOf: () => hostId, subscribe: (listener) => membership.subscribe(listener), hosts: () => membership.hosts() }) }

@@ -40,6 +40,7 @@ import type { ManualClock } from '../../src/kernel/Clock.ts'
 import type { Random } from '../../src/kernel/Random.ts'
 import type { Bus } from '../../src/persistence/bus/Bus.ts'
 import type { JobStore } from '../../src/persistence/jobs/JobStore.ts'
+import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
 import type { MembershipStore } from '../../src/persistence/membership/MembershipStore.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
 import type { BoundaryListener } from '../matching/Boundary.ts'
@@ -84,6 +85,8 @@ export interface JobsHostDeps {
   readonly wrapBus?: (hostId: string, bus: Bus) => Bus
   /** Wraps the job store this host's engine sees, above the gate (a planted bug). */
   readonly wrapEngineJobStore?: (hostId: string, store: JobStore) => JobStore
+  /** The dispatch machine the engine runs its queues' claims by (a planted bug); absent: the real one. */
+  readonly dispatchMachine?: DispatchMachine
   /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
   readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
   /** Hears every change of this host's membership view (for the trace). */
@@ -199,6 +202,7 @@ export class JobsHost {
       clock: this.#clock,
       random: deps.random.fork(),
       scheduler: new MixedScheduler('sync'),
+      ...(deps.dispatchMachine === undefined ? {} : { dispatchMachine: deps.dispatchMachine }),
       onDefect: (where, defect) => deps.onDefect(deps.hostId, where, defect),
       onQueueStep: (_queue, _event, commands) => {
         for (const command of commands) {

@@ -101,7 +101,7 @@ export interface JobsWorldConfig {
   /** Wraps the membership view each engine routes by (the job mutation menu's routing bugs). */
   readonly wrapMembership?: JobsHostDeps['wrapMembership']
   /** The job mutation menu's bus, engine-store and stop hooks (JobMutations.ts). */
-  readonly mutant?: Pick<JobsMutant, 'wrapBus' | 'wrapEngineJobStore' | 'onWorkStopped'>
+  readonly mutant?: Pick<JobsMutant, 'wrapBus' | 'wrapEngineJobStore' | 'onWorkStopped' | 'dispatchMachine'>
   /** Observes every committed JobStore call (timelines). */
   readonly onJobs?: (record: JobBoundaryRecord, nowMs: number) => void
   /** Observes faults, membership views, handler runs and the heal (timelines). */
@@ -124,10 +124,11 @@ export type JobsWorldEvent =
  * caught.
  */
 export const promptDeliveryBoundMs = 250
-// Prompt delivery is judged from this long after membership settled: a loop still backing off
-// from an outage retries within `outageRetryMaxMs`, and a partition that moved at the heal is
-// unloaded by its old owner within the unload delay.
-const promptJudgedAfterMs = outageRetryMaxMs + membershipUnloadDelayMs
+// Prompt delivery is judged from this long after membership settled (or last changed): a loop
+// still backing off from an outage retries within `outageRetryMaxMs`, and a partition that moved
+// is unloaded by its old owner within the unload delay and taken by its new one at its next
+// membership beat.
+const promptJudgedAfterMs = outageRetryMaxMs + membershipUnloadDelayMs + membershipHeartbeatIntervalMs
 // The liveness phase ends, whatever is left (the audit judges it), once this long passed with no
 // claim committing: past every drawn runAt (≤ 20 s), expiry (≤ 60 s), retry curve of the drawn
 // budgets and bases (≤ 40 s a step) and visibility timeout (≤ 30 s). Measured from the last
@@ -247,11 +248,16 @@ export class JobsWorld {
           onHandler: (event) => this.#onHandler(event),
           ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
           ...(config.mutant?.wrapEngineJobStore === undefined ? {} : { wrapEngineJobStore: config.mutant.wrapEngineJobStore }),
+          ...(config.mutant?.dispatchMachine === undefined ? {} : { dispatchMachine: config.mutant.dispatchMachine }),
           recordStore: (record) => this.#observeStore(record),
           recordJobs: (record) => this.#observeJobs(record),
           queueOf: (id) => this.#checkers.queueOf(id),
           onView: (id, hosts) => {
             this.#log(`view ${id}: ${hosts.join(',') || 'nobody'}`)
+            // A view that changes after the heal (a heartbeat stamped before a pause landing late
+            // lets a row lapse once more) moves partitions: prompt delivery is judged again from
+            // as long after it as after the heal.
+            if (Number.isFinite(this.#promptFromMs)) this.#promptFromMs = Math.max(this.#promptFromMs, this.#clock.now() + promptJudgedAfterMs)
             config.onEvent?.({ kind: 'view', hostId: id, hosts }, this.#clock.now())
           },
           onDefect: (id, where, defect) => this.#checkers.fail('other', `defect on ${id} in ${where}: ${defect instanceof Error ? defect.stack : String(defect)}`),

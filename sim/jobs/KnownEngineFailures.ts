@@ -27,26 +27,26 @@ export interface KnownEngineFailure {
 export const knownEngineFailures: ReadonlyArray<KnownEngineFailure> = [
   {
     checker: 'claims reach a worker',
-    seeds: [27, 30, 33, 51, 57, 58, 62, 80],
+    seeds: [1, 30, 62],
     mechanism:
-      "a job claimed for a claim that left the line meanwhile (its wait ended, its line poll was ended behind another worker's handler, a pass handed it one while its own claim from the store came back) waits in the queue's `spare` list (WaitingLine.ts handOver, Claimer.ts claimDirectInLine) or, handed over after its forwarded poll gave up, in Forwarding's orphans; only this engine's next local claim takes it, nothing heartbeats or releases it, so with every loop busy or the queue's partitions gone elsewhere it waits out its visibility timeout",
+      "a job claimed for a claim that left meanwhile (its wait ended, its line poll ended behind another worker's handler) goes to the dispatch machine's `spare` list (DispatchMachine.ts handedOver) or, handed over after its forwarded poll gave up, to Forwarding's orphans; only this engine's next local claim takes it, nothing heartbeats or releases it, so with every loop busy or the queue's partitions gone elsewhere it waits out its visibility timeout",
   },
   {
     checker: 'stop releases',
-    seeds: [63],
+    seeds: [18],
     mechanism: "the same `spare` jobs when the queue's loops were stopping: `stop()` (Worker.ts) neither runs nor releases them, so they wait out their visibility timeout",
   },
   {
     checker: 'prompt delivery',
-    seeds: [83],
+    seeds: [1],
     mechanism:
-      "a poll parks on one of the partitions its engine owns (MatchingHost.ts pollOwned: a partition with tasks ready, else the next in rotation) while an add goes to a random owned partition, so a task added to another partition of the same engine waits for the poll's wait to end (a forwarded poll's 1 s) instead of matching it at once",
+      "a claimable row whose task is with Matching blocks claims straight from the store for the whole queue (MemoryJobStore.ts claimDueRows, the SQL claim likewise), though only that task's partition owner can poll it; an engine owning other partitions of the queue then waits out its local turn (workerClaimWaitMs, 1 s: Claimer.ts claimNext) before it forwards a poll to the owner, whose Matching serves it at once",
   },
   {
     checker: 'prompt delivery',
-    seeds: [47, 57],
+    seeds: [69],
     mechanism:
-      "a claimable row whose task is with Matching blocks claims straight from the store for the whole queue (MemoryJobStore.ts claimDueRows, the SQL claim likewise), though only that task's partition owner can poll it; an engine owning other partitions of the queue then waits out its local turn (workerClaimWaitMs, 1 s: Claimer.ts claimNext) before it forwards a poll to the owner, whose Matching serves it at once",
+      "a poll parks on one of the partitions its engine owns (MatchingHost.ts pollOwned: a partition with tasks ready, else the next in rotation) while an add goes to a random owned partition, so a task added to another partition of the same engine waits until something moves the poll (a claim, the next scan) instead of matching it at once",
   },
 ]
 
