@@ -238,7 +238,7 @@ export class JobCheckers {
         return this.#seen(record.id, record.job, `getJob at ${record.committedAtMs}`)
       case 'reserve':
       case 'confirm':
-      case 'release':
+      case 'unreserve':
         return this.#reserved(record)
     }
   }
@@ -330,8 +330,8 @@ export class JobCheckers {
 
   // A row reserved for Matching before the heal is not claimable until its reservation ends (a
   // pass that died between reserve and confirm leaves it for `jobDeliveryRetryMs`); a confirmed
-  // row is with Matching, which must deliver it; a released one is due again.
-  #reserved(record: Extract<JobBoundaryRecord, { op: 'reserve' | 'confirm' | 'release' }>): void {
+  // row is with Matching, which must deliver it; an unreserved one is due again.
+  #reserved(record: Extract<JobBoundaryRecord, { op: 'reserve' | 'confirm' | 'unreserve' }>): void {
     for (const id of record.ids) {
       const track = this.#jobs.get(id)
       if (track === undefined) continue

@@ -106,7 +106,7 @@ export class JobsTimelineRecorder {
 
   /** The JobStore boundary listener for `runJobsSeed({ onJobs })`. */
   readonly onJobs = (record: JobBoundaryRecord, nowMs: number): void => {
-    if (record.op === 'getJob' || record.op === 'reserve' || record.op === 'confirm' || record.op === 'release') return
+    if (record.op === 'getJob' || record.op === 'reserve' || record.op === 'confirm' || record.op === 'unreserve') return
     const order = this.#tick(nowMs)
     const at = nowMs - epochMs
     const host = record.hostId

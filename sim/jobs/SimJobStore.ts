@@ -183,7 +183,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     releaseDelivered: (params) =>
       park(`job.release ×${params.deliveries.length}`, true, async () => {
         const count = await inner.releaseDelivered(params)
-        record({ op: 'release', ...stamp(now()), ids: params.deliveries.map((delivery) => delivery.id), untilMs: params.dueMs })
+        record({ op: 'unreserve', ...stamp(now()), ids: params.deliveries.map((delivery) => delivery.id), untilMs: params.dueMs })
         return count
       }),
     nextDueMs: (params) => park('job.nextDue', false, () => inner.nextDueMs(params)),
