@@ -32,6 +32,8 @@ export interface ClaimOwnership {
   readonly lostAtMs: number | null
   /** False for a producer (an observer of membership that never owns anything). */
   readonly member: boolean
+  /** Then: the view showed no host at all, this one included (its own row had lapsed too). */
+  readonly seesNobody: boolean
 }
 
 /** One committed JobStore call the checkers care about. */

@@ -34,7 +34,7 @@ import { knownFailingJobCheckers } from './KnownEngineFailures.ts'
 
 /** The job checkers, the ownership checker (OwnershipChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */
 export const jobCheckerNames = [
-  'one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'holder settles', 'one live per key',
+  'one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'owner sees nobody', 'holder settles', 'one live per key',
   'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', 'matching', 'other',
 ] as const
 

@@ -163,7 +163,7 @@ export class JobsHost {
   }
 
   #viewOfQueue(queue: string): ClaimOwnership {
-    return { atMs: this.#deps.clock.now(), timersOverdueSinceMs: this.#clock.overdueSinceMs(), queue, partitions: this.#deps.queues[queue]?.partitions ?? 1, owned: this.ownedPartitions(queue), lostAtMs: this.#lostAtMs.get(queue) ?? null, member: this.role === 'worker' }
+    return { atMs: this.#deps.clock.now(), timersOverdueSinceMs: this.#clock.overdueSinceMs(), queue, partitions: this.#deps.queues[queue]?.partitions ?? 1, owned: this.ownedPartitions(queue), lostAtMs: this.#lostAtMs.get(queue) ?? null, member: this.role === 'worker', seesNobody: (this.#membership?.hosts().length ?? 0) === 0 }
   }
 
   /** This incarnation's handle on `queue`. */

@@ -17,7 +17,7 @@ import type { JobCheckerName } from './JobCheckers.ts'
 /** One mechanism of the engine that a checker catches on seeds with no planted bug. */
 export interface KnownEngineFailure {
   readonly checker: JobCheckerName
-  /** Seeds among 1…100 on the memory store that show it. */
+  /** Seeds among 1…100 on the memory store that show it (none: its mechanism names where it shows). */
   readonly seeds: ReadonlyArray<number>
   /** What happens in the engine, and where, in a sentence a summary prints. */
   readonly mechanism: string
@@ -35,6 +35,12 @@ export const knownEngineFailures: ReadonlyArray<KnownEngineFailure> = [
     checker: 'stop releases',
     seeds: [18],
     mechanism: "the same `spare` jobs when the queue's loops were stopping: `stop()` (Worker.ts) neither runs nor releases them, so they wait out their visibility timeout",
+  },
+  {
+    checker: 'owner sees nobody',
+    seeds: [],
+    mechanism:
+      "after clock jumps past the membership row lifetime an engine whose own view shows nobody (every row lapsed, its own too) still claims straight from the store for a queue it had loaded, minutes after its view took the queue away; the claim fence holds only because nobody else took the partition meanwhile (none of seeds 1…100; replay: the memory property's world -17 at 2,000 steps, `runJobsSeed({ seed: -17, store: 'memory', overrides: { steps: 2000 } })`)",
   },
   {
     checker: 'prompt delivery',

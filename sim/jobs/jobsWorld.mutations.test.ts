@@ -70,6 +70,7 @@ describe('job mutation menu', () => {
 
   it('each listed engine failure still shows on its first listed seed (the list is not stale)', async () => {
     for (const failure of knownEngineFailures) {
+      if (failure.seeds.length === 0) continue
       const seed = failure.seeds[0] as number
       const { result } = await runJobsSeed({ seed, store: 'memory' })
       expect(result.checkers[failure.checker], `${failure.checker} on seed ${seed}`).toBeGreaterThan(0)
