@@ -26,33 +26,16 @@ export interface KnownEngineFailure {
 /** The known failures of the current engine (see the header). */
 export const knownEngineFailures: ReadonlyArray<KnownEngineFailure> = [
   {
-    checker: 'claims reach a worker',
-    seeds: [1, 30, 62],
-    mechanism:
-      "a job claimed for a claim that left meanwhile (its wait ended, its line poll ended behind another worker's handler) goes to the dispatch machine's `spare` list (DispatchMachine.ts handedOver) or, handed over after its forwarded poll gave up, to Forwarding's orphans; only this engine's next local claim takes it, nothing heartbeats or releases it, so with every loop busy or the queue's partitions gone elsewhere it waits out its visibility timeout",
-  },
-  {
-    checker: 'stop releases',
-    seeds: [18],
-    mechanism: "the same `spare` jobs when the queue's loops were stopping: `stop()` (Worker.ts) neither runs nor releases them, so they wait out their visibility timeout",
-  },
-  {
-    checker: 'owner sees nobody',
-    seeds: [],
-    mechanism:
-      "after clock jumps past the membership row lifetime an engine whose own view shows nobody (every row lapsed, its own too) still claims straight from the store for a queue it had loaded, minutes after its view took the queue away; the claim fence holds only because nobody else took the partition meanwhile (none of seeds 1…100; replay: the memory property's world -17 at 2,000 steps, `runJobsSeed({ seed: -17, store: 'memory', overrides: { steps: 2000 } })`)",
-  },
-  {
     checker: 'prompt delivery',
-    seeds: [1],
+    seeds: [2, 83],
     mechanism:
       "a claimable row whose task is with Matching blocks claims straight from the store for the whole queue (MemoryJobStore.ts claimDueRows, the SQL claim likewise), though only that task's partition owner can poll it; an engine owning other partitions of the queue then waits out its local turn (workerClaimWaitMs, 1 s: Claimer.ts claimNext) before it forwards a poll to the owner, whose Matching serves it at once",
   },
   {
     checker: 'prompt delivery',
-    seeds: [69],
+    seeds: [],
     mechanism:
-      "a poll parks on one of the partitions its engine owns (MatchingHost.ts pollOwned: a partition with tasks ready, else the next in rotation) while an add goes to a random owned partition, so a task added to another partition of the same engine waits until something moves the poll (a claim, the next scan) instead of matching it at once",
+      "a poll parks on one of the partitions its engine owns (MatchingHost.ts pollOwned: a partition with tasks ready, else the next in rotation) while an add goes to a random owned partition, so a task added to another partition of the same engine waits until something moves the poll (a claim, the next scan) instead of matching it at once (none of seeds 1…100 on this engine; test/jobsPartitionPoll.test.ts stages it)",
   },
 ]
 

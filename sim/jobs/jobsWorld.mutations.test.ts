@@ -24,26 +24,27 @@ const seedsMax = 100
 
 /** Each bug's first catching seed among 1…100 on memory (known-failing seeds skipped); null: none. */
 export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
-  ackAfterDeadline: 2,
-  doubleGrant: 6,
-  dropEnqueue: 2,
-  dropHandOver: 2,
-  stealPartitions: 2,
-  ridingAckIgnoresToken: 74,
-  handOverTwice: 2,
-  handOverLost: 2,
-  enqueueManyDuplicateKey: 2,
-  stopAbandonsLocalQueue: 15,
-  heartbeatOnce: 2,
-  lapseFromClaimTime: 2,
-  dueSignalLost: 2,
-  noPassBehindMatching: 80,
-  passIgnoresForwarded: 80,
-  // A claim set aside for a keyed enqueue and never put back is still reached by the queue's
-  // line poll whenever one runs, which is nearly always in these worlds.
+  ackAfterDeadline: 4,
+  doubleGrant: 5,
+  dropEnqueue: 1,
+  dropHandOver: 3,
+  stealPartitions: 1,
+  ridingAckIgnoresToken: 97,
+  handOverTwice: 3,
+  handOverLost: 3,
+  enqueueManyDuplicateKey: 1,
+  stopAbandonsLocalQueue: 10,
+  heartbeatOnce: 1,
+  lapseFromClaimTime: 30,
+  dueSignalLost: 57,
+  noPassBehindMatching: 87,
+  // Not caught within 100 seeds on the current engine: the pass behind a Matching job is rarely
+  // what a forwarded poll waits for, and a claim set aside for a keyed enqueue is still reached
+  // by the queue's line poll whenever one runs.
+  passIgnoresForwarded: null,
   setAsideClaimLost: null,
-  drainedStaysDrained: 52,
-  parkedPollNotArmed: 2,
+  drainedStaysDrained: 1,
+  parkedPollNotArmed: 1,
 }
 
 // One mutant run: caught when any checker reports a violation.
