@@ -25,10 +25,16 @@ export interface KnownEngineFailure {
 /** The known failures of the current engine (see the header). */
 export const knownEngineFailures: ReadonlyArray<KnownEngineFailure> = [
   {
-    checker: 'prompt delivery',
-    seeds: [122],
+    checker: 'claims reach a worker',
+    seeds: [53, 101, 105, 117, 118],
     mechanism:
-      "a claimable row whose task is with Matching blocks claims straight from the store for the whole queue (MemoryJobStore.ts claimDueRows, the SQL claim likewise), though only that task's partition owner can poll it; an engine owning other partitions of the queue then waits out its local turn (workerClaimWaitMs, 1 s: Claimer.ts claimNext) before it forwards a poll to the owner, whose Matching serves it at once",
+      "not yet diagnosed: a claim that committed with faults off reaches no handler or client and waits out its visibility timeout; it passed every seed of 1…200 on the engine before dispatches of idle queues were dropped and idle partitions unloaded (main 522d44c), and fails these since (454e1e4)",
+  },
+  {
+    checker: 'prompt delivery',
+    seeds: [],
+    mechanism:
+      "a claimable row whose task is with Matching blocks claims straight from the store for the whole queue (MemoryJobStore.ts claimDueRows, the SQL claim likewise), though only that task's partition owner can poll it; an engine owning other partitions of the queue then waits out its local turn (workerClaimWaitMs, 1 s: Claimer.ts claimNext) before it forwards a poll to the owner, whose Matching serves it at once (seen on seed 122 of the engine at 522d44c)",
   },
   {
     checker: 'prompt delivery',
@@ -38,9 +44,8 @@ export const knownEngineFailures: ReadonlyArray<KnownEngineFailure> = [
   },
   {
     checker: 'prompt delivery',
-    seeds: [117, 120, 125, 131, 136, 147, 157],
-    mechanism:
-      "not yet diagnosed: a due job waits past the bound with an idle worker on its queue while that worker's claims from the store find nothing and nothing of the queue is with Matching, or while it makes no claim at all",
+    seeds: [78, 122, 131, 136, 137, 147, 157],
+    mechanism: 'not yet diagnosed on the current engine (the two mechanisms above, or another): a due job waits past the bound with an idle worker on its queue',
   },
 ]
 

@@ -24,25 +24,26 @@ const seedsMax = 100
 
 /** Each bug's first catching seed among 1…100 on memory (known-failing seeds skipped); null: none. */
 export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
-  ackAfterDeadline: 4,
+  ackAfterDeadline: 14,
   doubleGrant: 2,
   dropEnqueue: 1,
-  dropHandOver: 2,
+  dropHandOver: 1,
   stealPartitions: 1,
-  ridingAckIgnoresToken: 97,
+  // Not caught within 100 seeds on the current engine (each was, on earlier builds of it: the
+  // README's table says where); the riding ack's stale-token window is narrow, and the three
+  // dispatch stalls are repaired by a line poll or a later pass in most worlds.
+  ridingAckIgnoresToken: null,
   handOverTwice: 2,
-  handOverLost: 2,
+  handOverLost: 1,
   enqueueManyDuplicateKey: 2,
   stopAbandonsLocalQueue: 1,
   heartbeatOnce: 1,
   lapseFromClaimTime: 2,
-  dueSignalLost: 57,
-  noPassBehindMatching: 2,
-  passIgnoresForwarded: 2,
-  // Not caught within 100 seeds: a claim set aside for a keyed enqueue is still reached by the
-  // queue's line poll whenever one runs, which is nearly always in these worlds.
+  dueSignalLost: 2,
+  noPassBehindMatching: null,
+  passIgnoresForwarded: null,
   setAsideClaimLost: null,
-  drainedStaysDrained: 1,
+  drainedStaysDrained: 15,
   parkedPollNotArmed: 1,
 }
 
