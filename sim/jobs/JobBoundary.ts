@@ -32,6 +32,8 @@ export interface ClaimOwnership {
   readonly lostAtMs: number | null
   /** False for a producer (an observer of membership that never owns anything). */
   readonly member: boolean
+  /** Then: the view showed no host at all, this one included (its own row had lapsed too). */
+  readonly seesNobody: boolean
 }
 
 /** One committed JobStore call the checkers care about. */
@@ -53,6 +55,8 @@ export type JobBoundaryRecord =
   | (Stamped & { readonly op: 'cancel'; readonly queue: string; readonly id: string; readonly ok: boolean })
   | (Stamped & { readonly op: 'sweep'; readonly queue: string; readonly dead: number; readonly purged: number })
   | (Stamped & { readonly op: 'getJob'; readonly queue: string; readonly id: string; readonly job: JobRecord | null })
+  /** A due-time pass reserved `ids` for Matching until `untilMs` (`takeDue`), confirmed their tasks added (`confirm`), or gave the reservations back, due at `untilMs` (`unreserve`: `releaseDelivered`). */
+  | (Stamped & { readonly op: 'reserve' | 'confirm' | 'unreserve'; readonly ids: ReadonlyArray<string>; readonly untilMs: number | null })
 
 /** Listens to committed JobStore calls. */
 export type JobBoundaryListener = (record: JobBoundaryRecord) => void

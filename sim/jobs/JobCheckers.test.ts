@@ -37,6 +37,7 @@ describe('JobCheckers on release', () => {
     checkers.observe({ op: 'enqueue', ...at(0), job })
     checkers.observe(claim('first', 100, 1))
     checkers.observe(release('other', 200))
-    expect(checkers.counts['one valid claim']).toBe(1)
+    // A settle from a token that is not the holder's is the holder-settles checker's.
+    expect(checkers.counts['holder settles']).toBe(1)
   })
 })

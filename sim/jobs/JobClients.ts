@@ -38,11 +38,18 @@ export interface JobClientsDeps {
   readonly clock: ManualClock
   readonly hosts: ReadonlyArray<JobsHost>
   readonly checkers: JobCheckers
+  /** A claim returned a handle for this job and token (the handler checkers: the claim is held). */
+  readonly holds: (id: string, claimToken: string) => void
   readonly log: (line: string) => void
 }
 
 // A worker process runs a few claims at once, as `work({ concurrency })` would.
 const claimsPerHostMax = 3
+// Keys are drawn from this few, so that they repeat while their holder is live.
+const keysMax = 4
+// Chance that an enqueue is a batch (`enqueueMany` of 2…4), and that a job carries a key.
+const enqueueManyChance = 0.3
+const keyChance = 0.3
 
 /** The clients of one world. */
 export class JobClients {
@@ -94,25 +101,41 @@ export class JobClients {
     this.#claims.delete(host.id)
   }
 
-  /** A producer enqueues through `host`. */
+  /** A producer enqueues through `host`: one job, or a batch of a few. */
   enqueue(host: JobsHost): boolean {
+    const { decide } = this.#deps
+    const queue = decide.pick(this.#queueNames)
+    if (!decide.chance(enqueueManyChance)) {
+      const { n, options } = this.#drawJob()
+      this.#deps.log(`enqueue #${n} → ${host.id} ${queue} ${JSON.stringify(options)}`)
+      this.#track(host, `enqueue #${n}`, host.queue(queue).enqueue({ n }, options), (id) => {
+        this.#deps.checkers.clientEnqueued(id)
+        this.#deps.log(`enqueued #${n} as ${id}`)
+      })
+      return true
+    }
+    const jobs = Array.from({ length: decide.int(2, 4) }, () => this.#drawJob())
+    this.#deps.log(`enqueueMany ${jobs.map((job) => `#${job.n}`).join(',')} → ${host.id} ${queue} ${JSON.stringify(jobs.map((job) => job.options))}`)
+    this.#track(host, `enqueueMany #${jobs[0]?.n}`, host.queue(queue).enqueueMany(jobs.map((job) => ({ payload: { n: job.n }, ...job.options }))), (ids) => {
+      for (const id of ids) this.#deps.checkers.clientEnqueued(id)
+      this.#deps.log(`enqueuedMany ${jobs.map((job) => `#${job.n}`).join(',')} as ${ids.join(',')}`)
+    })
+    return true
+  }
+
+  // One job's payload number and enqueue options, drawn from the seed's chances.
+  #drawJob(): { readonly n: number; readonly options: { priority?: number; runAt?: number; expiresAt?: number; maxAttempts?: number; key?: string } } {
     const { decide, clock, options } = this.#deps
     const chances = options.enqueueChances
-    const queue = decide.pick(this.#queueNames)
     const now = clock.now()
-    const enqueueOptions = {
+    const drawn = {
       ...(decide.chance(chances.priority) ? { priority: decide.int(0, 9) } : {}),
       ...(decide.chance(chances.runAt) ? { runAt: now + decide.int(-1_000, 20_000) } : {}),
       ...(decide.chance(chances.expiresAt) ? { expiresAt: now + decide.int(500, 60_000) } : {}),
       ...(decide.chance(chances.maxAttempts) ? { maxAttempts: decide.int(1, 4) } : {}),
+      ...(decide.chance(keyChance) ? { key: `key-${decide.int(0, keysMax - 1)}` } : {}),
     }
-    const n = ++this.#payloads
-    this.#deps.log(`enqueue #${n} → ${host.id} ${queue} ${JSON.stringify(enqueueOptions)}`)
-    this.#track(host, `enqueue #${n}`, host.queue(queue).enqueue({ n }, enqueueOptions), (id) => {
-      this.#deps.checkers.clientEnqueued(id)
-      this.#deps.log(`enqueued #${n} as ${id}`)
-    })
-    return true
+    return { n: ++this.#payloads, options: drawn }
   }
 
   /**
@@ -137,6 +160,7 @@ export class JobClients {
         if (handle === null) return
         this.claimed++
         this.#deps.checkers.clientClaimed(handle.id, handle.attempts, handle.maxAttempts)
+        this.#deps.holds(handle.id, handle.claimToken)
         this.#deps.log(`claimed ${handle.id} on ${host.id}: attempt ${handle.attempts} of ${handle.maxAttempts}, deadline @${handle.deadline}`)
         const held = { host, incarnation, handle, late: false, busy: false }
         this.held.push(held)

@@ -1,16 +1,19 @@
 /**
  * JobMutations — the job mutation menu: a JobStore that wraps the real one (wrap, don't fork),
- * and for bugs of the group a tap on the world's bus or a wrapper of the membership view an
- * engine routes by, adding one named, deliberate bug. The
- * end-to-end simulator must catch each one within 100 seeds on memory
- * (sim/jobs/jobsWorld.mutations.test.ts): the evidence that the job checkers can fail.
+ * and for bugs of the group a tap on the world's bus, a wrapper of the bus or of the membership
+ * view an engine routes by, or a wrapper of the job store one engine sees above the I/O gate,
+ * adding one named, deliberate bug. The end-to-end simulator must catch each one within 100
+ * seeds on memory (sim/jobs/jobsWorld.mutations.test.ts): the evidence that the job checkers
+ * can fail. A bug planted in the store applies to the batched statements too (each has its
+ * batched version here), since the engine's drains run those.
  *
- * - `ackAfterDeadline`: a refused ack, heartbeat, retry or fail is re-issued as if a minute
- *   earlier, so a claim that lapsed (and was not taken since) still accepts it (deadline);
+ * - `ackAfterDeadline`: a refused ack, heartbeat, retry or fail (alone or in a batch) is
+ *   re-issued as if a minute earlier, so a claim that lapsed (and was not taken since) still
+ *   accepts it (deadline);
  * - `doubleGrant`: a claim refused because another claim is live is re-issued a day later, so
  *   the job gets a second claim while the first is still valid (one valid claim);
- * - `dropEnqueue`: every fifth enqueue reports the row it would have written without writing
- *   it, so an accepted job is never seen again (none stranded);
+ * - `dropEnqueue`: every fifth enqueued job reports the row it would have written without
+ *   writing it, so an accepted job is never seen again (none stranded);
  * - `dropHandOver`: the bus loses every hand-over of a job an owner claimed for a forwarded poll
  *   (legal on its own: the claim lapses and the job is delivered again) AND the due-time
  *   bookkeeping believes the lapse was delivered: when a driver reserves such a job it is
@@ -18,18 +21,58 @@
  *   offered again (none stranded);
  * - `stealPartitions`: every engine routes as if it owned every partition of every queue
  *   (membership ignored), while its membership view says otherwise: engines deliver queues they
- *   do not own (owner delivers).
+ *   do not own (owner delivers);
+ * - `ridingAckIgnoresToken`: the riding ack (`ackAndClaimDue`) acks the job whoever holds it
+ *   now — the statement's token check dropped, on either store, as the store wrapper swaps in
+ *   the current token — so a handler whose claim lapsed and was taken again acks the new
+ *   holder's job (holder settles);
+ * - `handOverTwice`: the owner's hand-over of a job claimed for a forwarded poll is sent twice;
+ *   the second finds its poll settled and is kept for the next claim of the queue, so two
+ *   workers run one claim (handler once per claim);
+ * - `handOverLost`: every hand-over vanishes on its way to the poller — the observable bug of a
+ *   poller dropping a hand-over whose poll was aborted, since a tap cannot tell the two apart —
+ *   so a claim made while faults are healed reaches no worker and waits for its visibility
+ *   timeout (claims reach a worker);
+ * - `enqueueManyDuplicateKey`: `enqueueMany` checks a key only against live jobs, not against
+ *   the jobs of its own batch (each later duplicate is written under a key of its own), so one
+ *   batch writes two live jobs for one key (one live per key);
+ * - `stopAbandonsLocalQueue`: once `stop()` was called on an engine's work loops, the claims
+ *   that engine's statements make are written but not handed back to it — the observable bug of
+ *   a local queue dropping its claimed jobs on stop (the local queue itself, LocalQueue.ts, is
+ *   engine code the menu does not fork); they wait for their visibility timeout (claims reach a
+ *   worker);
+ * - `heartbeatOnce`: each claim's heartbeats after its first are answered as renewed without
+ *   reaching the store — what the store sees of a work loop whose heartbeat timer is not
+ *   re-armed after one beat (Heartbeats.ts is engine code; the wrapper of the job store one
+ *   engine sees gives the same observable bug); long handlers lose their claims (heartbeat
+ *   keeps the claim);
+ * - `lapseFromClaimTime`: a heartbeat moves the deadline the store keeps only as far as the claim
+ *   time plus the visibility timeout (the lapse computed from the claim time, not from the
+ *   deadline a beat moved), while answering the deadline the beat asked for: the job is taken
+ *   again while its holder's claim is valid (one valid claim);
+ * - `dueSignalLost`: the bus loses every due signal, so a job written while a worker waits is
+ *   found only by the next one-second due scan (prompt delivery);
+ * - the five stalls of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
+ *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`):
+ *   every engine of the world runs its queues by the dispatch machine with that bug (prompt
+ *   delivery, claims reach a worker).
  *
  * Does not: change reads or schedules.
  */
 import type { JsonValue } from '../../src/domain/Json.ts'
 import type { EngineGroup } from '../../src/jobs/Matchbox.ts'
+import type { Bus } from '../../src/persistence/bus/Bus.ts'
 import type { BusTap } from '../../src/persistence/bus/MemoryBus.ts'
-import type { JobRecord, JobStore } from '../../src/persistence/jobs/JobStore.ts'
-import { withSequentialBatches } from './SequentialBatches.ts'
+import type { ClaimOutcome, ClaimRef, JobRecord, JobStore } from '../../src/persistence/jobs/JobStore.ts'
+import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
+import { type DispatchMutation, dispatchMutations, mutatedDispatchMachine } from './DispatchMutations.ts'
 
 /** The deliberate bugs, by name. */
-export const jobMutationNames = ['ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions'] as const
+export const jobMutationNames = [
+  'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
+  'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
+  ...dispatchMutations,
+] as const
 
 /** One job mutation's name. */
 export type JobMutationName = (typeof jobMutationNames)[number]
@@ -40,12 +83,20 @@ const dayMs = 24 * 3_600_000
 // Rare enough that the run stays healthy to everything but the checkers.
 const dropEnqueueEvery = 5
 
-/** A mutation as one world applies it: its job store wrapper and, for bus bugs, the bus tap. */
+/** A mutation as one world applies it: its job store wrapper and, for bugs of the group, the rest. */
 export interface JobsMutant {
   readonly wrapJobStore: (store: JobStore) => JobStore
   readonly busTap?: BusTap
   /** Wraps the membership view host `hostId`'s engine routes by (the world judges by the unwrapped one). */
   readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
+  /** Wraps the bus host `hostId`'s engine sends on (below the gate). */
+  readonly wrapBus?: (hostId: string, bus: Bus) => Bus
+  /** Wraps the job store host `hostId`'s engine sees, above the gate (the boundary log sees what passes it). */
+  readonly wrapEngineJobStore?: (hostId: string, store: JobStore) => JobStore
+  /** Hears the world call `stop()` on a host's work loops (and start them again). */
+  readonly onWorkStopped?: (hostId: string, stopped: boolean) => void
+  /** The dispatch machine every engine runs its queues' claims by (a planted dispatch bug, DispatchMutations.ts). */
+  readonly dispatchMachine?: DispatchMachine
 }
 
 // The job a hand-over message names, or null for any other message.
@@ -58,21 +109,85 @@ function handedOverJob(message: JsonValue): string | null {
 /** One world's instance of `mutation` (state shared by its store wrappers and its bus tap). */
 export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
   const lostHandOvers = new Set<string>()
-  if (mutation === 'stealPartitions') {
-    return {
-      wrapJobStore: (store) => store,
-      wrapMembership: (hostId, membership) => ({ ownerOf: () => hostId, subscribe: (listener) => membership.subscribe(listener), hosts: () => membership.hosts() }),
+  const plain = (store: JobStore) => store
+  if ((dispatchMutations as ReadonlyArray<string>).includes(mutation)) return { wrapJobStore: plain, dispatchMachine: mutatedDispatchMachine(mutation as DispatchMutation) }
+  switch (mutation) {
+    case 'stealPartitions':
+      return { wrapJobStore: plain, wrapMembership: (hostId, membership) => ({ ownerOf: () => hostId, subscribe: (listener) => membership.subscribe(listener), hosts: () => membership.hosts() }) }
+    case 'dropHandOver':
+      return {
+        wrapJobStore: (store) => makeMutantJobStore(store, mutation, lostHandOvers),
+        busTap(message) {
+          const jobId = message.kind === 'host' ? handedOverJob(message.message) : null
+          if (jobId === null) return 'deliver'
+          lostHandOvers.add(jobId)
+          return 'drop'
+        },
+      }
+    case 'handOverLost':
+      return { wrapJobStore: plain, busTap: (message) => (message.kind === 'host' && handedOverJob(message.message) !== null ? 'drop' : 'deliver') }
+    case 'dueSignalLost':
+      return { wrapJobStore: plain, busTap: (message) => (message.kind === 'due' ? 'drop' : 'deliver') }
+    case 'handOverTwice':
+      return {
+        wrapJobStore: plain,
+        wrapBus: (_hostId, bus) => ({
+          ...bus,
+          kind: bus.kind,
+          signalDue: (queue, dueMs) => bus.signalDue(queue, dueMs),
+          subscribe: (hostId, handlers) => bus.subscribe(hostId, handlers),
+          close: () => bus.close(),
+          async send(to, message) {
+            await bus.send(to, message)
+            if (handedOverJob(message) !== null) await bus.send(to, message)
+          },
+        }),
+      }
+    case 'heartbeatOnce': {
+      const beaten = new Set<string>()
+      // Which queue a job id was enqueued on (a heartbeat names only the job).
+      const queueOfHeartbeat = new Map<string, string>()
+      return {
+        wrapJobStore: plain,
+        wrapEngineJobStore: (_hostId, store) => ({
+          ...store,
+          async heartbeat(params) {
+            const claim = `${params.id}:${params.claimToken}`
+            if (!beaten.has(claim)) {
+              beaten.add(claim)
+              return store.heartbeat(params)
+            }
+            const job = await store.getJob({ queue: queueOfHeartbeat.get(params.id) ?? '', id: params.id })
+            return job === null ? null : { ...job, deadlineMs: params.nowMs + (params.extendMs ?? job.visibilityTimeoutMs) }
+          },
+          enqueue: async (params, tx) => (queueOfHeartbeat.set(params.job.id, params.job.queue), store.enqueue(params, tx)),
+          enqueueMany: async (params, tx) => {
+            for (const job of params.jobs) queueOfHeartbeat.set(job.id, job.queue)
+            return store.enqueueMany(params, tx)
+          },
+        }),
+      }
     }
-  }
-  if (mutation !== 'dropHandOver') return { wrapJobStore: (store) => makeMutantJobStore(store, mutation) }
-  return {
-    wrapJobStore: (store) => makeMutantJobStore(store, mutation, lostHandOvers),
-    busTap(message) {
-      const jobId = message.kind === 'host' ? handedOverJob(message.message) : null
-      if (jobId === null) return 'deliver'
-      lostHandOvers.add(jobId)
-      return 'drop'
-    },
+    case 'stopAbandonsLocalQueue': {
+      const stopping = new Set<string>()
+      return {
+        wrapJobStore: plain,
+        onWorkStopped: (hostId, stopped) => void (stopped ? stopping.add(hostId) : stopping.delete(hostId)),
+        wrapEngineJobStore: (hostId, store) => ({
+          ...store,
+          claimDue: async (params) => {
+            const jobs = await store.claimDue(params)
+            return stopping.has(hostId) ? [] : jobs
+          },
+          ackAndClaimDue: async (params) => {
+            const answer = await store.ackAndClaimDue(params)
+            return stopping.has(hostId) ? { acked: answer.acked, claimed: [] } : answer
+          },
+        }),
+      }
+    }
+    default:
+      return { wrapJobStore: (store) => makeMutantJobStore(store, mutation) }
   }
 }
 
@@ -81,8 +196,13 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
  * dropped (empty when the store is wrapped alone).
  */
 export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName, lostHandOvers: ReadonlySet<string> = new Set()): JobStore {
-  // Batched claims and acks go through the mutant's own claim and ack, so every planted bug applies to them.
-  return withSequentialBatches(mutateJobStore(inner, mutation, lostHandOvers))
+  return mutateJobStore(inner, mutation, lostHandOvers)
+}
+
+// The acks of `claims` that `acked` missed, re-issued a minute earlier (ackAfterDeadline's batched half).
+async function ackMissedEarlier(inner: JobStore, claims: ReadonlyArray<ClaimRef>, acked: ReadonlyArray<string>, nowMs: number): Promise<string[]> {
+  const missed = claims.filter((claim) => !acked.includes(claim.id))
+  return missed.length === 0 ? [...acked] : [...acked, ...(await inner.ackMany({ claims: missed, nowMs: nowMs - backdateMs }))]
 }
 
 function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOvers: ReadonlySet<string>): JobStore {
@@ -135,24 +255,39 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
         heartbeat: async (params) => (await inner.heartbeat(params)) ?? inner.heartbeat(earlier(params)),
         retry: async (params) => (await inner.retry(params)) ?? inner.retry(earlier(params)),
         fail: async (params) => (await inner.fail(params)) || inner.fail(earlier(params)),
-      }
-    }
-    case 'doubleGrant':
-      return {
-        ...base,
-        async claim(params) {
-          const outcome = await inner.claim(params)
-          return outcome.kind === 'already-started' ? inner.claim({ ...params, nowMs: params.nowMs + dayMs }) : outcome
+        ackMany: async (params) => ackMissedEarlier(inner, params.claims, await inner.ackMany(params), params.nowMs),
+        async ackAndClaimDue(params) {
+          const answer = await inner.ackAndClaimDue(params)
+          return { acked: await ackMissedEarlier(inner, params.acks, answer.acked, params.nowMs), claimed: answer.claimed }
         },
       }
+    }
+    case 'doubleGrant': {
+      const again = async (params: { readonly id: string; readonly claimToken: string; readonly nowMs: number }, outcome: ClaimOutcome) => (outcome.kind === 'already-started' ? inner.claim({ ...params, nowMs: params.nowMs + dayMs }) : outcome)
+      return {
+        ...base,
+        claim: async (params) => again(params, await inner.claim(params)),
+        async claimMany(params) {
+          const outcomes = await inner.claimMany(params)
+          return Promise.all(outcomes.map((outcome, i) => again({ ...(params.claims[i] as ClaimRef), nowMs: params.nowMs }, outcome)))
+        },
+      }
+    }
     case 'dropEnqueue': {
       let enqueues = 0
+      const dropped = () => ++enqueues % dropEnqueueEvery === 0
       return {
         ...base,
         async enqueue(params, tx) {
-          if (++enqueues % dropEnqueueEvery !== 0) return inner.enqueue(params, tx)
+          if (!dropped()) return inner.enqueue(params, tx)
           const job: JobRecord = { ...params.job, state: 'pending', attempts: 0, createdAtMs: params.nowMs, claimedAtMs: null, claimToken: null, deadlineMs: null, key: params.job.key ?? null, lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null, attemptErrors: [], progress: null }
           return job
+        },
+        async enqueueMany(params, tx) {
+          const kept = params.jobs.filter(() => !dropped())
+          const answers = await inner.enqueueMany({ ...params, jobs: kept }, tx)
+          const byId = new Map(kept.map((job, i) => [job.id, answers[i]]))
+          return params.jobs.map((job) => byId.get(job.id) ?? { id: job.id, runAtMs: job.runAtMs })
         },
       }
     }
@@ -167,7 +302,47 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
           return due.filter((job) => !lostHandOvers.has(job.id))
         },
       }
-    case 'stealPartitions':
+    case 'ridingAckIgnoresToken':
+      return {
+        ...base,
+        async ackAndClaimDue(params) {
+          const acks = await Promise.all(params.acks.map(async (ack) => ({ id: ack.id, claimToken: (await inner.getJob({ queue: params.queue, id: ack.id }))?.claimToken ?? ack.claimToken })))
+          return inner.ackAndClaimDue({ ...params, acks })
+        },
+      }
+    case 'enqueueManyDuplicateKey':
+      return {
+        ...base,
+        enqueueMany(params, tx) {
+          const seen = new Set<string>()
+          const jobs = params.jobs.map((job, i) => {
+            if (job.key == null) return job
+            const key = `${job.queue}\u0000${job.key}`
+            if (!seen.has(key)) return seen.add(key), job
+            return { ...job, key: `${job.key}#${i}` }
+          })
+          return inner.enqueueMany({ ...params, jobs }, tx)
+        },
+      }
+    case 'lapseFromClaimTime': {
+      const queueOf = new Map<string, string>()
+      return {
+        ...base,
+        enqueue: async (params, tx) => (queueOf.set(params.job.id, params.job.queue), inner.enqueue(params, tx)),
+        enqueueMany: async (params, tx) => {
+          for (const job of params.jobs) queueOf.set(job.id, job.queue)
+          return inner.enqueueMany(params, tx)
+        },
+        async heartbeat(params) {
+          const job = await inner.getJob({ queue: queueOf.get(params.id) ?? '', id: params.id })
+          if (job === null || job.claimedAtMs === null) return inner.heartbeat(params)
+          const fromClaimMs = Math.max(1, job.claimedAtMs + job.visibilityTimeoutMs - params.nowMs)
+          const renewed = await inner.heartbeat({ ...params, extendMs: fromClaimMs })
+          return renewed === null ? null : { ...renewed, deadlineMs: params.nowMs + (params.extendMs ?? job.visibilityTimeoutMs) }
+        },
+      }
+    }
+    default:
       return base
   }
 }

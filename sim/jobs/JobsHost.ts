@@ -17,9 +17,13 @@
  * view last took the queue's last partition away; a claim takes the oldest view recorded for its
  * job.
  *
- * A worker host may also run `work` loops on every queue (the seed's `workLoops` each, with its
- * `workBatch` as their `batch`), whose handler fails when the world says so (it is retried on the
- * queue's curve); they stop with the engine. Clients' claims and the loops' share the host's
+ * Every worker host runs `work` loops on every queue (the seed's `workLoops` as their
+ * concurrency, its `workBatch` as their `batch`), whose handler takes the virtual time the world
+ * draws for it (on this host's clock, so a crash leaves it running forever, as a dead process
+ * does) and then fails when the world says so (it is retried on the queue's curve). Each
+ * handler's start and end are reported (with the claim token it was given) to the world's
+ * handler checkers. The world may `stopWork` a queue's loops at any moment and start them
+ * again; they also stop with the engine. Clients' claims and the loops' share the host's
  * Matching polls.
  *
  * Does not: choose what clients do (JobsWorld.ts) or judge anything.
@@ -28,6 +32,7 @@ import { MixedScheduler } from 'effect/Scheduler'
 import { type DynamicMembership, makeDynamicMembership } from '../../src/actors/Membership.ts'
 import { isMatchboxError } from '../../src/domain/errors.ts'
 import { makePartitionKey } from '../../src/domain/QueueKey.ts'
+import type { JobHandle } from '../../src/jobs/JobHandle.ts'
 import type { JobQueue } from '../../src/jobs/JobQueue.ts'
 import { type EngineGroup, type Matchbox, makeMatchbox } from '../../src/jobs/Matchbox.ts'
 import { jobsNamespace, jobTaskType } from '../../src/jobs/QueueRouting.ts'
@@ -35,6 +40,7 @@ import type { ManualClock } from '../../src/kernel/Clock.ts'
 import type { Random } from '../../src/kernel/Random.ts'
 import type { Bus } from '../../src/persistence/bus/Bus.ts'
 import type { JobStore } from '../../src/persistence/jobs/JobStore.ts'
+import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
 import type { MembershipStore } from '../../src/persistence/membership/MembershipStore.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
 import type { BoundaryListener } from '../matching/Boundary.ts'
@@ -71,11 +77,31 @@ export interface JobsHostDeps {
   readonly workBatch: number | null
   /** Whether a `work` handler throws this time (the world's decision). */
   readonly handlerFails: () => boolean
+  /** How long a `work` handler of `queue` runs this time, virtual ms (the world's decision). */
+  readonly handlerMs: (queue: string) => number
+  /** A handler of this host's loops started (`true`) or returned (`false`) for a claim. */
+  readonly onHandler: (event: HandlerEvent) => void
+  /** Wraps the bus this host's engine sends on (a planted bug). */
+  readonly wrapBus?: (hostId: string, bus: Bus) => Bus
+  /** Wraps the job store this host's engine sees, above the gate (a planted bug). */
+  readonly wrapEngineJobStore?: (hostId: string, store: JobStore) => JobStore
+  /** The dispatch machine the engine runs its queues' claims by (a planted bug); absent: the real one. */
+  readonly dispatchMachine?: DispatchMachine
   /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
   readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
   /** Hears every change of this host's membership view (for the trace). */
   readonly onView: (hostId: string, hosts: ReadonlyArray<string>) => void
   readonly onDefect: (hostId: string, where: string, defect: unknown) => void
+}
+
+/** A work loop's handler starting or returning, for the handler checkers. */
+export interface HandlerEvent {
+  readonly hostId: string
+  readonly incarnation: number
+  readonly queue: string
+  readonly id: string
+  readonly claimToken: string
+  readonly started: boolean
 }
 
 /** A simulated engine host, alive or crashed. */
@@ -89,6 +115,8 @@ export class JobsHost {
   /** This incarnation's handles, by queue name. */
   queues = new Map<string, JobQueue>()
   #clock: HostClock
+  // Each queue's running `work` loops' stop, or null while stopped (or stopping).
+  #stops = new Map<string, (() => Promise<void>) | null>()
   #bus: SimBus | null = null
   #membership: DynamicMembership | null = null
   // Per queue: when this incarnation's view last took the queue's last owned partition away.
@@ -135,7 +163,7 @@ export class JobsHost {
   }
 
   #viewOfQueue(queue: string): ClaimOwnership {
-    return { atMs: this.#deps.clock.now(), timersOverdueSinceMs: this.#clock.overdueSinceMs(), queue, partitions: this.#deps.queues[queue]?.partitions ?? 1, owned: this.ownedPartitions(queue), lostAtMs: this.#lostAtMs.get(queue) ?? null, member: this.role === 'worker' }
+    return { atMs: this.#deps.clock.now(), timersOverdueSinceMs: this.#clock.overdueSinceMs(), queue, partitions: this.#deps.queues[queue]?.partitions ?? 1, owned: this.ownedPartitions(queue), lostAtMs: this.#lostAtMs.get(queue) ?? null, member: this.role === 'worker', seesNobody: (this.#membership?.hosts().length ?? 0) === 0 }
   }
 
   /** This incarnation's handle on `queue`. */
@@ -148,7 +176,7 @@ export class JobsHost {
   #start(): Matchbox {
     const deps = this.#deps
     const clock = deps.clock
-    const bus = makeSimBus(deps.hostId, deps.bus, deps.gate)
+    const bus = makeSimBus(deps.hostId, deps.wrapBus?.(deps.hostId, deps.bus) ?? deps.bus, deps.gate)
     const membership = makeDynamicMembership({
       hostId: deps.hostId,
       store: makeSimMembershipStore(deps.hostId, deps.membershipStore, deps.gate),
@@ -170,10 +198,11 @@ export class JobsHost {
     const mb = makeMatchbox({
       hostId: deps.hostId,
       store: makeSimStore(deps.hostId, new InstanceTags(deps.hostId, this.incarnation, false), deps.store, deps.gate, deps.recordStore),
-      jobStore: makeSimJobStore(deps.jobStore, { hostId: deps.hostId, gate: deps.gate, now: () => clock.now(), record: deps.recordJobs, queueOf: deps.queueOf, ownershipOf: (id) => this.#ownershipOf(id), viewOf: (queue) => this.#viewOfQueue(queue) }),
+      jobStore: this.#engineJobStore(),
       clock: this.#clock,
       random: deps.random.fork(),
       scheduler: new MixedScheduler('sync'),
+      ...(deps.dispatchMachine === undefined ? {} : { dispatchMachine: deps.dispatchMachine }),
       onDefect: (where, defect) => deps.onDefect(deps.hostId, where, defect),
       onQueueStep: (_queue, _event, commands) => {
         for (const command of commands) {
@@ -191,18 +220,64 @@ export class JobsHost {
       closeStores: async () => {},
     })
     this.queues = new Map(Object.entries(deps.queues).map(([name, options]) => [name, mb.queue(name, options)]))
-    if (this.role === 'worker' && deps.workLoops > 0) {
-      for (const queue of this.queues.values()) {
-        queue.work(
-          async () => {
-            if (deps.handlerFails()) throw new Error('handler failed')
-          },
-          // Store failures lapse the job (redelivered); the checkers judge what reached the store.
-          { concurrency: deps.workLoops, ...(deps.workBatch === null ? {} : { batch: deps.workBatch }), onError: (error) => (isMatchboxError(error) ? undefined : deps.onDefect(deps.hostId, 'work', error)) },
-        )
-      }
-    }
+    this.#stops = new Map()
+    if (this.role === 'worker' && deps.workLoops > 0) for (const queue of this.queues.keys()) this.startWork(queue)
     return mb
+  }
+
+  #engineJobStore(): JobStore {
+    const deps = this.#deps
+    const clock = deps.clock
+    const gated = makeSimJobStore(deps.jobStore, { hostId: deps.hostId, gate: deps.gate, now: () => clock.now(), record: deps.recordJobs, queueOf: deps.queueOf, ownershipOf: (id) => this.#ownershipOf(id), viewOf: (queue) => this.#viewOfQueue(queue) })
+    return deps.wrapEngineJobStore?.(deps.hostId, gated) ?? gated
+  }
+
+  /** Whether `queue`'s `work` loops run on this incarnation (not stopped, not stopping). */
+  working(queue: string): boolean {
+    return this.alive && (this.#stops.get(queue) ?? null) !== null
+  }
+
+  /** Starts `queue`'s `work` loops (a worker whose loops are not running). */
+  startWork(queue: string): void {
+    const deps = this.#deps
+    const incarnation = this.incarnation
+    const handle = this.queue(queue)
+    const report = (job: JobHandle, started: boolean) => deps.onHandler({ hostId: this.id, incarnation, queue, id: job.id, claimToken: job.claimToken, started })
+    const stop = handle.work(
+      async (job) => {
+        report(job, true)
+        const ms = deps.handlerMs(queue)
+        if (ms > 0) await new Promise<void>((resolve) => this.#clock.setTimer(ms, resolve))
+        report(job, false)
+        if (deps.handlerFails()) throw new Error('handler failed')
+      },
+      // Store failures lapse the job (redelivered); the checkers judge what reached the store.
+      { concurrency: deps.workLoops, ...(deps.workBatch === null ? {} : { batch: deps.workBatch }), onError: (error) => (isMatchboxError(error) ? undefined : deps.onDefect(deps.hostId, 'work', error)) },
+    )
+    this.#stops.set(queue, stop)
+  }
+
+  /** Calls `stop()` on `queue`'s `work` loops; resolves when it does (never, if the host crashes meanwhile). */
+  stopWork(queue: string): Promise<void> {
+    const stop = this.#stops.get(queue) ?? null
+    if (stop === null) return Promise.resolve()
+    this.#stops.set(queue, null)
+    return stop()
+  }
+
+  /** Whether the process is in a stop-the-world pause (its timers wait; the world runs none of its I/O). */
+  paused(): boolean {
+    return this.alive && this.#clock.isPaused()
+  }
+
+  /** A stop-the-world pause of `ms` (see HostClock.ts); `resume` ends it early. */
+  pause(ms: number): void {
+    this.#clock.pause(ms)
+  }
+
+  /** Ends a pause now (the heal). */
+  resume(): void {
+    this.#clock.resume()
   }
 
   /** The process dies: parked I/O never runs, timers never fire, memory and handles are gone. */

@@ -104,6 +104,7 @@ export async function runJobsSeed(run: JobsSeedRun): Promise<JobsSeedResult> {
       ...(run.keepTrace === undefined ? {} : { keepTrace: run.keepTrace }),
       ...(run.mutant?.busTap === undefined ? {} : { busTap: run.mutant.busTap }),
       ...(run.mutant?.wrapMembership === undefined ? {} : { wrapMembership: run.mutant.wrapMembership }),
+      ...(run.mutant === undefined ? {} : { mutant: run.mutant }),
       ...(run.onJobs === undefined ? {} : { onJobs: run.onJobs }),
       ...(run.onEvent === undefined ? {} : { onEvent: run.onEvent }),
     })

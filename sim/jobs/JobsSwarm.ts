@@ -20,9 +20,17 @@ import { describeFaults, drawFaultChances } from '../matching/Swarm.ts'
  * The faults the end-to-end world injects: the Matching world's crashes, restarts, clock jumps
  * and store faults, plus the group's: a bus message lost (`bus.drop`) or delivered late, after
  * other steps (`bus.delay`), and a worker cut off from the membership table for a while
- * (`membership.cut`: its row lapses, the others take its partitions, it sees nobody).
+ * (`membership.cut`: its row lapses, the others take its partitions, it sees nobody), and a
+ * worker's stop-the-world pause (`host.pause`: its timers and I/O wait while the others go on,
+ * so its handlers outlive their claims and their acks come back after the job was taken again),
+ * and a worker cut off from the job store for a while (`store.cut`: its heartbeats fail, the
+ * claims of its running handlers lapse, and its other loops may claim those jobs again once it is
+ * back, while the first handler still runs).
  */
-export const jobsFaultNames = ['crash.beforeStore', 'crash.afterCommit', 'restart', 'clock.jump', 'store.unavailable', 'store.maybeCommitted', 'store.latency', 'bus.drop', 'bus.delay', 'membership.cut'] as const
+export const jobsFaultNames = ['crash.beforeStore', 'crash.afterCommit', 'restart', 'clock.jump', 'store.unavailable', 'store.maybeCommitted', 'store.latency', 'bus.drop', 'bus.delay', 'membership.cut', 'host.pause', 'store.cut'] as const
+
+// Drawn after every other option, so that adding them kept every earlier option of a seed.
+const lateFaults: ReadonlyArray<JobsFaultName> = ['host.pause', 'store.cut']
 
 /** One end-to-end fault's name. */
 export type JobsFaultName = (typeof jobsFaultNames)[number]
@@ -75,10 +83,19 @@ export interface JobsSwarmOptions {
   readonly actions: HandleActionWeights
   /** Probabilities that an enqueue carries each option. */
   readonly enqueueChances: { readonly priority: number; readonly runAt: number; readonly expiresAt: number; readonly maxAttempts: number }
-  /** `work` loops each worker host runs per queue (0: clients' claims only). */
+  /** The concurrency of the `work` loops every worker host runs on every queue. */
   readonly workLoops: number
   /** The loops' `batch` (claims ahead into a local queue), or null for none. */
   readonly workBatch: number | null
+  /**
+   * Longest virtual time a handler of each queue runs (each run draws 0…this). Without `batch`
+   * up to three visibility timeouts, so heartbeats fire and must keep the claim; with it short
+   * enough that a job waiting in the local queue behind `batch` others stays well inside its
+   * visibility timeout, as the `batch` option asks of its users.
+   */
+  readonly handlerMsMax: Readonly<Record<string, number>>
+  /** Chance, per world step, that one worker's loops on one queue are stopped (and later started again). */
+  readonly stopChance: number
 }
 
 /** Overrides a caller may pin (CLI flags); everything else comes from the seed. */
@@ -91,7 +108,7 @@ export interface JobsSwarmOverrides {
 /** Draws an end-to-end run's options from its seed. */
 export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {}): JobsSwarmOptions {
   const random = Random.make(seed ^ 0x10b5)
-  const faults = drawFaultChances(random, jobsFaultNames, overrides.faultsOff === true)
+  const faults = { ...drawFaultChances(random, jobsFaultNames.filter((name) => !lateFaults.includes(name)), overrides.faultsOff === true), 'host.pause': 0, 'store.cut': 0 }
   const queueCount = random.int(1, 2)
   const queues: Record<string, SimQueueOptions> = {}
   for (let q = 0; q < queueCount; q++) {
@@ -115,9 +132,17 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
     actions: { ack: random.int(1, 6), heartbeat: random.int(0, 3), retry: random.int(0, 3), fail: random.int(0, 2), drop: random.int(0, 2), late: random.int(0, 2) },
     enqueueChances: { priority: random.pick([0, 0.3, 0.7]), runAt: random.pick([0, 0.2, 0.5]), expiresAt: random.pick([0, 0.1, 0.4]), maxAttempts: random.pick([0, 0.3]) },
   }
-  // Drawn last, so that adding it kept every earlier option of a seed.
-  const workLoops = random.pick([0, 0, 1, 2])
-  return { ...options, workLoops, workBatch: random.pick([null, null, 1, 3]) }
+  // Drawn last, so that adding them kept every earlier option of a seed.
+  const workLoops = random.pick([1, 1, 2, 4])
+  const workBatch = random.pick([null, null, 1, 3])
+  const handlerMsMax: Record<string, number> = {}
+  for (const [name, queue] of Object.entries(queues)) {
+    const visibilityMs = queue.visibilityTimeoutS * 1_000
+    handlerMsMax[name] = Math.floor(workBatch === null ? visibilityMs * random.pick([0, 0.2, 1.5, 3]) : (visibilityMs * random.pick([0, 0.05, 0.2])) / workBatch)
+  }
+  const stopChance = random.pick([0, 0.002, 0.01])
+  Object.assign(faults, drawFaultChances(random, lateFaults, overrides.faultsOff === true))
+  return { ...options, workLoops, workBatch, handlerMsMax, stopChance }
 }
 
 /** One line per option, for the run's header. */
@@ -131,6 +156,7 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `roles ${options.roles.map((role, i) => `host-${i + 1}=${role}`).join(' ')} · claims elsewhere ${options.claimElsewhere}`,
     `weights enqueue=${w.enqueue} claim=${w.claim} act=${w.act} cancel=${w.cancel} ackBatch=${w.ackBatch} getJob=${w.getJob} sweep=${w.sweep}`,
     `actions ack=${a.ack} heartbeat=${a.heartbeat} retry=${a.retry} fail=${a.fail} drop=${a.drop} late=${a.late} · enqueue chances priority=${e.priority} runAt=${e.runAt} expiresAt=${e.expiresAt} maxAttempts=${e.maxAttempts}`,
-    `faults ${describeFaults(options.faults)} · work loops per queue ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`}`,
+    `faults ${describeFaults(options.faults)}`,
+    `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
   ]
 }

@@ -3,9 +3,11 @@
  * self-contained HTML page. Top to bottom: one lane per host (when it was down, its membership
  * views, the faults that struck it, the job calls it made), a lane for faults that strike the
  * world (clock jumps), then one row per job: a line from its enqueue to its end, each claim as a
- * bar in the claiming host's colour, and marks for deliveries that claimed nothing, heartbeats,
- * lapses (red), retries, deaths, acks and cancels. A dashed line marks the heal between the
- * safety phase and the final phase. Every mark has a hover title, shown in a bar on top.
+ * bar in the claiming host's colour, each `work` handler run as an outline in its host's colour
+ * (a claim bar with no outline is a claim no handler was given), and marks for deliveries that
+ * claimed nothing, heartbeats, lapses (red), retries, deaths, acks and cancels; the rows of jobs
+ * a violation names (the handler checkers' and prompt delivery's included) are ringed in red. A
+ * dashed line marks the heal between the safety phase and the final phase. Every mark has a hover title, shown in a bar on top.
  *
  * Long runs enqueue many jobs; the page draws the first `jobRowsMax` of them (by enqueue) and
  * says how many it left out, so it stays a page a browser opens.
@@ -35,6 +37,8 @@ export interface JobsTimelinePage {
   readonly title: string
   readonly summary: ReadonlyArray<string>
   readonly violations: ReadonlyArray<string>
+  /** Jobs to ring in red on their row (those the violations name). */
+  readonly highlightJobIds?: ReadonlyArray<string>
   readonly data: JobsTimelineData
 }
 
@@ -87,7 +91,7 @@ function hostRow(mark: JobsMark): number {
   return 31
 }
 
-function plot(data: JobsTimelineData, at: Layout): string {
+function plot(data: JobsTimelineData, at: Layout, highlight: ReadonlySet<string>): string {
   const parts: string[] = []
   const width = at.plotWidth
   parts.push(hostLanesSvg(at, data.down, at))
@@ -104,6 +108,18 @@ function plot(data: JobsTimelineData, at: Layout): string {
     const x = at.x(claim.fromOrder)
     const w = Math.max(2, at.x(claim.toOrder) - x)
     parts.push(`<rect x="${x}" y="${y + 3}" width="${w}" height="${jobRowHeight - 6}" rx="2" fill="${at.color(claim.hostId)}" fill-opacity="0.55">${title(`${claim.jobId} claimed by ${claim.hostId} (#${claim.fromOrder}–#${claim.toOrder}), valid until @${claim.deadlineMs} ms`)}</rect>`)
+  }
+  for (const run of data.handlers) {
+    const y = at.rowY.get(run.jobId)
+    if (y === undefined) continue
+    const x = at.x(run.fromOrder)
+    const w = Math.max(3, at.x(run.toOrder) - x)
+    const ran = run.endedMs === null ? `from @${run.startedMs} ms, still running at the end` : `@${run.startedMs}–${run.endedMs} ms`
+    parts.push(`<rect x="${x}" y="${y + 1}" width="${w}" height="${jobRowHeight - 2}" rx="2" fill="none" stroke="${at.color(run.hostId)}" stroke-width="1.5">${title(`${run.jobId}: handler on ${run.hostId} for claim ${run.claimToken}, ${ran}`)}</rect>`)
+  }
+  for (const jobId of highlight) {
+    const y = at.rowY.get(jobId)
+    if (y !== undefined) parts.push(`<rect x="0.5" y="${y + 0.5}" width="${width - 1}" height="${jobRowHeight - 1}" fill="none" stroke="#d00" stroke-width="1.5">${title(`${jobId}: named by a violation`)}</rect>`)
   }
   for (const mark of data.marks) {
     const x = at.x(mark.order)
@@ -136,6 +152,8 @@ function legend(): string {
     item(`<circle cx="0" cy="6" r="3" fill="${colors.enqueue}"/>`, 'enqueue'),
     item(`<circle cx="0" cy="6" r="3" fill="#fff" stroke="${colors.delivery}" stroke-width="1.4"/>`, 'delivered, nothing claimed'),
     item(`<rect x="-6" y="2" width="12" height="8" rx="2" fill="#4e79a7" fill-opacity="0.55"/>`, 'claim held (host colour)'),
+    item(`<rect x="-6" y="0" width="12" height="12" rx="2" fill="none" stroke="#4e79a7" stroke-width="1.5"/>`, 'handler running (host colour)'),
+    item(`<rect x="-6" y="0" width="12" height="12" fill="none" stroke="#d00" stroke-width="1.5"/>`, 'job a violation names'),
     item(`<rect x="-0.5" y="3" width="1" height="6" fill="${colors.heartbeat}"/>`, 'heartbeat'),
     item(`<path d="M-4 2l8 8m0-8-8 8" stroke="${colors.lapse}" stroke-width="2"/>`, 'claim lapsed'),
     item(`<path d="M-3 2l4 4-4 4" stroke="${colors.retry}" stroke-width="2" fill="none"/>`, 'retry'),
@@ -151,5 +169,5 @@ function legend(): string {
 /** The page, as one self-contained HTML string. */
 export function renderJobsTimelineHtml(page: JobsTimelinePage): string {
   const at = layout(page.data)
-  return renderTimelinePage({ title: page.title, summary: page.summary, violations: page.violations, legend: legend(), labels: labels(page.data, at), plot: plot(page.data, at) })
+  return renderTimelinePage({ title: page.title, summary: page.summary, violations: page.violations, legend: legend(), labels: labels(page.data, at), plot: plot(page.data, at, new Set(page.highlightJobIds ?? [])) })
 }

@@ -1,6 +1,8 @@
 /**
  * JobsTimelineRecorder on a real end-to-end run (memory store): some job's life reads enqueue →
- * claim → ack in commit order, its claim bar ends at the ack, and the page draws it.
+ * claim → ack in commit order, its claim bar ends at the ack, every work handler's run is drawn
+ * on its job's row with the claim it was given, and the page draws them and rings a job a
+ * violation names.
  */
 import { describe, expect, it } from 'vitest'
 import { jobsHostIdsOf } from './JobsBatch.ts'
@@ -37,7 +39,18 @@ describe('JobsTimelineRecorder', () => {
     expect(data.timeAt).toHaveLength(data.orderEnd)
     expect(data.timeAt.every((at, i) => i === 0 || at >= (data.timeAt[i - 1] as number))).toBe(true)
 
-    const html = renderJobsTimelineHtml({ title: 'seed 2', summary: [], violations: [], data })
+    // Every handler run is on its job's row, from its start to its return, with the claim it was given.
+    expect(data.handlers.length).toBeGreaterThan(0)
+    for (const run of data.handlers) {
+      expect(run.toOrder).toBeGreaterThanOrEqual(run.fromOrder)
+      expect(data.claims.some((claim) => claim.jobId === run.jobId && claim.claimToken === run.claimToken)).toBe(true)
+    }
+    const handled = data.handlers[0] as (typeof data.handlers)[number]
+
+    const html = renderJobsTimelineHtml({ title: 'seed 2', summary: [], violations: [`claims reach a worker: job ${life.id}'s claim …`], highlightJobIds: [life.id], data })
+    expect(html).toContain(`${handled.jobId}: handler on ${handled.hostId} for claim ${handled.claimToken}`)
+    expect(html).toContain(`${life.id}: named by a violation`)
+    expect(html).toContain('claims reach a worker: job')
     expect(html).toContain(`${life.queue} ${life.id}`)
     expect(html).toContain(`enqueued ${life.id}`)
     expect(html).toContain(`claimed ${life.id}`)

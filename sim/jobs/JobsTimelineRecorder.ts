@@ -4,7 +4,9 @@
  * cancelled or dead), with every delivery (History's claim call, whatever it answered), the
  * claims it granted and until when each was valid, heartbeats, claims that lapsed (the job was
  * claimed again after a deadline passed unacked), retries and deaths; beside them each host's
- * membership views, when it was down, and every fault.
+ * membership views, when it was down, and every fault; and each run of a `work` handler (which
+ * claim it was given, on which host, from its start to its return), so a claim that never
+ * reached a handler, a handler that outlived its claim or a stop that left a claim behind shows.
  *
  * The x axis is the order in which these records arrived (one store call at a time, so commit
  * order), each keeping its virtual time for labels and hover text, as in the Matching timeline.
@@ -43,6 +45,18 @@ export interface JobsClaimSpan {
   deadlineMs: number
 }
 
+/** One run of a `work` handler on a job: from its start to its return (or the end of the run). */
+export interface JobsHandlerSpan {
+  readonly jobId: string
+  readonly hostId: string
+  readonly claimToken: string
+  readonly fromOrder: number
+  toOrder: number
+  /** Virtual ms of the start and the return (null: still running when the run ended). */
+  readonly startedMs: number
+  endedMs: number | null
+}
+
 /** One job's row: from its enqueue to its end (or the end of the run). */
 export interface JobsLife {
   readonly id: string
@@ -60,6 +74,7 @@ export interface JobsTimelineData {
   readonly hosts: ReadonlyArray<string>
   readonly jobs: ReadonlyArray<JobsLife>
   readonly claims: ReadonlyArray<JobsClaimSpan>
+  readonly handlers: ReadonlyArray<JobsHandlerSpan>
   readonly marks: ReadonlyArray<JobsMark>
   readonly down: ReadonlyArray<JobsDownSpan>
   readonly healOrder: number | null
@@ -76,6 +91,9 @@ export class JobsTimelineRecorder {
   readonly #claims: JobsClaimSpan[] = []
   // The claim each job holds now, by job id.
   readonly #held = new Map<string, JobsClaimSpan>()
+  readonly #handlers: JobsHandlerSpan[] = []
+  // The handler runs still going, by `host/job/claim token`.
+  readonly #running = new Map<string, JobsHandlerSpan>()
   readonly #marks: JobsMark[] = []
   readonly #down = new DownSpans()
   readonly #timeAt: number[] = []
@@ -88,7 +106,7 @@ export class JobsTimelineRecorder {
 
   /** The JobStore boundary listener for `runJobsSeed({ onJobs })`. */
   readonly onJobs = (record: JobBoundaryRecord, nowMs: number): void => {
-    if (record.op === 'getJob') return
+    if (record.op === 'getJob' || record.op === 'reserve' || record.op === 'confirm' || record.op === 'unreserve') return
     const order = this.#tick(nowMs)
     const at = nowMs - epochMs
     const host = record.hostId
@@ -179,6 +197,21 @@ export class JobsTimelineRecorder {
       for (const host of this.#hosts) this.#down.up(host, order)
       return
     }
+    if (event.kind === 'handler') {
+      const key = `${event.hostId}/${event.jobId}/${event.claimToken}`
+      if (event.started) {
+        const span: JobsHandlerSpan = { jobId: event.jobId, hostId: event.hostId, claimToken: event.claimToken, fromOrder: order, toOrder: order + 1, startedMs: at, endedMs: null }
+        this.#handlers.push(span)
+        this.#running.set(key, span)
+        return
+      }
+      const span = this.#running.get(key)
+      this.#running.delete(key)
+      if (span === undefined) return
+      span.toOrder = order
+      span.endedMs = at
+      return
+    }
     if (event.kind === 'view') {
       this.#mark({ order, nowMs: at, kind: 'view', hostId: event.hostId, detail: `${event.hostId} sees workers [${event.hosts.join(', ')}]` })
       return
@@ -192,7 +225,8 @@ export class JobsTimelineRecorder {
     const orderEnd = this.#timeAt.length
     for (const life of this.#jobs.values()) if (life.end === 'open') life.toOrder = Math.max(life.toOrder, orderEnd)
     for (const span of this.#held.values()) span.toOrder = Math.max(span.toOrder, orderEnd)
-    return { hosts: this.#hosts, jobs: [...this.#jobs.values()], claims: this.#claims, marks: this.#marks, down: this.#down.spans(orderEnd), healOrder: this.#healOrder, orderEnd, timeAt: this.#timeAt }
+    for (const span of this.#running.values()) span.toOrder = Math.max(span.toOrder, orderEnd)
+    return { hosts: this.#hosts, jobs: [...this.#jobs.values()], claims: this.#claims, handlers: this.#handlers, marks: this.#marks, down: this.#down.spans(orderEnd), healOrder: this.#healOrder, orderEnd, timeAt: this.#timeAt }
   }
 
   #tick(nowMs: number): number {

@@ -2,7 +2,8 @@
  * The ownership checker's rule on hand-made claims: a hand-over by a host whose view gave it no
  * partition passes only within the unload delay, or while that unload was overdue because the
  * host's timers had not run since the clock jumped past it (two jumps in a row with no time
- * moved between them included); otherwise it is a violation.
+ * moved between them included), or when the engine stamped the claim while it still owned the
+ * queue; otherwise it is a violation.
  */
 import { describe, expect, it } from 'vitest'
 import { membershipUnloadDelayMs } from '../../src/kernel/Limits.ts'
@@ -13,10 +14,11 @@ import { OwnershipChecker } from './OwnershipChecker.ts'
 const lostAtMs = 10_000
 const unloadDueMs = lostAtMs + membershipUnloadDelayMs
 
-function claimAt(atMs: number, view: Partial<ClaimOwnership>): Extract<JobBoundaryRecord, { op: 'claim' }> {
-  const ownership: ClaimOwnership = { atMs, timersOverdueSinceMs: null, queue: 'q', partitions: 1, owned: [], lostAtMs, member: true, ...view }
+// A claim issued (and stamped, unless `stampedAtMs` says otherwise) at `atMs`, under `view`.
+function claimAt(atMs: number, view: Partial<ClaimOwnership>, stampedAtMs = atMs): Extract<JobBoundaryRecord, { op: 'claim' }> {
+  const ownership: ClaimOwnership = { atMs, timersOverdueSinceMs: null, queue: 'q', partitions: 1, owned: [], lostAtMs, member: true, seesNobody: false, ...view }
   const outcome: ClaimOutcome = { kind: 'claimed', job: {} as JobRecord }
-  return { op: 'claim', hostId: 'host-1', nowMs: atMs, committedAtMs: atMs, id: 'job-1', claimToken: 'token-1', outcome, ownership }
+  return { op: 'claim', hostId: 'host-1', nowMs: stampedAtMs, committedAtMs: atMs, id: 'job-1', claimToken: 'token-1', outcome, ownership }
 }
 
 describe('OwnershipChecker', () => {
@@ -24,7 +26,16 @@ describe('OwnershipChecker', () => {
     const checker = new OwnershipChecker()
     expect(checker.observe(claimAt(lostAtMs + 100_000, { owned: [0] }))).toBeNull()
     expect(checker.observe(claimAt(unloadDueMs, {}))).toBeNull()
-    expect(checker.counts()).toEqual({ byOwner: 1, inUnloadDelay: 1, unloadOverdue: 0 })
+    expect(checker.counts()).toEqual({ byOwner: 1, inUnloadDelay: 1, unloadOverdue: 0, stampedAsOwner: 0 })
+  })
+
+  it('passes a claim stamped while the host owned the queue, however late it was issued (the claim fence guards it)', () => {
+    const checker = new OwnershipChecker()
+    expect(checker.observe(claimAt(80_000, {}, lostAtMs - 5_000))).toBeNull()
+    expect(checker.observe(claimAt(80_000, {}, unloadDueMs))).toBeNull()
+    expect(checker.counts().stampedAsOwner).toBe(2)
+    // Stamped past the unload delay: the engine decided as a non-owner.
+    expect(checker.observe(claimAt(80_000, {}, unloadDueMs + 1))).toMatch(/owned none of its 1 partition/)
   })
 
   it('passes a hand-over long after the loss while the unload timer is still overdue', () => {

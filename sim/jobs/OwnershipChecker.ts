@@ -17,8 +17,11 @@
  * while that unload was due but had not run because the host's timers were overdue — the clock
  * jumped past them (a paused process) and has not moved since, while I/O kept completing. A
  * process waking from a pause runs late timers and pending I/O in either order, so it may
- * deliver before it unloads; fencing, not timing, keeps such a stale owner's claim safe. A
- * producer (not a member) never
+ * deliver before it unloads; fencing, not timing, keeps such a stale owner's claim safe. And a
+ * claim whose statement the engine stamped while it still owned the queue (or within the unload
+ * delay after) passes however late it was issued: the engine decided as the owner, and the
+ * statement carries that partition's range (the claim fence), which the store refuses once
+ * another engine took the partition. A producer (not a member) never
  * owns anything, so any claim it performs is a violation.
  *
  * Weaker than "the owner of the task's own partition": the boundary does not see which
@@ -37,6 +40,8 @@ export interface OwnershipCounts {
   readonly inUnloadDelay: number
   /** Claims handed out while the host's unload was overdue (its timers had not run since a clock jump). */
   readonly unloadOverdue: number
+  /** Claims stamped while the host owned the queue (or within the unload delay), issued after it lost it. */
+  readonly stampedAsOwner: number
 }
 
 /** Judges each committed claim. */
@@ -44,6 +49,7 @@ export class OwnershipChecker {
   #byOwner = 0
   #inUnloadDelay = 0
   #unloadOverdue = 0
+  #stampedAsOwner = 0
 
   /** The violation a committed claim shows, or null. */
   observe(record: Extract<JobBoundaryRecord, { op: 'claim' }>): string | null {
@@ -68,12 +74,17 @@ export class OwnershipChecker {
       this.#unloadOverdue++
       return null
     }
+    // Stamped as the owner, issued late: the claim fence guards its commit.
+    if (lostAtMs !== null && record.nowMs - lostAtMs <= membershipUnloadDelayMs) {
+      this.#stampedAsOwner++
+      return null
+    }
     const since = lostAtMs === null ? 'had not owned it in this incarnation' : `had lost its last partition at ${lostAtMs}, ${atMs - lostAtMs} ms earlier`
     return `job ${record.id} of ${queue} handed out by ${record.hostId} at ${atMs} (claimed at ${record.nowMs}), which owned none of its ${partitions} partition(s) by its own view (it ${since})`
   }
 
   /** What was seen so far. */
   counts(): OwnershipCounts {
-    return { byOwner: this.#byOwner, inUnloadDelay: this.#inUnloadDelay, unloadOverdue: this.#unloadOverdue }
+    return { byOwner: this.#byOwner, inUnloadDelay: this.#inUnloadDelay, unloadOverdue: this.#unloadOverdue, stampedAsOwner: this.#stampedAsOwner }
   }
 }

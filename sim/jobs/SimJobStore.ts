@@ -8,16 +8,20 @@
  * issued (JobBoundary.ts's ClaimOwnership), for the ownership checker, and names the
  * partitions that view gave the host in its trace label.
  *
+ * Batched calls (`enqueueMany`, `claimMany`, `ackMany`, `ackAndClaimDue`, `claimDue`) pass the
+ * gate as the one statement production runs — one ordering decision, one fault — and their
+ * outcomes reach the boundary log one record per job, in the statement's own order (acks before
+ * the claims riding with them), so the checkers judge every job a batch touched.
+ *
  * `ackBatch` is read around (each named job before and after, on the store underneath) so the
  * checkers learn exactly which claims it acked, not only how many.
  *
  * Wrap, don't fork: the store underneath is the real one (memory or SQL), possibly wrapped by
  * a mutant (sim/jobs/JobMutations.ts). Does not: judge anything or inject faults (the world does).
  */
-import type { JobStore } from '../../src/persistence/jobs/JobStore.ts'
+import { insertedJobRecord, type JobRecord, type JobStore } from '../../src/persistence/jobs/JobStore.ts'
 import type { IoGate } from '../core/IoGate.ts'
 import type { ClaimOwnership, JobBoundaryListener } from './JobBoundary.ts'
-import { withSequentialBatches } from './SequentialBatches.ts'
 
 /** What a gated job store needs besides the store it wraps. */
 export interface SimJobStoreDeps {
@@ -39,17 +43,54 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
   const { hostId, gate, now, record } = deps
   const park = <T>(label: string, isWrite: boolean, run: () => Promise<T>): Promise<T> => gate.park(hostId, label, isWrite, run)
   const stamp = (nowMs: number) => ({ hostId, nowMs, committedAtMs: now() })
-  // Batched claims and acks pass the gate and the trace one by one.
-  return withSequentialBatches({
+  const claimed = (nowMs: number, job: JobRecord, ownership: ClaimOwnership | null) => record({ op: 'claim', ...stamp(nowMs), id: job.id, claimToken: job.claimToken as string, outcome: { kind: 'claimed', job }, ownership })
+  const acked = (nowMs: number, claims: ReadonlyArray<{ readonly id: string; readonly claimToken: string }>, ids: ReadonlyArray<string>) => {
+    const gone = new Set(ids)
+    for (const claim of claims) record({ op: 'ack', ...stamp(nowMs), id: claim.id, claimToken: claim.claimToken, ok: gone.delete(claim.id) })
+  }
+  return {
     kind: inner.kind,
-    enqueueMany: (params, tx) => inner.enqueueMany(params, tx),
-    claimMany: (params) => inner.claimMany(params),
-    ackMany: (params) => inner.ackMany(params),
-    ackAndClaimDue: (params) => inner.ackAndClaimDue(params),
+    enqueueMany: (params, tx) =>
+      park(`job.enqueueMany ×${params.jobs.length}${params.jobs.some((job) => job.key != null) ? ' keyed' : ''}`, true, async () => {
+        const answers = await inner.enqueueMany(params, tx)
+        // A job answered by its own id was written; one answered by another's (a key's holder) was not.
+        params.jobs.forEach((job, i) => {
+          if (answers[i]?.id === job.id) record({ op: 'enqueue', ...stamp(params.nowMs), job: insertedJobRecord(job, params.nowMs, null, job.payload) })
+        })
+        return answers
+      }),
+    claimMany: (params) => {
+      const owned = params.claims.map((claim) => deps.ownershipOf?.(claim.id) ?? null)
+      return park(`job.claimMany ${params.claims.map((claim) => claim.id).join(',')}`, true, async () => {
+        const outcomes = await inner.claimMany(params)
+        params.claims.forEach((claim, i) => {
+          const outcome = outcomes[i]
+          if (outcome !== undefined) record({ op: 'claim', ...stamp(params.nowMs), id: claim.id, claimToken: claim.claimToken, outcome, ownership: owned[i] ?? null })
+        })
+        return outcomes
+      })
+    },
+    ackMany: (params) =>
+      park(`job.ackMany ${params.claims.map((claim) => claim.id).join(',')}`, true, async () => {
+        const ids = await inner.ackMany(params)
+        acked(params.nowMs, params.claims, ids)
+        return ids
+      }),
+    ackAndClaimDue: (params) => {
+      // Read at the statement's issue: the view the engine acted on.
+      const ownership = deps.viewOf?.(params.queue) ?? null
+      return park(`job.ackAndClaimDue ${params.queue} ack ${params.acks.map((claim) => claim.id).join(',') || 'none'} claim ≤${params.claimTokens.length}`, true, async () => {
+        const answer = await inner.ackAndClaimDue(params)
+        acked(params.nowMs, params.acks, answer.acked)
+        for (const job of answer.claimed) claimed(params.nowMs, job, ownership)
+        return answer
+      })
+    },
     enqueue: (params, tx) =>
       park(`job.enqueue ${params.job.queue} ${params.job.id} p${params.job.priority}`, true, async () => {
         const job = await inner.enqueue(params, tx)
-        record({ op: 'enqueue', ...stamp(params.nowMs), job })
+        // A key's live holder answers in its place: nothing was written.
+        if (job.id === params.job.id) record({ op: 'enqueue', ...stamp(params.nowMs), job })
         return job
       }),
     getJob: (params) =>
@@ -72,7 +113,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
       const ownership = deps.viewOf?.(params.queue) ?? null
       return park(`job.claimDue ${params.queue} ≤${params.claimTokens.length}`, true, async () => {
         const jobs = await inner.claimDue(params)
-        for (const job of jobs) record({ op: 'claim', ...stamp(params.nowMs), id: job.id, claimToken: job.claimToken as string, outcome: { kind: 'claimed', job }, ownership })
+        for (const job of jobs) claimed(params.nowMs, job, ownership)
         return jobs
       })
     },
@@ -127,9 +168,24 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         record({ op: 'sweep', ...stamp(params.nowMs), queue: params.queue, dead: result.dead, purged: result.purged })
         return result
       }),
-    takeDue: (params) => park(`job.takeDue ≤${params.limit}`, true, () => inner.takeDue(params)),
-    confirmDelivered: (params) => park(`job.confirm ×${params.deliveries.length}`, true, () => inner.confirmDelivered(params)),
-    releaseDelivered: (params) => park(`job.release ×${params.deliveries.length}`, true, () => inner.releaseDelivered(params)),
+    takeDue: (params) =>
+      park(`job.takeDue ≤${params.limit}`, true, async () => {
+        const due = await inner.takeDue(params)
+        if (due.length > 0) record({ op: 'reserve', ...stamp(params.nowMs), ids: due.map((job) => job.id), untilMs: params.reserveUntilMs })
+        return due
+      }),
+    confirmDelivered: (params) =>
+      park(`job.confirm ×${params.deliveries.length}`, true, async () => {
+        const count = await inner.confirmDelivered(params)
+        record({ op: 'confirm', ...stamp(now()), ids: params.deliveries.map((delivery) => delivery.id), untilMs: null })
+        return count
+      }),
+    releaseDelivered: (params) =>
+      park(`job.release ×${params.deliveries.length}`, true, async () => {
+        const count = await inner.releaseDelivered(params)
+        record({ op: 'unreserve', ...stamp(now()), ids: params.deliveries.map((delivery) => delivery.id), untilMs: params.dueMs })
+        return count
+      }),
     nextDueMs: (params) => park('job.nextDue', false, () => inner.nextDueMs(params)),
     dueQueues: (params) => park('job.dueQueues', false, () => inner.dueQueues(params)),
     deliverableCount: (params) => park(`job.deliverable ${params.queue}`, false, () => inner.deliverableCount(params)),
@@ -149,7 +205,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     fireSchedule: (params) => park(`job.fire ${params.name}`, true, () => inner.fireSchedule(params)),
     // The world closes the shared stores once, after every engine has closed.
     close: async () => {},
-  })
+  }
 }
 
 // The ids among `ids` whose job is live (pending or processing) right now, each once.

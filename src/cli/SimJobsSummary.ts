@@ -7,7 +7,7 @@
  *
  * Does not: run seeds (sim/jobs/JobsBatch.ts) or write files (sim.ts).
  */
-import { type JobsBatchObserver, type JobsBatchReport, type JobsSeedOutcome, type JobsTimelineData, renderJobsTimelineHtml } from '../../sim/index.ts'
+import { type JobsBatchObserver, type JobsBatchReport, type JobsSeedOutcome, type JobsTimelineData, knownEngineFailures, knownFailingJobCheckers, renderJobsTimelineHtml } from '../../sim/index.ts'
 import { count, determinismLine, formatDuration } from './SimSummary.ts'
 import type { Terminal } from './Terminal.ts'
 
@@ -20,6 +20,7 @@ export function jobsSeedLines(terminal: Terminal, outcome: JobsSeedOutcome, inde
     ...outcome.options.map((line) => `  ${line}`),
     `  → ${verdict} · ${count(outcome.events)} events · ${count(outcome.steps)}+${count(outcome.livenessSteps)} steps · simulated ${formatDuration(outcome.simulatedMs)} · wall ${formatDuration(outcome.wallMs)}`,
     ...outcome.violations.map((violation) => `  ${c.red('✗')} ${violation}`),
+    ...(outcome.knownFailing.length === 0 ? [] : [c.dim(`  known engine failure (${outcome.knownFailing.length}, not failing the seed): ${outcome.knownFailing[0]}`)]),
     ...(outcome.ok ? [] : [`  replay: ${outcome.replay}`]),
   ]
 }
@@ -44,7 +45,15 @@ export function renderJobsSummary(terminal: Terminal, report: JobsBatchReport): 
   terminal.line(`  time         simulated ${formatDuration(report.simulatedMs)} · wall ${formatDuration(report.wallMs)}`)
   terminal.line(`  faults       ${Object.entries(report.faults).map(([name, n]) => `${name} ${count(n)}`).join(' · ')}`)
   terminal.line('  checkers')
-  for (const checker of report.checkers) terminal.line(`    ${checker.name.padEnd(16)} ${checker.verdict === 'pass' ? c.green('pass') : c.red(checker.verdict)}`)
+  for (const checker of report.checkers) {
+    const known = (knownFailingJobCheckers as ReadonlyArray<string>).includes(checker.name) ? c.dim(' (known failing on the current engine: counted, not failing a seed)') : ''
+    terminal.line(`    ${checker.name.padEnd(22)} ${checker.verdict === 'pass' ? c.green('pass') : c.red(checker.verdict)}${known}`)
+  }
+  const knownSeeds = report.seeds.filter((seed) => seed.knownFailing.length > 0).map((seed) => seed.seed)
+  if (knownSeeds.length > 0) {
+    terminal.line(`  known        ${knownSeeds.length} seeds show failures of the current engine (${knownSeeds.slice(0, 12).join(', ')}${knownSeeds.length > 12 ? ', …' : ''}); the mechanisms:`)
+    for (const failure of knownEngineFailures) terminal.line(c.dim(`    ${failure.checker}: ${failure.mechanism}`))
+  }
   terminal.line(`  jobs         ${count(j.enqueued)} enqueued (+${count(j.recovered)} from ambiguous enqueues) · acked ${count(j.acked)} (+${count(j.ackedUnheard)} unheard) · cancelled ${count(j.cancelled)} (+${count(j.cancelledUnheard)} unheard)`)
   terminal.line(`               dead: failed ${count(j.dead.failed)} · max attempts ${count(j.dead.exhausted)} · expired ${count(j.dead.expired)} · stranded ${count(j.stranded)} · reclaimed ${count(j.reclaimed)} (allowed) · landed late ${count(j.landedLate)}`)
   const check = report.determinism
@@ -60,7 +69,13 @@ export function jobsTimelinePage(store: string, outcome: JobsSeedOutcome, timeli
       `${outcome.events} client and store calls · ${outcome.steps} safety + ${outcome.livenessSteps} final steps · simulated ${formatDuration(outcome.simulatedMs)}`,
       `trace hash ${outcome.traceHash}`,
     ],
-    violations: outcome.violations,
+    violations: [...outcome.violations, ...outcome.knownFailing.map((violation) => `known engine failure (not failing the seed): ${violation}`)],
+    highlightJobIds: jobIdsNamed([...outcome.violations, ...outcome.knownFailing]),
     data: timeline,
   })
+}
+
+// The jobs violation sentences name ("job <id> …", "job <id>'s claim …").
+function jobIdsNamed(violations: ReadonlyArray<string>): string[] {
+  return [...new Set(violations.flatMap((violation) => [...violation.matchAll(/\bjobs? ([0-9a-z]{20,})/g)].map((match) => match[1] as string)))]
 }
