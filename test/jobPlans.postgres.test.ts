@@ -76,7 +76,7 @@ describe('per-job statements keep their plans on PostgreSQL', () => {
       claimDue: /^WITH head AS/,
       ack: /^DELETE FROM "matchbox"\.jobs WHERE id = \$1::text/,
       nextDue: /^SELECT min\(due_ms\) AS next_due_ms/,
-      enqueue: /^WITH inserted AS \( INSERT INTO "matchbox"\.jobs/,
+      enqueue: /^WITH claim_token AS .*inserted AS \( INSERT INTO "matchbox"\.jobs/,
     }
     for (const [name, head] of Object.entries(statements)) {
       const plans = await plansOf(head)

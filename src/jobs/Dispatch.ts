@@ -213,6 +213,9 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
   const claims = new Map<number, Claim>()
   const parkedFails = new Map<number, (error: unknown) => void>()
   const polls = new Map<number, AbortController>()
+  // Line poll loops still running, ended ones included until their Matching poll answers: an
+  // ended poll may still be matched a task, which this dispatch must hand on.
+  let loopsRunning = 0
 
   const send = (event: DispatchEvent): void => {
     pending.push(event)
@@ -284,6 +287,7 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
   const runLinePoll = (pollId: number): void => {
     const controller = new AbortController()
     polls.set(pollId, controller)
+    loopsRunning++
     const loop = async (): Promise<void> => {
       while (isListed(pollId)) {
         const pollDeadlineMs = runtime.now() + claimPollWaitMs
@@ -298,10 +302,12 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
     }
     loop().then(
       () => {
+        loopsRunning--
         if (polls.get(pollId) === controller) polls.delete(pollId)
         send({ type: 'linePoll.stopped', pollId })
       },
       (error: unknown) => {
+        loopsRunning--
         if (polls.get(pollId) === controller) polls.delete(pollId)
         send({ type: 'linePoll.failed', pollId, error })
       },
@@ -394,7 +400,7 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
     steps: () => stepCount,
     isIdle() {
       const { waiting, reserved, spare, parked, linePolls, forwardedWaiting, lazyPolls } = snapshot.context
-      return !stepping && claims.size === 0 && polls.size === 0 && waiting.length + reserved.length + spare.length + parked.length + linePolls.length + forwardedWaiting + lazyPolls === 0
+      return !stepping && loopsRunning === 0 && claims.size === 0 && polls.size === 0 && waiting.length + reserved.length + spare.length + parked.length + linePolls.length + forwardedWaiting + lazyPolls === 0
     },
   }
   return dispatch

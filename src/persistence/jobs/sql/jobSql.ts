@@ -595,7 +595,7 @@ RETURNING job.id`
 export function nextDueSql(schema: Schema, queues: QueueFilter): string {
   return `
 SELECT min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
-WHERE due_ms > $1::bigint AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}`
+WHERE due_ms > $1::bigint AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')} AND ${notPaused(schema, queues === 'one' ? '($2::text[])[1]' : `${schema.quoted}.jobs.queue`)}`
 }
 
 /** `$1` now, `$2` limit. Queues with unexpired due rows and their earliest due time, earliest first. */
