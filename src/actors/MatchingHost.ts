@@ -245,9 +245,6 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
               // Its cached fence queue went with it: kept, it would keep the whole instance.
               fenceQueues.delete(name)
             }
-            // Once its queues have drained (unload answers then), the instance leaves the host's
-            // scope: a child scope left open keeps it, its fibers and scheduler for the host's life.
-            void run(actor.unload('unloaded')).then(() => run(Scope.close(child, Exit.void)))
           },
           ...(options.onStep === undefined ? {} : { onStep: options.onStep }),
           onDefect: options.onDefect ?? ((queue, defect) => queueMicrotask(() => { throw defect instanceof Error ? defect : new Error(`defect in ${queue}: ${String(defect)}`) })),

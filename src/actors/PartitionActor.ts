@@ -186,19 +186,13 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     // A queue draining on its own (idle unload) while its partition stays: requests wait for the
     // drain to finish and go to a fresh queue rather than fail. The continuation runs outside the
     // mailbox, which is safe because every handler body here is synchronous.
-    // Requests waiting so on a drain keep the partition loaded (drainWaiters), so that their retry
-    // finds it rather than a refusal.
-    let drainWaiters = 0
-    const afterDrain = <A>(queue: PhysicalQueueActor, retry: () => Promise<A>): Promise<A> | null => {
-      if (queue.state !== 'draining' || unloaded) return null
-      drainWaiters++
-      return queue.unloaded.then(() => {
-        if (queue.finalProgress !== null) onQueueUnloaded(queue, queue.finalProgress)
-        const retried = retry()
-        drainWaiters--
-        return retried
-      })
-    }
+    const afterDrain = <A>(queue: PhysicalQueueActor, retry: () => Promise<A>): Promise<A> | null =>
+      queue.state === 'draining' && !unloaded
+        ? queue.unloaded.then(() => {
+            if (queue.finalProgress !== null) onQueueUnloaded(queue, queue.finalProgress)
+            return retry()
+          })
+        : null
 
     const onAdd = (task: Task): Promise<AddResult> => {
       if (unloaded) return Promise.resolve({ kind: 'failed', error: refused() })
@@ -264,10 +258,6 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       }
       // The default queue's death takes the partition down; a version's only itself.
       if (queue.key.version === null && !unloaded && progress.reason.kind !== 'drained') void stop(`default queue ${progress.reason.kind}`)
-      // The last queue went idle and no request waits for it: the partition holds nothing and
-      // unloads too, so the partitions of queues that came and went do not stay for the host's
-      // life. A request that reaches it later is refused, and the host routes it to a new instance.
-      else if (!unloaded && queues.size === 0 && drainWaiters === 0 && progress.reason.kind === 'drained' && progress.reason.cause === 'idle') void stop('idle')
     }
 
     const stop = async (reason: string): Promise<void> => {
