@@ -27,23 +27,23 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   ackAfterDeadline: 14,
   doubleGrant: 2,
   dropEnqueue: 1,
-  dropHandOver: 1,
+  dropHandOver: 3,
   stealPartitions: 1,
   // Not caught within 100 seeds on the current engine (each was, on earlier builds of it: the
   // README's table says where); the riding ack's stale-token window is narrow, and the three
   // dispatch stalls are repaired by a line poll or a later pass in most worlds.
   ridingAckIgnoresToken: null,
-  handOverTwice: 2,
-  handOverLost: 1,
+  handOverTwice: 3,
+  handOverLost: 3,
   enqueueManyDuplicateKey: 2,
   stopAbandonsLocalQueue: 1,
   heartbeatOnce: 1,
   lapseFromClaimTime: 2,
-  dueSignalLost: 2,
+  dueSignalLost: 57,
   noPassBehindMatching: null,
   passIgnoresForwarded: null,
   setAsideClaimLost: null,
-  drainedStaysDrained: 15,
+  drainedStaysDrained: 35,
   parkedPollNotArmed: 1,
 }
 
