@@ -141,27 +141,4 @@ describe('dispatch', () => {
     for (const resume of held.splice(0)) resume()
     await mb.close()
   })
-
-  it('an engine drops the dispatches of queues it no longer claims from: a pass steps only the active ones', async () => {
-    const passes: string[] = []
-    const store = makeMemoryStore()
-    const mb = makeMatchbox({
-      hostId: 'prune',
-      store,
-      jobStore: makeMemoryJobStore({ queueRanges: store }),
-      clock: new ManualClock(1_700_000_000_000),
-      random: Random.make(8),
-      closeStores: () => store.close(),
-      onDispatchStep: (queue, event) => event.type === 'pass.started' && passes.push(queue),
-    })
-    // Fifty queues each claimed from once, then left alone.
-    for (let n = 0; n < 50; n++) expect(await mb.queue(`gone-${n}`).claim({ waitMs: 0 })).toBeNull()
-    await mb.idle()
-    passes.length = 0
-    // A lazy claim runs a full pass: it steps the dispatches still kept, not fifty idle ones.
-    expect(await mb.queue('active').claim({ waitMs: 0 })).toBeNull()
-    await mb.idle()
-    expect(passes.filter((queue) => queue.startsWith('gone-')).length).toBeLessThanOrEqual(1)
-    await mb.close()
-  })
 })

@@ -120,12 +120,7 @@ export interface QueueDispatch {
   hasSpare(): boolean
   /** Machine steps taken so far (what a job costs the protocol). */
   steps(): number
-  /**
-   * True when nothing of the queue is in flight here: no claim in line or set aside, no job
-   * kept, no line poll, no forwarded or lazy poll. An idle dispatch may be dropped; a new one
-   * starts serving from the store, which is always safe.
-   */
-  isIdle(): boolean
+
   /** The queue's batcher of claims straight from the store (StoreClaims.ts), made on first use. */
   direct: DirectClaims | null
 }
@@ -141,11 +136,6 @@ export interface Dispatches {
   of(queue: string): QueueDispatch
   /** Every queue's dispatch made so far. */
   all(): IterableIterator<QueueDispatch>
-  /**
-   * Drops the idle dispatches, so that an engine's passes cost what its active queues cost, not
-   * every queue it ever served (each pass steps the dispatches it covers).
-   */
-  prune(): void
 }
 
 /** Hears every step of a queue's dispatch machine with the commands it asked for (simulators, traces, tests). */
@@ -157,40 +147,18 @@ export type DispatchStepListener = (queue: string, event: DispatchEvent, command
  */
 export function makeDispatches(runtime: () => DispatchRuntime, machine: DispatchMachine, onStep?: DispatchStepListener): Dispatches {
   const stepper = makeDispatchStepper(machine)
-  const byQueue = new Map<string, { readonly dispatch: QueueDispatch; readonly retire: () => void }>()
-  const of = (queue: string): QueueDispatch => {
-    let entry = byQueue.get(queue)
-    if (entry === undefined) {
-      entry = retirable(makeQueueDispatch(runtime(), stepper, queue, onStep), () => of(queue))
-      byQueue.set(queue, entry)
-    }
-    return entry.dispatch
-  }
+  const byQueue = new Map<string, QueueDispatch>()
   return {
-    of,
-    *all() {
-      for (const entry of byQueue.values()) yield entry.dispatch
-    },
-    prune() {
-      for (const [queue, entry] of byQueue) {
-        if (!entry.dispatch.isIdle()) continue
-        byQueue.delete(queue)
-        entry.retire()
+    of(queue) {
+      let dispatch = byQueue.get(queue)
+      if (dispatch === undefined) {
+        dispatch = makeQueueDispatch(runtime(), stepper, queue, onStep)
+        byQueue.set(queue, dispatch)
       }
+      return dispatch
     },
+    all: () => byQueue.values(),
   }
-}
-
-// A dispatch that, once retired (dropped while idle), forwards every use to the queue's live
-// dispatch: a caller that kept it across an await (a loop's claims, a pass's hand-overs) reaches
-// the dispatch the engine serves the queue with, never a dropped one nobody passes over.
-function retirable(dispatch: QueueDispatch, live: () => QueueDispatch): { readonly dispatch: QueueDispatch; readonly retire: () => void } {
-  let retired = false
-  const forwarding = new Proxy(dispatch, {
-    get: (target, key) => Reflect.get(retired ? live() : target, key),
-    set: (target, key, value) => Reflect.set(retired ? live() : target, key, value),
-  })
-  return { dispatch: forwarding, retire: () => (retired = true) }
 }
 
 /** The reason a line poll is aborted with: a constant, so that ending a poll builds no error. */
@@ -213,9 +181,6 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
   const claims = new Map<number, Claim>()
   const parkedFails = new Map<number, (error: unknown) => void>()
   const polls = new Map<number, AbortController>()
-  // Line poll loops still running, ended ones included until their Matching poll answers: an
-  // ended poll may still be matched a task, which this dispatch must hand on.
-  let loopsRunning = 0
 
   const send = (event: DispatchEvent): void => {
     pending.push(event)
@@ -287,7 +252,6 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
   const runLinePoll = (pollId: number): void => {
     const controller = new AbortController()
     polls.set(pollId, controller)
-    loopsRunning++
     const loop = async (): Promise<void> => {
       while (isListed(pollId)) {
         const pollDeadlineMs = runtime.now() + claimPollWaitMs
@@ -302,12 +266,10 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
     }
     loop().then(
       () => {
-        loopsRunning--
         if (polls.get(pollId) === controller) polls.delete(pollId)
         send({ type: 'linePoll.stopped', pollId })
       },
       (error: unknown) => {
-        loopsRunning--
         if (polls.get(pollId) === controller) polls.delete(pollId)
         send({ type: 'linePoll.failed', pollId, error })
       },
@@ -398,10 +360,6 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
       if (snapshot.context.spare.length > 0) send({ type: 'kept.expired' })
     },
     steps: () => stepCount,
-    isIdle() {
-      const { waiting, reserved, spare, parked, linePolls, forwardedWaiting, lazyPolls } = snapshot.context
-      return !stepping && loopsRunning === 0 && claims.size === 0 && polls.size === 0 && waiting.length + reserved.length + spare.length + parked.length + linePolls.length + forwardedWaiting + lazyPolls === 0
-    },
   }
   return dispatch
 }

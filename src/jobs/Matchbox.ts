@@ -205,11 +205,9 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     // Called by passes only, which start after the runtime below exists.
     claimForWaiting: (queues, nowMs) => claimForWaitingWorkers(runtime, queues, nowMs),
     deliveryDemand: () => deliveryDemand(runtime),
-    // Jobs kept for a claimant that left, of every queue (one whose partitions moved away gets no
-    // pass of its own here); then the idle dispatches go.
+    // Jobs kept for a claimant that left, of every queue: one whose partitions moved away gets no pass of its own here.
     onPass: () => {
       for (const dispatch of runtime.dispatch.all()) dispatch.expireKept()
-      runtime.dispatch.prune()
     },
     onDefect: report('due-time driver'),
   })
