@@ -78,9 +78,9 @@ describe('job mutation menu', () => {
   }, 120_000)
 
   it('a world stopped by a violation still closes every engine: closing runs without faults', async () => {
-    // With stealPartitions, seed 6 fails in the safety phase, while faults are still on; a host
+    // With dropEnqueue, seed 6 fails in the safety phase, while faults are still on; a host
     // crashing in the middle of its close would then be reported as an engine that never closed.
-    const { result } = await runJobsSeed({ seed: 6, store: 'memory', mutant: makeJobsMutant('stealPartitions') })
+    const { result } = await runJobsSeed({ seed: 6, store: 'memory', mutant: makeJobsMutant('dropEnqueue') })
     expect(result.livenessSteps).toBe(0)
     expect(result.violations.length).toBeGreaterThan(0)
     expect(result.violations.filter((violation) => violation.includes('never finished closing'))).toEqual([])
