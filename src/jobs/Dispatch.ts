@@ -170,6 +170,49 @@ interface Claim {
   readonly onOffer: () => void
 }
 
+// Kept jobs no claim took go back to the store, those of one turn in one statement; the pass
+// asked for then serves the claims that joined meanwhile. A release that fails leaves its job to
+// lapse at its deadline and be delivered again, as any unsettled claim.
+function makeReleaser(runtime: DispatchRuntime, queue: string): (job: JobRecord) => void {
+  const released = makeMicroBatcher<JobRecord, void>({
+    async run(jobs) {
+      const claims = jobs.map((job) => ({ id: job.id, claimToken: job.claimToken as string }))
+      await runtime.jobStore.release({ claims, nowMs: runtime.now() })
+      runtime.driver.notifyDue(runtime.now(), queue)
+      return jobs.map(() => undefined)
+    },
+    sizeMax: jobBatchSizeMax,
+    inFlightMax: jobBatchesInFlightMax,
+  })
+  return (job) => void released(job).catch(() => {})
+}
+
+// One line poll: polls Matching until the machine no longer lists it, telling it (`send`) of each
+// task matched (already claimed by History for this engine) and of a whole wait with nothing.
+async function runLinePollLoop(
+  runtime: DispatchRuntime,
+  queue: string,
+  pollId: number,
+  signal: AbortSignal,
+  isListed: (pollId: number) => boolean,
+  send: (event: DispatchEvent) => void,
+): Promise<void> {
+  while (isListed(pollId)) {
+    const pollDeadlineMs = runtime.now() + claimPollWaitMs
+    const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity: runtime.hostId, waitMs: claimPollWaitMs, signal })
+    if (polled !== null) send({ type: 'linePoll.matched', pollId, job: claimedJobOf(polled.response) })
+    else if (!isListed(pollId)) return
+    // Back before its deadline, the poll was refused (its partition unloading or changing
+    // owner; Matching itself waits out a queue's idle unload): pause rather than spin.
+    else if (runtime.now() < pollDeadlineMs) await runtime.driver.waitForDelivery(queue, runtime.now() + claimRetryDelayMs)
+    else send({ type: 'linePoll.idled', pollId })
+  }
+}
+
+// One queue's dispatch: the machine's snapshot and the runner's own state (claims, parked
+// claims' failures, line polls) with the methods over them. Past 120 lines because it is one
+// object's closure: its methods share that state, which split across functions would be passed
+// around on every step of the claim path.
 function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, queue: string, onStep: DispatchStepListener | undefined): QueueDispatch {
   let snapshot: DispatchSnapshot = stepper.start(queue)
   let stepCount = 0
@@ -232,45 +275,21 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
 
   const isListed = (pollId: number): boolean => snapshot.context.linePolls.includes(pollId)
 
-  // Kept jobs no claim took go back to the store, those of one turn in one statement; the pass
-  // asked for then serves the claims that joined meanwhile. A release that fails
-  // leaves its job to lapse at its deadline and be delivered again, as any unsettled claim.
-  const released = makeMicroBatcher<JobRecord, void>({
-    async run(jobs) {
-      const claims = jobs.map((job) => ({ id: job.id, claimToken: job.claimToken as string }))
-      await runtime.jobStore.release({ claims, nowMs: runtime.now() })
-      runtime.driver.notifyDue(runtime.now(), queue)
-      return jobs.map(() => undefined)
-    },
-    sizeMax: jobBatchSizeMax,
-    inFlightMax: jobBatchesInFlightMax,
-  })
-  const releaseLater = (job: JobRecord): void => void released(job).catch(() => {})
+  const releaseLater = makeReleaser(runtime, queue)
 
-  // One line poll: polls Matching until the machine ends it, telling it of each task matched
-  // (already claimed by History for this engine), of a whole wait with nothing, and of its end.
   const runLinePoll = (pollId: number): void => {
     const controller = new AbortController()
     polls.set(pollId, controller)
-    const loop = async (): Promise<void> => {
-      while (isListed(pollId)) {
-        const pollDeadlineMs = runtime.now() + claimPollWaitMs
-        const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity: runtime.hostId, waitMs: claimPollWaitMs, signal: controller.signal })
-        if (polled !== null) send({ type: 'linePoll.matched', pollId, job: claimedJobOf(polled.response) })
-        else if (!isListed(pollId)) return
-        // Back before its deadline, the poll was refused (its partition unloading or changing
-        // owner; Matching itself waits out a queue's idle unload): pause rather than spin.
-        else if (runtime.now() < pollDeadlineMs) await runtime.driver.waitForDelivery(queue, runtime.now() + claimRetryDelayMs)
-        else send({ type: 'linePoll.idled', pollId })
-      }
+    const forget = (): void => {
+      if (polls.get(pollId) === controller) polls.delete(pollId)
     }
-    loop().then(
+    runLinePollLoop(runtime, queue, pollId, controller.signal, isListed, send).then(
       () => {
-        if (polls.get(pollId) === controller) polls.delete(pollId)
+        forget()
         send({ type: 'linePoll.stopped', pollId })
       },
       (error: unknown) => {
-        if (polls.get(pollId) === controller) polls.delete(pollId)
+        forget()
         send({ type: 'linePoll.failed', pollId, error })
       },
     )

@@ -118,7 +118,10 @@ export interface DueDriverOptions {
   readonly onDefect?: (defect: unknown) => void
 }
 
-/** Starts a driver (it arms its first scan at once). */
+/**
+ * Starts a driver (it arms its first scan at once). Past 120 lines because the pass, the timer,
+ * the waiters and the outage back-off share one driver's state and ordering (one pass at a time).
+ */
 export function makeDueDriver(options: DueDriverOptions): DueDriver {
   const { jobStore, matching, clock } = options
   const waiters = new Map<string, Array<(reason: WakeReason) => void>>()

@@ -144,7 +144,10 @@ export interface MatchboxEngine extends Matchbox {
   readonly ready: Promise<void>
 }
 
-/** Builds an engine over opened stores. */
+/**
+ * Builds an engine over opened stores. Past 120 lines because it is the wiring: each part needs
+ * the ones built before it, and the engine's faces close over all of them.
+ */
 export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
   const events = makeEventHub({
     ...(given.logger === undefined ? {} : { logger: given.logger }),

@@ -71,7 +71,11 @@ export interface WorkOptions {
 // The options `work` takes.
 const workOptionKeys = ['concurrency', 'batch', 'onError']
 
-/** Starts the loops; returns `stop`. `partitions` is the handle's partition count, if it names one. */
+/**
+ * Starts the loops; returns `stop`. `partitions` is the handle's partition count, if it names one.
+ * Past 120 lines because the loops, their shared outage back-off, heartbeats and stop flag are one
+ * worker's state; each part is a named closure over it.
+ */
 export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job: JobHandle) => Promise<unknown>, options: WorkOptions = {}, partitions?: number): () => Promise<void> {
   if (typeof handler !== 'function') throw new InvalidInput({ field: 'handler', reason: 'must be a function' })
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
