@@ -7,6 +7,7 @@
  * schedules; an embedding service may plug in its own.
  */
 import type { JsonValue } from '../domain/Json.ts'
+import type { QueueKey } from '../domain/QueueKey.ts'
 import type { Task } from '../domain/Task.ts'
 
 /** The poller a task is being started for. */
@@ -15,6 +16,16 @@ export interface PollerInfo {
   readonly identity: string
   /** The deployment version the poller runs, or null for unversioned workers. */
   readonly version: string | null
+}
+
+/**
+ * The partition a task is delivered from, and its range id when the delivery began. History may
+ * fence what it writes with it — a job claim commits only while the partition's stored range id is
+ * still this one — so a delivery retried after another engine took the partition writes nothing.
+ */
+export interface StartOrigin {
+  readonly key: QueueKey
+  readonly rangeId: number
 }
 
 /**
@@ -30,6 +41,6 @@ export type RecordStartResult =
 
 /** The History role. A rejected promise is treated as a retryable failure. */
 export interface History {
-  /** Records that `task` starts for `poller`, atomically with whatever History tracks. */
-  recordTaskStarted(task: Task, poller: PollerInfo): Promise<RecordStartResult>
+  /** Records that `task`, delivered from `origin`, starts for `poller`, atomically with whatever History tracks. */
+  recordTaskStarted(task: Task, poller: PollerInfo, origin: StartOrigin): Promise<RecordStartResult>
 }

@@ -320,7 +320,7 @@ export class PhysicalQueueActor {
       const retryDelayMs = Math.min(historyRetryMaxMs, equalJitterDelayMs(historyRetryInitialMs, attempt, this.#options.random.float(), historyRetryMaxMs))
       return { kind: 'retryable', reason, retryDelayMs }
     }
-    this.#options.history.recordTaskStarted(task, poller).then(
+    this.#options.history.recordTaskStarted(task, poller, { key: this.key, rangeId: this.#rangeId() }).then(
       (result) => {
         if (result.kind !== 'retryable' && retryKey !== null) this.#retryAttempts.delete(retryKey)
         answer(result.kind === 'retryable' ? retryable(result.reason) : result)

@@ -1,26 +1,32 @@
 /**
  * JobsHistory — Jobs in the History role (DESIGN.md §1, §7): Matching delivers a task that names
  * a job (`task.jobId`, kind `job`); `recordTaskStarted` is the claim, performed atomically by the
- * JobStore. Claims asked for in the same turn share one statement (`claimMany`, MicroBatcher.ts).
+ * JobStore. Claims asked for in the same turn share one statement per partition they come from
+ * (`claimMany`, MicroBatcher.ts), fenced by that partition's range id: a delivery that outlives
+ * its partition's ownership (Matching retries a claim the store refused while unreachable) writes
+ * nothing once another engine has taken the partition.
  *
  * Answers: `started` with the claimed job (claim token and deadline included) as the response;
  * `already-started` when the job is processing under a live claim (a duplicate task);
  * `obsolete` when it is gone, dead, not yet due, expired, or was just dead-lettered for its
- * budget; `retryable` when the store is unavailable (Matching keeps the delivery and retries).
+ * budget; `retryable` when the store is unavailable (Matching keeps the delivery and retries) or
+ * refused the fence (the partition moved: its new owner delivers the task, and this one's retries
+ * end when the partition unloads here).
  *
  * Invariants: every claim attempt draws a fresh claim token from the seeded Random; a claim
  * tells the owner's due-time driver about the new deadline, so a lapse is delivered on time.
  *
  * Does not: pick which job to claim (the task names it) or know about pollers beyond tracing.
  */
-import type { History, RecordStartResult } from '../actors/History.ts'
+import type { History, RecordStartResult, StartOrigin } from '../actors/History.ts'
 import { isMatchboxError } from '../domain/errors.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { assert } from '../kernel/assert.ts'
 import type { Clock } from '../kernel/Clock.ts'
 import { randomId } from '../kernel/Ids.ts'
 import type { Random } from '../kernel/Random.ts'
-import type { ClaimOutcome, ClaimRef, JobRecord, JobStore } from '../persistence/jobs/JobStore.ts'
+import { encodeQueueKey } from '../domain/QueueKey.ts'
+import type { ClaimFence, ClaimOutcome, ClaimRef, JobRecord, JobStore } from '../persistence/jobs/JobStore.ts'
 import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
 
@@ -39,20 +45,23 @@ export const jobTaskKind = 'job'
 
 /** Makes the History that claims jobs. */
 export function makeJobsHistory(options: JobsHistoryOptions): History {
-  // Claims of one turn (a pump dispatching to several waiting pollers) travel in one statement.
-  const claim = makeMicroBatcher<ClaimRef, ClaimOutcome>({
-    run: (claims) => options.jobStore.claimMany({ claims, nowMs: Math.floor(options.clock.now()) }),
+  // Claims of one turn (a pump dispatching to several waiting pollers) travel in one statement
+  // per partition: the fence is the statement's.
+  const claim = makeMicroBatcher<FencedClaim, ClaimOutcome | Error>({
+    run: (claims) => claimFenced(options, claims),
     sizeMax: jobBatchSizeMax,
     inFlightMax: jobBatchesInFlightMax,
   })
   return {
-    async recordTaskStarted(task): Promise<RecordStartResult> {
+    async recordTaskStarted(task, _poller, origin): Promise<RecordStartResult> {
       if (task.kind !== jobTaskKind) return { kind: 'obsolete' }
       let outcome
       try {
-        outcome = await claim({ id: task.jobId, claimToken: randomId(options.random) })
+        const answer = await claim({ claim: { id: task.jobId, claimToken: randomId(options.random) }, fence: fenceOf(origin) })
+        if (answer instanceof Error) throw answer
+        outcome = answer
       } catch (error) {
-        if (isMatchboxError(error) && error.retryable) return { kind: 'retryable', reason: error.message }
+        if (isMatchboxError(error) && (error.retryable || error._tag === 'OwnershipLost')) return { kind: 'retryable', reason: error.message }
         throw error
       }
       switch (outcome.kind) {
@@ -66,6 +75,40 @@ export function makeJobsHistory(options: JobsHistoryOptions): History {
       }
     },
   }
+}
+
+interface FencedClaim {
+  readonly claim: ClaimRef
+  readonly fence: ClaimFence
+}
+
+function fenceOf(origin: StartOrigin): ClaimFence {
+  return { queueKey: origin.key, rangeId: origin.rangeId }
+}
+
+// One `claimMany` per fence among the claims of a batch (almost always one), answers in order. A
+// fence refused fails only its own claims.
+async function claimFenced(options: JobsHistoryOptions, claims: ReadonlyArray<FencedClaim>): Promise<ReadonlyArray<ClaimOutcome | Error>> {
+  const nowMs = Math.floor(options.clock.now())
+  const groups = new Map<string, { fence: ClaimFence; at: number[] }>()
+  claims.forEach(({ fence }, at) => {
+    const name = `${encodeQueueKey(fence.queueKey)}@${fence.rangeId}`
+    const group = groups.get(name)
+    if (group === undefined) groups.set(name, { fence, at: [at] })
+    else group.at.push(at)
+  })
+  const answers: Array<ClaimOutcome | Error> = new Array(claims.length)
+  await Promise.all(
+    [...groups.values()].map(async ({ fence, at }) => {
+      try {
+        const outcomes = await options.jobStore.claimMany({ claims: at.map((i) => (claims[i] as FencedClaim).claim), nowMs, fence })
+        at.forEach((i, k) => (answers[i] = outcomes[k] as ClaimOutcome))
+      } catch (error) {
+        for (const i of at) answers[i] = error instanceof Error ? error : new Error(String(error))
+      }
+    }),
+  )
+  return answers
 }
 
 /** The claimed job carried by a `started` response; asserts it is one. */

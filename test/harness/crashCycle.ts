@@ -132,7 +132,7 @@ export async function runCrashCycles(options: CrashRunOptions): Promise<CrashRun
       const host = makeMatchingHost({
         hostId: `takeover-${cycle}`,
         store: recorder.wrap(store, 'takeover'),
-        history: { recordTaskStarted: (task, poller) => recorder.trackIo(history.recordTaskStarted(task, poller)) },
+        history: { recordTaskStarted: (task, poller, origin) => recorder.trackIo(history.recordTaskStarted(task, poller, origin)) },
         clock,
         random: random.fork(),
         partitionCount: crashPartitionCount,
