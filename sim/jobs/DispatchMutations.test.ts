@@ -40,6 +40,11 @@ const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchE
   },
   drainedStaysDrained: { events: [...drainedWithClaim, { type: 'pass.started' }], holds: (after) => (after.value as { store: string }).store === 'serving' },
   parkedPollNotArmed: { events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }], holds: (after) => after.commands.includes('linePoll.start') },
+  matchedPollLingers: {
+    // The parked claim got a job from the store and its handler has not started; then the line poll is matched for nobody.
+    events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }, { type: 'job.handed', job, claimId: 1 }, { type: 'claim.unparked', claimId: 1, handed: true }, { type: 'linePoll.matched', pollId: 1, job }],
+    holds: (after) => after.commands.includes('linePoll.end') && after.context.linePolls.length === 0,
+  },
 }
 
 describe('planted dispatch bugs', () => {

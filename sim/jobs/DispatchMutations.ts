@@ -3,7 +3,8 @@
  * (src/machines/DispatchMachine.ts) with one named guard or action replaced through `provide`,
  * as a developer might get that piece of the protocol wrong. Every one of them is a stall, not a
  * loss: the job is still delivered once a later scan, lapse or timeout repairs it, so only the
- * prompt-delivery and claims-reach-a-worker checkers can see them.
+ * prompt-delivery and claims-reach-a-worker checkers can see them (a poll left matching jobs for
+ * nobody costs statements, not time: no checker sees it).
  *
  * The simulator hands the variant to every engine of a world (`dispatchMachine` of the engine's
  * parts); the unmutated machine is `dispatchMachine` itself.
@@ -23,9 +24,11 @@ export type DispatchMutation =
   | 'drainedStaysDrained'
   /** A claim that parks while no line poll runs starts none: jobs with Matching do not reach it. */
   | 'parkedPollNotArmed'
+  /** A line poll matched a job nobody waits for keeps running: it takes every job the next pass adds to Matching, for nobody. */
+  | 'matchedPollLingers'
 
 /** Every dispatch mutation, in the menu's order. */
-export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed']
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers']
 
 /** The dispatch machine with `mutation` planted. */
 export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
@@ -54,5 +57,7 @@ export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMach
           }),
         },
       }) as DispatchMachine
+    case 'matchedPollLingers':
+      return dispatchMachine.provide({ guards: { nobodyWaitsForMatch: () => false } }) as DispatchMachine
   }
 }

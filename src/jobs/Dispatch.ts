@@ -22,7 +22,7 @@
  */
 import type { MatchingHost } from '../actors/MatchingHost.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
-import { claimPollWaitMs, claimRetryDelayMs, jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'
+import { claimPollWaitMs, claimRetryDelayMs, jobBatchesInFlightMax, jobBatchSizeMax, jobKeptHoldMs } from '../kernel/Limits.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
 import { type DispatchMachine, type DispatchSnapshot, isDrained, isMatchingHolding } from '../machines/DispatchMachine.ts'
 import type { DispatchCommand, DispatchEvent } from '../machines/DispatchProtocol.ts'
@@ -259,6 +259,13 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
       }
       case 'job.release':
         return releaseLater(command.params.job)
+      case 'job.kept': {
+        // The pass that gives kept jobs back (every queue's, at its start) runs by then: the
+        // driver's one timer, no timer per job.
+        const nowMs = runtime.now()
+        const leftMs = (command.params.job.deadlineMs ?? nowMs) - nowMs
+        return runtime.driver.notifyDue(nowMs + Math.max(0, Math.min(jobKeptHoldMs, Math.floor(leftMs / 2))), queue)
+      }
       case 'claims.fail':
         for (const claimId of command.params.claimIds) parkedFails.get(claimId)?.(command.params.error)
         return

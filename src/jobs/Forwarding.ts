@@ -14,8 +14,8 @@
  *
  * A message lost in transit costs time, never a job: a lost poll or answer ends at the poller's
  * timeout; a lost hand-over leaves the job claimed by nobody, and its claim lapses and is
- * delivered again (one claim lapse). A hand-over that arrives after its poll gave up is kept
- * (bounded) for the next claim of its queue on this engine while its claim is still valid.
+ * delivered again (one claim lapse). A hand-over that arrives after its poll gave up is given
+ * back to the store at once (due again, its attempt uncounted).
  *
  * Invariants: at most `forwardedPollsMax` polls served for others at once; every waiting
  * forwarded poll ends by its timer, its answer, `wake`, or `close`; the poller's timer runs on

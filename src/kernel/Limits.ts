@@ -245,6 +245,14 @@ export const jobDeliveryUnreleasedMax = 1_000
 export const jobDueScanIntervalMs = 1_000
 
 /**
+ * How long a job claimed for a claimant that left is kept for the next claim of its queue on the
+ * same engine (it saves a release and a claim) before a due-time pass gives it back to the store:
+ * at most this, and at most half the time its claim has left, so a short visibility timeout never
+ * lapses a claim nobody holds. Well below the simulator's prompt-delivery bound (250 ms).
+ */
+export const jobKeptHoldMs = 100
+
+/**
  * How long a claim that saw a deliverable job waits for Matching to hand a task over: the task
  * is already in the backlog, so this is only reached when another claimer took the job.
  */

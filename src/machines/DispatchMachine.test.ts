@@ -36,8 +36,9 @@ describe('DispatchMachine', () => {
     const [handed, commands] = steps(queued, { type: 'job.handed', job: job('a'), claimId: null })
     expect(commands).toEqual([{ type: 'claim.handOver', params: { claimId: 1, job: job('a') } }])
     expect(handed.context.waiting).toEqual([2])
-    const [kept, none] = steps(handed, { type: 'claim.left', claimId: 2 }, { type: 'job.handed', job: job('b'), claimId: null })
-    expect(none).toEqual([])
+    const [kept, keptCommands] = steps(handed, { type: 'claim.left', claimId: 2 }, { type: 'job.handed', job: job('b'), claimId: null })
+    // Kept: the runner has a pass run within the hold bound, which gives it back if no claim joined.
+    expect(keptCommands).toEqual([{ type: 'job.kept', params: { job: job('b') } }])
     expect(kept.context.spare).toEqual([job('b')])
     const [taken, takenCommands] = steps(kept, { type: 'claim.queued', claimId: 3 })
     expect(takenCommands).toEqual([{ type: 'claim.handOver', params: { claimId: 3, job: job('b') } }])
@@ -49,6 +50,17 @@ describe('DispatchMachine', () => {
       expect(releaseCommands).toEqual([{ type: 'job.release', params: { job: job('b') } }])
       expect(released.context.spare).toEqual([])
     }
+  })
+
+  it('a line poll matched a job nobody waits for keeps the job and ends, so the next pass’s task is not matched for nobody again', () => {
+    // The parked claim was handed a job from the store; its handler has not started, so its line poll still runs.
+    const [running] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }, { type: 'job.handed', job: job('a'), claimId: 1 }, { type: 'claim.unparked', claimId: 1, handed: true })
+    expect(running.context.linePolls).toEqual([1])
+    const [after, commands] = steps(running, { type: 'linePoll.matched', pollId: 1, job: job('m') })
+    expect(commands).toEqual([{ type: 'job.kept', params: { job: job('m') } }, { type: 'linePoll.end', params: { pollId: 1 } }])
+    expect(after.context.linePolls).toEqual([])
+    expect(after.context.spare).toEqual([job('m')])
+    expect((after.value as { line: string }).line).toBe('onePoll')
   })
 
   it('a claim set aside for an enqueue gets its job; released, it is first in line again', () => {

@@ -7,7 +7,8 @@
  *
  * Context: the claims waiting in line (first come, first served), the claims set aside for a
  * job an enqueue is inserting already claimed, the jobs claimed for a claimant that left (kept
- * for the next claim to join, and given back to the store at the next due-time pass), the claims
+ * for the next claim to join, and given back to the store at the next due-time pass, which the
+ * runner has run within a short bound of the keeping: `job.kept`), the claims
  * parked on the line polls, the line polls running, the polls other engines forwarded here, the
  * lazy claims polling Matching, and the generation of due-time passes.
  *
@@ -90,7 +91,10 @@ function handedOver(context: DispatchContext, job: JobRecord, claimId: number | 
     taker = waiting[0]
     waiting = waiting.slice(1)
   }
-  if (taker === undefined) return { ...context, spare: [...context.spare, job] }
+  if (taker === undefined) {
+    enqueue({ type: 'job.kept', params: { job } })
+    return { ...context, spare: [...context.spare, job] }
+  }
   enqueue({ type: 'claim.handOver', params: { claimId: taker, job } })
   return { ...context, waiting, reserved }
 }
@@ -122,6 +126,11 @@ const withCommands = setup({
     isShortOfCurrentGeneration: ({ context, event }) => event.type === 'store.answered' && event.claimed < event.asked && event.generation === context.generation,
     /** Claims of this engine, or polls forwarded here, still wait for a job. */
     hasClaimsWaiting: ({ context }) => context.waiting.length > 0 || context.forwardedWaiting > 0,
+    /**
+     * No claim of this engine waits for the job a line poll was matched (its claimant left, or a
+     * poll forwarded here holds the queue's turn), so no handler will start for it.
+     */
+    nobodyWaitsForMatch: ({ context }) => context.waiting.length === 0,
     /** The forwarded poll leaving is the last one waiting. */
     isLastForwarded: ({ context }) => context.forwardedWaiting <= 1,
     /** A pass started, so rows may be due that the last store claim did not find: the store serves again. */
@@ -143,9 +152,9 @@ const machineSetup = withCommands.extend({
     }),
     /**
      * Jobs kept for the next claim go back to the store: no claim joined before a due-time pass
-     * of this engine (one runs at least once a scan interval, whichever queues it covers), a poll
+     * of this engine (keeping a job asks for one within a short bound, `job.kept`), a poll
      * another engine forwarded here (which claims from the store), or the workers stopping. So a
-     * kept job waits at most a scan interval, never its visibility timeout.
+     * kept job waits at most that bound, never its visibility timeout.
      */
     releaseKept: enqueueActions(({ context, enqueue }) => {
       if (context.spare.length === 0) return
@@ -285,7 +294,12 @@ export const dispatchMachine = machineSetup.createMachine({
       initial: 'onePoll',
       on: {
         'job.handed': { target: '.onePoll', actions: 'handOver' },
-        'linePoll.matched': { target: '.pollPerWorker', actions: ['handOverMatched', 'pollForEveryParked', 'reachedThroughMatching'] },
+        // Matched for nobody: the job is kept, and the polls beyond the parked claims end now (left
+        // running, one would take every job the queue's next pass adds to Matching, for nobody).
+        'linePoll.matched': [
+          { guard: 'nobodyWaitsForMatch', target: '.onePoll', actions: ['handOverMatched', 'endIdlePolls'] },
+          { target: '.pollPerWorker', actions: ['handOverMatched', 'pollForEveryParked', 'reachedThroughMatching'] },
+        ],
         'linePoll.idled': { target: '.onePoll', actions: 'endIdledPoll' },
       },
       states: {

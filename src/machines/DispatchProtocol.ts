@@ -76,6 +76,11 @@ export type DispatchCommand =
   | { readonly type: 'claims.fail'; readonly params: { readonly claimIds: ReadonlyArray<number>; readonly error: unknown } }
   /** Give the claim of `job` back to the store (due now, the attempt uncounted): no claim waits for it. */
   | { readonly type: 'job.release'; readonly params: { readonly job: JobRecord } }
+  /**
+   * `job` found no claim and is kept for the next one to join: have a due-time pass run soon
+   * enough (the runner's bound, on its clock) that the pass gives it back before its claim lapses.
+   */
+  | { readonly type: 'job.kept'; readonly params: { readonly job: JobRecord } }
   /** Start line poll `pollId`: poll Matching for the parked claims until it is ended. */
   | { readonly type: 'linePoll.start'; readonly params: { readonly pollId: number } }
   /** End line poll `pollId` (abort its Matching poll). */
@@ -98,6 +103,7 @@ export const dispatchCommandActions = {
   'claim.handOver': command<'claim.handOver'>(),
   'claims.fail': command<'claims.fail'>(),
   'job.release': command<'job.release'>(),
+  'job.kept': command<'job.kept'>(),
   'linePoll.start': command<'linePoll.start'>(),
   'linePoll.end': command<'linePoll.end'>(),
   'pass.request': command<'pass.request'>(),
