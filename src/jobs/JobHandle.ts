@@ -83,8 +83,15 @@ export interface Job<T = JsonValue> {
    * (`retry`, `fail`, a throw in `work`), at most `jobAttemptErrorsKept` (10). Absent before the first.
    */
   readonly attemptErrors?: ReadonlyArray<AttemptErrorInfo>
+  /**
+   * Its latest claims, oldest first: each attempt's number and claim time, at most
+   * `jobClaimsKept` (10); a claim given back unused is not among them. Absent before the first.
+   */
+  readonly claims?: ReadonlyArray<{ readonly attempt: number; readonly at: number }>
   /** The latest value its handler passed to `job.progress`; absent before the first. */
   readonly progress?: JsonValue
+  /** When `progress` was stored. */
+  readonly progressAt?: number
 }
 
 /** One attempt's handler error in `Job.attemptErrors`. */
@@ -93,6 +100,8 @@ export interface AttemptErrorInfo extends HandlerError {
   readonly attempt: number
   /** When it was recorded, epoch ms. */
   readonly at: number
+  /** When the next attempt was due, for an error `retry` (or a throw in `work`) recorded short of the budget. */
+  readonly retryAt?: number
 }
 
 /**
@@ -164,8 +173,18 @@ export function toJob<T = JsonValue>(record: JobRecord): Job<T> {
       : { lastHandlerError: { message: record.lastHandlerError, ...(record.lastHandlerStack === null ? {} : { stack: record.lastHandlerStack }) } }),
     ...(record.attemptErrors.length === 0
       ? {}
-      : { attemptErrors: record.attemptErrors.map((entry) => ({ attempt: entry.attempt, message: entry.error, ...(entry.stack === null ? {} : { stack: entry.stack }), at: entry.atMs })) }),
+      : {
+          attemptErrors: record.attemptErrors.map((entry) => ({
+            attempt: entry.attempt,
+            message: entry.error,
+            ...(entry.stack === null ? {} : { stack: entry.stack }),
+            at: entry.atMs,
+            ...(entry.retryAtMs === undefined ? {} : { retryAt: entry.retryAtMs }),
+          })),
+        }),
+    ...(record.claims === undefined || record.claims.length === 0 ? {} : { claims: record.claims.map((entry) => ({ attempt: entry.attempt, at: entry.atMs })) }),
     ...(record.progress === null ? {} : { progress: record.progress }),
+    ...(record.progressAtMs === null || record.progressAtMs === undefined ? {} : { progressAt: record.progressAtMs }),
   }
 }
 
