@@ -84,8 +84,9 @@ export interface Job<T = JsonValue> {
    */
   readonly attemptErrors?: ReadonlyArray<AttemptErrorInfo>
   /**
-   * Its latest claims, oldest first: each attempt's number and claim time, at most
-   * `jobClaimsKept` (10); a claim given back unused is not among them. Absent before the first.
+   * Its latest claims, oldest first: each attempt's number and claim time, and attempt 0 where an
+   * operator retried it from dead (its attempts count from 0 again); at most `jobClaimsKept` (10)
+   * entries; a claim given back unused is not among them. Absent before the first.
    */
   readonly claims?: ReadonlyArray<{ readonly attempt: number; readonly at: number }>
   /** The latest value its handler passed to `job.progress`; absent before the first. */

@@ -44,10 +44,11 @@
  * A retry's entry also holds `retryAtMs`, when the next attempt is due.
  *
  * Claims: every claim (fresh or reclaim, by any claim operation or a claimed `enqueue`) appends
- * its attempt number and time to `claims`, which keeps the last `jobClaimsKept` (oldest dropped
- * first), survives death and `retryDead`; `release` takes the claim it gives back off again.
- * With the attempt errors and the row's times this is the job's timeline: a claim with no error
- * of its attempt before the next claim lapsed.
+ * its attempt number and time to `claims`, and `retryDead` appends attempt 0 (the attempt count
+ * starts again) at its time; the list keeps the last `jobClaimsKept` entries (oldest dropped
+ * first) and survives death and `retryDead`; `release` takes the claim it gives back off again.
+ * With the attempt errors, both in the order they were written, this is the job's timeline: a
+ * claim with no error of its attempt before the next entry lapsed.
  *
  * Progress: `setProgress`, under the validity predicate, stores a small JSON value on the job
  * (at most `jobProgressBytesMax` bytes as JSON) and the time as `progressAtMs`, which every read
@@ -122,9 +123,9 @@ export interface AttemptError {
   readonly retryAtMs?: number
 }
 
-/** One claim of a job, as `claims` keeps it. */
+/** One claim of a job, as `claims` keeps it, or (attempt 0) its return from dead storage. */
 export interface ClaimEntry {
-  /** The attempt the claim counted (1 for the first). */
+  /** The attempt the claim counted (1 for the first); 0 for a `retryDead`. */
   readonly attempt: number
   /** When it was claimed, epoch ms. */
   readonly atMs: number

@@ -352,6 +352,8 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         diedAtMs: null,
         progress: null,
         progressAtMs: null,
+        // Attempt 0 in the claims marks the return: the attempt count starts again.
+        claims: [...(job.claims ?? []), { attempt: 0, atMs: nowMs }].slice(-jobClaimsKept),
       }
       live.set(id, { job: revived, dueMs: nowMs, readySeq: ++readySeq, revision: 1 })
       return { kind: 'retried', job: copy(revived) }

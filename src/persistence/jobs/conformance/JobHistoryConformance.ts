@@ -69,7 +69,7 @@ export function describeJobHistoryConformance(fixture: JobFixture): void {
       expect((await store().getJob({ queue, id: job.id }))?.attemptErrors).toEqual([{ attempt: 1, error: 'later', stack: null, atMs: 1_100, retryAtMs: 8_100 }])
     })
 
-    it('keeps every claim, from each claim operation, without the one release gave back, through death and retryDead', async () => {
+    it('keeps every claim, from each claim operation, without the one release gave back, through death and retryDead (attempt 0)', async () => {
       const queue = fixture.queue('claims')
       const id = fixture.id('claims')
       const ref = (job: JobRecord) => ({ id: job.id, claimToken: job.claimToken as string })
@@ -100,8 +100,12 @@ export function describeJobHistoryConformance(fixture: JobFixture): void {
       expect(claimed[0]?.claims).toEqual(expected)
       expect(await store().fail({ ...ref(claimed[0] as JobRecord), error: 'e4', nowMs: 40_200 })).toBe(true)
       expect(await store().getJob({ queue, id })).toMatchObject({ state: 'dead', claims: expected })
-      expect(await store().retryDead({ queue, id, nowMs: 50_000 })).toMatchObject({ kind: 'retried', job: { claims: expected } })
-      expect(await claimsOf()).toEqual(expected)
+      // The return from dead is attempt 0, as the attempt count starts again.
+      const revived = [...expected, { attempt: 0, atMs: 50_000 }]
+      expect(await store().retryDead({ queue, id, nowMs: 50_000 })).toMatchObject({ kind: 'retried', job: { claims: revived } })
+      expect(await claimsOf()).toEqual(revived)
+      const again = await claim((await store().getJob({ queue, id })) as JobRecord, 50_100)
+      expect(again.claims).toEqual([...revived, { attempt: 1, atMs: 50_100 }])
     })
 
     it(`keeps the last ${jobClaimsKept} claims`, async () => {

@@ -248,7 +248,7 @@ ORDER BY id LIMIT $3::integer`
 /**
  * `$1` id, `$2` queue, `$3` now, `$4` the due channel. Moves a dead job back to `jobs` as a
  * fresh pending job (same id; attempts 0; created, runnable and due now; a passed expiry
- * dropped) in ONE statement. When its key is held by a live job the insert does nothing while
+ * dropped; attempt 0 appended to its claims) in ONE statement. When its key is held by a live job the insert does nothing while
  * the delete happened: `moved` = 1 with no row revived, and the caller must roll back.
  */
 export function retryDeadSql(schema: Schema): string {
@@ -260,7 +260,8 @@ WITH moved AS (
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
      created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack, attempt_errors, claim_history)
   SELECT id, queue, 'pending', payload, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     $3::bigint, $3::bigint, CASE WHEN expires_at_ms > $3::bigint THEN expires_at_ms END, $3::bigint, job_key, last_handler_error, last_handler_stack, attempt_errors, claim_history
+     $3::bigint, $3::bigint, CASE WHEN expires_at_ms > $3::bigint THEN expires_at_ms END, $3::bigint, job_key, last_handler_error, last_handler_stack, attempt_errors,
+     ${keepingLast('claim_history', jobClaimsKept)} || jsonb_build_array(jsonb_build_object('attempt', 0, 'atMs', $3::bigint))
   FROM moved
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
   RETURNING ${liveRecord}
