@@ -1,7 +1,8 @@
 /**
- * `job.signal`, through the public API, written once and bound to the memory, embedded and
- * PostgreSQL stores (test/jobsSignal.test.ts, test/jobsSignal.postgres.test.ts). The handler's
- * AbortSignal aborts:
+ * The operator's controls a handler sees, through the public API, written once and bound to the
+ * memory, embedded and PostgreSQL stores (test/jobsControls.test.ts,
+ * test/jobsControls.postgres.test.ts): progress, the attempt history and claims `getJob` returns
+ * through death and a retry from dead, and `job.signal`. The handler's AbortSignal aborts:
  * - with a `ClaimLost` reason when its job is cancelled while it runs — heard at `work`'s next
  *   heartbeat, within a third of the visibility timeout — and when a heartbeat finds the claim
  *   lapsed; a handler that honours it stops, and one that ignores it cannot ack the cancelled
@@ -20,10 +21,10 @@ import { settle, until } from './harness/settle.ts'
 const start = 1_700_000_000_000
 
 /** Opens a fresh engine on the store under test, on `clock`, hearing `onEvent`. */
-export type OpenSignalEngine = (clock: ManualClock, seed: number, onEvent: (event: MatchboxEvent) => void) => Promise<Matchbox>
+export type OpenControlsEngine = (clock: ManualClock, seed: number, onEvent: (event: MatchboxEvent) => void) => Promise<Matchbox>
 
-/** Registers the `job.signal` cases against engines `openEngine` opens. */
-export function describeJobSignal(openEngine: OpenSignalEngine, turnsMax = 10_000): void {
+/** Registers the progress, history and `job.signal` cases against engines `openEngine` opens. */
+export function describeJobControls(openEngine: OpenControlsEngine, turnsMax = 10_000): void {
   const waitFor = (condition: () => boolean, what: string): Promise<void> => until(condition, what, turnsMax)
   // Settles `pending` while firing timers due now (a claim with no wait still ends on one).
   const withTimersDue = async <T>(clock: ManualClock, pending: Promise<T>): Promise<T> => {
@@ -42,6 +43,42 @@ export function describeJobSignal(openEngine: OpenSignalEngine, turnsMax = 10_00
     )
     return pending
   }
+
+  it("keeps a worker's progress, every attempt's error and claim through death and a retry from dead", async () => {
+    const clock = new ManualClock(start)
+    const mb = await openEngine(clock, 2, () => {})
+    try {
+      const q = mb.queue('reports', { maxAttempts: 2, backoffBaseS: 0 })
+      const id = await q.enqueue({ month: 'march' })
+      let runs = 0
+      const stop = q.work(async (job) => {
+        runs++
+        if (job.attempts === 2) expect(await job.progress({ pages: 12, of: 40 })).toBe(true)
+        throw new Error(`attempt ${job.attempts} <failed>`)
+      })
+      await waitFor(() => runs === 2, 'both attempts run')
+      // stop() resolves once the last retry, at the budget, has landed.
+      await stop()
+      const dead = await q.getJob(id)
+      expect(dead).toMatchObject({ state: 'dead', lastError: 'max attempts exceeded', progress: { pages: 12, of: 40 }, progressAt: start })
+      expect(dead?.attemptErrors?.map((entry) => [entry.attempt, entry.message, entry.retryAt])).toEqual([
+        [1, 'attempt 1 <failed>', start],
+        [2, 'attempt 2 <failed>', undefined],
+      ])
+      expect(dead?.claims).toEqual([
+        { attempt: 1, at: start },
+        { attempt: 2, at: start },
+      ])
+      expect(await q.retryDead(id)).toMatchObject({ retried: true })
+      const revived = await q.getJob(id)
+      expect(revived).toMatchObject({ state: 'pending', attempts: 0 })
+      expect(revived?.progress).toBeUndefined()
+      expect(revived?.claims?.at(-1)).toEqual({ attempt: 0, at: start })
+      expect(revived?.attemptErrors).toHaveLength(2)
+    } finally {
+      await mb.close()
+    }
+  })
 
   it('aborts a running handler whose job is cancelled, at the next heartbeat; the job is never acked', async () => {
     const clock = new ManualClock(start)
