@@ -26,7 +26,7 @@ export { open, type OpenOptions, type StoreOption } from './jobs/open.ts'
 export type { Matchbox } from './jobs/Matchbox.ts'
 export type { EnqueueManyJob, JobQueue, PayloadInput } from './jobs/JobQueue.ts'
 export type { AttemptErrorInfo, HandlerError, Job, JobHandle } from './jobs/JobHandle.ts'
-export { ClaimLost } from './jobs/JobHandle.ts'
+export { ClaimLost, WorkerStopped } from './jobs/JobHandle.ts'
 export type { EnqueueManyOptions, EnqueueOptions, QueueOptions } from './jobs/QueueOptions.ts'
 export type { JobPage, ListOptions, QueueAdmin, RetryDeadResult } from './jobs/QueueAdmin.ts'
 export type { ScheduleInfo, ScheduleOptions } from './jobs/Schedules.ts'
@@ -43,7 +43,7 @@ export type {
   StoreRecoveredEvent,
   StoreUnavailableEvent,
 } from './jobs/Events.ts'
-export type { WorkOptions } from './jobs/Worker.ts'
+export type { StopOptions, StopWork, WorkOptions } from './jobs/Worker.ts'
 export type { JobCounts } from './persistence/jobs/JobStore.ts'
 export type { JobState } from './domain/JobRules.ts'
 // The operator's web dashboard, as a node:http request handler to mount at a path prefix.

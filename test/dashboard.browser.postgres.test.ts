@@ -1,7 +1,8 @@
 /**
  * The dashboard in a real headless Chromium (test/harness/browser.ts), on PostgreSQL with seeded
  * jobs, mounted under `/jobs` in an Express app: the queues page shows the counts; a dead job's
- * page shows its handler error beside the reason of death; clicking Retry makes it pending;
+ * page shows its handler error beside the reason of death and its timeline; clicking Retry makes
+ * it pending, its earlier life kept on the timeline;
  * payloads and keys holding markup render as text (no element, no dialog); and actions need the
  * basic-auth credential and the CSRF token. One browser for the file.
  */
@@ -107,12 +108,23 @@ describe('dashboard in a browser (PostgreSQL, mounted under /jobs in Express)', 
     expect(await page.$$eval('#attempts tbody tr', (rows) => rows.map((row) => [row.querySelector('td')?.textContent, row.querySelector('pre')?.textContent]))).toEqual([
       ['1', 'renderer crashed: <b>out of memory</b>'],
     ])
+    // Its timeline: enqueued, claimed, failed at its budget with the error as text, dead.
+    const timeline = () => page.$$eval('#timeline tbody tr', (rows) => rows.map((row) => [row.className, row.querySelector('pre')?.textContent ?? null]))
+    expect(await timeline()).toEqual([
+      ['timeline-enqueued', null],
+      ['timeline-claimed', null],
+      ['timeline-failed', 'renderer crashed: <b>out of memory</b>'],
+      ['timeline-died', null],
+    ])
+    expect(await text(page, '#timeline tr.timeline-died')).toContain('dead: max attempts exceeded')
 
     await Promise.all([page.waitForNavigation(), page.click('button[value="retry"]')])
     expect(await text(page, '#action-result')).toContain('Retried 1 job in reports.')
     expect((await mb.queue('reports').getJob(deadId))?.state).toBe('pending')
     await page.goto(`${base}/queues/reports/jobs/${deadId}`)
     expect(await text(page, '#state')).toBe('pending')
+    // Its earlier life stays on the timeline, before its return from dead.
+    expect((await timeline()).map((row) => row[0])).toEqual(['timeline-claimed', 'timeline-failed', 'timeline-revived', 'timeline-due'])
     await page.close()
   })
 

@@ -54,6 +54,12 @@ describe('dashboardHandler under /jobs', () => {
     expect(page).toMatch(/<pre id="progress">\{\n {2}&quot;pages&quot;: 12,\n {2}&quot;of&quot;: 40\n\}<\/pre>/)
     expect(page).toMatch(/<table id="attempts">.*<td class="num">1<\/td>.*first try &lt;failed&gt;/s)
     expect(await q.getJob(id)).toMatchObject({ progress: { pages: 12, of: 40 }, attemptErrors: [{ attempt: 1, message: 'first try <failed>' }] })
+    // The timeline, in the order it happened, the handler's error as text.
+    const timeline = /<table id="timeline">(.*?)<\/table>/s.exec(page)?.[1] ?? ''
+    expect([...timeline.matchAll(/<tr class="timeline-(\w+)">/g)].map((match) => match[1])).toEqual(['enqueued', 'claimed', 'retried', 'claimed', 'progress'])
+    expect(timeline).toContain('first try &lt;failed&gt;')
+    expect(timeline).toContain('attempt 2 claimed by a worker — running')
+    expect(await q.getJob(id)).toMatchObject({ claims: [{ attempt: 1 }, { attempt: 2 }], attemptErrors: [{ attempt: 1, retryAt: expect.any(Number) }], progressAt: expect.any(Number) })
   })
 
   it('lists a paused queue that has no jobs, with its Resume button; a read-only dashboard shows the state and no button', async () => {

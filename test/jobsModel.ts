@@ -218,9 +218,10 @@ class GetJob implements Command {
     const job = pick(model.jobs, this.index)
     if (job === undefined) return
     // The model does not follow handler errors (test/jobsService.test.ts and the store
-    // conformance suite do), nor the attempt history made of them.
+    // conformance suite do), nor the attempt history made of them, nor the claims kept for the
+    // job's timeline (the conformance suite checks them).
     const got = await queueOf(real, job.queue).getJob(job.id)
-    const { lastHandlerError: _handlerError, attemptErrors: _attemptErrors, ...rest } = got ?? { lastHandlerError: undefined, attemptErrors: undefined }
+    const { lastHandlerError: _handlerError, attemptErrors: _attemptErrors, claims: _claims, ...rest } = got ?? { lastHandlerError: undefined, attemptErrors: undefined, claims: undefined }
     expect(got === null ? null : rest).toEqual(snapshot(job))
   }
   toString = () => `getJob(#${this.index})`

@@ -9,6 +9,7 @@ migration 4 job_admin
 migration 5 job_claim_head
 migration 6 job_release
 migration 7 operator_controls
+migration 8 job_timeline
 
 table dead_jobs
   column id text collate "C" not null
@@ -31,6 +32,8 @@ table dead_jobs
   column last_handler_stack text
   column attempt_errors jsonb
   column progress jsonb
+  column claim_history jsonb
+  column progress_at_ms bigint
 
 table job_leases
   column name text collate "C" not null
@@ -75,6 +78,8 @@ table jobs
   column unclaimed_ready_seq bigint
   column attempt_errors jsonb
   column progress jsonb
+  column claim_history jsonb
+  column progress_at_ms bigint
 
 table membership_hosts
   column host_id text collate "C" not null

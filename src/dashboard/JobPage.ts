@@ -1,6 +1,6 @@
 /**
- * JobPage — one job in full: state, options, attempts, timestamps, its progress and payload as
- * indented JSON, why it died and the handler's last error with its stack, the error of each of
+ * JobPage — one job in full: state, options, attempts, timestamps, its progress, the timeline of
+ * its life (JobTimeline.ts), its payload as indented JSON, why it died and the handler's last error with its stack, the error of each of
  * its latest attempts (each stack folded in a `<details>`, which needs no script), and the actions
  * that apply to its state (retry a dead job; cancel a live one; delete either).
  *
@@ -11,6 +11,7 @@
  */
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { type Html, html } from './Html.ts'
+import { timelineSection } from './JobTimeline.ts'
 import { csrfField, duration, instant, link, page, type PageContext } from './Layout.ts'
 
 function actionButton(context: PageContext, job: JobRecord, action: string, label: string, danger = false): Html {
@@ -60,6 +61,6 @@ export function jobPage(context: PageContext, job: JobRecord): Html {
 <dt>expires</dt><dd>${instant(job.expiresAtMs)}</dd>
 </dl>`
   const progress = job.progress === null ? '' : html`<h2>Progress</h2><pre id="progress">${JSON.stringify(job.progress, null, 2)}</pre>`
-  const body = html`${actions(context, job)}${facts}${progress}<h2>Payload</h2><pre id="payload">${JSON.stringify(job.payload, null, 2)}</pre>${errors(job)}${attemptHistory(job)}`
+  const body = html`${actions(context, job)}${facts}${progress}${timelineSection(job, context.nowMs)}<h2>Payload</h2><pre id="payload">${JSON.stringify(job.payload, null, 2)}</pre>${errors(job)}${attemptHistory(job)}`
   return page(context, `Job ${job.id}`, body)
 }

@@ -112,5 +112,8 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: .25em 1.2em; ba
 dt { color: #6b7685; } dd { margin: 0; }
 label { display: block; margin: .5em 0 .2em; } textarea { width: 100%; font-family: ui-monospace, monospace; }
 pre.attempt-error { margin: 0; padding: .3em .5em; max-height: 8em; } details summary { cursor: pointer; color: #6b7685; font-size: .9em; }
+.event { font-size: .8em; padding: .05em .45em; border-radius: .3em; background: #eef1f5; color: #4a5565; margin-right: .3em; }
+.event-claimed { background: #d7ecfb; } .event-retried, .event-earlier { background: #fdeec7; } .event-failed, .event-lapsed, .event-died { background: #fbd5d5; }
+#timeline pre.attempt-error { margin-top: .3em; }
 iframe { width: 100%; height: 720px; border: 1px solid #e6e9ee; background: #fff; }
 `

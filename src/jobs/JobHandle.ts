@@ -18,8 +18,9 @@
  * heartbeat refused (the job was cancelled, or its deadline passed, or another claim took it) or a
  * heartbeat that failed at the store once the deadline had passed. `work` heartbeats every
  * remaining time / `workerHeartbeatDivisor`, so a handler hears of a cancel within a third of its
- * visibility timeout, and of a lapse by its deadline. It never aborts on `stop()` or `close()`:
- * both wait for every handler, without a time limit.
+ * visibility timeout, and of a lapse by its deadline. It also aborts, with a `WorkerStopped`
+ * reason, when the worker's `stop({ graceS })` gives up waiting for the handler; a plain `stop()`
+ * and `close()` wait for every handler without a time limit and never abort it.
  *
  * Invariants: a handle never outlives its claim token — a reclaim elsewhere makes every op
  * false; delays and deadlines come from the job's stamps, never the queue handle's options.
@@ -35,6 +36,13 @@ import type { AckHook, JobsRuntime } from './Runtime.ts'
 
 /** Why a job's `signal` aborted: its claim is gone, so nothing its handler does can settle it any more. */
 export class ClaimLost extends Data.TaggedError('ClaimLost')<{ readonly id: string; readonly message: string }> {}
+
+/**
+ * Why a job's `signal` aborted when its claim may still be valid: the worker's `stop({ graceS })`
+ * gave up waiting for the handler. No more heartbeats renew the claim, so the job is delivered
+ * again once it lapses, unless the handler settles it first.
+ */
+export class WorkerStopped extends Data.TaggedError('WorkerStopped')<{ readonly id: string; readonly message: string }> {}
 
 /** The error a handler's latest `retry` or `fail` (or throw in `work`) recorded. */
 export interface HandlerError {
@@ -75,8 +83,16 @@ export interface Job<T = JsonValue> {
    * (`retry`, `fail`, a throw in `work`), at most `jobAttemptErrorsKept` (10). Absent before the first.
    */
   readonly attemptErrors?: ReadonlyArray<AttemptErrorInfo>
+  /**
+   * Its latest claims, oldest first: each attempt's number and claim time, and attempt 0 where an
+   * operator retried it from dead (its attempts count from 0 again); at most `jobClaimsKept` (10)
+   * entries; a claim given back unused is not among them. Absent before the first.
+   */
+  readonly claims?: ReadonlyArray<{ readonly attempt: number; readonly at: number }>
   /** The latest value its handler passed to `job.progress`; absent before the first. */
   readonly progress?: JsonValue
+  /** When `progress` was stored. */
+  readonly progressAt?: number
 }
 
 /** One attempt's handler error in `Job.attemptErrors`. */
@@ -85,6 +101,8 @@ export interface AttemptErrorInfo extends HandlerError {
   readonly attempt: number
   /** When it was recorded, epoch ms. */
   readonly at: number
+  /** When the next attempt was due, for an error `retry` (or a throw in `work`) recorded short of the budget. */
+  readonly retryAt?: number
 }
 
 /**
@@ -107,8 +125,9 @@ export interface JobHandle<T = JsonValue> {
    * Aborts (reason: `ClaimLost`) once the engine learns the claim is gone — the job was
    * cancelled, its deadline passed, or another claim took it — at a heartbeat (`work` beats every
    * third of the remaining time). Pass it to `fetch` and friends, or check `signal.aborted`, to
-   * stop work whose result can no longer be acked. Never aborted by `stop()` or `close()`, which
-   * wait for the handler.
+   * stop work whose result can no longer be acked. Also aborts (reason: `WorkerStopped`) when the
+   * worker's `stop({ graceS })` gives up waiting for this handler; never by a plain `stop()` or
+   * `close()`, which wait for it.
    */
   readonly signal: AbortSignal
   /** Deletes the job: done. */
@@ -155,8 +174,18 @@ export function toJob<T = JsonValue>(record: JobRecord): Job<T> {
       : { lastHandlerError: { message: record.lastHandlerError, ...(record.lastHandlerStack === null ? {} : { stack: record.lastHandlerStack }) } }),
     ...(record.attemptErrors.length === 0
       ? {}
-      : { attemptErrors: record.attemptErrors.map((entry) => ({ attempt: entry.attempt, message: entry.error, ...(entry.stack === null ? {} : { stack: entry.stack }), at: entry.atMs })) }),
+      : {
+          attemptErrors: record.attemptErrors.map((entry) => ({
+            attempt: entry.attempt,
+            message: entry.error,
+            ...(entry.stack === null ? {} : { stack: entry.stack }),
+            at: entry.atMs,
+            ...(entry.retryAtMs === undefined ? {} : { retryAt: entry.retryAtMs }),
+          })),
+        }),
+    ...(record.claims === undefined || record.claims.length === 0 ? {} : { claims: record.claims.map((entry) => ({ attempt: entry.attempt, at: entry.atMs })) }),
     ...(record.progress === null ? {} : { progress: record.progress }),
+    ...(record.progressAtMs === null || record.progressAtMs === undefined ? {} : { progressAt: record.progressAtMs }),
   }
 }
 
@@ -182,6 +211,13 @@ function safeStringify(value: unknown): string {
 
 // What `ackWith` needs of a handle this module made: its claim, and the ack's event.
 const ackHooks = new WeakMap<object, AckHook>()
+// Each handle's abort with a `WorkerStopped` reason, for the worker whose stop gave up on it.
+const stopAborts = new WeakMap<object, (why: string) => void>()
+
+/** Aborts `job.signal` with a `WorkerStopped` reason saying `why` (no-op once aborted). */
+export function abortStopped(job: JobHandle<unknown>, why: string): void {
+  stopAborts.get(job)?.(why)
+}
 
 /** The ack hook of a handle this engine made (to ack it with `ackWith`). */
 export function ackHookOf(job: JobHandle<unknown>): AckHook {
@@ -300,5 +336,8 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
     },
   }
   ackHooks.set(handle, { ref, completed })
+  stopAborts.set(handle, (why) => {
+    if (!lost.signal.aborted) lost.abort(new WorkerStopped({ id: claimed.id, message: `job ${claimed.id}: ${why}` }))
+  })
   return handle
 }

@@ -25,7 +25,7 @@ import { makeQueueAdmin, type QueueAdmin } from './QueueAdmin.ts'
 import { type EnqueueManyOptions, type EnqueueOptions, resolveEnqueueManyOptions, resolveEnqueueOptions, type ResolvedEnqueue } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
 import { fenced } from './StoreClaims.ts'
-import { startWorkers, type WorkOptions } from './Worker.ts'
+import { startWorkers, type StopWork, type WorkOptions } from './Worker.ts'
 
 /**
  * What `enqueue` accepts: the queue's payload type, or — on a queue opened without one
@@ -70,9 +70,10 @@ export interface JobQueue<T = JsonValue> extends QueueAdmin<T> {
   sweepExpired(): Promise<{ readonly dead: number; readonly purged: number }>
   /**
    * Runs `handler` on claimed jobs: return → ack, throw → retry(err) (the error and its stack are
-   * recorded on the job); heartbeats for it. Returns `stop`.
+   * recorded on the job); heartbeats for it. Returns `stop`, which waits for the running handlers
+   * (at most `graceS` with `stop({ graceS })`: then it aborts their `job.signal` and resolves).
    */
-  work(handler: (job: JobHandle<T>) => Promise<unknown>, options?: WorkOptions): () => Promise<void>
+  work(handler: (job: JobHandle<T>) => Promise<unknown>, options?: WorkOptions): StopWork
 }
 
 /** Makes a queue handle over `name` whose jobs carry `stamps`. */

@@ -23,6 +23,10 @@
  * `stop()` stops claiming, wakes idle loops at once, and resolves when every handler in flight
  * has finished and been settled. A job already claimed when stop was asked still runs (its
  * attempt is spent) — the local queue's included, unless its claim lapsed while it waited.
+ * `stop({ graceS })` waits at most `graceS` on the engine's clock: then it gives up — aborts the
+ * signal of every handler still running (reason `WorkerStopped`), ends their heartbeats (so
+ * their claims lapse and the jobs are delivered again) and resolves. A handler that ends later
+ * is still settled while the engine is open and its claim valid.
  *
  * Errors: a failed ack/retry/heartbeat (store unavailable) goes to `onError` and the job lapses
  * to be delivered again; non-catalogue errors (defects) default to being rethrown asynchronously.
@@ -36,9 +40,10 @@ import { workerClaimWaitMs, workerConcurrencyMax } from '../kernel/Limits.ts'
 import { claimNext } from './Claimer.ts'
 import { ackAndClaimNext, canClaimSeveral, claimSeveral } from './StoreClaims.ts'
 import { makeHeartbeats } from './Heartbeats.ts'
-import { ackHookOf, type JobHandle, makeJobHandle } from './JobHandle.ts'
+import { abortStopped, ackHookOf, type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { makeLocalQueue } from './LocalQueue.ts'
 import { makeOutageBackoff } from './OutageBackoff.ts'
+import { secondsToMs } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
 
 /** Options of `work`. */
@@ -68,6 +73,20 @@ export interface WorkOptions {
   readonly onError?: (error: unknown, job: JobHandle | null, details: { readonly suppressed: number }) => void
 }
 
+/** Options of the `stop` that `work` returns. */
+export interface StopOptions {
+  /**
+   * How long to wait for the handlers still running, in seconds on the engine's clock (default:
+   * no limit). Past it `stop` gives up: each such handler's `job.signal` aborts with a
+   * `WorkerStopped` reason, its heartbeats end (its claim lapses and the job is delivered again)
+   * and `stop` resolves without waiting for it.
+   */
+  readonly graceS?: number
+}
+
+/** Stops a worker (see `StopOptions`); resolves once its handlers have ended or it gave up on them. */
+export type StopWork = (options?: StopOptions) => Promise<void>
+
 // The options `work` takes.
 const workOptionKeys = ['concurrency', 'batch', 'onError']
 
@@ -76,7 +95,7 @@ const workOptionKeys = ['concurrency', 'batch', 'onError']
  * Past 120 lines because the loops, their shared outage back-off, heartbeats and stop flag are one
  * worker's state; each part is a named closure over it.
  */
-export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job: JobHandle) => Promise<unknown>, options: WorkOptions = {}, partitions?: number): () => Promise<void> {
+export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job: JobHandle) => Promise<unknown>, options: WorkOptions = {}, partitions?: number): StopWork {
   if (typeof handler !== 'function') throw new InvalidInput({ field: 'handler', reason: 'must be a function' })
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
   // A misspelt option would otherwise be ignored (`concurency: 8` running one loop).
@@ -109,9 +128,12 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   }
 
   const heartbeats = makeHeartbeats(runtime.clock, () => runtime.now(), report)
+  // The jobs whose handler is running: those a stop that gives up aborts.
+  const handling = new Set<JobHandle>()
   // Runs the handler, heartbeating for it; says how it ended.
   const runHandler = async (job: JobHandle): Promise<{ ok: true } | { ok: false; error: unknown }> => {
     heartbeats.start(job)
+    handling.add(job)
     try {
       let running: Promise<unknown>
       try {
@@ -125,6 +147,7 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     } catch (error) {
       return { ok: false, error }
     } finally {
+      handling.delete(job)
       heartbeats.stop(job)
     }
   }
@@ -251,7 +274,18 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
           now: () => runtime.now(),
         })
   const loops = local === null ? Array.from({ length: concurrency }, () => loop()) : [local.run(concurrency)]
-  const stop = async (): Promise<void> => {
+  // Resolves true once `graceMs` has passed on the engine's clock with `ended` still unsettled.
+  const outlasts = (ended: Promise<unknown>, graceMs: number): Promise<boolean> =>
+    new Promise((resolve) => {
+      const cancel = runtime.clock.setTimer(graceMs, () => resolve(true))
+      void ended.then(() => {
+        cancel()
+        resolve(false)
+      })
+    })
+  const stop: StopWork = async (stopOptions = {}) => {
+    if (typeof stopOptions !== 'object' || stopOptions === null) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
+    const graceMs = stopOptions.graceS === undefined ? null : secondsToMs('options.graceS', stopOptions.graceS, false)
     stopping = true
     // Ends the loops' waits, and with them the queue's line polls.
     stopped.abort()
@@ -262,7 +296,11 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
     runtime.driver.wake(queue)
     runtime.forwarding?.wake(queue)
     local?.wake()
-    await Promise.all(loops)
+    const ended = Promise.all(loops)
+    if (graceMs === null) await ended
+    else if (await outlasts(ended, graceMs)) {
+      for (const job of handling) abortStopped(job, `the worker's stop gave up waiting for its handler after ${graceMs} ms`)
+    }
     heartbeats.close()
     runtime.workers.delete(stop)
   }

@@ -187,6 +187,12 @@ export const jobErrorStackLengthMax = 8_000
 export const jobAttemptErrorsKept = 10
 
 /**
+ * Claims a job keeps (attempt and time, for its timeline), the oldest dropped first: as many as
+ * attempt errors, so every kept error has its claim beside it; about 40 bytes each.
+ */
+export const jobClaimsKept = 10
+
+/**
  * Bytes of a job's progress value as JSON text: a counter, a fraction, a short status — what a
  * page shows beside the job, not a log or a result store.
  */

@@ -41,9 +41,18 @@
  * to `attemptErrors`, which keeps the last `jobAttemptErrorsKept` (oldest dropped first) and
  * survives death and `retryDead`. An attempt whose claim lapsed records nothing: no handler said why.
  *
+ * A retry's entry also holds `retryAtMs`, when the next attempt is due.
+ *
+ * Claims: every claim (fresh or reclaim, by any claim operation or a claimed `enqueue`) appends
+ * its attempt number and time to `claims`, and `retryDead` appends attempt 0 (the attempt count
+ * starts again) at its time; the list keeps the last `jobClaimsKept` entries (oldest dropped
+ * first) and survives death and `retryDead`; `release` takes the claim it gives back off again.
+ * With the attempt errors, both in the order they were written, this is the job's timeline: a
+ * claim with no error of its attempt before the next entry lapsed.
+ *
  * Progress: `setProgress`, under the validity predicate, stores a small JSON value on the job
- * (at most `jobProgressBytesMax` bytes as JSON), which every read returns until the next one;
- * it is kept when the job dies and cleared by `retryDead`.
+ * (at most `jobProgressBytesMax` bytes as JSON) and the time as `progressAtMs`, which every read
+ * returns until the next one; both are kept when the job dies and cleared by `retryDead`.
  *
  * Claim fences: a claim the owner of a job queue partition makes (`claim`, `claimMany`,
  * `claimDue`, `ackAndClaimDue`, `enqueue` with a claim token) may carry that partition's range
@@ -110,6 +119,16 @@ export interface AttemptError {
   readonly stack: string | null
   /** When it was recorded, epoch ms. */
   readonly atMs: number
+  /** When the next attempt was due, for an error a `retry` recorded (absent for a death). */
+  readonly retryAtMs?: number
+}
+
+/** One claim of a job, as `claims` keeps it, or (attempt 0) its return from dead storage. */
+export interface ClaimEntry {
+  /** The attempt the claim counted (1 for the first); 0 for a `retryDead`. */
+  readonly attempt: number
+  /** When it was claimed, epoch ms. */
+  readonly atMs: number
 }
 
 /** A job as stored. Claim fields are non-null exactly while processing; dead fields exactly when dead. */
@@ -134,8 +153,15 @@ export interface JobRecord extends NewJob {
   readonly lastHandlerStack: string | null
   /** The handler errors of the latest attempts that recorded one, oldest first (see the file header). */
   readonly attemptErrors: ReadonlyArray<AttemptError>
+  /**
+   * The latest claims, oldest first (see the file header). Every store sets it; optional so that
+   * a record built by hand (a test's, a simulator model's) may leave it out, read as none.
+   */
+  readonly claims?: ReadonlyArray<ClaimEntry>
   /** The latest progress value a handler stored; null before the first. */
   readonly progress: JsonValue | null
+  /** When `progress` was stored; null with it (absent read as null, as `claims`). */
+  readonly progressAtMs?: number | null
 }
 
 /**
@@ -153,7 +179,8 @@ export function insertedJobRecord(job: NewJob, nowMs: number, claimToken: string
     maxAttempts: job.maxAttempts, visibilityTimeoutMs: job.visibilityTimeoutMs, backoffBaseMs: job.backoffBaseMs, deadLetterRetentionMs: job.deadLetterRetentionMs,
     createdAtMs: nowMs, runAtMs: job.runAtMs, claimedAtMs: claimed ? nowMs : null, expiresAtMs: job.expiresAtMs,
     claimToken, deadlineMs: claimed ? nowMs + job.visibilityTimeoutMs : null, key: job.key ?? null,
-    lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null, attemptErrors: [], progress: null,
+    lastError: null, diedAtMs: null, lastHandlerError: null, lastHandlerStack: null, attemptErrors: [],
+    claims: claimed ? [{ attempt: 1, atMs: nowMs }] : [], progress: null, progressAtMs: null,
   }
 }
 

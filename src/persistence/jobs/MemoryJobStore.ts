@@ -25,7 +25,7 @@
 import { InvalidInput } from '../../domain/errors.ts'
 import { claimRefusal, deadReasonExhausted, isClaimable, isExhausted, isExpired, isOutOfAttempts, isRetentionOver, isValidClaim, sweptDeath } from '../../domain/JobRules.ts'
 import { assert } from '../../kernel/assert.ts'
-import { jobAttemptErrorsKept } from '../../kernel/Limits.ts'
+import { jobAttemptErrorsKept, jobClaimsKept } from '../../kernel/Limits.ts'
 import {
   checkClaimRef,
   checkClaims,
@@ -61,8 +61,8 @@ interface LiveRow {
 const copy = <T>(value: T): T => structuredClone(value)
 
 // `job`'s attempt history with this attempt's error appended, the oldest dropped past the bound.
-const withAttemptError = (job: JobRecord, error: string, stack: string | null, atMs: number): ReadonlyArray<AttemptError> =>
-  [...job.attemptErrors, { attempt: job.attempts, error, stack, atMs }].slice(-jobAttemptErrorsKept)
+const withAttemptError = (job: JobRecord, error: string, stack: string | null, atMs: number, retryAtMs?: number): ReadonlyArray<AttemptError> =>
+  [...job.attemptErrors, retryAtMs === undefined ? { attempt: job.attempts, error, stack, atMs } : { attempt: job.attempts, error, stack, atMs, retryAtMs }].slice(-jobAttemptErrorsKept)
 
 /** What a memory job store is composed with. */
 export interface MemoryJobStoreOptions {
@@ -109,7 +109,9 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
   // Claims a claimable row for `claimToken`: an attempt, the deadline from its visibility stamp, due then.
   const claimRow = (row: LiveRow, claimToken: string, nowMs: number): JobRecord => {
     const deadlineMs = nowMs + row.job.visibilityTimeoutMs
-    row.job = { ...row.job, state: 'processing', attempts: row.job.attempts + 1, claimedAtMs: nowMs, claimToken, deadlineMs }
+    const attempts = row.job.attempts + 1
+    const claims = [...(row.job.claims ?? []), { attempt: attempts, atMs: nowMs }].slice(-jobClaimsKept)
+    row.job = { ...row.job, state: 'processing', attempts, claimedAtMs: nowMs, claimToken, deadlineMs, claims }
     // A due time still ahead is a reservation (the task is with Matching), not a place to keep.
     row.unclaimed = { dueMs: row.dueMs !== null && row.dueMs <= nowMs ? row.dueMs : null, readySeq: row.readySeq }
     row.dueMs = deadlineMs
@@ -156,7 +158,9 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const row = validRow(claim.id, claim.claimToken, nowMs)
       if (row === undefined) continue
       const unclaimedDueMs = row.unclaimed?.dueMs ?? null
-      row.job = { ...row.job, state: 'pending', attempts: Math.max(0, row.job.attempts - 1), claimedAtMs: null, claimToken: null, deadlineMs: null }
+      // The claim given back is taken off the job's claims: it never reached a handler.
+      const claims = (row.job.claims ?? []).slice(0, -1)
+      row.job = { ...row.job, state: 'pending', attempts: Math.max(0, row.job.attempts - 1), claimedAtMs: null, claimToken: null, deadlineMs: null, claims }
       row.dueMs = unclaimedDueMs === null ? nowMs : Math.min(unclaimedDueMs, nowMs)
       row.readySeq = row.unclaimed?.readySeq ?? row.readySeq
       delete row.unclaimed
@@ -268,12 +272,14 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const nowMs = checkTime('nowMs', params.nowMs)
       const row = validRow(id, claimToken, nowMs)
       if (row === undefined) return null
-      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack, attemptErrors: withAttemptError(row.job, error, stack, nowMs) }
-      if (isOutOfAttempts(row.job)) {
+      const runAtMs = nowMs + delayMs
+      // A death at the budget has no next attempt to be due.
+      const retryAtMs = isOutOfAttempts(row.job) ? undefined : runAtMs
+      row.job = { ...row.job, lastHandlerError: error, lastHandlerStack: stack, attemptErrors: withAttemptError(row.job, error, stack, nowMs, retryAtMs) }
+      if (retryAtMs === undefined) {
         bury(row, deadReasonExhausted, nowMs)
         return { kind: 'dead' }
       }
-      const runAtMs = nowMs + delayMs
       row.job = { ...row.job, state: 'pending', runAtMs, claimToken: null, deadlineMs: null }
       row.dueMs = runAtMs
       row.readySeq = ++readySeq
@@ -287,7 +293,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const progress = checkProgress('progress', params.progress)
       const row = validRow(id, claimToken, nowMs)
       if (row === undefined) return false
-      row.job = { ...row.job, progress: copy(progress) }
+      row.job = { ...row.job, progress: copy(progress), progressAtMs: nowMs }
       return true
     },
 
@@ -345,6 +351,9 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         lastError: null,
         diedAtMs: null,
         progress: null,
+        progressAtMs: null,
+        // Attempt 0 in the claims marks the return: the attempt count starts again.
+        claims: [...(job.claims ?? []), { attempt: 0, atMs: nowMs }].slice(-jobClaimsKept),
       }
       live.set(id, { job: revived, dueMs: nowMs, readySeq: ++readySeq, revision: 1 })
       return { kind: 'retried', job: copy(revived) }

@@ -163,6 +163,24 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect(await jobs.resumeQueue({ queue: 'emails', nowMs: 300 })).toBe(true)
     },
   },
+  8: {
+    // New columns only: a row written before them reads with no claims and no progress time, and
+    // its next claim starts its claim history (a release before had none to take back).
+    async seed(driver, schema) {
+      await dataAtVersion[7]?.seed(driver, schema)
+      await driver.query(
+        `INSERT INTO ${schema.quoted}.jobs (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, due_ms,
+           progress, attempt_errors)
+         VALUES ('job-timeline', 'exports', 'pending', '8', 0, 1, 3, 100000, 5000, 100, 100, 100, '{"done": 1}', '[{"attempt": 1, "error": "early", "stack": null, "atMs": 90}]')`,
+      )
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[7]?.verify(store, membership, jobs)
+      expect(await jobs.getJob({ queue: 'exports', id: 'job-timeline' })).toMatchObject({ claims: [], progress: { done: 1 }, progressAtMs: null, attemptErrors: [{ attempt: 1, error: 'early', atMs: 90 }] })
+      expect(await jobs.claim({ id: 'job-timeline', claimToken: 't8', nowMs: 400 })).toMatchObject({ kind: 'claimed', job: { attempts: 2, claims: [{ attempt: 2, atMs: 400 }] } })
+      expect(await jobs.getJob({ queue: 'reports', id: 'job-claimed' })).toMatchObject({ claims: [] })
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {

@@ -96,6 +96,10 @@ export function describeJobAdminConformance(fixture: JobFixture): void {
         lastHandlerError: 'boom',
         lastHandlerStack: null,
         attemptErrors: [{ attempt: 1, error: 'boom', stack: null, atMs: 2_000 }],
+        claims: [
+          { attempt: 1, atMs: 1_000 },
+          { attempt: 0, atMs: 3_000 },
+        ],
       }
       expect(outcome).toEqual({ kind: 'retried', job: revived })
       expect(await store().getJob({ queue, id: job.id })).toEqual(revived)

@@ -167,7 +167,7 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       const tokens = (count: number, prefix: string) => Array.from({ length: count }, (_, n) => `${prefix}${n}`)
       const large = await store().claimDue({ queue, nowMs: 3_000, claimTokens: tokens(20, 'large') })
       const small = await store().claimDue({ queue, nowMs: 3_000, claimTokens: tokens(8, 'small') })
-      const expected = (job: JobRecord, claimToken: string) => ({ ...job, state: 'processing', attempts: 1, claimedAtMs: 3_000, claimToken, deadlineMs: 8_000 })
+      const expected = (job: JobRecord, claimToken: string) => ({ ...job, state: 'processing', attempts: 1, claimedAtMs: 3_000, claimToken, deadlineMs: 8_000, claims: [{ attempt: 1, atMs: 3_000 }] })
       expect(large).toEqual(inClaimOrder.slice(0, 20).map((job, n) => expected(job, `large${n}`)))
       expect(small).toEqual(inClaimOrder.slice(20).map((job, n) => expected(job, `small${n}`)))
     })

@@ -58,7 +58,9 @@ export function describeJobLifecycleConformance(fixture: JobFixture): void {
         lastHandlerError: null,
         lastHandlerStack: null,
         attemptErrors: [],
+        claims: [],
         progress: null,
+        progressAtMs: null,
       }
       expect(stored).toEqual(expected)
       expect(await store().getJob({ queue, id: job.id })).toEqual(expected)
@@ -71,7 +73,7 @@ export function describeJobLifecycleConformance(fixture: JobFixture): void {
       const job = await store().enqueue({ job: fixture.job(queue, { runAtMs: 1_000, visibilityTimeoutMs: 7_000 }), nowMs: 500 })
       expect(await store().claim({ id: job.id, claimToken: 'early', nowMs: 999 })).toEqual({ kind: 'obsolete', reason: 'not-due' })
       const outcome = await store().claim({ id: job.id, claimToken: 'first', nowMs: 1_000 })
-      expect(outcome).toEqual({ kind: 'claimed', job: { ...job, state: 'processing', attempts: 1, claimedAtMs: 1_000, claimToken: 'first', deadlineMs: 8_000 } })
+      expect(outcome).toEqual({ kind: 'claimed', job: { ...job, state: 'processing', attempts: 1, claimedAtMs: 1_000, claimToken: 'first', deadlineMs: 8_000, claims: [{ attempt: 1, atMs: 1_000 }] } })
       expect(await store().claim({ id: job.id, claimToken: 'second', nowMs: 7_999 })).toEqual({ kind: 'already-started' })
       expect(await store().claim({ id: fixture.id('missing'), claimToken: 'x', nowMs: 1_000 })).toEqual({ kind: 'obsolete', reason: 'missing' })
       expect((await store().getJob({ queue, id: job.id }))?.claimToken).toBe('first')
@@ -160,7 +162,7 @@ export function describeJobLifecycleConformance(fixture: JobFixture): void {
         deadlineMs: null,
         lastHandlerError: 'boom',
         lastHandlerStack: 'Error: boom\n    at f',
-        attemptErrors: [{ attempt: 1, error: 'boom', stack: 'Error: boom\n    at f', atMs: 2_000 }],
+        attemptErrors: [{ attempt: 1, error: 'boom', stack: 'Error: boom\n    at f', atMs: 2_000, retryAtMs: 6_000 }],
       })
       expect(await store().claim({ id: job.id, claimToken: 't2', nowMs: 5_999 })).toEqual({ kind: 'obsolete', reason: 'not-due' })
       expect(await store().claim({ id: job.id, claimToken: 't2', nowMs: 6_000 })).toMatchObject({ kind: 'claimed', job: { attempts: 2, lastHandlerError: 'boom' } })

@@ -27,7 +27,7 @@ export function describeJobReleaseConformance(fixture: JobFixture): void {
       const job = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 5_000 }, 'first')
       expect(job.attempts).toBe(1)
       expect(await store().release({ claims: [ref(job)], nowMs: 2_000 })).toEqual([job.id])
-      expect(await store().getJob({ queue, id: job.id })).toEqual({ ...job, state: 'pending', attempts: 0, claimedAtMs: null, claimToken: null, deadlineMs: null })
+      expect(await store().getJob({ queue, id: job.id })).toEqual({ ...job, state: 'pending', attempts: 0, claimedAtMs: null, claimToken: null, deadlineMs: null, claims: [] })
       expect(await store().nextDueMs({ nowMs: 999, queues: [queue] })).toBe(1_000)
       // Claimable at once, by claimDue as by claim: the claim counts the attempt again.
       const [again] = await store().claimDue({ queue, nowMs: 2_000, claimTokens: ['second'] })

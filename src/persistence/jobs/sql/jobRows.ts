@@ -6,7 +6,7 @@
  */
 import { assert } from '../../../kernel/assert.ts'
 import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
-import type { AttemptError, EnqueuedJob, JobRecord, JobState, NewJob, ScheduleRecord } from '../JobStore.ts'
+import type { AttemptError, ClaimEntry, EnqueuedJob, JobRecord, JobState, NewJob, ScheduleRecord } from '../JobStore.ts'
 
 type Row = Record<string, unknown>
 
@@ -22,7 +22,19 @@ function decodeAttemptErrors(value: unknown, id: string): ReadonlyArray<AttemptE
   assert(Array.isArray(entries), () => `job ${id}: attempt_errors is not an array`)
   return entries.map((entry: Record<string, unknown>) => {
     assert(typeof entry.error === 'string' && typeof entry.attempt === 'number' && typeof entry.atMs === 'number', () => `job ${id}: an attempt error of the wrong shape`)
-    return { attempt: entry.attempt, error: entry.error, stack: typeof entry.stack === 'string' ? entry.stack : null, atMs: entry.atMs }
+    const decoded = { attempt: entry.attempt, error: entry.error, stack: typeof entry.stack === 'string' ? entry.stack : null, atMs: entry.atMs }
+    return typeof entry.retryAtMs === 'number' ? { ...decoded, retryAtMs: entry.retryAtMs } : decoded
+  })
+}
+
+// The claim history as stored (a jsonb array, or null on rows from before it was kept).
+function decodeClaims(value: unknown, id: string): ReadonlyArray<ClaimEntry> {
+  if (value === null || value === undefined) return []
+  const entries = typeof value === 'string' ? (JSON.parse(value) as unknown) : value
+  assert(Array.isArray(entries), () => `job ${id}: claim_history is not an array`)
+  return entries.map((entry: Record<string, unknown>) => {
+    assert(typeof entry.attempt === 'number' && typeof entry.atMs === 'number', () => `job ${id}: a claim of the wrong shape`)
+    return { attempt: entry.attempt, atMs: entry.atMs }
   })
 }
 
@@ -53,7 +65,9 @@ export function decodeJob(row: Row): JobRecord {
     lastHandlerError: nullableText(row.last_handler_error),
     lastHandlerStack: nullableText(row.last_handler_stack),
     attemptErrors: decodeAttemptErrors(row.attempt_errors, row.id as string),
+    claims: decodeClaims(row.claim_history, row.id as string),
     progress: row.progress === undefined ? null : (row.progress as never),
+    progressAtMs: nullableInteger(row.progress_at_ms, 'progress_at_ms'),
   }
   assert(typeof job.id === 'string' && typeof job.queue === 'string', 'job id or queue is not text')
   // Every claim decodes a row: the messages are built only for one that breaks an invariant.

@@ -26,14 +26,14 @@
  * length is the statements' own doc comments, which give each one's parameters and why it is
  * shaped as it is.
  */
-import { jobAttemptErrorsKept } from '../../../kernel/Limits.ts'
+import { jobAttemptErrorsKept, jobClaimsKept } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
 import { notPaused } from './pauseSql.ts'
 
 /** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
 const liveColumns =
-  'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, claim_token, deadline_ms, job_key, last_handler_error, last_handler_stack, attempt_errors, progress'
+  'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, claim_token, deadline_ms, job_key, last_handler_error, last_handler_stack, attempt_errors, progress, claim_history, progress_at_ms'
 
 /** A live row as a job record: its columns and null dead-only ones. */
 export const liveRecord = `${liveColumns}, NULL::text AS last_error, NULL::bigint AS died_at_ms`
@@ -41,22 +41,34 @@ export const liveRecord = `${liveColumns}, NULL::text AS last_error, NULL::bigin
 /** A dead_jobs row as a job record, in the order of `liveRecord`. */
 export const deadRecord = `id, queue, 'dead' AS state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
        created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, NULL::text AS claim_token, NULL::bigint AS deadline_ms, job_key, last_handler_error, last_handler_stack,
-       attempt_errors, progress, last_error, died_at_ms`
+       attempt_errors, progress, claim_history, progress_at_ms, last_error, died_at_ms`
 
 const deadInsertColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, last_error, died_at_ms, last_handler_error, last_handler_stack, attempt_errors'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, claim_history, progress_at_ms, last_error, died_at_ms, last_handler_error, last_handler_stack, attempt_errors'
 
 const movedColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, claim_history, progress_at_ms'
 
 /**
  * The row's `attempt_errors` (`column`) with one more entry — this attempt's error `error` and
  * `stack`, recorded at `now` — keeping the last `jobAttemptErrorsKept`: entries are added one at
  * a time, so dropping the oldest of a full array keeps the bound.
  */
-const withAttemptError = (column: string, error: string, stack: string, now: string): string =>
-  `(CASE WHEN jsonb_array_length(COALESCE(${column}, '[]'::jsonb)) >= ${jobAttemptErrorsKept} THEN ${column} - 0 ELSE COALESCE(${column}, '[]'::jsonb) END)
-    || jsonb_build_array(jsonb_build_object('attempt', attempts, 'error', ${error}, 'stack', ${stack}, 'atMs', ${now}))`
+const withAttemptError = (column: string, error: string, stack: string, now: string, retryAt?: string): string =>
+  `${keepingLast(column, jobAttemptErrorsKept)}
+    || jsonb_build_array(jsonb_build_object('attempt', attempts, 'error', ${error}, 'stack', ${stack}, 'atMs', ${now}${retryAt === undefined ? '' : `, 'retryAtMs', ${retryAt}`}))`
+
+// The JSON array in `column` (null: empty) with room for one more entry under `kept`: entries
+// are added one at a time, so dropping the oldest of a full array keeps the bound.
+const keepingLast = (column: string, kept: number): string =>
+  `(CASE WHEN jsonb_array_length(COALESCE(${column}, '[]'::jsonb)) >= ${kept} THEN ${column} - 0 ELSE COALESCE(${column}, '[]'::jsonb) END)`
+
+/**
+ * A claim's new `claim_history` (of the row by `row` prefix), recording attempt `attempt` at
+ * `now`, the last `jobClaimsKept` kept.
+ */
+const withClaim = (row: string, attempt: string, now: string): string =>
+  `${keepingLast(`${row}claim_history`, jobClaimsKept)} || jsonb_build_array(jsonb_build_object('attempt', ${attempt}, 'atMs', ${now}))`
 
 // The rules of domain/JobRules.ts over the columns of `jobs`, for the given SQL expressions.
 const notExpired = (now: string) => `(expires_at_ms IS NULL OR expires_at_ms > ${now})`
@@ -121,12 +133,13 @@ export function enqueueSql(schema: Schema, fenced = false): string {
    CASE WHEN ${token} IS NULL THEN 0 ELSE 1 END, $5::integer, $6::bigint, $7::bigint, $8::bigint,
    $9::bigint, $10::bigint, $11::bigint, CASE WHEN ${token} IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
    CASE WHEN ${token} IS NULL THEN NULL ELSE $9::bigint END, ${token}, CASE WHEN ${token} IS NULL THEN NULL ELSE $9::bigint + $6::bigint END,
-   CASE WHEN ${token} IS NULL THEN NULL ELSE GREATEST($10::bigint, $9::bigint) END`
+   CASE WHEN ${token} IS NULL THEN NULL ELSE GREATEST($10::bigint, $9::bigint) END,
+   CASE WHEN ${token} IS NULL THEN NULL ELSE jsonb_build_array(jsonb_build_object('attempt', 1, 'atMs', $9::bigint)) END`
   const inserted = `inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
    created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key,
-   claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms)
+   claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms, claim_history)
 ${fenced ? `SELECT ${row} FROM fence` : `VALUES (${row})`}
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
 RETURNING id, queue, due_ms, claim_token
@@ -235,7 +248,7 @@ ORDER BY id LIMIT $3::integer`
 /**
  * `$1` id, `$2` queue, `$3` now, `$4` the due channel. Moves a dead job back to `jobs` as a
  * fresh pending job (same id; attempts 0; created, runnable and due now; a passed expiry
- * dropped) in ONE statement. When its key is held by a live job the insert does nothing while
+ * dropped; attempt 0 appended to its claims) in ONE statement. When its key is held by a live job the insert does nothing while
  * the delete happened: `moved` = 1 with no row revived, and the caller must roll back.
  */
 export function retryDeadSql(schema: Schema): string {
@@ -245,9 +258,10 @@ WITH moved AS (
 ), revived AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack, attempt_errors)
+     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack, attempt_errors, claim_history)
   SELECT id, queue, 'pending', payload, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     $3::bigint, $3::bigint, CASE WHEN expires_at_ms > $3::bigint THEN expires_at_ms END, $3::bigint, job_key, last_handler_error, last_handler_stack, attempt_errors
+     $3::bigint, $3::bigint, CASE WHEN expires_at_ms > $3::bigint THEN expires_at_ms END, $3::bigint, job_key, last_handler_error, last_handler_stack, attempt_errors,
+     ${keepingLast('claim_history', jobClaimsKept)} || jsonb_build_array(jsonb_build_object('attempt', 0, 'atMs', $3::bigint))
   FROM moved
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
   RETURNING ${liveRecord}
@@ -282,7 +296,7 @@ export function claimSql(schema: Schema, fenced = false): string {
   const claim = `
 UPDATE ${schema.quoted}.jobs
 SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
-    deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms,
+    deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms, claim_history = ${withClaim('', 'attempts + 1', '$3::bigint')},
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('', '$3::bigint')}, revision = revision + 1
 WHERE id = $1::text AND ${claimable('$3::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${fenced ? ` AND ${fenceHeld}` : ''}
 RETURNING ${liveRecord}`
@@ -377,7 +391,7 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false): strin
 // claimDue's transition of a ranked head row (`job`), with the rank-th of the tokens `$2`.
 const claimHeadSet = (schema: Schema): string =>
   `state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = ($2::text[])[ranked.rank],
-    deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
+    deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms, claim_history = ${withClaim('job.', 'job.attempts + 1', '$3::bigint')},
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.', '$3::bigint')}, revision = job.revision + 1`
 
 /**
@@ -390,7 +404,7 @@ export function claimManySql(schema: Schema, fenced = false): string {
   const claim = `
 UPDATE ${schema.quoted}.jobs AS job
 SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = wanted.token,
-    deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
+    deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms, claim_history = ${withClaim('job.', 'job.attempts + 1', '$3::bigint')},
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.', '$3::bigint')}, revision = job.revision + 1
 FROM (SELECT DISTINCT ON (asked_id) asked_id, token FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(asked_id, token, position) ORDER BY asked_id, position) AS wanted
 WHERE job.id = wanted.asked_id AND ${claimable('$3::bigint')} AND ${notPaused(schema, 'job.queue')}${fenced ? ` AND ${fenceHeld}` : ''}
@@ -431,7 +445,7 @@ export function ackSql(schema: Schema): string {
 
 /** `$1` id, `$2` token, `$3` now, `$4` progress json. Stores the progress under a valid claim. */
 export function setProgressSql(schema: Schema): string {
-  return `UPDATE ${schema.quoted}.jobs SET progress = $4::jsonb WHERE id = $1::text AND ${validClaim} RETURNING id`
+  return `UPDATE ${schema.quoted}.jobs SET progress = $4::jsonb, progress_at_ms = $3::bigint WHERE id = $1::text AND ${validClaim} RETURNING id`
 }
 
 /** `$1` ids, `$2` tokens (parallel arrays), `$3` now. Deletes every job under a valid claim. */
@@ -459,7 +473,7 @@ WITH asked AS (
   UPDATE ${schema.quoted}.jobs AS job
   SET state = 'pending', attempts = GREATEST(job.attempts - 1, 0), claimed_at_ms = NULL, claim_token = NULL, deadline_ms = NULL,
       due_ms = LEAST(COALESCE(job.unclaimed_due_ms, $3::bigint), $3::bigint), ready_seq = COALESCE(job.unclaimed_ready_seq, job.ready_seq),
-      unclaimed_due_ms = NULL, unclaimed_ready_seq = NULL, revision = job.revision + 1
+      unclaimed_due_ms = NULL, unclaimed_ready_seq = NULL, claim_history = job.claim_history - (-1), revision = job.revision + 1
   FROM asked
   WHERE job.id = asked.id AND ${validClaimOf('asked.token', '$3::bigint')}
   RETURNING job.id, job.queue, asked.position
@@ -482,7 +496,8 @@ export function retrySql(schema: Schema): string {
 WITH retried AS (
   UPDATE ${schema.quoted}.jobs
   SET state = 'pending', run_at_ms = $3::bigint + $4::bigint, due_ms = $3::bigint + $4::bigint, claim_token = NULL, deadline_ms = NULL,
-      last_handler_error = $5::text, last_handler_stack = $6::text, attempt_errors = ${withAttemptError('attempt_errors', '$5::text', '$6::text', '$3::bigint')},
+      last_handler_error = $5::text, last_handler_stack = $6::text,
+      attempt_errors = ${withAttemptError('attempt_errors', '$5::text', '$6::text', '$3::bigint', '$3::bigint + $4::bigint')},
       ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
   WHERE id = $1::text AND ${validClaim} AND attempts < max_attempts
   RETURNING run_at_ms
