@@ -289,6 +289,14 @@ export const ownershipCheckIntervalMs = 60_000
  */
 export const workerClaimWaitMs = 1_000
 
+/**
+ * How long a queue's dispatch (jobs/Dispatch.ts) holds nothing — no claim, kept job, line poll,
+ * forwarded or lazy poll — before a due-time pass drops it. A queue claimed from every few
+ * seconds keeps its dispatch (and the mark that its store is drained, which saves a statement
+ * per claim); a queue that went quiet costs its engine's passes nothing after this.
+ */
+export const dispatchIdleUnloadMs = 5_000
+
 /** Longest `claim({ waitMs })`: ten minutes, as Matching's longest poll. */
 export const claimWaitMsMax = 10 * 60_000
 
