@@ -40,6 +40,7 @@ const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchE
   },
   drainedStaysDrained: { events: [...drainedWithClaim, { type: 'pass.started' }], holds: (after) => (after.value as { store: string }).store === 'serving' },
   parkedPollNotArmed: { events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }], holds: (after) => after.commands.includes('linePoll.start') },
+  droppedWithClaimsInLine: { events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }], holds: (after) => (after.value as { use: string }).use === 'holding' },
 }
 
 describe('planted dispatch bugs', () => {

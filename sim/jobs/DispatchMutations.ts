@@ -23,9 +23,15 @@ export type DispatchMutation =
   | 'drainedStaysDrained'
   /** A claim that parks while no line poll runs starts none: jobs with Matching do not reach it. */
   | 'parkedPollNotArmed'
+  /**
+   * A dispatch counts as empty though claims wait in line (and park on its line polls), so a pass
+   * drops it while they wait: the next dispatch of the queue knows nothing of them, no pass
+   * serves them or asks Matching for them, and they wait out their own timeouts.
+   */
+  | 'droppedWithClaimsInLine'
 
 /** Every dispatch mutation, in the menu's order. */
-export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed']
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'droppedWithClaimsInLine']
 
 /** The dispatch machine with `mutation` planted. */
 export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
@@ -53,6 +59,10 @@ export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMach
             enqueue.assign({ parked: [...context.parked, event.claimId] })
           }),
         },
+      }) as DispatchMachine
+    case 'droppedWithClaimsInLine':
+      return dispatchMachine.provide({
+        guards: { isHoldingNothing: ({ context }) => context.reserved.length + context.spare.length + context.closingPolls.length + context.forwardedWaiting + context.lazyPolls === 0 },
       }) as DispatchMachine
   }
 }

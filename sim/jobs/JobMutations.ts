@@ -52,8 +52,9 @@
  *   again while its holder's claim is valid (one valid claim);
  * - `dueSignalLost`: the bus loses every due signal, so a job written while a worker waits is
  *   found only by the next one-second due scan (prompt delivery);
- * - the five stalls of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
- *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`):
+ * - the six stalls of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
+ *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
+ *   `droppedWithClaimsInLine`):
  *   every engine of the world runs its queues by the dispatch machine with that bug (prompt
  *   delivery, claims reach a worker).
  *
