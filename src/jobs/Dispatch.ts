@@ -292,9 +292,13 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
   let emptySinceMs: number | null = runtime.now()
   // Release and direct-claim statements of this dispatch at the store.
   let statementsInFlight = 0
+  // Counts `statement` while it runs and hands it back as it is: the caller's continuation runs
+  // when it would without the count (no promise added between them).
   const counted = <T>(statement: Promise<T>): Promise<T> => {
     statementsInFlight++
-    return statement.finally(() => statementsInFlight--)
+    const done = (): void => void statementsInFlight--
+    statement.then(done, done)
+    return statement
   }
   let direct: DirectClaims | null = null
   let stepCount = 0
