@@ -24,10 +24,18 @@ function perQueue(sizes: Readonly<Record<string, number>>): Record<string, numbe
   return Object.fromEntries(Object.entries(sizes).filter(([name]) => !boundedByCount.has(name)))
 }
 
-function engine() {
+function engine(onPassStarted: (queue: string) => void = () => {}) {
   const store = makeMemoryStore()
   const clock = new ManualClock(1_700_000_000_000)
-  const mb = makeMatchbox({ hostId: 'idle', store, jobStore: makeMemoryJobStore({ queueRanges: store }), clock, random: Random.make(27), closeStores: () => store.close() })
+  const mb = makeMatchbox({
+    hostId: 'idle',
+    store,
+    jobStore: makeMemoryJobStore({ queueRanges: store }),
+    clock,
+    random: Random.make(27),
+    closeStores: () => store.close(),
+    onDispatchStep: (queue, event) => event.type === 'pass.started' && onPassStarted(queue),
+  })
   return { mb, clock }
 }
 
@@ -85,6 +93,21 @@ describe('idle queues', () => {
     expect(job?.payload).toEqual({ n: 'again' })
     await job?.ack()
     expect(sizesOf(mb).dispatches).toBe(1)
+    await mb.close()
+  })
+
+  it('a due-time pass steps the dispatches of queues in use, not of every queue the engine served', async () => {
+    const passes: string[] = []
+    const { mb, clock } = engine((queue) => passes.push(queue))
+    // Fifty queues each claimed from once, then left alone past the bound.
+    for (let n = 0; n < 50; n++) expect(await mb.queue(`gone-${n}`).claim({ waitMs: 0 })).toBeNull()
+    await advance(mb, clock, dispatchIdleUnloadMs + 2_000)
+    passes.length = 0
+    // A lazy claim runs a full pass: it steps the dispatches still kept, not fifty idle ones.
+    expect(await mb.queue('active').claim({ waitMs: 0 })).toBeNull()
+    await mb.idle()
+    expect(passes.filter((queue) => queue.startsWith('gone-'))).toEqual([])
+    expect(passes).toContain('active')
     await mb.close()
   })
 
