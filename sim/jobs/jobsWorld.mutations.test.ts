@@ -44,7 +44,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   setAsideClaimLost: null,
   drainedStaysDrained: 1,
   parkedPollNotArmed: 1,
-  droppedWithClaimsInLine: 6,
+  droppedWithClaimsInLine: 2,
 }
 
 // One mutant run: caught when any checker reports a violation.
