@@ -13,11 +13,15 @@
  * failed load is recreated only after a doubling restart delay, so two hosts that disagree
  * about membership take the queue from each other at a bounded rate — the range fence keeps
  * every exchange safe. Unload is by instance: a stale generation never unloads its replacement.
+ * The delay is written to the restart book the host keeps (RestartBooks.ts) the moment the queue
+ * dies, so it holds for the partition's next instance even if this one is unloading meanwhile.
+ * When the last queue unloads idle and no request waits on a drain, the partition unloads too:
+ * the partitions of queues that came and went do not stay loaded for the host's life.
  *
  * The mailbox serializes routing and lifecycle decisions only; an add or a poll completes on
  * its physical queue, so batching and long polls are never blocked behind each other.
  *
- * Length: a little past 400 lines because the requests come in two faces (Effects, and a reply
+ * Length: past 400 lines because the requests come in two faces (Effects, and a reply
  * callback for the Matching host's Promise face) over the one mailbox and its refusal book;
  * split apart, each face would re-read the other's state.
  */
