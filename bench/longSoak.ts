@@ -12,13 +12,14 @@
  *
  * Every simulated five minutes it prints, after a full GC: RSS, heap used, the Node handles and
  * requests alive (`process.getActiveResourcesInfo()`), the clock's pending timers, queues seen
- * and jobs handled. At the end: each figure's growth over the second half of the run per 1,000
+ * and jobs handled, then what the engine keeps per queue and partition (its sizes, kernel/Sizes.ts). At the end: each figure's growth over the second half of the run per 1,000
  * queues, and whether every job was handled. Flat means bounded: a leak of one small entry per
  * queue is ~0.1–0.5 MB per 1,000 queues here.
  */
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { ManualClock, open } from '../src/index.ts'
+import { sizesOf } from '../src/kernel/Sizes.ts'
 import { seedFlag, wholeNumberFlag } from './Flags.ts'
 
 setFlagsFromString('--expose-gc')
@@ -109,6 +110,8 @@ function sample(s: number): void {
     `${String(sampled.minute).padStart(3)} min (${sampled.wallS.toFixed(0).padStart(4)} s): RSS ${sampled.rssMb.toFixed(1)} MB, heap ${sampled.heapMb.toFixed(1)} MB, ` +
       `handles ${sampled.handles} (${[...kinds].map(([kind, count]) => `${kind} ${count}`).join(', ')}), clock timers ${sampled.timers}, queues ${sampled.queues}, handled ${sampled.handled}/${enqueued}`,
   )
+  const kept = sizesOf(mb)
+  console.log(`          kept now: ${Object.entries(kept).map(([name, count]) => `${name} ${count}`).join(', ')}`)
 }
 
 sample(0)

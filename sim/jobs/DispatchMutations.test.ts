@@ -45,6 +45,7 @@ const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchE
     events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }, { type: 'job.handed', job, claimId: 1 }, { type: 'claim.unparked', claimId: 1, handed: true }, { type: 'linePoll.matched', pollId: 1, job }],
     holds: (after) => after.commands.includes('linePoll.end') && after.context.linePolls.length === 0,
   },
+  droppedWithClaimsInLine: { events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }], holds: (after) => (after.value as { use: string }).use === 'holding' },
 }
 
 describe('planted dispatch bugs', () => {

@@ -26,9 +26,15 @@ export type DispatchMutation =
   | 'parkedPollNotArmed'
   /** A line poll matched a job nobody waits for keeps running: it takes every job the next pass adds to Matching, for nobody. */
   | 'matchedPollLingers'
+  /**
+   * A dispatch counts as empty though claims wait in line (and park on its line polls), so a pass
+   * drops it while they wait: the next dispatch of the queue knows nothing of them, no pass
+   * serves them or asks Matching for them, and they wait out their own timeouts.
+   */
+  | 'droppedWithClaimsInLine'
 
 /** Every dispatch mutation, in the menu's order. */
-export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers']
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine']
 
 /** The dispatch machine with `mutation` planted. */
 export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
@@ -59,5 +65,9 @@ export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMach
       }) as DispatchMachine
     case 'matchedPollLingers':
       return dispatchMachine.provide({ guards: { nobodyWaitsForMatch: () => false } }) as DispatchMachine
+    case 'droppedWithClaimsInLine':
+      return dispatchMachine.provide({
+        guards: { isHoldingNothing: ({ context }) => context.reserved.length + context.spare.length + context.closingPolls.length + context.forwardedWaiting + context.lazyPolls === 0 },
+      }) as DispatchMachine
   }
 }

@@ -52,10 +52,10 @@
  *   again while its holder's claim is valid (one valid claim);
  * - `dueSignalLost`: the bus loses every due signal, so a job written while a worker waits is
  *   found only by the next one-second due scan (prompt delivery);
- * - the six bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
+ * - the seven bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
- *   `matchedPollLingers`): every engine of the world runs its queues by the dispatch machine with
- *   that bug (prompt delivery, claims reach a worker).
+ *   `matchedPollLingers`, `droppedWithClaimsInLine`): every engine of the world runs its queues by
+ *   the dispatch machine with that bug (prompt delivery, claims reach a worker).
  *
  * Does not: change reads or schedules.
  */

@@ -33,6 +33,18 @@ it(`the job invariants hold for ${runs} generated schedules on memory`, async ()
   expect(report.runs).toBeGreaterThanOrEqual(process.env.SIM_PATH ? 1 : runs)
 }, 600_000)
 
+// Worlds the property found, pinned so they run whatever SIM_SEED says. World 42126770: with idle
+// dispatches dropped, a batch worker's line polls outlived its parked claims (their jobs waited in
+// its local queue for a busy handler) and took every task Matching was given for a forwarded
+// poll, kept and released each at the next pass in a loop that never let time move, so the
+// forwarded client claim was never answered.
+it('world 42126770, script [40, 40, 40]: line polls with no claim parked end, and every claim is answered', async () => {
+  console.log('world 42126770 script [40,40,40]')
+  const { result } = await runJobsSeed({ seed: 42126770, store: 'memory', script: [40, 40, 40], overrides: { steps } })
+  expect(result.violations).toEqual([])
+  expect(result.knownFailing).toEqual([])
+})
+
 it('one seed twice gives one trace on memory', async () => {
   // Seed 2 reclaims a job and its workers forward polls to each other (the test checks both):
   // equal hashes mean more than an empty run twice.

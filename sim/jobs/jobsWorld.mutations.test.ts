@@ -51,6 +51,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // (100 ms) while a forwarded poll waits, and delays no job past the bound
   // (DispatchMachine.test.ts and DispatchMutations.test.ts show the step it changes).
   matchedPollLingers: null,
+  droppedWithClaimsInLine: 2,
 }
 
 // One mutant run: caught when any checker reports a violation.

@@ -5,6 +5,7 @@ import { settle, until } from '../../test/harness/settle.ts'
 import { ManualClock } from '../kernel/Clock.ts'
 import { idleUnloadMs } from '../kernel/Limits.ts'
 import { Random } from '../kernel/Random.ts'
+import { sizesOf } from '../kernel/Sizes.ts'
 import { makeMemoryStore } from '../persistence/queues/MemoryStore.ts'
 import type { History } from './History.ts'
 import { layerMatchingHost, layerMatchingHostWith, makeMatchingHost, MatchingClock, MatchingHistory, MatchingHostService, MatchingStore } from './MatchingHost.ts'
@@ -144,6 +145,31 @@ describe('MatchingHost', () => {
     expect(answered).toBe(true)
     expect(await polled).toBeNull()
   })
+
+  it('unloads the partitions of families that went idle, and serves a family used again', async () => {
+    const { host, clock } = makeHost(makeMemoryStore(), new ManualClock(1_000), 1)
+    const families = Array.from({ length: 20 }, (_, index) => ({ ...family, family: `brief-${index}` }))
+    for (const brief of families) {
+      await host.addTask({ ...brief, task: { jobId: `${brief.family}-1` } })
+      const polled = host.poll({ ...brief, identity: 'w1', waitMs: 0 })
+      await settle()
+      expect((await polled)?.task.jobId).toBe(`${brief.family}-1`)
+    }
+    expect(host.loadedPartitions()).toHaveLength(20)
+    clock.advance(idleUnloadMs + 1_000)
+    await until(() => host.loadedPartitions().length === 0, 'every idle partition unloaded')
+    // Their restart books and cached fences went with them.
+    await until(() => sizesOf(host).restartBooks === 0, 'every restart book forgotten')
+    // A family that comes back gets a new instance of its partition, with its stored backlog.
+    const again = families[3] as (typeof families)[number]
+    await host.addTask({ ...again, task: { jobId: 'again' } })
+    const polled = host.poll({ ...again, identity: 'w1', waitMs: 0 })
+    await settle()
+    expect((await polled)?.task.jobId).toBe('again')
+    expect(host.loadedPartitions()).toHaveLength(1)
+    await host.close()
+  })
+
 
   it('sync-matches an add to a waiting poll without touching the backlog', async () => {
     const { host, store, clock } = makeHost(undefined, undefined, 1)

@@ -29,11 +29,13 @@ import { makeTask, type Task, type TaskInput } from '../domain/Task.ts'
 import { type Clock, RealClock } from '../kernel/Clock.ts'
 import { fenceLoadWaitMs, membershipUnloadDelayMs, partitionCountDefault, routedFamiliesMax } from '../kernel/Limits.ts'
 import { Random, seedFromEntropy } from '../kernel/Random.ts'
+import { registerSizes } from '../kernel/Sizes.ts'
 import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { Store, UserData } from '../persistence/queues/Store.ts'
 import type { History, PollerInfo } from './History.ts'
-import { makePartitionActor, type PartitionActor, type Reply, type RestartEntry } from './PartitionActor.ts'
+import { makePartitionActor, type PartitionActor, type Reply } from './PartitionActor.ts'
+import { makeRestartBooks } from './RestartBooks.ts'
 import type { PhysicalQueueActor } from './PhysicalQueueActor.ts'
 
 /** The membership view a host needs (see Membership.ts for static and dynamic ones). */
@@ -179,10 +181,10 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   const clock = options.clock ?? new RealClock()
   const random = options.random ?? Random.make(seedFromEntropy())
   const scope = Scope.makeUnsafe()
-  const partitions = new Map<string, { actor: PartitionActor; scope: Scope.Closeable }>()
+  const partitions = new Map<string, { actor: PartitionActor; finish: () => Promise<void> }>()
   const currentVersions = new Map<string, string | null>()
   const rotation = new Map<string, number>()
-  const restartBooks = new Map<string, Map<string, RestartEntry>>()
+  const restartBooks = makeRestartBooks()
   let generation = 0
   let closed = false
   const runOptions = options.scheduler === undefined ? undefined : { scheduler: options.scheduler }
@@ -218,12 +220,6 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   }
   const ownedPartitions = (namespace: string, family: string, type: TaskType): Route[] => routesOf(namespace, family, type).filter((route) => isOurs(route.key))
 
-  const restartBookOf = (name: string): Map<string, RestartEntry> => {
-    let book = restartBooks.get(name)
-    if (book === undefined) restartBooks.set(name, (book = new Map()))
-    return book
-  }
-
   const actorFor = ({ key, name }: Route): PartitionActor => {
     const existing = partitions.get(name)
     if (existing !== undefined && !existing.actor.isUnloaded()) return existing.actor
@@ -234,7 +230,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
         makePartitionActor({
           partition: key,
           generation: instance,
-          restarts: restartBookOf(name),
+          restarts: restartBooks.open(name),
           store: options.store,
           history: options.history,
           clock,
@@ -248,13 +244,23 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
               // Its cached fence queue went with it: kept, it would keep the whole instance.
               fenceQueues.delete(name)
             }
+            // Whatever unloaded it (its default queue died, it went idle), the instance leaves.
+            void finish()
           },
           ...(options.onStep === undefined ? {} : { onStep: options.onStep }),
           onDefect: options.onDefect ?? ((queue, defect) => queueMicrotask(() => { throw defect instanceof Error ? defect : new Error(`defect in ${queue}: ${String(defect)}`) })),
         }),
       )),
     )
-    partitions.set(name, { actor, scope: child })
+    // Once its queues have drained (unload answers then), the instance leaves the host's scope (a
+    // child scope left open keeps it, its fibers and scheduler for the host's life) and its
+    // restart book is written no more. Once, whoever asks first.
+    let finishing: Promise<void> | null = null
+    const finish = (): Promise<void> =>
+      (finishing ??= run(actor.unload('unloaded'))
+        .then(() => run(Scope.close(child, Exit.void)))
+        .finally(() => restartBooks.finished(name, clock.now())))
+    partitions.set(name, { actor, finish })
     return actor
   }
 
@@ -264,7 +270,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     if (entry === undefined || entry.actor.generation !== instance) return
     await run(entry.actor.unload(reason))
     if (partitions.get(name) === entry) partitions.delete(name)
-    await run(Scope.close(entry.scope, Exit.void))
+    await entry.finish()
   }
 
   // After a flicker: true when another host acquired one of the instance's owned queues since
@@ -387,6 +393,8 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     }
     reading.then(
       (userData) => {
+        // A cache of user data (a versioned poll reads it again when absent), bounded as the others.
+        if (currentVersions.size >= routedFamiliesMax) currentVersions.clear()
         currentVersions.set(key, currentVersionOf(userData))
         pollOwned(request, poller, owned, done)
       },
@@ -534,6 +542,7 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       Effect.map(
         fromStore(() => options.store.updateUserData({ namespace, family, expectedVersion, data, nowMs: clock.now() })),
         (updated) => {
+          if (currentVersions.size >= routedFamiliesMax) currentVersions.clear()
           currentVersions.set(familyKey(namespace, family), currentVersionOf(updated))
           return updated
         },
@@ -543,8 +552,9 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
   }
 
   // The Promise face: every call runs the Effect face on this host's one runner (its scheduler);
-  // a failure rejects with the catalogue error itself.
-  return {
+  // a failure rejects with the catalogue error itself. Its sizes (kernel/Sizes.ts) count what it
+  // keeps per partition and per family.
+  return registerSizes<MatchingHost>({
     hostId: options.hostId,
     effects,
     addTask: (request) => promiseOf((done) => addTaskWith(request, done)),
@@ -561,7 +571,14 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     claimFence,
     fenceRefused,
     close: () => run(close),
-  }
+  }, () => ({
+    partitionsLoaded: partitions.size,
+    restartBooks: restartBooks.size(),
+    fenceQueues: fenceQueues.size,
+    routedFamilies: routeCache.size,
+    pollRotations: rotation.size,
+    currentVersions: currentVersions.size,
+  }))
 }
 
 /** The current deployment version recorded in a family's user data (`{ currentVersion }`), if any. */

@@ -13,11 +13,15 @@
  * failed load is recreated only after a doubling restart delay, so two hosts that disagree
  * about membership take the queue from each other at a bounded rate — the range fence keeps
  * every exchange safe. Unload is by instance: a stale generation never unloads its replacement.
+ * The delay is written to the restart book the host keeps (RestartBooks.ts) the moment the queue
+ * dies, so it holds for the partition's next instance even if this one is unloading meanwhile.
+ * When the last queue unloads idle and no request waits on a drain, the partition unloads too:
+ * the partitions of queues that came and went do not stay loaded for the host's life.
  *
  * The mailbox serializes routing and lifecycle decisions only; an add or a poll completes on
  * its physical queue, so batching and long polls are never blocked behind each other.
  *
- * Length: a little past 400 lines because the requests come in two faces (Effects, and a reply
+ * Length: past 400 lines because the requests come in two faces (Effects, and a reply
  * callback for the Matching host's Promise face) over the one mailbox and its refusal book;
  * split apart, each face would re-read the other's state.
  */
@@ -166,6 +170,9 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         generation: ++queueGeneration,
         ...(options.limits === undefined ? {} : { limits: options.limits }),
         onUnloaded: (progress) => {
+          // The restart book is written at once, not when the mailbox reaches the notice: an
+          // instance that unloads meanwhile (idle, its scope closed) still leaves the back-off behind.
+          bookRestart(queue, progress)
           // Never dropped: with the mailbox full, the notice waits for room on a fiber of its own.
           const notice: Message = { kind: 'queue.unloaded', queue, progress }
           if (!Queue.offerUnsafe(mailbox, notice)) offerWhenRoom(notice)
@@ -186,13 +193,19 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     // A queue draining on its own (idle unload) while its partition stays: requests wait for the
     // drain to finish and go to a fresh queue rather than fail. The continuation runs outside the
     // mailbox, which is safe because every handler body here is synchronous.
-    const afterDrain = <A>(queue: PhysicalQueueActor, retry: () => Promise<A>): Promise<A> | null =>
-      queue.state === 'draining' && !unloaded
-        ? queue.unloaded.then(() => {
-            if (queue.finalProgress !== null) onQueueUnloaded(queue, queue.finalProgress)
-            return retry()
-          })
-        : null
+    // Requests waiting so on a drain keep the partition loaded (drainWaiters), so that their retry
+    // finds it rather than a refusal.
+    let drainWaiters = 0
+    const afterDrain = <A>(queue: PhysicalQueueActor, retry: () => Promise<A>): Promise<A> | null => {
+      if (queue.state !== 'draining' || unloaded) return null
+      drainWaiters++
+      return queue.unloaded.then(() => {
+        if (queue.finalProgress !== null) onQueueUnloaded(queue, queue.finalProgress)
+        const retried = retry()
+        drainWaiters--
+        return retried
+      })
+    }
 
     const onAdd = (task: Task): Promise<AddResult> => {
       if (unloaded) return Promise.resolve({ kind: 'failed', error: refused() })
@@ -242,22 +255,32 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       return firstTask(targets.map((queue) => queue.poll(poller, deadlineMs, signal)))
     }
 
+    // Books a queue's end in the restart book, once per queue: a failure starts or lengthens its
+    // back-off; a clean unload forgets earlier failures, but never a restart delay still running
+    // (an overlapping instance of this queue may have just lost it to another host).
+    const booked = new WeakSet<PhysicalQueueActor>()
+    const bookRestart = (queue: PhysicalQueueActor, progress: QueueProgress): void => {
+      if (booked.has(queue)) return
+      booked.add(queue)
+      const slot = versionSlot(queue.key.version)
+      if (progress.reason.kind === 'ownership-lost' || progress.reason.kind === 'acquire-failed') {
+        const attempts = (restarts.get(slot)?.attempts ?? 0) + 1
+        restarts.set(slot, { attempts, notBeforeMs: options.clock.now() + cappedExponentialMs(acquireRetryInitialMs, acquireRetryMaxMs, attempts) })
+      } else if ((restarts.get(slot)?.notBeforeMs ?? 0) <= options.clock.now()) restarts.delete(slot)
+    }
+
     const onQueueUnloaded = (queue: PhysicalQueueActor, progress: QueueProgress): void => {
       if (handled.has(queue)) return
       handled.add(queue)
       const slot = versionSlot(queue.key.version)
       if (queues.get(slot) === queue) queues.delete(slot)
-      const failed = progress.reason.kind === 'ownership-lost' || progress.reason.kind === 'acquire-failed'
-      if (failed) {
-        const attempts = (restarts.get(slot)?.attempts ?? 0) + 1
-        restarts.set(slot, { attempts, notBeforeMs: options.clock.now() + cappedExponentialMs(acquireRetryInitialMs, acquireRetryMaxMs, attempts) })
-      } else if ((restarts.get(slot)?.notBeforeMs ?? 0) <= options.clock.now()) {
-        // A clean unload forgets earlier failures, but never a restart delay still running: an
-        // overlapping instance of this queue may have just lost it to another host.
-        restarts.delete(slot)
-      }
+      bookRestart(queue, progress)
       // The default queue's death takes the partition down; a version's only itself.
       if (queue.key.version === null && !unloaded && progress.reason.kind !== 'drained') void stop(`default queue ${progress.reason.kind}`)
+      // The last queue went idle and no request waits for it: the partition holds nothing and
+      // unloads too, so the partitions of queues that came and went do not stay for the host's
+      // life. A request that reaches it later is refused, and the host routes it to a new instance.
+      else if (!unloaded && queues.size === 0 && drainWaiters === 0 && progress.reason.kind === 'drained' && progress.reason.cause === 'idle') void stop('idle')
     }
 
     const stop = async (reason: string): Promise<void> => {

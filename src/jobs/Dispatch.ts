@@ -17,14 +17,22 @@
  * events (none do synchronously today) queues them behind itself, so steps never nest; a line
  * poll runs only while the machine lists it; every parked claim is failed by its line poll's failure.
  *
+ * Lifetime: a dispatch that has held nothing (the machine's `use` region `empty`) for
+ * `dispatchIdleUnloadMs`, with no store statement of its own in flight, is dropped at the next
+ * due-time pass; the queue's next use makes a new one. Callers hold the handle `of` gives, which
+ * reaches the queue's dispatch of the moment, so none keeps talking to a dropped one.
+ *
  * Does not: claim from the store (StoreClaims.ts), decide ordering (the machine), or keep time:
  * deadlines are timers on the injected clock.
+ *
+ * Length: past 400 lines because the dispatch's interface (mostly its doc comments), its runner
+ * and the handle that outlives a drop are one contract; split, each would restate the others.
  */
 import type { MatchingHost } from '../actors/MatchingHost.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
-import { claimPollWaitMs, claimRetryDelayMs, jobBatchesInFlightMax, jobBatchSizeMax, jobKeptHoldMs } from '../kernel/Limits.ts'
+import { claimPollWaitMs, claimRetryDelayMs, dispatchIdleUnloadMs, jobBatchesInFlightMax, jobBatchSizeMax, jobKeptHoldMs } from '../kernel/Limits.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
-import { type DispatchMachine, type DispatchSnapshot, isDrained, isMatchingHolding } from '../machines/DispatchMachine.ts'
+import { type DispatchMachine, type DispatchSnapshot, isDrained, isEmpty, isMatchingHolding } from '../machines/DispatchMachine.ts'
 import type { DispatchCommand, DispatchEvent } from '../machines/DispatchProtocol.ts'
 import { type DispatchStepper, makeDispatchStepper } from '../machines/DispatchStepper.ts'
 import type { ClaimRef, JobRecord, JobStore } from '../persistence/jobs/JobStore.ts'
@@ -120,9 +128,11 @@ export interface QueueDispatch {
   hasSpare(): boolean
   /** Machine steps taken so far (what a job costs the protocol). */
   steps(): number
-
-  /** The queue's batcher of claims straight from the store (StoreClaims.ts), made on first use. */
-  direct: DirectClaims | null
+  /**
+   * The queue's batcher of claims straight from the store (StoreClaims.ts), made by `make` on
+   * first use; a call in flight keeps the dispatch from being dropped.
+   */
+  directClaims(make: () => DirectClaims): DirectClaims
 }
 
 /**
@@ -131,11 +141,35 @@ export interface QueueDispatch {
  */
 export type DirectClaims = (ack: AckHook | null) => Promise<{ readonly acked: boolean; readonly job: JobRecord | null }>
 
-/** The dispatches of one engine, one per queue, all stepping `machine`. */
+/**
+ * The dispatches of one engine, one per queue in use, all stepping `machine`. A dispatch that
+ * held nothing for `dispatchIdleUnloadMs` is dropped by `prune`; the queue's next use makes a
+ * new one, which serves from the store.
+ */
 export interface Dispatches {
+  /**
+   * The dispatch of `queue`, made on first use. The handle stays valid across a drop: each call
+   * reaches the queue's dispatch of the moment, so a caller that holds it across an await never
+   * talks to one that was dropped.
+   */
   of(queue: string): QueueDispatch
-  /** Every queue's dispatch made so far. */
+  /** Every queue's dispatch kept now. */
   all(): IterableIterator<QueueDispatch>
+  /**
+   * Drops the dispatches that have held nothing (the machine's `use` region `empty`) since at
+   * least `dispatchIdleUnloadMs` before `nowMs`, with no store statement of theirs in flight:
+   * an engine's passes then cost what its queues in use cost, not every queue it ever served.
+   */
+  prune(nowMs: number): void
+  /** How many dispatches are kept now (diagnostics). */
+  size(): number
+}
+
+// A queue's dispatch as its runner keeps it: the face, and whether it may be dropped now.
+interface KeptDispatch {
+  readonly dispatch: QueueDispatch
+  readonly handle: QueueDispatch
+  mayDrop(nowMs: number): boolean
 }
 
 /** Hears every step of a queue's dispatch machine with the commands it asked for (simulators, traces, tests). */
@@ -147,17 +181,56 @@ export type DispatchStepListener = (queue: string, event: DispatchEvent, command
  */
 export function makeDispatches(runtime: () => DispatchRuntime, machine: DispatchMachine, onStep?: DispatchStepListener): Dispatches {
   const stepper = makeDispatchStepper(machine)
-  const byQueue = new Map<string, QueueDispatch>()
+  const byQueue = new Map<string, KeptDispatch>()
+  const live = (queue: string): KeptDispatch => {
+    let kept = byQueue.get(queue)
+    if (kept === undefined) {
+      kept = makeQueueDispatch(runtime(), stepper, queue, onStep, () => live(queue).dispatch)
+      byQueue.set(queue, kept)
+    }
+    return kept
+  }
   return {
-    of(queue) {
-      let dispatch = byQueue.get(queue)
-      if (dispatch === undefined) {
-        dispatch = makeQueueDispatch(runtime(), stepper, queue, onStep)
-        byQueue.set(queue, dispatch)
-      }
-      return dispatch
+    of: (queue) => live(queue).handle,
+    *all() {
+      for (const kept of byQueue.values()) yield kept.dispatch
     },
-    all: () => byQueue.values(),
+    prune(nowMs) {
+      for (const [queue, kept] of byQueue) if (kept.mayDrop(nowMs)) byQueue.delete(queue)
+    },
+    size: () => byQueue.size,
+  }
+}
+
+// The handle `of` gives out: every call goes to the queue's dispatch of the moment (`current`).
+function handleOf(queue: string, current: () => QueueDispatch): QueueDispatch {
+  return {
+    queue,
+    join: (onOffer) => current().join(onOffer),
+    park: (place, deadlineMs, signal) => current().park(place, deadlineMs, signal),
+    reserveFirst: () => current().reserveFirst(),
+    release: (claimId) => current().release(claimId),
+    handOver: (job, claimId) => current().handOver(job, claimId),
+    returnJob: (job) => current().returnJob(job),
+    endIdlePolls: () => current().endIdlePolls(),
+    matchingReached: () => current().matchingReached(),
+    passStarted: () => current().passStarted(),
+    storeAnswered: (generation, asked, claimed) => current().storeAnswered(generation, asked, claimed),
+    forwardedArrived: () => current().forwardedArrived(),
+    forwardedLeft: () => current().forwardedLeft(),
+    lazyPollStarted: () => current().lazyPollStarted(),
+    lazyPollEnded: () => current().lazyPollEnded(),
+    waitingCount: () => current().waitingCount(),
+    waitingSincePass: () => current().waitingSincePass(),
+    forwardedWaiting: () => current().forwardedWaiting(),
+    lazyPolls: () => current().lazyPolls(),
+    generation: () => current().generation(),
+    expireKept: () => current().expireKept(),
+    isDrained: () => current().isDrained(),
+    isMatchingHolding: () => current().isMatchingHolding(),
+    hasSpare: () => current().hasSpare(),
+    steps: () => current().steps(),
+    directClaims: (make) => current().directClaims(make),
   }
 }
 
@@ -173,7 +246,7 @@ interface Claim {
 // Kept jobs no claim took go back to the store, those of one turn in one statement; the pass
 // asked for then serves the claims that joined meanwhile. A release that fails leaves its job to
 // lapse at its deadline and be delivered again, as any unsettled claim.
-function makeReleaser(runtime: DispatchRuntime, queue: string): (job: JobRecord) => void {
+function makeReleaser(runtime: DispatchRuntime, queue: string): (job: JobRecord) => Promise<void> {
   const released = makeMicroBatcher<JobRecord, void>({
     async run(jobs) {
       const claims = jobs.map((job) => ({ id: job.id, claimToken: job.claimToken as string }))
@@ -184,7 +257,7 @@ function makeReleaser(runtime: DispatchRuntime, queue: string): (job: JobRecord)
     sizeMax: jobBatchSizeMax,
     inFlightMax: jobBatchesInFlightMax,
   })
-  return (job) => void released(job).catch(() => {})
+  return (job) => released(job).catch(() => {})
 }
 
 // One line poll: polls Matching until the machine no longer lists it, telling it (`send`) of each
@@ -210,11 +283,24 @@ async function runLinePollLoop(
 }
 
 // One queue's dispatch: the machine's snapshot and the runner's own state (claims, parked
-// claims' failures, line polls) with the methods over them. Past 120 lines because it is one
-// object's closure: its methods share that state, which split across functions would be passed
-// around on every step of the claim path.
-function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, queue: string, onStep: DispatchStepListener | undefined): QueueDispatch {
+// claims' failures, line polls, store statements in flight, since when it holds nothing) with
+// the methods over them. Past 120 lines because it is one object's closure: its methods share
+// that state, which split across functions would be passed around on every step of the claim path.
+function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, queue: string, onStep: DispatchStepListener | undefined, current: () => QueueDispatch): KeptDispatch {
   let snapshot: DispatchSnapshot = stepper.start(queue)
+  // Since when the machine's `use` region is `empty` (a new dispatch holds nothing); null while holding.
+  let emptySinceMs: number | null = runtime.now()
+  // Release and direct-claim statements of this dispatch at the store.
+  let statementsInFlight = 0
+  // Counts `statement` while it runs and hands it back as it is: the caller's continuation runs
+  // when it would without the count (no promise added between them).
+  const counted = <T>(statement: Promise<T>): Promise<T> => {
+    statementsInFlight++
+    const done = (): void => void statementsInFlight--
+    statement.then(done, done)
+    return statement
+  }
+  let direct: DirectClaims | null = null
   let stepCount = 0
   let nextClaimId = 1
   // The first claim id drawn after the latest pass started.
@@ -234,6 +320,8 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
         const [after, commands] = stepper.step(snapshot, next)
         snapshot = after
         stepCount++
+        if (!isEmpty(after)) emptySinceMs = null
+        else emptySinceMs ??= runtime.now()
         onStep?.(queue, next, commands)
         for (const command of commands) execute(command)
       }
@@ -258,7 +346,7 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
         return
       }
       case 'job.release':
-        return releaseLater(command.params.job)
+        return void counted(releaseLater(command.params.job))
       case 'job.kept': {
         // The pass that gives kept jobs back (every queue's, at its start) runs by then: the
         // driver's one timer, no timer per job.
@@ -304,7 +392,6 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
 
   const dispatch: QueueDispatch = {
     queue,
-    direct: null,
     join(onOffer = () => {}) {
       const claimId = nextClaimId++
       const claim: Claim = { handed: null, settle: null, onOffer }
@@ -386,6 +473,14 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
       if (snapshot.context.spare.length > 0) send({ type: 'kept.expired' })
     },
     steps: () => stepCount,
+    directClaims(make) {
+      const claims = (direct ??= make())
+      return (ack) => counted(claims(ack))
+    },
   }
-  return dispatch
+  return {
+    dispatch,
+    handle: handleOf(queue, current),
+    mayDrop: (nowMs) => !stepping && statementsInFlight === 0 && emptySinceMs !== null && nowMs - emptySinceMs >= dispatchIdleUnloadMs,
+  }
 }

@@ -4,8 +4,9 @@
  * answers, so the job is delivered within a couple of back-off steps instead of waiting out the
  * whole reservation (`jobDeliveryRetryMs`, 30 s). And a pass for due signals that said when
  * their rows are due reads no next due time (the signals armed those times), while a pass for a
- * signal that did not say reads it. ManualClock, a fake Matching, the memory job store behind a
- * wrapper that fails chosen operations or counts them.
+ * signal that did not say reads it. And a queue nobody waits on any more keeps no waiter list.
+ * ManualClock, a fake Matching, the memory job store behind a wrapper that fails chosen
+ * operations or counts them.
  */
 import { expect, it } from 'vitest'
 import type { MatchingHost } from '../actors/MatchingHost.ts'
@@ -13,6 +14,7 @@ import { Unavailable } from '../domain/errors.ts'
 import { ManualClock } from '../kernel/Clock.ts'
 import { jobDeliveryRetryMs } from '../kernel/Limits.ts'
 import { Random } from '../kernel/Random.ts'
+import { sizesOf } from '../kernel/Sizes.ts'
 import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../persistence/jobs/MemoryJobStore.ts'
 import { makeDueDriver } from './DueDriver.ts'
@@ -100,5 +102,19 @@ it('reads the next due time after a due signal that did not say it, and not afte
   driver.kick('q')
   await driver.idle()
   expect(calls.filter((call) => call === 'nextDueMs')).toHaveLength(1)
+  await driver.close()
+})
+
+it('keeps no entry for a queue once its last claim waiting for a delivery has timed out or been woken', async () => {
+  const clock = new ManualClock(start)
+  const driver = makeDueDriver({ jobStore: makeMemoryJobStore(), matching: {} as MatchingHost, clock, random: Random.make(3), deliveryDemand: () => new Map() })
+  const timedOut = driver.waitForDelivery('a', start + 100)
+  const woken = driver.waitForDelivery('b', start + 10_000)
+  expect(sizesOf(driver).dueWaiterQueues).toBe(2)
+  clock.advance(100)
+  expect(await timedOut).toBe('timeout')
+  driver.wake('b')
+  expect(await woken).toBe('woken')
+  expect(sizesOf(driver).dueWaiterQueues).toBe(0)
   await driver.close()
 })

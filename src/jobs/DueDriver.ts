@@ -37,6 +37,7 @@
 import { isMatchboxError } from '../domain/errors.ts'
 import type { CancelTimer, Clock } from '../kernel/Clock.ts'
 import type { Random } from '../kernel/Random.ts'
+import { registerSizes } from '../kernel/Sizes.ts'
 import { dueQueuesPerScanMax, jobDeliveryBatchMax, jobDeliveryRefusedRetryMs, jobDeliveryRetryMs, jobDeliveryUnreleasedMax, jobDueScanIntervalMs } from '../kernel/Limits.ts'
 import type { MatchingHost } from '../actors/MatchingHost.ts'
 import type { DueJob, JobStore } from '../persistence/jobs/JobStore.ts'
@@ -317,7 +318,9 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
 
   arm(now() + jobDueScanIntervalMs)
 
-  return {
+  // Its sizes (kernel/Sizes.ts): the queues with claims waiting for a delivery, the queues
+  // signalled for the next pass, and the reservations still to give back.
+  const driver: DueDriver = {
     run() {
       scanNeeded = true
       return run()
@@ -347,6 +350,8 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
           const list = waiters.get(queue)
           const index = list?.indexOf(done) ?? -1
           if (index >= 0) list?.splice(index, 1)
+          // The queue's entry goes with its last waiter, so queues nobody waits on keep none.
+          if (list?.length === 0) waiters.delete(queue)
           resolve(reason)
         }
         const list = waiters.get(queue) ?? []
@@ -372,4 +377,5 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       await tail
     },
   }
+  return registerSizes(driver, () => ({ dueWaiterQueues: waiters.size, dueSignalled: signalled.size, dueUnreleased: unreleased.length }))
 }

@@ -26,6 +26,7 @@ import type { Scheduler } from 'effect/Scheduler'
 import type { Clock } from '../kernel/Clock.ts'
 import { partitionCountDefault } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
+import { registerSizes, sizesOf } from '../kernel/Sizes.ts'
 import { type DispatchMachine, dispatchMachine } from '../machines/DispatchMachine.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol.ts'
@@ -208,9 +209,11 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     // Called by passes only, which start after the runtime below exists.
     claimForWaiting: (queues, nowMs) => claimForWaitingWorkers(runtime, queues, nowMs),
     deliveryDemand: () => deliveryDemand(runtime),
-    // Jobs kept for a claimant that left, of every queue: one whose partitions moved away gets no pass of its own here.
+    // Jobs kept for a claimant that left, of every queue (one whose partitions moved away gets no
+    // pass of its own here); then the dispatches that have held nothing a while go.
     onPass: () => {
       for (const dispatch of runtime.dispatch.all()) dispatch.expireKept()
+      runtime.dispatch.prune(runtime.now())
     },
     onDefect: report('due-time driver'),
   })
@@ -276,7 +279,9 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
   // Awaited by open; an engine built directly may ignore it without an unhandled rejection.
   ready.catch(() => {})
 
-  return {
+  // Its sizes (kernel/Sizes.ts): what the engine keeps per queue and per partition, for the
+  // long-soak bench and the tests that check they shrink back once queues go idle.
+  const engine: MatchboxEngine = {
     hostId: parts.hostId,
     ready,
     queue<T = JsonValue>(name: string, options?: QueueOptions) {
@@ -321,4 +326,5 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
       return closing
     },
   }
+  return registerSizes(engine, () => ({ dispatches: runtime.dispatch.size(), ...sizesOf(routing), ...sizesOf(driver), ...sizesOf(matching) }))
 }

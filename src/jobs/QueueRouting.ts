@@ -24,9 +24,10 @@
 import { InvalidInput } from '../domain/errors.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { makePartitionKey } from '../domain/QueueKey.ts'
-import { jobQueuePartitionsDefault, jobQueuePartitionsMax } from '../kernel/Limits.ts'
+import { jobQueuePartitionsDefault, jobQueuePartitionsMax, routedFamiliesMax } from '../kernel/Limits.ts'
 import type { MatchingHost, MembershipView } from '../actors/MatchingHost.ts'
 import type { UserData } from '../persistence/queues/Store.ts'
+import { registerSizes } from '../kernel/Sizes.ts'
 
 /** The Matching namespace job queues live in. */
 export const jobsNamespace = 'jobs'
@@ -93,7 +94,26 @@ function storedPartitions(userData: UserData | null): number | null {
 
 /** Makes the routing of one engine. */
 export function makeQueueRouting(options: QueueRoutingOptions): QueueRouting {
-  const counts = new Map<string, number>()
+  // Partition counts, a cache of what the store holds (a count never changes once stored), in two
+  // generations of at most `routedFamiliesMax` queues: a full one becomes the older, and a count
+  // read from the older moves back, so a queue in use keeps its count and one unused for a whole
+  // generation is read from the store again by its next `load`.
+  let counts = new Map<string, number>()
+  let olderCounts = new Map<string, number>()
+  const remember = (queue: string, count: number): void => {
+    if (counts.size >= routedFamiliesMax) {
+      olderCounts = counts
+      counts = new Map()
+    }
+    counts.set(queue, count)
+  }
+  const countOf = (queue: string): number | undefined => {
+    const count = counts.get(queue)
+    if (count !== undefined) return count
+    const older = olderCounts.get(queue)
+    if (older !== undefined) remember(queue, older)
+    return older
+  }
   const loading = new Map<string, Promise<number>>()
   // The count the first handle of a queue asked for, stored if the family has none yet.
   const pendingRequest = new Map<string, number>()
@@ -122,13 +142,14 @@ export function makeQueueRouting(options: QueueRoutingOptions): QueueRouting {
     }
   }
 
-  return {
+  // Its sizes (kernel/Sizes.ts): the partition counts cached, both generations.
+  const routing: QueueRouting = {
     membership,
-    partitionCount: (queue) => counts.get(queue) ?? jobQueuePartitionsDefault,
+    partitionCount: (queue) => countOf(queue) ?? jobQueuePartitionsDefault,
     async load(queue, requested) {
       const renewal = view?.current?.()
       if (renewal !== undefined && renewal !== null) await renewal
-      let count = counts.get(queue)
+      let count = countOf(queue)
       if (count === undefined) {
         let pending = loading.get(queue)
         if (pending === undefined) {
@@ -140,7 +161,7 @@ export function makeQueueRouting(options: QueueRoutingOptions): QueueRouting {
           loading.set(queue, pending)
         }
         count = await pending
-        counts.set(queue, count)
+        remember(queue, count)
       }
       if (requested !== undefined && requested !== count) {
         throw new InvalidInput({ field: 'options.partitions', reason: `queue ${queue} has ${count} partition(s) stored; the count cannot change` })
@@ -148,7 +169,7 @@ export function makeQueueRouting(options: QueueRoutingOptions): QueueRouting {
       return count
     },
     route(queue) {
-      const partitions = counts.get(queue) ?? jobQueuePartitionsDefault
+      const partitions = countOf(queue) ?? jobQueuePartitionsDefault
       const owned: number[] = []
       const remote: Array<{ partition: number; hostId: string }> = []
       for (let partition = 0; partition < partitions; partition++) {
@@ -159,14 +180,15 @@ export function makeQueueRouting(options: QueueRoutingOptions): QueueRouting {
       return { partitions, owned, remote }
     },
     owns(queue) {
-      const partitions = counts.get(queue) ?? jobQueuePartitionsDefault
+      const partitions = countOf(queue) ?? jobQueuePartitionsDefault
       for (let partition = 0; partition < partitions; partition++) if (ownerOf(queue, partition) === hostId) return true
       return false
     },
     ownsEvery(queue) {
-      const partitions = counts.get(queue) ?? jobQueuePartitionsDefault
+      const partitions = countOf(queue) ?? jobQueuePartitionsDefault
       for (let partition = 0; partition < partitions; partition++) if (ownerOf(queue, partition) !== hostId) return false
       return true
     },
   }
+  return registerSizes(routing, () => ({ routingCounts: counts.size + olderCounts.size, routingLoads: loading.size }))
 }

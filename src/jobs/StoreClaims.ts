@@ -61,7 +61,7 @@ export async function claimDirect(runtime: JobsRuntime, dispatch: QueueDispatch,
 // claims beside it.
 function directOf(runtime: JobsRuntime, dispatch: QueueDispatch): DirectClaims {
   const { queue } = dispatch
-  dispatch.direct ??= makeMicroBatcher<AckHook | null, { readonly acked: boolean; readonly job: JobRecord | null }>({
+  return dispatch.directClaims(() => makeMicroBatcher<AckHook | null, { readonly acked: boolean; readonly job: JobRecord | null }>({
     async run(requests) {
       const ids = new Set<string>()
       const riding: AckHook[] = []
@@ -90,8 +90,7 @@ function directOf(runtime: JobsRuntime, dispatch: QueueDispatch): DirectClaims {
     },
     sizeMax: jobBatchSizeMax,
     inFlightMax: jobBatchesInFlightMax,
-  })
-  return dispatch.direct
+  }))
 }
 
 // Claims up to `count` head due rows of `queue` for this engine in one statement, with `acks` if

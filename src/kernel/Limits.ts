@@ -303,6 +303,15 @@ export const ownershipCheckIntervalMs = 60_000
  */
 export const workerClaimWaitMs = 1_000
 
+/**
+ * How long a queue's dispatch (jobs/Dispatch.ts) holds nothing — no claim, kept job, line poll,
+ * forwarded or lazy poll — before a due-time pass drops it. A queue claimed from at least once a
+ * minute (a `claim()` poller, a periodic producer's consumer) keeps its dispatch and the mark that
+ * its store is drained, which spares each claim a statement; a queue that went quiet costs its
+ * engine's passes nothing a minute later.
+ */
+export const dispatchIdleUnloadMs = 60_000
+
 /** Longest `claim({ waitMs })`: ten minutes, as Matching's longest poll. */
 export const claimWaitMsMax = 10 * 60_000
 

@@ -7,7 +7,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { initialTransition, transition } from 'xstate'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
-import { type DispatchSnapshot, dispatchMachine, isDrained, isMatchingHolding, isStoreServing } from './DispatchMachine.ts'
+import { type DispatchSnapshot, dispatchMachine, isDrained, isEmpty, isMatchingHolding, isStoreServing } from './DispatchMachine.ts'
 import { type DispatchCommand, type DispatchEvent, dispatchCommandsOf } from './DispatchProtocol.ts'
 import { makeDispatchStepper } from './DispatchStepper.ts'
 
@@ -120,6 +120,53 @@ describe('DispatchMachine', () => {
     // A job from the store: one poll will do.
     const [, fromStore] = steps(perWorker, { type: 'job.handed', job: job('b'), claimId: null })
     expect(fromStore).toEqual([{ type: 'claim.handOver', params: { claimId: 2, job: job('b') } }])
+  })
+
+  it('a line poll matched with nobody in line ends the polls beyond the parked claims: they take tasks for nobody', () => {
+    // Two parked claims, a poll each; both are handed jobs, and their handlers have not started
+    // (a local queue holds them while its handlers are busy).
+    const [perWorker] = steps(
+      start(),
+      { type: 'claim.queued', claimId: 1 },
+      { type: 'claim.parked', claimId: 1 },
+      { type: 'claim.queued', claimId: 2 },
+      { type: 'claim.parked', claimId: 2 },
+      { type: 'linePoll.matched', pollId: 1, job: job('a') },
+      { type: 'linePoll.matched', pollId: 2, job: job('b') },
+      { type: 'claim.unparked', claimId: 1, handed: true },
+      { type: 'claim.unparked', claimId: 2, handed: true },
+    )
+    expect(perWorker.context.linePolls).toEqual([1, 2])
+    // A third task matched: kept for the next claim, and no poll runs on for nobody.
+    const [kept, commands] = steps(perWorker, { type: 'linePoll.matched', pollId: 2, job: job('c') })
+    expect(kept.context.spare).toEqual([job('c')])
+    expect(commands).toEqual([
+      { type: 'linePoll.end', params: { pollId: 2 } },
+      { type: 'linePoll.end', params: { pollId: 1 } },
+    ])
+    expect(kept.context.linePolls).toEqual([])
+    expect(kept.context.closingPolls).toEqual([1, 2])
+  })
+
+  it('holds something until the last claim, kept job and line poll are gone: then it is empty and may be dropped', () => {
+    expect(isEmpty(start())).toBe(true)
+    const [parked] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 })
+    expect(isEmpty(parked)).toBe(false)
+    // The claim leaves; its line poll is ended but its loop has not answered: still holding.
+    const [closing, ended] = steps(parked, { type: 'claim.unparked', claimId: 1, handed: false }, { type: 'claim.left', claimId: 1 })
+    expect(ended).toEqual([{ type: 'linePoll.end', params: { pollId: 1 } }])
+    expect(closing.context.closingPolls).toEqual([1])
+    expect(isEmpty(closing)).toBe(false)
+    const [stopped] = steps(closing, { type: 'linePoll.stopped', pollId: 1 })
+    expect(isEmpty(stopped)).toBe(true)
+    // A kept job, a forwarded poll, a lazy poll each hold it.
+    for (const event of [{ type: 'job.handed', job: job('a'), claimId: null }, { type: 'forwarded.arrived' }, { type: 'lazyPoll.started' }] as const) {
+      const [held] = steps(stopped, event)
+      expect(isEmpty(held), event.type).toBe(false)
+    }
+    // Passes and store answers do not.
+    const [passed] = steps(stopped, { type: 'pass.started' }, { type: 'store.answered', generation: 1, asked: 1, claimed: 0 })
+    expect(isEmpty(passed)).toBe(true)
   })
 
   it('a failed line poll fails every parked claim', () => {

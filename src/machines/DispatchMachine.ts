@@ -12,7 +12,7 @@
  * parked on the line polls, the line polls running, the polls other engines forwarded here, the
  * lazy claims polling Matching, and the generation of due-time passes.
  *
- * Three regions, in parallel:
+ * Four regions, in parallel:
  * - **store** — `serving`: a claim may take the head of the due rows straight from the store;
  *   `drained`: the last such claim found fewer rows than it asked for, and no due-time pass has
  *   started since, so claims skip the store until one does (an idle claim costs no statement).
@@ -27,6 +27,10 @@
  * - **route** — `storeServes`: due jobs go straight from the store to this engine's claims;
  *   `matchingHolds`: polls of other engines wait here, so due jobs go through Matching, which
  *   serves every poller in arrival order.
+ * - **use** — `holding`: a claim, a kept job, a line poll (running, or ended but not yet
+ *   answered) or a forwarded or lazy poll is here; `empty`: nothing is, so the runner may drop
+ *   the dispatch once it has stayed empty a while (a queue used again gets a new one, which
+ *   serves from the store: always safe). Judged after every step (`isHoldingNothing`).
  *
  * Invariants: a claim is in at most one of the line, the set-aside list; a job handed over
  * reaches exactly one claim, or is kept and then reaches one or is released; line polls never outnumber the parked claims
@@ -35,7 +39,7 @@
  * Named guards and actions are the seams where the simulator plants its dispatch bugs
  * (`provide`), so each planted bug is one named piece of this protocol gone wrong.
  */
-import { setup, type SnapshotFrom } from 'xstate'
+import { not, setup, type SnapshotFrom } from 'xstate'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { type DispatchCommand, dispatchCommandActions, type DispatchEvent } from './DispatchProtocol.ts'
 
@@ -56,6 +60,11 @@ export interface DispatchContext {
   readonly parked: ReadonlyArray<number>
   /** Line polls running, oldest first. */
   readonly linePolls: ReadonlyArray<number>
+  /**
+   * Line polls ended whose loop has not stopped yet: until its Matching poll answers, an ended
+   * poll may still be matched a task, which this dispatch must hand on.
+   */
+  readonly closingPolls: ReadonlyArray<number>
   /** The next line poll's id. */
   readonly nextPollId: number
   /** Polls other engines forwarded here, waiting. */
@@ -103,8 +112,20 @@ function handedOver(context: DispatchContext, job: JobRecord, claimId: number | 
 function endingIdlePolls(context: DispatchContext, enqueue: Enqueue): DispatchContext {
   if (context.linePolls.length <= context.parked.length) return context
   const kept = context.linePolls.slice(0, context.parked.length)
-  for (const pollId of context.linePolls.slice(context.parked.length).reverse()) enqueue({ type: 'linePoll.end', params: { pollId } })
-  return { ...context, linePolls: kept }
+  const ended = context.linePolls.slice(context.parked.length)
+  for (const pollId of [...ended].reverse()) enqueue({ type: 'linePoll.end', params: { pollId } })
+  return { ...context, linePolls: kept, closingPolls: [...context.closingPolls, ...ended] }
+}
+
+/**
+ * True when the dispatch holds nothing: no claim in line or set aside, no job kept, no claim
+ * parked, no line poll running or closing, no forwarded or lazy poll. Such a dispatch may be
+ * dropped: a new one serves the queue from the store, which is always safe.
+ */
+export function holdsNothing(context: DispatchContext): boolean {
+  return (
+    context.waiting.length + context.reserved.length + context.spare.length + context.parked.length + context.linePolls.length + context.closingPolls.length + context.forwardedWaiting + context.lazyPolls === 0
+  )
 }
 
 // Starts line polls until there are `count`.
@@ -127,14 +148,17 @@ const withCommands = setup({
     /** Claims of this engine, or polls forwarded here, still wait for a job. */
     hasClaimsWaiting: ({ context }) => context.waiting.length > 0 || context.forwardedWaiting > 0,
     /**
-     * No claim of this engine waits for the job a line poll was matched (its claimant left, or a
-     * poll forwarded here holds the queue's turn), so no handler will start for it.
+     * No claim of this engine waits for the job a line poll was matched (its claimant left, or the
+     * claims it served were handed jobs whose handlers wait, in a local queue, for a slot), so no
+     * handler will start for it.
      */
     nobodyWaitsForMatch: ({ context }) => context.waiting.length === 0,
     /** The forwarded poll leaving is the last one waiting. */
     isLastForwarded: ({ context }) => context.forwardedWaiting <= 1,
     /** A pass started, so rows may be due that the last store claim did not find: the store serves again. */
     passReopensStore: () => true,
+    /** Nothing is held (`holdsNothing`): the dispatch may be dropped once it stays so a while. */
+    isHoldingNothing: ({ context }) => holdsNothing(context),
   },
 })
 const { enqueueActions, raise } = withCommands
@@ -221,18 +245,18 @@ const machineSetup = withCommands.extend({
     endIdledPoll: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'linePoll.idled' || context.linePolls.length <= 1 || !context.linePolls.includes(event.pollId)) return
       enqueue({ type: 'linePoll.end', params: { pollId: event.pollId } })
-      enqueue.assign({ linePolls: without(context.linePolls, event.pollId) })
+      enqueue.assign({ linePolls: without(context.linePolls, event.pollId), closingPolls: [...context.closingPolls, event.pollId] })
     }),
     /** A line poll's loop ended. */
     forgetPoll: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'linePoll.stopped') return
-      enqueue.assign({ linePolls: without(context.linePolls, event.pollId) })
+      enqueue.assign({ linePolls: without(context.linePolls, event.pollId), closingPolls: without(context.closingPolls, event.pollId) })
     }),
     /** A line poll failed: every parked claim fails with it, as its own poll's failure would. */
     failParked: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'linePoll.failed') return
       enqueue({ type: 'claims.fail', params: { claimIds: context.parked, error: event.error } })
-      enqueue.assign({ linePolls: without(context.linePolls, event.pollId) })
+      enqueue.assign({ linePolls: without(context.linePolls, event.pollId), closingPolls: without(context.closingPolls, event.pollId) })
     }),
     countForwarded: enqueueActions(({ context, event, enqueue }) => {
       enqueue.assign({ forwardedWaiting: context.forwardedWaiting + (event.type === 'forwarded.arrived' ? 1 : -1) })
@@ -257,7 +281,7 @@ const machineSetup = withCommands.extend({
 export const dispatchMachine = machineSetup.createMachine({
   id: 'dispatch',
   type: 'parallel',
-  context: ({ input }) => ({ queue: input.queue, waiting: [], reserved: [], spare: [], parked: [], linePolls: [], nextPollId: 1, forwardedWaiting: 0, lazyPolls: 0, generation: 0 }),
+  context: ({ input }) => ({ queue: input.queue, waiting: [], reserved: [], spare: [], parked: [], linePolls: [], closingPolls: [], nextPollId: 1, forwardedWaiting: 0, lazyPolls: 0, generation: 0 }),
   on: {
     'claim.queued': { actions: 'queueClaim' },
     'claim.left': { actions: 'dropClaim' },
@@ -319,6 +343,13 @@ export const dispatchMachine = machineSetup.createMachine({
         },
       },
     },
+    use: {
+      initial: 'empty',
+      states: {
+        empty: { always: { guard: not('isHoldingNothing'), target: 'holding' } },
+        holding: { always: { guard: 'isHoldingNothing', target: 'empty' } },
+      },
+    },
   },
 })
 
@@ -337,6 +368,11 @@ export function isStoreServing(snapshot: DispatchSnapshot): boolean {
 /** True when the last store claim found no more due rows and no pass has started since. */
 export function isDrained(snapshot: DispatchSnapshot): boolean {
   return (snapshot.value as { readonly store: string }).store === 'drained'
+}
+
+/** True when the dispatch holds nothing (its `use` region is `empty`): its runner may drop it once it has stayed so a while. */
+export function isEmpty(snapshot: DispatchSnapshot): boolean {
+  return (snapshot.value as { readonly use: string }).use === 'empty'
 }
 
 /** True while polls forwarded by other engines wait here (Matching serves in arrival order). */
