@@ -52,17 +52,6 @@ describe('DispatchMachine', () => {
     }
   })
 
-  it('a line poll matched a job nobody waits for keeps the job and ends, so the next pass’s task is not matched for nobody again', () => {
-    // The parked claim was handed a job from the store; its handler has not started, so its line poll still runs.
-    const [running] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }, { type: 'job.handed', job: job('a'), claimId: 1 }, { type: 'claim.unparked', claimId: 1, handed: true })
-    expect(running.context.linePolls).toEqual([1])
-    const [after, commands] = steps(running, { type: 'linePoll.matched', pollId: 1, job: job('m') })
-    expect(commands).toEqual([{ type: 'job.kept', params: { job: job('m') } }, { type: 'linePoll.end', params: { pollId: 1 } }])
-    expect(after.context.linePolls).toEqual([])
-    expect(after.context.spare).toEqual([job('m')])
-    expect((after.value as { line: string }).line).toBe('onePoll')
-  })
-
   it('a claim set aside for an enqueue gets its job; released, it is first in line again', () => {
     const [reserved] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.queued', claimId: 2 }, { type: 'claim.reserved', claimId: 1 })
     expect(reserved.context.waiting).toEqual([2])
@@ -141,6 +130,7 @@ describe('DispatchMachine', () => {
     const [kept, commands] = steps(perWorker, { type: 'linePoll.matched', pollId: 2, job: job('c') })
     expect(kept.context.spare).toEqual([job('c')])
     expect(commands).toEqual([
+      { type: 'job.kept', params: { job: job('c') } },
       { type: 'linePoll.end', params: { pollId: 2 } },
       { type: 'linePoll.end', params: { pollId: 1 } },
     ])
