@@ -126,6 +126,9 @@ const progressEveryMs = 100
 const idleStepMs = 1_000
 // How long the final phase waits for the last handlers and acks once nothing is deliverable.
 const drainQuietMs = 2_000
+// A job whose task has been with Matching this long in the final phase, with no step since, is
+// taken as stranded by the known mechanism: forty times the jobs world's prompt-delivery bound.
+const strandedAfterMs = 10_000
 // The final phase gives up this long after a claim's visibility timeout with no claim committing.
 const stuckAfterLapseMs = 15_000
 // Store, membership and bus calls: the slow fault's longest delay.
@@ -164,6 +167,7 @@ export class ScaleWorld {
   readonly #trace: TraceLog
   // Each job's last committed step (its op), for sorting stranded jobs by mechanism.
   readonly #lastStep = new Map<string, string>()
+  readonly #lastStepAtMs = new Map<string, number>()
   readonly #keepTrace: boolean
   readonly #restarts: PendingRestart[] = []
   readonly #starts: PendingStart[] = []
@@ -488,7 +492,10 @@ export class ScaleWorld {
       // Scanning every job is the costly question: ask it once per 100 ms of virtual time.
       if (now - checkedAtMs < enqueueTickMs) return false
       checkedAtMs = now
-      if (this.#checkers.liveDeliverable(now).length > 0) {
+      const live = this.#checkers.liveDeliverable(now).map((entry) => entry.split(' ')[0] as string)
+      // Jobs left only by the known mechanism (their task with Matching long past any hand-over)
+      // will not move: the audit reports them apart.
+      if (live.some((id) => this.#lastStep.get(id) !== 'confirm' || now - (this.#lastStepAtMs.get(id) ?? now) < strandedAfterMs)) {
         quietSinceMs = null
         // Past a lapse of the longest claim (a crashed engine's) and every retry backoff, a world
         // in which no claim commits is not going to deliver what is left: the audit judges it.
@@ -528,9 +535,11 @@ export class ScaleWorld {
   #observeJobs(record: JobBoundaryRecord): void {
     if (this.#keepTrace) this.#log(`committed ${record.op} by ${record.hostId}: ${'ids' in record ? record.ids.join(',') : 'id' in record ? record.id : 'claims' in record ? record.claims.map((claim) => claim.id).join(',') : record.op === 'enqueue' ? record.job.id : ''}${record.op === 'claim' ? ` ${record.outcome.kind}` : ''}`)
     if (record.op === 'enqueue') this.#committedJobs++
-    if ('ids' in record) for (const id of record.ids) this.#lastStep.set(id, record.op)
-    else if ('id' in record) this.#lastStep.set(record.id, record.op)
-    else if ('claims' in record) for (const claim of record.claims) this.#lastStep.set(claim.id, record.op)
+    const ids = 'ids' in record ? record.ids : 'id' in record ? [record.id] : 'claims' in record ? record.claims.map((claim) => claim.id) : []
+    for (const id of ids) {
+      this.#lastStep.set(id, record.op)
+      this.#lastStepAtMs.set(id, this.#clock.now())
+    }
     if (record.op === 'claim') {
       if (record.outcome.kind === 'claimed') this.#lastClaimMs = this.#clock.now()
       this.#handled.started.set(record.id, (this.#handled.started.get(record.id) ?? 0) + 1)
