@@ -27,8 +27,9 @@ import { seedFlag, wholeNumberFlag } from './Flags.ts'
 /** What one size's child process reports. */
 interface SizeResult {
   readonly engines: number
-  /** Null when the size ran out of its real-time budget; then `reached` says how far it got. */
+  /** Null when the size ran out of its real-time budget; then `reached` says how far it got and `partial` what it measured. */
   readonly report: Omit<ScaleReport, 'trace'> | null
+  readonly partial?: ReturnType<ScaleWorld['snapshot']>
   readonly reached: { readonly phase: string; readonly simulatedMs: number }
   readonly wallMs: number
   readonly heapPeakMb: number
@@ -57,16 +58,17 @@ async function runOne(engines: number, partitions: number, rate: number | undefi
   // timers between rounds, so this fires).
   const budget = setTimeout(() => {
     sample()
-    process.stdout.write(`${JSON.stringify({ engines, report: null, reached, wallMs: performance.now() - startedMs, heapPeakMb: mb(heapPeak), rssPeakMb: mb(rssPeak) } satisfies SizeResult)}\n`)
+    process.stdout.write(`${JSON.stringify({ engines, report: null, partial: world.snapshot(), reached, wallMs: performance.now() - startedMs, heapPeakMb: mb(heapPeak), rssPeakMb: mb(rssPeak) } satisfies SizeResult)}\n`)
     process.exit(0)
   }, budgetS * 1_000)
-  const report = await new ScaleWorld(options, (phase, simulatedMs) => {
+  const world = new ScaleWorld(options, (phase, simulatedMs) => {
     sample()
     reached = { phase, simulatedMs }
     if (performance.now() - printedAtMs < 30_000) return
     printedAtMs = performance.now()
     process.stderr.write(`  ${engines} engines: ${phase} at ${(simulatedMs / 1_000).toFixed(1)} s virtual, ${Math.round((printedAtMs - startedMs) / 1_000)} s real, rss ${mb(process.memoryUsage().rss)} MB\n`)
-  }).run()
+  })
+  const report = await world.run()
   clearTimeout(budget)
   sample()
   const { trace: _trace, ...rest } = report
@@ -113,10 +115,7 @@ for (const engines of sizes) {
   }
   const result = JSON.parse(line) as SizeResult
   results.push(result)
-  if (result.report === null) {
-    console.log(`${engines} engines ran out of the budget; larger sizes are skipped`)
-    break
-  }
+
 }
 
 const percent = (fraction: number) => `${(fraction * 100).toFixed(2)}%`
@@ -124,11 +123,8 @@ const first = results[0]
 const realPerVirtual = (result: SizeResult) => result.wallMs / Math.max(1, result.report?.simulatedMs ?? result.reached.simulatedMs)
 console.log('\nengines  jobs   death: converged moved (1/N)       join: converged moved (1/N)        fwd polls/job  hand-overs/job  virtual s/real s  cost ×first  heap MB  rss MB  checkers')
 for (const result of results) {
-  const { report } = result
-  if (report === null) {
-    console.log(`${String(result.engines).padStart(7)}  out of its ${budgetS} s budget in phase "${result.reached.phase}" at ${(result.reached.simulatedMs / 1_000).toFixed(1)} s virtual: ${(result.reached.simulatedMs / result.wallMs).toFixed(3)} virtual s/real s, heap ${result.heapPeakMb} MB, rss ${result.rssPeakMb} MB`)
-    continue
-  }
+  const report = result.report ?? result.partial
+  if (report === undefined) continue
   const change = (kind: 'death' | 'join') => {
     const found = report.changes.find((candidate) => candidate.kind === kind)
     const rebalance = found?.rebalance
@@ -136,9 +132,9 @@ for (const result of results) {
     return `${found.convergedMs === null ? 'never' : `${found.convergedMs} ms`} ${percent(rebalance.movedFraction)} (${percent(rebalance.expectedFraction)})${rebalance.strayMoves > 0 ? ` ${rebalance.strayMoves} stray` : ''}`.padEnd(31)
   }
   const jobs = Math.max(1, report.committedJobs)
-  const verdict = report.ok ? `pass${report.knownFailing.length > 0 ? ` (${report.knownFailing.length} known: ${report.strandedWithMatching} stranded with Matching)` : ''}` : `FAIL ${report.violations.length}: ${report.violations[0]}`
+  const verdict = result.report === null ? `stopped at its ${budgetS} s budget in "${result.reached.phase}" at ${(result.reached.simulatedMs / 1_000).toFixed(1)} s virtual` : result.report.ok ? `pass${result.report.knownFailing.length > 0 ? ` (known: ${result.report.strandedWithMatching} stranded with Matching, ${result.report.strandedBehind} behind them)` : ''}` : `FAIL ${result.report.violations.length}: ${result.report.violations[0]}`
   console.log(
-    `${String(result.engines).padStart(7)}  ${String(report.committedJobs).padStart(5)}  ${change('death')}  ${change('join')}  ${(report.forwardedPolls / jobs).toFixed(1).padStart(13)}  ${(report.handOvers / jobs).toFixed(2).padStart(14)}  ${(report.simulatedMs / result.wallMs).toFixed(2).padStart(16)}  ${(first === undefined ? 1 : realPerVirtual(result) / realPerVirtual(first)).toFixed(1).padStart(11)}  ${String(result.heapPeakMb).padStart(7)}  ${String(result.rssPeakMb).padStart(6)}  ${verdict}`,
+    `${String(result.engines).padStart(7)}  ${String(report.committedJobs).padStart(5)}  ${change('death')}  ${change('join')}  ${(report.forwardedPolls / jobs).toFixed(1).padStart(13)}  ${(report.handOvers / jobs).toFixed(2).padStart(14)}  ${((result.report?.simulatedMs ?? result.reached.simulatedMs) / result.wallMs).toFixed(2).padStart(16)}  ${(first === undefined ? 1 : realPerVirtual(result) / realPerVirtual(first)).toFixed(1).padStart(11)}  ${String(result.heapPeakMb).padStart(7)}  ${String(result.rssPeakMb).padStart(6)}  ${verdict}`,
   )
 }
 console.log(`\nper size: ${results.flatMap((result) => result.report === null ? [] : [`${result.engines} engines ${Math.round(result.wallMs / 1_000)} s real for ${Math.round(result.report.simulatedMs / 1_000)} s virtual, ${result.report.ioRuns} calls run, faults ${Object.entries(result.report.faults).map(([name, count]) => `${name} ${count}`).join(' ')}`]).join('; ')}`)

@@ -69,7 +69,8 @@ export type ScaleFaultName = (typeof scaleFaultNames)[number]
  * at 0 on each claim, and a worker's claim ends after one forwarded round), so the other owners'
  * partitions are never polled. While that job's task is with Matching, no claim serves its queue
  * from the store either (a claimable job with Matching comes first). Judged from the boundary:
- * the job's last committed step is the pass's `confirm`.
+ * the job's last committed step is the pass's `confirm`; any other job of its queue left behind
+ * it is counted with it.
  */
 export const strandedWithMatchingMechanism =
   "a job's task handed to a Matching partition that no poll reaches again: a worker that owns none of that partition forwards every poll to the first remote owner of its queue"
@@ -92,8 +93,9 @@ export interface ScaleReport {
   readonly violations: ReadonlyArray<string>
   /** Violations of checkers known to fail on the current engine (sim/jobs/KnownEngineFailures.ts, `strandedWithMatchingMechanism`): shown, not failing. */
   readonly knownFailing: ReadonlyArray<string>
-  /** Jobs stranded by `strandedWithMatchingMechanism`. */
+  /** Jobs stranded by `strandedWithMatchingMechanism`: with Matching, and others of their queues behind them. */
   readonly strandedWithMatching: number
+  readonly strandedBehind: number
   readonly changes: ReadonlyArray<MembershipChange>
   readonly jobs: JobsReport
   /** Enqueues that committed. */
@@ -168,6 +170,7 @@ export class ScaleWorld {
   // Each job's last committed step (its op), for sorting stranded jobs by mechanism.
   readonly #lastStep = new Map<string, string>()
   readonly #lastStepAtMs = new Map<string, number>()
+  readonly #changes: MembershipChange[] = []
   readonly #keepTrace: boolean
   readonly #restarts: PendingRestart[] = []
   readonly #starts: PendingStart[] = []
@@ -214,9 +217,14 @@ export class ScaleWorld {
     for (const hostId of hostIds) this.#starts.push({ hostId, atMs: this.#wakeAt(this.#decide.int(0, membershipHeartbeatIntervalMs - 1)) })
   }
 
+  /** What the run has measured so far (for a caller that stops it before the end). */
+  snapshot(): Pick<ScaleReport, 'changes' | 'committedJobs' | 'forwardedPolls' | 'handOvers' | 'ioRuns' | 'faults'> {
+    return { changes: [...this.#changes], committedJobs: this.#committedJobs, forwardedPolls: this.#forwardedPolls, handOvers: this.#handOvers, ioRuns: this.#ioRuns, faults: { ...this.#faults } }
+  }
+
   /** Runs every phase, closes every engine and audits every job. */
   async run(): Promise<ScaleReport> {
-    const changes: MembershipChange[] = []
+    const changes = this.#changes
     this.#armEnqueues()
     const options = this.#options
     changes.push(await this.#converge('start', null, (view) => view.length === this.#liveIds().length))
@@ -243,15 +251,20 @@ export class ScaleWorld {
     for (const violation of this.#matching.violations) this.#checkers.fail('matching', violation)
     // A stranded job whose last committed step handed its task to Matching is the known mechanism (see below).
     const withMatching = jobs.stranded.filter((id) => this.#lastStep.get(id) === 'confirm')
+    // ...and so is any job of the same queue: no claim serves the queue from the store meanwhile.
+    const blockedQueues = new Set(withMatching.map((id) => this.#checkers.queueOf(id)))
+    const blockedBehind = jobs.stranded.filter((id) => !withMatching.includes(id) && blockedQueues.has(this.#checkers.queueOf(id)))
+    const known = [...withMatching, ...blockedBehind]
     // The audit names the first stranded jobs and sums up the rest in one more sentence.
-    const allWithMatching = withMatching.length === jobs.stranded.length
-    const isKnown = (violation: string) => this.#checkers.knownFailing.has(violation) || (violation.startsWith('none stranded:') && (withMatching.some((id) => violation.includes(id)) || (allWithMatching && / more jobs stranded$/.test(violation))))
+    const allKnown = known.length === jobs.stranded.length
+    const isKnown = (violation: string) => this.#checkers.knownFailing.has(violation) || (violation.startsWith('none stranded:') && (known.some((id) => violation.includes(id)) || (allKnown && / more jobs stranded$/.test(violation))))
     const violations = this.#checkers.violations.filter((violation) => !isKnown(violation))
     return {
       ok: violations.length === 0,
       violations,
       knownFailing: this.#checkers.violations.filter(isKnown),
       strandedWithMatching: withMatching.length,
+      strandedBehind: blockedBehind.length,
       changes,
       jobs,
       committedJobs: this.#committedJobs,
@@ -495,7 +508,9 @@ export class ScaleWorld {
       const live = this.#checkers.liveDeliverable(now).map((entry) => entry.split(' ')[0] as string)
       // Jobs left only by the known mechanism (their task with Matching long past any hand-over)
       // will not move: the audit reports them apart.
-      if (live.some((id) => this.#lastStep.get(id) !== 'confirm' || now - (this.#lastStepAtMs.get(id) ?? now) < strandedAfterMs)) {
+      const stuck = live.filter((id) => this.#lastStep.get(id) === 'confirm' && now - (this.#lastStepAtMs.get(id) ?? now) >= strandedAfterMs)
+      const blocked = new Set(stuck.map((id) => this.#checkers.queueOf(id)))
+      if (live.some((id) => !blocked.has(this.#checkers.queueOf(id)))) {
         quietSinceMs = null
         // Past a lapse of the longest claim (a crashed engine's) and every retry backoff, a world
         // in which no claim commits is not going to deliver what is left: the audit judges it.

@@ -36,7 +36,7 @@ async function runScale(size: ScaleSize): Promise<ScaleReport> {
 }
 
 function expectHealthy(report: ScaleReport): void {
-  console.log(`${report.committedJobs} jobs, ${report.forwardedPolls} forwarded polls, changes ${report.changes.map((change) => `${change.kind} ${change.convergedMs} ms${change.rebalance === null ? '' : ` moved ${change.rebalance.moved}/${change.rebalance.partitions}`}`).join(', ')}; known: ${report.strandedWithMatching} stranded with Matching`)
+  console.log(`${report.committedJobs} jobs, ${report.forwardedPolls} forwarded polls, changes ${report.changes.map((change) => `${change.kind} ${change.convergedMs} ms${change.rebalance === null ? '' : ` moved ${change.rebalance.moved}/${change.rebalance.partitions}`}`).join(', ')}; known: ${report.strandedWithMatching} stranded with Matching, ${report.strandedBehind} behind them`)
   expect(report.violations).toEqual([])
   expect(report.ok).toBe(true)
   expect(report.committedJobs).toBeGreaterThan(0)
