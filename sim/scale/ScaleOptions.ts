@@ -19,7 +19,7 @@ export interface ScaleQueueOptions {
 
 /** The faults the scale world injects, each a chance per store, membership or bus call (bus: per message). */
 export interface ScaleFaultChances {
-  /** The call is slow: the clock moves by up to 500 ms before it runs. */
+  /** The call is slow: it waits up to 500 ms of virtual time before it runs. */
   readonly latency: number
   /** The call is refused before it runs (an outage; nothing committed). */
   readonly unavailable: number
