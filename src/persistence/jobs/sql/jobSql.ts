@@ -155,10 +155,12 @@ ${answer}`
  * The due signal is raised once per queue that got a row, not once per row, with the rows' due
  * time when they share one.
  *
- * Returns, per job answered, its id and runAt: the inserted rows and, for each keyed job that
- * inserted nothing, the live job of its queue holding its key (`asked_id` names the job each row
- * answers). Payloads are not read back. A job answered by neither raced a holder as
- * `enqueueSql` describes: run it again. The caller sends each (queue, key) at most once per statement.
+ * Returns one row per job answered: an inserted job as its id alone (`run_at_ms` and `asked_id`
+ * null: the caller knows the runAt it sent), and for each keyed job that inserted nothing, the
+ * live job of its queue holding its key — its id and runAt, and `asked_id` the job it answers.
+ * Nothing else is read back, so a batch's answer is little more than its ids. A job answered by
+ * neither raced a holder as `enqueueSql` describes: run it again. The caller sends each (queue,
+ * key) at most once per statement.
  */
 export function enqueueManySql(schema: Schema): string {
   return `
@@ -174,9 +176,9 @@ WITH input AS (
      $2::bigint, run_at_ms, expires_at_ms, GREATEST(run_at_ms, $2::bigint), job_key
   FROM input ORDER BY position
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
-  RETURNING id, queue, run_at_ms, due_ms
+  RETURNING id, queue, due_ms
 )
-SELECT inserted.id, inserted.run_at_ms, inserted.id AS asked_id
+SELECT inserted.id, NULL::bigint AS run_at_ms, NULL::text AS asked_id
 FROM inserted CROSS JOIN (
   SELECT count(pg_notify($3::text, payload)) FROM (
     SELECT CASE WHEN min(due_ms) = max(due_ms) THEN ${dueSignal('queue', 'min(due_ms)')} ELSE queue END AS payload FROM inserted GROUP BY queue
