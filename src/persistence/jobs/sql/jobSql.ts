@@ -75,6 +75,15 @@ const queueFilter = (queues: QueueFilter, param: string): string =>
 
 const claimable = (now: string) =>
   `attempts < max_attempts AND ${notExpired(now)} AND ((state = 'pending' AND run_at_ms <= ${now}) OR (state = 'processing' AND deadline_ms <= ${now}))`
+/**
+ * `claimable` for the rows of one state, with the state a literal: a pending row and a processing
+ * one are in different partial indexes (migration 009), and only a statement whose WHERE names
+ * the state can use them. The two together are `claimable`.
+ */
+const claimableIn = (state: 'pending' | 'processing', now: string) =>
+  `state = '${state}' AND attempts < max_attempts AND ${notExpired(now)} AND ${state === 'pending' ? 'run_at_ms' : 'deadline_ms'} <= ${now}`
+/** Claim order, the one every head read sorts by. */
+const claimOrder = 'priority DESC, due_ms, ready_seq'
 const exhausted = (now: string) =>
   `state = 'processing' AND deadline_ms <= ${now} AND attempts >= max_attempts AND (expires_at_ms IS NULL OR expires_at_ms > deadline_ms)`
 
@@ -218,12 +227,21 @@ SELECT queue, sum(pending) AS pending, sum(processing) AS processing, sum(dead) 
 GROUP BY queue ORDER BY queue LIMIT $1::integer`
 }
 
-/** `$1` queue, `$2` state, `$3` after id or null, `$4` limit. A keyset page of live jobs in one state. */
+/**
+ * `$1` queue, `$2` state, `$3` after id or null, `$4` limit. A keyset page of live jobs in one
+ * state: a branch per state, each naming its state, so each reads its own partial index
+ * (migration 009); the other branch is cut by a one-time filter on `$2`.
+ */
 export function listLiveJobsSql(schema: Schema): string {
+  const page = (state: 'pending' | 'processing') => `(SELECT ${liveRecord} FROM ${schema.quoted}.jobs
+  WHERE $2::text = '${state}' AND state = '${state}' AND queue = $1::text AND ($3::text IS NULL OR id > $3::text)
+  ORDER BY id LIMIT $4::integer)`
   return `
-SELECT ${liveRecord} FROM ${schema.quoted}.jobs
-WHERE queue = $1::text AND state = $2::text AND ($3::text IS NULL OR id > $3::text)
-ORDER BY id LIMIT $4::integer`
+SELECT * FROM (
+${page('pending')}
+UNION ALL
+${page('processing')}
+) AS page ORDER BY id`
 }
 
 /** `$1` queue, `$2` after id or null, `$3` limit. A keyset page of dead jobs. */
@@ -359,20 +377,29 @@ FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_a
 }
 
 // The head of a queue's due rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
-// claim order and ranked; the count is a literal of the text (claimDueSql says why). One row is
-// ranked 1 without a window: a window's sort is a tenth of a one-row claim's server time.
-// `fenced`: read only when the statement's fence holds (a one-time filter, evaluated first).
+// claim order and ranked; the count is a literal of the text (claimDueSql says why). Pending rows
+// and lapsed claims are read each through its own partial index (migration 009), the first
+// `headCount` of each locked (rows another transaction holds are skipped), then merged in claim
+// order: up to `headCount` rows more than the claim takes stay locked to the statement's end.
+// One row is ranked 1 without a window: a window's sort is a tenth of a one-row claim's server
+// time. `fenced`: read only when the statement's fence holds (a one-time filter, evaluated first).
 function claimHeadCtes(schema: Schema, headCount: number, fenced = false): string {
-  return `head AS (
-  SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimable('$3::bigint')} AND ${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}
+  const limit = Math.floor(headCount)
+  const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
+  WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}
     -- Unqualified names in the subquery are the held row's own.
     AND NOT EXISTS (SELECT 1 FROM ${schema.quoted}.jobs AS held WHERE held.queue = $1::text AND held.due_ms IS NULL AND ${claimable('$3::bigint')})
-  ORDER BY priority DESC, due_ms, ready_seq
-  LIMIT ${Math.floor(headCount)}
-  FOR UPDATE SKIP LOCKED
+  ORDER BY ${claimOrder}
+  LIMIT ${limit}
+  FOR UPDATE SKIP LOCKED`
+  return `head_pending AS (
+  ${branch('pending')}
+), head_lapsed AS (
+  ${branch('processing')}
+), head AS (
+  SELECT * FROM head_pending UNION ALL SELECT * FROM head_lapsed ORDER BY ${claimOrder} LIMIT ${limit}
 ), ranked AS (
-  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : 'row_number() OVER (ORDER BY priority DESC, due_ms, ready_seq)'} AS rank FROM head
+  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${claimOrder})`} AS rank FROM head
 )`
 }
 
@@ -553,13 +580,15 @@ WITH moved AS (
 ), buried AS (
   ${bury(schema, '$5::text', 'deadline_ms')}
   RETURNING id
-), due AS (
-  SELECT id, due_ms FROM ${schema.quoted}.jobs
-  WHERE due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
+), ${(['pending', 'processing'] as const).map((state) => `due_${state} AS (
+  SELECT id, due_ms, priority, ready_seq FROM ${schema.quoted}.jobs
+  WHERE state = '${state}' AND due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
     AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}
-  ORDER BY priority DESC, due_ms, ready_seq
+  ORDER BY ${claimOrder}
   LIMIT $3::integer
   FOR UPDATE SKIP LOCKED
+)`).join(', ')}, due AS (
+  SELECT id, due_ms FROM (SELECT * FROM due_pending UNION ALL SELECT * FROM due_processing ORDER BY ${claimOrder} LIMIT $3::integer) AS merged
 )
 UPDATE ${schema.quoted}.jobs AS job SET due_ms = $2::bigint, revision = job.revision + 1
 FROM due WHERE job.id = due.id
@@ -595,16 +624,27 @@ RETURNING job.id`
 
 /** `$1` now, `$2` queues (null for every queue, as `queues` says). The earliest due time after now among unexpired rows. */
 export function nextDueSql(schema: Schema, queues: QueueFilter): string {
+  // Pending rows and claims each through their own partial index (migration 009).
+  const earliest = (state: 'pending' | 'processing') => `SELECT min(due_ms) AS due_ms FROM ${schema.quoted}.jobs
+  WHERE state = '${state}' AND due_ms > $1::bigint AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')} AND ${notPaused(schema, queues === 'one' ? '($2::text[])[1]' : `${schema.quoted}.jobs.queue`)}`
   return `
-SELECT min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
-WHERE due_ms > $1::bigint AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')} AND ${notPaused(schema, queues === 'one' ? '($2::text[])[1]' : `${schema.quoted}.jobs.queue`)}`
+SELECT min(due_ms) AS next_due_ms FROM (
+  ${earliest('pending')}
+  UNION ALL
+  ${earliest('processing')}
+) AS earliest`
 }
 
 /** `$1` now, `$2` limit. Queues with unexpired due rows and their earliest due time, earliest first. */
 export function dueQueuesSql(schema: Schema): string {
+  const due = (state: 'pending' | 'processing') => `SELECT queue, due_ms FROM ${schema.quoted}.jobs
+  WHERE state = '${state}' AND due_ms IS NOT NULL AND ${notExpired('$1::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}`
   return `
-SELECT queue, min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
-WHERE due_ms IS NOT NULL AND ${notExpired('$1::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}
+SELECT queue, min(due_ms) AS next_due_ms FROM (
+  ${due('pending')}
+  UNION ALL
+  ${due('processing')}
+) AS due
 GROUP BY queue ORDER BY next_due_ms, queue LIMIT $2::integer`
 }
 
