@@ -326,9 +326,9 @@ RETURNING ${liveRecord}`
  */
 export function claimDueSql(schema: Schema, headCount: number, fenced = false): string {
   const claim = `UPDATE ${schema.quoted}.jobs AS job
-SET ${claimHeadSet(schema)}
-FROM ranked WHERE job.id = ranked.head_id
-RETURNING ranked.rank, ${claimedRows(headCount)}`
+SET ${claimHeadSet(schema, headCount)}
+${claimedHeads(headCount)}
+RETURNING ${headRank(headCount)} AS rank, ${claimedRows(headCount)}`
   if (fenced) return throughFence(schema, { queueKey: '$4', rangeId: '$5' }, claimHeadCtes(schema, headCount, true), claim)
   return `
 WITH ${claimHeadCtes(schema, headCount)}
@@ -368,9 +368,9 @@ WITH ${fenced ? `${fenceCte(schema, { queueKey: '$6', rangeId: '$7' })}, ` : ''}
   ${ack}
 ), ${claimHeadCtes(schema, headCount, fenced)}, claimed AS (
   UPDATE ${schema.quoted}.jobs AS job
-  SET ${claimHeadSet(schema)}
-  FROM ranked WHERE job.id = ranked.head_id
-  RETURNING ranked.rank, ${claimedRows(headCount)}
+  SET ${claimHeadSet(schema, headCount)}
+  ${claimedHeads(headCount)}
+  RETURNING ${headRank(headCount)} AS rank, ${claimedRows(headCount)}
 )
 SELECT ${headCount === 1 ? 'ack.acked' : 'CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked'}, claimed.*
 FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
@@ -383,10 +383,15 @@ FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_a
 // order: up to `headCount` rows more than the claim takes stay locked to the statement's end.
 // One row is ranked 1 without a window: a window's sort is a tenth of a one-row claim's server
 // time. `fenced`: read only when the statement's fence holds (a one-time filter, evaluated first).
+//
+// The pending branch's due test is written `due_ms + 0`, which no index can answer, so that the
+// plan reads the queue's head in claim order and stops after `headCount` rows. Written plainly, a
+// generic plan of a several-row claim priced the every-queue due index (due_ms) as cheaper, then
+// read and sorted every due row of the table for each claim.
 function claimHeadCtes(schema: Schema, headCount: number, fenced = false): string {
   const limit = Math.floor(headCount)
   const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}
+  WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}
     -- Unqualified names in the subquery are the held row's own.
     AND NOT EXISTS (SELECT 1 FROM ${schema.quoted}.jobs AS held WHERE held.queue = $1::text AND held.due_ms IS NULL AND ${claimable('$3::bigint')})
   ORDER BY ${claimOrder}
@@ -403,9 +408,18 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false): strin
 )`
 }
 
+// How a head claim's UPDATE finds its rows, and each one's rank. One head row joins `ranked`
+// (a one-row join probes the primary key). Several are named as one array of ids in claim order,
+// matched by `= ANY`, an index condition on the primary key, each row's rank its place in the
+// array: joined to `ranked` instead, a generic plan of a 64-row claim hashed the head rows and
+// read the whole table to find them.
+const claimedHeads = (headCount: number): string =>
+  headCount === 1 ? 'FROM ranked WHERE job.id = ranked.head_id' : 'FROM (SELECT array_agg(head_id ORDER BY rank) AS ids FROM ranked) AS heads WHERE job.id = ANY(heads.ids)'
+const headRank = (headCount: number): string => (headCount === 1 ? 'ranked.rank' : 'array_position(heads.ids, job.id)::bigint')
+
 // claimDue's transition of a ranked head row (`job`), with the rank-th of the tokens `$2`.
-const claimHeadSet = (schema: Schema): string =>
-  `state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = ($2::text[])[ranked.rank],
+const claimHeadSet = (schema: Schema, headCount: number): string =>
+  `state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = ($2::text[])[${headRank(headCount)}],
     deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms,
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.', '$3::bigint')}, revision = job.revision + 1`
 
