@@ -34,6 +34,10 @@ const { open } = await loadBuilt<typeof MatchboxPackage>('src/index.ts')
 /** The libraries compared, in the order they run inside every workload. */
 export const libraryNames = ['graphile-worker', 'pg-boss', 'Matchbox'] as const
 export type LibraryName = (typeof libraryNames)[number]
+/** The raw-SQL floor (peerFloor.ts): a column of the tables beside the libraries, in the drains only. */
+export const floorName = 'SQL floor'
+/** A column of the tables: a library or the floor. */
+export type ContenderName = LibraryName | typeof floorName
 
 /** Workers in the batch mode; the concurrency of the other end-to-end mode that uses 16. */
 export const batchWorkers = 16
@@ -59,7 +63,7 @@ export interface BenchPayload {
 
 /** One library opened on its database. */
 export interface PeerSession {
-  readonly name: LibraryName
+  readonly name: ContenderName
   /** Makes `queue` ready for jobs (pg-boss needs `createQueue`). */
   prepareQueue(queue: string): Promise<void>
   enqueue(queue: string, payload: BenchPayload): Promise<void>

@@ -1,13 +1,13 @@
 /**
  * peerTable — the outcome of one measured step of bench/peers.ts, and the tables it prints: per
- * workload each library's median over the rounds, flagged `busy k/n` when k rounds had no
- * attempt on a quiet machine, and Matchbox ÷ the best peer (highest jobs/s, lowest ms or
- * statements).
+ * workload each library's median over the rounds and the raw-SQL floor's (drains only), flagged
+ * `busy k/n` when k rounds had no attempt on a quiet machine, and Matchbox ÷ the best peer
+ * (highest jobs/s, lowest ms or statements), Matchbox ÷ graphile-worker and Matchbox ÷ the floor.
  *
  * Does not: measure; a cell prints what it was given.
  */
 import type { Load } from './machineLoad.ts'
-import { type LibraryName, libraryNames } from './peerLibraries.ts'
+import { type ContenderName, floorName, libraryNames } from './peerLibraries.ts'
 
 /** One measured step. */
 export interface Outcome {
@@ -51,7 +51,7 @@ export interface Row {
   readonly title: string
   readonly unit: Unit
   readonly pick: (outcome: Outcome) => number
-  readonly cells: ReadonlyMap<LibraryName, Cell>
+  readonly cells: ReadonlyMap<ContenderName, Cell>
   readonly higherIsBetter: boolean
 }
 
@@ -63,26 +63,36 @@ function cellText(cell: Cell | undefined, pick: (outcome: Outcome) => number, un
   return `${format(median(cell.outcomes.map(pick)), unit)}${busy > 0 ? ` busy ${busy}/${cell.outcomes.length}` : ''}${capped ? ' !' : ''}`
 }
 
-function ratioText(cells: ReadonlyMap<LibraryName, Cell>, pick: (outcome: Outcome) => number, higherIsBetter: boolean): string {
-  const valueOf = (name: LibraryName): number => {
-    const cell = cells.get(name)
-    return cell === undefined || cell.unavailable !== null ? Number.NaN : median(cell.outcomes.map(pick))
-  }
-  const peers = libraryNames.filter((name) => name !== 'Matchbox').map(valueOf).filter(Number.isFinite)
-  const ours = valueOf('Matchbox')
-  if (peers.length === 0 || !Number.isFinite(ours)) return 'n/a'
-  const best = higherIsBetter ? Math.max(...peers) : Math.min(...peers)
-  const busy = [...cells.values()].some((cell) => cell.outcomes.some((outcome) => outcome.busy))
+// A contender's median, NaN when it has none in this row.
+function valueOf(cells: ReadonlyMap<ContenderName, Cell>, name: ContenderName, pick: (outcome: Outcome) => number): number {
+  const cell = cells.get(name)
+  return cell === undefined || cell.unavailable !== null || cell.outcomes.length === 0 ? Number.NaN : median(cell.outcomes.map(pick))
+}
+
+// Matchbox ÷ `against` (the best peer when `against` is 'best peer'), flagged busy when a round of either side was.
+function ratioText(cells: ReadonlyMap<ContenderName, Cell>, pick: (outcome: Outcome) => number, higherIsBetter: boolean, against: ContenderName | 'best peer'): string {
+  const theirs =
+    against === 'best peer'
+      ? libraryNames.filter((name) => name !== 'Matchbox').map((name) => valueOf(cells, name, pick)).filter(Number.isFinite)
+      : [valueOf(cells, against, pick)].filter(Number.isFinite)
+  const ours = valueOf(cells, 'Matchbox', pick)
+  if (theirs.length === 0 || !Number.isFinite(ours)) return 'n/a'
+  const best = higherIsBetter ? Math.max(...theirs) : Math.min(...theirs)
+  const sides = against === 'best peer' ? [...cells.values()] : [cells.get('Matchbox'), cells.get(against)]
+  const busy = sides.some((cell) => cell?.outcomes.some((outcome) => outcome.busy) === true)
   return `${(ours / best).toFixed(2)}${busy ? ' busy' : ''}`
 }
 
-/** Prints `rows` under `title`, one column per library and the Matchbox ÷ best peer ratio. */
+/** Prints `rows` under `title`: one column per library and the floor, and Matchbox ÷ the best peer, ÷ graphile-worker and ÷ the floor. */
 export function printTable(title: string, rows: ReadonlyArray<Row>): void {
-  const header = ['workload', ...libraryNames, 'Matchbox ÷ best peer']
+  const columns: ReadonlyArray<ContenderName> = [...libraryNames, floorName]
+  const header = ['workload', ...columns, 'Matchbox ÷ best peer', 'Matchbox ÷ graphile-worker', 'Matchbox ÷ floor']
   const lines = rows.map((row) => [
     row.title,
-    ...libraryNames.map((name) => cellText(row.cells.get(name), row.pick, row.unit)),
-    ratioText(row.cells, row.pick, row.higherIsBetter),
+    ...columns.map((name) => cellText(row.cells.get(name), row.pick, row.unit)),
+    ratioText(row.cells, row.pick, row.higherIsBetter, 'best peer'),
+    ratioText(row.cells, row.pick, row.higherIsBetter, 'graphile-worker'),
+    ratioText(row.cells, row.pick, row.higherIsBetter, floorName),
   ])
   const widths = header.map((heading, column) => Math.max(heading.length, ...lines.map((line) => (line[column] ?? '').length)))
   console.log(`\n${title}`)

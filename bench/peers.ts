@@ -1,7 +1,9 @@
 /**
  * Peers bench — `npx tsx bench/peers.ts [--quick] [--jobs N] [--workloads a,b]`: Matchbox beside graphile-worker
- * and pg-boss on one throwaway PostgreSQL. Matchbox runs as users run it, from its compiled
- * package in dist/, built at the start (bench/built.ts; `MATCHBOX_BENCH_SOURCE=src` for src/).
+ * and pg-boss on one throwaway PostgreSQL, and beside a floor: the drains' work in hand-written
+ * SQL with no library (peerFloor.ts), so each drain row reads Matchbox ÷ graphile-worker and
+ * Matchbox ÷ what the server does for that work at all. Matchbox runs as users run it, from its
+ * compiled package in dist/, built at the start (bench/built.ts; `MATCHBOX_BENCH_SOURCE=src` for src/).
  *
  * One cluster per run (test/harness/PostgresCluster.ts, fsync off), restarted once with
  * `pg_stat_statements` preloaded; each library gets a database of its own and a pool of at most
@@ -11,7 +13,9 @@
  *   (each library's batch insert; n/a where a library has none);
  * - end-to-end drain of `jobs` pre-enqueued no-op jobs at concurrency 1 and 16 and with each
  *   library's batching (peerLibraries.ts says how each library is configured), timed from
- *   starting the workers to the last handler start;
+ *   starting the workers to the last handler start; the floor runs each drain too, with the
+ *   same connection budget: one-at-a-time claim + delete at concurrency 1 and 16, a batched
+ *   claim and a batched delete at the batch mode's workers and batch size;
  * - enqueue → handler-start latency, p50 and p99, with the worker in a child process
  *   (peerLatencyChild.ts) and the producer enqueueing `latencyJobs` jobs at `latencyRatePerS`
  *   with the wall clock in the payload; for Matchbox also with both in one process.
@@ -53,6 +57,7 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { type RunningCluster, startCluster } from '../test/harness/PostgresCluster.ts'
 import { coreCount, type Load, makeLoadMeter, othersCpuPercentQuiet } from './machineLoad.ts'
+import { floorConfiguration, openFloor } from './peerFloor.ts'
 import { type Cell, format, type Outcome, printTable, type Row } from './peerTable.ts'
 import {
   type BenchPayload,
@@ -60,7 +65,8 @@ import {
   batchWorkers,
   configurationOf,
   type DrainMode,
-  type LibraryName,
+  type ContenderName,
+  floorName,
   libraryNames,
   openPeer,
   type PeerSession,
@@ -110,16 +116,16 @@ const fillConcurrency = 32
 const here = dirname(fileURLToPath(import.meta.url))
 const wallClockMs = (): number => performance.timeOrigin + performance.now()
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
-const databaseOf = (name: LibraryName): string => `bench_${name.toLowerCase().replace(/[^a-z]/g, '_')}`
+const databaseOf = (name: ContenderName): string => `bench_${name.toLowerCase().replace(/[^a-z]/g, '_')}`
 
 
 interface Workload {
   readonly key: string
   readonly title: string
-  readonly libraries: ReadonlyArray<LibraryName>
+  readonly libraries: ReadonlyArray<ContenderName>
   /** Why a library shows n/a, if it does. */
-  readonly unavailable?: (name: LibraryName) => string | null
-  run(name: LibraryName, tag: string): Promise<Outcome>
+  readonly unavailable?: (name: ContenderName) => string | null
+  run(name: ContenderName, tag: string): Promise<Outcome>
 }
 
 // ——— cluster and statement counting ———
@@ -238,8 +244,9 @@ async function measured(label: string, step: () => Promise<Outcome>): Promise<Ou
 
 // ——— workloads ———
 
-async function withSession<T>(name: LibraryName, use: (session: PeerSession) => Promise<T>, options: { poolMax?: number; role?: 'worker' | 'producer' } = {}): Promise<T> {
-  const session = await openPeer(name, { databaseUrl: urlOf(databaseOf(name)), poolMax: options.poolMax ?? poolMax, ...(options.role === undefined ? {} : { role: options.role }) })
+async function withSession<T>(name: ContenderName, use: (session: PeerSession) => Promise<T>, options: { poolMax?: number; role?: 'worker' | 'producer' } = {}): Promise<T> {
+  const peerOptions = { databaseUrl: urlOf(databaseOf(name)), poolMax: options.poolMax ?? poolMax, ...(options.role === undefined ? {} : { role: options.role }) }
+  const session = name === floorName ? await openFloor(peerOptions) : await openPeer(name, peerOptions)
   try {
     return await use(session)
   } finally {
@@ -309,11 +316,14 @@ const enqueueBatch: Workload = {
     }, enqueueOnly),
 }
 
+/** The drains run the libraries and the floor. */
+const drainContenders: ReadonlyArray<ContenderName> = [...libraryNames, floorName]
+
 function drain(key: string, title: string, mode: DrainMode): Workload {
   return {
     key,
     title,
-    libraries: libraryNames,
+    libraries: drainContenders,
     run: (name, tag) =>
       withSession(name, async (session) => {
         const queue = `${key}-${tag}`
@@ -482,9 +492,9 @@ try {
     const stat = readFileSync(`/proc/${backendPid}/stat`, 'utf8')
     meter.setServerPid(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
   }
-  for (const name of libraryNames) await admin.query(`CREATE DATABASE ${databaseOf(name)}`)
-  // Migrations happen here, once per library, outside every measurement.
-  for (const name of libraryNames) {
+  for (const name of drainContenders) await admin.query(`CREATE DATABASE ${databaseOf(name)}`)
+  // Migrations happen here, once per library (and the floor's table), outside every measurement.
+  for (const name of drainContenders) {
     await withSession(name, async (session) => {
       if (name === 'Matchbox') matchboxHasEnqueueMany = session.enqueueBatch !== null
     })
@@ -495,6 +505,7 @@ try {
   console.log(`  a step is clean when other processes used ≤ ${othersCpuPercentQuiet}% of the machine's CPU over it (/proc/stat less this bench's and its server's processes; time the hypervisor stole counts, since the libraries lost it too); busy steps shorter than ${retryStepMsMax / 1000} s re-run ≤ ${retriesMax}×`)
   console.log(`  statements per job from ${countingMethod}`)
   for (const name of libraryNames) console.log(`  ${name}: ${configurationOf(name, poolMax)}`)
+  console.log(`  ${floorName} (drains only): ${floorConfiguration(poolMax)}`)
 
   const workloads: Workload[] = [
     enqueueOne,
@@ -505,10 +516,10 @@ try {
     latencyCrossProcess,
     latencySameProcess,
   ].filter((workload) => chosenWorkloads.has(workload.key))
-  const results = new Map<string, Map<LibraryName, Cell>>()
+  const results = new Map<string, Map<ContenderName, Cell>>()
   for (const workload of workloads) {
     console.log(`\n${workload.title}`)
-    const cells = new Map<LibraryName, Cell>()
+    const cells = new Map<ContenderName, Cell>()
     for (const name of workload.libraries) {
       const unavailable = workload.unavailable?.(name) ?? null
       if (unavailable !== null) console.log(`  · ${name}: n/a (${unavailable})`)
@@ -529,7 +540,7 @@ try {
 
   const rowsOf = (kind: 'results' | 'statements' | 'cpu'): Row[] =>
     workloads.flatMap((workload): Row[] => {
-      const cells: ReadonlyMap<LibraryName, Cell> = results.get(workload.key) ?? new Map()
+      const cells: ReadonlyMap<ContenderName, Cell> = results.get(workload.key) ?? new Map()
       const latency = workload.key.startsWith('latency')
       const where = workload.key === 'latency-process' ? 'other process' : 'same process'
       const short = latency ? `latency, ${where}` : workload.title.replace(/, jobs\/s.*$/, '')

@@ -73,7 +73,7 @@ describe('per-job statements keep their plans on PostgreSQL', () => {
     }
     const statements = {
       ackAndClaimDue: /^WITH acked AS/,
-      claimDue: /^WITH head AS/,
+      claimDue: /^WITH head_pending AS/,
       ack: /^DELETE FROM "matchbox"\.jobs WHERE id = \$1::text/,
       nextDue: /^SELECT min\(due_ms\) AS next_due_ms/,
       enqueue: /^WITH claim_token AS .*inserted AS \( INSERT INTO "matchbox"\.jobs/,

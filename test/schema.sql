@@ -10,6 +10,7 @@ migration 5 job_claim_head
 migration 6 job_release
 migration 7 operator_controls
 migration 8 job_timeline
+migration 9 job_claim_indexes
 
 table dead_jobs
   column id text collate "C" not null
@@ -168,12 +169,13 @@ index dead_jobs.dead_jobs_pkey CREATE UNIQUE INDEX dead_jobs_pkey ON matchbox.de
 index job_leases.job_leases_pkey CREATE UNIQUE INDEX job_leases_pkey ON matchbox.job_leases USING btree (name)
 index job_schedules.job_schedules_pkey CREATE UNIQUE INDEX job_schedules_pkey ON matchbox.job_schedules USING btree (name)
 index jobs.jobs_by_queue CREATE INDEX jobs_by_queue ON matchbox.jobs USING btree (queue, state) WHERE (due_ms IS NULL)
-index jobs.jobs_by_queue_state_id CREATE INDEX jobs_by_queue_state_id ON matchbox.jobs USING btree (queue, state, id)
-index jobs.jobs_claim_head CREATE INDEX jobs_claim_head ON matchbox.jobs USING btree (queue, priority DESC, due_ms, ready_seq) WHERE (due_ms IS NOT NULL)
-index jobs.jobs_due CREATE INDEX jobs_due ON matchbox.jobs USING btree (due_ms) WHERE (due_ms IS NOT NULL)
 index jobs.jobs_expiring CREATE INDEX jobs_expiring ON matchbox.jobs USING btree (queue, expires_at_ms) WHERE (expires_at_ms IS NOT NULL)
 index jobs.jobs_live_key CREATE UNIQUE INDEX jobs_live_key ON matchbox.jobs USING btree (queue, job_key) WHERE (job_key IS NOT NULL)
+index jobs.jobs_pending_by_id CREATE INDEX jobs_pending_by_id ON matchbox.jobs USING btree (queue, id) WHERE (state = 'pending'::text)
+index jobs.jobs_pending_due CREATE INDEX jobs_pending_due ON matchbox.jobs USING btree (due_ms) WHERE ((due_ms IS NOT NULL) AND (state = 'pending'::text))
+index jobs.jobs_pending_head CREATE INDEX jobs_pending_head ON matchbox.jobs USING btree (queue, priority DESC, due_ms, ready_seq) WHERE ((due_ms IS NOT NULL) AND (state = 'pending'::text))
 index jobs.jobs_pkey CREATE UNIQUE INDEX jobs_pkey ON matchbox.jobs USING btree (id)
+index jobs.jobs_processing CREATE INDEX jobs_processing ON matchbox.jobs USING btree (queue, due_ms) WHERE (state = 'processing'::text)
 index membership_hosts.membership_hosts_pkey CREATE UNIQUE INDEX membership_hosts_pkey ON matchbox.membership_hosts USING btree (host_id)
 index migrations.migrations_pkey CREATE UNIQUE INDEX migrations_pkey ON matchbox.migrations USING btree (version)
 index queue_pauses.queue_pauses_pkey CREATE UNIQUE INDEX queue_pauses_pkey ON matchbox.queue_pauses USING btree (queue)

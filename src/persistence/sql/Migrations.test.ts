@@ -181,6 +181,35 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect(await jobs.getJob({ queue: 'reports', id: 'job-claimed' })).toMatchObject({ claims: [] })
     },
   },
+  9: {
+    // Indexes only, rebuilt over the rows already there: pending rows and a lapsed claim written
+    // before them are claimed in claim order, counted, listed and found by the due-time driver.
+    async seed(driver, schema) {
+      await dataAtVersion[8]?.seed(driver, schema)
+      const columns = 'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, due_ms, claimed_at_ms, claim_token, deadline_ms'
+      await driver.query(
+        `INSERT INTO ${schema.quoted}.jobs (${columns}) VALUES
+           ('ix-low', 'indexed', 'pending', '1', 0, 0, 3, 1000, 0, 100, 100, 100, NULL, NULL, NULL),
+           ('ix-high', 'indexed', 'pending', '2', 5, 0, 3, 1000, 0, 100, 200, 200, NULL, NULL, NULL),
+           ('ix-lapsed', 'indexed', 'processing', '3', 0, 1, 3, 1000, 0, 100, 100, 150, 100, 'old', 150),
+           ('ix-later', 'indexed', 'pending', '4', 0, 0, 3, 1000, 0, 100, 5000, 5000, NULL, NULL, NULL)`,
+      )
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[8]?.verify(store, membership, jobs)
+      expect(await jobs.countJobs({ queue: 'indexed' })).toEqual({ pending: 3, processing: 1, dead: 0 })
+      expect((await jobs.listJobs({ queue: 'indexed', state: 'processing', limit: 10, afterId: null })).map((job) => job.id)).toEqual(['ix-lapsed'])
+      expect((await jobs.listJobs({ queue: 'indexed', state: 'pending', limit: 2, afterId: 'ix-high' })).map((job) => job.id)).toEqual(['ix-later', 'ix-low'])
+      expect(await jobs.nextDueMs({ nowMs: 300, queues: ['indexed'] })).toBe(5_000)
+      const claimed = await jobs.claimDue({ queue: 'indexed', nowMs: 300, claimTokens: ['a', 'b', 'c', 'd'] })
+      expect(claimed.map((job) => [job.id, job.claimToken, job.attempts])).toEqual([
+        ['ix-high', 'a', 1],
+        ['ix-low', 'b', 1],
+        ['ix-lapsed', 'c', 2],
+      ])
+      expect(await jobs.countJobs({ queue: 'indexed' })).toEqual({ pending: 1, processing: 3, dead: 0 })
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {

@@ -3,11 +3,13 @@
  * each answered from an index so that a page costs the same on a queue of ten jobs and of ten
  * million:
  *
- * - the queue names: a skip scan (recursive CTE) over `(queue, state, id)` and `(queue, id)` —
- *   one index probe per distinct queue, never a scan of the rows;
+ * - the queue names: a skip scan (recursive CTE) over the pending jobs' `(queue, id)`, the
+ *   processing jobs' `(queue, due_ms)` and the dead jobs' `(queue, id)` — one index probe per
+ *   distinct queue, never a scan of the rows;
  * - counts: `count(*)` of an index range cut off at the cap (`LIMIT cap + 1`), so "10,000+" is
  *   the most a count ever reads; scheduled-later walks the claim-head index per priority level;
- * - a jobs page: the `(queue, state, id)` index backwards from a keyset bound, newest first;
+ * - a jobs page: the pending jobs' `(queue, id)` index backwards from a keyset bound, newest
+ *   first, or the processing jobs' index (only what is in flight) sorted by id;
  * - search: the primary keys (id) and the key indexes of both tables;
  * - deaths per minute of the last hour: `(queue, died_at_ms)` backwards, cut off at the cap.
  *
@@ -31,16 +33,25 @@ const priorities = `ARRAY[${Array.from({ length: priorityMax + 1 }, (_, level) =
 
 function statements(schema: Schema) {
   const s = schema.quoted
-  const distinct = (table: string) => `
-  ${table}_queues(queue) AS (
-    (SELECT queue FROM ${s}.${table} ORDER BY queue LIMIT 1)
+  // The distinct queues of `table`'s rows that meet `where` (an index's predicate, so the probes read that index).
+  const distinct = (name: string, table: string, where: string) => `
+  ${name}_queues(queue) AS (
+    (SELECT queue FROM ${s}.${table} WHERE ${where} ORDER BY queue LIMIT 1)
     UNION ALL
-    SELECT (SELECT t.queue FROM ${s}.${table} t WHERE t.queue > q.queue ORDER BY t.queue LIMIT 1) FROM ${table}_queues q WHERE q.queue IS NOT NULL
+    SELECT (SELECT t.queue FROM ${s}.${table} t WHERE ${where} AND t.queue > q.queue ORDER BY t.queue LIMIT 1) FROM ${name}_queues q WHERE q.queue IS NOT NULL
   )`
+  // A page of live jobs in state `$2`, newest first: a branch per state, each naming its state so that it reads that state's index.
+  const livePage = (bound: string) => `
+SELECT * FROM (
+${(['pending', 'processing'] as const)
+  .map((state) => `  (SELECT ${liveRecord} FROM ${s}.jobs WHERE $2::text = '${state}' AND state = '${state}' AND queue = $1::text${bound} ORDER BY id DESC LIMIT $3::integer)`)
+  .join('\n  UNION ALL\n')}
+) AS page ORDER BY id DESC`
   const capCount = (from: string) => `(SELECT count(*) FROM (SELECT 1 FROM ${from} LIMIT $2::integer + 1) AS c)`
   return {
-    queueNames: `WITH RECURSIVE ${distinct('jobs')}, ${distinct('dead_jobs')}
-SELECT queue FROM (SELECT queue FROM jobs_queues UNION SELECT queue FROM dead_jobs_queues) AS q WHERE queue IS NOT NULL ORDER BY queue LIMIT $1::integer`,
+    queueNames: `WITH RECURSIVE ${distinct('pending', 'jobs', "state = 'pending'")}, ${distinct('processing', 'jobs', "state = 'processing'")}, ${distinct('dead', 'dead_jobs', 'true')}
+SELECT queue FROM (SELECT queue FROM pending_queues UNION SELECT queue FROM processing_queues UNION SELECT queue FROM dead_queues) AS q
+WHERE queue IS NOT NULL ORDER BY queue LIMIT $1::integer`,
     queueCounts: `
 SELECT q.queue,
   ${capCount(`${s}.jobs WHERE queue = q.queue AND state = 'pending'`)} AS pending,
@@ -53,8 +64,8 @@ FROM unnest($1::text[]) AS q(queue) ORDER BY q.queue`,
     deaths: `SELECT q.queue, d.died_at_ms FROM unnest($1::text[]) AS q(queue)
 CROSS JOIN LATERAL (SELECT died_at_ms FROM ${s}.dead_jobs WHERE queue = q.queue AND died_at_ms > $2::bigint - ${throughputMinutes * 60_000} AND died_at_ms <= $2::bigint
   ORDER BY died_at_ms DESC LIMIT $3::integer + 1) AS d`,
-    liveFirst: `SELECT ${liveRecord} FROM ${s}.jobs WHERE queue = $1::text AND state = $2::text ORDER BY id DESC LIMIT $3::integer`,
-    liveBefore: `SELECT ${liveRecord} FROM ${s}.jobs WHERE queue = $1::text AND state = $2::text AND id < $4::text ORDER BY id DESC LIMIT $3::integer`,
+    liveFirst: livePage(''),
+    liveBefore: livePage(' AND id < $4::text'),
     deadFirst: `SELECT ${deadRecord} FROM ${s}.dead_jobs WHERE queue = $1::text ORDER BY id DESC LIMIT $2::integer`,
     deadBefore: `SELECT ${deadRecord} FROM ${s}.dead_jobs WHERE queue = $1::text AND id < $3::text ORDER BY id DESC LIMIT $2::integer`,
     byId: `SELECT ${liveRecord} FROM ${s}.jobs WHERE id = $1::text UNION ALL SELECT ${deadRecord} FROM ${s}.dead_jobs WHERE id = $1::text`,

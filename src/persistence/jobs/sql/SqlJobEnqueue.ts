@@ -160,7 +160,11 @@ export async function insertMany(run: (params: unknown[]) => Promise<ReadonlyArr
       // Only keyed jobs can go unanswered (see enqueueManySql); the next snapshot settles them.
       assert(attempt <= keyedEnqueueAttemptsMax, `enqueueMany found neither the rows nor the key holders of ${missing.length} jobs`)
       const rows = await run(enqueueManyParams(missing, nowMs, dueChannel))
-      for (const row of rows) answers.set(row.asked_id as string, decodeEnqueued(row))
+      const byId = new Map(missing.map((job) => [job.id, job]))
+      for (const row of rows) {
+        const { askedId, answer } = decodeEnqueued(row, byId)
+        answers.set(askedId, answer)
+      }
       missing = missing.filter((job) => !answers.has(job.id))
       assert(missing.every((job) => job.key !== null), 'enqueueMany lost a job without a key')
     }

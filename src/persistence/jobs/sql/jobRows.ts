@@ -152,5 +152,15 @@ export const enqueueManyParams = (jobs: ReadonlyArray<NewJob>, nowMs: number, du
   dueChannel,
 ]
 
-/** One answer of `enqueueManySql`: the id and runAt of the job holding the asked job's place. */
-export const decodeEnqueued = (row: Row): EnqueuedJob => ({ id: row.id as string, runAtMs: toSafeInteger(row.run_at_ms, 'run_at_ms') })
+/**
+ * One answer of `enqueueManySql`, as the asked job's id and the job holding its place: the job
+ * itself when it was inserted (its runAt the one it was sent with, from `sent` by id), else the
+ * key's holder with its runAt.
+ */
+export function decodeEnqueued(row: Row, sent: ReadonlyMap<string, NewJob>): { readonly askedId: string; readonly answer: EnqueuedJob } {
+  const id = row.id as string
+  if (row.asked_id !== null && row.asked_id !== undefined) return { askedId: row.asked_id as string, answer: { id, runAtMs: toSafeInteger(row.run_at_ms, 'run_at_ms') } }
+  const job = sent.get(id)
+  assert(job !== undefined, () => `enqueueMany answered ${id}, which it was not sent`)
+  return { askedId: id, answer: { id, runAtMs: job.runAtMs } }
+}

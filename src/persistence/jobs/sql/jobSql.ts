@@ -20,7 +20,7 @@
  *   `died_at_ms + dead_letter_retention_ms <= $now`;
  * - paused (pauseSql.ts's `notPaused`): every claim and due-time read of a queue carries it.
  *
- * Length: past 400 lines (about 620) because every job statement stays in one file, next to the
+ * Length: past 400 lines (about 670) because every job statement stays in one file, next to the
  * one spelling of each rule above, so a reviewer checks the predicates in one place; a claim's
  * fenced form is a flag of the same builder, so the two forms cannot drift apart. Most of the
  * length is the statements' own doc comments, which give each one's parameters and why it is
@@ -87,6 +87,15 @@ const queueFilter = (queues: QueueFilter, param: string): string =>
 
 const claimable = (now: string) =>
   `attempts < max_attempts AND ${notExpired(now)} AND ((state = 'pending' AND run_at_ms <= ${now}) OR (state = 'processing' AND deadline_ms <= ${now}))`
+/**
+ * `claimable` for the rows of one state, with the state a literal: a pending row and a processing
+ * one are in different partial indexes (migration 009), and only a statement whose WHERE names
+ * the state can use them. The two together are `claimable`.
+ */
+const claimableIn = (state: 'pending' | 'processing', now: string) =>
+  `state = '${state}' AND attempts < max_attempts AND ${notExpired(now)} AND ${state === 'pending' ? 'run_at_ms' : 'deadline_ms'} <= ${now}`
+/** Claim order, the one every head read sorts by. */
+const claimOrder = 'priority DESC, due_ms, ready_seq'
 const exhausted = (now: string) =>
   `state = 'processing' AND deadline_ms <= ${now} AND attempts >= max_attempts AND (expires_at_ms IS NULL OR expires_at_ms > deadline_ms)`
 
@@ -168,10 +177,12 @@ ${answer}`
  * The due signal is raised once per queue that got a row, not once per row, with the rows' due
  * time when they share one.
  *
- * Returns, per job answered, its id and runAt: the inserted rows and, for each keyed job that
- * inserted nothing, the live job of its queue holding its key (`asked_id` names the job each row
- * answers). Payloads are not read back. A job answered by neither raced a holder as
- * `enqueueSql` describes: run it again. The caller sends each (queue, key) at most once per statement.
+ * Returns one row per job answered: an inserted job as its id alone (`run_at_ms` and `asked_id`
+ * null: the caller knows the runAt it sent), and for each keyed job that inserted nothing, the
+ * live job of its queue holding its key — its id and runAt, and `asked_id` the job it answers.
+ * Nothing else is read back, so a batch's answer is little more than its ids. A job answered by
+ * neither raced a holder as `enqueueSql` describes: run it again. The caller sends each (queue,
+ * key) at most once per statement.
  */
 export function enqueueManySql(schema: Schema): string {
   return `
@@ -187,9 +198,9 @@ WITH input AS (
      $2::bigint, run_at_ms, expires_at_ms, GREATEST(run_at_ms, $2::bigint), job_key
   FROM input ORDER BY position
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
-  RETURNING id, queue, run_at_ms, due_ms
+  RETURNING id, queue, due_ms
 )
-SELECT inserted.id, inserted.run_at_ms, inserted.id AS asked_id
+SELECT inserted.id, NULL::bigint AS run_at_ms, NULL::text AS asked_id
 FROM inserted CROSS JOIN (
   SELECT count(pg_notify($3::text, payload)) FROM (
     SELECT CASE WHEN min(due_ms) = max(due_ms) THEN ${dueSignal('queue', 'min(due_ms)')} ELSE queue END AS payload FROM inserted GROUP BY queue
@@ -229,12 +240,21 @@ SELECT queue, sum(pending) AS pending, sum(processing) AS processing, sum(dead) 
 GROUP BY queue ORDER BY queue LIMIT $1::integer`
 }
 
-/** `$1` queue, `$2` state, `$3` after id or null, `$4` limit. A keyset page of live jobs in one state. */
+/**
+ * `$1` queue, `$2` state, `$3` after id or null, `$4` limit. A keyset page of live jobs in one
+ * state: a branch per state, each naming its state, so each reads its own partial index
+ * (migration 009); the other branch is cut by a one-time filter on `$2`.
+ */
 export function listLiveJobsSql(schema: Schema): string {
+  const page = (state: 'pending' | 'processing') => `(SELECT ${liveRecord} FROM ${schema.quoted}.jobs
+  WHERE $2::text = '${state}' AND state = '${state}' AND queue = $1::text AND ($3::text IS NULL OR id > $3::text)
+  ORDER BY id LIMIT $4::integer)`
   return `
-SELECT ${liveRecord} FROM ${schema.quoted}.jobs
-WHERE queue = $1::text AND state = $2::text AND ($3::text IS NULL OR id > $3::text)
-ORDER BY id LIMIT $4::integer`
+SELECT * FROM (
+${page('pending')}
+UNION ALL
+${page('processing')}
+) AS page ORDER BY id`
 }
 
 /** `$1` queue, `$2` after id or null, `$3` limit. A keyset page of dead jobs. */
@@ -320,9 +340,9 @@ RETURNING ${liveRecord}`
  */
 export function claimDueSql(schema: Schema, headCount: number, fenced = false): string {
   const claim = `UPDATE ${schema.quoted}.jobs AS job
-SET ${claimHeadSet(schema)}
-FROM ranked WHERE job.id = ranked.head_id
-RETURNING ranked.rank, ${claimedRows(headCount)}`
+SET ${claimHeadSet(schema, headCount)}
+${claimedHeads(headCount)}
+RETURNING ${headRank(headCount)} AS rank, ${claimedRows(headCount)}`
   if (fenced) return throughFence(schema, { queueKey: '$4', rangeId: '$5' }, claimHeadCtes(schema, headCount, true), claim)
   return `
 WITH ${claimHeadCtes(schema, headCount)}
@@ -362,35 +382,58 @@ WITH ${fenced ? `${fenceCte(schema, { queueKey: '$6', rangeId: '$7' })}, ` : ''}
   ${ack}
 ), ${claimHeadCtes(schema, headCount, fenced)}, claimed AS (
   UPDATE ${schema.quoted}.jobs AS job
-  SET ${claimHeadSet(schema)}
-  FROM ranked WHERE job.id = ranked.head_id
-  RETURNING ranked.rank, ${claimedRows(headCount)}
+  SET ${claimHeadSet(schema, headCount)}
+  ${claimedHeads(headCount)}
+  RETURNING ${headRank(headCount)} AS rank, ${claimedRows(headCount)}
 )
 SELECT ${headCount === 1 ? 'ack.acked' : 'CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked'}, claimed.*
 FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
 }
 
 // The head of a queue's due rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
-// claim order and ranked; the count is a literal of the text (claimDueSql says why). One row is
-// ranked 1 without a window: a window's sort is a tenth of a one-row claim's server time.
-// `fenced`: read only when the statement's fence holds (a one-time filter, evaluated first).
+// claim order and ranked; the count is a literal of the text (claimDueSql says why). Pending rows
+// and lapsed claims are read each through its own partial index (migration 009), the first
+// `headCount` of each locked (rows another transaction holds are skipped), then merged in claim
+// order: up to `headCount` rows more than the claim takes stay locked to the statement's end.
+// One row is ranked 1 without a window: a window's sort is a tenth of a one-row claim's server
+// time. `fenced`: read only when the statement's fence holds (a one-time filter, evaluated first).
+//
+// The pending branch's due test is written `due_ms + 0`, which no index can answer, so that the
+// plan reads the queue's head in claim order and stops after `headCount` rows. Written plainly, a
+// generic plan of a several-row claim priced the every-queue due index (due_ms) as cheaper, then
+// read and sorted every due row of the table for each claim.
 function claimHeadCtes(schema: Schema, headCount: number, fenced = false): string {
-  return `head AS (
-  SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimable('$3::bigint')} AND ${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}
+  const limit = Math.floor(headCount)
+  const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
+  WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}
     -- Unqualified names in the subquery are the held row's own.
     AND NOT EXISTS (SELECT 1 FROM ${schema.quoted}.jobs AS held WHERE held.queue = $1::text AND held.due_ms IS NULL AND ${claimable('$3::bigint')})
-  ORDER BY priority DESC, due_ms, ready_seq
-  LIMIT ${Math.floor(headCount)}
-  FOR UPDATE SKIP LOCKED
+  ORDER BY ${claimOrder}
+  LIMIT ${limit}
+  FOR UPDATE SKIP LOCKED`
+  return `head_pending AS (
+  ${branch('pending')}
+), head_lapsed AS (
+  ${branch('processing')}
+), head AS (
+  SELECT * FROM head_pending UNION ALL SELECT * FROM head_lapsed ORDER BY ${claimOrder} LIMIT ${limit}
 ), ranked AS (
-  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : 'row_number() OVER (ORDER BY priority DESC, due_ms, ready_seq)'} AS rank FROM head
+  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${claimOrder})`} AS rank FROM head
 )`
 }
 
+// How a head claim's UPDATE finds its rows, and each one's rank. One head row joins `ranked`
+// (a one-row join probes the primary key). Several are named as one array of ids in claim order,
+// matched by `= ANY`, an index condition on the primary key, each row's rank its place in the
+// array: joined to `ranked` instead, a generic plan of a 64-row claim hashed the head rows and
+// read the whole table to find them.
+const claimedHeads = (headCount: number): string =>
+  headCount === 1 ? 'FROM ranked WHERE job.id = ranked.head_id' : 'FROM (SELECT array_agg(head_id ORDER BY rank) AS ids FROM ranked) AS heads WHERE job.id = ANY(heads.ids)'
+const headRank = (headCount: number): string => (headCount === 1 ? 'ranked.rank' : 'array_position(heads.ids, job.id)::bigint')
+
 // claimDue's transition of a ranked head row (`job`), with the rank-th of the tokens `$2`.
-const claimHeadSet = (schema: Schema): string =>
-  `state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = ($2::text[])[ranked.rank],
+const claimHeadSet = (schema: Schema, headCount: number): string =>
+  `state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = ($2::text[])[${headRank(headCount)}],
     deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms, claim_history = ${withClaim('job.', 'job.attempts + 1', '$3::bigint')},
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.', '$3::bigint')}, revision = job.revision + 1`
 
@@ -566,13 +609,15 @@ WITH moved AS (
 ), buried AS (
   ${bury(schema, '$5::text', 'deadline_ms')}
   RETURNING id
-), due AS (
-  SELECT id, due_ms FROM ${schema.quoted}.jobs
-  WHERE due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
+), ${(['pending', 'processing'] as const).map((state) => `due_${state} AS (
+  SELECT id, due_ms, priority, ready_seq FROM ${schema.quoted}.jobs
+  WHERE state = '${state}' AND due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
     AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}
-  ORDER BY priority DESC, due_ms, ready_seq
+  ORDER BY ${claimOrder}
   LIMIT $3::integer
   FOR UPDATE SKIP LOCKED
+)`).join(', ')}, due AS (
+  SELECT id, due_ms FROM (SELECT * FROM due_pending UNION ALL SELECT * FROM due_processing ORDER BY ${claimOrder} LIMIT $3::integer) AS merged
 )
 UPDATE ${schema.quoted}.jobs AS job SET due_ms = $2::bigint, revision = job.revision + 1
 FROM due WHERE job.id = due.id
@@ -608,16 +653,27 @@ RETURNING job.id`
 
 /** `$1` now, `$2` queues (null for every queue, as `queues` says). The earliest due time after now among unexpired rows. */
 export function nextDueSql(schema: Schema, queues: QueueFilter): string {
+  // Pending rows and claims each through their own partial index (migration 009).
+  const earliest = (state: 'pending' | 'processing') => `SELECT min(due_ms) AS due_ms FROM ${schema.quoted}.jobs
+  WHERE state = '${state}' AND due_ms > $1::bigint AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')} AND ${notPaused(schema, queues === 'one' ? '($2::text[])[1]' : `${schema.quoted}.jobs.queue`)}`
   return `
-SELECT min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
-WHERE due_ms > $1::bigint AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')} AND ${notPaused(schema, queues === 'one' ? '($2::text[])[1]' : `${schema.quoted}.jobs.queue`)}`
+SELECT min(due_ms) AS next_due_ms FROM (
+  ${earliest('pending')}
+  UNION ALL
+  ${earliest('processing')}
+) AS earliest`
 }
 
 /** `$1` now, `$2` limit. Queues with unexpired due rows and their earliest due time, earliest first. */
 export function dueQueuesSql(schema: Schema): string {
+  const due = (state: 'pending' | 'processing') => `SELECT queue, due_ms FROM ${schema.quoted}.jobs
+  WHERE state = '${state}' AND due_ms IS NOT NULL AND ${notExpired('$1::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}`
   return `
-SELECT queue, min(due_ms) AS next_due_ms FROM ${schema.quoted}.jobs
-WHERE due_ms IS NOT NULL AND ${notExpired('$1::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}
+SELECT queue, min(due_ms) AS next_due_ms FROM (
+  ${due('pending')}
+  UNION ALL
+  ${due('processing')}
+) AS due
 GROUP BY queue ORDER BY next_due_ms, queue LIMIT $2::integer`
 }
 
