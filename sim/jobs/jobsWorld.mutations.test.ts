@@ -39,7 +39,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   stopAbandonsLocalQueue: 1,
   heartbeatOnce: 1,
   lapseFromClaimTime: 2,
-  dueSignalLost: 39,
+  dueSignalLost: 44,
   noPassBehindMatching: 2,
   passIgnoresForwarded: 2,
   // Not caught within 100 seeds: no simulated worker enqueues, so no enqueue sets a claim aside
@@ -51,7 +51,9 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // (100 ms) while a forwarded poll waits, and delays no job past the bound
   // (DispatchMachine.test.ts and DispatchMutations.test.ts show the step it changes).
   matchedPollLingers: null,
-  droppedWithClaimsInLine: 2,
+  // Not caught within 100 seeds on this engine: a dispatch is dropped only after a minute idle, and a
+  // kept job's pass serves claims a dropped dispatch forgot (test/jobsIdleQueues.test.ts keeps a dispatch with a claim waiting).
+  droppedWithClaimsInLine: null,
 }
 
 // One mutant run: caught when any checker reports a violation.
