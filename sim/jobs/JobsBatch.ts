@@ -14,7 +14,7 @@
  */
 import { RealClock } from '../../src/kernel/Clock.ts'
 import { runInSeedOrder, SeedWorkers } from '../core/ParallelSeeds.ts'
-import type { SimStoreKind } from '../matching/Simulation.ts'
+import type { SimStoreKind } from '../core/Determinism.ts'
 import { type JobCheckerName, jobCheckerNames, type JobsReport } from './JobCheckers.ts'
 import { checkJobsDeterminism, type JobsSeedRun, runJobsSeed } from './JobsSimulation.ts'
 import { describeJobsOptions, type JobsFaultName, jobsFaultNames, type JobsSwarmOverrides, jobsSwarmOptions } from './JobsSwarm.ts'

@@ -43,7 +43,7 @@ import type { JobStore } from '../../src/persistence/jobs/JobStore.ts'
 import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
 import type { MembershipStore } from '../../src/persistence/membership/MembershipStore.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
-import type { BoundaryListener } from '../matching/Boundary.ts'
+import type { BoundaryListener } from '../core/Boundary.ts'
 import { HostClock } from '../core/HostClock.ts'
 import type { IoGate } from '../core/IoGate.ts'
 import type { ClaimOwnership, JobBoundaryListener } from './JobBoundary.ts'
@@ -51,7 +51,7 @@ import type { HostRole, SimQueueOptions } from './JobsSwarm.ts'
 import { makeSimBus, type SimBus } from './SimBus.ts'
 import { makeSimJobStore } from './SimJobStore.ts'
 import { makeSimMembershipStore } from './SimMembershipStore.ts'
-import { InstanceTags, makeSimStore } from '../matching/SimStore.ts'
+import { InstanceTags, makeSimStore } from '../core/SimStore.ts'
 
 /** Everything a simulated engine host is made from. */
 export interface JobsHostDeps {

@@ -14,7 +14,7 @@
  * not claim to survive.
  */
 import { Random } from '../../src/kernel/Random.ts'
-import { describeFaults, drawFaultChances } from '../matching/Swarm.ts'
+import { describeFaults, drawFaultChances } from '../core/FaultChances.ts'
 
 /**
  * The faults the end-to-end world injects: the Matching world's crashes, restarts, clock jumps
