@@ -48,7 +48,7 @@ import { makeMemoryMembershipStore } from '../../src/persistence/membership/Memo
 import type { Store } from '../../src/persistence/queues/Store.ts'
 import type { BoundaryRecord } from '../core/Boundary.ts'
 import { Checkers } from '../core/Checkers.ts'
-import type { Decisions } from '../core/Decisions.ts'
+import { Decisions } from '../core/Decisions.ts'
 import type { IoGate, PendingIo } from '../core/IoGate.ts'
 import type { IoFaultChances } from '../core/IoFaults.ts'
 import { JobCheckers, type JobCheckerName, jobCheckerNames, type JobsReport } from './JobCheckers.ts'
@@ -57,6 +57,7 @@ import { JobClients } from './JobClients.ts'
 import { HandlerCheckers } from './HandlerCheckers.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
 import { type HandlerEvent, JobsHost, type JobsHostDeps } from './JobsHost.ts'
+import { ControlCheckers } from './ControlCheckers.ts'
 import { type JobsFaultName, jobsFaultNames, type JobsSwarmOptions } from './JobsSwarm.ts'
 import { type OwnershipCounts, OwnershipChecker } from './OwnershipChecker.ts'
 import { busLabelPrefix } from './SimBus.ts'
@@ -151,8 +152,11 @@ const cutMsMax = 4 * membershipHostTtlMs
 // timeout to past the longest (30 s), so running handlers' claims lapse.
 const storeCutMsMin = 1_000
 const storeCutMsMax = 40_000
-// Every job store call's trace label starts so (SimJobStore.ts).
+// Every job store call's trace label starts so (SimJobStore.ts); a heartbeat's names its job and claim next.
+const heartbeatLabelPrefix = 'job.heartbeat '
 const jobLabelPrefix = 'job.'
+// The operators' stream of decisions is seeded apart from the world's (any constant that differs from Decisions' own mask).
+const operatorSeedMask = 0x0c7a
 // How long a worker's stop-the-world pause lasts: from shorter than the shortest visibility
 // timeout (nobody notices) to past the longest (30 s) and a membership row's lifetime.
 const pauseMsMin = 500
@@ -185,6 +189,13 @@ export class JobsWorld {
   readonly #matching = new Checkers(this.#handled)
   readonly #ownership = new OwnershipChecker()
   readonly #handlers = new HandlerCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), claimOf: (id) => this.#checkers.claimOf(id) })
+  readonly #controls = new ControlCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), queueOf: (id) => this.#checkers.queueOf(id) })
+  // The operators' own decisions (JobsSwarm.ts `control`): a stream apart from the world's, so a
+  // seed whose controls are off draws exactly what it drew before they existed.
+  readonly #operator: Decisions
+  // Queues an operator paused and has not resumed (as the operators believe), and every queue ever paused.
+  readonly #pausedByOperator = new Set<string>()
+  readonly #everPaused = new Set<string>()
   // Handlers running now, per `host/incarnation/queue`.
   readonly #busy = new Map<string, number>()
   // Per queue: since when some live worker's loops have had a free handler (absent: none has).
@@ -217,6 +228,7 @@ export class JobsWorld {
       ...(config.onEvent === undefined ? {} : { onFault: config.onEvent }),
     })
     this.#decide = this.#loop.decide
+    this.#operator = new Decisions(config.options.seed ^ operatorSeedMask)
     this.#clock = this.#loop.clock
     this.#gate = this.#loop.gate
     const random = this.#decide.fork()
@@ -241,6 +253,7 @@ export class JobsWorld {
           // A handler fails one time in five: the job is retried on its queue's curve.
           handlerFails: () => this.#decide.chance(0.2),
           handlerMs: (queue) => this.#decide.int(0, this.#options.handlerMsMax[queue] ?? 0),
+          honourSignal: this.#options.control.honourSignal && this.#controlsOn(),
           onHandler: (event) => this.#onHandler(event),
           ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
           ...(config.mutant?.wrapEngineJobStore === undefined ? {} : { wrapEngineJobStore: config.mutant.wrapEngineJobStore }),
@@ -267,6 +280,7 @@ export class JobsWorld {
   async run(): Promise<JobsRunResult> {
     const loop = this.#loop
     const livenessSteps = await loop.run(this.#workload())
+    this.#controls.finish(this.#clock.now())
     await this.#bus.close()
     // Stopped early by a violation, the final phase left live jobs behind it: expected, not stranded.
     const jobs = this.#checkers.audit(await this.#finalRows(), this.#finalPhaseRan && !this.#failed(), this.#clock.now())
@@ -319,6 +333,7 @@ export class JobsWorld {
             return `${host.id} pauses for ${ms} ms: its timers and I/O wait while the others go on`
           }),
         () => this.#maybeStopWork(),
+        () => this.#operatorActs(),
       ],
       actions: [
         loop.ioAction,
@@ -337,6 +352,10 @@ export class JobsWorld {
       ioFaultChances: () => ioFaultChancesOf(faults),
       delivered: (io, outcome) => {
         if (outcome.ok) this.#countForwarding(io.hostId, io.label)
+        if (outcome.ok && outcome.value === null && io.label.startsWith(heartbeatLabelPrefix)) {
+          const [id, claimToken] = io.label.slice(heartbeatLabelPrefix.length).split(' ') as [string, string]
+          this.#controls.heartbeatRefused(io.hostId, id, claimToken, this.#clock.now())
+        }
       },
       isAlive: (hostId) => this.#hosts.some((host) => host.id === hostId && host.alive),
       crash: (hostId) => {
@@ -374,6 +393,7 @@ export class JobsWorld {
 
   #crash(host: JobsHost): number {
     this.#clients.forget(host)
+    this.#controls.crashed(host.id)
     return host.crash()
   }
 
@@ -445,6 +465,12 @@ export class JobsWorld {
     this.#handlers.healed(this.#clock.now())
     this.#checkers.healed(this.#clock.now())
     let steps = await this.#settleMembership()
+    // Every queue an operator paused is resumed, once every call issued before the heal ran.
+    if (this.#everPaused.size > 0) {
+      for (const queue of [...this.#everPaused].sort()) this.#clients.control(this.#hosts[0] as JobsHost, queue, false)
+      this.#pausedByOperator.clear()
+      steps += await this.#runAllIo()
+    }
     this.#promptFromMs = this.#clock.now() + promptJudgedAfterMs
     this.#lastClaimMs = this.#clock.now()
     // The step budget, like the time bound, counts from the last claim: a world still working
@@ -555,11 +581,41 @@ export class JobsWorld {
     return true
   }
 
+  #controlsOn(): boolean {
+    return this.#options.control.pauseChance > 0 || this.#options.control.cancelRunningChance > 0
+  }
+
+  // With the seed's chances, drawn on the operators' stream: an operator pauses a queue (or
+  // resumes one it paused), or cancels a job a live handler is running. True when one acted.
+  #operatorActs(): boolean {
+    if (!this.#controlsOn()) return false
+    const { pauseChance, cancelRunningChance } = this.#options.control
+    const operator = this.#operator
+    const alive = this.#hosts.filter((host) => host.alive)
+    if (alive.length === 0) return false
+    if (operator.chance(pauseChance)) {
+      const queue = operator.pick(Object.keys(this.#options.queues))
+      const pause = !this.#pausedByOperator.has(queue)
+      if (pause) this.#pausedByOperator.add(queue)
+      else this.#pausedByOperator.delete(queue)
+      this.#everPaused.add(queue)
+      this.#clients.control(operator.pick(alive), queue, pause)
+      return true
+    }
+    if (!operator.chance(cancelRunningChance)) return false
+    const running = this.#controls.running().filter((event) => this.#hosts.some((host) => host.id === event.hostId && host.alive && host.incarnation === event.incarnation))
+    if (running.length === 0) return false
+    const target = operator.pick(running)
+    this.#clients.cancelRunning(operator.pick(alive), target.queue, target.id)
+    return true
+  }
+
   #onHandler(event: HandlerEvent): void {
     const key = `${event.hostId}/${event.incarnation}/${event.queue}`
     this.#busy.set(key, (this.#busy.get(key) ?? 0) + (event.started ? 1 : -1))
     this.#log(`handler ${event.started ? 'starts' : 'returns'} ${event.id} (${event.claimToken}) on ${event.hostId}`)
     this.#handlers.handler(event, this.#clock.now())
+    this.#controls.handler(event, this.#clock.now())
     this.#config.onEvent?.({ kind: 'handler', hostId: event.hostId, jobId: event.id, claimToken: event.claimToken, started: event.started }, this.#clock.now())
   }
 
@@ -586,6 +642,7 @@ export class JobsWorld {
       if (violation !== null) this.#checkers.fail(record.ownership?.seesNobody === true ? 'owner sees nobody' : 'owner delivers', violation)
     }
     this.#checkers.observe(record)
+    this.#controls.observe(record)
     this.#handlers.observe(record)
     this.#config.onJobs?.(record, this.#clock.now())
   }

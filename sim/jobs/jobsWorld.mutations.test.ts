@@ -25,9 +25,9 @@ const seedsMax = 100
 /** Each bug's first catching seed among 1…100 on memory (known-failing seeds skipped); null: none. */
 export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   ackAfterDeadline: 4,
-  doubleGrant: 2,
+  doubleGrant: 6,
   dropEnqueue: 1,
-  dropHandOver: 2,
+  dropHandOver: 3,
   stealPartitions: 1,
   // Not caught within 100 seeds on this engine: a riding ack with a stale token needs a claim that
   // lapsed and was re-claimed while its first holder's loop still ran (the JobStore conformance
@@ -46,6 +46,9 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // (test/jobsEagerDispatch.test.ts catches it on one engine).
   setAsideClaimLost: null,
   drainedStaysDrained: 2,
+  pauseIgnored: null,
+  cancelKeepsClaim: null,
+  refusalKeepsSignal: null,
   parkedPollNotArmed: 1,
   // Not caught within 100 seeds: the lingering poll costs a claim and a release per kept-job hold
   // (100 ms) while a forwarded poll waits, and delays no job past the bound
