@@ -28,8 +28,13 @@
  * `dueJobs`) of a queue on which some live worker's loops have a free handler starts within
  * `promptDeliveryBoundMs` of the later of the two.
  *
+ * Operators (on seeds that draw them, JobsSwarm.ts `control`) pause and resume queues and cancel
+ * jobs that handlers are running, drawn on a decision stream of their own after every fault
+ * strike of a safety step; the heal resumes every queue they paused.
+ *
  * Judged by JobCheckers.ts (from the JobStore boundary and the clients), HandlerCheckers.ts (what
- * the work loops' handlers were given), OwnershipChecker.ts
+ * the work loops' handlers were given), ControlCheckers.ts (pauses, cancels of running jobs and
+ * their handlers' signals), OwnershipChecker.ts
  * (only a partition's owner delivers) and the Matching checkers (fencing, id uniqueness, ack
  * safety) over the Matching Store boundary.
  *
