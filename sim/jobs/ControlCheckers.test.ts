@@ -35,7 +35,7 @@ describe('ControlCheckers', () => {
     c.observe(claim(200, true))
     c.observe({ op: 'resume', ...at(300), queue: 'q', changed: true })
     c.observe(claim(400, true))
-    expect(failed.map(([name]) => name)).toEqual(['paused queue claims nothing'])
+    expect(failed.map(([name]) => name)).toEqual(['paused claims nothing'])
   })
 
   it('an ack accepted after a committed cancel fails; a refused one does not', () => {

@@ -4,7 +4,7 @@
  * (what committed, in commit order), the answers the world handed to each engine, and the work
  * loops' handlers as they start and return; never the engine's beliefs.
  *
- * - `paused queue claims nothing`: from the commit of a queue's pause until the commit of its
+ * - `paused claims nothing`: from the commit of a queue's pause until the commit of its
  *   resume, no claim of a job of that queue commits (a claim statement of any kind, or an
  *   enqueue that inserts its job already claimed). The documented bound is one claim statement
  *   already in flight when the pause commits; the world runs one statement at a time, whole, so
@@ -25,7 +25,7 @@ import type { JobBoundaryRecord } from './JobBoundary.ts'
 import type { HandlerEvent } from './JobsHost.ts'
 
 /** The names these checkers report under (JobCheckers.ts lists them with the others). */
-export const controlCheckerNames = ['paused queue claims nothing', 'cancelled never acked', 'abort reaches handler'] as const
+export const controlCheckerNames = ['paused claims nothing', 'cancelled never acked', 'abort reaches handler'] as const
 
 /** One control checker's name. */
 export type ControlCheckerName = (typeof controlCheckerNames)[number]
@@ -134,7 +134,7 @@ export class ControlCheckers {
   #claimCommitted(id: string, queue: string | undefined, hostId: string, atMs: number): void {
     const since = queue === undefined ? undefined : this.#pausedSince.get(queue)
     if (since === undefined) return
-    this.#deps.fail('paused queue claims nothing', `job ${id} of ${queue} was claimed by ${hostId} at ${atMs}, though the queue's pause committed at ${since} and no resume since`)
+    this.#deps.fail('paused claims nothing', `job ${id} of ${queue} was claimed by ${hostId} at ${atMs}, though the queue's pause committed at ${since} and no resume since`)
   }
 
   #acked(id: string, hostId: string, atMs: number): void {

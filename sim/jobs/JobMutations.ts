@@ -53,7 +53,7 @@
  * - `dueSignalLost`: the bus loses every due signal, so a job written while a worker waits is
  *   found only by the next one-second due scan (prompt delivery);
  * - `pauseIgnored`: pausing a queue answers that it paused without writing the pause, so every
- *   engine goes on claiming its jobs (paused queue claims nothing);
+ *   engine goes on claiming its jobs (paused claims nothing);
  * - `cancelKeepsClaim`: cancelling a job a handler is running answers true but leaves the job and
  *   its claim in place, so the handler's ack is accepted afterwards (cancelled never acked);
  * - `refusalKeepsSignal`: a heartbeat the store refused is answered to the engine as a renewal
