@@ -1,6 +1,7 @@
 /**
  * Architecture checks (DESIGN.md §3): imports point down the layer stack and never in a cycle,
- * only the CLI sees `sim/` (through `sim/index.ts`), machines never import Effect, only the SQL
+ * only the CLI sees `sim/` (through `sim/index.ts`), the simulator's two workloads (`sim/jobs`,
+ * `sim/matching`) import only `sim/core` and themselves, machines never import Effect, only the SQL
  * stores touch a database driver, and nothing under `src/` outside `src/kernel/` reads the real
  * clock, randomness or timers.
  */
@@ -15,6 +16,15 @@ function sourceFiles(dir: string): string[] {
     const path = join(dir, name)
     if (statSync(path).isDirectory()) return sourceFiles(path)
     return path.endsWith('.ts') && !path.endsWith('.test.ts') ? [path] : []
+  })
+}
+
+// Every .ts file below `dir`, tests included (a test reaching into the other workload is as wrong as a source file doing it).
+function allTsFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name)
+    if (statSync(path).isDirectory()) return allTsFiles(path)
+    return path.endsWith('.ts') ? [path] : []
   })
 }
 
@@ -79,6 +89,26 @@ describe('architecture', () => {
         .filter((specifier) => specifier.startsWith('.') && layerOf(resolve(dirname(file), specifier)) === 'sim' && relative(root, resolve(dirname(file), specifier)) !== 'sim/index.ts')
         .map((specifier) => `${relative(root, file)} imports ${specifier}`),
     )
+    expect(violations).toEqual([])
+  })
+
+  // The simulator is one harness (sim/core) with two workloads beside each other: whatever both
+  // need lives in sim/core, so neither workload's folder reaches into the other's.
+  it('sim/jobs and sim/matching never import each other; sim/core imports neither', () => {
+    const workloadOf = (path: string): string | null => /^sim\/(core|jobs|matching|scale)\//.exec(relative(root, path))?.[1] ?? null
+    // The world at scale is the jobs workload with many engines: it builds on sim/jobs, never on sim/matching.
+    const mayImport: Record<string, ReadonlyArray<string>> = { core: ['core'], jobs: ['core', 'jobs'], matching: ['core', 'matching'], scale: ['core', 'jobs', 'scale'] }
+    const violations: string[] = []
+    const simFiles = readdirSync(join(root, 'sim')).flatMap((name) => (statSync(join(root, 'sim', name)).isDirectory() ? allTsFiles(join(root, 'sim', name)) : []))
+    for (const file of simFiles) {
+      const from = workloadOf(file) as string
+      for (const specifier of importsOf(file)) {
+        if (!specifier.startsWith('.')) continue
+        const target = workloadOf(resolve(dirname(file), specifier))
+        if (target !== null && !(mayImport[from] ?? []).includes(target)) violations.push(`${relative(root, file)} (sim/${from}) imports ${specifier} (sim/${target})`)
+      }
+    }
+    expect(simFiles.length).toBeGreaterThan(20)
     expect(violations).toEqual([])
   })
 

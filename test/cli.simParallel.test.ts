@@ -63,6 +63,9 @@ describe('matchbox sim --parallel', () => {
     expect(ran.stdout).toContain('on 2 worker threads; results print in seed order')
     const order = [...ran.stdout.matchAll(/^seed (\d+) \((\d)\/3\)$/gm)].map((match) => [Number(match[1]), Number(match[2])])
     expect(order).toEqual([[21, 1], [22, 2], [23, 3]])
+    // Each seed's header is followed by its own options and its own verdict, before the next header.
+    const blocks = ran.stdout.split(/^(?=seed \d+ \(\d\/3\)$)/m).slice(1)
+    expect(blocks.map((block) => [/^ {2}seed=(\d+) /m.exec(block)?.[1], /^ {2}→ /m.test(block)])).toEqual([['21', true], ['22', true], ['23', true]])
     expect(ran.stdout).toContain('Summary — seeds 21…23 on the memory store')
   })
 })

@@ -168,3 +168,37 @@ export async function runInSeedOrder<T>(
     announce()
   }
 }
+
+/** A batch plan as the seed runner sees it: how many seeds, on how many threads. */
+export interface SeedPlan {
+  readonly seedCount: number
+  /** Worker threads to run seeds on; 1 (the default) runs them in this thread. */
+  readonly parallel?: number
+}
+
+/** The unit a batch runs per seed: `run`, exported as `name` from the module at `module` (so a worker can load it). */
+export interface PlanSeedUnit<Plan extends SeedPlan, Report> {
+  readonly module: string
+  readonly name: string
+  readonly run: (input: { readonly plan: Plan; readonly index: number }) => Promise<Report>
+}
+
+/**
+ * Runs every seed of `plan` through `unit`, on `plan.parallel` worker threads (a pool started
+ * and stopped here) or in this thread, and hands each report on in seed order (`runInSeedOrder`).
+ */
+export async function runPlanSeeds<Plan extends SeedPlan, Report>(
+  plan: Plan,
+  unit: PlanSeedUnit<Plan, Report>,
+  onReport: (report: Report, index: number) => void | Promise<void>,
+  onStarted?: (index: number) => void,
+): Promise<void> {
+  const parallel = Math.min(plan.parallel ?? 1, plan.seedCount)
+  const workers = parallel > 1 ? new SeedWorkers(parallel) : undefined
+  const runIndex = (index: number): Promise<Report> => (workers === undefined ? unit.run({ plan, index }) : workers.run<Report>({ module: unit.module, name: unit.name, input: { plan, index } }))
+  try {
+    await runInSeedOrder(plan.seedCount, parallel, runIndex, onReport, onStarted)
+  } finally {
+    await workers?.close()
+  }
+}

@@ -53,6 +53,8 @@ export type JobBoundaryRecord =
     })
   | (Stamped & { readonly op: 'release'; readonly claims: ReadonlyArray<ClaimRef>; readonly releasedIds: ReadonlyArray<string> })
   | (Stamped & { readonly op: 'cancel'; readonly queue: string; readonly id: string; readonly ok: boolean })
+  /** A queue paused or resumed (`changed`: it was running, or paused, before). */
+  | (Stamped & { readonly op: 'pause' | 'resume'; readonly queue: string; readonly changed: boolean })
   | (Stamped & { readonly op: 'sweep'; readonly queue: string; readonly dead: number; readonly purged: number })
   | (Stamped & { readonly op: 'getJob'; readonly queue: string; readonly id: string; readonly job: JobRecord | null })
   /** A due-time pass reserved `ids` for Matching until `untilMs` (`takeDue`), confirmed their tasks added (`confirm`), or gave the reservations back, due at `untilMs` (`unreserve`: `releaseDelivered`). */

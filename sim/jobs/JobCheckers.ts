@@ -30,12 +30,13 @@
 import { deadReasonExhausted, deadReasonExpired, isExhausted } from '../../src/domain/JobRules.ts'
 import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
+import { controlCheckerNames } from './ControlCheckers.ts'
 import { knownFailingJobCheckers } from './KnownEngineFailures.ts'
 
 /** The job checkers, the ownership checker (OwnershipChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */
 export const jobCheckerNames = [
   'one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'owner sees nobody', 'holder settles', 'one live per key',
-  'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', 'matching', 'other',
+  'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', ...controlCheckerNames, 'matching', 'other',
 ] as const
 
 

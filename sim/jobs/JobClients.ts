@@ -2,7 +2,8 @@
  * JobClients — what the end-to-end world's users do through the public job API: producers
  * enqueue (priority, runAt, expiresAt, maxAttempts drawn from the seed), workers claim and then
  * ack, heartbeat, retry (with or without a delay), fail, drop the handle (the claim lapses) or
- * act late (after the deadline); others cancel, ack in batches, read jobs and sweep. Every call
+ * act late (after the deadline); others cancel, ack in batches, read jobs and sweep; operators
+ * pause and resume queues and cancel jobs that handlers are running (when the world says so). Every call
  * is fire-and-forget: it parks in the gate and settles when the world runs its I/O. What each
  * call returned is reported to the job checkers.
  *
@@ -277,6 +278,22 @@ export class JobClients {
       this.#deps.log(`cancel ${id} → ${ok}`)
     })
     return true
+  }
+
+  /** An operator pauses (`pause`) or resumes `queue` through `host` (the world draws which, on its control stream). */
+  control(host: JobsHost, queue: string, pause: boolean): void {
+    const op = pause ? 'pause' : 'resume'
+    this.#deps.log(`${op} → ${host.id} ${queue}`)
+    this.#track(host, `${op} ${queue}`, pause ? host.queue(queue).pause() : host.queue(queue).resume(), (changed) => this.#deps.log(`${op} ${queue} → ${changed}`))
+  }
+
+  /** An operator cancels job `id` of `queue` through `host` while a work loop's handler runs it. */
+  cancelRunning(host: JobsHost, queue: string, id: string): void {
+    this.#deps.log(`cancel running → ${host.id} ${id}`)
+    this.#track(host, `cancel ${id}`, host.queue(queue).cancel(id), (ok) => {
+      if (ok) this.#deps.checkers.clientCancelled(id)
+      this.#deps.log(`cancel ${id} → ${ok}`)
+    })
   }
 
   #getJob(host: JobsHost): boolean {

@@ -52,6 +52,14 @@
  *   again while its holder's claim is valid (one valid claim);
  * - `dueSignalLost`: the bus loses every due signal, so a job written while a worker waits is
  *   found only by the next one-second due scan (prompt delivery);
+ * - `pauseIgnored`: pausing a queue answers that it paused without writing the pause, so every
+ *   engine goes on claiming its jobs (paused claims nothing);
+ * - `cancelKeepsClaim`: cancelling a job a handler is running answers true but leaves the job and
+ *   its claim in place, so the handler's ack is accepted afterwards (cancelled never acked);
+ * - `refusalKeepsSignal`: a heartbeat the store refused is answered to the engine as a renewal
+ *   (the job handle's bug of not aborting `job.signal` on a refusal, planted in the wrapper of the
+ *   job store one engine sees, as `heartbeatOnce` is), so a handler whose job was cancelled
+ *   never hears it (abort reaches handler);
  * - the seven bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`): every engine of the world runs its queues by
@@ -71,6 +79,7 @@ import { type DispatchMutation, dispatchMutations, mutatedDispatchMachine } from
 export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
+  'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal',
   ...dispatchMutations,
 ] as const
 
@@ -81,6 +90,8 @@ export type JobMutationName = (typeof jobMutationNames)[number]
 const backdateMs = 60_000
 const dayMs = 24 * 3_600_000
 // Rare enough that the run stays healthy to everything but the checkers.
+// How long refusalKeepsSignal's made-up renewal lasts (a second, as the shortest drawn visibility timeout).
+const refusedRenewalMs = 1_000
 const dropEnqueueEvery = 5
 
 /** A mutation as one world applies it: its job store wrapper and, for bugs of the group, the rest. */
@@ -168,6 +179,18 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
         }),
       }
     }
+    case 'refusalKeepsSignal':
+      return {
+        wrapJobStore: plain,
+        wrapEngineJobStore: (_hostId, store) => ({
+          ...store,
+          async heartbeat(params) {
+            const renewed = await store.heartbeat(params)
+            // The handle reads only the deadline of a renewal.
+            return renewed ?? ({ id: params.id, claimToken: params.claimToken, deadlineMs: params.nowMs + (params.extendMs ?? refusedRenewalMs) } as unknown as JobRecord)
+          },
+        }),
+      }
     case 'stopAbandonsLocalQueue': {
       const stopping = new Set<string>()
       return {
@@ -322,6 +345,16 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
             return { ...job, key: `${job.key}#${i}` }
           })
           return inner.enqueueMany({ ...params, jobs }, tx)
+        },
+      }
+    case 'pauseIgnored':
+      return { ...base, pauseQueue: async () => true }
+    case 'cancelKeepsClaim':
+      return {
+        ...base,
+        async cancel(params) {
+          const job = await inner.getJob(params)
+          return job?.state === 'processing' ? true : inner.cancel(params)
         },
       }
     case 'lapseFromClaimTime': {

@@ -13,8 +13,8 @@
  * replayed with `--jobs --seed S` on the same store.
  */
 import { RealClock } from '../../src/kernel/Clock.ts'
-import { runInSeedOrder, SeedWorkers } from '../core/ParallelSeeds.ts'
-import type { SimStoreKind } from '../matching/Simulation.ts'
+import { runPlanSeeds } from '../core/ParallelSeeds.ts'
+import type { SimStoreKind } from '../core/Determinism.ts'
 import { type JobCheckerName, jobCheckerNames, type JobsReport } from './JobCheckers.ts'
 import { checkJobsDeterminism, type JobsSeedRun, runJobsSeed } from './JobsSimulation.ts'
 import { describeJobsOptions, type JobsFaultName, jobsFaultNames, type JobsSwarmOverrides, jobsSwarmOptions } from './JobsSwarm.ts'
@@ -149,33 +149,26 @@ export async function runJobsBatch(plan: JobsBatchPlan, observer: JobsBatchObser
   const seeds: JobsSeedOutcome[] = []
   let determinism: JobsDeterminismCheck | null = null
   let timeline: JobsTimelineData | undefined
-  const parallel = Math.min(plan.parallel ?? 1, plan.seedCount)
-  const workers = parallel > 1 ? new SeedWorkers(parallel) : undefined
-  const runIndex = (index: number): Promise<JobsPlanSeedReport> =>
-    workers === undefined ? runJobsPlanSeed({ plan, index }) : workers.run<JobsPlanSeedReport>({ module: import.meta.url, name: 'runJobsPlanSeed', input: { plan, index } })
-  try {
-    await runInSeedOrder(plan.seedCount, parallel, runIndex, (seedReport, index) => {
-      const { outcome } = seedReport
-      seeds.push(outcome)
-      for (const name of jobsFaultNames) faults[name] += seedReport.faults[name]
-      for (const name of jobCheckerNames) {
-        violations[name] += seedReport.checkers[name]
-        if (seedReport.checkers[name] > 0) firstFailing[name] ??= outcome.seed
-      }
-      const r = seedReport.jobs
-      for (const key of ['enqueued', 'recovered', 'acked', 'ackedUnheard', 'cancelled', 'cancelledUnheard', 'reclaimed', 'landedLate'] as const) jobs[key] += r[key]
-      for (const key of ['failed', 'exhausted', 'expired'] as const) jobs.dead[key] += r.dead[key]
-      jobs.stranded += r.stranded.length
-      observer.seedFinished(outcome, index)
-      if (seedReport.first !== undefined) {
-        determinism = seedReport.first.determinism
-        timeline = seedReport.first.timeline
-        observer.determinismChecked(determinism)
-      }
-    })
-  } finally {
-    await workers?.close()
-  }
+  const unit = { module: import.meta.url, name: 'runJobsPlanSeed', run: runJobsPlanSeed }
+  await runPlanSeeds(plan, unit, (seedReport: JobsPlanSeedReport, index) => {
+    const { outcome } = seedReport
+    seeds.push(outcome)
+    for (const name of jobsFaultNames) faults[name] += seedReport.faults[name]
+    for (const name of jobCheckerNames) {
+      violations[name] += seedReport.checkers[name]
+      if (seedReport.checkers[name] > 0) firstFailing[name] ??= outcome.seed
+    }
+    const r = seedReport.jobs
+    for (const key of ['enqueued', 'recovered', 'acked', 'ackedUnheard', 'cancelled', 'cancelledUnheard', 'reclaimed', 'landedLate'] as const) jobs[key] += r[key]
+    for (const key of ['failed', 'exhausted', 'expired'] as const) jobs.dead[key] += r.dead[key]
+    jobs.stranded += r.stranded.length
+    observer.seedFinished(outcome, index)
+    if (seedReport.first !== undefined) {
+      determinism = seedReport.first.determinism
+      timeline = seedReport.first.timeline
+      observer.determinismChecked(determinism)
+    }
+  })
   const failed = seeds.filter((seed) => !seed.ok).length
   const report: JobsBatchReport = {
     mode: 'jobs',

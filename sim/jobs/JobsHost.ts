@@ -43,7 +43,7 @@ import type { JobStore } from '../../src/persistence/jobs/JobStore.ts'
 import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
 import type { MembershipStore } from '../../src/persistence/membership/MembershipStore.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
-import type { BoundaryListener } from '../matching/Boundary.ts'
+import type { BoundaryListener } from '../core/Boundary.ts'
 import { HostClock } from '../core/HostClock.ts'
 import type { IoGate } from '../core/IoGate.ts'
 import type { ClaimOwnership, JobBoundaryListener } from './JobBoundary.ts'
@@ -51,7 +51,7 @@ import type { HostRole, SimQueueOptions } from './JobsSwarm.ts'
 import { makeSimBus, type SimBus } from './SimBus.ts'
 import { makeSimJobStore } from './SimJobStore.ts'
 import { makeSimMembershipStore } from './SimMembershipStore.ts'
-import { InstanceTags, makeSimStore } from '../matching/SimStore.ts'
+import { InstanceTags, makeSimStore } from '../core/SimStore.ts'
 
 /** Everything a simulated engine host is made from. */
 export interface JobsHostDeps {
@@ -79,6 +79,8 @@ export interface JobsHostDeps {
   readonly handlerFails: () => boolean
   /** How long a `work` handler of `queue` runs this time, virtual ms (the world's decision). */
   readonly handlerMs: (queue: string) => number
+  /** Handlers return as soon as their `job.signal` aborts (else they run their time out). */
+  readonly honourSignal: boolean
   /** A handler of this host's loops started (`true`) or returned (`false`) for a claim. */
   readonly onHandler: (event: HandlerEvent) => void
   /** Wraps the bus this host's engine sends on (a planted bug). */
@@ -102,6 +104,8 @@ export interface HandlerEvent {
   readonly id: string
   readonly claimToken: string
   readonly started: boolean
+  /** The handler's `job.signal` (aborted once the engine learned the claim is gone). */
+  readonly signal: AbortSignal
 }
 
 /** A simulated engine host, alive or crashed. */
@@ -242,12 +246,12 @@ export class JobsHost {
     const deps = this.#deps
     const incarnation = this.incarnation
     const handle = this.queue(queue)
-    const report = (job: JobHandle, started: boolean) => deps.onHandler({ hostId: this.id, incarnation, queue, id: job.id, claimToken: job.claimToken, started })
+    const report = (job: JobHandle, started: boolean) => deps.onHandler({ hostId: this.id, incarnation, queue, id: job.id, claimToken: job.claimToken, started, signal: job.signal })
     const stop = handle.work(
       async (job) => {
         report(job, true)
         const ms = deps.handlerMs(queue)
-        if (ms > 0) await new Promise<void>((resolve) => this.#clock.setTimer(ms, resolve))
+        if (ms > 0) await this.#handlerRuns(ms, deps.honourSignal ? job.signal : null)
         report(job, false)
         if (deps.handlerFails()) throw new Error('handler failed')
       },
@@ -255,6 +259,22 @@ export class JobsHost {
       { concurrency: deps.workLoops, ...(deps.workBatch === null ? {} : { batch: deps.workBatch }), onError: (error) => (isMatchboxError(error) ? undefined : deps.onDefect(deps.hostId, 'work', error)) },
     )
     this.#stops.set(queue, stop)
+  }
+
+  // A handler's virtual work: `ms` on this host's clock, or less if `signal` aborts first.
+  #handlerRuns(ms: number, signal: AbortSignal | null): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (signal?.aborted === true) return resolve()
+      const cancel = this.#clock.setTimer(ms, () => {
+        signal?.removeEventListener('abort', aborted)
+        resolve()
+      })
+      const aborted = (): void => {
+        cancel()
+        resolve()
+      }
+      signal?.addEventListener('abort', aborted, { once: true })
+    })
   }
 
   /** Calls `stop()` on `queue`'s `work` loops; resolves when it does (never, if the host crashes meanwhile). */

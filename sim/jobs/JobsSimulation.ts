@@ -20,7 +20,7 @@ import type { Store } from '../../src/persistence/queues/Store.ts'
 import { type JobsSwarmOptions, type JobsSwarmOverrides, jobsSwarmOptions } from './JobsSwarm.ts'
 import type { JobsMutant } from './JobMutations.ts'
 import { type JobsRunResult, JobsWorld, type JobsWorldConfig } from './JobsWorld.ts'
-import { firstDivergence, type SimStoreKind } from '../matching/Simulation.ts'
+import { checkTwice, type SimStoreKind } from '../core/Determinism.ts'
 
 /** How to run one end-to-end seed. */
 export interface JobsSeedRun {
@@ -115,8 +115,6 @@ export async function runJobsSeed(run: JobsSeedRun): Promise<JobsSeedResult> {
 }
 
 /** Runs an end-to-end seed twice; the first line where the traces part, or null. */
-export async function checkJobsDeterminism(run: JobsSeedRun, earlier?: JobsSeedResult): Promise<{ hash: string; divergence: string | null }> {
-  const first = earlier ?? (await runJobsSeed({ ...run, keepTrace: true }))
-  const second = await runJobsSeed({ ...run, keepTrace: true })
-  return { hash: first.result.traceHash, divergence: firstDivergence(first.result, second.result) }
+export function checkJobsDeterminism(run: JobsSeedRun, earlier?: JobsSeedResult): Promise<{ hash: string; divergence: string | null }> {
+  return checkTwice(run, earlier, runJobsSeed)
 }

@@ -14,7 +14,7 @@
  * not claim to survive.
  */
 import { Random } from '../../src/kernel/Random.ts'
-import { describeFaults, drawFaultChances } from '../matching/Swarm.ts'
+import { describeFaults, drawFaultChances } from '../core/FaultChances.ts'
 
 /**
  * The faults the end-to-end world injects: the Matching world's crashes, restarts, clock jumps
@@ -96,6 +96,14 @@ export interface JobsSwarmOptions {
   readonly handlerMsMax: Readonly<Record<string, number>>
   /** Chance, per world step, that one worker's loops on one queue are stopped (and later started again). */
   readonly stopChance: number
+  /**
+   * The operator's controls, drawn from a stream of their own at run time so that a seed with
+   * both chances 0 runs the world it ran before they existed: per safety step, the chance that
+   * an operator pauses (or resumes) a queue, and that one cancels a job a work loop's handler is
+   * running; and whether handlers honour `job.signal` (return as soon as it aborts; only where a
+   * control is on, for the same reason).
+   */
+  readonly control: { readonly pauseChance: number; readonly cancelRunningChance: number; readonly honourSignal: boolean }
 }
 
 /** Overrides a caller may pin (CLI flags); everything else comes from the seed. */
@@ -142,7 +150,9 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
   }
   const stopChance = random.pick([0, 0.002, 0.01])
   Object.assign(faults, drawFaultChances(random, lateFaults, overrides.faultsOff === true))
-  return { ...options, workLoops, workBatch, handlerMsMax, stopChance }
+  // Drawn after everything else, for the same reason.
+  const control = { pauseChance: random.pick([0, 0, 0.005, 0.02]), cancelRunningChance: random.pick([0, 0, 0.01, 0.04]), honourSignal: random.chance(0.5) }
+  return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control }
 }
 
 /** One line per option, for the run's header. */
@@ -158,5 +168,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `actions ack=${a.ack} heartbeat=${a.heartbeat} retry=${a.retry} fail=${a.fail} drop=${a.drop} late=${a.late} · enqueue chances priority=${e.priority} runAt=${e.runAt} expiresAt=${e.expiresAt} maxAttempts=${e.maxAttempts}`,
     `faults ${describeFaults(options.faults)}`,
     `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
+    `operators pause chance ${options.control.pauseChance} · cancel running chance ${options.control.cancelRunningChance} · handlers ${options.control.honourSignal ? 'honour' : 'ignore'} job.signal`,
   ]
 }

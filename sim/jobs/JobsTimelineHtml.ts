@@ -45,7 +45,7 @@ export interface JobsTimelinePage {
 // Rows past this many jobs are left out: a browser still opens the page of a long run.
 const jobRowsMax = 400
 const jobRowHeight = 14
-const colors = { enqueue: '#1f4e79', delivery: '#8c8c8c', heartbeat: '#555', lapse: '#d62728', retry: '#ff7f0e', ack: '#2ca02c', fail: '#7b3294', dead: '#000', cancel: '#8c8c8c', sweep: '#7b3294', fault: '#d62728', view: '#17becf' }
+const colors = { enqueue: '#1f4e79', delivery: '#8c8c8c', heartbeat: '#555', lapse: '#d62728', retry: '#ff7f0e', ack: '#2ca02c', fail: '#7b3294', dead: '#000', cancel: '#8c8c8c', sweep: '#7b3294', pause: '#e377c2', fault: '#d62728', view: '#17becf' }
 
 type Layout = PageLayout
 
@@ -77,6 +77,10 @@ function markShape(mark: JobsMark, x: number, cy: number): string {
       return `<path d="M${x - 3} ${cy + 4}l6-8" stroke="${colors.cancel}" stroke-width="2">${t}</path>`
     case 'sweep':
       return `<path d="M${x} ${cy - 5}l4 5-4 5-4-5z" fill="${colors.sweep}">${t}</path>`
+    case 'pause':
+      return mark.tag === 'pause'
+        ? `<rect x="${x - 3}" y="${cy - 5}" width="2" height="10" fill="${colors.pause}"/><rect x="${x + 1}" y="${cy - 5}" width="2" height="10" fill="${colors.pause}">${t}</rect>`
+        : `<path d="M${x - 3} ${cy - 5}l7 5-7 5z" fill="${colors.pause}">${t}</path>`
     case 'fault':
       return `<path d="M${x - 5} ${cy - 4}h10l-5 8z" fill="${colors.fault}" stroke="#fff" stroke-width="0.5">${t}</path>`
     case 'view':
@@ -160,6 +164,8 @@ function legend(): string {
     item(`<path d="M-4 6l3 3 5-6" stroke="${colors.ack}" stroke-width="2" fill="none"/>`, 'ack'),
     item(`<rect x="-3" y="3" width="6" height="6" fill="${colors.dead}"/>`, 'dead'),
     item(`<path d="M-3 10l6-8" stroke="${colors.cancel}" stroke-width="2"/>`, 'cancel'),
+    item(`<rect x="-3" y="1" width="2" height="10" fill="${colors.pause}"/><rect x="1" y="1" width="2" height="10" fill="${colors.pause}"/>`, 'queue paused'),
+    item(`<path d="M-3 1l7 5-7 5z" fill="${colors.pause}"/>`, 'queue resumed'),
     item(`<circle cx="0" cy="6" r="2.4" fill="${colors.view}"/>`, 'membership view'),
     item(`<path d="M-6 1h12l-6 10z" fill="${colors.fault}"/>`, 'fault'),
     item(`<rect x="-6" y="0" width="12" height="12" fill="#ccc"/>`, 'host down'),

@@ -19,7 +19,7 @@ import type { JobBoundaryRecord } from './JobBoundary.ts'
 import type { JobsWorldEvent } from './JobsWorld.ts'
 
 /** What a mark on a jobs timeline stands for. */
-export type JobsMarkKind = 'enqueue' | 'delivery' | 'claim' | 'heartbeat' | 'lapse' | 'retry' | 'ack' | 'fail' | 'dead' | 'cancel' | 'sweep' | 'fault' | 'view'
+export type JobsMarkKind = 'enqueue' | 'delivery' | 'claim' | 'heartbeat' | 'lapse' | 'retry' | 'ack' | 'fail' | 'dead' | 'cancel' | 'sweep' | 'pause' | 'fault' | 'view'
 
 /** One mark: a committed job call, a lapse the recorder inferred, a fault or a view. */
 export interface JobsMark {
@@ -184,6 +184,10 @@ export class JobsTimelineRecorder {
         return
       case 'sweep':
         this.#mark({ order, nowMs: at, kind: 'sweep', hostId: host, detail: `${host} swept ${record.queue}: ${record.dead} dead, ${record.purged} purged` })
+        return
+      case 'pause':
+      case 'resume':
+        this.#mark({ order, nowMs: at, kind: 'pause', hostId: host, tag: record.op, detail: `${host} ${record.op === 'pause' ? 'paused' : 'resumed'} ${record.queue}${record.changed ? '' : ` (it was ${record.op === 'pause' ? 'paused' : 'running'} already)`}` })
         return
     }
   }

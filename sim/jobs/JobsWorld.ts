@@ -1,10 +1,13 @@
 /**
- * JobsWorld — the simulator's end-to-end mode (DESIGN.md §8): N processes each running the REAL
- * job engine (`makeMatchbox`, whose History is Jobs) as one group of engines over one shared
- * database (DESIGN.md §6) — one membership table and one bus per world — with every Matching
- * Store call, JobStore call, membership heartbeat and bus message parked in one IoGate and run
- * one at a time, one virtual clock (each host through its own HostClock), one seeded source of
- * decisions, and clients using the public job API (JobClients.ts). Workers own the partitions
+ * JobsWorld — the job-engine workload of the one world loop (core/WorldLoop.ts, DESIGN.md §8),
+ * the simulator's end-to-end mode: N processes each running the REAL job engine (`makeMatchbox`,
+ * whose History is Jobs) as one group of engines over one shared database (DESIGN.md §6) — one
+ * membership table and one bus per world — with every Matching Store call, JobStore call,
+ * membership heartbeat and bus message parked in the loop's IoGate and run one at a time, the
+ * loop's virtual clock (each host through its own HostClock) and seeded decisions, and clients
+ * using the public job API (JobClients.ts). The loop runs the phases, the I/O faults and the
+ * trace; this file gives it the hosts, the faults of a group of engines (cuts, pauses, bus
+ * messages lost or late, `stop()`), the clients, the checkers and the final phase. Workers own the partitions
  * membership gives them; producers own nothing; claims on a worker that does not own the queue
  * are forwarded to the owner, which claims and hands the job over on the bus. A seed may also
  * give every worker `work` loops on each queue (JobsHost.ts), whose handlers fail when the
@@ -25,8 +28,13 @@
  * `dueJobs`) of a queue on which some live worker's loops have a free handler starts within
  * `promptDeliveryBoundMs` of the later of the two.
  *
+ * Operators (on seeds that draw them, JobsSwarm.ts `control`) pause and resume queues and cancel
+ * jobs that handlers are running, drawn on a decision stream of their own after every fault
+ * strike of a safety step; the heal resumes every queue they paused.
+ *
  * Judged by JobCheckers.ts (from the JobStore boundary and the clients), HandlerCheckers.ts (what
- * the work loops' handlers were given), OwnershipChecker.ts
+ * the work loops' handlers were given), ControlCheckers.ts (pauses, cancels of running jobs and
+ * their handlers' signals), OwnershipChecker.ts
  * (only a partition's owner delivers) and the Matching checkers (fencing, id uniqueness, ack
  * safety) over the Matching Store boundary.
  *
@@ -37,30 +45,31 @@
  * the clients, checkers, bus, membership store and swarm already live in files of their own.
  */
 import { Unavailable } from '../../src/domain/errors.ts'
-import { ManualClock } from '../../src/kernel/Clock.ts'
+import type { ManualClock } from '../../src/kernel/Clock.ts'
 import { jobDueScanIntervalMs, membershipHeartbeatIntervalMs, membershipHostTtlMs, membershipUnloadDelayMs, outageRetryMaxMs } from '../../src/kernel/Limits.ts'
 import { type BusTap, makeMemoryBus } from '../../src/persistence/bus/MemoryBus.ts'
 import type { JobRecord, JobStore } from '../../src/persistence/jobs/JobStore.ts'
 import { makeMemoryMembershipStore } from '../../src/persistence/membership/MemoryMembershipStore.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
-import type { BoundaryRecord } from '../matching/Boundary.ts'
-import { Checkers } from '../matching/Checkers.ts'
+import type { BoundaryRecord } from '../core/Boundary.ts'
+import { Checkers } from '../core/Checkers.ts'
 import { Decisions } from '../core/Decisions.ts'
-import { IoGate } from '../core/IoGate.ts'
-import { type IoFaultChances, type IoFaultWorld, faultAfterRun, faultBeforeRun } from '../core/IoFaults.ts'
+import type { IoGate, PendingIo } from '../core/IoGate.ts'
+import type { IoFaultChances } from '../core/IoFaults.ts'
 import { JobCheckers, type JobCheckerName, jobCheckerNames, type JobsReport } from './JobCheckers.ts'
 import { knownFailingJobCheckers } from './KnownEngineFailures.ts'
 import { JobClients } from './JobClients.ts'
 import { HandlerCheckers } from './HandlerCheckers.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
 import { type HandlerEvent, JobsHost, type JobsHostDeps } from './JobsHost.ts'
+import { ControlCheckers } from './ControlCheckers.ts'
 import { type JobsFaultName, jobsFaultNames, type JobsSwarmOptions } from './JobsSwarm.ts'
 import { type OwnershipCounts, OwnershipChecker } from './OwnershipChecker.ts'
 import { busLabelPrefix } from './SimBus.ts'
 import { membershipLabelPrefix } from './SimMembershipStore.ts'
-import { HistoryRecord } from '../matching/ScriptedHistory.ts'
-import { TraceLog } from '../core/TraceLog.ts'
-import { advanceTime, deliver, epochMs, quiesce, runParked } from '../core/Turns.ts'
+import { HistoryRecord } from '../core/HistoryRecord.ts'
+import { epochMs } from '../core/Turns.ts'
+import { type FaultEvent, type Workload, WorldLoop } from '../core/WorldLoop.ts'
 import type { JobsMutant } from './JobMutations.ts'
 
 /** What a finished end-to-end run reports. */
@@ -110,7 +119,7 @@ export interface JobsWorldConfig {
 
 /** A moment of an end-to-end run as a record, for timelines (the trace says the same in words). */
 export type JobsWorldEvent =
-  | { readonly kind: 'fault'; readonly name: JobsFaultName; readonly hostId?: string; readonly detail: string }
+  | FaultEvent<JobsFaultName>
   | { readonly kind: 'view'; readonly hostId: string; readonly hosts: ReadonlyArray<string> }
   | { readonly kind: 'heal' }
   | { readonly kind: 'handler'; readonly hostId: string; readonly jobId: string; readonly claimToken: string; readonly started: boolean }
@@ -148,8 +157,11 @@ const cutMsMax = 4 * membershipHostTtlMs
 // timeout to past the longest (30 s), so running handlers' claims lapse.
 const storeCutMsMin = 1_000
 const storeCutMsMax = 40_000
-// Every job store call's trace label starts so (SimJobStore.ts).
+// Every job store call's trace label starts so (SimJobStore.ts); a heartbeat's names its job and claim next.
+const heartbeatLabelPrefix = 'job.heartbeat '
 const jobLabelPrefix = 'job.'
+// The operators' stream of decisions is seeded apart from the world's (any constant that differs from Decisions' own mask).
+const operatorSeedMask = 0x0c7a
 // How long a worker's stop-the-world pause lasts: from shorter than the shortest visibility
 // timeout (nobody notices) to past the longest (30 s) and a membership row's lifetime.
 const pauseMsMin = 500
@@ -171,9 +183,10 @@ function ioFaultChancesOf(faults: JobsSwarmOptions['faults']): IoFaultChances<Jo
 export class JobsWorld {
   readonly #config: JobsWorldConfig
   readonly #options: JobsSwarmOptions
+  readonly #loop: WorldLoop<JobsFaultName>
   readonly #decide: Decisions
-  readonly #clock = new ManualClock(epochMs)
-  readonly #gate = new IoGate()
+  readonly #clock: ManualClock
+  readonly #gate: IoGate
   readonly #checkers = new JobCheckers()
   // The Matching checkers: a task counts as handled once Jobs' History tried to claim its job
   // (any answer), or once the job expired (Matching drops expired tasks without asking).
@@ -181,6 +194,13 @@ export class JobsWorld {
   readonly #matching = new Checkers(this.#handled)
   readonly #ownership = new OwnershipChecker()
   readonly #handlers = new HandlerCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), claimOf: (id) => this.#checkers.claimOf(id) })
+  readonly #controls = new ControlCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), queueOf: (id) => this.#checkers.queueOf(id) })
+  // The operators' own decisions (JobsSwarm.ts `control`): a stream apart from the world's, so a
+  // seed whose controls are off draws exactly what it drew before they existed.
+  readonly #operator: Decisions
+  // Queues an operator paused and has not resumed (as the operators believe), and every queue ever paused.
+  readonly #pausedByOperator = new Set<string>()
+  readonly #everPaused = new Set<string>()
   // Handlers running now, per `host/incarnation/queue`.
   readonly #busy = new Map<string, number>()
   // Per queue: since when some live worker's loops have had a free handler (absent: none has).
@@ -199,30 +219,23 @@ export class JobsWorld {
   readonly #forwarding = { polls: 0, routes: new Set<string>(), handOvers: 0 }
   readonly #hosts: JobsHost[] = []
   readonly #clients: JobClients
-  readonly #faults = Object.fromEntries(jobsFaultNames.map((name) => [name, 0])) as Record<JobsFaultName, number>
-  readonly #trace: TraceLog
-  #events = 0
-  #ioRuns = 0
-  #step = 0
-  #faultsOn = true
   #closing = false
-  readonly #ioFaultWorld: IoFaultWorld<JobsFaultName>
+  #finalPhaseRan = false
 
   constructor(config: JobsWorldConfig) {
     this.#config = config
     this.#options = config.options
-    this.#decide = new Decisions(config.options.seed, config.script)
-    this.#ioFaultWorld = {
-      decide: this.#decide,
-      clock: this.#clock,
-      fault: (name, line, hostId) => this.#fault(name, line, hostId),
-      isAlive: (hostId) => this.#hosts.some((host) => host.id === hostId && host.alive),
-      crash: (hostId) => {
-        const host = this.#hosts.find((candidate) => candidate.id === hostId)
-        return host === undefined ? 0 : this.#crash(host)
-      },
-    }
-    this.#trace = new TraceLog(config.keepTrace === true)
+    this.#loop = new WorldLoop<JobsFaultName>({
+      seed: config.options.seed,
+      faultNames: jobsFaultNames,
+      ...(config.script === undefined ? {} : { script: config.script }),
+      ...(config.keepTrace === undefined ? {} : { keepTrace: config.keepTrace }),
+      ...(config.onEvent === undefined ? {} : { onFault: config.onEvent }),
+    })
+    this.#decide = this.#loop.decide
+    this.#operator = new Decisions(config.options.seed ^ operatorSeedMask)
+    this.#clock = this.#loop.clock
+    this.#gate = this.#loop.gate
     const random = this.#decide.fork()
     if (config.busTap !== undefined) this.#bus.setTap(config.busTap)
     for (let i = 1; i <= this.#options.hosts; i++) {
@@ -245,6 +258,7 @@ export class JobsWorld {
           // A handler fails one time in five: the job is retried on its queue's curve.
           handlerFails: () => this.#decide.chance(0.2),
           handlerMs: (queue) => this.#decide.int(0, this.#options.handlerMsMax[queue] ?? 0),
+          honourSignal: this.#options.control.honourSignal && this.#controlsOn(),
           onHandler: (event) => this.#onHandler(event),
           ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
           ...(config.mutant?.wrapEngineJobStore === undefined ? {} : { wrapEngineJobStore: config.mutant.wrapEngineJobStore }),
@@ -269,16 +283,12 @@ export class JobsWorld {
 
   /** Runs both phases, closes every engine, and audits every job. */
   async run(): Promise<JobsRunResult> {
-    for (this.#step = 0; this.#step < this.#options.steps && !this.#failed(); this.#step++) {
-      await quiesce()
-      await this.#safetyStep()
-    }
-    const finalPhaseRan = !this.#failed()
-    const livenessSteps = finalPhaseRan ? await this.#finalPhase() : 0
-    await this.#closeAll()
+    const loop = this.#loop
+    const livenessSteps = await loop.run(this.#workload())
+    this.#controls.finish(this.#clock.now())
     await this.#bus.close()
     // Stopped early by a violation, the final phase left live jobs behind it: expected, not stranded.
-    const jobs = this.#checkers.audit(await this.#finalRows(), finalPhaseRan && !this.#failed(), this.#clock.now())
+    const jobs = this.#checkers.audit(await this.#finalRows(), this.#finalPhaseRan && !this.#failed(), this.#clock.now())
     for (const violation of this.#matching.violations) this.#checkers.fail('matching', violation)
     const failing = jobCheckerNames.filter((name) => this.#checkers.counts[name] > 0 && !knownFailingJobCheckers.includes(name))
     return {
@@ -289,14 +299,84 @@ export class JobsWorld {
       jobs,
       ownership: this.#ownership.counts(),
       forwarding: { polls: this.#forwarding.polls, routes: [...this.#forwarding.routes].sort(), handOvers: this.#forwarding.handOvers },
-      steps: this.#step,
+      steps: loop.step,
       livenessSteps,
-      events: this.#events + this.#ioRuns,
-      ioRuns: this.#ioRuns,
-      faults: this.#faults,
+      events: loop.events + loop.ioRuns,
+      ioRuns: loop.ioRuns,
+      faults: loop.faults,
       simulatedMs: this.#clock.now() - epochMs,
-      traceHash: this.#trace.digest(),
-      trace: this.#trace.lines,
+      traceHash: loop.traceHash(),
+      trace: loop.traceLines(),
+    }
+  }
+
+  // What this workload gives the world loop: its faults and clients, in the order they are drawn.
+  #workload(): Workload<JobsFaultName> {
+    const loop = this.#loop
+    const faults = this.#options.faults
+    const workers = () => this.#hosts.filter((host) => host.alive && host.role === 'worker')
+    return {
+      safetySteps: this.#options.steps,
+      failed: () => this.#failed(),
+      strikes: [
+        loop.crashStrike('crash.beforeStore', () => faults['crash.beforeStore'], this.#hosts),
+        loop.restartStrike('restart', () => faults.restart * 4, this.#hosts),
+        loop.clockJumpStrike('clock.jump', () => faults['clock.jump'], 600_000),
+        () =>
+          loop.strikeHostFor('membership.cut', faults['membership.cut'], workers().filter((host) => !this.#isCut(host.id)), cutMsMin, cutMsMax, (host, ms) => {
+            this.#cutUntilMs.set(host.id, this.#clock.now() + ms)
+            return `${host.id} cannot reach the membership table for ${ms} ms`
+          }),
+        () =>
+          loop.strikeHostFor('store.cut', faults['store.cut'], workers().filter((host) => !this.#isStoreCut(host.id)), storeCutMsMin, storeCutMsMax, (host, ms) => {
+            this.#storeCutUntilMs.set(host.id, this.#clock.now() + ms)
+            return `${host.id} cannot reach the job store for ${ms} ms`
+          }),
+        () =>
+          loop.strikeHostFor('host.pause', faults['host.pause'], workers().filter((host) => !host.paused()), pauseMsMin, pauseMsMax, (host, ms) => {
+            host.pause(ms)
+            return `${host.id} pauses for ${ms} ms: its timers and I/O wait while the others go on`
+          }),
+        () => this.#maybeStopWork(),
+        () => this.#operatorActs(),
+      ],
+      actions: [
+        loop.ioAction,
+        {
+          weight: () => 6,
+          run: () => {
+            if (this.#clients.act()) loop.events++
+            else this.#advance()
+          },
+        },
+        loop.advanceAction,
+      ],
+      // A paused host's calls wait for its pause to end.
+      runnableIo: () => this.#runnableIo(),
+      interceptIo: (io) => this.#interceptIo(io),
+      ioFaultChances: () => ioFaultChancesOf(faults),
+      delivered: (io, outcome) => {
+        if (outcome.ok) this.#countForwarding(io.hostId, io.label)
+        if (outcome.ok && outcome.value === null && io.label.startsWith(heartbeatLabelPrefix)) {
+          const [id, claimToken] = io.label.slice(heartbeatLabelPrefix.length).split(' ') as [string, string]
+          this.#controls.heartbeatRefused(io.hostId, id, claimToken, this.#clock.now())
+        }
+      },
+      isAlive: (hostId) => this.#hosts.some((host) => host.id === hostId && host.alive),
+      crash: (hostId) => {
+        const host = this.#hosts.find((candidate) => candidate.id === hostId)
+        return host === undefined ? 0 : this.#crash(host)
+      },
+      liveness: async () => {
+        this.#finalPhaseRan = !this.#failed()
+        return this.#finalPhaseRan ? await this.#finalPhase() : 0
+      },
+      startClosing: () => {
+        this.#closing = true
+        for (const host of this.#hosts) host.resume()
+        return this.#hosts.filter((host) => host.alive).map((host) => host.mb.close())
+      },
+      closeFailed: (unfinished) => this.#checkers.fail('other', `${unfinished} engines never finished closing`),
     }
   }
 
@@ -305,20 +385,6 @@ export class JobsWorld {
   }
 
   // ------------------------------------------------------------ safety phase
-
-  async #safetyStep(): Promise<void> {
-    if (this.#maybeFault() || this.#maybeStopWork()) return
-    // A paused host's calls wait for its pause to end.
-    const runnable = this.#runnableIo()
-    const pending = runnable.length
-    const choice = this.#decide.weighted([pending > 0 ? 12 : 0, 6, pending > 0 ? 1 : 4])
-    if (choice === 0) return this.#runIo(runnable[this.#decide.int(0, pending - 1)] as number)
-    if (choice === 1 && this.#clients.act()) {
-      this.#events++
-      return
-    }
-    this.#advance()
-  }
 
   // Indices of the parked calls whose host is not paused.
   #runnableIo(): number[] {
@@ -330,62 +396,10 @@ export class JobsWorld {
     return indices
   }
 
-  #maybeFault(): boolean {
-    const faults = this.#options.faults
-    const alive = this.#hosts.filter((host) => host.alive)
-    const dead = this.#hosts.filter((host) => !host.alive)
-    if (alive.length > 0 && this.#decide.chance(faults['crash.beforeStore'])) {
-      const host = this.#decide.pick(alive)
-      this.#fault('crash.beforeStore', `${host.id} crashes (${this.#crash(host)} parked calls dropped)`, host.id)
-      return true
-    }
-    if (dead.length > 0 && this.#decide.chance(faults.restart * 4)) {
-      const host = this.#decide.pick(dead)
-      host.restart()
-      this.#fault('restart', `${host.id} restarts`, host.id)
-      return true
-    }
-    if (this.#decide.chance(faults['clock.jump'])) {
-      const jump = this.#decide.int(1_000, 600_000)
-      this.#clock.set(this.#clock.now() + jump)
-      this.#fault('clock.jump', `clock jumps +${jump} ms`)
-      return true
-    }
-    const workers = alive.filter((host) => host.role === 'worker')
-    return (
-      this.#strikeWorker('membership.cut', workers.filter((host) => !this.#isCut(host.id)), cutMsMin, cutMsMax, (host, ms) => {
-        this.#cutUntilMs.set(host.id, this.#clock.now() + ms)
-        return `${host.id} cannot reach the membership table for ${ms} ms`
-      }) ||
-      this.#strikeWorker('store.cut', workers.filter((host) => !this.#isStoreCut(host.id)), storeCutMsMin, storeCutMsMax, (host, ms) => {
-        this.#storeCutUntilMs.set(host.id, this.#clock.now() + ms)
-        return `${host.id} cannot reach the job store for ${ms} ms`
-      }) ||
-      this.#strikeWorker('host.pause', workers.filter((host) => !host.paused()), pauseMsMin, pauseMsMax, (host, ms) => {
-        host.pause(ms)
-        return `${host.id} pauses for ${ms} ms: its timers and I/O wait while the others go on`
-      })
-    )
-  }
-
-  // With `name`'s chance, strikes one of `eligible` for a drawn `msMin…msMax`; `strike` applies it and says what happened.
-  #strikeWorker(name: JobsFaultName, eligible: ReadonlyArray<JobsHost>, msMin: number, msMax: number, strike: (host: JobsHost, ms: number) => string): boolean {
-    if (eligible.length === 0 || !this.#decide.chance(this.#options.faults[name])) return false
-    const host = this.#decide.pick(eligible)
-    const ms = this.#decide.int(msMin, msMax)
-    this.#fault(name, strike(host, ms), host.id)
-    return true
-  }
-
   #crash(host: JobsHost): number {
     this.#clients.forget(host)
+    this.#controls.crashed(host.id)
     return host.crash()
-  }
-
-  #fault(name: JobsFaultName, line: string, hostId?: string): void {
-    this.#faults[name]++
-    this.#log(`FAULT ${name}: ${line}`)
-    this.#config.onEvent?.({ kind: 'fault', name, ...(hostId === undefined ? {} : { hostId }), detail: line }, this.#clock.now())
   }
 
   #isStoreCut(hostId: string): boolean {
@@ -396,43 +410,37 @@ export class JobsWorld {
     return (this.#cutUntilMs.get(hostId) ?? Number.NEGATIVE_INFINITY) > this.#clock.now()
   }
 
-  async #runIo(index: number): Promise<void> {
-    const io = this.#gate.take(index)
-    const faults = this.#faultsOn ? this.#options.faults : undefined
+  // Refuses a taken call of a host cut off from what it calls, and strikes bus messages (lost,
+  // late) while faults are on; true when it settled the call.
+  #interceptIo(io: PendingIo): boolean {
     const operation = io.label.split(' ')[0] as string
-    this.#ioRuns++
     if (io.label.startsWith(membershipLabelPrefix) && this.#isCut(io.hostId)) {
       this.#log(`${io.hostId} ${io.label} cannot reach the membership table`)
       io.reject(new Unavailable({ operation, detail: 'cut off from the membership table', maybeCommitted: false }))
-      return
+      return true
     }
     if (io.label.startsWith(jobLabelPrefix) && this.#isStoreCut(io.hostId)) {
       this.#log(`${io.hostId} ${io.label} cannot reach the job store`)
       io.reject(new Unavailable({ operation, detail: 'cut off from the job store', maybeCommitted: false }))
-      return
+      return true
     }
-    if (faults !== undefined && io.label.startsWith(busLabelPrefix)) {
-      // NOTIFY gives no receipt: the sender hears success either way. Per message, the drawn
-      // chances are scaled up (bus steps are a small share of all I/O; hand-overs a smaller one
-      // still), so a seed with the fault on loses hand-overs, not only due signals.
-      if (this.#decide.chance(faults['bus.drop'] * busFaultScale)) {
-        this.#fault('bus.drop', `${io.hostId} ${io.label} is lost in transit`, io.hostId)
-        io.resolve(undefined)
-        return
-      }
-      if (this.#decide.chance(faults['bus.delay'] * busFaultScale)) {
-        this.#fault('bus.delay', `${io.hostId} ${io.label} is held back; it arrives after later steps`, io.hostId)
-        io.resolve(undefined)
-        this.#gate.park(io.hostId, `late ${io.label}`, false, io.run).catch(() => {})
-        return
-      }
+    if (!this.#loop.faultsOn || !io.label.startsWith(busLabelPrefix)) return false
+    // NOTIFY gives no receipt: the sender hears success either way. Per message, the drawn
+    // chances are scaled up (bus steps are a small share of all I/O; hand-overs a smaller one
+    // still), so a seed with the fault on loses hand-overs, not only due signals.
+    const faults = this.#options.faults
+    if (this.#decide.chance(faults['bus.drop'] * busFaultScale)) {
+      this.#loop.fault('bus.drop', `${io.hostId} ${io.label} is lost in transit`, io.hostId)
+      io.resolve(undefined)
+      return true
     }
-    const chances = faults === undefined ? undefined : ioFaultChancesOf(faults)
-    if (faultBeforeRun(io, chances, this.#ioFaultWorld)) return
-    const outcome = await runParked(io)
-    if (faultAfterRun(io, outcome, chances, this.#ioFaultWorld)) return
-    if (outcome.ok) this.#countForwarding(io.hostId, io.label)
-    this.#log(deliver(io, outcome))
+    if (this.#decide.chance(faults['bus.delay'] * busFaultScale)) {
+      this.#loop.fault('bus.delay', `${io.hostId} ${io.label} is held back; it arrives after later steps`, io.hostId)
+      io.resolve(undefined)
+      this.#gate.park(io.hostId, `late ${io.label}`, false, io.run).catch(() => {})
+      return true
+    }
+    return false
   }
 
   #countForwarding(hostId: string, label: string): void {
@@ -446,13 +454,13 @@ export class JobsWorld {
   }
 
   #advance(): void {
-    advanceTime(this.#clock, this.#decide, (line) => this.#log(line))
+    this.#loop.advance()
   }
 
   // ------------------------------------------------------------ final phase and close
 
   async #finalPhase(): Promise<number> {
-    this.#faultsOn = false
+    this.#loop.faultsOn = false
     this.#cutUntilMs.clear()
     this.#storeCutUntilMs.clear()
     for (const host of this.#hosts) if (!host.alive) host.restart()
@@ -462,6 +470,12 @@ export class JobsWorld {
     this.#handlers.healed(this.#clock.now())
     this.#checkers.healed(this.#clock.now())
     let steps = await this.#settleMembership()
+    // Every queue an operator paused is resumed, once every call issued before the heal ran.
+    if (this.#everPaused.size > 0) {
+      for (const queue of [...this.#everPaused].sort()) this.#clients.control(this.#hosts[0] as JobsHost, queue, false)
+      this.#pausedByOperator.clear()
+      steps += await this.#runAllIo()
+    }
     this.#promptFromMs = this.#clock.now() + promptJudgedAfterMs
     this.#lastClaimMs = this.#clock.now()
     // The step budget, like the time bound, counts from the last claim: a world still working
@@ -489,7 +503,8 @@ export class JobsWorld {
       this.#checkers.fail('none stranded', `the final phase did not settle within ${this.#options.livenessStepsMax} steps of its last claim; client calls never answered: ${unsettled.slice(0, 5).join(', ') || 'none'}; live jobs left: ${live.slice(0, 5).join(', ') || 'none'}${live.length > 5 ? ` and ${live.length - 5} more` : ''}`)
     }
     for (const queue of Object.keys(this.#options.queues)) this.#clients.sweep(this.#hosts[0] as JobsHost, queue)
-    return steps + (await this.#drain())
+    // Then parked I/O runs (and time moves when none is parked) until every client call settled.
+    return steps + (await this.#loop.drain(() => this.#clients.unsettled().length === 0 && this.#gate.pending().length === 0, this.#options.livenessStepsMax))
   }
 
   // One step of time: to the earliest pending timer (firing what is due then), never past it.
@@ -503,15 +518,8 @@ export class JobsWorld {
   }
 
   // Runs every parked call (in the world's order) until none is parked; time stands still.
-  async #runAllIo(): Promise<number> {
-    let steps = 0
-    for (; steps < this.#options.livenessStepsMax; steps++) {
-      await quiesce()
-      const pending = this.#gate.pending().length
-      if (pending === 0) break
-      await this.#runIo(this.#decide.int(0, pending - 1))
-    }
-    return steps
+  #runAllIo(): Promise<number> {
+    return this.#loop.drain(() => this.#gate.pending().length === 0, this.#options.livenessStepsMax)
   }
 
   // Runs I/O and heartbeat rounds until every live host's view shows exactly the live workers.
@@ -578,42 +586,42 @@ export class JobsWorld {
     return true
   }
 
+  #controlsOn(): boolean {
+    return this.#options.control.pauseChance > 0 || this.#options.control.cancelRunningChance > 0
+  }
+
+  // With the seed's chances, drawn on the operators' stream: an operator pauses a queue (or
+  // resumes one it paused), or cancels a job a live handler is running. True when one acted.
+  #operatorActs(): boolean {
+    if (!this.#controlsOn()) return false
+    const { pauseChance, cancelRunningChance } = this.#options.control
+    const operator = this.#operator
+    const alive = this.#hosts.filter((host) => host.alive)
+    if (alive.length === 0) return false
+    if (operator.chance(pauseChance)) {
+      const queue = operator.pick(Object.keys(this.#options.queues))
+      const pause = !this.#pausedByOperator.has(queue)
+      if (pause) this.#pausedByOperator.add(queue)
+      else this.#pausedByOperator.delete(queue)
+      this.#everPaused.add(queue)
+      this.#clients.control(operator.pick(alive), queue, pause)
+      return true
+    }
+    if (!operator.chance(cancelRunningChance)) return false
+    const running = this.#controls.running().filter((event) => this.#hosts.some((host) => host.id === event.hostId && host.alive && host.incarnation === event.incarnation))
+    if (running.length === 0) return false
+    const target = operator.pick(running)
+    this.#clients.cancelRunning(operator.pick(alive), target.queue, target.id)
+    return true
+  }
+
   #onHandler(event: HandlerEvent): void {
     const key = `${event.hostId}/${event.incarnation}/${event.queue}`
     this.#busy.set(key, (this.#busy.get(key) ?? 0) + (event.started ? 1 : -1))
     this.#log(`handler ${event.started ? 'starts' : 'returns'} ${event.id} (${event.claimToken}) on ${event.hostId}`)
     this.#handlers.handler(event, this.#clock.now())
+    this.#controls.handler(event, this.#clock.now())
     this.#config.onEvent?.({ kind: 'handler', hostId: event.hostId, jobId: event.id, claimToken: event.claimToken, started: event.started }, this.#clock.now())
-  }
-
-  // Runs parked I/O (and moves time when none is parked) until every client call has settled.
-  async #drain(): Promise<number> {
-    let steps = 0
-    for (; steps < this.#options.livenessStepsMax; steps++) {
-      await quiesce()
-      if (this.#clients.unsettled().length === 0 && this.#gate.pending().length === 0) break
-      const pending = this.#gate.pending().length
-      if (pending > 0) await this.#runIo(this.#decide.int(0, pending - 1))
-      else this.#advance()
-    }
-    return steps
-  }
-
-  async #closeAll(): Promise<void> {
-    let closed = 0
-    // Closing is judged without faults: after a safety-phase failure they are still on, and a
-    // host crashing mid-close would never finish closing for a reason of the world's making.
-    this.#faultsOn = false
-    this.#closing = true
-    for (const host of this.#hosts) host.resume()
-    const alive = this.#hosts.filter((host) => host.alive)
-    for (const host of alive) void host.mb.close().then(() => closed++, () => closed++)
-    for (let turns = 0; closed < alive.length && turns < 100_000; turns++) {
-      await quiesce()
-      if (this.#gate.pending().length > 0) await this.#runIo(0)
-      else if (closed < alive.length) this.#advance()
-    }
-    if (closed < alive.length) this.#checkers.fail('other', `${alive.length - closed} engines never finished closing`)
   }
 
   // Every committed job's row, read straight from the shared database (no gate, no engine).
@@ -639,6 +647,7 @@ export class JobsWorld {
       if (violation !== null) this.#checkers.fail(record.ownership?.seesNobody === true ? 'owner sees nobody' : 'owner delivers', violation)
     }
     this.#checkers.observe(record)
+    this.#controls.observe(record)
     this.#handlers.observe(record)
     this.#config.onJobs?.(record, this.#clock.now())
   }
@@ -655,6 +664,6 @@ export class JobsWorld {
   }
 
   #log(line: string): void {
-    this.#trace.add(`${this.#step} @${this.#clock.now() - epochMs} ${line}`)
+    this.#loop.log(line)
   }
 }

@@ -192,8 +192,18 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     countJobs: (params) => park(`job.count ${params.queue}`, false, () => inner.countJobs(params)),
     countQueues: (params) => park('job.countQueues', false, () => inner.countQueues(params)),
     setProgress: (params) => park(`job.progress ${params.id} ${params.claimToken}`, true, () => inner.setProgress(params)),
-    pauseQueue: (params) => park(`job.pause ${params.queue}`, true, () => inner.pauseQueue(params)),
-    resumeQueue: (params) => park(`job.resume ${params.queue}`, true, () => inner.resumeQueue(params)),
+    pauseQueue: (params) =>
+      park(`job.pause ${params.queue}`, true, async () => {
+        const changed = await inner.pauseQueue(params)
+        record({ op: 'pause', ...stamp(params.nowMs), queue: params.queue, changed })
+        return changed
+      }),
+    resumeQueue: (params) =>
+      park(`job.resume ${params.queue}`, true, async () => {
+        const changed = await inner.resumeQueue(params)
+        record({ op: 'resume', ...stamp(params.nowMs), queue: params.queue, changed })
+        return changed
+      }),
     queuePause: (params) => park(`job.queuePause ${params.queue}`, false, () => inner.queuePause(params)),
     pausedQueues: (params) => park('job.pausedQueues', false, () => inner.pausedQueues(params)),
     listJobs: (params) => park(`job.list ${params.queue} ${params.state}`, false, () => inner.listJobs(params)),

@@ -25,34 +25,41 @@ const seedsMax = 100
 /** Each bug's first catching seed among 1…100 on memory (known-failing seeds skipped); null: none. */
 export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   ackAfterDeadline: 4,
-  doubleGrant: 2,
+  doubleGrant: 7,
   dropEnqueue: 1,
-  dropHandOver: 2,
+  dropHandOver: 3,
   stealPartitions: 1,
   // Not caught within 100 seeds on this engine: a riding ack with a stale token needs a claim that
   // lapsed and was re-claimed while its first holder's loop still ran (the JobStore conformance
   // suite's ackAndClaimDue cases catch it on all three stores).
   ridingAckIgnoresToken: null,
-  handOverTwice: 2,
-  handOverLost: 2,
-  enqueueManyDuplicateKey: 2,
-  stopAbandonsLocalQueue: 1,
+  handOverTwice: 3,
+  handOverLost: 3,
+  enqueueManyDuplicateKey: 1,
+  stopAbandonsLocalQueue: 20,
   heartbeatOnce: 1,
-  lapseFromClaimTime: 2,
-  dueSignalLost: 44,
-  noPassBehindMatching: 2,
-  passIgnoresForwarded: 2,
+  lapseFromClaimTime: 38,
+  dueSignalLost: 57,
+  // Not caught within 100 seeds: the one of them whose world reaches it (seed 2) shows a known
+  // prompt-delivery failure without it (KnownEngineFailures.ts), and the hunt skips such seeds.
+  noPassBehindMatching: null,
+  // Not caught within 100 seeds: the one of them whose world reaches it (seed 2) shows a known
+  // prompt-delivery failure without it (KnownEngineFailures.ts), and the hunt skips such seeds.
+  passIgnoresForwarded: null,
   // Not caught within 100 seeds: no simulated worker enqueues, so no enqueue sets a claim aside
   // (test/jobsEagerDispatch.test.ts catches it on one engine).
   setAsideClaimLost: null,
-  drainedStaysDrained: 2,
+  drainedStaysDrained: 1,
+  pauseIgnored: 1,
+  cancelKeepsClaim: 3,
+  refusalKeepsSignal: 19,
   parkedPollNotArmed: 1,
   // Not caught within 100 seeds: the lingering poll costs a claim and a release per kept-job hold
   // (100 ms) while a forwarded poll waits, and delays no job past the bound
   // (DispatchMachine.test.ts and DispatchMutations.test.ts show the step it changes).
   matchedPollLingers: null,
-  // Not caught within 100 seeds on this engine: a dispatch is dropped only after a minute idle, and a
-  // kept job's pass serves claims a dropped dispatch forgot (test/jobsIdleQueues.test.ts keeps a dispatch with a claim waiting).
+  // Not caught within 100 seeds: the one of them whose world reaches it (seed 2) shows a known
+  // prompt-delivery failure without it (KnownEngineFailures.ts), and the hunt skips such seeds.
   droppedWithClaimsInLine: null,
 }
 

@@ -17,8 +17,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { RealClock } from '../../src/kernel/Clock.ts'
-import { runInSeedOrder, SeedWorkers } from '../core/ParallelSeeds.ts'
-import type { DeliveryReport } from './Checkers.ts'
+import { runPlanSeeds } from '../core/ParallelSeeds.ts'
+import type { DeliveryReport } from '../core/Checkers.ts'
 import { failureCaseOf, failureFileName, replayCommands } from './FailureCase.ts'
 import { checkDeterminism, runSeed, type SeedResult, type SeedRun, type SimStoreKind } from './Simulation.ts'
 import { describeOptions, type FaultName, faultNames, type SwarmOptions, type SwarmOverrides, swarmOptions } from './Swarm.ts'
@@ -174,29 +174,22 @@ export async function runSimBatch(plan: SimBatchPlan, observer: SimBatchObserver
   const verdicts = new Verdicts()
   let determinism: DeterminismCheck | null = null
   let first: FirstSeed | undefined
-  const parallel = Math.min(plan.parallel ?? 1, plan.seedCount)
-  const workers = parallel > 1 ? new SeedWorkers(parallel) : undefined
   // A seed's header shows once it started and the seed before it was handed on: its options,
   // then its verdict, never another seed's lines between them.
   const starting = (index: number): void => observer.seedStarting(plan.firstSeed + index, index, swarmOptions(plan.firstSeed + index, plan.overrides))
-  const runIndex = (index: number): Promise<PlanSeedReport> =>
-    workers === undefined ? runPlanSeed({ plan, index }) : workers.run<PlanSeedReport>({ module: import.meta.url, name: 'runPlanSeed', input: { plan, index } })
-  try {
-    await runInSeedOrder(plan.seedCount, parallel, runIndex, (seedReport, index) => {
-      const { outcome } = seedReport
-      outcomes.push(outcome)
-      for (const name of faultNames) faults[name] += seedReport.faults[name]
-      verdicts.add(outcome.seed, outcome.violations, seedReport.deliveries)
-      observer.seedFinished(outcome, index)
-      if (seedReport.first !== undefined) {
-        first = { run: seedRunOfPlan(plan, outcome.seed), seeded: seedReport.first.seeded, timeline: seedReport.first.timeline }
-        determinism = seedReport.first.determinism
-        observer.determinismChecked(determinism)
-      }
-    }, starting)
-  } finally {
-    await workers?.close()
-  }
+  const unit = { module: import.meta.url, name: 'runPlanSeed', run: runPlanSeed }
+  await runPlanSeeds(plan, unit, (seedReport: PlanSeedReport, index) => {
+    const { outcome } = seedReport
+    outcomes.push(outcome)
+    for (const name of faultNames) faults[name] += seedReport.faults[name]
+    verdicts.add(outcome.seed, outcome.violations, seedReport.deliveries)
+    observer.seedFinished(outcome, index)
+    if (seedReport.first !== undefined) {
+      first = { run: seedRunOfPlan(plan, outcome.seed), seeded: seedReport.first.seeded, timeline: seedReport.first.timeline }
+      determinism = seedReport.first.determinism
+      observer.determinismChecked(determinism)
+    }
+  }, starting)
   const wallMs = clock.now() - started
   const events = outcomes.reduce((sum, outcome) => sum + outcome.events, 0)
   const failedOutcomes = outcomes.filter((outcome) => !outcome.ok)

@@ -1,12 +1,12 @@
 /**
- * ScriptedHistory — the simulator's History: one shared record of which jobs started or became
- * obsolete, answering through the IoGate (so slow answers are just late ones) and rejecting on
- * a schedule drawn from the seed. It is also the at-least-once checker's source of truth: a
- * task counts as delivered once History started it or declared it obsolete.
+ * ScriptedHistory — the Matching world's History: it keeps the shared record (core/HistoryRecord.ts)
+ * of which jobs started or became obsolete, answering through the IoGate (so slow answers are
+ * just late ones) and rejecting on a schedule drawn from the seed.
  */
 import type { History, PollerInfo, RecordStartResult } from '../../src/actors/History.ts'
 import type { Task } from '../../src/domain/Task.ts'
 import type { Random } from '../../src/kernel/Random.ts'
+import type { HistoryRecord } from '../core/HistoryRecord.ts'
 import type { IoGate } from '../core/IoGate.ts'
 
 /** How often History rejects; the world turns these to 0 for the liveness phase. */
@@ -15,22 +15,6 @@ export interface HistoryScript {
   obsoleteChance: number
   /** History claims the job was already started elsewhere (it records it as started). */
   alreadyStartedChance: number
-}
-
-/** The shared History state. */
-export class HistoryRecord {
-  /** Job ids started, with how many times a start was recorded (duplicates are allowed). */
-  readonly started = new Map<string, number>()
-  readonly obsolete = new Set<string>()
-  /** Answers given, by kind, for the summary. */
-  readonly answers: Record<RecordStartResult['kind'], number> = { started: 0, 'already-started': 0, obsolete: 0, retryable: 0 }
-  /** Answers the script injected (faults), as opposed to answers the record implied. */
-  readonly injected = { 'history.retryable': 0, 'history.alreadyStarted': 0, 'history.obsolete': 0 }
-
-  /** True once a job's delivery is handled (started or obsolete). */
-  isHandled(jobId: string): boolean {
-    return this.started.has(jobId) || this.obsolete.has(jobId)
-  }
 }
 
 /** A host's History client: calls park in the gate; the shared record decides. */

@@ -13,11 +13,12 @@ import type { ManualClock } from '../../src/kernel/Clock.ts'
 import type { Random } from '../../src/kernel/Random.ts'
 import type { QueueCommand, QueueEvent } from '../../src/machines/PhysicalQueueProtocol.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
-import type { BoundaryListener } from './Boundary.ts'
+import type { BoundaryListener } from '../core/Boundary.ts'
 import { HostClock } from '../core/HostClock.ts'
 import type { IoGate } from '../core/IoGate.ts'
-import { type HistoryRecord, type HistoryScript, makeScriptedHistory } from './ScriptedHistory.ts'
-import { InstanceTags, makeSimStore } from './SimStore.ts'
+import type { HistoryRecord } from '../core/HistoryRecord.ts'
+import { type HistoryScript, makeScriptedHistory } from './ScriptedHistory.ts'
+import { InstanceTags, makeSimStore } from '../core/SimStore.ts'
 
 /** A membership view over a host list the world can change. */
 class BendableMembership implements MembershipView {

@@ -6,12 +6,13 @@
 import type { Store } from '../../src/persistence/queues/Store.ts'
 import { makeMemoryStore } from '../../src/persistence/queues/MemoryStore.ts'
 import { openEmbeddedStore, openPostgresStore } from '../../src/persistence/queues/sql/openSqlStore.ts'
-import type { BoundaryRecord } from './Boundary.ts'
+import type { BoundaryRecord } from '../core/Boundary.ts'
+import { checkTwice, type SimStoreKind } from '../core/Determinism.ts'
 import { type SwarmOptions, type SwarmOverrides, swarmOptions } from './Swarm.ts'
 import { type RunResult, World, type WorldEvent } from './World.ts'
 
-/** Which store the world runs on. */
-export type SimStoreKind = 'memory' | 'embedded' | 'postgres'
+/** Which store the world runs on (core/Determinism.ts). */
+export type { SimStoreKind }
 
 /** How to run one seed. */
 export interface SeedRun {
@@ -87,21 +88,8 @@ export async function runSeed(run: SeedRun): Promise<SeedResult> {
  * Runs a seed twice and reports the first trace line where the runs diverge, or null. `earlier`,
  * a result of the same run already made with `keepTrace`, stands in for the first run.
  */
-export async function checkDeterminism(run: SeedRun, earlier?: SeedResult): Promise<{ hash: string; divergence: string | null }> {
-  const first = earlier ?? (await runSeed({ ...run, keepTrace: true }))
-  const second = await runSeed({ ...run, keepTrace: true })
-  return { hash: first.result.traceHash, divergence: firstDivergence(first.result, second.result) }
-}
-
-/** The first trace line where two runs of one seed part, or null when their hashes agree. */
-export function firstDivergence(first: { readonly traceHash: string; readonly trace: ReadonlyArray<string> }, second: { readonly traceHash: string; readonly trace: ReadonlyArray<string> }): string | null {
-  if (first.traceHash === second.traceHash) return null
-  const a = first.trace
-  const b = second.trace
-  for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    if (a[i] !== b[i]) return `line ${i + 1}:\n  first:  ${a[i] ?? '(end)'}\n  second: ${b[i] ?? '(end)'}`
-  }
-  return 'hashes differ but traces are equal (hash input differs)'
+export function checkDeterminism(run: SeedRun, earlier?: SeedResult): Promise<{ hash: string; divergence: string | null }> {
+  return checkTwice(run, earlier, runSeed)
 }
 
 /** A schedule property's world (core/ScheduleProperty.ts): the schedule's seed and decisions, run on `run`'s store. */

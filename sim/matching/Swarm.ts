@@ -4,6 +4,7 @@
  * The simulator prints these before it runs, so a failing seed explains itself.
  */
 import { Random } from '../../src/kernel/Random.ts'
+import { describeFaults, drawFaultChances } from '../core/FaultChances.ts'
 
 /** The faults the simulator injects, each by name. Only faults the system claims to survive. */
 export const faultNames = [
@@ -60,16 +61,6 @@ export interface SwarmOverrides {
   readonly faultsOff?: boolean
 }
 
-/** Draws each fault's per-step probability, in `names` order (the end-to-end world shares it). */
-export function drawFaultChances<Name extends string>(random: Random, names: ReadonlyArray<Name>, faultsOff: boolean): Record<Name, number> {
-  const faults = {} as Record<Name, number>
-  for (const name of names) {
-    // A third of faults are off for any given seed; the rest get a probability on a log scale.
-    faults[name] = faultsOff || random.chance(1 / 3) ? 0 : 0.002 * 2 ** random.int(0, 4)
-  }
-  return faults
-}
-
 /** Draws a run's options from its seed. */
 export function swarmOptions(seed: number, overrides: SwarmOverrides = {}): SwarmOptions {
   const random = Random.make(seed)
@@ -91,14 +82,6 @@ export function swarmOptions(seed: number, overrides: SwarmOverrides = {}): Swar
   // Drawn last, so every option drawn before it stays what it was for each seed.
   const retireWeight = random.pick([0, 1])
   return { ...drawn, retireWeight: drawn.versionChance > 0 ? retireWeight : 0 }
-}
-
-/** `name=p` for every fault switched on, or `none`. */
-export function describeFaults(faults: Readonly<Record<string, number>>): string {
-  const on = Object.entries(faults)
-    .filter(([, p]) => p > 0)
-    .map(([name, p]) => `${name}=${p}`)
-  return on.length === 0 ? 'none' : on.join(' ')
 }
 
 /** One line per option, for the run's header. */

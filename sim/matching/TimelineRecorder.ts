@@ -10,7 +10,7 @@
  *
  * Does not: render (TimelineHtml.ts) or judge (Checkers.ts); it never reads wall time.
  */
-import type { BoundaryRecord } from './Boundary.ts'
+import type { BoundaryRecord } from '../core/Boundary.ts'
 import { DownSpans, type DownSpan } from '../core/TimelinePage.ts'
 import { epochMs } from '../core/Turns.ts'
 import type { WorldEvent } from './World.ts'

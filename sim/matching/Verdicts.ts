@@ -6,7 +6,7 @@
  *
  * Does not: judge anything itself; it only sorts and counts what the checkers said.
  */
-import type { DeliveryReport } from './Checkers.ts'
+import type { DeliveryReport } from '../core/Checkers.ts'
 
 /** The checkers, in the order a summary lists them; `other` holds defects and stuck closes. */
 export const checkerNames = ['fencing', 'at-least-once', 'ack safety', 'id uniqueness', 'user data', 'ownership loss', 'relocation', 'other'] as const

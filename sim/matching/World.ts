@@ -1,8 +1,10 @@
 /**
- * World — one simulated run (DESIGN.md §8, the VOPR shape): N real Matching hosts over one
- * shared store, one virtual clock, one seeded source of decisions, a scripted History, and
- * clients that add tasks and poll. The world owns every source of nondeterminism: which parked
- * I/O runs next (one at a time), when time moves, and which fault strikes.
+ * World — the Matching workload of the one world loop (core/WorldLoop.ts, DESIGN.md §8, the
+ * VOPR shape): N real Matching hosts over one shared store, a scripted History, and clients
+ * that add tasks and poll. The loop owns every source of nondeterminism (which parked I/O runs
+ * next, one at a time; when time moves; which fault strikes) and the trace; this file gives it
+ * the hosts, the Matching faults (takeover, disagreeing membership, idle unloads), the clients,
+ * the checkers and the liveness phase.
  *
  * Between decisions the runtime runs until quiescent: the hosts run Effect on a microtask
  * scheduler and every I/O is parked, so one event-loop turn drains all work.
@@ -12,27 +14,26 @@
  * delivered or the step budget is spent; then every host closes (drains, final checkpoints).
  *
  * Clients add tasks, poll, update user data and retire version `v1` of a family (its backlog
- * relocates to the default queue), each drawn from the one decision stream in a fixed order;
- * they stay in this file beside the phases that draw them, which takes it a little past 400 lines.
+ * relocates to the default queue), each drawn from the one decision stream in a fixed order.
  */
 import type { TaskType } from '../../src/domain/QueueKey.ts'
 import { ownerOf } from '../../src/domain/Rendezvous.ts'
-import { ManualClock } from '../../src/kernel/Clock.ts'
+import type { ManualClock } from '../../src/kernel/Clock.ts'
 import { idleUnloadMs } from '../../src/kernel/Limits.ts'
 import type { RecordStartResult } from '../../src/actors/History.ts'
 import type { QueueCommand, QueueEvent } from '../../src/machines/PhysicalQueueProtocol.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
-import type { BoundaryRecord } from './Boundary.ts'
-import { type AddOutcome, Checkers, type DeliveryReport } from './Checkers.ts'
-import { Decisions } from '../core/Decisions.ts'
-import type { IoGate as IoGateType } from '../core/IoGate.ts'
-import { IoGate, type PendingIo } from '../core/IoGate.ts'
-import { type IoFaultChances, type IoFaultWorld, faultAfterRun, faultBeforeRun } from '../core/IoFaults.ts'
-import { HistoryRecord, type HistoryScript } from './ScriptedHistory.ts'
+import type { BoundaryRecord } from '../core/Boundary.ts'
+import { type AddOutcome, Checkers, type DeliveryReport } from '../core/Checkers.ts'
+import type { Decisions } from '../core/Decisions.ts'
+import type { PendingIo } from '../core/IoGate.ts'
+import type { IoFaultChances } from '../core/IoFaults.ts'
+import { HistoryRecord } from '../core/HistoryRecord.ts'
+import type { HistoryScript } from './ScriptedHistory.ts'
 import { SimHost } from './SimHost.ts'
 import { type FaultName, faultNames, type SwarmOptions } from './Swarm.ts'
-import { TraceLog } from '../core/TraceLog.ts'
-import { advanceTime, deliver, epochMs, quiesce, runParked } from '../core/Turns.ts'
+import { epochMs, quiesce } from '../core/Turns.ts'
+import { type FaultEvent, type Workload, WorldLoop } from '../core/WorldLoop.ts'
 
 /** What a finished run reports. */
 export interface RunResult {
@@ -52,7 +53,7 @@ export interface RunResult {
 
 /** A moment of the run as a record, for timelines (the trace says the same in words). */
 export type WorldEvent =
-  | { readonly kind: 'fault'; readonly name: FaultName; readonly hostId?: string; readonly detail: string }
+  | FaultEvent<FaultName>
   | { readonly kind: 'history'; readonly hostId: string; readonly jobId: string; readonly answer: RecordStartResult['kind'] }
   | { readonly kind: 'heal' }
 
@@ -79,41 +80,30 @@ const pollsPerHostMax = 4
 export class World {
   readonly #config: WorldConfig
   readonly #options: SwarmOptions
+  readonly #loop: WorldLoop<FaultName>
   readonly #decide: Decisions
-  readonly #clock = new ManualClock(epochMs)
-  readonly #gate: IoGateType = new IoGate()
+  readonly #clock: ManualClock
   readonly #history = new HistoryRecord()
   readonly #script: HistoryScript
   readonly #checkers: Checkers
   readonly #hosts: SimHost[] = []
   readonly #adds = new Map<string, AddOutcome>()
-  readonly #faults = Object.fromEntries(faultNames.map((name) => [name, 0])) as Record<FaultName, number>
-  readonly #trace: TraceLog
   readonly #families: Array<{ family: string; type: TaskType }> = []
   readonly #owners = new Map<string, string | null>()
-  // The trace prefix of the current step and time (see #log).
-  #prefix = ''
-  #prefixStep = -1
-  #prefixMs = Number.NaN
-  #events = 0
-  #ioRuns = 0
   #jobSequence = 0
-  #step = 0
-  #faultsOn = true
-  readonly #ioFaultWorld: IoFaultWorld<FaultName>
 
   constructor(config: WorldConfig) {
     this.#config = config
     this.#options = config.options
-    this.#decide = new Decisions(config.options.seed, config.script)
-    this.#ioFaultWorld = {
-      decide: this.#decide,
-      clock: this.#clock,
-      fault: (name, line, hostId) => this.#fault(name, line, hostId),
-      isAlive: (hostId) => this.#hosts.some((host) => host.id === hostId && host.alive),
-      crash: (hostId) => this.#hosts.find((host) => host.id === hostId)?.crash() ?? 0,
-    }
-    this.#trace = new TraceLog(config.keepTrace === true)
+    this.#loop = new WorldLoop<FaultName>({
+      seed: config.options.seed,
+      faultNames,
+      ...(config.script === undefined ? {} : { script: config.script }),
+      ...(config.keepTrace === undefined ? {} : { keepTrace: config.keepTrace }),
+      ...(config.onEvent === undefined ? {} : { onFault: config.onEvent }),
+    })
+    this.#decide = this.#loop.decide
+    this.#clock = this.#loop.clock
     this.#script = {
       retryableChance: this.#options.faults['history.retryable'] * 20,
       obsoleteChance: this.#options.faults['history.obsolete'] * 10,
@@ -128,7 +118,7 @@ export class World {
         new SimHost({
           hostId,
           store: config.storeFor(hostId),
-          gate: this.#gate,
+          gate: this.#loop.gate,
           clock: this.#clock,
           random: random.fork(),
           history: this.#history,
@@ -152,113 +142,88 @@ export class World {
 
   /** Runs both phases and the final checks. */
   async run(): Promise<RunResult> {
-    for (this.#step = 0; this.#step < this.#options.steps && this.#checkers.violations.length === 0; this.#step++) {
-      await quiesce()
-      await this.#safetyStep()
-    }
-    const livenessSteps = await this.#liveness()
-    await this.#closeAll()
+    const loop = this.#loop
+    const livenessSteps = await loop.run(this.#workload())
     const deliveries = this.#checkers.deliveries(this.#adds)
     // History's scripted rejections strike inside its calls; they count with the other faults.
-    for (const [name, count] of Object.entries(this.#history.injected)) this.#faults[name as FaultName] += count
+    for (const [name, count] of Object.entries(this.#history.injected)) loop.faults[name as FaultName] += count
     return {
       ok: this.#checkers.violations.length === 0,
       violations: this.#checkers.violations,
       deliveries,
-      steps: this.#step,
+      steps: loop.step,
       livenessSteps,
-      events: this.#events,
-      ioRuns: this.#ioRuns,
-      faults: this.#faults,
+      events: loop.events,
+      ioRuns: loop.ioRuns,
+      faults: loop.faults,
       simulatedMs: this.#clock.now() - epochMs,
-      traceHash: this.#trace.digest(),
-      trace: this.#trace.lines,
+      traceHash: loop.traceHash(),
+      trace: loop.traceLines(),
     }
   }
 
-  // ------------------------------------------------------------ safety phase
-
-  async #safetyStep(): Promise<void> {
-    if (this.#maybeFault()) return
-    const pending = this.#gate.pending().length
-    const choice = this.#decide.weighted([pending > 0 ? 12 : 0, this.#options.produceWeight, this.#options.pollWeight, pending > 0 ? 1 : 4, this.#options.userDataWeight, this.#options.retireWeight])
-    if (choice === 0) return this.#runIo(this.#decide.int(0, pending - 1))
-    if (choice === 1) return this.#produce()
-    if (choice === 2) return this.#poll()
-    if (choice === 4) return this.#updateUserData()
-    if (choice === 5) return this.#retire()
-    return this.#advance()
-  }
-
-  #maybeFault(): boolean {
+  // What this workload gives the world loop: its faults and clients, in the order they are drawn.
+  #workload(): Workload<FaultName> {
+    const loop = this.#loop
     const faults = this.#options.faults
-    // Counted first, listed only when a fault strikes: most steps strike none.
-    let aliveCount = 0
-    for (const host of this.#hosts) if (host.alive) aliveCount++
-    if (aliveCount > 0 && this.#decide.chance(faults['crash.beforeStore'])) {
+    const hostOf = (hostId: string) => this.#hosts.find((host) => host.id === hostId)
+    const hostStrike = (name: FaultName, strike: (host: SimHost) => string) => () => {
+      if (!this.#hosts.some((host) => host.alive) || !this.#decide.chance(faults[name])) return false
       const host = this.#decide.pick(this.#aliveHosts())
-      this.#fault('crash.beforeStore', `${host.id} crashes (${host.crash()} parked calls dropped)`, host.id)
+      loop.fault(name, strike(host), host.id)
       return true
     }
-    if (aliveCount < this.#hosts.length && this.#decide.chance(faults.restart * 4)) {
-      const host = this.#decide.pick(this.#hosts.filter((other) => !other.alive))
-      host.restart()
-      this.#fault('restart', `${host.id} restarts`, host.id)
-      return true
+    return {
+      safetySteps: this.#options.steps,
+      failed: () => this.#checkers.violations.length > 0,
+      strikes: [
+        loop.crashStrike('crash.beforeStore', () => faults['crash.beforeStore'], this.#hosts),
+        loop.restartStrike('restart', () => faults.restart * 4, this.#hosts),
+        hostStrike('takeover', (host) => {
+          host.membership.set([host.id])
+          return `${host.id} believes it owns every partition`
+        }),
+        hostStrike('membership.disagree', (host) => {
+          const view = this.#hosts.filter((other) => other === host || this.#decide.chance(0.5)).map((other) => other.id)
+          host.membership.set(view)
+          return `${host.id} now sees [${view.join(', ')}]`
+        }),
+        () => {
+          if (!this.#decide.chance(faults.idleUnload)) return false
+          this.#clock.advance(idleUnloadMs + 1)
+          loop.fault('idleUnload', `clock +${idleUnloadMs + 1} ms (idle queues unload)`)
+          return true
+        },
+        loop.clockJumpStrike('clock.jump', () => faults['clock.jump'], 3_600_000),
+      ],
+      actions: [
+        loop.ioAction,
+        { weight: () => this.#options.produceWeight, run: () => this.#produce() },
+        { weight: () => this.#options.pollWeight, run: () => this.#poll() },
+        loop.advanceAction,
+        { weight: () => this.#options.userDataWeight, run: () => this.#updateUserData() },
+        { weight: () => this.#options.retireWeight, run: () => this.#retire() },
+      ],
+      ioFaultChances: (io) => this.#ioFaultChances(io, io.label.startsWith('history.')),
+      delivered: (io, outcome) => {
+        if (io.label.startsWith('history.') && outcome.ok && this.#config.onEvent !== undefined) {
+          const answer = (outcome.value as RecordStartResult).kind
+          this.#config.onEvent({ kind: 'history', hostId: io.hostId, jobId: io.label.split(' ')[1] as string, answer }, this.#clock.now())
+        }
+      },
+      isAlive: (hostId) => hostOf(hostId)?.alive === true,
+      crash: (hostId) => hostOf(hostId)?.crash() ?? 0,
+      liveness: () => this.#liveness(),
+      startClosing: () => this.#hosts.map((host) => host.host.close()),
+      closeFailed: (unfinished) => this.#checkers.violations.push(`${unfinished} hosts never finished closing`),
     }
-    if (aliveCount > 0 && this.#decide.chance(faults.takeover)) {
-      const host = this.#decide.pick(this.#aliveHosts())
-      host.membership.set([host.id])
-      this.#fault('takeover', `${host.id} believes it owns every partition`, host.id)
-      return true
-    }
-    if (aliveCount > 0 && this.#decide.chance(faults['membership.disagree'])) {
-      const host = this.#decide.pick(this.#aliveHosts())
-      const view = this.#hosts.filter((other) => other === host || this.#decide.chance(0.5)).map((other) => other.id)
-      host.membership.set(view)
-      this.#fault('membership.disagree', `${host.id} now sees [${view.join(', ')}]`, host.id)
-      return true
-    }
-    if (this.#decide.chance(faults.idleUnload)) {
-      this.#clock.advance(idleUnloadMs + 1)
-      this.#fault('idleUnload', `clock +${idleUnloadMs + 1} ms (idle queues unload)`)
-      return true
-    }
-    if (this.#decide.chance(faults['clock.jump'])) {
-      const jump = this.#decide.int(1_000, 3_600_000)
-      this.#clock.set(this.#clock.now() + jump)
-      this.#fault('clock.jump', `clock jumps +${jump} ms`)
-      return true
-    }
-    return false
   }
 
   #aliveHosts(): SimHost[] {
     return this.#hosts.filter((host) => host.alive)
   }
 
-  #fault(name: FaultName, line: string, hostId?: string): void {
-    this.#faults[name]++
-    this.#log(`FAULT ${name}: ${line}`)
-    this.#config.onEvent?.({ kind: 'fault', name, ...(hostId === undefined ? {} : { hostId }), detail: line }, this.#clock.now())
-  }
-
   // ------------------------------------------------------------ actions
-
-  async #runIo(index: number): Promise<void> {
-    const io = this.#gate.take(index)
-    const isHistory = io.label.startsWith('history.')
-    this.#ioRuns++
-    const chances = this.#faultsOn ? this.#ioFaultChances(io, isHistory) : undefined
-    if (faultBeforeRun(io, chances, this.#ioFaultWorld)) return
-    const outcome = await runParked(io)
-    if (faultAfterRun(io, outcome, chances, this.#ioFaultWorld)) return
-    if (isHistory && outcome.ok && this.#config.onEvent !== undefined) {
-      const answer = (outcome.value as RecordStartResult).kind
-      this.#config.onEvent({ kind: 'history', hostId: io.hostId, jobId: io.label.split(' ')[1] as string, answer }, this.#clock.now())
-    }
-    this.#log(deliver(io, outcome))
-  }
 
   // History calls are slow rather than refused; an append of several tasks may crash mid-batch.
   #ioFaultChances(io: PendingIo, isHistory: boolean): IoFaultChances<FaultName> {
@@ -368,13 +333,13 @@ export class World {
   }
 
   #advance(): void {
-    advanceTime(this.#clock, this.#decide, (line) => this.#log(line))
+    this.#loop.advance()
   }
 
-  // ------------------------------------------------------------ liveness and close
+  // ------------------------------------------------------------ liveness
 
   async #liveness(): Promise<number> {
-    this.#faultsOn = false
+    this.#loop.faultsOn = false
     this.#script.retryableChance = 0
     this.#script.obsoleteChance = 0
     this.#script.alreadyStartedChance = 0
@@ -388,7 +353,7 @@ export class World {
     let steps = 0
     for (; steps < this.#options.livenessStepsMax && this.#checkers.violations.length === 0; steps++) {
       await quiesce()
-      if (this.#allDelivered() && this.#gate.pending().length === 0) break
+      if (this.#allDelivered() && this.#loop.gate.pending().length === 0) break
       for (const host of this.#hosts) {
         if (host.pollsInFlight > 0) continue
         for (const family of this.#families) {
@@ -398,8 +363,8 @@ export class World {
         }
       }
       await quiesce()
-      const pending = this.#gate.pending().length
-      if (pending > 0) await this.#runIo(this.#decide.int(0, pending - 1))
+      const pending = this.#loop.gate.pending().length
+      if (pending > 0) await this.#loop.runIo(this.#decide.int(0, pending - 1))
       else this.#advance()
     }
     return steps
@@ -411,35 +376,14 @@ export class World {
     return true
   }
 
-  async #closeAll(): Promise<void> {
-    let closed = 0
-    for (const host of this.#hosts) {
-      void host.host.close().then(() => closed++, () => closed++)
-    }
-    for (let turns = 0; closed < this.#hosts.length && turns < 100_000; turns++) {
-      await quiesce()
-      const pending = this.#gate.pending().length
-      if (pending > 0) await this.#runIo(0)
-      else if (closed < this.#hosts.length) this.#advance()
-    }
-    if (closed < this.#hosts.length) this.#checkers.violations.push(`${this.#hosts.length - closed} hosts never finished closing`)
-  }
-
   // ------------------------------------------------------------ trace
 
   #onStep(hostId: string, queue: string, event: QueueEvent, commands: ReadonlyArray<QueueCommand>): void {
-    this.#events++
+    this.#loop.events++
     this.#log(`${hostId} ${queue} ${event.type} → ${commands.map((command) => command.type).join(',')}`)
   }
 
   #log(line: string): void {
-    // Most lines of a step share its prefix: it is rebuilt only when the step or the time moves.
-    const nowMs = this.#clock.now()
-    if (this.#prefixStep !== this.#step || this.#prefixMs !== nowMs) {
-      this.#prefixStep = this.#step
-      this.#prefixMs = nowMs
-      this.#prefix = `${this.#step} @${nowMs - epochMs} `
-    }
-    this.#trace.add(this.#prefix + line)
+    this.#loop.log(line)
   }
 }

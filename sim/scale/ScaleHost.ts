@@ -40,8 +40,8 @@ import type { ClaimOwnership, JobBoundaryListener } from '../jobs/JobBoundary.ts
 import { makeSimBus, type SimBus } from '../jobs/SimBus.ts'
 import { makeSimJobStore } from '../jobs/SimJobStore.ts'
 import { makeSimMembershipStore } from '../jobs/SimMembershipStore.ts'
-import type { BoundaryListener } from '../matching/Boundary.ts'
-import { InstanceTags, makeSimStore } from '../matching/SimStore.ts'
+import type { BoundaryListener } from '../core/Boundary.ts'
+import { InstanceTags, makeSimStore } from '../core/SimStore.ts'
 import type { ScaleQueueOptions } from './ScaleOptions.ts'
 
 /** Everything a scale engine is made from. */

@@ -495,9 +495,10 @@ export interface JobStore {
   pauseQueue(params: { readonly queue: string; readonly nowMs: number }): Promise<boolean>
 
   /**
-   * Ends the pause of `queue`. Its pending rows whose task went to Matching (due null) become due
-   * at `nowMs` again — a task that reached a claim during the pause was answered `obsolete` and
-   * dropped — and the SQL stores raise the queue's due signal. True when it was paused.
+   * Ends the pause of `queue`. Its rows whose task went to Matching (due null) become due again —
+   * a task that reached a claim during the pause was answered `obsolete` and dropped: pending rows
+   * at `nowMs`, claimed rows (whose lapse went to Matching) at the later of `nowMs` and their
+   * deadline — and the SQL stores raise the queue's due signal. True when it was paused.
    */
   resumeQueue(params: { readonly queue: string; readonly nowMs: number }): Promise<boolean>
 

@@ -474,10 +474,13 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       return count
     },
 
+    // A row with no due time had its task go to Matching, and a claim refused by the pause may
+    // have dropped that task: pending rows are due at the resume, claimed ones (whose lapse went to
+    // Matching) at the later of the resume and their deadline.
     ...makeMemoryJobPauses(paused, (queue, nowMs) => {
       for (const row of live.values()) {
-        if (row.job.queue === queue && row.job.state === 'pending' && row.dueMs === null) {
-          row.dueMs = nowMs
+        if (row.job.queue === queue && row.dueMs === null) {
+          row.dueMs = row.job.state === 'processing' ? Math.max(nowMs, row.job.deadlineMs as number) : nowMs
           row.revision++
         }
       }

@@ -3,7 +3,8 @@
  * accepts enqueues, no claim operation claims from it (claim, claimMany, claimDue,
  * ackAndClaimDue, a claimed enqueue), the due-time reads hand out none of its rows, and the jobs
  * already claimed can still be acked and retried; other queues are untouched. Resuming makes its
- * rows due again, those whose task went to Matching during the pause included.
+ * rows due again, those whose task went to Matching during the pause included, and so the lapsed
+ * claims whose lapse did.
  */
 import { describe, expect, it } from 'vitest'
 import type { JobFixture } from './JobFixture.ts'
@@ -60,6 +61,20 @@ export function describeJobPauseConformance(fixture: JobFixture): void {
       expect(await store().resumeQueue({ queue, nowMs: 5_000 })).toBe(true)
       expect((await store().takeDue({ nowMs: 5_000, reserveUntilMs: 60_000, limit: 10, queues: [queue] })).map((due) => [due.id, due.dueMs])).toEqual([[job.id, 5_000]])
       expect(await store().claim({ id: job.id, claimToken: fixture.id('t'), nowMs: 5_000 })).toMatchObject({ kind: 'claimed' })
+    })
+
+    it('resume makes a lapsed claim due again when its lapse went to Matching before the pause and was refused during it', async () => {
+      const queue = fixture.queue('resume-lapsed')
+      const job = await fixture.claimed(queue, 1_000)
+      const lapsedMs = (job.deadlineMs as number) + 1
+      const [reserved] = await store().takeDue({ nowMs: lapsedMs, reserveUntilMs: lapsedMs + 60_000, limit: 10, queues: [queue] })
+      expect(reserved?.id).toBe(job.id)
+      expect(await store().confirmDelivered({ deliveries: [{ id: job.id, revision: reserved?.revision ?? 0 }] })).toBe(1)
+      await store().pauseQueue({ queue, nowMs: lapsedMs + 1 })
+      expect(await store().claim({ id: job.id, claimToken: fixture.id('t'), nowMs: lapsedMs + 2 })).toEqual({ kind: 'obsolete', reason: 'paused' })
+      expect(await store().resumeQueue({ queue, nowMs: lapsedMs + 10 })).toBe(true)
+      expect((await store().takeDue({ nowMs: lapsedMs + 10, reserveUntilMs: lapsedMs + 60_000, limit: 10, queues: [queue] })).map((due) => [due.id, due.dueMs])).toEqual([[job.id, lapsedMs + 10]])
+      expect(await store().claim({ id: job.id, claimToken: fixture.id('t'), nowMs: lapsedMs + 10 })).toMatchObject({ kind: 'claimed' })
     })
 
     it('pausing twice and resuming a running queue change nothing; the pause is readable and listed', async () => {

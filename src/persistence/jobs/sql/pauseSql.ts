@@ -18,17 +18,18 @@ export function pauseQueueSql(schema: Schema): string {
 }
 
 /**
- * `$1` queue, `$2` now, `$3` the due channel. Ends the pause; the queue's pending rows whose task
- * went to Matching are due now again, and the due signal is raised (at commit). Answers `resumed`
- * (0 or 1).
+ * `$1` queue, `$2` now, `$3` the due channel. Ends the pause; the queue's rows whose task went to
+ * Matching (a claim refused by the pause may have dropped it) are due again: pending ones now,
+ * claimed ones (their lapse went to Matching) at the later of now and their deadline; and the due
+ * signal is raised (at commit). Answers `resumed` (0 or 1).
  */
 export function resumeQueueSql(schema: Schema): string {
   return `
 WITH resumed AS (
   DELETE FROM ${schema.quoted}.queue_pauses WHERE queue = $1::text RETURNING queue
 ), rearmed AS (
-  UPDATE ${schema.quoted}.jobs SET due_ms = $2::bigint, revision = revision + 1
-  WHERE queue = $1::text AND state = 'pending' AND due_ms IS NULL AND EXISTS (SELECT 1 FROM resumed)
+  UPDATE ${schema.quoted}.jobs SET due_ms = CASE WHEN state = 'processing' THEN GREATEST($2::bigint, deadline_ms) ELSE $2::bigint END, revision = revision + 1
+  WHERE queue = $1::text AND state IN ('pending', 'processing') AND due_ms IS NULL AND EXISTS (SELECT 1 FROM resumed)
   RETURNING id
 )
 SELECT (SELECT count(*) FROM resumed) AS resumed, (SELECT count(*) FROM rearmed) AS rearmed

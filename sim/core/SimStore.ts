@@ -16,7 +16,7 @@
 import { encodeQueueKey, type QueueKey } from '../../src/domain/QueueKey.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
 import type { AttemptCall, BoundaryListener, CallerTag, RowRef } from './Boundary.ts'
-import type { IoGate } from '../core/IoGate.ts'
+import type { IoGate } from './IoGate.ts'
 
 const pageSize = 1_000
 

@@ -1,5 +1,6 @@
 /**
- * Checkers — the simulator's judges, outside the system under test. They read only the store
+ * Checkers — the simulator's judges of the queue Store, outside the system under test, in every
+ * workload (both the Matching world and the jobs world run Matching over one). They read only the store
  * boundary log (what committed, in commit order), History's record and the clients' outcomes —
  * never the runtime's own beliefs. Each violation is a sentence a person can act on.
  *
@@ -21,7 +22,7 @@
  */
 import type { BoundaryRecord, RowRef } from './Boundary.ts'
 import { OwnershipLossChecker } from './OwnershipLossChecker.ts'
-import type { HistoryRecord } from './ScriptedHistory.ts'
+import type { HistoryRecord } from './HistoryRecord.ts'
 
 /** How a client's add ended. `unknown`: its host crashed before answering (an ambiguous add). */
 export type AddOutcome = 'accepted' | 'failed' | 'unknown'

@@ -24,7 +24,7 @@
  *
  * The delay holds across overlapping partition instances of one host (one draining, one fresh,
  * each with an instance of the same queue): a sibling's clean unload does not clear it
- * (restartBackoff.test.ts keeps the seeds where that once went wrong).
+ * (sim/matching/restartBackoff.test.ts keeps the seeds where that once went wrong).
  *
  * Does not: see calls of a host above its store (the runtime's beliefs), nor judge committed
  * writes (Checkers.ts does).
