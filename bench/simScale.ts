@@ -17,7 +17,6 @@
  * run, they are not claims about any deployment.
  */
 import { spawnSync } from 'node:child_process'
-import { EventEmitter } from 'node:events'
 import { availableParallelism, loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { describeScaleOptions, scaleOptions } from '../sim/scale/ScaleOptions.ts'
@@ -35,10 +34,6 @@ interface SizeResult {
   readonly heapPeakMb: number
   readonly rssPeakMb: number
 }
-
-// A queue of many partitions warms every partition a forwarded poll looks at under one abort
-// signal, past Node's default of ten listeners per signal: the warning says nothing here.
-EventEmitter.defaultMaxListeners = 100
 
 const mb = (bytes: number) => Math.round(bytes / 1e6)
 

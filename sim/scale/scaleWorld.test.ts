@@ -5,7 +5,6 @@
  * 1/N of the partitions and none between two engines that stayed. Seeds are drawn fresh (printed
  * first; `SIM_SEED` pins one); the deep run (MATCHBOX_DEEP=1) runs more of them and a larger group.
  */
-import { EventEmitter } from 'node:events'
 import fc from 'fast-check'
 import { expect, it } from 'vitest'
 import { membershipHeartbeatIntervalMs, membershipHostTtlMs } from '../../src/kernel/Limits.ts'
@@ -13,10 +12,6 @@ import { seedFromEntropy } from '../../src/kernel/Random.ts'
 import { deep } from '../../test/harness/depth.ts'
 import { describeScaleOptions, scaleOptions, type ScaleSize } from './ScaleOptions.ts'
 import { type ScaleReport, ScaleWorld } from './ScaleWorld.ts'
-
-// A queue of fifty partitions warms every partition a forwarded poll looks at under one abort
-// signal, past Node's default of ten listeners: the warning says nothing here.
-EventEmitter.defaultMaxListeners = 100
 
 // A death shows once the dead engine's row expires and each engine's next beat reads the table:
 // a row's lifetime plus one interval, plus the slow-call fault's delays on the beats in between.

@@ -146,6 +146,25 @@ describe('MatchingHost', () => {
     expect(await polled).toBeNull()
   })
 
+  it('a poll with a signal over a family of many cold partitions warns nothing: one listener per partition is not a leak', async () => {
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => void warnings.push(warning.name)
+    process.on('warning', onWarning)
+    try {
+      const { host, clock } = makeHost(makeMemoryStore(), new ManualClock(1_000), 32)
+      const controller = new AbortController()
+      const polled = host.poll({ ...family, identity: 'w1', waitMs: 1_000, signal: controller.signal })
+      await settle(10)
+      clock.advance(1_000)
+      await settle(10)
+      expect(await polled).toBeNull()
+      await new Promise<void>((resolve) => process.nextTick(resolve))
+      expect(warnings).not.toContain('MaxListenersExceededWarning')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
   it('unloads the partitions of families that went idle, and serves a family used again', async () => {
     const { host, clock } = makeHost(makeMemoryStore(), new ManualClock(1_000), 1)
     const families = Array.from({ length: 20 }, (_, index) => ({ ...family, family: `brief-${index}` }))

@@ -20,6 +20,7 @@
  * and the Layer share the routing and the unload bookkeeping; split apart, each would re-read the
  * other's state.
  */
+import { getMaxListeners, setMaxListeners } from 'node:events'
 import { Cause, Context, Effect, Exit, Layer, Scope } from 'effect'
 import { Scheduler as SchedulerReference, type Scheduler } from 'effect/Scheduler'
 import { InvalidInput, isMatchboxError, type MatchboxError, refusal, ShuttingDown, Unavailable } from '../domain/errors.ts'
@@ -439,7 +440,9 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
         })
       }
       if (cold.length === 0) return pollChosen()
-      // The poll goes on once every warm-up answered; a warm-up never fails but may die.
+      // The poll goes on once every warm-up answered; a warm-up never fails but may die. Each
+      // warm-up listens on the poll's signal until it answers: one per partition, not a leak.
+      if (request.signal !== undefined) setMaxListeners(Math.max(getMaxListeners(request.signal), cold.length + 10), request.signal)
       let waiting = cold.length
       let failed = false
       for (const actor of cold) {
