@@ -41,6 +41,9 @@
  *   a local queue dropping its claimed jobs on stop (the local queue itself, LocalQueue.ts, is
  *   engine code the menu does not fork); they wait for their visibility timeout (claims reach a
  *   worker);
+ * - `historyClaimUnfenced`: History's claims for Matching's deliveries (`claimMany`) reach the
+ *   store without the fence of the partition they come from, so a delivery retried after
+ *   another engine took the partition still claims (owner sees nobody, one valid claim);
  * - `heartbeatOnce`: each claim's heartbeats after its first are answered as renewed without
  *   reaching the store — what the store sees of a work loop whose heartbeat timer is not
  *   re-armed after one beat (Heartbeats.ts is engine code; the wrapper of the job store one
@@ -79,7 +82,7 @@ import { type DispatchMutation, dispatchMutations, mutatedDispatchMachine } from
 export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
-  'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal',
+  'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced',
   ...dispatchMutations,
 ] as const
 
@@ -152,6 +155,14 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
             await bus.send(to, message)
             if (handedOverJob(message) !== null) await bus.send(to, message)
           },
+        }),
+      }
+    case 'historyClaimUnfenced':
+      return {
+        wrapJobStore: plain,
+        wrapEngineJobStore: (_hostId, store) => ({
+          ...store,
+          claimMany: ({ claims, nowMs }) => store.claimMany({ claims, nowMs }),
         }),
       }
     case 'heartbeatOnce': {
