@@ -63,6 +63,10 @@
  *   (the job handle's bug of not aborting `job.signal` on a refusal, planted in the wrapper of the
  *   job store one engine sees, as `heartbeatOnce` is), so a handler whose job was cancelled
  *   never hears it (abort reaches handler);
+ * - `matchingFirstBlocksQueue`: a claim straight from the store (`claimDue`, `ackAndClaimDue`)
+ *   claims nothing while a claimable job of the queue has its task with Matching, so one task
+ *   that no poll reaches holds up the whole queue until a scan, a lapse or a poll of its
+ *   partition moves it (prompt delivery);
  * - the seven bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`): every engine of the world runs its queues by
@@ -82,7 +86,7 @@ import { type DispatchMutation, dispatchMutations, mutatedDispatchMachine } from
 export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
-  'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced',
+  'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'matchingFirstBlocksQueue',
   ...dispatchMutations,
 ] as const
 
@@ -281,6 +285,15 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
     close: () => inner.close(),
   }
   switch (mutation) {
+    case 'matchingFirstBlocksQueue': {
+      const blocked = async (queue: string, nowMs: number): Promise<boolean> => (await inner.deliverableCount({ queue, nowMs, limit: 1 })) > 0
+      return {
+        ...base,
+        claimDue: async (params) => ((await blocked(params.queue, params.nowMs)) ? [] : inner.claimDue(params)),
+        ackAndClaimDue: async (params) =>
+          (await blocked(params.queue, params.nowMs)) ? { acked: await inner.ackMany({ claims: params.acks, nowMs: params.nowMs }), claimed: [] } : inner.ackAndClaimDue(params),
+      }
+    }
     case 'ackAfterDeadline': {
       const earlier = <P extends { readonly nowMs: number }>(params: P): P => ({ ...params, nowMs: params.nowMs - backdateMs })
       return {

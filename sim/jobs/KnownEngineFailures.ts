@@ -26,20 +26,9 @@ export interface KnownEngineFailure {
 export const knownEngineFailures: ReadonlyArray<KnownEngineFailure> = [
   {
     checker: 'prompt delivery',
-    seeds: [],
+    seeds: [138],
     mechanism:
-      "a claimable row whose task is with Matching blocks claims straight from the store for the whole queue (MemoryJobStore.ts claimDueRows, the SQL claim likewise), though only that task's partition owner can poll it; an engine owning other partitions of the queue then waits out its local turn (workerClaimWaitMs, 1 s: Claimer.ts claimNext) before it forwards a poll to the owner, whose Matching serves it at once (seen on seed 122 of the engine at 522d44c)",
-  },
-  {
-    checker: 'prompt delivery',
-    seeds: [],
-    mechanism:
-      "a poll parks on one of the partitions its engine owns (MatchingHost.ts pollOwned: a partition with tasks ready, else the next in rotation) while an add goes to a random owned partition, so a task added to another partition of the same engine waits until something moves the poll (a claim, the next scan) instead of matching it at once (test/jobsPartitionPoll.test.ts stages it)",
-  },
-  {
-    checker: 'prompt delivery',
-    seeds: [2, 18, 69, 125, 131, 136, 147, 157],
-    mechanism: 'not yet diagnosed on the current engine (the two mechanisms above, or another): a due job waits past the bound with an idle worker on its queue',
+      "after a membership flicker an engine's partition still holds a range that another engine's acquire moved: its delivery of a job's task is refused at the claim fence and its add of the job refused (OwnershipLost); the job is given back due at once, but a claim served straight from the store for a forwarded poll 100 ms later comes back empty (not yet diagnosed), and the job starts once the stale partition has reloaded, about a second later",
   },
 ]
 

@@ -202,6 +202,20 @@ describe('MatchingHost', () => {
     await host.close()
   })
 
+  it('sync-matches an add to a poll waiting on another of its partitions: the add goes where the poll waits', async () => {
+    // Four partitions: a poll waits on one of them, and each add must meet it at once.
+    const { host, clock } = makeHost()
+    for (let i = 0; i < 8; i++) {
+      const polled = host.poll({ ...family, identity: 'w1', waitMs: 5_000 })
+      await settle()
+      const outcome = await host.addTask({ ...family, task: { jobId: `j${i}` } })
+      expect(outcome.kind, `add ${i}`).toBe('matched')
+      expect(await polled).toMatchObject({ task: { jobId: `j${i}` } })
+    }
+    clock.advance(1)
+    await host.close()
+  })
+
   it('dispatches higher priorities first', async () => {
     const { host, clock } = makeHost(undefined, undefined, 1)
     for (const [jobId, priority] of [['low', 0], ['high', 9], ['mid', 5]] as const) await host.addTask({ ...family, task: { jobId, priority } })

@@ -338,7 +338,9 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       const owned = ownedPartitions(request.namespace, request.family, request.type)
       task = makeTask({ ...request.task, createdAtMs: request.task.createdAtMs ?? clock.now() })
       if (owned.length === 0) return done(Exit.fail(noPartition(request.namespace, request.family, request.type)))
-      route = random.pick(owned)
+      // A partition where a poll of this host waits takes the add, so the two match at once (a
+      // poll waits on one owned partition); otherwise any owned one, at random.
+      route = owned.find((candidate) => partitions.get(candidate.name)?.actor.loadedQueues().some((queue) => queue.hasPollers()) === true) ?? random.pick(owned)
     } catch (error) {
       return done(exitOf(error))
     }

@@ -167,6 +167,11 @@ export class PhysicalQueueActor {
     return false
   }
 
+  /** True when a poll waits in the queue now (never unless owned). */
+  hasPollers(): boolean {
+    return this.state === 'owned' && this.#snapshot.context.pollers.length > 0
+  }
+
   /** Resolves with the range id once the queue is owned; rejects if it unloads first. */
   rangeIdWhenOwned(): Promise<number> {
     if (this.state === 'owned' || this.state === 'draining') return Promise.resolve(this.#rangeId())

@@ -23,9 +23,9 @@
  * - **Mixed** (this engine owns some partitions): turns alternate between the two, each local
  *   turn bounded by `workerClaimWaitMs` so remote partitions are not starved.
  *
- * Order: a claim from the store takes the head in claim order and claims nothing while a
- * claimable job of the queue is with Matching (that one comes first), and it waits for a
- * due-time pass in progress, which may be adding older jobs to Matching.
+ * Order: a claim from the store takes the head in claim order, a job with Matching in its place
+ * (first within its priority: its task, delivered later, finds it started), and it waits for a
+ * due-time pass in progress, which may be reserving older jobs for Matching.
  *
  * Invariants: a claim never waits past its own deadline, except that Matching counts a poll's
  * wait only once the queue has loaded and read its backlog (`claim({ waitMs: 0 })` returns
@@ -149,9 +149,8 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
  * on which workers of this engine wait, claims up to that many due jobs straight from the store
  * (`claimDue`, claim order, one statement per queue) and hands them over as an eager enqueue
  * does. Those jobs skip the Matching round (reserve, add, dispatch, claim, confirm): a waiting
- * worker means Matching had no task ready for it, and the store claims nothing while a
- * claimable job of the queue is with Matching, so the head of the due rows is the next job in
- * claim order. Answers the queues it claimed some but fewer jobs of than it asked for: none of
+ * worker means Matching had no task ready for it, and the store's head (a job with Matching
+ * included, in its place) is the next job in claim order. Answers the queues it claimed some but fewer jobs of than it asked for: none of
  * their other rows is due now (or another transaction holds it).
  */
 export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: ReadonlyArray<string> | null, nowMs: number): Promise<ReadonlyArray<string>> {
@@ -177,7 +176,7 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       // Fewer than asked: the claims that come back for their next job skip the store until the
       // next pass (as after a short claim of their own).
       dispatch.storeAnswered(generation, claimTokens.length, claimed.length)
-      // Some but not all: no other row is due. None may also mean a job with Matching comes first.
+      // Some but not all: no other row is due.
       return claimed.length > 0 && claimed.length < claimTokens.length ? queue : null
     }),
   )

@@ -97,7 +97,7 @@ async function claimFenced(options: JobsHistoryOptions, claims: ReadonlyArray<Fe
     if (group === undefined) groups.set(name, { fence, at: [at] })
     else group.at.push(at)
   })
-  const answers: Array<ClaimOutcome | Error> = new Array(claims.length)
+  const answers: Array<ClaimOutcome | Error> = Array.from({ length: claims.length })
   await Promise.all(
     [...groups.values()].map(async ({ fence, at }) => {
       try {

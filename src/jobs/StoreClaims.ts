@@ -8,8 +8,8 @@
  * - `claimSeveral`: up to a local queue's free room in one statement, with the acks of the jobs
  *   its handlers finished meanwhile (`work({ batch })`, LocalQueue.ts).
  *
- * Every path keeps Claimer.ts's ordering rules: nothing is claimed while the queue is drained,
- * while a due-time pass is on its way, or while a job with Matching comes first; a short answer
+ * Every path keeps Claimer.ts's ordering rules: nothing is claimed while the queue is drained or
+ * while a due-time pass is on its way; a short answer
  * marks the queue drained unless a pass started meanwhile. An ack that rides behaves as
  * `job.ack()` (JobHandle.ts's `ackWith`); a failed statement fails its acks with its claims.
  */
@@ -95,8 +95,7 @@ function directOf(runtime: JobsRuntime, dispatch: QueueDispatch): DirectClaims {
 
 // Claims up to `count` head due rows of `queue` for this engine in one statement, with `acks` if
 // given (the ids the statement deleted answer in `acked`). Fewer than asked: no other row is due
-// (or a job with Matching comes first, and the polls parked there take it), so the queue is
-// drained, unless a pass started meanwhile and may have found more (the machine compares generations).
+// (a job with Matching is claimed in its place too), so the queue is drained, unless a pass started meanwhile and may have found more (the machine compares generations).
 async function claimHead(runtime: JobsRuntime, dispatch: QueueDispatch, count: number, acks?: Acks): Promise<AckedAndClaimed> {
   const { queue } = dispatch
   const generation = dispatch.generation()

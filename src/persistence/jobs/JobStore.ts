@@ -376,13 +376,14 @@ export interface JobStore {
   retryDead(params: { readonly queue: string; readonly id: string; readonly nowMs: number }): Promise<RetryDeadOutcome>
 
   /**
-   * Claims, in one statement, up to `claimTokens.length` jobs of `queue` that are due (due ≤ now,
-   * so no Matching task holds them) and claimable now, in claim order (priority, then due time,
-   * then ready order), installing the tokens in that order; rows another transaction holds are
-   * skipped. Each claim is `claim`'s transition. Claims nothing while a claimable job of the
-   * queue has its task with Matching (due null): that one comes first, through Matching. How the
-   * engine that delivers a queue claims straight for its own workers, without a Matching task.
-   * Returns the claimed jobs in claim order.
+   * Claims, in one statement, up to `claimTokens.length` jobs of `queue` that are claimable now
+   * and either due (due ≤ now) or with Matching (due null), in claim order (priority, then due
+   * time with Matching's first, then ready order), installing the tokens in that order; rows
+   * another transaction holds and rows reserved for a Matching append (due ahead) are skipped.
+   * Each claim is `claim`'s transition. A job with Matching claimed here ends its task: Matching
+   * delivers it later as already started (or gone), so one such job never holds up the queue's
+   * other jobs. How the engine that delivers a queue claims straight for its own workers,
+   * without a Matching task. Returns the claimed jobs in claim order.
    */
   claimDue(params: { readonly queue: string; readonly nowMs: number; readonly claimTokens: ReadonlyArray<string>; readonly fence?: ClaimFence }): Promise<ReadonlyArray<JobRecord>>
 

@@ -103,8 +103,11 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     return copy(record)
   }
 
-  // Claim order among due rows: priority, then due time, then ready order.
-  const claimOrder = (a: LiveRow, b: LiveRow): number => b.job.priority - a.job.priority || (a.dueMs as number) - (b.dueMs as number) || a.readySeq - b.readySeq
+  // Claim order among claimable rows: priority, then due time, then ready order. A row whose task
+  // is with Matching (due null) was due before any row still in the store: it comes first.
+  const dueOrder = (row: LiveRow): number => row.dueMs ?? Number.NEGATIVE_INFINITY
+  const claimOrder = (a: LiveRow, b: LiveRow): number =>
+    b.job.priority - a.job.priority || (dueOrder(a) === dueOrder(b) ? 0 : dueOrder(a) < dueOrder(b) ? -1 : 1) || a.readySeq - b.readySeq
 
   // Claims a claimable row for `claimToken`: an attempt, the deadline from its visibility stamp, due then.
   const claimRow = (row: LiveRow, claimToken: string, nowMs: number): JobRecord => {
@@ -173,10 +176,10 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
   // `claimDue` after validation.
   const claimDueRows = (queue: string, nowMs: number, tokens: ReadonlyArray<string>): JobRecord[] => {
     if (paused.has(queue)) return []
-    // A claimable job whose task is with Matching comes first, through Matching.
-    for (const row of live.values()) if (row.job.queue === queue && row.dueMs === null && isClaimable(row.job, nowMs)) return []
+    // A row whose task is with Matching is claimed here too, in its place: its task, delivered
+    // later, finds the job started (or gone) and ends.
     const due = [...live.values()]
-      .filter((row) => row.job.queue === queue && row.dueMs !== null && row.dueMs <= nowMs && isClaimable(row.job, nowMs))
+      .filter((row) => row.job.queue === queue && (row.dueMs === null || row.dueMs <= nowMs) && isClaimable(row.job, nowMs))
       .sort(claimOrder)
       .slice(0, tokens.length)
     return due.map((row, index) => copy(claimRow(row, tokens[index] as string, nowMs)))

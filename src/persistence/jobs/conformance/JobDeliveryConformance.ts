@@ -172,7 +172,7 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       expect(small).toEqual(inClaimOrder.slice(20).map((job, n) => expected(job, `small${n}`)))
     })
 
-    it('claimDue waits while a claimable job is with Matching, and leaves reserved, expired, exhausted and other queues’ rows alone', async () => {
+    it('claimDue takes a job with Matching in its place, and leaves reserved, expired, exhausted and other queues’ rows alone', async () => {
       const queue = fixture.queue('claim-due-skip')
       const withMatching = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
       const [reserved] = await take(queue, 1_000)
@@ -183,15 +183,31 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       const exhausted = await fixture.claimed(queue, 1_000, { maxAttempts: 1, visibilityTimeoutMs: 1_000 })
       const lapsed = await fixture.claimed(queue, 1_000, { maxAttempts: 2, visibilityTimeoutMs: 1_000 })
       await store().enqueue({ job: fixture.job(fixture.queue('claim-due-other')), nowMs: 1_000 })
-      // A claimable job with Matching comes first: nothing is claimed straight from the store.
-      expect(await store().claimDue({ queue, nowMs: 3_000, claimTokens: ['a'] })).toEqual([])
-      expect(await store().cancel({ queue, id: withMatching.id })).toBe(true)
+      // A job with Matching was due before any row still in the store: it comes first, and no
+      // Matching delivery holds up the rest of the queue.
       const claimed = await store().claimDue({ queue, nowMs: 3_000, claimTokens: ['a', 'b', 'c', 'd'] })
-      expect(claimed.map((job) => job.id)).toEqual([lapsed.id])
-      expect(claimed[0]).toMatchObject({ attempts: 2, claimToken: 'a' })
+      expect(claimed.map((job) => job.id)).toEqual([withMatching.id, lapsed.id])
+      expect(claimed[0]).toMatchObject({ attempts: 1, claimToken: 'a' })
+      expect(claimed[1]).toMatchObject({ attempts: 2, claimToken: 'b' })
+      // Its task, delivered later, finds the job started.
+      expect(await store().claimMany({ claims: [{ id: withMatching.id, claimToken: 'late' }], nowMs: 3_000 })).toEqual([{ kind: 'already-started' }])
       expect((await store().getJob({ queue, id: reservedJob.id }))?.state).toBe('pending')
       expect((await store().getJob({ queue, id: exhausted.id }))?.state).toBe('processing')
       await expect(store().claimDue({ queue, nowMs: 3_000, claimTokens: [''] })).rejects.toMatchObject({ _tag: 'InvalidInput' })
+    })
+
+    it('claimDue keeps priority over a job with Matching, and a job with Matching given back is due in the store', async () => {
+      const queue = fixture.queue('claim-due-matching-order')
+      const withMatching = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+      const [reserved] = await take(queue, 1_000)
+      await store().confirmDelivered({ deliveries: [{ id: withMatching.id, revision: reserved?.revision ?? 0 }] })
+      const urgent = await store().enqueue({ job: fixture.job(queue, { priority: 5 }), nowMs: 2_000 })
+      const later = await store().enqueue({ job: fixture.job(queue), nowMs: 2_000 })
+      const [first, second] = await store().claimDue({ queue, nowMs: 2_000, claimTokens: ['a', 'b'] })
+      expect([first?.id, second?.id]).toEqual([urgent.id, withMatching.id])
+      // Given back, it is due now in the store (its task ended when it was claimed here).
+      expect(await store().release({ claims: [{ id: withMatching.id, claimToken: 'b' }], nowMs: 2_500 })).toEqual([withMatching.id])
+      expect((await store().claimDue({ queue, nowMs: 2_500, claimTokens: ['c', 'd'] })).map((job) => job.id)).toEqual([later.id, withMatching.id])
     })
 
     it('ackAndClaimDue acks one claim and claims the head of the due rows, as ack then claimDue would', async () => {

@@ -324,10 +324,10 @@ RETURNING ${liveRecord}`
 }
 
 /**
- * `$1` queue, `$2` claim tokens, `$3` now. Claims the first due, claimable rows of the queue in
- * claim order (as many as tokens; rows another transaction holds are skipped), the n-th with the
- * n-th token: `claimSql`'s transition — unless a claimable row of the queue has its task with
- * Matching (due null), which comes first. Answers each claimed row with its `rank`: as
+ * `$1` queue, `$2` claim tokens, `$3` now. Claims the first claimable rows of the queue in claim
+ * order — due ones and those whose task is with Matching (due null), which come first within a
+ * priority — as many as tokens (rows another transaction holds are skipped), the n-th with the
+ * n-th token: `claimSql`'s transition. Answers each claimed row with its `rank`: as
  * json in `job` for up to 16 tokens, else as columns (`claimedRows` says why).
  *
  * The token count is written into the text as the head's LIMIT (`headCount`), so a prepared
@@ -390,13 +390,16 @@ SELECT ${headCount === 1 ? 'ack.acked' : 'CASE WHEN row_number() OVER () = 1 THE
 FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
 }
 
-// The head of a queue's due rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
-// claim order and ranked; the count is a literal of the text (claimDueSql says why). Pending rows
-// and lapsed claims are read each through its own partial index (migration 009), the first
-// `headCount` of each locked (rows another transaction holds are skipped), then merged in claim
-// order: up to `headCount` rows more than the claim takes stay locked to the statement's end.
-// One row is ranked 1 without a window: a window's sort is a tenth of a one-row claim's server
-// time. `fenced`: read only when the statement's fence holds (a one-time filter, evaluated first).
+// The head of a queue's claimable rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
+// claim order and ranked; the count is a literal of the text (claimDueSql says why). Pending rows,
+// rows whose task is with Matching (due null) and lapsed claims are read each through its own
+// partial index (migrations 003 and 009), the first `headCount` of each locked (rows another
+// transaction holds are skipped), then merged in claim order, with-Matching rows first within a
+// priority (they were due before any row still in the store): up to twice `headCount` rows more
+// than the claim takes stay locked to the statement's end. A with-Matching row claimed here ends
+// its task: delivered later, it finds the job started or gone. One row is ranked 1 without a
+// window: a window's sort is a tenth of a one-row claim's server time. `fenced`: read only when
+// the statement's fence holds (a one-time filter, evaluated first).
 //
 // The pending branch's due test is written `due_ms + 0`, which no index can answer, so that the
 // plan reads the queue's head in claim order and stops after `headCount` rows. Written plainly, a
@@ -404,23 +407,31 @@ FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_a
 // read and sorted every due row of the table for each claim.
 function claimHeadCtes(schema: Schema, headCount: number, fenced = false): string {
   const limit = Math.floor(headCount)
+  const gate = `${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}`
   const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}
-    -- Unqualified names in the subquery are the held row's own.
-    AND NOT EXISTS (SELECT 1 FROM ${schema.quoted}.jobs AS held WHERE held.queue = $1::text AND held.due_ms IS NULL AND ${claimable('$3::bigint')})
+  WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}
   ORDER BY ${claimOrder}
   LIMIT ${limit}
   FOR UPDATE SKIP LOCKED`
   return `head_pending AS (
   ${branch('pending')}
+), head_matching AS (
+  SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
+  WHERE queue = $1::text AND due_ms IS NULL AND ${claimableIn('pending', '$3::bigint')} AND ${gate}
+  ORDER BY priority DESC, ready_seq
+  LIMIT ${limit}
+  FOR UPDATE SKIP LOCKED
 ), head_lapsed AS (
   ${branch('processing')}
 ), head AS (
-  SELECT * FROM head_pending UNION ALL SELECT * FROM head_lapsed ORDER BY ${claimOrder} LIMIT ${limit}
+  SELECT * FROM head_matching UNION ALL SELECT * FROM head_pending UNION ALL SELECT * FROM head_lapsed ORDER BY ${headOrder} LIMIT ${limit}
 ), ranked AS (
-  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${claimOrder})`} AS rank FROM head
+  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${headOrder})`} AS rank FROM head
 )`
 }
+
+// Claim order over the merged head: a row with Matching (due null) first within its priority.
+const headOrder = 'priority DESC, due_ms NULLS FIRST, ready_seq'
 
 // How a head claim's UPDATE finds its rows, and each one's rank. One head row joins `ranked`
 // (a one-row join probes the primary key). Several are named as one array of ids in claim order,
