@@ -174,9 +174,9 @@ describe('MatchingHost', () => {
       await settle()
       expect((await polled)?.task.jobId).toBe(`${brief.family}-1`)
     }
-    expect(host.loadedPartitions()).toHaveLength(20)
+    expect(sizesOf(host).partitionsLoaded).toBe(20)
     clock.advance(idleUnloadMs + 1_000)
-    await until(() => host.loadedPartitions().length === 0, 'every idle partition unloaded')
+    await until(() => sizesOf(host).partitionsLoaded === 0, 'every idle partition unloaded')
     // Their restart books and cached fences went with them.
     await until(() => sizesOf(host).restartBooks === 0, 'every restart book forgotten')
     // A family that comes back gets a new instance of its partition, with its stored backlog.
@@ -185,7 +185,7 @@ describe('MatchingHost', () => {
     const polled = host.poll({ ...again, identity: 'w1', waitMs: 0 })
     await settle()
     expect((await polled)?.task.jobId).toBe('again')
-    expect(host.loadedPartitions()).toHaveLength(1)
+    expect(sizesOf(host).partitionsLoaded).toBe(1)
     await host.close()
   })
 
@@ -327,12 +327,12 @@ describe('MatchingHost as an Effect layer', () => {
     await h2.addTask({ ...family, task: { jobId: 'b' } })
     await settle()
     view1.set('h1')
-    expect(h1.loadedPartitions()).toHaveLength(1)
+    expect(sizesOf(h1).partitionsLoaded).toBe(1)
     clock.advance(500)
     await settle()
-    expect(h1.loadedPartitions()).toHaveLength(0)
+    expect(sizesOf(h1).partitionsLoaded).toBe(0)
     // h2, which took it, keeps it.
-    expect(h2.loadedPartitions()).toHaveLength(1)
+    expect(sizesOf(h2).partitionsLoaded).toBe(1)
     await h2.close()
     await h1.close()
   })
@@ -347,7 +347,7 @@ describe('MatchingHost as an Effect layer', () => {
     view.set('h1')
     clock.advance(500)
     await settle()
-    expect(host.loadedPartitions()).toHaveLength(1)
+    expect(sizesOf(host).partitionsLoaded).toBe(1)
     await host.close()
   })
 })

@@ -142,8 +142,6 @@ export interface MatchingHost {
   retireVersion(request: { namespace: string; family: string; type: TaskType; version: string }): Promise<number>
   /** The partition numbers of a family that membership assigns to this host now (all of them without membership). */
   ownedPartitions(namespace: string, family: string, type: TaskType): ReadonlyArray<number>
-  /** Partition actors loaded now (inspection, tests). */
-  loadedPartitions(): ReadonlyArray<PartitionActor>
   /**
    * The range fence for claims this host makes on the family's behalf outside Matching (the job
    * engine's claims straight from its jobs table): the default physical queue of the first
@@ -569,9 +567,6 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
     retireVersion: (request) => run(retireVersion(request)),
     ownedPartitions(namespace, family, type) {
       return ownedPartitions(namespace, family, type).map((route) => route.key.partition)
-    },
-    loadedPartitions() {
-      return [...partitions.values()].map((entry) => entry.actor)
     },
     claimFence,
     fenceRefused,
