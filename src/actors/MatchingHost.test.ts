@@ -337,6 +337,25 @@ describe('MatchingHost as an Effect layer', () => {
     await h1.close()
   })
 
+  it('an add refused by a partition whose range another host took goes to another owned partition at once', async () => {
+    const clock = new ManualClock(1_000)
+    const store = makeMemoryStore()
+    const subscribe = () => () => {}
+    // h1 believes it owns both partitions; h2 owns partition 1 and takes its range.
+    const h1 = makeMatchingHost({ hostId: 'h1', store, history: startedHistory, clock, random: Random.make(1), partitionCount: 2, membership: { ownerOf: () => 'h1', subscribe } })
+    const h2 = makeMatchingHost({ hostId: 'h2', store, history: startedHistory, clock, random: Random.make(2), partitionCount: 2, membership: { ownerOf: (key) => (key.partition === 1 ? 'h2' : 'h1'), subscribe } })
+    // A poll loads both of h1's partitions.
+    expect(await pollOnce(h1, clock, { waitMs: 10 })).toBeNull()
+    await h2.addTask({ ...family, task: { jobId: 'taken' } })
+    await settle()
+    // Every add of h1 lands, whichever partition it is routed to first.
+    const outcomes = []
+    for (let i = 0; i < 6; i++) outcomes.push(await h1.addTask({ ...family, task: { jobId: `j${i}` } }))
+    expect(outcomes.map((outcome) => outcome.partition)).toEqual([0, 0, 0, 0, 0, 0])
+    await h2.close()
+    await h1.close()
+  })
+
   it('keeps a partition whose membership view flickered when nobody took it', async () => {
     const clock = new ManualClock(1_000)
     const view = viewOf('h1')

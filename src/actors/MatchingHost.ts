@@ -330,40 +330,48 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
 
   const addTaskWith = (request: AddTaskRequest, done: Reply<AddTaskOutcome>): void => {
     if (closed) return done(Exit.fail(shuttingDown()))
-    let route: Route
+    let owned: Route[]
     let task: Task
     try {
-      const owned = ownedPartitions(request.namespace, request.family, request.type)
+      owned = ownedPartitions(request.namespace, request.family, request.type)
       task = makeTask({ ...request.task, createdAtMs: request.task.createdAtMs ?? clock.now() })
       if (owned.length === 0) return done(Exit.fail(noPartition(request.namespace, request.family, request.type)))
-      // A partition where a poll of this host waits takes the add, so the two match at once (a
-      // poll waits on one owned partition); otherwise any owned one, at random.
-      route = owned.find((candidate) => partitions.get(candidate.name)?.actor.loadedQueues().some((queue) => queue.hasPollers()) === true) ?? random.pick(owned)
     } catch (error) {
       return done(exitOf(error))
     }
-    const partition = route.key.partition
-    // One retry: the partition may have been unloading when the add reached it.
-    const attemptAdd = (attemptIndex: number): void => {
+    // A partition where a poll of this host waits takes the add, so the two match at once (a
+    // poll waits on one owned partition); otherwise any owned one, at random.
+    const choose = (among: ReadonlyArray<Route>): Route =>
+      among.find((candidate) => partitions.get(candidate.name)?.actor.loadedQueues().some((queue) => queue.hasPollers()) === true) ?? random.pick(among)
+    // One retry: the partition may have been unloading when the add reached it. The retry goes to
+    // another owned partition when there is one: a partition that lost its range waits out a
+    // restart delay before it loads again.
+    const attemptAdd = (attemptIndex: number, route: Route): void => {
+      const partition = route.key.partition
       try {
         actorFor(route).requests.addTask(task, (exit) => {
           if (Exit.isSuccess(exit)) {
             const added = exit.value
             return done(Exit.succeed(added.kind === 'matched' ? { kind: 'matched', partition } : { kind: 'spooled', partition, taskId: added.taskId }))
           }
-          // Refused without a write (the partition was unloading, or its queue had just lost
-          // ownership): one fresh attempt, as a caller would retry.
+          // Refused without a write (the partition was unloading, its queue had just lost
+          // ownership, or it waits out a restart delay): one fresh attempt, as a caller would retry.
           const error = errorOf(exit)
-          const refusedCleanly = error?._tag === 'ShuttingDown' || error?._tag === 'OwnershipLost'
+          const refusedCleanly = error?._tag === 'ShuttingDown' || error?._tag === 'OwnershipLost' || (error?._tag === 'Unavailable' && !error.maybeCommitted)
           if (!refusedCleanly || attemptIndex > 0 || closed) return done(Exit.failCause(exit.cause))
           // Let the partition settle the death that refused us before routing again.
-          void Promise.resolve().then(() => attemptAdd(attemptIndex + 1))
+          const others = owned.filter((candidate) => candidate.name !== route.name)
+          void Promise.resolve().then(() => attemptAdd(attemptIndex + 1, others.length > 0 ? choose(others) : route))
         })
       } catch (error) {
         done(exitOf(error))
       }
     }
-    attemptAdd(0)
+    try {
+      attemptAdd(0, choose(owned))
+    } catch (error) {
+      done(exitOf(error))
+    }
   }
 
   const pollWith = (request: PollRequest, done: Reply<PolledTask | null>): void => {

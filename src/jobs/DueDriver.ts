@@ -146,9 +146,9 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   // whole reservation. A stale one is harmless: the release is revision-guarded.
   let unreleased: Array<{ readonly id: string; readonly revision: number }> = []
 
-  const release = async (deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }>, dueMs = now() + jobDeliveryRefusedRetryMs): Promise<void> => {
+  const release = async (deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }>): Promise<void> => {
     try {
-      await jobStore.releaseDelivered({ deliveries, dueMs })
+      await jobStore.releaseDelivered({ deliveries, dueMs: now() + jobDeliveryRefusedRetryMs })
     } catch (error) {
       if (!isMatchboxError(error)) throw error
       unreleased = [...unreleased, ...deliveries].slice(0, jobDeliveryUnreleasedMax)
@@ -193,19 +193,11 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     // did, the job has two tasks and History answers the second one already-started or obsolete;
     // if it did not, the job is not stranded for a whole reservation (the queue may have moved to
     // another engine, which can deliver it now). Only a crash leaves the full reservation.
-    // A partition whose range another acquire moved refuses with OwnershipLost: its jobs are due
-    // again now, for the claims straight from the store that wait (fenced: only the partition's
-    // current owner claims), while the stale partition reloads; a pass adds them no sooner than
-    // its next signal or scan, so a refusing partition is not hammered.
-    const refusal = (index: number): 'moved' | 'refused' | null => {
+    const failed = due.filter((_, index) => {
       const result = added[index]
-      if (result?.status !== 'rejected' || !isMatchboxError(result.reason)) return null
-      return result.reason._tag === 'OwnershipLost' ? 'moved' : 'refused'
-    }
-    const refs = (kind: 'moved' | 'refused') => due.filter((_, index) => refusal(index) === kind).map((job) => ({ id: job.id, revision: job.revision }))
-    const [moved, refused] = [refs('moved'), refs('refused')]
-    if (moved.length > 0) await release(moved, now())
-    if (refused.length > 0) await release(refused)
+      return result?.status === 'rejected' && isMatchboxError(result.reason)
+    })
+    if (failed.length > 0) await release(failed.map((job) => ({ id: job.id, revision: job.revision })))
     for (const result of added) if (result.status === 'rejected' && !isMatchboxError(result.reason)) report(result.reason)
     if (delivered.length > 0) await jobStore.confirmDelivered({ deliveries: delivered.map((job) => ({ id: job.id, revision: job.revision })) })
     const perQueue = new Map<string, number>()
