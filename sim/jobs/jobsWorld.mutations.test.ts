@@ -66,7 +66,10 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // (100 ms) while a forwarded poll waits, and delays no job past the bound
   // (DispatchMachine.test.ts and DispatchMutations.test.ts show the step it changes).
   matchedPollLingers: null,
-  droppedWithClaimsInLine: 70,
+  // Not caught within 100 seeds: the one seed that caught it (70) no longer does since a refused
+  // add is retried when its partition's restart delay ends; the claims it strands are served
+  // within the bound there (DispatchMutations.test.ts shows the step it changes).
+  droppedWithClaimsInLine: null,
 }
 
 // One mutant run: caught when any checker reports a violation.

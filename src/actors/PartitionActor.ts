@@ -159,7 +159,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       if (unloaded) return refusal(() => new Unavailable({ operation: 'route', detail: `partition ${name} unloaded`, maybeCommitted: false }))
       const notBefore = restarts.get(slot)?.notBeforeMs ?? 0
       if (options.clock.now() < notBefore) {
-        return refusal(() => new Unavailable({ operation: 'load', detail: `${name}${slot} restarts at ${notBefore}`, maybeCommitted: false }))
+        return refusal(() => new Unavailable({ operation: 'load', detail: `${name}${slot} restarts at ${notBefore}`, maybeCommitted: false, retryAtMs: notBefore }))
       }
       const queue: PhysicalQueueActor = new PhysicalQueueActor({
         key: keyOf(version),

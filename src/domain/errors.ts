@@ -61,6 +61,8 @@ export class Unavailable extends Data.TaggedError('Unavailable')<{
   /** The underlying failure, in words. */
   readonly detail: string
   readonly maybeCommitted: boolean
+  /** When known, the time the refusal ends (a queue waiting out its restart delay), in epoch ms. */
+  readonly retryAtMs?: number
 }> {
   readonly retryable = true
   override get message(): string {

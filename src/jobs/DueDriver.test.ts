@@ -118,3 +118,30 @@ it('keeps no entry for a queue once its last claim waiting for a delivery has ti
   expect(sizesOf(driver).dueWaiterQueues).toBe(0)
   await driver.close()
 })
+
+it('adds a job again when the partition that refused it ends its restart delay, not a whole refusal retry later', async () => {
+  const clock = new ManualClock(start)
+  const jobStore = makeMemoryJobStore()
+  const added: Array<{ jobId: string; at: number }> = []
+  // The queue's partition waits out a restart delay for 100 ms more; after that it takes adds.
+  const restartsAtMs = start + 100
+  const matching = {
+    addTask: (request: { task: { jobId: string } }) => {
+      if (clock.now() < restartsAtMs) return Promise.reject(new Unavailable({ operation: 'load', detail: `q restarts at ${restartsAtMs}`, maybeCommitted: false, retryAtMs: restartsAtMs }))
+      added.push({ jobId: request.task.jobId, at: clock.now() })
+      return Promise.resolve({ taskId: 1 })
+    },
+  } as unknown as MatchingHost
+  await jobStore.enqueue({ job: { id: 'j1', queue: 'q', payload: null, priority: 0, runAtMs: start, expiresAtMs: null, ...resolveQueueOptions(undefined) }, nowMs: start })
+  // One claim waits in Matching for the queue's job.
+  const driver = makeDueDriver({ jobStore, matching, clock, random: Random.make(1), deliveryDemand: () => new Map([['q', 1]]) })
+  await driver.run()
+  expect(added).toEqual([])
+  for (let step = 0; step < 100 && added.length === 0; step++) {
+    clock.advance(10)
+    await turns()
+  }
+  expect(added.map((add) => add.jobId)).toEqual(['j1'])
+  expect(added[0]?.at).toBe(restartsAtMs)
+  await driver.close()
+})

@@ -146,9 +146,9 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   // whole reservation. A stale one is harmless: the release is revision-guarded.
   let unreleased: Array<{ readonly id: string; readonly revision: number }> = []
 
-  const release = async (deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }>): Promise<void> => {
+  const release = async (deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }>, dueMs = now() + jobDeliveryRefusedRetryMs): Promise<void> => {
     try {
-      await jobStore.releaseDelivered({ deliveries, dueMs: now() + jobDeliveryRefusedRetryMs })
+      await jobStore.releaseDelivered({ deliveries, dueMs })
     } catch (error) {
       if (!isMatchboxError(error)) throw error
       unreleased = [...unreleased, ...deliveries].slice(0, jobDeliveryUnreleasedMax)
@@ -193,11 +193,17 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     // did, the job has two tasks and History answers the second one already-started or obsolete;
     // if it did not, the job is not stranded for a whole reservation (the queue may have moved to
     // another engine, which can deliver it now). Only a crash leaves the full reservation.
-    const failed = due.filter((_, index) => {
+    // A refusal that says when it ends (a partition waiting out its restart delay) makes its jobs
+    // due then, if sooner: the next-due read below arms the pass that adds them again.
+    const retryAt = new Map<number, Array<{ readonly id: string; readonly revision: number }>>()
+    due.forEach((job, index) => {
       const result = added[index]
-      return result?.status === 'rejected' && isMatchboxError(result.reason)
+      if (result?.status !== 'rejected' || !isMatchboxError(result.reason)) return
+      const endsAtMs = result.reason._tag === 'Unavailable' ? result.reason.retryAtMs : undefined
+      const atMs = Math.min(now() + jobDeliveryRefusedRetryMs, Math.max(now(), endsAtMs ?? Number.POSITIVE_INFINITY))
+      retryAt.set(atMs, [...(retryAt.get(atMs) ?? []), { id: job.id, revision: job.revision }])
     })
-    if (failed.length > 0) await release(failed.map((job) => ({ id: job.id, revision: job.revision })))
+    for (const [atMs, deliveries] of retryAt) await release(deliveries, atMs)
     for (const result of added) if (result.status === 'rejected' && !isMatchboxError(result.reason)) report(result.reason)
     if (delivered.length > 0) await jobStore.confirmDelivered({ deliveries: delivered.map((job) => ({ id: job.id, revision: job.revision })) })
     const perQueue = new Map<string, number>()
