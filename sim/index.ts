@@ -8,7 +8,7 @@
  */
 export type { JobsBatchObserver, JobsBatchPlan, JobsBatchReport, JobsSeedOutcome } from './jobs/JobsBatch.ts'
 export { runJobsBatch } from './jobs/JobsBatch.ts'
-export { knownEngineFailures, knownFailingJobCheckers } from './jobs/KnownEngineFailures.ts'
+export { knownEngineFailures, knownFailingCheckersOn } from './jobs/KnownEngineFailures.ts'
 export { renderJobsTimelineHtml } from './jobs/JobsTimelineHtml.ts'
 export type { JobsTimelineData } from './jobs/JobsTimelineRecorder.ts'
 export type { DeterminismCheck, FirstSeed, SeedOutcome, SimBatchObserver, SimBatchReport } from './matching/Batch.ts'

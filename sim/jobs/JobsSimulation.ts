@@ -98,6 +98,7 @@ export async function runJobsSeed(run: JobsSeedRun): Promise<JobsSeedResult> {
   try {
     const world = new JobsWorld({
       options,
+      store: run.store,
       storeFor: stores.storeFor,
       jobStoreFor: stores.jobStoreFor,
       ...(run.script === undefined ? {} : { script: run.script }),

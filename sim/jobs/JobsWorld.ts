@@ -57,7 +57,8 @@ import { Decisions } from '../core/Decisions.ts'
 import type { IoGate, PendingIo } from '../core/IoGate.ts'
 import type { IoFaultChances } from '../core/IoFaults.ts'
 import { JobCheckers, type JobCheckerName, jobCheckerNames, type JobsReport } from './JobCheckers.ts'
-import { knownFailingJobCheckers } from './KnownEngineFailures.ts'
+import { knownFailingCheckersOn } from './KnownEngineFailures.ts'
+import type { SimStoreKind } from '../core/Determinism.ts'
 import { JobClients } from './JobClients.ts'
 import { HandlerCheckers } from './HandlerCheckers.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
@@ -99,6 +100,8 @@ export interface JobsRunResult {
 /** How to build an end-to-end world. */
 export interface JobsWorldConfig {
   readonly options: JobsSwarmOptions
+  /** The store kind the world runs on (which known engine failures apply). */
+  readonly store: SimStoreKind
   /** Each host's connection to the shared database (the same objects on memory). */
   readonly storeFor: (hostId: string) => Store
   readonly jobStoreFor: (hostId: string) => JobStore
@@ -187,7 +190,7 @@ export class JobsWorld {
   readonly #decide: Decisions
   readonly #clock: ManualClock
   readonly #gate: IoGate
-  readonly #checkers = new JobCheckers()
+  readonly #checkers: JobCheckers
   // The Matching checkers: a task counts as handled once Jobs' History tried to claim its job
   // (any answer), or once the job expired (Matching drops expired tasks without asking).
   readonly #handled = new HistoryRecord()
@@ -224,6 +227,7 @@ export class JobsWorld {
 
   constructor(config: JobsWorldConfig) {
     this.#config = config
+    this.#checkers = new JobCheckers(knownFailingCheckersOn(config.store))
     this.#options = config.options
     this.#loop = new WorldLoop<JobsFaultName>({
       seed: config.options.seed,
@@ -290,7 +294,7 @@ export class JobsWorld {
     // Stopped early by a violation, the final phase left live jobs behind it: expected, not stranded.
     const jobs = this.#checkers.audit(await this.#finalRows(), this.#finalPhaseRan && !this.#failed(), this.#clock.now())
     for (const violation of this.#matching.violations) this.#checkers.fail('matching', violation)
-    const failing = jobCheckerNames.filter((name) => this.#checkers.counts[name] > 0 && !knownFailingJobCheckers.includes(name))
+    const failing = jobCheckerNames.filter((name) => this.#checkers.counts[name] > 0 && !this.#checkers.knownFailingChecker(name))
     return {
       ok: failing.length === 0,
       violations: this.#checkers.violations.filter((violation) => !this.#checkers.knownFailing.has(violation)),

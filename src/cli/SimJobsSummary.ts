@@ -7,7 +7,7 @@
  *
  * Does not: run seeds (sim/jobs/JobsBatch.ts) or write files (sim.ts).
  */
-import { type JobsBatchObserver, type JobsBatchReport, type JobsSeedOutcome, type JobsTimelineData, knownEngineFailures, knownFailingJobCheckers, renderJobsTimelineHtml } from '../../sim/index.ts'
+import { type JobsBatchObserver, type JobsBatchReport, type JobsSeedOutcome, type JobsTimelineData, knownEngineFailures, knownFailingCheckersOn, renderJobsTimelineHtml } from '../../sim/index.ts'
 import { count, determinismLine, formatDuration } from './SimSummary.ts'
 import type { Terminal } from './Terminal.ts'
 
@@ -46,13 +46,13 @@ export function renderJobsSummary(terminal: Terminal, report: JobsBatchReport): 
   terminal.line(`  faults       ${Object.entries(report.faults).map(([name, n]) => `${name} ${count(n)}`).join(' · ')}`)
   terminal.line('  checkers')
   for (const checker of report.checkers) {
-    const known = (knownFailingJobCheckers as ReadonlyArray<string>).includes(checker.name) ? c.dim(' (known failing on the current engine: counted, not failing a seed)') : ''
+    const known = (knownFailingCheckersOn(report.store) as ReadonlyArray<string>).includes(checker.name) ? c.dim(' (known failing on the current engine: counted, not failing a seed)') : ''
     terminal.line(`    ${checker.name.padEnd(22)} ${checker.verdict === 'pass' ? c.green('pass') : c.red(checker.verdict)}${known}`)
   }
   const knownSeeds = report.seeds.filter((seed) => seed.knownFailing.length > 0).map((seed) => seed.seed)
   if (knownSeeds.length > 0) {
     terminal.line(`  known        ${knownSeeds.length} seeds show failures of the current engine (${knownSeeds.slice(0, 12).join(', ')}${knownSeeds.length > 12 ? ', …' : ''}); the mechanisms:`)
-    for (const failure of knownEngineFailures) terminal.line(c.dim(`    ${failure.checker}: ${failure.mechanism}`))
+    for (const failure of knownEngineFailures.filter((known) => known.stores.includes(report.store))) terminal.line(c.dim(`    ${failure.checker}: ${failure.mechanism}`))
   }
   terminal.line(`  jobs         ${count(j.enqueued)} enqueued (+${count(j.recovered)} from ambiguous enqueues) · acked ${count(j.acked)} (+${count(j.ackedUnheard)} unheard) · cancelled ${count(j.cancelled)} (+${count(j.cancelledUnheard)} unheard)`)
   terminal.line(`               dead: failed ${count(j.dead.failed)} · max attempts ${count(j.dead.exhausted)} · expired ${count(j.dead.expired)} · stranded ${count(j.stranded)} · reclaimed ${count(j.reclaimed)} (allowed) · landed late ${count(j.landedLate)}`)
