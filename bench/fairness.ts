@@ -1,6 +1,7 @@
 /**
- * Fairness bench — `npx tsx bench/fairness.ts [--jobs N]`, on a throwaway PostgreSQL (or
- * DATABASE_URL), through the public API on the real clock, 16 no-op workers on one engine:
+ * Fairness bench — `npx tsx bench/fairness.ts [--jobs N]`, on a fresh database (bench/BenchDatabase.ts:
+ * DATABASE_URL's server, else a throwaway cluster), through the public API on the real clock,
+ * 16 no-op workers on one engine:
  * - heavy and light: tenant A enqueues N jobs (default 20,000), then tenant B enqueues 100; the
  *   workers start after both. Prints B's p99 wait (enqueue → handler start), the time the
  *   workers took for A's backlog, and how many starts came before B's last one — with fairness
@@ -11,9 +12,8 @@
  * Each scenario gets a schema of its own. Figures depend on the machine; a busy one slows both
  * runs of a pair alike, so read the ratios rather than the times.
  */
-import pg from 'pg'
 import { type Matchbox, open } from '../src/index.ts'
-import { type RunningCluster, startCluster } from '../test/harness/PostgresCluster.ts'
+import { openBenchDatabase } from './BenchDatabase.ts'
 
 const jobsFlag = process.argv.indexOf('--jobs')
 const heavyJobs = jobsFlag >= 0 ? Number(process.argv[jobsFlag + 1]) : 20_000
@@ -87,22 +87,12 @@ async function weights(databaseUrl: string): Promise<void> {
   await mb.close()
 }
 
-let cluster: RunningCluster | undefined
+const database = await openBenchDatabase('fairness')
 try {
-  let databaseUrl = process.env.DATABASE_URL
-  if (databaseUrl === undefined || databaseUrl === '') {
-    cluster = startCluster()
-    databaseUrl = cluster.url
-  } else {
-    const client = new pg.Client({ connectionString: databaseUrl })
-    await client.connect()
-    for (const schema of ['bench_fair_keys', 'bench_fair_plain', 'bench_fair_weights']) await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-    await client.end()
-  }
   console.log(`fairness bench: node ${process.version}, PostgreSQL, A ${heavyJobs} jobs then B ${lightJobs}, 16 workers`)
-  await heavyAndLight(databaseUrl, false)
-  await heavyAndLight(databaseUrl, true)
-  await weights(databaseUrl)
+  await heavyAndLight(database.url, false)
+  await heavyAndLight(database.url, true)
+  await weights(database.url)
 } finally {
-  cluster?.stop()
+  await database.drop()
 }
