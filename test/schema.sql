@@ -11,6 +11,7 @@ migration 6 job_release
 migration 7 operator_controls
 migration 8 job_timeline
 migration 9 job_claim_indexes
+migration 10 fairness
 
 table dead_jobs
   column id text collate "C" not null
@@ -35,6 +36,11 @@ table dead_jobs
   column progress jsonb
   column claim_history jsonb
   column progress_at_ms bigint
+
+table fairness_passes
+  column queue text not null
+  column fairness_key text not null
+  column last_pass bigint not null
 
 table job_leases
   column name text collate "C" not null
@@ -81,6 +87,8 @@ table jobs
   column progress jsonb
   column claim_history jsonb
   column progress_at_ms bigint
+  column fair_pass bigint
+  column fairness_key text
 
 table membership_hosts
   column host_id text collate "C" not null
@@ -129,6 +137,7 @@ constraint dead_jobs.dead_jobs_max_attempts_check CHECK ((max_attempts >= 1))
 constraint dead_jobs.dead_jobs_pkey PRIMARY KEY (id)
 constraint dead_jobs.dead_jobs_priority_check CHECK (((priority >= 0) AND (priority <= 9)))
 constraint dead_jobs.dead_jobs_visibility_timeout_ms_check CHECK ((visibility_timeout_ms >= 1))
+constraint fairness_passes.fairness_passes_pkey PRIMARY KEY (queue, fairness_key)
 constraint job_leases.job_leases_fence_check CHECK ((fence >= 1))
 constraint job_leases.job_leases_pkey PRIMARY KEY (name)
 constraint job_schedules.job_schedules_pkey PRIMARY KEY (name)
@@ -166,6 +175,7 @@ index dead_jobs.dead_jobs_by_queue CREATE INDEX dead_jobs_by_queue ON matchbox.d
 index dead_jobs.dead_jobs_by_queue_id CREATE INDEX dead_jobs_by_queue_id ON matchbox.dead_jobs USING btree (queue, id)
 index dead_jobs.dead_jobs_by_queue_key CREATE INDEX dead_jobs_by_queue_key ON matchbox.dead_jobs USING btree (queue, job_key) WHERE (job_key IS NOT NULL)
 index dead_jobs.dead_jobs_pkey CREATE UNIQUE INDEX dead_jobs_pkey ON matchbox.dead_jobs USING btree (id)
+index fairness_passes.fairness_passes_pkey CREATE UNIQUE INDEX fairness_passes_pkey ON matchbox.fairness_passes USING btree (queue, fairness_key)
 index job_leases.job_leases_pkey CREATE UNIQUE INDEX job_leases_pkey ON matchbox.job_leases USING btree (name)
 index job_schedules.job_schedules_pkey CREATE UNIQUE INDEX job_schedules_pkey ON matchbox.job_schedules USING btree (name)
 index jobs.jobs_by_queue CREATE INDEX jobs_by_queue ON matchbox.jobs USING btree (queue, state) WHERE (due_ms IS NULL)
@@ -173,7 +183,7 @@ index jobs.jobs_expiring CREATE INDEX jobs_expiring ON matchbox.jobs USING btree
 index jobs.jobs_live_key CREATE UNIQUE INDEX jobs_live_key ON matchbox.jobs USING btree (queue, job_key) WHERE (job_key IS NOT NULL)
 index jobs.jobs_pending_by_id CREATE INDEX jobs_pending_by_id ON matchbox.jobs USING btree (queue, id) WHERE (state = 'pending'::text)
 index jobs.jobs_pending_due CREATE INDEX jobs_pending_due ON matchbox.jobs USING btree (due_ms) WHERE ((due_ms IS NOT NULL) AND (state = 'pending'::text))
-index jobs.jobs_pending_head CREATE INDEX jobs_pending_head ON matchbox.jobs USING btree (queue, priority DESC, due_ms, ready_seq) WHERE ((due_ms IS NOT NULL) AND (state = 'pending'::text))
+index jobs.jobs_pending_head CREATE INDEX jobs_pending_head ON matchbox.jobs USING btree (queue, priority DESC, GREATEST(fair_pass, due_ms), ready_seq) WHERE ((due_ms IS NOT NULL) AND (state = 'pending'::text))
 index jobs.jobs_pkey CREATE UNIQUE INDEX jobs_pkey ON matchbox.jobs USING btree (id)
 index jobs.jobs_processing CREATE INDEX jobs_processing ON matchbox.jobs USING btree (queue, due_ms) WHERE (state = 'processing'::text)
 index membership_hosts.membership_hosts_pkey CREATE UNIQUE INDEX membership_hosts_pkey ON matchbox.membership_hosts USING btree (host_id)

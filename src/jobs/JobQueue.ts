@@ -77,7 +77,13 @@ export interface JobQueue<T = JsonValue> extends QueueAdmin<T> {
 }
 
 /** Makes a queue handle over `name` whose jobs carry `stamps`. */
-export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, stamps: JobStamps, partitions?: number): JobQueue<T> {
+export function makeJobQueue<T = JsonValue>(
+  runtime: JobsRuntime,
+  name: string,
+  stamps: JobStamps,
+  partitions?: number,
+  fairnessWeights: ReadonlyMap<string, number> = new Map(),
+): JobQueue<T> {
   const { jobStore } = runtime
   // A job of this queue, stamped with the handle's options and the enqueue's own.
   const newJob = (payload: JsonValue, resolved: ResolvedEnqueue, nowMs: number): NewJob => ({
@@ -90,6 +96,10 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
     ...stamps,
     maxAttempts: resolved.maxAttempts ?? stamps.maxAttempts,
     key: resolved.key,
+    // The handle's weight for the key wins over the enqueue's.
+    ...(resolved.fairnessKey === null
+      ? {}
+      : { fairnessKey: resolved.fairnessKey, fairnessWeight: fairnessWeights.get(resolved.fairnessKey) ?? resolved.fairnessWeight ?? 1 }),
   })
   const queue: JobQueue<T> = {
     name,
@@ -130,7 +140,10 @@ export function makeJobQueue<T = JsonValue>(runtime: JobsRuntime, name: string, 
         if ('tx' in itemOptions) throw new InvalidInput({ field: `${field}.tx`, reason: "is the batch's option: enqueueMany(jobs, { tx })" })
         const measured = validateJsonMeasured(`${field}.payload`, payload)
         bytesMax += measured.bytesMax
-        return newJob(measured.value, resolveEnqueueOptions(itemOptions, field), nowMs)
+        const resolved = resolveEnqueueOptions(itemOptions, field)
+        // A keyed job's pass is drawn from its key's state one job at a time (the store's enqueue).
+        if (resolved.fairnessKey !== null) throw new InvalidInput({ field: `${field}.fairnessKey`, reason: 'is taken by enqueue only: enqueue jobs with a fairness key one at a time' })
+        return newJob(measured.value, resolved, nowMs)
       })
       if (batch.length === 0) return []
       // The store checks the total too, but only after the queue's routing is loaded (and, on a

@@ -23,7 +23,7 @@ import {
   priorityDefault,
   visibilityTimeoutSDefault,
 } from '../kernel/Limits.ts'
-import { checkTx } from '../persistence/jobs/JobInput.ts'
+import { checkFairnessKey, checkFairnessWeight, checkTx } from '../persistence/jobs/JobInput.ts'
 import type { JobStamps, SqlClient } from '../persistence/jobs/JobStore.ts'
 import { checkPartitions } from './QueueRouting.ts'
 
@@ -43,7 +43,15 @@ export interface QueueOptions {
    * queue; several let several engines share a hot queue, with the order held per partition.
    */
   readonly partitions?: number
+  /**
+   * Weights of fairness keys for this handle's enqueues, overriding the weight an enqueue gives
+   * (`{ tenantA: 5 }`): at most 1,000 keys, each at most 64 UTF-8 bytes, weights 0.001…1000.
+   */
+  readonly fairnessWeights?: Readonly<Record<string, number>>
 }
+
+/** How many keys a queue handle's `fairnessWeights` may name. */
+export const fairnessWeightsMax = 1000
 
 /** Options of one enqueue. Times are a `Date` or epoch milliseconds. */
 export interface EnqueueOptions {
@@ -65,6 +73,15 @@ export interface EnqueueOptions {
   readonly key?: string
   /** Overrides the queue's attempt budget for this job. */
   readonly maxAttempts?: number
+  /**
+   * The job's fairness key (a tenant, a customer; at most 64 UTF-8 bytes): within a priority the
+   * queue's keys take turns in proportion to their weights, FIFO within a key, so one key's
+   * backlog does not hold back another's jobs. Without it the job is ordered by its due time.
+   * `enqueue` only: `enqueueMany` refuses it.
+   */
+  readonly fairnessKey?: string
+  /** The key's weight, 0.001…1000 (default 1); the queue handle's `fairnessWeights` win over it. */
+  readonly fairnessWeight?: number
   /** A `pg` client inside the caller's open transaction: the job exists iff that transaction commits. */
   readonly tx?: SqlClient
 }
@@ -85,6 +102,9 @@ export interface ResolvedEnqueue {
   readonly key: string | null
   readonly expiresAtMs: number | null
   readonly maxAttempts: number | null
+  readonly fairnessKey: string | null
+  /** The weight the enqueue gave, or null (the queue's override or 1 applies). */
+  readonly fairnessWeight: number | null
   readonly tx: SqlClient | undefined
 }
 
@@ -155,7 +175,21 @@ export function requestedPartitions(options: unknown, field = 'options'): number
   return given.partitions === undefined ? undefined : checkPartitions(`${field}.partitions`, given.partitions)
 }
 
-const queueOptionKeys = ['visibilityTimeoutS', 'maxAttempts', 'backoffBaseS', 'deadLetterRetentionS', 'partitions']
+const queueOptionKeys = ['visibilityTimeoutS', 'maxAttempts', 'backoffBaseS', 'deadLetterRetentionS', 'partitions', 'fairnessWeights']
+
+/** A queue handle's fairness weight overrides, validated (an empty map when none are given). */
+export function resolveFairnessWeights(options: unknown, field = 'options'): ReadonlyMap<string, number> {
+  const given = knownKeys(field, options, queueOptionKeys).fairnessWeights
+  const weights = new Map<string, number>()
+  if (given === undefined) return weights
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new InvalidInput({ field: `${field}.fairnessWeights`, reason: 'must be an object { key: weight }' })
+  const entries = Object.entries(given)
+  if (entries.length > fairnessWeightsMax) throw new InvalidInput({ field: `${field}.fairnessWeights`, reason: `must name at most ${fairnessWeightsMax} keys (it names ${entries.length})` })
+  for (const [key, weight] of entries) {
+    weights.set(checkFairnessKey(`${field}.fairnessWeights key`, key) as string, checkFairnessWeight(`${field}.fairnessWeights.${key}`, weight))
+  }
+  return weights
+}
 
 /** Resolves a queue handle's options over the defaults into stamps. */
 export function resolveQueueOptions(options: unknown, field = 'options'): JobStamps {
@@ -171,7 +205,7 @@ export function resolveQueueOptions(options: unknown, field = 'options'): JobSta
 
 /** Validates one enqueue's options. */
 export function resolveEnqueueOptions(options: unknown, field = 'options'): ResolvedEnqueue {
-  const given = knownKeys(field, options, ['priority', 'runAt', 'delayMs', 'expiresAt', 'maxAttempts', 'key', 'tx'])
+  const given = knownKeys(field, options, ['priority', 'runAt', 'delayMs', 'expiresAt', 'maxAttempts', 'key', 'fairnessKey', 'fairnessWeight', 'tx'])
   if (given.runAt !== undefined && given.delayMs !== undefined) throw new InvalidInput({ field: `${field}.delayMs`, reason: 'give runAt or delayMs, not both' })
   const delayMs = given.delayMs
   if (delayMs !== undefined && (typeof delayMs !== 'number' || !Number.isSafeInteger(delayMs) || delayMs < 0 || delayMs > jobDurationSMax * 1000)) {
@@ -185,6 +219,8 @@ export function resolveEnqueueOptions(options: unknown, field = 'options'): Reso
     key: given.key === undefined ? null : validateName(`${field}.key`, given.key),
     expiresAtMs: given.expiresAt === undefined ? null : epochMs(`${field}.expiresAt`, given.expiresAt),
     maxAttempts: given.maxAttempts === undefined ? null : attempts(`${field}.maxAttempts`, given.maxAttempts),
+    fairnessKey: checkFairnessKey(`${field}.fairnessKey`, given.fairnessKey),
+    fairnessWeight: given.fairnessWeight === undefined ? null : checkFairnessWeight(`${field}.fairnessWeight`, given.fairnessWeight),
     tx,
   }
 }

@@ -111,7 +111,40 @@ export function checkNewJob(job: NewJob, field = 'job'): NewJob {
     backoffBaseMs: checkDurationMs(`${field}.backoffBaseMs`, job.backoffBaseMs, 0),
     deadLetterRetentionMs: job.deadLetterRetentionMs === null ? null : checkDurationMs(`${field}.deadLetterRetentionMs`, job.deadLetterRetentionMs, 0),
     key: checkKey(`${field}.key`, job.key),
+    ...checkFairness(field, job),
   }
+}
+
+/** The bounds of a fairness key's weight, and of the key's UTF-8 length. */
+export const fairnessWeightMin = 0.001
+export const fairnessWeightMax = 1000
+export const fairnessKeyBytesMax = 64
+
+/** A fairness weight: a finite number in 0.001…1000. */
+export function checkFairnessWeight(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < fairnessWeightMin || value > fairnessWeightMax) {
+    throw new InvalidInput({ field, reason: `must be a number from ${fairnessWeightMin} to ${fairnessWeightMax}` })
+  }
+  return value
+}
+
+/** A fairness key: null, or a name of at most 64 UTF-8 bytes. */
+export function checkFairnessKey(field: string, value: unknown): string | null {
+  if (value === undefined || value === null) return null
+  const key = validateName(field, value)
+  if (Buffer.byteLength(key, 'utf8') > fairnessKeyBytesMax) throw new InvalidInput({ field, reason: `must be at most ${fairnessKeyBytesMax} bytes as UTF-8` })
+  return key
+}
+
+// A job's fairness key and weight, resolved: absent for a job without a key (its record keeps
+// the shape it had), the weight 1 when none is given.
+function checkFairness(field: string, job: NewJob): { fairnessKey?: string; fairnessWeight?: number } {
+  const fairnessKey = checkFairnessKey(`${field}.fairnessKey`, job.fairnessKey)
+  if (fairnessKey === null) {
+    if (job.fairnessWeight !== undefined) checkFairnessWeight(`${field}.fairnessWeight`, job.fairnessWeight)
+    return {}
+  }
+  return { fairnessKey, fairnessWeight: job.fairnessWeight === undefined ? 1 : checkFairnessWeight(`${field}.fairnessWeight`, job.fairnessWeight) }
 }
 
 /** A claim's range fence, or null when the call carries none: a valid physical queue key and a range id ≥ 1. */
@@ -158,6 +191,9 @@ export function checkNewJobs(jobs: ReadonlyArray<NewJob>): ReadonlyArray<NewJob>
   }
   // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
   const checked = Array.from(jobs, (job, index) => checkNewJob(job, `jobs[${index}]`))
+  // A keyed job's pass is drawn from its key's state one job at a time (enqueue's statement).
+  const keyed = checked.findIndex((job) => job.fairnessKey !== undefined)
+  if (keyed >= 0) throw new InvalidInput({ field: `jobs[${keyed}].fairnessKey`, reason: 'is taken by enqueue only: enqueue jobs with a fairness key one at a time' })
   checkBatchBytes(checked.map((job) => job.payload))
   assert(new Set(checked.map((job) => job.id)).size === checked.length, 'enqueueMany was given two jobs with one id')
   return checked

@@ -109,7 +109,18 @@ export interface NewJob extends JobStamps {
   readonly expiresAtMs: number | null
   /** Idempotency key: at most one live job per queue holds it (see the file header); absent or null = none. */
   readonly key?: string | null
+  /**
+   * Fairness key (at most 64 UTF-8 bytes): within a priority, the queue's keys are claimed in
+   * proportion to their weights (stride scheduling, `fairnessStride`), FIFO within a key. Absent
+   * or null = none: the job is ordered by its due time, as in a queue without keys.
+   */
+  readonly fairnessKey?: string | null
+  /** The key's weight for this job, 0.001…1000 (default 1); ignored without a fairness key. */
+  readonly fairnessWeight?: number
 }
+
+/** A fairness key's stride for a weight: how far one job moves the key's pass. */
+export const fairnessStride = (weight: number): number => Math.max(1, Math.floor(1000 / weight))
 
 /** One attempt's handler error, as `retry` or `fail` recorded it. */
 export interface AttemptError {

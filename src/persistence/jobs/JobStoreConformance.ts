@@ -16,7 +16,8 @@
  * - conformance/JobFenceConformance.ts — claims fenced by a physical queue's range;
  * - conformance/JobReleaseConformance.ts — release: a claim given back, the job in its place again;
  * - conformance/JobPauseConformance.ts — paused queues: nothing claimed, resumed due again;
- * - conformance/JobHistoryConformance.ts — every attempt's error (bounded) and the progress value.
+ * - conformance/JobHistoryConformance.ts — every attempt's error (bounded) and the progress value;
+ * - conformance/JobFairnessConformance.ts — fairness keys: weighted stride order, FIFO within a key.
  *
  * The suite opens one job store — with the Matching store beside it, whose acquires move the
  * ranges claims are fenced by — through the binding's `open` before its tests and closes it after;
@@ -36,6 +37,7 @@ import { describeJobInputConformance } from './conformance/JobInputConformance.t
 import { describeJobLifecycleConformance } from './conformance/JobLifecycleConformance.ts'
 import { describeJobRulesConformance } from './conformance/JobRulesConformance.ts'
 import { describeJobScheduleConformance } from './conformance/JobScheduleConformance.ts'
+import { describeJobFairnessConformance } from './conformance/JobFairnessConformance.ts'
 import { describeJobFenceConformance } from './conformance/JobFenceConformance.ts'
 import { describeJobReleaseConformance } from './conformance/JobReleaseConformance.ts'
 import { describeJobPauseConformance } from './conformance/JobPauseConformance.ts'
@@ -88,5 +90,6 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
     describeJobHistoryConformance(fixture)
     describeJobFenceConformance(fixture)
     describeJobReleaseConformance(fixture)
+    describeJobFairnessConformance(fixture)
   })
 }

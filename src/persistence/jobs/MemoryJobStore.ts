@@ -47,13 +47,15 @@ import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemoryJobPauses } from './MemoryJobPauses.ts'
 import { makeMemorySchedules } from './MemoryJobSchedules.ts'
-import { type AttemptError, type ClaimOutcome, type DueJob, insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
+import { type AttemptError, type ClaimOutcome, type DueJob, fairnessStride, insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
 
 interface LiveRow {
   job: JobRecord
   dueMs: number | null
   readySeq: number
   revision: number
+  /** A keyed job's fairness pass (jobSql's migration 010 says how it is drawn); absent without a key. */
+  fairPass?: number
   /** Set by every claim: the claim order key it displaced, which `release` restores. */
   unclaimed?: { readonly dueMs: number | null; readonly readySeq: number }
 }
@@ -99,15 +101,39 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     if (holder !== undefined) return copy(holder)
     assert(!live.has(job.id) && !dead.has(job.id), `job id ${job.id} is already taken`)
     const record = insertedJobRecord(job, nowMs, null, copy(job.payload))
-    live.set(job.id, { job: record, dueMs: Math.max(job.runAtMs, nowMs), readySeq: ++readySeq, revision: 1 })
+    const dueMs = Math.max(job.runAtMs, nowMs)
+    const row: LiveRow = { job: record, dueMs, readySeq: ++readySeq, revision: 1 }
+    if (job.fairnessKey !== undefined && job.fairnessKey !== null) row.fairPass = nextPass(job, dueMs)
+    live.set(job.id, row)
     return copy(record)
+  }
+
+  // A keyed job's pass, as enqueueSql's `fair` form draws it: V is the claim order key of the head
+  // of the queue's pending rows at the job's priority (the job's due time when there is none); a
+  // key new to the queue starts at V, a known one at max(V, its last pass + stride).
+  const lastPasses = new Map<string, Map<string, number>>()
+  const nextPass = (job: NewJob, dueMs: number): number => {
+    let virtualNow = Number.POSITIVE_INFINITY
+    for (const row of live.values()) {
+      if (row.job.queue === job.queue && row.job.priority === job.priority && row.job.state === 'pending' && row.dueMs !== null) {
+        virtualNow = Math.min(virtualNow, orderKey(row))
+      }
+    }
+    if (virtualNow === Number.POSITIVE_INFINITY) virtualNow = dueMs
+    const passes = lastPasses.get(job.queue) ?? new Map<string, number>()
+    lastPasses.set(job.queue, passes)
+    const last = passes.get(job.fairnessKey as string)
+    const pass = last === undefined ? virtualNow : Math.max(virtualNow, last + fairnessStride(job.fairnessWeight ?? 1))
+    passes.set(job.fairnessKey as string, pass)
+    return pass
   }
 
   // Claim order among claimable rows: priority, then due time, then ready order. A row whose task
   // is with Matching (due null) was due before any row still in the store: it comes first.
-  const dueOrder = (row: LiveRow): number => row.dueMs ?? Number.NEGATIVE_INFINITY
+  // Within a priority a keyed row sorts by its fairness pass (or its due time, if later).
+  const orderKey = (row: LiveRow): number => (row.dueMs === null ? Number.NEGATIVE_INFINITY : Math.max(row.fairPass ?? Number.NEGATIVE_INFINITY, row.dueMs))
   const claimOrder = (a: LiveRow, b: LiveRow): number =>
-    b.job.priority - a.job.priority || (dueOrder(a) === dueOrder(b) ? 0 : dueOrder(a) < dueOrder(b) ? -1 : 1) || a.readySeq - b.readySeq
+    b.job.priority - a.job.priority || (orderKey(a) === orderKey(b) ? 0 : orderKey(a) < orderKey(b) ? -1 : 1) || a.readySeq - b.readySeq
 
   // Claims a claimable row for `claimToken`: an attempt, the deadline from its visibility stamp, due then.
   const claimRow = (row: LiveRow, claimToken: string, nowMs: number): JobRecord => {

@@ -210,6 +210,29 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect(await jobs.countJobs({ queue: 'indexed' })).toEqual({ pending: 1, processing: 3, dead: 0 })
     },
   },
+  10: {
+    // A keyed row and its key's last pass, written by another engine before this store opened:
+    // the key's next job continues from the stored pass (behind a new key and an unkeyed job),
+    // and the keyed row keeps its place in claim order.
+    async seed(driver, schema) {
+      await dataAtVersion[9]?.seed(driver, schema)
+      const columns = 'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, due_ms, fairness_key, fair_pass'
+      await driver.query(`INSERT INTO ${schema.quoted}.jobs (${columns}) VALUES ('fair-a1', 'fair-up', 'pending', '1', 0, 0, 3, 1000, 0, 100, 100, 100, 'a', 100)`)
+      await driver.query(`INSERT INTO ${schema.quoted}.fairness_passes (queue, fairness_key, last_pass) VALUES ('fair-up', 'a', 5000)`)
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[9]?.verify(store, membership, jobs)
+      const job = (id: string, fairnessKey?: string) => ({
+        id, queue: 'fair-up', payload: id, priority: 0, runAtMs: 300, expiresAtMs: null, maxAttempts: 3, visibilityTimeoutMs: 1000, backoffBaseMs: 0, deadLetterRetentionMs: null,
+        ...(fairnessKey === undefined ? {} : { fairnessKey }),
+      })
+      await jobs.enqueue({ job: job('fair-a2', 'a'), nowMs: 300 })
+      await jobs.enqueue({ job: job('fair-b1', 'b'), nowMs: 300 })
+      await jobs.enqueue({ job: job('fair-plain'), nowMs: 300 })
+      const claimed = await jobs.claimDue({ queue: 'fair-up', nowMs: 300, claimTokens: ['a', 'b', 'c', 'd'] })
+      expect(claimed.map((claimedJob) => claimedJob.id)).toEqual(['fair-a1', 'fair-b1', 'fair-plain', 'fair-a2'])
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {

@@ -24,7 +24,7 @@ import { toDriverError } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { type SqlSession, toStoreError } from '../../sql/SqlSession.ts'
 import { checkEnqueue, checkNewJobs, checkTime, checkTx } from '../JobInput.ts'
-import { type EnqueuedJob, insertedJobRecord, type JobStore, type NewJob, type SqlClient } from '../JobStore.ts'
+import { type EnqueuedJob, fairnessStride, insertedJobRecord, type JobStore, type NewJob, type SqlClient } from '../JobStore.ts'
 import { fenceRefusal, fenceValues } from './claimFenceSql.ts'
 import { decodeEnqueued, decodeJob, enqueueManyParams, enqueueParams, enqueuePayloadParam } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
@@ -52,7 +52,15 @@ const keyOf = (job: NewJob): string => JSON.stringify([job.queue, job.key])
 
 /** The enqueue operations over `session`'s migrated `schema`; `dueChannel` is the store's due signal. */
 export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany'> {
-  const sql = { enqueue: jobSql.enqueueSql(schema), enqueueFenced: jobSql.enqueueSql(schema, true), enqueueMany: jobSql.enqueueManySql(schema), getJob: jobSql.getJobSql(schema), analyze: `ANALYZE ${schema.quoted}.jobs` }
+  const sql = {
+    enqueue: jobSql.enqueueSql(schema),
+    enqueueFenced: jobSql.enqueueSql(schema, true),
+    enqueueFair: jobSql.enqueueSql(schema, false, true),
+    enqueueFairFenced: jobSql.enqueueSql(schema, true, true),
+    enqueueMany: jobSql.enqueueManySql(schema),
+    getJob: jobSql.getJobSql(schema),
+    analyze: `ANALYZE ${schema.quoted}.jobs`,
+  }
   const { validated } = session
 
   // Planner statistics follow a growing table: after every `refreshAfter` jobs enqueued here
@@ -83,9 +91,11 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
     async enqueue(params, tx) {
       const { job, nowMs, claimToken, fence } = validated('enqueue', () => checkEnqueue(params))
       checkTx('tx', tx)
-      const values = fence === null ? enqueueParams(job, nowMs, dueChannel, claimToken) : [...enqueueParams(job, nowMs, dueChannel, claimToken), ...fenceValues(fence)]
+      const fair = job.fairnessKey === undefined || job.fairnessKey === null ? [] : [job.fairnessKey, fairnessStride(job.fairnessWeight ?? 1)]
+      const values = [...enqueueParams(job, nowMs, dueChannel, claimToken), ...(fence === null ? [] : fenceValues(fence)), ...fair]
+      const text = fair.length === 0 ? (fence === null ? sql.enqueue : sql.enqueueFenced) : fence === null ? sql.enqueueFair : sql.enqueueFairFenced
       for (let attempt = 1; ; attempt++) {
-        const rows = await runOn(tx, 'enqueue', fence === null ? sql.enqueue : sql.enqueueFenced, values)
+        const rows = await runOn(tx, 'enqueue', text, values)
         assert(rows.length <= 1, `enqueue of ${job.id} returned ${rows.length} rows`)
         if (fence !== null && rows.length === 0) {
           throw await fenceRefusal(schema, fence, (text, refusalValues) =>

@@ -94,8 +94,14 @@ const claimable = (now: string) =>
  */
 const claimableIn = (state: 'pending' | 'processing', now: string) =>
   `state = '${state}' AND attempts < max_attempts AND ${notExpired(now)} AND ${state === 'pending' ? 'run_at_ms' : 'deadline_ms'} <= ${now}`
-/** Claim order, the one every head read sorts by. */
-const claimOrder = 'priority DESC, due_ms, ready_seq'
+/**
+ * Claim order, the one every head read sorts by: priority, then the fairness pass (migration 010;
+ * a job without a fairness key has none and sorts by its due time), then ready order.
+ */
+const claimOrder = 'priority DESC, GREATEST(fair_pass, due_ms), ready_seq'
+/** A head read's order key as a column (`fair_order`), and claim order over merged reads by it (a UNION sorts by columns only). */
+const fairOrder = 'GREATEST(fair_pass, due_ms) AS fair_order'
+const mergedOrder = 'priority DESC, fair_order, ready_seq'
 const exhausted = (now: string) =>
   `state = 'processing' AND deadline_ms <= ${now} AND attempts >= max_attempts AND (expires_at_ms IS NULL OR expires_at_ms > deadline_ms)`
 
@@ -132,8 +138,12 @@ const keepUnclaimed = (row: string, now: string): string =>
  * `fenced`: the claimed insert of a partition's owner, fenced by `$15` physical queue key and
  * `$16` range id (claimFenceSql.ts): nothing is inserted unless the fence holds, and the answer
  * comes through the fence — no row when refused, a row of nulls for "run it again".
+ *
+ * `fair`: the job has a fairness key, `$15` (`$17` when fenced), with stride `$16` (`$18`): its
+ * pass is drawn from and written to the key's row of fairness_passes in the same statement
+ * (`fairPassCte`). An unkeyed job's text has no such step and writes no other row.
  */
-export function enqueueSql(schema: Schema, fenced = false): string {
+export function enqueueSql(schema: Schema, fenced = false, fair = false): string {
   // The claim token the row is inserted with: none when the queue is paused (a CASE's branches
   // are tried in order, so an unclaimed insert never reads the pauses).
   const token = `(SELECT token FROM claim_token)`
@@ -143,12 +153,13 @@ export function enqueueSql(schema: Schema, fenced = false): string {
    $9::bigint, $10::bigint, $11::bigint, CASE WHEN ${token} IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
    CASE WHEN ${token} IS NULL THEN NULL ELSE $9::bigint END, ${token}, CASE WHEN ${token} IS NULL THEN NULL ELSE $9::bigint + $6::bigint END,
    CASE WHEN ${token} IS NULL THEN NULL ELSE GREATEST($10::bigint, $9::bigint) END,
-   CASE WHEN ${token} IS NULL THEN NULL ELSE jsonb_build_array(jsonb_build_object('attempt', 1, 'atMs', $9::bigint)) END`
-  const inserted = `inserted AS (
+   CASE WHEN ${token} IS NULL THEN NULL ELSE jsonb_build_array(jsonb_build_object('attempt', 1, 'atMs', $9::bigint)) END${fair ? `,
+   ${fairParams(fenced).key}::text, (SELECT last_pass FROM fair_pass)` : ''}`
+  const inserted = `${fair ? `${fairPassCte(schema, fenced)}, ` : ''}inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
    created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key,
-   claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms, claim_history)
+   claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms, claim_history${fair ? ', fairness_key, fair_pass' : ''})
 ${fenced ? `SELECT ${row} FROM fence` : `VALUES (${row})`}
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
 RETURNING id, queue, due_ms, claim_token
@@ -167,6 +178,28 @@ ${answer}
   return `
 WITH ${claimToken}, ${inserted}
 ${answer}`
+}
+
+// Where a keyed enqueue's fairness key and stride are: after the fence's two when fenced.
+const fairParams = (fenced: boolean) => (fenced ? { key: '$17', stride: '$18' } : { key: '$15', stride: '$16' })
+
+// A keyed enqueue's pass (enqueueSql's `fair`), as `fair_pass`: V is the claim order key of the
+// head of the queue's pending rows at the job's priority (an index probe of jobs_pending_head),
+// or the job's due time when there is none; a key new to the queue starts at V, a known one at
+// max(V, its last pass + stride). The key's row is written in place, so concurrent enqueues of
+// one key queue behind each other (and only those).
+const fairPassCte = (schema: Schema, fenced: boolean): string => {
+  const { key, stride } = fairParams(fenced)
+  return `fair_head AS (
+  SELECT COALESCE((SELECT GREATEST(fair_pass, due_ms) FROM ${schema.quoted}.jobs
+    WHERE queue = $2::text AND priority = $4::smallint AND due_ms IS NOT NULL AND state = 'pending'
+    ORDER BY priority DESC, GREATEST(fair_pass, due_ms), ready_seq LIMIT 1), GREATEST($10::bigint, $9::bigint)) AS v
+), fair_pass AS (
+  INSERT INTO ${schema.quoted}.fairness_passes AS known (queue, fairness_key, last_pass)
+  SELECT $2::text, ${key}::text, v FROM fair_head${fenced ? ' CROSS JOIN fence' : ''}
+  ON CONFLICT (queue, fairness_key) DO UPDATE SET last_pass = GREATEST(EXCLUDED.last_pass, known.last_pass + ${stride}::bigint)
+  RETURNING last_pass
+)`
 }
 
 /**
@@ -408,7 +441,7 @@ FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_a
 function claimHeadCtes(schema: Schema, headCount: number, fenced = false): string {
   const limit = Math.floor(headCount)
   const gate = `${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}`
-  const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
+  const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ${fairOrder}, ready_seq FROM ${schema.quoted}.jobs
   WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}
   ORDER BY ${claimOrder}
   LIMIT ${limit}
@@ -416,7 +449,7 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false): strin
   return `head_pending AS (
   ${branch('pending')}
 ), head_matching AS (
-  SELECT id, priority, due_ms, ready_seq FROM ${schema.quoted}.jobs
+  SELECT id, priority, due_ms, NULL::bigint AS fair_order, ready_seq FROM ${schema.quoted}.jobs
   WHERE queue = $1::text AND due_ms IS NULL AND ${claimableIn('pending', '$3::bigint')} AND ${gate}
   ORDER BY priority DESC, ready_seq
   LIMIT ${limit}
@@ -431,7 +464,7 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false): strin
 }
 
 // Claim order over the merged head: a row with Matching (due null) first within its priority.
-const headOrder = 'priority DESC, due_ms NULLS FIRST, ready_seq'
+const headOrder = 'priority DESC, fair_order NULLS FIRST, ready_seq'
 
 // How a head claim's UPDATE finds its rows, and each one's rank. One head row joins `ranked`
 // (a one-row join probes the primary key). Several are named as one array of ids in claim order,
@@ -621,14 +654,14 @@ WITH moved AS (
   ${bury(schema, '$5::text', 'deadline_ms')}
   RETURNING id
 ), ${(['pending', 'processing'] as const).map((state) => `due_${state} AS (
-  SELECT id, due_ms, priority, ready_seq FROM ${schema.quoted}.jobs
+  SELECT id, due_ms, ${fairOrder}, priority, ready_seq FROM ${schema.quoted}.jobs
   WHERE state = '${state}' AND due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
     AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}
   ORDER BY ${claimOrder}
   LIMIT $3::integer
   FOR UPDATE SKIP LOCKED
 )`).join(', ')}, due AS (
-  SELECT id, due_ms FROM (SELECT * FROM due_pending UNION ALL SELECT * FROM due_processing ORDER BY ${claimOrder} LIMIT $3::integer) AS merged
+  SELECT id, due_ms FROM (SELECT * FROM due_pending UNION ALL SELECT * FROM due_processing ORDER BY ${mergedOrder} LIMIT $3::integer) AS merged
 )
 UPDATE ${schema.quoted}.jobs AS job SET due_ms = $2::bigint, revision = job.revision + 1
 FROM due WHERE job.id = due.id
