@@ -115,7 +115,7 @@ describe('matchbox sim', () => {
     const ran = await cli(['sim', '--store', 'memory', '--seed', '1', '--failure-dir', dir])
     expect(ran.code).toBe(1)
     expect(ran.stderr).toMatch(/^matchbox: SimulationFailed: 1 of 1 seeds failed/)
-    expect(ran.stdout).toMatch(/✗ default\/family-0\/\w+\/\d: acquire returned range 1, not above 1/)
+    expect(ran.stdout).toMatch(/✗ default\/family-0\/\w+\/\d(@\w+)?: acquire returned range 1, not above 1/)
     const file = join(dir, 'sim-failure-1.json')
     expect(ran.stdout).toContain(`npx matchbox sim replay ${file}`)
     expect(ran.stdout).toContain(`SIM_REPLAY=${file} npx vitest run sim/matching/replay.test.ts`)
