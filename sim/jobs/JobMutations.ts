@@ -67,6 +67,10 @@
  *   claims nothing while a claimable job of the queue has its task with Matching, so one task
  *   that no poll reaches holds up the whole queue until a scan, a lapse or a poll of its
  *   partition moves it (prompt delivery);
+ * - `refusedAddWaits`: a due-time pass gives the jobs Matching refused back a second later than
+ *   it asks (the job store one engine sees moves `releaseDelivered`'s due time), so a job whose
+ *   partition waits out its restart delay is out of every claim's reach meanwhile, though idle
+ *   workers elsewhere could take it straight from the store (prompt delivery);
  * - the seven bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`): every engine of the world runs its queues by
@@ -87,7 +91,7 @@ export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'matchingFirstBlocksQueue',
-  ...dispatchMutations,
+  'refusedAddWaits', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -100,6 +104,8 @@ const dayMs = 24 * 3_600_000
 // How long refusalKeepsSignal's made-up renewal lasts (a second, as the shortest drawn visibility timeout).
 const refusedRenewalMs = 1_000
 const dropEnqueueEvery = 5
+// How much later refusedAddWaits gives refused jobs back (the refusal retry of a queue that waits).
+const refusedAddDelayMs = 1_000
 
 /** A mutation as one world applies it: its job store wrapper and, for bugs of the group, the rest. */
 export interface JobsMutant {
@@ -167,6 +173,14 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
         wrapEngineJobStore: (_hostId, store) => ({
           ...store,
           claimMany: ({ claims, nowMs }) => store.claimMany({ claims, nowMs }),
+        }),
+      }
+    case 'refusedAddWaits':
+      return {
+        wrapJobStore: plain,
+        wrapEngineJobStore: (_hostId, store) => ({
+          ...store,
+          releaseDelivered: ({ deliveries, dueMs }) => store.releaseDelivered({ deliveries, dueMs: dueMs + refusedAddDelayMs }),
         }),
       }
     case 'heartbeatOnce': {

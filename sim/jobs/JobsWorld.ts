@@ -26,7 +26,9 @@
  *
  * Prompt delivery, judged in the liveness phase once membership settled: a due job (JobCheckers'
  * `dueJobs`) of a queue on which some live worker's loops have a free handler starts within
- * `promptDeliveryBoundMs` of the later of the two.
+ * `promptDeliveryBoundMs` of the later of the two. A queue one of whose partitions found its
+ * range taken (or failed to acquire) is judged again only once that partition may have waited
+ * out its restart back-off (the Matching ownership-loss rule makes it wait).
  *
  * Operators (on seeds that draw them, JobsSwarm.ts `control`) pause and resume queues and cancel
  * jobs that handlers are running, drawn on a decision stream of their own after every fault
@@ -45,8 +47,10 @@
  * the clients, checkers, bus, membership store and swarm already live in files of their own.
  */
 import { Unavailable } from '../../src/domain/errors.ts'
+import { decodeQueueKey } from '../../src/domain/QueueKey.ts'
+import { jobsNamespace } from '../../src/jobs/QueueRouting.ts'
 import type { ManualClock } from '../../src/kernel/Clock.ts'
-import { jobDueScanIntervalMs, membershipHeartbeatIntervalMs, membershipHostTtlMs, membershipUnloadDelayMs, outageRetryMaxMs } from '../../src/kernel/Limits.ts'
+import { acquireRetryMaxMs, jobDueScanIntervalMs, membershipHeartbeatIntervalMs, membershipHostTtlMs, membershipUnloadDelayMs, outageRetryMaxMs } from '../../src/kernel/Limits.ts'
 import { type BusTap, makeMemoryBus } from '../../src/persistence/bus/MemoryBus.ts'
 import type { JobRecord, JobStore } from '../../src/persistence/jobs/JobStore.ts'
 import { makeMemoryMembershipStore } from '../../src/persistence/membership/MemoryMembershipStore.ts'
@@ -141,6 +145,11 @@ export const promptDeliveryBoundMs = 250
 // is unloaded by its old owner within the unload delay and taken by its new one at its next
 // membership beat.
 const promptJudgedAfterMs = outageRetryMaxMs + membershipUnloadDelayMs + membershipHeartbeatIntervalMs
+// A physical queue of the jobs namespace that finds its range taken (a write answered
+// `OwnershipLost`) or fails to acquire dies, and its partition waits out its restart back-off (at
+// most `acquireRetryMaxMs`: the Matching ownership-loss rule) before it may acquire again,
+// however membership settled. Prompt delivery of its queue is judged again from this long after.
+const promptJudgedAfterLossMs = acquireRetryMaxMs + promptJudgedAfterMs
 // The liveness phase ends, whatever is left (the audit judges it), once this long passed with no
 // claim committing: past every drawn runAt (≤ 20 s), expiry (≤ 60 s), retry curve of the drawn
 // budgets and bases (≤ 40 s a step) and visibility timeout (≤ 30 s). Measured from the last
@@ -210,6 +219,8 @@ export class JobsWorld {
   readonly #idleSince = new Map<string, number>()
   readonly #promptTold = new Set<string>()
   #promptFromMs = Number.POSITIVE_INFINITY
+  // Per queue: when prompt delivery is judged again after one of its partitions lost its range.
+  readonly #promptFromOfQueue = new Map<string, number>()
   // When the last claim committed (the final phase ends once none has for `livenessMsMax`).
   #lastClaimMs = Number.NEGATIVE_INFINITY
   #claimsCommitted = 0
@@ -557,7 +568,7 @@ export class JobsWorld {
     for (const due of this.#checkers.dueJobs(now)) {
       const idleSince = this.#idleSince.get(due.queue)
       if (idleSince === undefined) continue
-      const fromMs = Math.max(due.dueSinceMs, idleSince, this.#promptFromMs)
+      const fromMs = Math.max(due.dueSinceMs, idleSince, this.#promptFromMs, this.#promptFromOfQueue.get(due.queue) ?? Number.NEGATIVE_INFINITY)
       const told = `${due.id}@${due.dueSinceMs}`
       if (now - fromMs <= promptDeliveryBoundMs || this.#promptTold.has(told)) continue
       this.#promptTold.add(told)
@@ -657,6 +668,10 @@ export class JobsWorld {
   }
 
   #observeStore(record: BoundaryRecord): void {
+    if (record.op === 'answered' && record.afterUnload !== true && (record.lostQueue !== null || (record.call === 'acquire' && record.answer !== 'ok'))) {
+      const key = decodeQueueKey(record.queue)
+      if (key.namespace === jobsNamespace) this.#promptFromOfQueue.set(key.family, Math.max(this.#promptFromOfQueue.get(key.family) ?? 0, this.#clock.now() + promptJudgedAfterLossMs))
+    }
     if (record.op === 'checkpoint') {
       const now = this.#clock.now()
       for (const id of this.#checkers.jobIds()) {

@@ -26,15 +26,7 @@ export interface KnownEngineFailure {
 }
 
 /** The known failures of the current engine (see the header). */
-export const knownEngineFailures: ReadonlyArray<KnownEngineFailure> = [
-  {
-    checker: 'prompt delivery',
-    stores: ['memory', 'embedded', 'postgres'],
-    seeds: [],
-    mechanism:
-      'not yet diagnosed: a due job waits past the bound with an idle worker on its queue. Every plain seed of 1…400 passes on memory, but scripted worlds show it there (world seed -29, script [80, 20, 80, 80, 2425]), and the PostgreSQL property test shows it on most runs (world seed 0, script [20])',
-  },
-]
+export const knownEngineFailures: ReadonlyArray<KnownEngineFailure> = []
 
 /** The checkers on the list for `store`: counted, not failing a seed there. */
 export function knownFailingCheckersOn(store: SimStoreKind): ReadonlyArray<JobCheckerName> {

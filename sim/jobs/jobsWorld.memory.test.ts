@@ -45,6 +45,20 @@ it('world 42126770, script [40, 40, 40]: line polls with no claim parked end, an
   expect(result.knownFailing).toEqual([])
 })
 
+// World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the
+// one whose write then finds its range taken waits out a restart back-off of several seconds
+// (the Matching ownership rule) while workers idle; prompt delivery is judged after it. World
+// -29: a partition waiting out that back-off refuses adds, and the due-time pass gives its jobs
+// back due at once, so idle workers elsewhere claim them.
+it('worlds -23 [40, 0] and -29 [80, 20, 80, 80, 2425]: a queue that lost its range is judged after its restart back-off', async () => {
+  console.log('world -23 script [40,0]; world -29 script [80,20,80,80,2425]')
+  for (const [seed, script, worldSteps] of [[-23, [40, 0], 1_000], [-29, [80, 20, 80, 80, 2425], steps]] as const) {
+    const { result } = await runJobsSeed({ seed, store: 'memory', script, overrides: { steps: worldSteps } })
+    expect(result.violations, `world ${seed}`).toEqual([])
+    expect(result.knownFailing, `world ${seed}`).toEqual([])
+  }
+})
+
 it('one seed twice gives one trace on memory', async () => {
   // Seed 2 reclaims a job and its workers forward polls to each other (the test checks both):
   // equal hashes mean more than an empty run twice.

@@ -356,6 +356,22 @@ describe('MatchingHost as an Effect layer', () => {
     await h1.close()
   })
 
+  it('a claim fence comes from another owned partition while the first waits out its restart delay', async () => {
+    const clock = new ManualClock(1_000)
+    const store = makeMemoryStore()
+    const host = makeMatchingHost({ hostId: 'h1', store, history: startedHistory, clock, random: Random.make(1), partitionCount: 2, membership: { ownerOf: () => 'h1', subscribe: () => () => {} } })
+    const first = await host.claimFence(family.namespace, family.family, family.type)
+    expect(first?.queueKey.partition).toBe(0)
+    // Another host takes partition 0's range; a claim with the old fence is refused, and the
+    // partition unloads and waits out a restart delay before it may acquire again.
+    await store.acquire({ key: first?.queueKey as NonNullable<typeof first>['queueKey'], nowMs: 1_000 })
+    await host.fenceRefused(first as NonNullable<typeof first>)
+    const next = await host.claimFence(family.namespace, family.family, family.type)
+    expect(next?.queueKey.partition).toBe(1)
+    expect(next?.rangeId).toBe(store.rangeIdOf(next?.queueKey as NonNullable<typeof next>['queueKey']))
+    await host.close()
+  })
+
   it('keeps a partition whose membership view flickered when nobody took it', async () => {
     const clock = new ManualClock(1_000)
     const view = viewOf('h1')

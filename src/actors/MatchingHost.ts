@@ -144,17 +144,19 @@ export interface MatchingHost {
   ownedPartitions(namespace: string, family: string, type: TaskType): ReadonlyArray<number>
   /**
    * The range fence for claims this host makes on the family's behalf outside Matching (the job
-   * engine's claims straight from its jobs table): the default physical queue of the first
-   * partition this host owns, loaded and acquired if it is not yet, and the range id it holds.
-   * Null when this host owns no partition of the family. Rejects (`Unavailable`, `ShuttingDown`,
-   * `OwnershipLost`) when the queue cannot be owned now.
+   * engine's claims straight from its jobs table): the default physical queue of a partition
+   * this host owns — one that holds its range already, else the first that can be loaded and
+   * acquired now — and the range id it holds. Null when this host owns no partition of the
+   * family. Rejects (`Unavailable`, `ShuttingDown`) when none can be owned now (each waits out a
+   * restart delay, or its acquire did not finish in time).
    */
   claimFence(namespace: string, family: string, type: TaskType): Promise<OwnedRange | null>
   /**
    * A claim made with `fence` was refused: another host took the queue. Unloads the partition
-   * instance that held that range (a later instance is untouched), as its own ownership check would.
+   * instance that held that range (a later instance is untouched), as its own ownership check
+   * would; resolves once it has, so a `claimFence` after it loads the partition anew.
    */
-  fenceRefused(fence: OwnedRange): void
+  fenceRefused(fence: OwnedRange): Promise<void>
   close(): Promise<void>
 }
 
@@ -484,45 +486,51 @@ export function makeMatchingHost(options: MatchingHostOptions): MatchingHost {
       return exit.value
     })
 
-  // The default queue of the first owned partition of a family, per family: a fence is read
-  // from it without a mailbox round trip while it stays owned.
+  // The default queue of each owned partition a fence was read from, by partition name: a fence
+  // is read from it without a mailbox round trip while it stays owned.
   const fenceQueues = new Map<string, PhysicalQueueActor>()
   const defaultQueueOf = (actor: PartitionActor): PhysicalQueueActor | undefined => actor.loadedQueues().find((queue) => queue.key.version === null && queue.state !== 'unloaded')
-  const claimFence = async (namespace: string, family: string, type: TaskType): Promise<OwnedRange | null> => {
-    if (closed) throw shuttingDown()
-    const route = ownedPartitions(namespace, family, type)[0]
-    if (route === undefined) return null
-    // A draining queue (an idle unload) still holds its range until another host acquires it.
-    const holdsRange = (queue: PhysicalQueueActor | undefined): queue is PhysicalQueueActor => queue?.state === 'owned' || queue?.state === 'draining'
+  // A draining queue (an idle unload) still holds its range until another host acquires it.
+  const holdsRange = (queue: PhysicalQueueActor | undefined): queue is PhysicalQueueActor => queue?.state === 'owned' || queue?.state === 'draining'
+  const cachedFenceQueue = (route: Route): PhysicalQueueActor | undefined => {
     const cached = fenceQueues.get(route.name)
-    if (holdsRange(cached) && partitions.get(route.name)?.actor.isUnloaded() === false) {
-      return { queueKey: cached.key, rangeId: await cached.rangeIdWhenOwned() }
-    }
-    // Not owned yet (first use, or a restart): load it, waiting a bounded time for the acquire,
-    // so a claim never goes out long after it was asked for, on a view that may have moved on.
+    return holdsRange(cached) && partitions.get(route.name)?.actor.isUnloaded() === false ? cached : undefined
+  }
+  // Loads `route`'s partition if its default queue does not hold its range, waiting a bounded
+  // time for the acquire, so a claim never goes out long after it was asked for, on a view that
+  // may have moved on. Undefined when it does not hold it then (a restart delay, a slow acquire).
+  const loadFenceQueue = async (route: Route): Promise<PhysicalQueueActor | undefined> => {
     const actor = actorFor(route)
-    let queue = defaultQueueOf(actor)
-    if (!holdsRange(queue)) {
-      await run(actor.warm([null], clock.now() + fenceLoadWaitMs))
-      queue = defaultQueueOf(actor)
-    }
-    if (!holdsRange(queue)) {
-      throw new Unavailable({ operation: 'claim fence', detail: `the default queue of partition ${route.name} is not owned (yet)`, maybeCommitted: false })
-    }
-    const rangeId = await queue.rangeIdWhenOwned()
+    if (!holdsRange(defaultQueueOf(actor))) await run(actor.warm([null], clock.now() + fenceLoadWaitMs))
+    const queue = defaultQueueOf(actor)
+    if (!holdsRange(queue)) return undefined
     if (fenceQueues.size >= routedFamiliesMax) fenceQueues.clear()
     fenceQueues.set(route.name, queue)
-    return { queueKey: queue.key, rangeId }
+    return queue
   }
-  const fenceRefused = (fence: OwnedRange): void => {
+  // Any partition of the family this host owns fences a claim (the jobs table has no partition
+  // column): one whose fence is at hand first, else each in turn, so one partition waiting out a
+  // restart delay does not stop this host's claims while it owns another.
+  const claimFence = async (namespace: string, family: string, type: TaskType): Promise<OwnedRange | null> => {
+    if (closed) throw shuttingDown()
+    const routes = ownedPartitions(namespace, family, type)
+    if (routes.length === 0) return null
+    let queue: PhysicalQueueActor | undefined
+    for (const route of routes) if ((queue = cachedFenceQueue(route)) !== undefined) break
+    for (const route of routes) if (queue === undefined) queue = await loadFenceQueue(route)
+    if (queue === undefined) {
+      throw new Unavailable({ operation: 'claim fence', detail: `no partition of ${family} this host owns holds its range (yet)`, maybeCommitted: false })
+    }
+    return { queueKey: queue.key, rangeId: await queue.rangeIdWhenOwned() }
+  }
+  const fenceRefused = async (fence: OwnedRange): Promise<void> => {
     const name = encodePartitionKey(fence.queueKey)
     const entry = partitions.get(name)
     fenceQueues.delete(name)
     const queue = entry === undefined ? undefined : defaultQueueOf(entry.actor)
     if (entry === undefined || queue === undefined || queue.state !== 'owned') return
-    void queue.rangeIdWhenOwned().then((rangeId) => {
-      if (rangeId === fence.rangeId) return unloadInstance(name, entry.actor.generation, 'a fenced claim found the range taken')
-    }, () => {})
+    const rangeId = await queue.rangeIdWhenOwned().catch(() => null)
+    if (rangeId === fence.rangeId) await unloadInstance(name, entry.actor.generation, 'a fenced claim found the range taken').catch(() => {})
   }
 
   const retireVersion = (request: { namespace: string; family: string; type: TaskType; version: string }): Effect.Effect<number, MatchingError> =>

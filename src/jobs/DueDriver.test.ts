@@ -5,6 +5,8 @@
  * whole reservation (`jobDeliveryRetryMs`, 30 s). And a pass for due signals that said when
  * their rows are due reads no next due time (the signals armed those times), while a pass for a
  * signal that did not say reads it. And a queue nobody waits on any more keeps no waiter list.
+ * And an add Matching refused with nothing written gives its job back due at once (claims take
+ * it from the store) while the driver holds off that queue's adds until the refusal ends.
  * ManualClock, a fake Matching, the memory job store behind a wrapper that fails chosen
  * operations or counts them.
  */
@@ -119,29 +121,49 @@ it('keeps no entry for a queue once its last claim waiting for a delivery has ti
   await driver.close()
 })
 
-it('adds a job again when the partition that refused it ends its restart delay, not a whole refusal retry later', async () => {
+// A partition waiting out its restart delay for 100 ms more refuses adds until then; a fake
+// Matching that counts them, one claim waiting in Matching for the queue's jobs.
+async function refusingUntilRestart() {
   const clock = new ManualClock(start)
   const jobStore = makeMemoryJobStore()
+  const attempts: Array<{ jobId: string; at: number }> = []
   const added: Array<{ jobId: string; at: number }> = []
-  // The queue's partition waits out a restart delay for 100 ms more; after that it takes adds.
   const restartsAtMs = start + 100
   const matching = {
     addTask: (request: { task: { jobId: string } }) => {
+      attempts.push({ jobId: request.task.jobId, at: clock.now() })
       if (clock.now() < restartsAtMs) return Promise.reject(new Unavailable({ operation: 'load', detail: `q restarts at ${restartsAtMs}`, maybeCommitted: false, retryAtMs: restartsAtMs }))
       added.push({ jobId: request.task.jobId, at: clock.now() })
       return Promise.resolve({ taskId: 1 })
     },
   } as unknown as MatchingHost
   await jobStore.enqueue({ job: { id: 'j1', queue: 'q', payload: null, priority: 0, runAtMs: start, expiresAtMs: null, ...resolveQueueOptions(undefined) }, nowMs: start })
-  // One claim waits in Matching for the queue's job.
-  const driver = makeDueDriver({ jobStore, matching, clock, random: Random.make(1), deliveryDemand: () => new Map([['q', 1]]) })
+  const givenBack: string[] = []
+  const driver = makeDueDriver({ jobStore, matching, clock, random: Random.make(1), deliveryDemand: () => new Map([['q', 1]]), onGivenBack: (queue) => givenBack.push(queue) })
   await driver.run()
-  expect(added).toEqual([])
+  await turns()
+  return { clock, jobStore, driver, attempts, added, givenBack, restartsAtMs }
+}
+
+it('gives a job whose add was refused cleanly back due at once, so a claim anywhere takes it straight from the store', async () => {
+  const { jobStore, driver, attempts, givenBack } = await refusingUntilRestart()
+  expect(attempts.map((attempt) => attempt.jobId)).toEqual(['j1'])
+  // The other engines hear of it, and the job is claimable now, not a refusal retry later.
+  expect(givenBack).toEqual(['q'])
+  const claimed = await jobStore.claimDue({ queue: 'q', nowMs: start, claimTokens: ['t1'] })
+  expect(claimed.map((job) => job.id)).toEqual(['j1'])
+  await driver.close()
+})
+
+it('adds none of a refusing queue again until its partition ends the restart delay, then adds it at once', async () => {
+  const { clock, driver, attempts, added, restartsAtMs } = await refusingUntilRestart()
   for (let step = 0; step < 100 && added.length === 0; step++) {
     clock.advance(10)
     await turns()
   }
   expect(added.map((add) => add.jobId)).toEqual(['j1'])
   expect(added[0]?.at).toBe(restartsAtMs)
+  // One refused attempt, then the one at the restart: the partition was not hammered meanwhile.
+  expect(attempts.map((attempt) => attempt.at)).toEqual([start, restartsAtMs])
   await driver.close()
 })

@@ -113,6 +113,11 @@ export interface DueDriverOptions {
    * where claims take them straight (`claimDue`).
    */
   readonly deliveryDemand: () => ReadonlyMap<string, number>
+  /**
+   * Called when a refused add gave due jobs of `queue` back at once (see `deliver`): the engine
+   * tells the other engines, whose waiting workers can claim them straight from the store.
+   */
+  readonly onGivenBack?: (queue: string, dueMs: number) => void
   /** Called as each pass starts, whichever queues it covers (the engine gives back jobs nobody took). */
   readonly onPass?: () => void
   /** Failures of a pass that are not expected store errors (defects); default: rethrown asynchronously. */
@@ -145,6 +150,13 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   // given back at the start of the next pass, so a brief outage does not hold those jobs for a
   // whole reservation. A stale one is harmless: the release is revision-guarded.
   let unreleased: Array<{ readonly id: string; readonly revision: number }> = []
+
+  // Queues whose adds Matching refused, until the refusal ends: passes take none of their due
+  // rows for Matching before then (claims still take them from the store).
+  const addsHeld = new Map<string, number>()
+  const holdAdds = (queue: string, untilMs: number): void => {
+    addsHeld.set(queue, Math.max(addsHeld.get(queue) ?? 0, untilMs))
+  }
 
   const release = async (deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }>, dueMs = now() + jobDeliveryRefusedRetryMs): Promise<void> => {
     try {
@@ -189,21 +201,30 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       ),
     )
     const delivered = due.filter((_, index) => added[index]?.status === 'fulfilled')
-    // A failed add gives its reservation back soon, whether or not it may have committed: if it
-    // did, the job has two tasks and History answers the second one already-started or obsolete;
-    // if it did not, the job is not stranded for a whole reservation (the queue may have moved to
-    // another engine, which can deliver it now). Only a crash leaves the full reservation.
-    // A refusal that says when it ends (a partition waiting out its restart delay) makes its jobs
-    // due then, if sooner: the next-due read below arms the pass that adds them again.
-    const retryAt = new Map<number, Array<{ readonly id: string; readonly revision: number }>>()
+    // A refused add gives its reservation back at once when nothing was written (a partition
+    // that lost its range, is unloading or waits out its restart delay): the job is due now, so
+    // claims anywhere take it straight from the store, and this driver adds none of its queue
+    // until the refusal ends (its `retryAtMs`, at most a second), so it does not hammer the
+    // partition. An add that may have committed gives its job back a second later instead: if
+    // it did commit, the job has two tasks and History answers the second already-started or
+    // obsolete. Only a crash leaves the full reservation.
+    const dueNow = new Map<string, Array<{ readonly id: string; readonly revision: number }>>()
+    const later: Array<{ readonly id: string; readonly revision: number }> = []
     due.forEach((job, index) => {
       const result = added[index]
       if (result?.status !== 'rejected' || !isMatchboxError(result.reason)) return
+      const delivery = { id: job.id, revision: job.revision }
+      if (result.reason._tag === 'Unavailable' && result.reason.maybeCommitted) return void later.push(delivery)
       const endsAtMs = result.reason._tag === 'Unavailable' ? result.reason.retryAtMs : undefined
-      const atMs = Math.min(now() + jobDeliveryRefusedRetryMs, Math.max(now(), endsAtMs ?? Number.POSITIVE_INFINITY))
-      retryAt.set(atMs, [...(retryAt.get(atMs) ?? []), { id: job.id, revision: job.revision }])
+      holdAdds(job.queue, Math.min(now() + jobDeliveryRefusedRetryMs, Math.max(now(), endsAtMs ?? Number.POSITIVE_INFINITY)))
+      dueNow.set(job.queue, [...(dueNow.get(job.queue) ?? []), delivery])
     })
-    for (const [atMs, deliveries] of retryAt) await release(deliveries, atMs)
+    if (later.length > 0) await release(later)
+    for (const [queue, deliveries] of dueNow) {
+      await release(deliveries, now())
+      options.onGivenBack?.(queue, now())
+      request(queue)
+    }
     for (const result of added) if (result.status === 'rejected' && !isMatchboxError(result.reason)) report(result.reason)
     if (delivered.length > 0) await jobStore.confirmDelivered({ deliveries: delivered.map((job) => ({ id: job.id, revision: job.revision })) })
     const perQueue = new Map<string, number>()
@@ -246,6 +267,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   const passOnce = async (): Promise<void> => {
     options.onPass?.()
     const nowMs = now()
+    for (const [queue, untilMs] of addsHeld) if (untilMs <= nowMs) addsHeld.delete(queue)
     const startedMs = nowMs
     let nextMs = nowMs + jobDueScanIntervalMs
     // Reservations and their give-backs move due times; so may rows this engine heard no time for.
@@ -271,6 +293,11 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       // Claims served by this pass have left the line; claims that joined since it started are not counted.
       for (const [queue, count] of options.deliveryDemand()) {
         if (closed || (reserving !== null && !reserving.includes(queue)) || drained.includes(queue)) continue
+        const heldUntilMs = addsHeld.get(queue)
+        if (heldUntilMs !== undefined && heldUntilMs > nowMs) {
+          nextMs = Math.min(nextMs, heldUntilMs)
+          continue
+        }
         const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: Math.min(count, jobDeliveryBatchMax), queues: [queue] })
         if (due.length > 0) {
           readNextDue = true
@@ -383,5 +410,5 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       await tail
     },
   }
-  return registerSizes(driver, () => ({ dueWaiterQueues: waiters.size, dueSignalled: signalled.size, dueUnreleased: unreleased.length }))
+  return registerSizes(driver, () => ({ dueWaiterQueues: waiters.size, dueSignalled: signalled.size, dueUnreleased: unreleased.length, dueAddsHeld: addsHeld.size }))
 }

@@ -215,6 +215,11 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
       for (const dispatch of runtime.dispatch.all()) dispatch.expireKept()
       runtime.dispatch.prune(runtime.now())
     },
+    // Jobs a refused add gave back are due now: the other engines' waiting workers may take them.
+    onGivenBack: (queue, dueMs) =>
+      void group?.bus.signalDue(queue, dueMs).catch((error: unknown) => {
+        if (!isMatchboxError(error)) report('due signal')(error)
+      }),
     onDefect: report('due-time driver'),
   })
   driverRef = driver

@@ -124,26 +124,36 @@ async function claimHead(runtime: JobsRuntime, dispatch: QueueDispatch, count: n
  * Runs `claim`, a claim this engine makes straight from the store as the owner of `queue`, with
  * the range fence of the queue's partition it owns (MatchingHost's `claimFence`): the store
  * refuses it with `OwnershipLost`, writing nothing, once another engine took that partition.
- * Without a fence to give (no partition owned, or its queue unloading) and after a refusal —
- * which unloads the partition, as its own ownership check would — it runs `otherwise` instead:
- * the claim answers as if nothing were due, and the claims waiting go to Matching.
+ * A refusal unloads the partition, as its own ownership check would, and the claim is tried once
+ * more with the fence of the partition loaded anew (its acquire moves the range past the other
+ * engine's when membership still gives this engine the queue), so the workers waiting on it do
+ * not wait for the next scan. Without a fence to give (no partition owned, or its queue
+ * unloading or waiting out a restart delay) and after a second refusal it runs `otherwise`
+ * instead: the claim answers as if nothing were due, and the claims waiting go to Matching.
  */
 export async function fenced<T>(runtime: JobsRuntime, queue: string, claim: (fence: ClaimFence) => Promise<T>, otherwise: () => Promise<T>): Promise<T> {
-  let fence: ClaimFence | null
+  for (let attempt = 0; ; attempt++) {
+    const fence = await fenceOf(runtime, queue)
+    // The fence may have taken a load: claim only if this engine still delivers the queue.
+    if (fence === null || !runtime.routing.owns(queue)) return otherwise()
+    try {
+      return await claim(fence)
+    } catch (error) {
+      if ((error as { readonly _tag?: unknown })?._tag !== 'OwnershipLost') throw error
+      const unloaded = runtime.matching.fenceRefused(fence)
+      if (attempt > 0) return otherwise()
+      await unloaded
+    }
+  }
+}
+
+// The fence of `queue`'s partition this engine owns, or null when it cannot give one now.
+async function fenceOf(runtime: JobsRuntime, queue: string): Promise<ClaimFence | null> {
   try {
-    fence = await runtime.matching.claimFence(jobsNamespace, queue, jobTaskType)
+    return await runtime.matching.claimFence(jobsNamespace, queue, jobTaskType)
   } catch (error) {
     if (!isMatchboxError(error)) throw error
-    fence = null
-  }
-  // The fence may have taken a load: claim only if this engine still delivers the queue.
-  if (fence === null || !runtime.routing.owns(queue)) return otherwise()
-  try {
-    return await claim(fence)
-  } catch (error) {
-    if ((error as { readonly _tag?: unknown })?._tag !== 'OwnershipLost') throw error
-    runtime.matching.fenceRefused(fence)
-    return otherwise()
+    return null
   }
 }
 

@@ -196,6 +196,23 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       await expect(store().claimDue({ queue, nowMs: 3_000, claimTokens: [''] })).rejects.toMatchObject({ _tag: 'InvalidInput' })
     })
 
+    it('claimDue takes a lapsed claim whose task is with Matching, first within its priority, and so does ackAndClaimDue', async () => {
+      const queue = fixture.queue('claim-due-lapsed-matching')
+      // A claim that lapsed (deadline 2,000), then reserved and handed to Matching by a pass.
+      const lapsed = await fixture.claimed(queue, 1_000, { maxAttempts: 3, visibilityTimeoutMs: 1_000 })
+      const [reserved] = (await take(queue, 2_500)).filter((due) => due.id === lapsed.id)
+      expect(reserved?.id).toBe(lapsed.id)
+      await store().confirmDelivered({ deliveries: [{ id: lapsed.id, revision: reserved?.revision ?? 0 }] })
+      const [first] = await store().claimDue({ queue, nowMs: 3_000, claimTokens: ['a'] })
+      expect(first).toMatchObject({ id: lapsed.id, attempts: 2, claimToken: 'a' })
+      // The same row handed to Matching again after this claim lapsed: the riding claim takes it too.
+      const [again] = (await take(queue, 4_500)).filter((due) => due.id === lapsed.id)
+      await store().confirmDelivered({ deliveries: [{ id: lapsed.id, revision: again?.revision ?? 0 }] })
+      const pending = await store().enqueue({ job: fixture.job(queue), nowMs: 4_000 })
+      const ridden = await store().ackAndClaimDue({ acks: [{ id: pending.id, claimToken: 'none' }], queue, nowMs: 4_500, claimTokens: ['b', 'c'] })
+      expect(ridden.claimed.map((job) => job.id)).toEqual([lapsed.id, pending.id])
+    })
+
     it('claimDue keeps priority over a job with Matching, and a job with Matching given back is due in the store', async () => {
       const queue = fixture.queue('claim-due-matching-order')
       const withMatching = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })

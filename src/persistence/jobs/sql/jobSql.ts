@@ -425,7 +425,8 @@ FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_a
 
 // The head of a queue's claimable rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
 // claim order and ranked; the count is a literal of the text (claimDueSql says why). Pending rows,
-// rows whose task is with Matching (due null) and lapsed claims are read each through its own
+// rows whose task is with Matching (due null: pending ones, and lapsed claims a pass handed to
+// Matching again) and lapsed claims still in the store are read each through its own
 // partial index (migrations 003 and 009), the first `headCount` of each locked (rows another
 // transaction holds are skipped), then merged in claim order, with-Matching rows first within a
 // priority (they were due before any row still in the store): up to twice `headCount` rows more
@@ -450,7 +451,7 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false): strin
   ${branch('pending')}
 ), head_matching AS (
   SELECT id, priority, due_ms, NULL::bigint AS fair_order, ready_seq FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND due_ms IS NULL AND ${claimableIn('pending', '$3::bigint')} AND ${gate}
+  WHERE queue = $1::text AND due_ms IS NULL AND ${claimable('$3::bigint')} AND ${gate}
   ORDER BY priority DESC, ready_seq
   LIMIT ${limit}
   FOR UPDATE SKIP LOCKED
