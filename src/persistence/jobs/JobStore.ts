@@ -451,6 +451,8 @@ export interface JobStore {
   /**
    * The queues that have unexpired rows with a due time, each with its earliest one, earliest
    * first, up to `limit` queues: how an engine that delivers only the queues it owns finds them.
+   * A lapsed claim that expired only after its deadline counts as unexpired: the scan's
+   * `takeDue` buries it of its attempts as of that deadline.
    */
   dueQueues(params: { readonly nowMs: number; readonly limit: number }): Promise<ReadonlyArray<{ readonly queue: string; readonly nextDueMs: number }>>
 

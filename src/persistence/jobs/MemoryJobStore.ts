@@ -480,7 +480,9 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const limit = checkCount('limit', params.limit, 1, 10_000)
       const earliest = new Map<string, number>()
       for (const row of live.values()) {
-        if (row.dueMs === null || isExpired(row.job, nowMs) || paused.has(row.job.queue)) continue
+        // A lapsed claim that expired only after its deadline still counts (dueQueuesSql says why).
+        const judgedAtMs = row.job.state === 'processing' ? Math.min(row.dueMs ?? nowMs, nowMs) : nowMs
+        if (row.dueMs === null || isExpired(row.job, judgedAtMs) || paused.has(row.job.queue)) continue
         const known = earliest.get(row.job.queue)
         if (known === undefined || row.dueMs < known) earliest.set(row.job.queue, row.dueMs)
       }

@@ -107,6 +107,17 @@ export function describeJobDeliveryConformance(fixture: JobFixture): void {
       await expect(store().dueQueues({ nowMs: 2_000, limit: 0 })).rejects.toMatchObject({ _tag: 'InvalidInput' })
     })
 
+    it('lists the queue of an exhausted claim that lapsed before it expired, though it expired since: its scan buries it', async () => {
+      const queue = fixture.queue('due-queues-exhausted')
+      // One attempt, lapsing at 2,000; the job expires at 2,001, and the scan comes at 2,001.
+      const exhausted = await fixture.claimed(queue, 1_000, { maxAttempts: 1, visibilityTimeoutMs: 1_000, expiresAtMs: 2_001 })
+      expect((await store().dueQueues({ nowMs: 2_001, limit: 10_000 })).filter((entry) => entry.queue === queue)).toEqual([{ queue, nextDueMs: 2_000 }])
+      expect(await take(queue, 2_001, 0)).toEqual([])
+      // Dead of its attempts at its deadline, not of its expiry.
+      expect(await store().getJob({ queue, id: exhausted.id })).toMatchObject({ state: 'dead', lastError: 'max attempts exceeded' })
+      expect((await store().dueQueues({ nowMs: 2_001, limit: 10_000 })).filter((entry) => entry.queue === queue)).toEqual([])
+    })
+
     it('counts claimable jobs whose task is with Matching, up to the limit', async () => {
       const queue = fixture.queue('deliverable')
       for (let i = 0; i < 3; i++) await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })

@@ -711,8 +711,11 @@ SELECT min(due_ms) AS next_due_ms FROM (
 
 /** `$1` now, `$2` limit. Queues with unexpired due rows and their earliest due time, earliest first. */
 export function dueQueuesSql(schema: Schema): string {
+  // A lapsed claim that expired only after its deadline still counts: the scan's exhaustion rule
+  // buries it as of that deadline (max attempts exceeded), before its expiry.
+  const live = (state: 'pending' | 'processing') => (state === 'pending' ? notExpired('$1::bigint') : '(expires_at_ms IS NULL OR expires_at_ms > LEAST(due_ms, $1::bigint))')
   const due = (state: 'pending' | 'processing') => `SELECT queue, due_ms FROM ${schema.quoted}.jobs
-  WHERE state = '${state}' AND due_ms IS NOT NULL AND ${notExpired('$1::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}`
+  WHERE state = '${state}' AND due_ms IS NOT NULL AND ${live(state)} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}`
   return `
 SELECT queue, min(due_ms) AS next_due_ms FROM (
   ${due('pending')}
