@@ -25,6 +25,7 @@ import { prepareBaseline } from './Baseline.ts'
 import { loadBuilt } from './built.ts'
 import { makeCpuWatch, postmasterPidOf } from './CpuWatch.ts'
 import { median } from './peerTable.ts'
+import { busyCoresMax, drainModes, poolMax, timedDrain } from './TimedDrain.ts'
 
 const given = new Command()
   .option('--against <rev>', 'the commit to measure beside this build', 'main')
@@ -36,15 +37,7 @@ const jobs = Number(given.jobs)
 const rounds = Number(given.rounds)
 if (!Number.isInteger(jobs) || jobs < 1 || !Number.isInteger(rounds) || rounds < 1) throw new Error('--jobs and --rounds take positive integers')
 
-/** Other processes' CPU above this, in cores, flags a drain busy. */
-const busyCoresMax = 0.5
-/** Jobs per enqueueMany when filling the backlog (untimed). */
-const fillChunk = 1_000
-const poolMax = 18
-const modes = [
-  { name: 'concurrency 16', options: { concurrency: 16 } },
-  { name: 'concurrency 16, batch 64', options: { concurrency: 16, batch: 64 } },
-] as const
+const modes = drainModes
 
 type Open = (typeof MatchboxPackage)['open']
 interface Build {
@@ -88,22 +81,9 @@ try {
     const mb = await build.open({ store: { pool } })
     try {
       await pool.query('ALTER TABLE matchbox.jobs SET (autovacuum_enabled = false)')
-      const queue = mb.queue(`drain-${tag}`)
-      for (let at = 0; at < jobs; at += fillChunk) await queue.enqueueMany(Array.from({ length: Math.min(fillChunk, jobs - at) }, (_, n) => ({ payload: { n: at + n } })))
-      const bytesBefore = await indexBytes(pool)
-      let handled = 0
-      let finish = (): void => {}
-      const finished = new Promise<void>((resolve) => (finish = resolve))
-      const from = cpu.sample()
-      const started = performance.now()
-      const stop = queue.work(async () => {
-        if (++handled === jobs) finish()
-      }, mode.options)
-      await finished
-      const elapsedMs = performance.now() - started
-      const share = cpu.share(from, cpu.sample())
-      await stop()
-      return { jobsPerS: (jobs * 1000) / elapsedMs, indexBytesPerJob: ((await indexBytes(pool)) - bytesBefore) / jobs, othersCores: share.othersCores }
+      let bytesBefore = 0
+      const figures = await timedDrain(mb.queue(`drain-${tag}`), jobs, mode.options, cpu, async () => void (bytesBefore = await indexBytes(pool)))
+      return { ...figures, indexBytesPerJob: ((await indexBytes(pool)) - bytesBefore) / jobs }
     } finally {
       await mb.close()
       await pool.end()

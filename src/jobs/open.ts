@@ -22,6 +22,7 @@ import { validateName } from '../domain/QueueKey.ts'
 import { type Clock, RealClock } from '../kernel/Clock.ts'
 import { randomId } from '../kernel/Ids.ts'
 import { Random, seedFromEntropy } from '../kernel/Random.ts'
+import type { JobStore } from '../persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../persistence/jobs/MemoryJobStore.ts'
 import { makeSqlJobStore } from '../persistence/jobs/sql/SqlJobStore.ts'
 import { makeMemoryStore } from '../persistence/queues/MemoryStore.ts'
@@ -141,6 +142,15 @@ async function sqlDriverOf(store: Exclude<StoreOption, 'memory'>): Promise<Drive
  * accepts the connection and never answers.
  */
 export async function open(options: OpenOptions = {}): Promise<Matchbox> {
+  return openWith(options)
+}
+
+/**
+ * `open`, with the job store the engine sees wrapped by `wrapJobStore`: for this package's
+ * benches (a store variant measured beside the real one through the same engine). Not exported
+ * from the package entry.
+ */
+export async function openWith(options: OpenOptions, wrapJobStore: (jobStore: JobStore) => JobStore = (jobStore) => jobStore): Promise<Matchbox> {
   checkOptions(options)
   const seed = options.seed ?? seedFromEntropy()
   const hostId = options.hostId === undefined ? `host-${randomId(Random.make(seed))}` : validateName('options.hostId', options.hostId)
@@ -153,7 +163,7 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
   }
   if (storeOption === 'memory') {
     const store = makeMemoryStore()
-    const jobStore = makeMemoryJobStore({ queueRanges: store })
+    const jobStore = wrapJobStore(makeMemoryJobStore({ queueRanges: store }))
     return attachInternals(makeMatchbox({ hostId, store, jobStore, clock, random, ...hooks, closeStores: async () => {} }), { jobStore, sql: null, now: () => Math.floor(clock.now()) })
   }
   let schema
@@ -166,7 +176,7 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
   const [store, jobStore, membershipStore] = await openMigrated(
     driver,
     schema.name,
-    (migrated) => [makeSqlStore(driver, migrated), makeSqlJobStore(driver, migrated), makeSqlMembershipStore(driver, migrated)] as const,
+    (migrated) => [makeSqlStore(driver, migrated), wrapJobStore(makeSqlJobStore(driver, migrated)), makeSqlMembershipStore(driver, migrated)] as const,
   )
   const internals = { jobStore, sql: { driver, schema }, now: () => Math.floor(clock.now()) }
   if (driver.kind !== 'postgres') {
