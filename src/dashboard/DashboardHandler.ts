@@ -20,7 +20,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
 import { validateName } from '../domain/QueueKey.ts'
 import { Ids } from '../kernel/Ids.ts'
-import { dashboardBodyBytesMax, dashboardCountCap, dashboardPageSize, dashboardQueuesMax, dashboardReplaysKept } from '../kernel/Limits.ts'
+import { dashboardBodyBytesMax, dashboardCountCap, dashboardFairnessKeysMax, dashboardPageSize, dashboardQueuesMax, dashboardReplaysKept } from '../kernel/Limits.ts'
 import { secretHex } from '../kernel/Secrets.ts'
 import { internalsOf } from '../jobs/EngineInternals.ts'
 import type { Matchbox } from '../jobs/Matchbox.ts'
@@ -156,9 +156,12 @@ async function getPage(served: Served, context: PageContext, segments: ReadonlyA
     const queue = validateName('queue', second)
     const state = parseState(query.get('state'))
     const before = query.get('before')
-    const jobs = await reads.jobsPage({ queue, state, limit: dashboardPageSize, beforeId: before === null ? null : validateName('before', before) })
+    const [jobs, backlog] = await Promise.all([
+      reads.jobsPage({ queue, state, limit: dashboardPageSize, beforeId: before === null ? null : validateName('before', before) }),
+      state === 'pending' && before === null ? reads.pendingByFairnessKey({ queue, limit: dashboardFairnessKeysMax, countCap: dashboardCountCap }) : null,
+    ])
     const next = jobs.length === dashboardPageSize ? (jobs.at(-1)?.id ?? null) : null
-    return send(response, 200, jobsPage(context, queue, state, jobs, next, before !== null))
+    return send(response, 200, jobsPage(context, queue, state, jobs, next, before !== null, backlog))
   }
   if (first === 'queues' && second !== undefined && third === 'jobs' && fourth !== undefined && rest.length === 0) {
     const queue = validateName('queue', second)

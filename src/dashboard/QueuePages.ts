@@ -1,6 +1,7 @@
 /**
  * QueuePages — the queues page (every queue's counts, oldest pending job, deaths per minute of
- * the last hour, paused or running with the button that flips it, and the enqueue form) and a queue's jobs page (one state, newest first, keyset paged, with bulk actions).
+ * the last hour, paused or running with the button that flips it, and the enqueue form) and a queue's jobs page (one state, newest first, keyset paged, with bulk actions; on
+ * the pending tab, the pending jobs by fairness key when the queue has keys).
  *
  * Invariants: counts come capped from DashboardReads and are shown capped ("10,000+" with a
  * title saying it is a lower bound); a page link carries the last id shown as its keyset bound,
@@ -10,7 +11,7 @@
  */
 import { errorSummary } from '../domain/JobRules.ts'
 import type { JobRecord, JobState } from '../persistence/jobs/JobStore.ts'
-import type { QueueSummary } from '../persistence/dashboard/DashboardReads.ts'
+import type { FairnessBacklog, QueueSummary } from '../persistence/dashboard/DashboardReads.ts'
 import { type Html, html } from './Html.ts'
 import { countCell, csrfField, duration, instant, link, page, type PageContext } from './Layout.ts'
 import { deathsChart } from './ThroughputChart.ts'
@@ -79,8 +80,19 @@ function jobRow(context: PageContext, job: JobRecord): Html {
 <td>${instant(job.createdAtMs)}</td><td>${instant(job.state === 'dead' ? job.diedAtMs : job.runAtMs)}</td><td>${errorLine(job)}</td></tr>`
 }
 
-/** A queue's jobs in one state, newest first; `nextBefore` is the keyset bound of the next page. */
-export function jobsPage(context: PageContext, queue: string, state: JobState, jobs: ReadonlyArray<JobRecord>, nextBefore: string | null, paged: boolean): Html {
+// The pending jobs by fairness key, when the queue has keyed ones (a queue without keys shows nothing).
+function keyBacklogTable(backlog: FairnessBacklog | null): Html {
+  if (backlog === null || backlog.keys.every((entry) => entry.key === null)) return html``
+  const rows = backlog.keys.map((entry) => html`<tr><td>${entry.key === null ? html`<span class="muted">no key</span>` : entry.key}</td><td class="num">${entry.pending.toLocaleString('en-US')}${backlog.capped ? '+' : ''}</td></tr>`)
+  return html`<h2>Pending by fairness key</h2><table id="fairness-keys"><thead><tr><th>fairness key</th><th class="num">pending</th></tr></thead><tbody>${rows}</tbody></table>
+${backlog.capped ? html`<p class="muted">Counted over the oldest pending jobs up to a cap: each count is a lower bound.</p>` : ''}`
+}
+
+/**
+ * A queue's jobs in one state, newest first; `nextBefore` is the keyset bound of the next page;
+ * `backlog` (the pending tab) the queue's pending jobs by fairness key.
+ */
+export function jobsPage(context: PageContext, queue: string, state: JobState, jobs: ReadonlyArray<JobRecord>, nextBefore: string | null, paged: boolean, backlog: FairnessBacklog | null = null): Html {
   const head = html`<tr>${context.readOnly ? '' : html`<th></th>`}<th>id</th><th>key</th><th class="num">attempts</th><th class="num">priority</th><th>created</th><th>${state === 'dead' ? 'died' : 'run at'}</th><th>error</th></tr>`
   const table =
     jobs.length === 0
@@ -88,7 +100,7 @@ export function jobsPage(context: PageContext, queue: string, state: JobState, j
       : html`<table id="jobs"><thead>${head}</thead><tbody>${jobs.map((job) => jobRow(context, job))}</tbody></table>`
   const pager = html`<p>${paged ? html`<a href="${link(context, `/queues/${encodeURIComponent(queue)}`, { state })}">newest</a> · ` : ''}${nextBefore === null ? html`<span class="muted">end</span>` : html`<a rel="next" href="${link(context, `/queues/${encodeURIComponent(queue)}`, { state, before: nextBefore })}">older →</a>`}</p>`
   const body = context.readOnly
-    ? html`${stateTabs(context, queue, state)}${table}${pager}`
-    : html`${stateTabs(context, queue, state)}<form method="post" action="${link(context, '/actions')}">${csrfField(context)}<input type="hidden" name="queue" value="${queue}">${bulkButtons(context, state)}${table}</form>${pager}`
+    ? html`${stateTabs(context, queue, state)}${keyBacklogTable(backlog)}${table}${pager}`
+    : html`${stateTabs(context, queue, state)}${keyBacklogTable(backlog)}<form method="post" action="${link(context, '/actions')}">${csrfField(context)}<input type="hidden" name="queue" value="${queue}">${bulkButtons(context, state)}${table}</form>${pager}`
   return page(context, `${queue} · ${state}`, body)
 }

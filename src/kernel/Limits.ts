@@ -384,6 +384,9 @@ export const jobStatsRefreshRowsMax = 100_000
  */
 export const dashboardCountCap = 10_000
 
+/** Fairness keys a queue's pending tab lists (those with the most pending jobs). */
+export const dashboardFairnessKeysMax = 20
+
 /** Queues the dashboard's queues page lists (the first ones by name). */
 export const dashboardQueuesMax = 200
 

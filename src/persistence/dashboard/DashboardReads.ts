@@ -1,6 +1,7 @@
 /**
  * DashboardReads — what the operator's dashboard reads beyond the JobStore contract: every
- * queue's counts (capped), a queue's jobs newest first, a search by id or key, the engines and
+ * queue's counts (capped), a queue's jobs newest first, its pending jobs by fairness key (capped),
+ * a search by id or key, the engines and
  * the physical queues they own, and the two writes the contract lacks (deleting dead jobs, the
  * ids of a queue's dead jobs for bulk actions).
  *
@@ -74,6 +75,18 @@ export interface PhysicalQueueRow {
   readonly updatedAtMs: number
 }
 
+/** One fairness key's pending jobs (`key` null: the jobs without a key). */
+export interface KeyBacklog {
+  readonly key: string | null
+  readonly pending: number
+}
+
+/** A queue's pending jobs by fairness key; `capped`: counted over the first `countCap` only, each count a lower bound. */
+export interface FairnessBacklog {
+  readonly keys: ReadonlyArray<KeyBacklog>
+  readonly capped: boolean
+}
+
 /** The dashboard's reads (and its two writes). */
 export interface DashboardReads {
   /** Whether counts and pages come from SQL indexes (true) or the in-process contract (false). */
@@ -88,6 +101,11 @@ export interface DashboardReads {
   hosts(params: { readonly limit: number }): Promise<ReadonlyArray<EngineRow>>
   /** Physical queue metadata rows, by namespace, family and partition, at most `limit`. */
   physicalQueues(params: { readonly limit: number }): Promise<ReadonlyArray<PhysicalQueueRow>>
+  /**
+   * The pending jobs of `queue` counted by fairness key, most first, at most `limit` keys, over at
+   * most `countCap` pending jobs (in id order, so the oldest): how far behind each tenant is.
+   */
+  pendingByFairnessKey(params: { readonly queue: string; readonly limit: number; readonly countCap: number }): Promise<FairnessBacklog>
   /** The paused queues and when each was paused, by name, at most `limit`. */
   pausedQueues(params: { readonly limit: number }): Promise<ReadonlyArray<{ readonly queue: string; readonly pausedAtMs: number }>>
   /** The ids of up to `limit` dead jobs of `queue`, oldest first. */
@@ -112,7 +130,8 @@ async function allJobs(jobStore: JobStore, queue: string, state: JobState): Prom
 /**
  * Dashboard reads from the JobStore contract alone (the memory store). Pages are cut from whole
  * lists, which is fine in-process and would not be on a database; engines and physical queues
- * are not visible through the contract, so those lists are empty; dead jobs cannot be deleted.
+ * are not visible through the contract, so those lists are empty, and neither are fairness keys,
+ * so no queue shows pending jobs by key; dead jobs cannot be deleted.
  */
 export function makeContractReads(jobStore: JobStore): DashboardReads {
   return {
@@ -150,6 +169,8 @@ export function makeContractReads(jobStore: JobStore): DashboardReads {
       }
       return found.slice(0, limit)
     },
+    // The contract's job records do not carry fairness keys: no table on the memory store.
+    pendingByFairnessKey: async () => ({ keys: [], capped: false }),
     pausedQueues: (params) => jobStore.pausedQueues(params),
     hosts: async () => [],
     physicalQueues: async () => [],

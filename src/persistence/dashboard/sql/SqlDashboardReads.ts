@@ -11,6 +11,7 @@
  * - a jobs page: the pending jobs' `(queue, id)` index backwards from a keyset bound, newest
  *   first, or the processing jobs' index (only what is in flight) sorted by id;
  * - search: the primary keys (id) and the key indexes of both tables;
+ * - pending jobs by fairness key: the first `countCap` + 1 of the queue's pending `(queue, id)`, grouped;
  * - deaths per minute of the last hour: `(queue, died_at_ms)` backwards, cut off at the cap.
  *
  * Invariants: parameterized SQL only (the quoted schema is the only interpolated text); rows are
@@ -74,6 +75,10 @@ UNION ALL (SELECT ${deadRecord} FROM ${s}.dead_jobs WHERE queue = $2::text AND j
     hosts: `SELECT host_id, last_seen_ms, expires_at_ms FROM ${s}.membership_hosts ORDER BY host_id LIMIT $1::integer`,
     physicalQueues: `SELECT queue_key, namespace, family, task_type, partition, version, range_id, last_task_id, updated_at_ms FROM ${s}.task_queues
 ORDER BY namespace, family, partition, queue_key LIMIT $1::integer`,
+    // The first cap + 1 pending jobs of a queue by id (the pending (queue, id) index), grouped by key.
+    keyBacklog: `SELECT fairness_key, count(*) AS pending, sum(count(*)) OVER () AS seen
+FROM (SELECT fairness_key FROM ${s}.jobs WHERE queue = $1::text AND state = 'pending' ORDER BY id LIMIT $2::integer + 1) AS p
+GROUP BY fairness_key ORDER BY count(*) DESC, fairness_key NULLS FIRST LIMIT $3::integer`,
     pausedQueues: pausedQueuesSql(schema),
     deadIds: `SELECT id FROM ${s}.dead_jobs WHERE queue = $1::text ORDER BY id LIMIT $2::integer`,
     deleteDead: `WITH deleted AS (DELETE FROM ${s}.dead_jobs WHERE queue = $1::text AND id = ANY($2::text[]) RETURNING 1) SELECT count(*) AS deleted FROM deleted`,
@@ -155,6 +160,18 @@ export function makeSqlDashboardReads(driver: Driver, schema: Schema): Dashboard
         lastTaskId: toSafeInteger(row.last_task_id, 'last_task_id'),
         updatedAtMs: toSafeInteger(row.updated_at_ms, 'updated_at_ms'),
       }))
+    },
+    async pendingByFairnessKey(params) {
+      const { queue, limit, countCap } = validated('dashboard.pendingByFairnessKey', () => ({
+        queue: checkName('queue', params.queue),
+        limit: checkListLimit('limit', params.limit),
+        countCap: toSafeInteger(params.countCap, 'countCap'),
+      }))
+      const rows = await read('dashboard.pendingByFairnessKey', sql.keyBacklog, [queue, countCap, limit])
+      const seen = rows.length === 0 ? 0 : toSafeInteger(rows[0]?.seen, 'seen')
+      const keys = rows.map((row) => ({ key: (row.fairness_key as string | null) ?? null, pending: toSafeInteger(row.pending, 'pending') }))
+      // Past the cap every count is still a lower bound of the key's pending jobs.
+      return { keys, capped: seen > countCap }
     },
     async pausedQueues(params) {
       const limit = validated('dashboard.pausedQueues', () => checkListLimit('limit', params.limit))
