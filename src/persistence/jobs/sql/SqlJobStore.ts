@@ -29,6 +29,7 @@ import { InvalidInput } from '../../../domain/errors.ts'
 import { validateJson } from '../../../domain/Json.ts'
 import { claimRefusal, deadReasonExhausted, deadReasonExpired } from '../../../domain/JobRules.ts'
 import { assert } from '../../../kernel/assert.ts'
+import { jobDeliveryRetryMs } from '../../../kernel/Limits.ts'
 import type { Driver } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { makeSqlSession, openMigrated, toStoreError } from '../../sql/SqlSession.ts'
@@ -75,6 +76,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     claimMany: jobSql.claimManySql(schema),
     claimManyFenced: jobSql.claimManySql(schema, true),
     buryExhaustedOne: jobSql.buryExhaustedOneSql(schema),
+    parkLimited: jobSql.parkLimitedClaimSql(schema),
     claimState: jobSql.claimStateSql(schema),
     heartbeat: jobSql.heartbeatSql(schema),
     ack: jobSql.ackSql(schema),
@@ -135,6 +137,9 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       if (claimed !== undefined && claimed.id !== null) return { kind: 'claimed', job: decodeJob(claimed) }
       const [buried] = await write('claim', sql.buryExhaustedOne, [id, nowMs, deadReasonExhausted])
       if (buried !== undefined) return { kind: 'obsolete', reason: 'exhausted' }
+      // Claimable but for its key's limit: due again once a slot can be free (JobStore.ts).
+      const [limited] = await write('claim', sql.parkLimited, [id, nowMs, jobDeliveryRetryMs])
+      if (limited !== undefined) return { kind: 'obsolete', reason: 'limited' }
       const [found] = await read('claim', sql.claimState, [id])
       if (found === undefined) return { kind: 'obsolete', reason: 'missing' }
       if (found.state === 'dead') return { kind: 'obsolete', reason: 'dead' }

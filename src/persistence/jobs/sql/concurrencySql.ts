@@ -1,0 +1,137 @@
+/**
+ * concurrencySql — the per-key concurrency guard (migration 011) as SQL fragments that the job
+ * statements of jobSql.ts embed, so that every statement moving a keyed job into or out of
+ * processing adjusts its key's count in `concurrency_slots` in that same statement.
+ *
+ * Invariant: a key's `held` is the number of the queue's rows with that key that are processing
+ * (lapsed claims included). A claim admits a pending keyed row only while `held` is below the
+ * row's limit, reading `held` through a lock on the key's row, never from the statement's
+ * snapshot: under READ COMMITTED, `SELECT … FOR UPDATE` waits for a concurrent writer and returns
+ * the row as it committed, so two claims from two pools serialize on the key (SKIP LOCKED on the
+ * job rows alone would let both take a different job of one key past the limit). A claim of a
+ * lapsed row takes over the slot its lapsed claim held: it neither needs nor takes another.
+ *
+ * Lock order: every fragment locks the slot rows it touches in (queue, key) order before it
+ * writes them, and a statement touches them in one fragment, so two statements never wait on
+ * each other's slot rows in a cycle.
+ *
+ * Cost: a row without a key never reaches the table — each guard starts with
+ * `concurrency_key IS NULL` — so a statement whose rows are all unkeyed reads and writes no slot.
+ *
+ * Does not: create slot rows for claims (a keyed enqueue creates its key's row, `slotRowCte`),
+ * or delete them.
+ */
+import type { Schema } from '../../sql/Schema.ts'
+
+const slotsTable = (schema: Schema): string => `${schema.quoted}.concurrency_slots`
+
+/**
+ * The CTEs `slot_freed_locked` and `slot_freed`: for the rows of `source` — a query of
+ * (queue, concurrency_key) rows, one per job the statement moved out of processing — lowers each
+ * key's count by its number of rows, its slot rows locked in key order first.
+ */
+export function freeSlotsCtes(schema: Schema, source: string): string {
+  return `slot_freed_locked AS (
+  SELECT slot.queue, slot.concurrency_key, freed.freed FROM ${slotsTable(schema)} AS slot
+  JOIN (SELECT queue, concurrency_key, count(*)::integer AS freed FROM (${source}) AS left_rows WHERE concurrency_key IS NOT NULL GROUP BY queue, concurrency_key) AS freed
+    ON slot.queue = freed.queue AND slot.concurrency_key = freed.concurrency_key
+  ORDER BY slot.queue, slot.concurrency_key
+  FOR UPDATE OF slot
+), slot_freed AS (
+  UPDATE ${slotsTable(schema)} AS slot SET held = slot.held - locked.freed
+  FROM slot_freed_locked AS locked WHERE slot.queue = locked.queue AND slot.concurrency_key = locked.concurrency_key
+  RETURNING slot.queue
+)`
+}
+
+/** The options of `admitCtes`. */
+export interface AdmitOptions {
+  /** A CTE of candidate rows to claim: id, queue, state, concurrency_key, concurrency_limit and the order columns. */
+  readonly candidates: string
+  /** The order within a key in which candidates are admitted (columns of `candidates`). */
+  readonly order: string
+  /** A CTE of (queue, concurrency_key) rows the same statement moves out of processing (acks), whose slots the claim may take. */
+  readonly freed?: string
+}
+
+/**
+ * The CTEs `slot_locked`, `admitted` and `slot_taken`: `admitted` is the candidates a claim may
+ * take — every unkeyed row and every lapsed (processing) one, and of each key's pending rows, in
+ * `order`, as many as its limit leaves room for after the key's current count (read through the
+ * lock) less the rows `freed` gives back; `slot_taken` writes each key's new count once. A key
+ * whose slot row is missing admits nothing (every keyed enqueue creates it).
+ */
+export function admitCtes(schema: Schema, options: AdmitOptions): string {
+  const limited = `c.concurrency_key IS NOT NULL AND c.state = 'pending'`
+  const freedCount =
+    options.freed === undefined
+      ? '0'
+      : `(SELECT count(*) FROM ${options.freed} AS freed WHERE freed.queue = slot.queue AND freed.concurrency_key = slot.concurrency_key)::integer`
+  const freedKeys = options.freed === undefined ? '' : ` UNION SELECT queue, concurrency_key FROM ${options.freed} WHERE concurrency_key IS NOT NULL`
+  return `slot_locked AS (
+  SELECT slot.queue, slot.concurrency_key, slot.held, ${freedCount} AS freed FROM ${slotsTable(schema)} AS slot
+  WHERE (slot.queue, slot.concurrency_key) IN (SELECT c.queue, c.concurrency_key FROM ${options.candidates} AS c WHERE ${limited}${freedKeys})
+  ORDER BY slot.queue, slot.concurrency_key
+  FOR UPDATE OF slot
+), admitted AS (
+  SELECT c.* FROM (
+    SELECT c.*, CASE WHEN ${limited} THEN row_number() OVER (PARTITION BY c.queue, c.concurrency_key, ${limited} ORDER BY ${options.order}) END AS key_rank
+    FROM ${options.candidates} AS c
+  ) AS c
+  LEFT JOIN slot_locked AS slot ON slot.queue = c.queue AND slot.concurrency_key = c.concurrency_key
+  WHERE c.key_rank IS NULL OR c.key_rank <= c.concurrency_limit - (slot.held - slot.freed)
+), slot_taken AS (
+  UPDATE ${slotsTable(schema)} AS slot SET held = locked.held - locked.freed + COALESCE(taken.taken, 0)
+  FROM slot_locked AS locked
+  LEFT JOIN (SELECT c.queue, c.concurrency_key, count(*)::integer AS taken FROM admitted AS c WHERE ${limited} GROUP BY c.queue, c.concurrency_key) AS taken
+    ON taken.queue = locked.queue AND taken.concurrency_key = locked.concurrency_key
+  WHERE slot.queue = locked.queue AND slot.concurrency_key = locked.concurrency_key AND (locked.freed > 0 OR taken.taken > 0)
+  RETURNING slot.queue
+)`
+}
+
+/**
+ * A head read's pre-filter (`row` the jobs row's name): unkeyed, or its key has room as of the
+ * statement's snapshot. It only keeps keys already full out of the head, so that they do not
+ * take the places of other keys' jobs; `admitCtes` decides through the lock.
+ */
+export const slotHasRoom = (schema: Schema, row: string): string =>
+  `(${row}.concurrency_key IS NULL OR EXISTS (SELECT 1 FROM ${slotsTable(schema)} AS room WHERE room.queue = ${row}.queue AND room.concurrency_key = ${row}.concurrency_key AND room.held < ${row}.concurrency_limit))`
+
+/**
+ * The CTE `slot_row`: creates the slot row of key `key` (a text expression, null for an unkeyed
+ * job: nothing) in queue `queue`, at held 0, unless it exists. Keyed enqueues run it.
+ */
+export function slotRowCte(schema: Schema, queue: string, key: string): string {
+  return `slot_row AS (
+  INSERT INTO ${slotsTable(schema)} (queue, concurrency_key, held) SELECT ${queue}, ${key}, 0 WHERE ${key} IS NOT NULL
+  ON CONFLICT (queue, concurrency_key) DO NOTHING
+  RETURNING queue
+)`
+}
+
+/**
+ * `$1` id, `$2` now, `$3` a wait in ms; `claimableNow` the claimable rule over `job` at `$2`
+ * (jobSql.ts spells it), the queue not paused. After a claim of job `$1` was refused for its key's
+ * limit: the pending keyed job is made due again (its revision moved on, so a reservation the
+ * due-time driver has yet to confirm cannot clear it) at the earliest deadline among its key's live claims — by then a slot is free, or that claim lapsed
+ * and is claimed again first — or, when every claim of the key has lapsed, `$3` from now, so the
+ * due-time driver delivers it again rather than it waiting for ever. Answers the job's id when
+ * it is pending, claimable but for its key's limit.
+ */
+export function parkLimitedSql(schema: Schema, claimableNow: string): string {
+  return `
+WITH job AS (
+  SELECT job.id, job.queue, job.concurrency_key FROM ${schema.quoted}.jobs AS job
+  JOIN ${slotsTable(schema)} AS slot ON slot.queue = job.queue AND slot.concurrency_key = job.concurrency_key
+  WHERE job.id = $1::text AND job.state = 'pending' AND slot.held >= job.concurrency_limit AND ${claimableNow}
+), parked AS (
+  UPDATE ${schema.quoted}.jobs AS parked SET due_ms = COALESCE((
+      SELECT min(deadline_ms) FROM ${schema.quoted}.jobs AS held
+      WHERE held.queue = job.queue AND held.concurrency_key = job.concurrency_key AND held.state = 'processing' AND held.deadline_ms > $2::bigint
+    ), $2::bigint + $3::bigint), revision = parked.revision + 1
+  FROM job WHERE parked.id = job.id
+  RETURNING parked.id
+)
+SELECT id FROM job`
+}
