@@ -31,8 +31,6 @@ export type HeldCounts = Map<string, number>
 
 /** The guard over a store's live rows. */
 export interface MemorySlots {
-  /** The slot of a (queue, key): a key of `HeldCounts`. */
-  slotOf(queue: string, key: string): string
   /** Every slot's count now: processing rows per (queue, key). */
   held(): HeldCounts
   /** Whether claiming `row` keeps its key within its limit under `held`: unkeyed and lapsed rows always do. */
@@ -51,7 +49,6 @@ export function makeMemorySlots(live: ReadonlyMap<string, LimitedRow>): MemorySl
   const slotOf = (queue: string, key: string): string => JSON.stringify([queue, key])
   const limitedPending = (row: LimitedRow): row is LimitedRow & { readonly limit: ConcurrencyLimit } => row.limit !== undefined && row.job.state === 'pending'
   return {
-    slotOf,
     held() {
       const held: HeldCounts = new Map()
       for (const row of live.values()) {

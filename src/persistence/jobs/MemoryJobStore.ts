@@ -213,18 +213,17 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     return released
   }
 
-  // `claimDue` after validation. As the SQL statement does, the head leaves out keys full as of
-  // `heldBefore` (the counts before the call's acks), then admits each key's rows while its
-  // limit leaves room (so a batch may come back short).
-  const claimDueRows = (queue: string, nowMs: number, tokens: ReadonlyArray<string>, heldBefore: ReadonlyMap<string, number>): JobRecord[] => {
+  // `claimDue` after validation. As the SQL statement does, the head leaves out keys already full,
+  // then admits each key's rows while its limit leaves room (so a batch may come back short).
+  const claimDueRows = (queue: string, nowMs: number, tokens: ReadonlyArray<string>): JobRecord[] => {
     if (paused.has(queue)) return []
     // A row whose task is with Matching is claimed here too, in its place: its task, delivered
     // later, finds the job started (or gone) and ends.
+    const held = slots.held()
     const head = [...live.values()]
-      .filter((row) => row.job.queue === queue && (row.dueMs === null || row.dueMs <= nowMs) && isClaimable(row.job, nowMs) && slots.hasRoom(row, heldBefore))
+      .filter((row) => row.job.queue === queue && (row.dueMs === null || row.dueMs <= nowMs) && isClaimable(row.job, nowMs) && slots.hasRoom(row, held))
       .sort(claimOrder)
       .slice(0, tokens.length)
-    const held = slots.held()
     const admitted = head.filter((row) => {
       if (!slots.hasRoom(row, held)) return false
       slots.take(row, held)
@@ -426,7 +425,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const fence = checkFence(params.fence)
       if (tokens.length === 0) return []
       holdFence(fence)
-      return claimDueRows(queue, nowMs, tokens, slots.held())
+      return claimDueRows(queue, nowMs, tokens)
     },
 
     async ackAndClaimDue(params) {
@@ -437,9 +436,8 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const fence = checkFence(params.fence)
       // The fence guards the claim and the acks riding on it; acks alone are `ackMany`'s.
       if (tokens.length > 0) holdFence(fence)
-      const heldBefore = slots.held()
       const acked = ackValid(claims, nowMs)
-      return { acked, claimed: tokens.length === 0 ? [] : claimDueRows(queue, nowMs, tokens, heldBefore) }
+      return { acked, claimed: tokens.length === 0 ? [] : claimDueRows(queue, nowMs, tokens) }
     },
 
     async takeDue(params) {

@@ -92,11 +92,15 @@ export function admitCtes(schema: Schema, options: AdmitOptions): string {
 
 /**
  * A head read's pre-filter (`row` the jobs row's name): unkeyed, or its key has room as of the
- * statement's snapshot. It only keeps keys already full out of the head, so that they do not
- * take the places of other keys' jobs; `admitCtes` decides through the lock.
+ * statement's snapshot, less the rows of the CTE `freed` (the statement's acks) give back. It
+ * only keeps keys already full out of the head, so that they do not take the places of other
+ * keys' jobs; `admitCtes` decides through the lock.
  */
-export const slotHasRoom = (schema: Schema, row: string): string =>
-  `(${row}.concurrency_key IS NULL OR EXISTS (SELECT 1 FROM ${slotsTable(schema)} AS room WHERE room.queue = ${row}.queue AND room.concurrency_key = ${row}.concurrency_key AND room.held < ${row}.concurrency_limit))`
+export const slotHasRoom = (schema: Schema, row: string, freed?: string): string => {
+  const given =
+    freed === undefined ? '' : ` - (SELECT count(*) FROM ${freed} AS freed WHERE freed.queue = room.queue AND freed.concurrency_key = room.concurrency_key)`
+  return `(${row}.concurrency_key IS NULL OR EXISTS (SELECT 1 FROM ${slotsTable(schema)} AS room WHERE room.queue = ${row}.queue AND room.concurrency_key = ${row}.concurrency_key AND room.held${given} < ${row}.concurrency_limit))`
+}
 
 /**
  * The CTE `slot_row`: creates the slot row of key `key` (a text expression, null for an unkeyed

@@ -472,7 +472,7 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?
   const limit = Math.floor(headCount)
   const gate = `${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}`
   // Keys already at their limit stay out of the pending branches: they would take other keys' places.
-  const room = ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`)}`
+  const room = ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`, freed)}`
   const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ${fairOrder}, ready_seq, ${headKeyColumns} FROM ${schema.quoted}.jobs
   WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}${state === 'pending' ? room : ''}
   ORDER BY ${claimOrder}
