@@ -79,8 +79,9 @@
  * claim never claims a pending keyed job whose key is at its limit: `claimDue` takes the next
  * eligible job in claim order instead (other keys are not held up; a batch may come back short
  * when one key fills up within it), `claim` answers `obsolete` ('limited') and makes the job
- * due again at the earliest deadline among its key's claims (by then a slot is free or lapsed).
- * A claimed `enqueue` of a keyed job inserts it pending. `ack`, `retry`, `fail`, `release`,
+ * due again one due-time scan from now (`jobDueScanIntervalMs`), and `takeDue` passes over
+ * pending jobs of keys at their limit, so a full key's backlog is not handed to Matching only to
+ * be refused. A claimed `enqueue` of a keyed job inserts it pending. `ack`, `retry`, `fail`, `release`,
  * `cancel`, the sweep and every dead-lettering free the slot in the statement that moves the
  * job. SQL stores hold each key's count in a row the claim locks (migration 011), so the bound
  * holds across connections and engines.

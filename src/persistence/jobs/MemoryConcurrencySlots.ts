@@ -9,7 +9,7 @@
  *
  * Does not: change a row's state (the store's claims do); keep anything of its own.
  */
-import { jobDeliveryRetryMs } from '../../kernel/Limits.ts'
+import { jobDueScanIntervalMs } from '../../kernel/Limits.ts'
 import type { JobRecord } from './JobStore.ts'
 
 /** A limited job's concurrency key and the limit it was enqueued with. */
@@ -37,10 +37,7 @@ export interface MemorySlots {
   hasRoom(row: LimitedRow, held: ReadonlyMap<string, number>): boolean
   /** Counts a claim of pending `row` into `held` (nothing for an unkeyed or lapsed row). */
   take(row: LimitedRow, held: HeldCounts): void
-  /**
-   * A claim of `row` refused for its key's limit: due again (its revision moved on) at the
-   * earliest deadline of its key's live claims, or `jobDeliveryRetryMs` from now when all lapsed.
-   */
+  /** A claim of `row` refused for its key's limit: due again (its revision moved on) one scan interval from now. */
   park(row: LimitedRow, nowMs: number): void
 }
 
@@ -67,14 +64,7 @@ export function makeMemorySlots(live: ReadonlyMap<string, LimitedRow>): MemorySl
       held.set(slot, (held.get(slot) ?? 0) + 1)
     },
     park(row, nowMs) {
-      if (row.limit === undefined) return
-      let earliest: number | null = null
-      for (const other of live.values()) {
-        const deadlineMs = other.job.deadlineMs
-        if (other.limit?.key !== row.limit.key || other.job.queue !== row.job.queue || other.job.state !== 'processing' || deadlineMs === null || deadlineMs <= nowMs) continue
-        if (earliest === null || deadlineMs < earliest) earliest = deadlineMs
-      }
-      row.dueMs = earliest ?? nowMs + jobDeliveryRetryMs
+      row.dueMs = nowMs + jobDueScanIntervalMs
       row.revision++
     },
   }

@@ -449,8 +449,10 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       for (const row of live.values()) {
         if (inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && isExhausted(row.job, nowMs)) bury(row, deadReasonExhausted, row.job.deadlineMs as number)
       }
+      // A pending job of a key at its limit is passed over, as the SQL statement does.
+      const held = slots.held()
       const due = [...live.values()]
-        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue))
+        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue) && slots.hasRoom(row, held))
         .sort(claimOrder)
         .slice(0, limit)
       return due.map((row): DueJob => {

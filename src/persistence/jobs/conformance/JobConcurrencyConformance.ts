@@ -13,6 +13,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { InvalidInput } from '../../../domain/errors.ts'
+import { jobDueScanIntervalMs } from '../../../kernel/Limits.ts'
 import type { JobRecord, NewJob } from '../JobStore.ts'
 import type { JobFixture } from './JobFixture.ts'
 
@@ -70,7 +71,7 @@ export function describeJobConcurrencyConformance(fixture: JobFixture): void {
       expect(await claimDue(two, 2)).toHaveLength(1)
     })
 
-    it('claim and claimMany refuse a job of a full key as limited and make it due at the key’s earliest deadline', async () => {
+    it('claim and claimMany refuse a job of a full key as limited; takeDue passes it over until the slot frees', async () => {
       const queue = fixture.queue('limit-by-id')
       const [first, second, third] = await enqueue(queue, 3, limited('k', 1))
       const outcome = await store().claim({ id: (first as JobRecord).id, claimToken: fixture.id('t'), nowMs })
@@ -82,11 +83,12 @@ export function describeJobConcurrencyConformance(fixture: JobFixture): void {
         { kind: 'obsolete', reason: 'limited' },
       ])
       expect(await processingOf(queue)).toBe(1)
-      // Parked until the one claim's deadline, when its slot is free or lapsed: not due before it.
-      const deadlineMs = (outcome.kind === 'claimed' ? outcome.job.deadlineMs : null) as number
+      // Due again a scan from now, but passed over by takeDue while the key is full; due for it once the slot frees.
       const due = (at: number) => store().takeDue({ nowMs: at, reserveUntilMs: at + 1, limit: 10, queues: [queue] })
-      expect(await due(deadlineMs - 1)).toEqual([])
-      expect((await due(deadlineMs)).map((job) => job.id).sort()).toEqual([first, second, third].map((job) => (job as JobRecord).id).sort())
+      expect(await store().nextDueMs({ nowMs, queues: [queue] })).toBe(nowMs + jobDueScanIntervalMs)
+      expect(await due(nowMs + jobDueScanIntervalMs)).toEqual([])
+      if (outcome.kind === 'claimed') await store().ack({ id: outcome.job.id, claimToken: outcome.job.claimToken as string, nowMs })
+      expect((await due(nowMs + jobDueScanIntervalMs)).map((job) => job.id).sort()).toEqual([second, third].map((job) => (job as JobRecord).id).sort())
     })
 
     it('claimMany admits a key’s jobs in the order given, up to its limit', async () => {

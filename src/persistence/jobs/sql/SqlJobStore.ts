@@ -29,7 +29,7 @@ import { InvalidInput } from '../../../domain/errors.ts'
 import { validateJson } from '../../../domain/Json.ts'
 import { claimRefusal, deadReasonExhausted, deadReasonExpired } from '../../../domain/JobRules.ts'
 import { assert } from '../../../kernel/assert.ts'
-import { jobDeliveryRetryMs } from '../../../kernel/Limits.ts'
+import { jobDueScanIntervalMs } from '../../../kernel/Limits.ts'
 import type { Driver } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { makeSqlSession, openMigrated, toStoreError } from '../../sql/SqlSession.ts'
@@ -137,8 +137,8 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       if (claimed !== undefined && claimed.id !== null) return { kind: 'claimed', job: decodeJob(claimed) }
       const [buried] = await write('claim', sql.buryExhaustedOne, [id, nowMs, deadReasonExhausted])
       if (buried !== undefined) return { kind: 'obsolete', reason: 'exhausted' }
-      // Claimable but for its key's limit: due again once a slot can be free (JobStore.ts).
-      const [limited] = await write('claim', sql.parkLimited, [id, nowMs, jobDeliveryRetryMs])
+      // Claimable but for its key's limit: due again at the next scan (JobStore.ts).
+      const [limited] = await write('claim', sql.parkLimited, [id, nowMs, jobDueScanIntervalMs])
       if (limited !== undefined) return { kind: 'obsolete', reason: 'limited' }
       const [found] = await read('claim', sql.claimState, [id])
       if (found === undefined) return { kind: 'obsolete', reason: 'missing' }

@@ -116,24 +116,21 @@ export function slotRowCte(schema: Schema, queue: string, key: string): string {
 
 /**
  * `$1` id, `$2` now, `$3` a wait in ms; `claimableNow` the claimable rule over `job` at `$2`
- * (jobSql.ts spells it), the queue not paused. After a claim of job `$1` was refused for its key's
- * limit: the pending keyed job is made due again (its revision moved on, so a reservation the
- * due-time driver has yet to confirm cannot clear it) at the earliest deadline among its key's live claims — by then a slot is free, or that claim lapsed
- * and is claimed again first — or, when every claim of the key has lapsed, `$3` from now, so the
- * due-time driver delivers it again rather than it waiting for ever. Answers the job's id when
- * it is pending, claimable but for its key's limit.
+ * (jobSql.ts spells it), the queue not paused. After a claim of job `$1` was refused for its
+ * key's limit: the job is made due `$3` from now (its revision moved on, so a reservation the
+ * due-time driver has yet to confirm cannot clear it), so that a task Matching dropped is
+ * delivered again rather than the job waiting for ever; until its key has room the due-time
+ * driver's reservations pass it over (`slotHasRoom`). Answers the job's id when it is pending,
+ * claimable but for its key's limit.
  */
 export function parkLimitedSql(schema: Schema, claimableNow: string): string {
   return `
 WITH job AS (
-  SELECT job.id, job.queue, job.concurrency_key FROM ${schema.quoted}.jobs AS job
+  SELECT job.id FROM ${schema.quoted}.jobs AS job
   JOIN ${slotsTable(schema)} AS slot ON slot.queue = job.queue AND slot.concurrency_key = job.concurrency_key
   WHERE job.id = $1::text AND job.state = 'pending' AND slot.held >= job.concurrency_limit AND ${claimableNow}
 ), parked AS (
-  UPDATE ${schema.quoted}.jobs AS parked SET due_ms = COALESCE((
-      SELECT min(deadline_ms) FROM ${schema.quoted}.jobs AS held
-      WHERE held.queue = job.queue AND held.concurrency_key = job.concurrency_key AND held.state = 'processing' AND held.deadline_ms > $2::bigint
-    ), $2::bigint + $3::bigint), revision = parked.revision + 1
+  UPDATE ${schema.quoted}.jobs AS parked SET due_ms = $2::bigint + $3::bigint, revision = parked.revision + 1
   FROM job WHERE parked.id = job.id
   RETURNING parked.id
 )

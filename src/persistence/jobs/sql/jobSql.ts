@@ -699,7 +699,9 @@ SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS p
  * One round trip for the due-time driver's pass: dead-letters every lapsed row the exhaustion
  * rule covers, and reserves the first due unexpired rows that rule does not cover, in claim order
  * (rows another connection holds are skipped), returning them with their previous due time. The
- * two sets are disjoint, so the statement never touches a row twice.
+ * two sets are disjoint, so the statement never touches a row twice. A pending job whose
+ * concurrency key is at its limit is passed over (concurrencySql.ts's `slotHasRoom`): its claim
+ * would be refused; it stays due, for the claims and passes after a slot frees.
  */
 export function takeDueSql(schema: Schema, queues: QueueFilter): string {
   return `
@@ -713,7 +715,7 @@ WITH moved AS (
 ), ${(['pending', 'processing'] as const).map((state) => `due_${state} AS (
   SELECT id, due_ms, ${fairOrder}, priority, ready_seq FROM ${schema.quoted}.jobs
   WHERE state = '${state}' AND due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
-    AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}
+    AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${state === 'pending' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`)}` : ''}
   ORDER BY ${claimOrder}
   LIMIT $3::integer
   FOR UPDATE SKIP LOCKED
