@@ -18,6 +18,7 @@ table concurrency_slots
   column queue text not null
   column concurrency_key text not null
   column held integer not null
+  column concurrency_limit integer not null
 
 table dead_jobs
   column id text collate "C" not null
@@ -43,7 +44,6 @@ table dead_jobs
   column claim_history jsonb
   column progress_at_ms bigint
   column concurrency_key text
-  column concurrency_limit integer
 
 table fairness_passes
   column queue text not null
@@ -98,7 +98,6 @@ table jobs
   column fair_pass bigint
   column fairness_key text
   column concurrency_key text
-  column concurrency_limit integer
 
 table membership_hosts
   column host_id text collate "C" not null
@@ -140,6 +139,7 @@ table tasks
   column data jsonb not null
 
 -- constraints
+constraint concurrency_slots.concurrency_slots_concurrency_limit_check CHECK ((concurrency_limit >= 1))
 constraint concurrency_slots.concurrency_slots_held_check CHECK ((held >= 0))
 constraint concurrency_slots.concurrency_slots_pkey PRIMARY KEY (queue, concurrency_key)
 constraint dead_jobs.dead_jobs_attempts_check CHECK ((attempts >= 0))
@@ -158,7 +158,6 @@ constraint jobs.jobs_attempts_check CHECK ((attempts >= 0))
 constraint jobs.jobs_backoff_base_ms_check CHECK ((backoff_base_ms >= 0))
 constraint jobs.jobs_check CHECK (((state = 'processing'::text) = (claim_token IS NOT NULL)))
 constraint jobs.jobs_check1 CHECK (((state = 'processing'::text) = (deadline_ms IS NOT NULL)))
-constraint jobs.jobs_concurrency_limit_check CHECK ((concurrency_limit >= 1))
 constraint jobs.jobs_dead_letter_retention_ms_check CHECK ((dead_letter_retention_ms >= 0))
 constraint jobs.jobs_max_attempts_check CHECK ((max_attempts >= 1))
 constraint jobs.jobs_pkey PRIMARY KEY (id)
@@ -184,6 +183,7 @@ constraint tasks.tasks_subqueue_check CHECK (((subqueue >= 0) AND (subqueue <= 9
 constraint tasks.tasks_task_id_check CHECK ((task_id >= 1))
 
 -- indexes
+index concurrency_slots.concurrency_slots_full CREATE INDEX concurrency_slots_full ON matchbox.concurrency_slots USING btree (queue, concurrency_key) WHERE (held >= concurrency_limit)
 index concurrency_slots.concurrency_slots_pkey CREATE UNIQUE INDEX concurrency_slots_pkey ON matchbox.concurrency_slots USING btree (queue, concurrency_key)
 index dead_jobs.dead_jobs_by_queue CREATE INDEX dead_jobs_by_queue ON matchbox.dead_jobs USING btree (queue, died_at_ms)
 index dead_jobs.dead_jobs_by_queue_id CREATE INDEX dead_jobs_by_queue_id ON matchbox.dead_jobs USING btree (queue, id)

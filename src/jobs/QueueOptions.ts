@@ -51,8 +51,8 @@ export interface QueueOptions {
   /**
    * At most this many jobs of one `concurrencyKey` processing at once (1…10,000), across every
    * engine on the database: the store's claims skip a key at its limit and take the next job.
-   * Each job carries the limit of the handle that enqueued it. Without it, a `concurrencyKey`
-   * limits nothing.
+   * The limit is the key's: the latest enqueue of the key sets it, so give the queue's handles one
+   * limit. Without it, a `concurrencyKey` limits nothing.
    */
   readonly concurrencyPerKey?: number
 }

@@ -72,8 +72,9 @@
  * `queue_pauses`), so the bound across processes is one claim statement: a claim that begins
  * after `pauseQueue` resolved claims nothing of the queue, whichever connection runs it.
  *
- * Concurrency keys: a job may carry a concurrency key and a limit n. At most n rows of a queue
- * with one key are processing at any instant — a lapsed claim counts until its job is claimed
+ * Concurrency keys: a job may carry a concurrency key and its limit n (the key's limit in its
+ * queue, as the latest enqueue of the key gave it). At most n rows of a queue with one key are
+ * processing at any instant — a lapsed claim counts until its job is claimed
  * again (which takes over its slot), dead-lettered, cancelled or swept — whatever claims them:
  * `claim`, `claimMany`, `claimDue`, `ackAndClaimDue` (whose acks free their slots first). A
  * claim never claims a pending keyed job whose key is at its limit: `claimDue` takes the next
@@ -138,7 +139,11 @@ export interface NewJob extends JobStamps {
    * the job is never limited.
    */
   readonly concurrencyKey?: string | null
-  /** How many jobs of the key may be processing at once, 1…10,000; required with a concurrency key, refused without one. */
+  /**
+   * How many jobs of the key may be processing at once, 1…10,000; required with a concurrency
+   * key, refused without one. The limit is the key's (per queue), not the job's: the latest
+   * enqueue of the key sets it.
+   */
   readonly concurrencyLimit?: number
 }
 

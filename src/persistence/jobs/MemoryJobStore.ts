@@ -43,7 +43,7 @@ import {
   checkStack,
   checkTime,
 } from './JobInput.ts'
-import { type ConcurrencyLimit, makeMemorySlots } from './MemoryConcurrencySlots.ts'
+import { makeMemorySlots } from './MemoryConcurrencySlots.ts'
 import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.ts'
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemoryJobPauses } from './MemoryJobPauses.ts'
@@ -57,8 +57,8 @@ interface LiveRow {
   revision: number
   /** A keyed job's fairness pass (jobSql's migration 010 says how it is drawn); absent without a key. */
   fairPass?: number
-  /** A limited job's concurrency key and limit (JobStore.ts's "Concurrency keys"); absent without a key. */
-  limit?: ConcurrencyLimit
+  /** A limited job's concurrency key (JobStore.ts's "Concurrency keys"); absent without one. */
+  concurrencyKey?: string
   /** Set by every claim: the claim order key it displaced, which `release` restores. */
   unclaimed?: { readonly dueMs: number | null; readonly readySeq: number }
 }
@@ -84,14 +84,14 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
   const live = new Map<string, LiveRow>()
   const dead = new Map<string, JobRecord>()
   // Dead jobs' concurrency keys, which `retryDead` gives back (the SQL dead_jobs row keeps them).
-  const deadLimits = new Map<string, ConcurrencyLimit>()
+  const deadKeys = new Map<string, string>()
   // Paused queues and when each was paused (JobStore.ts's "Paused queues").
   const paused = new Map<string, number>()
   let readySeq = 0
 
   const bury = (row: LiveRow, lastError: string, diedAtMs: number): void => {
     live.delete(row.job.id)
-    if (row.limit !== undefined) deadLimits.set(row.job.id, row.limit)
+    if (row.concurrencyKey !== undefined) deadKeys.set(row.job.id, row.concurrencyKey)
     dead.set(row.job.id, { ...row.job, state: 'dead', claimToken: null, deadlineMs: null, lastError, diedAtMs })
   }
 
@@ -110,7 +110,10 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     const dueMs = Math.max(job.runAtMs, nowMs)
     const row: LiveRow = { job: record, dueMs, readySeq: ++readySeq, revision: 1 }
     if (job.fairnessKey !== undefined && job.fairnessKey !== null) row.fairPass = nextPass(job, dueMs)
-    if (job.concurrencyKey !== undefined && job.concurrencyKey !== null) row.limit = { key: job.concurrencyKey, limit: job.concurrencyLimit as number }
+    if (job.concurrencyKey !== undefined && job.concurrencyKey !== null) {
+      row.concurrencyKey = job.concurrencyKey
+      slots.setLimit(job.queue, job.concurrencyKey, job.concurrencyLimit as number)
+    }
     live.set(job.id, row)
     return copy(record)
   }
@@ -375,7 +378,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       let purged = 0
       for (const [id, job] of dead) {
         if (job.queue === queue && isRetentionOver(job, nowMs) && dead.delete(id)) {
-          deadLimits.delete(id)
+          deadKeys.delete(id)
           purged++
         }
       }
@@ -412,9 +415,9 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         // Attempt 0 in the claims marks the return: the attempt count starts again.
         claims: [...(job.claims ?? []), { attempt: 0, atMs: nowMs }].slice(-jobClaimsKept),
       }
-      const limit = deadLimits.get(id)
-      deadLimits.delete(id)
-      live.set(id, { job: revived, dueMs: nowMs, readySeq: ++readySeq, revision: 1, ...(limit === undefined ? {} : { limit }) })
+      const concurrencyKey = deadKeys.get(id)
+      deadKeys.delete(id)
+      live.set(id, { job: revived, dueMs: nowMs, readySeq: ++readySeq, revision: 1, ...(concurrencyKey === undefined ? {} : { concurrencyKey }) })
       return { kind: 'retried', job: copy(revived) }
     },
 

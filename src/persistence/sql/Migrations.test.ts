@@ -238,13 +238,13 @@ const dataAtVersion: Record<number, VersionFixture> = {
     // key's pending job waits behind it, an unkeyed job does not, and the ack frees the slot.
     async seed(driver, schema) {
       await dataAtVersion[10]?.seed(driver, schema)
-      const columns = 'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, due_ms, concurrency_key, concurrency_limit'
+      const columns = 'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, due_ms, concurrency_key'
       await driver.query(
-        `INSERT INTO ${schema.quoted}.jobs (${columns}, claim_token, claimed_at_ms, deadline_ms) VALUES ('conc-a', 'conc-up', 'processing', '1', 0, 1, 3, 100000, 0, 100, 100, 100100, 'k', 1, 'tok', 100, 100100)`,
+        `INSERT INTO ${schema.quoted}.jobs (${columns}, claim_token, claimed_at_ms, deadline_ms) VALUES ('conc-a', 'conc-up', 'processing', '1', 0, 1, 3, 100000, 0, 100, 100, 100100, 'k', 'tok', 100, 100100)`,
       )
-      await driver.query(`INSERT INTO ${schema.quoted}.jobs (${columns}) VALUES ('conc-b', 'conc-up', 'pending', '2', 0, 0, 3, 100000, 0, 100, 100, 100, 'k', 1)`)
-      await driver.query(`INSERT INTO ${schema.quoted}.jobs (${columns}) VALUES ('conc-plain', 'conc-up', 'pending', '3', 0, 0, 3, 100000, 0, 100, 100, 100, NULL, NULL)`)
-      await driver.query(`INSERT INTO ${schema.quoted}.concurrency_slots (queue, concurrency_key, held) VALUES ('conc-up', 'k', 1)`)
+      await driver.query(`INSERT INTO ${schema.quoted}.jobs (${columns}) VALUES ('conc-b', 'conc-up', 'pending', '2', 0, 0, 3, 100000, 0, 100, 100, 100, 'k')`)
+      await driver.query(`INSERT INTO ${schema.quoted}.jobs (${columns}) VALUES ('conc-plain', 'conc-up', 'pending', '3', 0, 0, 3, 100000, 0, 100, 100, 100, NULL)`)
+      await driver.query(`INSERT INTO ${schema.quoted}.concurrency_slots (queue, concurrency_key, held, concurrency_limit) VALUES ('conc-up', 'k', 1, 1)`)
     },
     async verify(store, membership, jobs) {
       await dataAtVersion[10]?.verify(store, membership, jobs)

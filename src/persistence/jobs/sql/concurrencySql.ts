@@ -5,21 +5,24 @@
  *
  * Invariant: a key's `held` is the number of the queue's rows with that key that are processing
  * (lapsed claims included). A claim admits a pending keyed row only while `held` is below the
- * row's limit, reading `held` through a lock on the key's row, never from the statement's
- * snapshot: under READ COMMITTED, `SELECT … FOR UPDATE` waits for a concurrent writer and returns
- * the row as it committed, so two claims from two pools serialize on the key (SKIP LOCKED on the
- * job rows alone would let both take a different job of one key past the limit). A claim of a
- * lapsed row takes over the slot its lapsed claim held: it neither needs nor takes another.
+ * key's limit (the slot row's `concurrency_limit`), reading `held` through a lock on the key's
+ * row, never from the statement's snapshot: under READ COMMITTED, `SELECT … FOR UPDATE` waits
+ * for a concurrent writer and returns the row as it committed, so two claims from two pools
+ * serialize on the key (SKIP LOCKED on the job rows alone would let both take a different job
+ * of one key past the limit). A claim of a lapsed row takes over the slot its lapsed claim held:
+ * it neither needs nor takes another.
  *
- * Lock order: every fragment locks the slot rows it touches in (queue, key) order before it
- * writes them, and a statement touches them in one fragment, so two statements never wait on
- * each other's slot rows in a cycle.
+ * Lock order: every claim and exit locks the slot rows it touches in (queue, key) order before
+ * it writes them, and a statement touches them in one fragment, so two of them never wait on
+ * each other's slot rows in a cycle. (An enqueueMany that changes several keys' limits at once
+ * writes them in join order; limits change rarely.)
  *
  * Cost: a row without a key never reaches the table — each guard starts with
- * `concurrency_key IS NULL` — so a statement whose rows are all unkeyed reads and writes no slot.
+ * `concurrency_key IS NULL` — so a statement whose rows are all unkeyed writes no slot, and its
+ * head read looks up only the keys at their limit (`slotHasRoom`).
  *
- * Does not: create slot rows for claims (a keyed enqueue creates its key's row, `slotRowCte`),
- * or delete them.
+ * Does not: create slot rows for claims (a keyed enqueue creates its key's row and sets its
+ * limit, `slotRowsCtes`), or delete them.
  */
 import type { Schema } from '../../sql/Schema.ts'
 
@@ -46,7 +49,7 @@ export function freeSlotsCtes(schema: Schema, source: string): string {
 
 /** The options of `admitCtes`. */
 export interface AdmitOptions {
-  /** A CTE of candidate rows to claim: id, queue, state, concurrency_key, concurrency_limit and the order columns. */
+  /** A CTE of candidate rows to claim: id, queue, state, concurrency_key and the order columns. */
   readonly candidates: string
   /** The order within a key in which candidates are admitted (columns of `candidates`). */
   readonly order: string
@@ -69,7 +72,7 @@ export function admitCtes(schema: Schema, options: AdmitOptions): string {
       : `(SELECT count(*) FROM ${options.freed} AS freed WHERE freed.queue = slot.queue AND freed.concurrency_key = slot.concurrency_key)::integer`
   const freedKeys = options.freed === undefined ? '' : ` UNION SELECT queue, concurrency_key FROM ${options.freed} WHERE concurrency_key IS NOT NULL`
   return `slot_locked AS (
-  SELECT slot.queue, slot.concurrency_key, slot.held, ${freedCount} AS freed FROM ${slotsTable(schema)} AS slot
+  SELECT slot.queue, slot.concurrency_key, slot.held, slot.concurrency_limit, ${freedCount} AS freed FROM ${slotsTable(schema)} AS slot
   WHERE (slot.queue, slot.concurrency_key) IN (SELECT c.queue, c.concurrency_key FROM ${options.candidates} AS c WHERE ${limited}${freedKeys})
   ORDER BY slot.queue, slot.concurrency_key
   FOR UPDATE OF slot
@@ -79,7 +82,7 @@ export function admitCtes(schema: Schema, options: AdmitOptions): string {
     FROM ${options.candidates} AS c
   ) AS c
   LEFT JOIN slot_locked AS slot ON slot.queue = c.queue AND slot.concurrency_key = c.concurrency_key
-  WHERE c.key_rank IS NULL OR c.key_rank <= c.concurrency_limit - (slot.held - slot.freed)
+  WHERE c.key_rank IS NULL OR c.key_rank <= slot.concurrency_limit - (slot.held - slot.freed)
 ), slot_taken AS (
   UPDATE ${slotsTable(schema)} AS slot SET held = locked.held - locked.freed + COALESCE(taken.taken, 0)
   FROM slot_locked AS locked
@@ -91,27 +94,49 @@ export function admitCtes(schema: Schema, options: AdmitOptions): string {
 }
 
 /**
- * A head read's pre-filter (`row` the jobs row's name): unkeyed, or its key has room as of the
- * statement's snapshot, less the rows of the CTE `freed` (the statement's acks) give back. It
- * only keeps keys already full out of the head, so that they do not take the places of other
- * keys' jobs; `admitCtes` decides through the lock.
+ * A head read's pre-filter (`row` the jobs row's name): unkeyed, or its key is not among the
+ * keys at their limit as of the statement's snapshot (`concurrency_slots_full`), less the rows
+ * the CTE `freed` (the statement's acks) give back. The keys at their limit are read once per
+ * statement (an uncorrelated subquery, which the planner hashes), so the filter costs a row a
+ * hash probe, and a queue whose keys all have room reads no slot row. With `queue` (an SQL
+ * expression) only that queue's keys are read. It only keeps keys already full out of the head,
+ * so that they do not take the places of other keys' jobs; `admitCtes` decides through the lock.
  */
-export const slotHasRoom = (schema: Schema, row: string, freed?: string): string => {
+export const slotHasRoom = (schema: Schema, row: string, queue?: string, freed?: string): string => {
   const given =
-    freed === undefined ? '' : ` - (SELECT count(*) FROM ${freed} AS freed WHERE freed.queue = room.queue AND freed.concurrency_key = room.concurrency_key)`
-  return `(${row}.concurrency_key IS NULL OR EXISTS (SELECT 1 FROM ${slotsTable(schema)} AS room WHERE room.queue = ${row}.queue AND room.concurrency_key = ${row}.concurrency_key AND room.held${given} < ${row}.concurrency_limit))`
+    freed === undefined
+      ? ''
+      : ` AND full_key.held - (SELECT count(*) FROM ${freed} AS freed WHERE freed.queue = full_key.queue AND freed.concurrency_key = full_key.concurrency_key) >= full_key.concurrency_limit`
+  const full = `FROM ${slotsTable(schema)} AS full_key WHERE ${queue === undefined ? '' : `full_key.queue = ${queue} AND `}full_key.held >= full_key.concurrency_limit${given}`
+  return queue === undefined
+    ? `(${row}.concurrency_key IS NULL OR (${row}.queue, ${row}.concurrency_key) NOT IN (SELECT full_key.queue, full_key.concurrency_key ${full}))`
+    : `(${row}.concurrency_key IS NULL OR ${row}.concurrency_key NOT IN (SELECT full_key.concurrency_key ${full}))`
 }
 
 /**
- * The CTE `slot_row`: creates the slot row of key `key` (a text expression, null for an unkeyed
- * job: nothing) in queue `queue`, at held 0, unless it exists. Keyed enqueues run it.
+ * The CTEs `slot_source`, `slot_rows` and `slot_limits`: for each row of `source` — a query of
+ * (queue, concurrency_key, concurrency_limit), one per key a statement enqueues — creates the
+ * key's slot row at held 0 if it is missing, and writes the limit if it differs. An UPDATE
+ * locks only the rows it changes, so an enqueue of a key whose limit is unchanged (the usual
+ * case, on a caller's transaction too) holds no lock the key's claims would wait on.
  */
-export function slotRowCte(schema: Schema, queue: string, key: string): string {
-  return `slot_row AS (
-  INSERT INTO ${slotsTable(schema)} (queue, concurrency_key, held) SELECT ${queue}, ${key}, 0 WHERE ${key} IS NOT NULL
+export function slotRowsCtes(schema: Schema, source: string): string {
+  return `slot_source AS (
+  ${source}
+), slot_rows AS (
+  INSERT INTO ${slotsTable(schema)} (queue, concurrency_key, held, concurrency_limit) SELECT queue, concurrency_key, 0, concurrency_limit FROM slot_source
   ON CONFLICT (queue, concurrency_key) DO NOTHING
   RETURNING queue
+), slot_limits AS (
+  UPDATE ${slotsTable(schema)} AS slot SET concurrency_limit = given.concurrency_limit FROM slot_source AS given
+  WHERE slot.queue = given.queue AND slot.concurrency_key = given.concurrency_key AND slot.concurrency_limit <> given.concurrency_limit
+  RETURNING slot.queue
 )`
+}
+
+/** `slotRowsCtes` for one enqueue: key `key` with limit `limit` (SQL expressions) in queue `queue`. */
+export function slotRowCte(schema: Schema, queue: string, key: string, limit: string): string {
+  return slotRowsCtes(schema, `SELECT ${queue} AS queue, ${key} AS concurrency_key, ${limit} AS concurrency_limit`)
 }
 
 /**
@@ -128,7 +153,7 @@ export function parkLimitedSql(schema: Schema, claimableNow: string): string {
 WITH job AS (
   SELECT job.id FROM ${schema.quoted}.jobs AS job
   JOIN ${slotsTable(schema)} AS slot ON slot.queue = job.queue AND slot.concurrency_key = job.concurrency_key
-  WHERE job.id = $1::text AND job.state = 'pending' AND slot.held >= job.concurrency_limit AND ${claimableNow}
+  WHERE job.id = $1::text AND job.state = 'pending' AND slot.held >= slot.concurrency_limit AND ${claimableNow}
 ), parked AS (
   UPDATE ${schema.quoted}.jobs AS parked SET due_ms = $2::bigint + $3::bigint, revision = parked.revision + 1
   FROM job WHERE parked.id = job.id

@@ -29,7 +29,7 @@
 import { jobAttemptErrorsKept, jobClaimsKept } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
-import { admitCtes, freeSlotsCtes, parkLimitedSql, slotHasRoom, slotRowCte } from './concurrencySql.ts'
+import { admitCtes, freeSlotsCtes, parkLimitedSql, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
 import { notPaused } from './pauseSql.ts'
 
 /** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
@@ -45,10 +45,10 @@ export const deadRecord = `id, queue, 'dead' AS state, payload, priority, attemp
        attempt_errors, progress, claim_history, progress_at_ms, last_error, died_at_ms`
 
 const deadInsertColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, claim_history, progress_at_ms, concurrency_key, concurrency_limit, last_error, died_at_ms, last_handler_error, last_handler_stack, attempt_errors'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, claim_history, progress_at_ms, concurrency_key, last_error, died_at_ms, last_handler_error, last_handler_stack, attempt_errors'
 
 const movedColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, claim_history, progress_at_ms, concurrency_key, concurrency_limit'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, claim_history, progress_at_ms, concurrency_key'
 
 /**
  * The row's `attempt_errors` (`column`) with one more entry — this attempt's error `error` and
@@ -149,7 +149,8 @@ const keepUnclaimed = (row: string, now: string): string =>
  * (`fairPassCte`). An unkeyed job's text has no such step and writes no other row.
  *
  * `limited`: the job has a concurrency key and limit, the two parameters after the fairness
- * ones (`limitParams`); the key's slot row is created if missing (concurrencySql.ts). The caller
+ * ones (`limitParams`); the key's slot row is created if missing, its limit written if it
+ * differs (concurrencySql.ts's `slotRowCte`). The caller
  * never gives such a job a claim token: it is inserted pending and claimed under the guard.
  */
 export function enqueueSql(schema: Schema, fenced = false, fair = false, limited = false): string {
@@ -164,13 +165,13 @@ export function enqueueSql(schema: Schema, fenced = false, fair = false, limited
    CASE WHEN ${token} IS NULL THEN NULL ELSE GREATEST($10::bigint, $9::bigint) END,
    CASE WHEN ${token} IS NULL THEN NULL ELSE jsonb_build_array(jsonb_build_object('attempt', 1, 'atMs', $9::bigint)) END${fair ? `,
    ${fairParams(fenced).key}::text, (SELECT last_pass FROM fair_pass)` : ''}${limited ? `,
-   ${limitParams(fenced, fair).key}::text, ${limitParams(fenced, fair).limit}::integer` : ''}`
-  const slotRow = limited ? `${slotRowCte(schema, '$2::text', `${limitParams(fenced, fair).key}::text`)}, ` : ''
+   ${limitParams(fenced, fair).key}::text` : ''}`
+  const slotRow = limited ? `${slotRowCte(schema, '$2::text', `${limitParams(fenced, fair).key}::text`, `${limitParams(fenced, fair).limit}::integer`)}, ` : ''
   const inserted = `${fair ? `${fairPassCte(schema, fenced)}, ` : ''}${slotRow}inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
    created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key,
-   claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms, claim_history${fair ? ', fairness_key, fair_pass' : ''}${limited ? ', concurrency_key, concurrency_limit' : ''})
+   claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms, claim_history${fair ? ', fairness_key, fair_pass' : ''}${limited ? ', concurrency_key' : ''})
 ${fenced ? `SELECT ${row} FROM fence` : `VALUES (${row})`}
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
 RETURNING id, queue, due_ms, claim_token
@@ -233,7 +234,8 @@ const fairPassCte = (schema: Schema, fenced: boolean): string => {
  * Nothing else is read back, so a batch's answer is little more than its ids. A job answered by
  * neither raced a holder as `enqueueSql` describes: run it again. The caller sends each (queue,
  * key) at most once per statement. A job with a concurrency key (`concurrency_key`,
- * `concurrency_limit`; absent for one without) creates its key's slot row if missing.
+ * `concurrency_limit`; absent for one without) creates its key's slot row if missing, and the
+ * batch's last limit of a key is written to it if it differs.
  */
 export function enqueueManySql(schema: Schema): string {
   return `
@@ -241,17 +243,12 @@ WITH input AS (
   SELECT * FROM json_to_recordset($1::json)
     AS input(id text, queue text, payload jsonb, priority smallint, max_attempts integer, visibility_timeout_ms bigint, backoff_base_ms bigint,
              dead_letter_retention_ms bigint, run_at_ms bigint, expires_at_ms bigint, job_key text, concurrency_key text, concurrency_limit integer, position integer)
-), slot_rows AS (
-  INSERT INTO ${schema.quoted}.concurrency_slots (queue, concurrency_key, held)
-  SELECT DISTINCT queue, concurrency_key, 0 FROM input WHERE concurrency_key IS NOT NULL
-  ON CONFLICT (queue, concurrency_key) DO NOTHING
-  RETURNING queue
-), inserted AS (
+), ${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, inserted AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, concurrency_key, concurrency_limit)
+     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, concurrency_key)
   SELECT id, queue, 'pending', payload -> 0, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     $2::bigint, run_at_ms, expires_at_ms, GREATEST(run_at_ms, $2::bigint), job_key, concurrency_key, concurrency_limit
+     $2::bigint, run_at_ms, expires_at_ms, GREATEST(run_at_ms, $2::bigint), job_key, concurrency_key
   FROM input ORDER BY position
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
   RETURNING id, queue, due_ms
@@ -334,10 +331,10 @@ WITH moved AS (
 ), revived AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack, attempt_errors, concurrency_key, concurrency_limit, claim_history)
+     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack, attempt_errors, concurrency_key, claim_history)
   SELECT id, queue, 'pending', payload, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
      $3::bigint, $3::bigint, CASE WHEN expires_at_ms > $3::bigint THEN expires_at_ms END, $3::bigint, job_key, last_handler_error, last_handler_stack, attempt_errors,
-     concurrency_key, concurrency_limit,
+     concurrency_key,
      ${keepingLast('claim_history', jobClaimsKept)} || jsonb_build_array(jsonb_build_object('attempt', 0, 'atMs', $3::bigint))
   FROM moved
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
@@ -373,7 +370,7 @@ export function claimSql(schema: Schema, fenced = false): string {
   const gate = `${claimable('$3::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${fenced ? ` AND ${fenceHeld}` : ''}`
   // The job locked first, then its key's slot (concurrencySql.ts): admitted or not under the limit.
   const ctes = `target AS (
-  SELECT id, queue, state, concurrency_key, concurrency_limit FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${gate} FOR UPDATE
+  SELECT id, queue, state, concurrency_key FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${gate} FOR UPDATE
 ), ${admitCtes(schema, { candidates: 'target', order: 'c.id' })}`
   const claim = `
 UPDATE ${schema.quoted}.jobs
@@ -472,7 +469,7 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?
   const limit = Math.floor(headCount)
   const gate = `${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}`
   // Keys already at their limit stay out of the pending branches: they would take other keys' places.
-  const room = ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`, freed)}`
+  const room = ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`, '$1::text', freed)}`
   const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ${fairOrder}, ready_seq, ${headKeyColumns} FROM ${schema.quoted}.jobs
   WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}${state === 'pending' ? room : ''}
   ORDER BY ${claimOrder}
@@ -499,7 +496,7 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?
 const headOrder = 'priority DESC, fair_order NULLS FIRST, ready_seq'
 const headOrderOf = (row: string): string => `${row}.priority DESC, ${row}.fair_order NULLS FIRST, ${row}.ready_seq`
 // What the concurrency guard reads of a head row (concurrencySql.ts's `admitCtes`).
-const headKeyColumns = 'queue, state, concurrency_key, concurrency_limit'
+const headKeyColumns = 'queue, state, concurrency_key'
 
 // How a head claim's UPDATE finds its rows, and each one's rank. One head row joins `ranked`
 // (a one-row join probes the primary key). Several are named as one array of ids in claim order,
@@ -527,7 +524,7 @@ export function claimManySql(schema: Schema, fenced = false): string {
   // The jobs locked first, then their keys' slots (concurrencySql.ts): each key's jobs admitted
   // in the order given while its limit leaves room.
   const ctes = `target AS (
-  SELECT job.id, job.queue, job.state, job.concurrency_key, job.concurrency_limit, wanted.token, wanted.position FROM ${schema.quoted}.jobs AS job
+  SELECT job.id, job.queue, job.state, job.concurrency_key, wanted.token, wanted.position FROM ${schema.quoted}.jobs AS job
   JOIN (SELECT DISTINCT ON (asked_id) asked_id, token, position FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(asked_id, token, position) ORDER BY asked_id, position) AS wanted
     ON job.id = wanted.asked_id
   WHERE ${gate}
