@@ -71,18 +71,22 @@ export function admitCtes(schema: Schema, options: AdmitOptions): string {
       ? '0'
       : `(SELECT count(*) FROM ${options.freed} AS freed WHERE freed.queue = slot.queue AND freed.concurrency_key = slot.concurrency_key)::integer`
   const freedKeys = options.freed === undefined ? '' : ` UNION SELECT queue, concurrency_key FROM ${options.freed} WHERE concurrency_key IS NOT NULL`
+  // The keys are joined to their slot rows through the primary key, so a claim reads and locks
+  // only the rows of the keys it touches; unkeyed and lapsed candidates skip the ranking.
   return `slot_locked AS (
-  SELECT slot.queue, slot.concurrency_key, slot.held, slot.concurrency_limit, ${freedCount} AS freed FROM ${slotsTable(schema)} AS slot
-  WHERE (slot.queue, slot.concurrency_key) IN (SELECT c.queue, c.concurrency_key FROM ${options.candidates} AS c WHERE ${limited}${freedKeys})
+  SELECT slot.queue, slot.concurrency_key, slot.held, slot.concurrency_limit, ${freedCount} AS freed
+  FROM (SELECT DISTINCT c.queue, c.concurrency_key FROM ${options.candidates} AS c WHERE ${limited}${freedKeys}) AS touched
+  JOIN ${slotsTable(schema)} AS slot ON slot.queue = touched.queue AND slot.concurrency_key = touched.concurrency_key
   ORDER BY slot.queue, slot.concurrency_key
   FOR UPDATE OF slot
 ), admitted AS (
+  SELECT c.*, NULL::bigint AS key_rank FROM ${options.candidates} AS c WHERE NOT (${limited})
+  UNION ALL
   SELECT c.* FROM (
-    SELECT c.*, CASE WHEN ${limited} THEN row_number() OVER (PARTITION BY c.queue, c.concurrency_key, ${limited} ORDER BY ${options.order}) END AS key_rank
-    FROM ${options.candidates} AS c
+    SELECT c.*, row_number() OVER (PARTITION BY c.queue, c.concurrency_key ORDER BY ${options.order}) AS key_rank FROM ${options.candidates} AS c WHERE ${limited}
   ) AS c
-  LEFT JOIN slot_locked AS slot ON slot.queue = c.queue AND slot.concurrency_key = c.concurrency_key
-  WHERE c.key_rank IS NULL OR c.key_rank <= slot.concurrency_limit - (slot.held - slot.freed)
+  JOIN slot_locked AS slot ON slot.queue = c.queue AND slot.concurrency_key = c.concurrency_key
+  WHERE c.key_rank <= slot.concurrency_limit - (slot.held - slot.freed)
 ), slot_taken AS (
   UPDATE ${slotsTable(schema)} AS slot SET held = locked.held - locked.freed + COALESCE(taken.taken, 0)
   FROM slot_locked AS locked
