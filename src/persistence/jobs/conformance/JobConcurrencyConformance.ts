@@ -1,6 +1,6 @@
 /**
  * JobConcurrencyConformance — per-key concurrency limits on a job store (JobStore.ts's
- * "Concurrency keys"): at most a key's limit of its queue's jobs are processing at once, whichever
+ * "Concurrency keys"): at most a key's limit (its latest enqueue's) of its queue's jobs are processing at once, whichever
  * claim takes them and whichever of two stores on the same data (the fixture's `peer`) runs it; a
  * key at its limit is skipped, not waited on, so other keys' and unkeyed jobs go on; every exit
  * from processing (ack, retry, fail, release, cancel, the sweep, a dead-lettered lapse) frees the
@@ -89,6 +89,16 @@ export function describeJobConcurrencyConformance(fixture: JobFixture): void {
       expect(await due(nowMs + jobDueScanIntervalMs)).toEqual([])
       if (outcome.kind === 'claimed') await store().ack({ id: outcome.job.id, claimToken: outcome.job.claimToken as string, nowMs })
       expect((await due(nowMs + jobDueScanIntervalMs)).map((job) => job.id).sort()).toEqual([second, third].map((job) => (job as JobRecord).id).sort())
+    })
+
+    it('the limit is the key’s, set by its latest enqueue', async () => {
+      const queue = fixture.queue('limit-latest')
+      await enqueue(queue, 2, limited('k', 1))
+      expect(await claimDue(queue, 2)).toHaveLength(1)
+      await enqueue(queue, 3, limited('k', 3))
+      // Raised to 3: two more of the four pending; the first job's claim already holds one.
+      expect(await claimDue(queue, 4)).toHaveLength(2)
+      expect(await processingOf(queue)).toBe(3)
     })
 
     it('claimMany admits a key’s jobs in the order given, up to its limit', async () => {
