@@ -116,7 +116,11 @@ export function checkNewJob(job: NewJob, field = 'job'): NewJob {
   }
 }
 
-/** The most jobs of one concurrency key a queue may let process at once. */
+/**
+ * The most jobs of one concurrency key a queue may let process at once: a limit is for keeping a
+ * tenant or a partner's API to a few jobs at a time; past ten thousand it limits nothing a
+ * single database could run, and the bound keeps the counts far inside an integer column.
+ */
 export const concurrencyLimitMax = 10_000
 
 /** A per-key concurrency limit: a whole number 1…10,000. */

@@ -4,7 +4,8 @@
  *
  * Owns: live rows (pending, processing) and dead rows in two maps, as the SQL store keeps two
  * tables (schedules and leases live in MemoryJobSchedules.ts, the admin reads in MemoryJobAdmin.ts,
- * the pause operations in MemoryJobPauses.ts over the map of paused queues every claim here reads). Every operation validates first
+ * the pause operations in MemoryJobPauses.ts over the map of paused queues every claim here reads,
+ * the per-key concurrency guard every claim here asks in MemoryConcurrencySlots.ts). Every operation validates first
  * (JobInput.ts), then runs to completion synchronously inside its promise, so each one is atomic
  * as the SQL statements are.
  *

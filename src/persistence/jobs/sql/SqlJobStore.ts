@@ -14,8 +14,8 @@
  *
  * A fenced claim runs its statement's fenced form (claimFenceSql.ts says how one statement holds
  * the range); a statement answering no row at all was refused, and becomes `OwnershipLost`.
- * `claim`'s follow-up statements after a claim that did not happen (bury an exhausted job, read
- * why) claim nothing, so they are not fenced; `claimMany`'s judgement of a job its batch did not
+ * `claim`'s follow-up statements after a claim that did not happen (bury an exhausted job, park
+ * a job refused for its concurrency key's limit, read why) claim nothing, so they are not fenced; `claimMany`'s judgement of a job its batch did not
  * claim is a fenced `claim`.
  *
  * Does not: migrate (openSqlJobStore does, through the shared migration runner), read a clock,

@@ -20,7 +20,11 @@
  *   `died_at_ms + dead_letter_retention_ms <= $now`;
  * - paused (pauseSql.ts's `notPaused`): every claim and due-time read of a queue carries it.
  *
- * Length: past 400 lines (about 690) because every job statement stays in one file, next to the
+ * Concurrency keys (migration 011): the guard's fragments live in concurrencySql.ts; every claim
+ * here embeds its admission (`admitCtes`) and every exit from processing its release
+ * (`freeSlotsCtes`), in the statement that moves the job.
+ *
+ * Length: past 400 lines (about 790) because every job statement stays in one file, next to the
  * one spelling of each rule above, so a reviewer checks the predicates in one place; a claim's
  * fenced form is a flag of the same builder, so the two forms cannot drift apart. Most of the
  * length is the statements' own doc comments, which give each one's parameters and why it is
