@@ -15,8 +15,8 @@ migration 10 fairness
 migration 11 concurrency_keys
 
 table concurrency_slots
-  column queue text not null
-  column concurrency_key text not null
+  column queue text collate "C" not null
+  column concurrency_key text collate "C" not null
   column held integer not null
   column concurrency_limit integer not null
 
@@ -43,7 +43,7 @@ table dead_jobs
   column progress jsonb
   column claim_history jsonb
   column progress_at_ms bigint
-  column concurrency_key text
+  column concurrency_key text collate "C"
 
 table fairness_passes
   column queue text not null
@@ -97,7 +97,7 @@ table jobs
   column progress_at_ms bigint
   column fair_pass bigint
   column fairness_key text
-  column concurrency_key text
+  column concurrency_key text collate "C"
 
 table membership_hosts
   column host_id text collate "C" not null

@@ -28,6 +28,13 @@ import type { Schema } from '../../sql/Schema.ts'
 
 const slotsTable = (schema: Schema): string => `${schema.quoted}.concurrency_slots`
 
+// The slot rows of the keys of `keys` (a FROM item of (queue, concurrency_key) rows in key
+// order), each locked through its primary key: a LATERAL subquery is run per key, in the order
+// of `keys`, so the locks are taken in key order, and no plan can read the whole table for them
+// (a generic plan hash-joined the keys to a scan of every slot row).
+const lockSlot = (schema: Schema, keys: string): string =>
+  `CROSS JOIN LATERAL (SELECT * FROM ${slotsTable(schema)} AS slot WHERE slot.queue = ${keys}.queue AND slot.concurrency_key = ${keys}.concurrency_key FOR UPDATE) AS slot`
+
 /**
  * The CTEs `slot_freed_locked` and `slot_freed`: for the rows of `source` — a query of
  * (queue, concurrency_key) rows, one per job the statement moved out of processing — lowers each
@@ -35,11 +42,9 @@ const slotsTable = (schema: Schema): string => `${schema.quoted}.concurrency_slo
  */
 export function freeSlotsCtes(schema: Schema, source: string): string {
   return `slot_freed_locked AS (
-  SELECT slot.queue, slot.concurrency_key, freed.freed FROM ${slotsTable(schema)} AS slot
-  JOIN (SELECT queue, concurrency_key, count(*)::integer AS freed FROM (${source}) AS left_rows WHERE concurrency_key IS NOT NULL GROUP BY queue, concurrency_key) AS freed
-    ON slot.queue = freed.queue AND slot.concurrency_key = freed.concurrency_key
-  ORDER BY slot.queue, slot.concurrency_key
-  FOR UPDATE OF slot
+  SELECT slot.queue, slot.concurrency_key, freed.freed
+  FROM (SELECT queue, concurrency_key, count(*)::integer AS freed FROM (${source}) AS left_rows WHERE concurrency_key IS NOT NULL GROUP BY queue, concurrency_key ORDER BY queue, concurrency_key) AS freed
+  ${lockSlot(schema, 'freed')}
 ), slot_freed AS (
   UPDATE ${slotsTable(schema)} AS slot SET held = slot.held - locked.freed
   FROM slot_freed_locked AS locked WHERE slot.queue = locked.queue AND slot.concurrency_key = locked.concurrency_key
@@ -75,10 +80,8 @@ export function admitCtes(schema: Schema, options: AdmitOptions): string {
   // only the rows of the keys it touches; unkeyed and lapsed candidates skip the ranking.
   return `slot_locked AS (
   SELECT slot.queue, slot.concurrency_key, slot.held, slot.concurrency_limit, ${freedCount} AS freed
-  FROM (SELECT DISTINCT c.queue, c.concurrency_key FROM ${options.candidates} AS c WHERE ${limited}${freedKeys}) AS touched
-  JOIN ${slotsTable(schema)} AS slot ON slot.queue = touched.queue AND slot.concurrency_key = touched.concurrency_key
-  ORDER BY slot.queue, slot.concurrency_key
-  FOR UPDATE OF slot
+  FROM (SELECT DISTINCT c.queue, c.concurrency_key FROM ${options.candidates} AS c WHERE ${limited}${freedKeys} ORDER BY 1, 2) AS touched
+  ${lockSlot(schema, 'touched')}
 ), admitted AS (
   SELECT c.*, NULL::bigint AS key_rank FROM ${options.candidates} AS c WHERE NOT (${limited})
   UNION ALL

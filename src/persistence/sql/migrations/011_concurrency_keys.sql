@@ -17,13 +17,16 @@
 -- out through one read of it (a hashed subplan), so a key at its limit does not take the places
 -- of other keys' jobs, and a claim of a queue whose keys all have room reads no slot row.
 --
+-- Keys and queue names compare bytewise (COLLATE "C"), as jobs.queue does: a claim joins its job
+-- rows' keys to the slot rows, and a join across two collations could not use the primary key.
+--
 -- A queue without keyed jobs never writes the table. `{{schema}}` is replaced by the quoted schema.
-ALTER TABLE {{schema}}.jobs ADD COLUMN concurrency_key text;
+ALTER TABLE {{schema}}.jobs ADD COLUMN concurrency_key text COLLATE "C";
 -- A dead job keeps its key, so that `retryDead` gives it back limited as it was.
-ALTER TABLE {{schema}}.dead_jobs ADD COLUMN concurrency_key text;
+ALTER TABLE {{schema}}.dead_jobs ADD COLUMN concurrency_key text COLLATE "C";
 CREATE TABLE {{schema}}.concurrency_slots (
-  queue text NOT NULL,
-  concurrency_key text NOT NULL,
+  queue text COLLATE "C" NOT NULL,
+  concurrency_key text COLLATE "C" NOT NULL,
   held integer NOT NULL CHECK (held >= 0),
   concurrency_limit integer NOT NULL CHECK (concurrency_limit >= 1),
   PRIMARY KEY (queue, concurrency_key)
