@@ -553,7 +553,7 @@ ${bury(schema, '$3::text', 'deadline_ms')}
 RETURNING id`
 }
 
-/** concurrencySql.ts's `parkLimitedSql` with the claimable rule (`$1` id, `$2` now, `$3` the wait when every claim of the key lapsed). */
+/** concurrencySql.ts's `parkLimitedSql` with the claimable rule: `$1` id, `$2` now, `$3` how far ahead the refused job is due again. */
 export function parkLimitedClaimSql(schema: Schema): string {
   return parkLimitedSql(schema, `job.attempts < job.max_attempts AND (job.expires_at_ms IS NULL OR job.expires_at_ms > $2::bigint) AND job.run_at_ms <= $2::bigint AND ${notPaused(schema, 'job.queue')}`)
 }
