@@ -56,6 +56,21 @@ export function describeJobConcurrencyConformance(fixture: JobFixture): void {
       expect(await claimDue(queue, 3)).toHaveLength(0)
     })
 
+    it('a queue whose first keyed jobs come after claims of unkeyed ones is limited from its first keyed claim', async () => {
+      const queue = fixture.queue('limit-late-keys')
+      await enqueue(queue, 2)
+      const [plain] = await claimDue(queue, 1)
+      await enqueue(queue, 4, limited('k', 2))
+      // The ack rides on the claim that first meets the keys.
+      const { acked, claimed } = await store().ackAndClaimDue({ acks: [{ id: (plain as JobRecord).id, claimToken: (plain as JobRecord).claimToken as string }], queue, nowMs, claimTokens: tokens(4) })
+      expect(acked).toEqual([(plain as JobRecord).id])
+      expect(claimed).toHaveLength(3)
+      expect(await claimDue(queue, 4)).toHaveLength(0)
+      expect(await processingOf(queue)).toBe(3)
+      // And on the peer, whose first claim of the queue this is.
+      expect(await fixture.peer().claimDue({ queue, nowMs, claimTokens: tokens(4) })).toHaveLength(0)
+    })
+
     it('jobs without a key are never limited', async () => {
       const queue = fixture.queue('limit-unkeyed')
       await enqueue(queue, 6)

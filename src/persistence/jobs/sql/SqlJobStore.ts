@@ -25,11 +25,11 @@
  * statement, and the claim operations each carry their fenced branch beside the unfenced one;
  * split by operation, every file would re-read the same session and decoders.
  */
-import { InvalidInput } from '../../../domain/errors.ts'
+import { InvalidInput, OwnershipLost } from '../../../domain/errors.ts'
 import { validateJson } from '../../../domain/Json.ts'
 import { claimRefusal, deadReasonExhausted, deadReasonExpired } from '../../../domain/JobRules.ts'
 import { assert } from '../../../kernel/assert.ts'
-import { jobDueScanIntervalMs } from '../../../kernel/Limits.ts'
+import { jobDueScanIntervalMs, keyedQueuesKnownMax } from '../../../kernel/Limits.ts'
 import type { Driver } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { makeSqlSession, openMigrated, toStoreError } from '../../sql/SqlSession.ts'
@@ -99,6 +99,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     markFired: scheduleSql.markFiredSql(schema),
   }
 
+  const keyedQueues = makeKeyedQueues()
   const session = makeSqlSession(driver)
   const write = (operation: string, text: string, params: ReadonlyArray<unknown>) => session.write<Row>(operation, text, params)
   const read = (operation: string, text: string, params: ReadonlyArray<unknown>) => session.read<Row>(operation, text, params)
@@ -268,7 +269,11 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         fence: checkFence(params.fence),
       }))
       if (claimTokens.length === 0) return []
-      return claimedInOrder(await claimWrite('claimDue', ...texts.claimDue(queue, claimTokens, nowMs, fence), fence))
+      const guard = keyedQueues.guardOf(queue)
+      const rows = await claimWrite('claimDue', ...texts.claimDue(queue, claimTokens, nowMs, fence, guard), fence)
+      // A keyless claim that found the queue keyed claimed nothing: claim under the guard.
+      if (guard === 'keyless' && keyedQueues.learn(queue, rows)) return claimedInOrder(await claimWrite('claimDue', ...texts.claimDue(queue, claimTokens, nowMs, fence, 'admit'), fence))
+      return claimedInOrder(rows)
     },
 
     async ackAndClaimDue(params) {
@@ -282,10 +287,20 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       // Acks alone are not a claim: no fence guards them.
       if (claimTokens.length === 0) return { acked: await store.ackMany({ claims: acks, nowMs }), claimed: [] }
       if (acks.length === 0) return { acked: [], claimed: await store.claimDue({ queue, nowMs, claimTokens, ...(fence === null ? {} : { fence }) }) }
-      const [text, values] = texts.ackAndClaimDue(queue, claimTokens, nowMs, acks, fence)
+      const guard = keyedQueues.guardOf(queue)
+      const [text, values] = texts.ackAndClaimDue(queue, claimTokens, nowMs, acks, fence, guard)
       const rows = await claimWrite('ackAndClaimDue', text, values, fence)
       const acked = rows.find((row) => row.acked !== null)?.acked as string | string[] | undefined
-      return { acked: acked === undefined ? [] : typeof acked === 'string' ? [acked] : acked, claimed: claimedInOrder(rows) }
+      const ackedIds = acked === undefined ? [] : typeof acked === 'string' ? [acked] : acked
+      if (guard === 'admit' || !keyedQueues.learn(queue, rows)) return { acked: ackedIds, claimed: claimedInOrder(rows) }
+      // A keyless claim that found the queue keyed claimed nothing, and its acks stand: claim
+      // under the guard. Its fence lost meanwhile, the acks are still answered (they committed).
+      try {
+        return { acked: ackedIds, claimed: await store.claimDue({ queue, nowMs, claimTokens, ...(fence === null ? {} : { fence }) }) }
+      } catch (error) {
+        if (error instanceof OwnershipLost) return { acked: ackedIds, claimed: [] }
+        throw error
+      }
     },
 
     async takeDue(params) {
@@ -428,6 +443,25 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     close: session.close,
   }
   return store
+}
+
+/**
+ * The queues this store has seen concurrency keys in, which it claims from with the `admit`
+ * guard (jobSql.ts's `ClaimGuard`); every other queue is claimed `keyless` until a claim answers
+ * that it has a slot row. At most `keyedQueuesKnownMax` are kept: past it the set starts again,
+ * and a forgotten queue costs one more round trip to be learnt again.
+ */
+function makeKeyedQueues(): { guardOf(queue: string): 'admit' | 'keyless'; learn(queue: string, rows: ReadonlyArray<Row>): boolean } {
+  const keyed = new Set<string>()
+  return {
+    guardOf: (queue) => (keyed.has(queue) ? 'admit' : 'keyless'),
+    learn(queue, rows) {
+      if (!rows.some((row) => row.keyed_queue === true)) return false
+      if (keyed.size >= keyedQueuesKnownMax) keyed.clear()
+      keyed.add(queue)
+      return true
+    },
+  }
 }
 
 /** Migrates `driver`'s database (every migration, Matching's included) and returns a JobStore over it. */

@@ -402,16 +402,38 @@ RETURNING ${liveRecord}`
  * `fenced`: with `$4` physical queue key and `$5` range id, the head is read only when the fence
  * holds, and the answer comes through it (`throughFence`).
  */
-export function claimDueSql(schema: Schema, headCount: number, fenced = false): string {
+export function claimDueSql(schema: Schema, headCount: number, fenced = false, guard: ClaimGuard = 'admit'): string {
   const claim = `UPDATE ${schema.quoted}.jobs AS job
 SET ${claimHeadSet(schema, headCount)}
 ${claimedHeads(headCount)}
 RETURNING ${headRank(headCount)} AS rank, ${claimedRows(headCount)}`
+  if (guard === 'keyless') {
+    return `
+WITH ${fenced ? `${fenceCte(schema, { queueKey: '$4', rangeId: '$5' })}, ` : ''}${claimHeadCtes(schema, headCount, fenced, undefined, guard)}, claimed AS (
+${claim}
+)
+SELECT keyless.keyed_queue, claimed.* FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${queueHasSlots(schema)} AS keyed_queue) AS keyless LEFT JOIN claimed ON true`
+  }
   if (fenced) return throughFence(schema, { queueKey: '$4', rangeId: '$5' }, claimHeadCtes(schema, headCount, true), claim)
   return `
 WITH ${claimHeadCtes(schema, headCount)}
 ${claim}`
 }
+
+/**
+ * How a head claim (`claimDueSql`, `ackAndClaimDueSql`) guards concurrency keys. `admit`: through
+ * concurrencySql.ts's admission, for a queue with keys. `keyless`: for a queue the store has not
+ * seen keys in, cheaper by the whole admission — it claims only while the queue has no slot row
+ * at all as of its snapshot (a keyed enqueue writes its key's row in the statement that inserts
+ * the job, so no snapshot sees a keyed job of the queue without it), and answers `keyed_queue`,
+ * whether the queue has one: when it does, it claimed nothing, and the caller claims again with
+ * `admit` (and keeps to it: slot rows are never deleted). Its acks free their slots as every
+ * exit from processing does.
+ */
+export type ClaimGuard = 'admit' | 'keyless'
+
+// Whether `$1`'s queue has a slot row: one probe of the primary key's prefix.
+const queueHasSlots = (schema: Schema): string => `EXISTS (SELECT 1 FROM ${schema.quoted}.concurrency_slots AS slot WHERE slot.queue = $1::text)`
 
 // How a claim of up to `headCount` rows answers them. A client prepares a decoder per result
 // column once per statement, which for twenty columns cost more than decoding the one row of a
@@ -435,7 +457,7 @@ const claimedAsJsonMax = 16
  * `fenced`: with `$6` physical queue key and `$7` range id, neither the acks nor the claims are
  * written unless the fence holds, and the answer comes through it: no row at all when refused.
  */
-export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean, fenced = false): string {
+export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean, fenced = false, guard: ClaimGuard = 'admit'): string {
   const gate = fenced ? ` AND ${fenceHeld}` : ''
   const ack = oneAck
     ? `DELETE FROM ${schema.quoted}.jobs WHERE id = $4::text AND ${validClaimOf('$5::text', '$3::bigint')}${gate} RETURNING id, queue, concurrency_key`
@@ -444,14 +466,14 @@ export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boo
   return `
 WITH ${fenced ? `${fenceCte(schema, { queueKey: '$6', rangeId: '$7' })}, ` : ''}acked AS (
   ${ack}
-), ${claimHeadCtes(schema, headCount, fenced, 'acked')}, claimed AS (
+), ${guard === 'keyless' ? `${freeSlotsCtes(schema, 'SELECT queue, concurrency_key FROM acked')}, ` : ''}${claimHeadCtes(schema, headCount, fenced, 'acked', guard)}, claimed AS (
   UPDATE ${schema.quoted}.jobs AS job
   SET ${claimHeadSet(schema, headCount)}
   ${claimedHeads(headCount)}
   RETURNING ${headRank(headCount)} AS rank, ${claimedRows(headCount)}
 )
-SELECT ${headCount === 1 ? 'ack.acked' : 'CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked'}, claimed.*
-FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
+SELECT ${headCount === 1 ? 'ack.acked' : 'CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked'}${guard === 'keyless' ? ', ack.keyed_queue' : ''}, claimed.*
+FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked${guard === 'keyless' ? `, ${queueHasSlots(schema)} AS keyed_queue` : ''} FROM acked) AS ack LEFT JOIN claimed ON true`
 }
 
 // The head of a queue's claimable rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
@@ -469,11 +491,11 @@ FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_a
 // plan reads the queue's head in claim order and stops after `headCount` rows. Written plainly, a
 // generic plan of a several-row claim priced the every-queue due index (due_ms) as cheaper, then
 // read and sorted every due row of the table for each claim.
-function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?: string): string {
+function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?: string, guard: ClaimGuard = 'admit'): string {
   const limit = Math.floor(headCount)
-  const gate = `${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}`
+  const gate = `${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}${guard === 'keyless' ? ` AND NOT ${queueHasSlots(schema)}` : ''}`
   // Keys already at their limit stay out of the pending branches: they would take other keys' places.
-  const room = ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`, '$1::text', freed)}`
+  const room = guard === 'admit' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`, '$1::text', freed)}` : ''
   const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ${fairOrder}, ready_seq, ${headKeyColumns} FROM ${schema.quoted}.jobs
   WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}${state === 'pending' ? room : ''}
   ORDER BY ${claimOrder}
@@ -491,8 +513,8 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?
   ${branch('processing')}
 ), head AS (
   SELECT * FROM head_matching UNION ALL SELECT * FROM head_pending UNION ALL SELECT * FROM head_lapsed ORDER BY ${headOrder} LIMIT ${limit}
-), ${admitCtes(schema, { candidates: 'head', order: headOrderOf('c'), ...(freed === undefined ? {} : { freed }) })}, ranked AS (
-  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${headOrder})`} AS rank FROM admitted
+), ${guard === 'admit' ? `${admitCtes(schema, { candidates: 'head', order: headOrderOf('c'), ...(freed === undefined ? {} : { freed }) })}, ` : ''}ranked AS (
+  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${headOrder})`} AS rank FROM ${guard === 'admit' ? 'admitted' : 'head'}
 )`
 }
 
