@@ -400,7 +400,8 @@ RETURNING ${liveRecord}`
  * of its CPU per job of a one-at-a-time drain on that planning. A batch size is one text.
  *
  * `fenced`: with `$4` physical queue key and `$5` range id, the head is read only when the fence
- * holds, and the answer comes through it (`throughFence`).
+ * holds, and the answer comes through it (`throughFence`). `guard`: `ClaimGuard`; the `keyless`
+ * form answers one row more, of nulls but `keyed_queue`, when it claims nothing.
  */
 export function claimDueSql(schema: Schema, headCount: number, fenced = false, guard: ClaimGuard = 'admit'): string {
   const claim = `UPDATE ${schema.quoted}.jobs AS job
@@ -456,6 +457,7 @@ const claimedAsJsonMax = 16
  *
  * `fenced`: with `$6` physical queue key and `$7` range id, neither the acks nor the claims are
  * written unless the fence holds, and the answer comes through it: no row at all when refused.
+ * `guard`: `ClaimGuard`; the `keyless` form answers `keyed_queue` on every row.
  */
 export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean, fenced = false, guard: ClaimGuard = 'admit'): string {
   const gate = fenced ? ` AND ${fenceHeld}` : ''
