@@ -72,9 +72,10 @@ describe('per-job statements keep their plans on PostgreSQL', () => {
       ;[held] = answer.claimed
     }
     const statements = {
-      ackAndClaimDue: /^WITH acked AS/,
+      ackAndClaimDue: /^WITH acked AS .*head_pending AS/,
       claimDue: /^WITH head_pending AS/,
-      ack: /^DELETE FROM "matchbox"\.jobs WHERE id = \$1::text/,
+      // The ack frees its job's concurrency slot in the same statement (concurrencySql.ts).
+      ack: /^WITH acked AS \(DELETE FROM "matchbox"\.jobs WHERE id = \$1::text/,
       nextDue: /^SELECT min\(due_ms\) AS next_due_ms/,
       enqueue: /^WITH claim_token AS .*inserted AS \( INSERT INTO "matchbox"\.jobs/,
     }

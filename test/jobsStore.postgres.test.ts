@@ -11,7 +11,9 @@ import { freshDatabase } from './harness/database.ts'
 describeJobStoreConformance('postgres', async () => {
   const connectionString = await freshDatabase('job_conformance')
   const jobStore = await openSqlJobStore(makePgDriver({ connectionString }))
+  // A second job store on a pool of its own, as another engine's: concurrency limits hold across pools.
+  const peer = await openSqlJobStore(makePgDriver({ connectionString }))
   // The Matching store on its own pool, as another engine's would be: the fence holds across connections.
   const store = await openPostgresStore({ connectionString })
-  return { jobStore, store, close: () => store.close() }
+  return { jobStore, peer, store, close: () => store.close() }
 })

@@ -12,6 +12,13 @@ migration 7 operator_controls
 migration 8 job_timeline
 migration 9 job_claim_indexes
 migration 10 fairness
+migration 11 concurrency_keys
+
+table concurrency_slots
+  column queue text collate "C" not null
+  column concurrency_key text collate "C" not null
+  column held integer not null
+  column concurrency_limit integer not null
 
 table dead_jobs
   column id text collate "C" not null
@@ -36,6 +43,7 @@ table dead_jobs
   column progress jsonb
   column claim_history jsonb
   column progress_at_ms bigint
+  column concurrency_key text collate "C"
 
 table fairness_passes
   column queue text not null
@@ -89,6 +97,7 @@ table jobs
   column progress_at_ms bigint
   column fair_pass bigint
   column fairness_key text
+  column concurrency_key text collate "C"
 
 table membership_hosts
   column host_id text collate "C" not null
@@ -130,6 +139,9 @@ table tasks
   column data jsonb not null
 
 -- constraints
+constraint concurrency_slots.concurrency_slots_concurrency_limit_check CHECK ((concurrency_limit >= 1))
+constraint concurrency_slots.concurrency_slots_held_check CHECK ((held >= 0))
+constraint concurrency_slots.concurrency_slots_pkey PRIMARY KEY (queue, concurrency_key)
 constraint dead_jobs.dead_jobs_attempts_check CHECK ((attempts >= 0))
 constraint dead_jobs.dead_jobs_backoff_base_ms_check CHECK ((backoff_base_ms >= 0))
 constraint dead_jobs.dead_jobs_dead_letter_retention_ms_check CHECK ((dead_letter_retention_ms >= 0))
@@ -171,6 +183,8 @@ constraint tasks.tasks_subqueue_check CHECK (((subqueue >= 0) AND (subqueue <= 9
 constraint tasks.tasks_task_id_check CHECK ((task_id >= 1))
 
 -- indexes
+index concurrency_slots.concurrency_slots_full CREATE INDEX concurrency_slots_full ON matchbox.concurrency_slots USING btree (queue, concurrency_key) WHERE (held >= concurrency_limit)
+index concurrency_slots.concurrency_slots_pkey CREATE UNIQUE INDEX concurrency_slots_pkey ON matchbox.concurrency_slots USING btree (queue, concurrency_key)
 index dead_jobs.dead_jobs_by_queue CREATE INDEX dead_jobs_by_queue ON matchbox.dead_jobs USING btree (queue, died_at_ms)
 index dead_jobs.dead_jobs_by_queue_id CREATE INDEX dead_jobs_by_queue_id ON matchbox.dead_jobs USING btree (queue, id)
 index dead_jobs.dead_jobs_by_queue_key CREATE INDEX dead_jobs_by_queue_key ON matchbox.dead_jobs USING btree (queue, job_key) WHERE (job_key IS NOT NULL)

@@ -83,6 +83,7 @@ export function makeJobQueue<T = JsonValue>(
   stamps: JobStamps,
   partitions?: number,
   fairnessWeights: ReadonlyMap<string, number> = new Map(),
+  concurrencyPerKey: number | null = null,
 ): JobQueue<T> {
   const { jobStore } = runtime
   // A job of this queue, stamped with the handle's options and the enqueue's own.
@@ -100,6 +101,8 @@ export function makeJobQueue<T = JsonValue>(
     ...(resolved.fairnessKey === null
       ? {}
       : { fairnessKey: resolved.fairnessKey, fairnessWeight: fairnessWeights.get(resolved.fairnessKey) ?? resolved.fairnessWeight ?? 1 }),
+    // A concurrency key limits only through a handle with a limit; on any other it is dropped.
+    ...(resolved.concurrencyKey === null || concurrencyPerKey === null ? {} : { concurrencyKey: resolved.concurrencyKey, concurrencyLimit: concurrencyPerKey }),
   })
   const queue: JobQueue<T> = {
     name,
@@ -216,7 +219,9 @@ function refuseTxOffPostgres(runtime: JobsRuntime, tx: unknown): void {
  * other). Returns the job's id, or null to enqueue the ordinary way.
  */
 async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: NewJob, nowMs: number): Promise<string | null> {
-  if (job.runAtMs > nowMs || (job.expiresAtMs !== null && job.expiresAtMs <= nowMs) || !runtime.driver.isQuiet()) return null
+  // A limited job is never inserted claimed (its claim goes through its key's guard).
+  const limited = job.concurrencyKey !== undefined && job.concurrencyKey !== null
+  if (limited || job.runAtMs > nowMs || (job.expiresAtMs !== null && job.expiresAtMs <= nowMs) || !runtime.driver.isQuiet()) return null
   const dispatch = runtime.dispatch.of(queue)
   const claimId = dispatch.reserveFirst()
   if (claimId === undefined) return null

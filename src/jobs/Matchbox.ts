@@ -39,7 +39,16 @@ import { makeDueDriver } from './DueDriver.ts'
 import { makeForwarding } from './Forwarding.ts'
 import { type JobQueue, makeJobQueue } from './JobQueue.ts'
 import { makeJobsHistory } from './JobsHistory.ts'
-import { outboxPrefix, outboxStamps, type QueueOptions, requestedPartitions, resolveFairnessWeights, resolveQueueOptions, validateQueueName } from './QueueOptions.ts'
+import {
+  outboxPrefix,
+  outboxStamps,
+  type QueueOptions,
+  requestedPartitions,
+  resolveConcurrencyPerKey,
+  resolveFairnessWeights,
+  resolveQueueOptions,
+  validateQueueName,
+} from './QueueOptions.ts'
 import { jobsNamespace, makeQueueRouting, type RenewingMembershipView } from './QueueRouting.ts'
 import { makeRuntime } from './Runtime.ts'
 import { describeSchedules, registerSchedule, runSchedules, type ScheduleInfo, type ScheduleOptions, unregisterSchedule } from './Schedules.ts'
@@ -291,7 +300,14 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     ready,
     queue<T = JsonValue>(name: string, options?: QueueOptions) {
       runtime.refuseIfClosed()
-      return makeJobQueue<T>(runtime, validateQueueName('name', name), resolveQueueOptions(options), requestedPartitions(options), resolveFairnessWeights(options))
+      return makeJobQueue<T>(
+        runtime,
+        validateQueueName('name', name),
+        resolveQueueOptions(options),
+        requestedPartitions(options),
+        resolveFairnessWeights(options),
+        resolveConcurrencyPerKey(options),
+      )
     },
     outbox<T = JsonValue>(name: string) {
       runtime.refuseIfClosed()

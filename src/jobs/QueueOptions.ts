@@ -23,7 +23,7 @@ import {
   priorityDefault,
   visibilityTimeoutSDefault,
 } from '../kernel/Limits.ts'
-import { checkFairnessKey, checkFairnessWeight, checkTx } from '../persistence/jobs/JobInput.ts'
+import { checkConcurrencyKey, checkConcurrencyLimit, checkFairnessKey, checkFairnessWeight, checkTx } from '../persistence/jobs/JobInput.ts'
 import type { JobStamps, SqlClient } from '../persistence/jobs/JobStore.ts'
 import { checkPartitions } from './QueueRouting.ts'
 
@@ -48,6 +48,13 @@ export interface QueueOptions {
    * (`{ tenantA: 5 }`): at most 1,000 keys, each at most 64 UTF-8 bytes, weights 0.001…1000.
    */
   readonly fairnessWeights?: Readonly<Record<string, number>>
+  /**
+   * At most this many jobs of one `concurrencyKey` processing at once (1…10,000), across every
+   * engine on the database: the store's claims skip a key at its limit and take the next job.
+   * The limit is the key's: the latest enqueue of the key sets it, so give the queue's handles one
+   * limit. Without it, a `concurrencyKey` limits nothing.
+   */
+  readonly concurrencyPerKey?: number
 }
 
 /** How many keys a queue handle's `fairnessWeights` may name. */
@@ -82,6 +89,13 @@ export interface EnqueueOptions {
   readonly fairnessKey?: string
   /** The key's weight, 0.001…1000 (default 1); the queue handle's `fairnessWeights` win over it. */
   readonly fairnessWeight?: number
+  /**
+   * The job's concurrency key (a tenant, an API account; at most 64 UTF-8 bytes): with the
+   * handle's `concurrencyPerKey`, at most that many of the queue's jobs with this key are
+   * processing at once. On a handle without `concurrencyPerKey` it is accepted and limits nothing
+   * (the job is stored without a key).
+   */
+  readonly concurrencyKey?: string
   /** A `pg` client inside the caller's open transaction: the job exists iff that transaction commits. */
   readonly tx?: SqlClient
 }
@@ -105,6 +119,7 @@ export interface ResolvedEnqueue {
   readonly fairnessKey: string | null
   /** The weight the enqueue gave, or null (the queue's override or 1 applies). */
   readonly fairnessWeight: number | null
+  readonly concurrencyKey: string | null
   readonly tx: SqlClient | undefined
 }
 
@@ -175,7 +190,13 @@ export function requestedPartitions(options: unknown, field = 'options'): number
   return given.partitions === undefined ? undefined : checkPartitions(`${field}.partitions`, given.partitions)
 }
 
-const queueOptionKeys = ['visibilityTimeoutS', 'maxAttempts', 'backoffBaseS', 'deadLetterRetentionS', 'partitions', 'fairnessWeights']
+const queueOptionKeys = ['visibilityTimeoutS', 'maxAttempts', 'backoffBaseS', 'deadLetterRetentionS', 'partitions', 'fairnessWeights', 'concurrencyPerKey']
+
+/** A queue handle's per-key concurrency limit, validated, or null when it sets none. */
+export function resolveConcurrencyPerKey(options: unknown, field = 'options'): number | null {
+  const given = knownKeys(field, options, queueOptionKeys).concurrencyPerKey
+  return given === undefined ? null : checkConcurrencyLimit(`${field}.concurrencyPerKey`, given)
+}
 
 /** A queue handle's fairness weight overrides, validated (an empty map when none are given). */
 export function resolveFairnessWeights(options: unknown, field = 'options'): ReadonlyMap<string, number> {
@@ -205,7 +226,7 @@ export function resolveQueueOptions(options: unknown, field = 'options'): JobSta
 
 /** Validates one enqueue's options. */
 export function resolveEnqueueOptions(options: unknown, field = 'options'): ResolvedEnqueue {
-  const given = knownKeys(field, options, ['priority', 'runAt', 'delayMs', 'expiresAt', 'maxAttempts', 'key', 'fairnessKey', 'fairnessWeight', 'tx'])
+  const given = knownKeys(field, options, ['priority', 'runAt', 'delayMs', 'expiresAt', 'maxAttempts', 'key', 'fairnessKey', 'fairnessWeight', 'concurrencyKey', 'tx'])
   if (given.runAt !== undefined && given.delayMs !== undefined) throw new InvalidInput({ field: `${field}.delayMs`, reason: 'give runAt or delayMs, not both' })
   const delayMs = given.delayMs
   if (delayMs !== undefined && (typeof delayMs !== 'number' || !Number.isSafeInteger(delayMs) || delayMs < 0 || delayMs > jobDurationSMax * 1000)) {
@@ -221,6 +242,7 @@ export function resolveEnqueueOptions(options: unknown, field = 'options'): Reso
     maxAttempts: given.maxAttempts === undefined ? null : attempts(`${field}.maxAttempts`, given.maxAttempts),
     fairnessKey: checkFairnessKey(`${field}.fairnessKey`, given.fairnessKey),
     fairnessWeight: given.fairnessWeight === undefined ? null : checkFairnessWeight(`${field}.fairnessWeight`, given.fairnessWeight),
+    concurrencyKey: checkConcurrencyKey(`${field}.concurrencyKey`, given.concurrencyKey),
     tx,
   }
 }

@@ -401,3 +401,10 @@ export const dashboardBodyBytesMax = 1_048_576
 
 /** Simulator replays the dashboard keeps in memory for their timeline pages (the oldest goes first). */
 export const dashboardReplaysKept = 8
+
+/**
+ * Queues a SQL job store remembers as having concurrency keys, whose claims it runs under the
+ * key guard from the first (SqlJobStore.ts's keyed queues): ten thousand queue names is a few
+ * hundred KiB; past it the store forgets them all and learns each again at one extra round trip.
+ */
+export const keyedQueuesKnownMax = 10_000

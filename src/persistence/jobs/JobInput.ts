@@ -112,7 +112,39 @@ export function checkNewJob(job: NewJob, field = 'job'): NewJob {
     deadLetterRetentionMs: job.deadLetterRetentionMs === null ? null : checkDurationMs(`${field}.deadLetterRetentionMs`, job.deadLetterRetentionMs, 0),
     key: checkKey(`${field}.key`, job.key),
     ...checkFairness(field, job),
+    ...checkConcurrency(field, job),
   }
+}
+
+/**
+ * The most jobs of one concurrency key a queue may let process at once: a limit is for keeping a
+ * tenant or a partner's API to a few jobs at a time; past ten thousand it limits nothing a
+ * single database could run, and the bound keeps the counts far inside an integer column.
+ */
+export const concurrencyLimitMax = 10_000
+
+/** A per-key concurrency limit: a whole number 1…10,000. */
+export function checkConcurrencyLimit(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > concurrencyLimitMax) {
+    throw new InvalidInput({ field, reason: `must be a whole number from 1 to ${concurrencyLimitMax}` })
+  }
+  return value
+}
+
+/** A concurrency key: null, or a name of at most 64 UTF-8 bytes (a fairness key's bound). */
+export function checkConcurrencyKey(field: string, value: unknown): string | null {
+  return checkFairnessKey(field, value)
+}
+
+// A job's concurrency key and limit, resolved: absent for a job without a key (its record keeps
+// the shape it had); a key needs its limit, and a limit without a key is a caller's mistake.
+function checkConcurrency(field: string, job: NewJob): { concurrencyKey?: string; concurrencyLimit?: number } {
+  const concurrencyKey = checkConcurrencyKey(`${field}.concurrencyKey`, job.concurrencyKey)
+  if (concurrencyKey === null) {
+    if (job.concurrencyLimit !== undefined) throw new InvalidInput({ field: `${field}.concurrencyLimit`, reason: 'limits a concurrency key: give concurrencyKey too' })
+    return {}
+  }
+  return { concurrencyKey, concurrencyLimit: checkConcurrencyLimit(`${field}.concurrencyLimit`, job.concurrencyLimit) }
 }
 
 /** The bounds of a fairness key's weight, and of the key's UTF-8 length. */

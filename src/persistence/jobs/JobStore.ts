@@ -72,6 +72,21 @@
  * `queue_pauses`), so the bound across processes is one claim statement: a claim that begins
  * after `pauseQueue` resolved claims nothing of the queue, whichever connection runs it.
  *
+ * Concurrency keys: a job may carry a concurrency key and its limit n (the key's limit in its
+ * queue, as the latest enqueue of the key gave it). At most n rows of a queue with one key are
+ * processing at any instant — a lapsed claim counts until its job is claimed
+ * again (which takes over its slot), dead-lettered, cancelled or swept — whatever claims them:
+ * `claim`, `claimMany`, `claimDue`, `ackAndClaimDue` (whose acks free their slots first). A
+ * claim never claims a pending keyed job whose key is at its limit: `claimDue` takes the next
+ * eligible job in claim order instead (other keys are not held up; a batch may come back short
+ * when one key fills up within it), `claim` answers `obsolete` ('limited') and makes the job
+ * due again one due-time scan from now (`jobDueScanIntervalMs`), and `takeDue` passes over
+ * pending jobs of keys at their limit, so a full key's backlog is not handed to Matching only to
+ * be refused. A claimed `enqueue` of a keyed job inserts it pending. `ack`, `retry`, `fail`, `release`,
+ * `cancel`, the sweep and every dead-lettering free the slot in the statement that moves the
+ * job. SQL stores hold each key's count in a row the claim locks (migration 011), so the bound
+ * holds across connections and engines.
+ *
  * Time: every operation takes `nowMs` from the caller (whole epoch ms); no store reads a clock.
  * Length: past 400 lines because the contract is one interface, each operation with the doc
  * comment that states its rules; splitting it would split the contract.
@@ -117,6 +132,19 @@ export interface NewJob extends JobStamps {
   readonly fairnessKey?: string | null
   /** The key's weight for this job, 0.001…1000 (default 1); ignored without a fairness key. */
   readonly fairnessWeight?: number
+  /**
+   * Concurrency key (at most 64 UTF-8 bytes): while `concurrencyLimit` jobs of the queue with this
+   * key are processing (lapsed claims included, until claimed again, dead or gone), no claim of
+   * the store claims another; see "Concurrency keys" in the file header. Absent or null = none:
+   * the job is never limited.
+   */
+  readonly concurrencyKey?: string | null
+  /**
+   * How many jobs of the key may be processing at once, 1…10,000; required with a concurrency
+   * key, refused without one. The limit is the key's (per queue), not the job's: the latest
+   * enqueue of the key sets it.
+   */
+  readonly concurrencyLimit?: number
 }
 
 /** A fairness key's stride for a weight: how far one job moves the key's pass. */
@@ -214,7 +242,7 @@ export type RetryDeadOutcome =
 export type ClaimOutcome =
   | { readonly kind: 'claimed'; readonly job: JobRecord }
   | { readonly kind: 'already-started' }
-  | { readonly kind: 'obsolete'; readonly reason: 'missing' | 'dead' | 'not-due' | 'expired' | 'exhausted' | 'paused' }
+  | { readonly kind: 'obsolete'; readonly reason: 'missing' | 'dead' | 'not-due' | 'expired' | 'exhausted' | 'paused' | 'limited' }
 
 /** What `retry` did; null when the predicate failed. */
 export type RetryOutcome = { readonly kind: 'retried'; readonly runAtMs: number } | { readonly kind: 'dead' }

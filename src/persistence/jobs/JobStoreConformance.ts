@@ -18,6 +18,7 @@
  * - conformance/JobPauseConformance.ts — paused queues: nothing claimed, resumed due again;
  * - conformance/JobHistoryConformance.ts — every attempt's error (bounded) and the progress value;
  * - conformance/JobFairnessConformance.ts — fairness keys: weighted stride order, FIFO within a key.
+ * - conformance/JobConcurrencyConformance.ts — per-key concurrency limits: held by every claim, across two stores, freed by every exit from processing.
  *
  * The suite opens one job store — with the Matching store beside it, whose acquires move the
  * ranges claims are fenced by — through the binding's `open` before its tests and closes it after;
@@ -38,6 +39,7 @@ import { describeJobLifecycleConformance } from './conformance/JobLifecycleConfo
 import { describeJobRulesConformance } from './conformance/JobRulesConformance.ts'
 import { describeJobScheduleConformance } from './conformance/JobScheduleConformance.ts'
 import { describeJobFairnessConformance } from './conformance/JobFairnessConformance.ts'
+import { describeJobConcurrencyConformance } from './conformance/JobConcurrencyConformance.ts'
 import { describeJobFenceConformance } from './conformance/JobFenceConformance.ts'
 import { describeJobReleaseConformance } from './conformance/JobReleaseConformance.ts'
 import { describeJobPauseConformance } from './conformance/JobPauseConformance.ts'
@@ -50,7 +52,9 @@ export interface JobStoresUnderTest {
   readonly jobStore: JobStore
   /** Shares the job store's physical queues (one database, or the memory store it reads ranges of). */
   readonly store: Pick<Store, 'acquire'>
-  /** Closes what the binding opened besides the job store (which the suite closes). */
+  /** A second job store on the same data through its own connections, as another engine's; absent: the store itself. */
+  readonly peer?: JobStore
+  /** Closes what the binding opened besides the job store and its peer (which the suite closes). */
   readonly close?: () => Promise<void>
 }
 
@@ -69,12 +73,19 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
       if (opened === undefined) throw new Error(`JobStore conformance: ${name}: the store is not open (did open() fail?)`)
       return opened
     }
-    const fixture = makeJobFixture(name, () => stores().jobStore, seed, () => stores().store)
+    const fixture = makeJobFixture(
+      name,
+      () => stores().jobStore,
+      seed,
+      () => stores().store,
+      () => stores().peer ?? stores().jobStore,
+    )
     beforeAll(async () => {
       opened = await open()
     })
     afterAll(async () => {
       await opened?.jobStore.close()
+      await opened?.peer?.close()
       await opened?.close?.()
     })
     describeJobLifecycleConformance(fixture)
@@ -91,5 +102,6 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
     describeJobFenceConformance(fixture)
     describeJobReleaseConformance(fixture)
     describeJobFairnessConformance(fixture)
+    describeJobConcurrencyConformance(fixture)
   })
 }

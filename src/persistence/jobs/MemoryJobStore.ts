@@ -4,7 +4,8 @@
  *
  * Owns: live rows (pending, processing) and dead rows in two maps, as the SQL store keeps two
  * tables (schedules and leases live in MemoryJobSchedules.ts, the admin reads in MemoryJobAdmin.ts,
- * the pause operations in MemoryJobPauses.ts over the map of paused queues every claim here reads). Every operation validates first
+ * the pause operations in MemoryJobPauses.ts over the map of paused queues every claim here reads,
+ * the per-key concurrency guard every claim here asks in MemoryConcurrencySlots.ts). Every operation validates first
  * (JobInput.ts), then runs to completion synchronously inside its promise, so each one is atomic
  * as the SQL statements are.
  *
@@ -43,6 +44,7 @@ import {
   checkStack,
   checkTime,
 } from './JobInput.ts'
+import { makeMemorySlots } from './MemoryConcurrencySlots.ts'
 import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.ts'
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemoryJobPauses } from './MemoryJobPauses.ts'
@@ -56,6 +58,8 @@ interface LiveRow {
   revision: number
   /** A keyed job's fairness pass (jobSql's migration 010 says how it is drawn); absent without a key. */
   fairPass?: number
+  /** A limited job's concurrency key (JobStore.ts's "Concurrency keys"); absent without one. */
+  concurrencyKey?: string
   /** Set by every claim: the claim order key it displaced, which `release` restores. */
   unclaimed?: { readonly dueMs: number | null; readonly readySeq: number }
 }
@@ -80,12 +84,15 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
   const holdFence = makeMemoryFenceCheck(options.queueRanges)
   const live = new Map<string, LiveRow>()
   const dead = new Map<string, JobRecord>()
+  // Dead jobs' concurrency keys, which `retryDead` gives back (the SQL dead_jobs row keeps them).
+  const deadKeys = new Map<string, string>()
   // Paused queues and when each was paused (JobStore.ts's "Paused queues").
   const paused = new Map<string, number>()
   let readySeq = 0
 
   const bury = (row: LiveRow, lastError: string, diedAtMs: number): void => {
     live.delete(row.job.id)
+    if (row.concurrencyKey !== undefined) deadKeys.set(row.job.id, row.concurrencyKey)
     dead.set(row.job.id, { ...row.job, state: 'dead', claimToken: null, deadlineMs: null, lastError, diedAtMs })
   }
 
@@ -104,6 +111,10 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     const dueMs = Math.max(job.runAtMs, nowMs)
     const row: LiveRow = { job: record, dueMs, readySeq: ++readySeq, revision: 1 }
     if (job.fairnessKey !== undefined && job.fairnessKey !== null) row.fairPass = nextPass(job, dueMs)
+    if (job.concurrencyKey !== undefined && job.concurrencyKey !== null) {
+      row.concurrencyKey = job.concurrencyKey
+      slots.setLimit(job.queue, job.concurrencyKey, job.concurrencyLimit as number)
+    }
     live.set(job.id, row)
     return copy(record)
   }
@@ -160,7 +171,14 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     if (row === undefined) return { kind: 'obsolete', reason: dead.has(id) ? 'dead' : 'missing' }
     const job = row.job
     const isPaused = paused.has(job.queue)
-    if (isClaimable(job, nowMs)) return isPaused ? { kind: 'obsolete', reason: 'paused' } : { kind: 'claimed', job: copy(claimRow(row, claimToken, nowMs)) }
+    if (isClaimable(job, nowMs)) {
+      if (isPaused) return { kind: 'obsolete', reason: 'paused' }
+      if (!slots.hasRoom(row, slots.held())) {
+        slots.park(row, nowMs)
+        return { kind: 'obsolete', reason: 'limited' }
+      }
+      return { kind: 'claimed', job: copy(claimRow(row, claimToken, nowMs)) }
+    }
     if (isExhausted(job, nowMs)) {
       bury(row, deadReasonExhausted, job.deadlineMs as number)
       return { kind: 'obsolete', reason: 'exhausted' }
@@ -199,17 +217,26 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     return released
   }
 
-  // `claimDue` after validation.
+  // `claimDue` after validation. As the SQL statement does, the head leaves out keys already full,
+  // then admits each key's rows while its limit leaves room (so a batch may come back short).
   const claimDueRows = (queue: string, nowMs: number, tokens: ReadonlyArray<string>): JobRecord[] => {
     if (paused.has(queue)) return []
     // A row whose task is with Matching is claimed here too, in its place: its task, delivered
     // later, finds the job started (or gone) and ends.
-    const due = [...live.values()]
-      .filter((row) => row.job.queue === queue && (row.dueMs === null || row.dueMs <= nowMs) && isClaimable(row.job, nowMs))
+    const held = slots.held()
+    const head = [...live.values()]
+      .filter((row) => row.job.queue === queue && (row.dueMs === null || row.dueMs <= nowMs) && isClaimable(row.job, nowMs) && slots.hasRoom(row, held))
       .sort(claimOrder)
       .slice(0, tokens.length)
-    return due.map((row, index) => copy(claimRow(row, tokens[index] as string, nowMs)))
+    const admitted = head.filter((row) => {
+      if (!slots.hasRoom(row, held)) return false
+      slots.take(row, held)
+      return true
+    })
+    return admitted.map((row, index) => copy(claimRow(row, tokens[index] as string, nowMs)))
   }
+
+  const slots = makeMemorySlots(live)
 
   const refuseTx = (tx: unknown): void => {
     if (tx !== undefined) throw new InvalidInput({ field: 'tx', reason: 'needs a PostgreSQL store; the memory store has no transaction to join' })
@@ -231,10 +258,12 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     async enqueue(params, tx) {
       refuseTx(tx)
       const { job, nowMs, claimToken, fence } = checkEnqueue(params)
-      holdFence(fence)
+      // A limited job is inserted pending, its claim token and the fence guarding it dropped.
+      const limited = job.concurrencyKey !== undefined && job.concurrencyKey !== null
+      if (!limited) holdFence(fence)
       const record = insert(job, nowMs)
-      // Inserted claimed (not a key's holder, not in a paused queue): as `claim` leaves a row.
-      return claimToken === null || record.id !== job.id || paused.has(job.queue) ? record : copy(claimRow(live.get(job.id) as LiveRow, claimToken, nowMs))
+      // Inserted claimed (not a key's holder, not in a paused queue, not limited): as `claim` leaves a row.
+      return claimToken === null || record.id !== job.id || paused.has(job.queue) || limited ? record : copy(claimRow(live.get(job.id) as LiveRow, claimToken, nowMs))
     },
 
     async getJob(params) {
@@ -349,7 +378,10 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       // Retention applies to rows dead before this call, as the SQL statement's snapshot does.
       let purged = 0
       for (const [id, job] of dead) {
-        if (job.queue === queue && isRetentionOver(job, nowMs) && dead.delete(id)) purged++
+        if (job.queue === queue && isRetentionOver(job, nowMs) && dead.delete(id)) {
+          deadKeys.delete(id)
+          purged++
+        }
       }
       let buried = 0
       for (const row of live.values()) {
@@ -384,7 +416,9 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         // Attempt 0 in the claims marks the return: the attempt count starts again.
         claims: [...(job.claims ?? []), { attempt: 0, atMs: nowMs }].slice(-jobClaimsKept),
       }
-      live.set(id, { job: revived, dueMs: nowMs, readySeq: ++readySeq, revision: 1 })
+      const concurrencyKey = deadKeys.get(id)
+      deadKeys.delete(id)
+      live.set(id, { job: revived, dueMs: nowMs, readySeq: ++readySeq, revision: 1, ...(concurrencyKey === undefined ? {} : { concurrencyKey }) })
       return { kind: 'retried', job: copy(revived) }
     },
 
@@ -419,8 +453,10 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       for (const row of live.values()) {
         if (inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && isExhausted(row.job, nowMs)) bury(row, deadReasonExhausted, row.job.deadlineMs as number)
       }
+      // A pending job of a key at its limit is passed over, as the SQL statement does.
+      const held = slots.held()
       const due = [...live.values()]
-        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue))
+        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue) && slots.hasRoom(row, held))
         .sort(claimOrder)
         .slice(0, limit)
       return due.map((row): DueJob => {

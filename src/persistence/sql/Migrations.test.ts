@@ -233,6 +233,28 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect(claimed.map((claimedJob) => claimedJob.id)).toEqual(['fair-a1', 'fair-b1', 'fair-plain', 'fair-a2'])
     },
   },
+  11: {
+    // A key at its limit of 1, held by a claim another engine made before this store opened: the
+    // key's pending job waits behind it, an unkeyed job does not, and the ack frees the slot.
+    async seed(driver, schema) {
+      await dataAtVersion[10]?.seed(driver, schema)
+      const columns = 'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, due_ms, concurrency_key'
+      await driver.query(
+        `INSERT INTO ${schema.quoted}.jobs (${columns}, claim_token, claimed_at_ms, deadline_ms) VALUES ('conc-a', 'conc-up', 'processing', '1', 0, 1, 3, 100000, 0, 100, 100, 100100, 'k', 'tok', 100, 100100)`,
+      )
+      await driver.query(`INSERT INTO ${schema.quoted}.jobs (${columns}) VALUES ('conc-b', 'conc-up', 'pending', '2', 0, 0, 3, 100000, 0, 100, 100, 100, 'k')`)
+      await driver.query(`INSERT INTO ${schema.quoted}.jobs (${columns}) VALUES ('conc-plain', 'conc-up', 'pending', '3', 0, 0, 3, 100000, 0, 100, 100, 100, NULL)`)
+      await driver.query(`INSERT INTO ${schema.quoted}.concurrency_slots (queue, concurrency_key, held, concurrency_limit) VALUES ('conc-up', 'k', 1, 1)`)
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[10]?.verify(store, membership, jobs)
+      const first = await jobs.claimDue({ queue: 'conc-up', nowMs: 300, claimTokens: ['c1', 'c2'] })
+      expect(first.map((job) => job.id)).toEqual(['conc-plain'])
+      expect(await jobs.ack({ id: 'conc-a', claimToken: 'tok', nowMs: 300 })).toBe(true)
+      const second = await jobs.claimDue({ queue: 'conc-up', nowMs: 300, claimTokens: ['c3', 'c4'] })
+      expect(second.map((job) => job.id)).toEqual(['conc-b'])
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {

@@ -17,6 +17,8 @@ export interface JobFixture {
   readonly name: string
   readonly seed: number
   store(): JobStore
+  /** A second store on the same data, as another engine's pool would be (the store itself when the binding has none). */
+  peer(): JobStore
   /** The Matching store beside it: its acquires move the ranges claims are fenced by. */
   queues(): Pick<Store, 'acquire'>
   /** A queue name no other test uses. */
@@ -37,6 +39,7 @@ export function makeJobFixture(
   queues: () => Pick<Store, 'acquire'> = () => {
     throw new Error(`${name}: this fixture has no Matching store to acquire queues with`)
   },
+  peer: () => JobStore = store,
 ): JobFixture {
   const token = (seed >>> 0).toString(36)
   let counter = 0
@@ -44,6 +47,7 @@ export function makeJobFixture(
     name,
     seed,
     store,
+    peer,
     queues,
     queue: (label) => `jobconf-${token}-${++counter}-${label}`,
     id: (label) => `job-${token}-${++counter}-${label}`,

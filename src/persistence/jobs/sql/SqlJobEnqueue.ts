@@ -53,15 +53,21 @@ const keyOf = (job: NewJob): string => JSON.stringify([job.queue, job.key])
 /** The enqueue operations over `session`'s migrated `schema`; `dueChannel` is the store's due signal. */
 export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany'> {
   const sql = {
-    enqueue: jobSql.enqueueSql(schema),
-    enqueueFenced: jobSql.enqueueSql(schema, true),
-    enqueueFair: jobSql.enqueueSql(schema, false, true),
-    enqueueFairFenced: jobSql.enqueueSql(schema, true, true),
     enqueueMany: jobSql.enqueueManySql(schema),
     getJob: jobSql.getJobSql(schema),
     analyze: `ANALYZE ${schema.quoted}.jobs`,
   }
   const { validated } = session
+  // enqueueSql's forms, by (fenced, fair, limited); a limited insert is never fenced (see `enqueue`).
+  const enqueueTexts = new Map<string, string>()
+  for (const fenced of [false, true]) for (const fair of [false, true]) for (const limited of fenced ? [false] : [false, true]) {
+    enqueueTexts.set(`${fenced}/${fair}/${limited}`, jobSql.enqueueSql(schema, fenced, fair, limited))
+  }
+  const enqueueText = (fenced: boolean, fair: boolean, limited: boolean): string => {
+    const text = enqueueTexts.get(`${fenced}/${fair}/${limited}`)
+    assert(text !== undefined, 'a limited enqueue is never fenced')
+    return text
+  }
 
   // Planner statistics follow a growing table: after every `refreshAfter` jobs enqueued here
   // (doubling, up to a cap) the table is analyzed on the store's own connection, without waiting
@@ -89,11 +95,17 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
 
   return {
     async enqueue(params, tx) {
-      const { job, nowMs, claimToken, fence } = validated('enqueue', () => checkEnqueue(params))
+      const checked = validated('enqueue', () => checkEnqueue(params))
+      const { job, nowMs } = checked
       checkTx('tx', tx)
+      // A limited job is inserted pending, so that its claim goes through the key's guard: a
+      // claim token (and the fence that guards it) is dropped, as a paused queue drops it.
+      const limited = job.concurrencyKey === undefined || job.concurrencyKey === null ? [] : [job.concurrencyKey, job.concurrencyLimit]
+      const claimToken = limited.length === 0 ? checked.claimToken : null
+      const fence = limited.length === 0 ? checked.fence : null
       const fair = job.fairnessKey === undefined || job.fairnessKey === null ? [] : [job.fairnessKey, fairnessStride(job.fairnessWeight ?? 1)]
-      const values = [...enqueueParams(job, nowMs, dueChannel, claimToken), ...(fence === null ? [] : fenceValues(fence)), ...fair]
-      const text = fair.length === 0 ? (fence === null ? sql.enqueue : sql.enqueueFenced) : fence === null ? sql.enqueueFair : sql.enqueueFairFenced
+      const values = [...enqueueParams(job, nowMs, dueChannel, claimToken), ...(fence === null ? [] : fenceValues(fence)), ...fair, ...limited]
+      const text = enqueueText(fence !== null, fair.length > 0, limited.length > 0)
       for (let attempt = 1; ; attempt++) {
         const rows = await runOn(tx, 'enqueue', text, values)
         assert(rows.length <= 1, `enqueue of ${job.id} returned ${rows.length} rows`)

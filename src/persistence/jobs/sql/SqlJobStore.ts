@@ -12,10 +12,15 @@
  * The inserts (`enqueue`, `enqueueMany`, with or without the caller's transaction) live in
  * SqlJobEnqueue.ts; pausing and resuming queues in SqlJobPauses.ts; the statements whose text depends on the call's shape, in jobTexts.ts.
  *
+ * Head claims (`claimDue`, `ackAndClaimDue`) of a queue this store has not seen concurrency keys
+ * in run jobSql.ts's `keyless` form, without the admission steps; the first that answers the
+ * queue keyed (it then claimed nothing) is run again in the `admit` form, which the store keeps
+ * to for that queue (`makeKeyedQueues`). Claims by id always run under the guard.
+ *
  * A fenced claim runs its statement's fenced form (claimFenceSql.ts says how one statement holds
  * the range); a statement answering no row at all was refused, and becomes `OwnershipLost`.
- * `claim`'s follow-up statements after a claim that did not happen (bury an exhausted job, read
- * why) claim nothing, so they are not fenced; `claimMany`'s judgement of a job its batch did not
+ * `claim`'s follow-up statements after a claim that did not happen (bury an exhausted job, park
+ * a job refused for its concurrency key's limit, read why) claim nothing, so they are not fenced; `claimMany`'s judgement of a job its batch did not
  * claim is a fenced `claim`.
  *
  * Does not: migrate (openSqlJobStore does, through the shared migration runner), read a clock,
@@ -25,10 +30,11 @@
  * statement, and the claim operations each carry their fenced branch beside the unfenced one;
  * split by operation, every file would re-read the same session and decoders.
  */
-import { InvalidInput } from '../../../domain/errors.ts'
+import { InvalidInput, OwnershipLost } from '../../../domain/errors.ts'
 import { validateJson } from '../../../domain/Json.ts'
 import { claimRefusal, deadReasonExhausted, deadReasonExpired } from '../../../domain/JobRules.ts'
 import { assert } from '../../../kernel/assert.ts'
+import { jobDueScanIntervalMs, keyedQueuesKnownMax } from '../../../kernel/Limits.ts'
 import type { Driver } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { makeSqlSession, openMigrated, toStoreError } from '../../sql/SqlSession.ts'
@@ -75,6 +81,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     claimMany: jobSql.claimManySql(schema),
     claimManyFenced: jobSql.claimManySql(schema, true),
     buryExhaustedOne: jobSql.buryExhaustedOneSql(schema),
+    parkLimited: jobSql.parkLimitedClaimSql(schema),
     claimState: jobSql.claimStateSql(schema),
     heartbeat: jobSql.heartbeatSql(schema),
     ack: jobSql.ackSql(schema),
@@ -97,6 +104,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     markFired: scheduleSql.markFiredSql(schema),
   }
 
+  const keyedQueues = makeKeyedQueues()
   const session = makeSqlSession(driver)
   const write = (operation: string, text: string, params: ReadonlyArray<unknown>) => session.write<Row>(operation, text, params)
   const read = (operation: string, text: string, params: ReadonlyArray<unknown>) => session.read<Row>(operation, text, params)
@@ -135,6 +143,9 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       if (claimed !== undefined && claimed.id !== null) return { kind: 'claimed', job: decodeJob(claimed) }
       const [buried] = await write('claim', sql.buryExhaustedOne, [id, nowMs, deadReasonExhausted])
       if (buried !== undefined) return { kind: 'obsolete', reason: 'exhausted' }
+      // Claimable but for its key's limit: due again at the next scan (JobStore.ts).
+      const [limited] = await write('claim', sql.parkLimited, [id, nowMs, jobDueScanIntervalMs])
+      if (limited !== undefined) return { kind: 'obsolete', reason: 'limited' }
       const [found] = await read('claim', sql.claimState, [id])
       if (found === undefined) return { kind: 'obsolete', reason: 'missing' }
       if (found.state === 'dead') return { kind: 'obsolete', reason: 'dead' }
@@ -263,7 +274,11 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         fence: checkFence(params.fence),
       }))
       if (claimTokens.length === 0) return []
-      return claimedInOrder(await claimWrite('claimDue', ...texts.claimDue(queue, claimTokens, nowMs, fence), fence))
+      const guard = keyedQueues.guardOf(queue)
+      const rows = await claimWrite('claimDue', ...texts.claimDue(queue, claimTokens, nowMs, fence, guard), fence)
+      // A keyless claim that found the queue keyed claimed nothing: claim under the guard.
+      if (guard === 'keyless' && keyedQueues.learn(queue, rows)) return claimedInOrder(await claimWrite('claimDue', ...texts.claimDue(queue, claimTokens, nowMs, fence, 'admit'), fence))
+      return claimedInOrder(rows)
     },
 
     async ackAndClaimDue(params) {
@@ -277,10 +292,20 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       // Acks alone are not a claim: no fence guards them.
       if (claimTokens.length === 0) return { acked: await store.ackMany({ claims: acks, nowMs }), claimed: [] }
       if (acks.length === 0) return { acked: [], claimed: await store.claimDue({ queue, nowMs, claimTokens, ...(fence === null ? {} : { fence }) }) }
-      const [text, values] = texts.ackAndClaimDue(queue, claimTokens, nowMs, acks, fence)
+      const guard = keyedQueues.guardOf(queue)
+      const [text, values] = texts.ackAndClaimDue(queue, claimTokens, nowMs, acks, fence, guard)
       const rows = await claimWrite('ackAndClaimDue', text, values, fence)
       const acked = rows.find((row) => row.acked !== null)?.acked as string | string[] | undefined
-      return { acked: acked === undefined ? [] : typeof acked === 'string' ? [acked] : acked, claimed: claimedInOrder(rows) }
+      const ackedIds = acked === undefined ? [] : typeof acked === 'string' ? [acked] : acked
+      if (guard === 'admit' || !keyedQueues.learn(queue, rows)) return { acked: ackedIds, claimed: claimedInOrder(rows) }
+      // A keyless claim that found the queue keyed claimed nothing, and its acks stand: claim
+      // under the guard. Its fence lost meanwhile, the acks are still answered (they committed).
+      try {
+        return { acked: ackedIds, claimed: await store.claimDue({ queue, nowMs, claimTokens, ...(fence === null ? {} : { fence }) }) }
+      } catch (error) {
+        if (error instanceof OwnershipLost) return { acked: ackedIds, claimed: [] }
+        throw error
+      }
     },
 
     async takeDue(params) {
@@ -423,6 +448,25 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     close: session.close,
   }
   return store
+}
+
+/**
+ * The queues this store has seen concurrency keys in, which it claims from with the `admit`
+ * guard (jobSql.ts's `ClaimGuard`); every other queue is claimed `keyless` until a claim answers
+ * that it has a slot row. At most `keyedQueuesKnownMax` are kept: past it the set starts again,
+ * and a forgotten queue costs one more round trip to be learnt again.
+ */
+function makeKeyedQueues(): { guardOf(queue: string): 'admit' | 'keyless'; learn(queue: string, rows: ReadonlyArray<Row>): boolean } {
+  const keyed = new Set<string>()
+  return {
+    guardOf: (queue) => (keyed.has(queue) ? 'admit' : 'keyless'),
+    learn(queue, rows) {
+      if (!rows.some((row) => row.keyed_queue === true)) return false
+      if (keyed.size >= keyedQueuesKnownMax) keyed.clear()
+      keyed.add(queue)
+      return true
+    },
+  }
 }
 
 /** Migrates `driver`'s database (every migration, Matching's included) and returns a JobStore over it. */

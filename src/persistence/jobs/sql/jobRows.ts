@@ -145,6 +145,8 @@ export const enqueueManyParams = (jobs: ReadonlyArray<NewJob>, nowMs: number, du
       run_at_ms: job.runAtMs,
       expires_at_ms: job.expiresAtMs,
       job_key: job.key ?? null,
+      // Only a limited job names its concurrency key: an unlimited one's document is as before.
+      ...(job.concurrencyKey === undefined || job.concurrencyKey === null ? {} : { concurrency_key: job.concurrencyKey, concurrency_limit: job.concurrencyLimit }),
       position,
     })),
   ),

@@ -20,7 +20,11 @@
  *   `died_at_ms + dead_letter_retention_ms <= $now`;
  * - paused (pauseSql.ts's `notPaused`): every claim and due-time read of a queue carries it.
  *
- * Length: past 400 lines (about 690) because every job statement stays in one file, next to the
+ * Concurrency keys (migration 011): the guard's fragments live in concurrencySql.ts; every claim
+ * here embeds its admission (`admitCtes`) and every exit from processing its release
+ * (`freeSlotsCtes`), in the statement that moves the job.
+ *
+ * Length: past 400 lines (about 820) because every job statement stays in one file, next to the
  * one spelling of each rule above, so a reviewer checks the predicates in one place; a claim's
  * fenced form is a flag of the same builder, so the two forms cannot drift apart. Most of the
  * length is the statements' own doc comments, which give each one's parameters and why it is
@@ -29,6 +33,7 @@
 import { jobAttemptErrorsKept, jobClaimsKept } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
+import { admitCtes, freeSlotsCtes, parkLimitedSql, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
 import { notPaused } from './pauseSql.ts'
 
 /** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
@@ -44,10 +49,10 @@ export const deadRecord = `id, queue, 'dead' AS state, payload, priority, attemp
        attempt_errors, progress, claim_history, progress_at_ms, last_error, died_at_ms`
 
 const deadInsertColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, claim_history, progress_at_ms, last_error, died_at_ms, last_handler_error, last_handler_stack, attempt_errors'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, claim_history, progress_at_ms, concurrency_key, last_error, died_at_ms, last_handler_error, last_handler_stack, attempt_errors'
 
 const movedColumns =
-  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, claim_history, progress_at_ms'
+  'id, queue, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, created_at_ms, run_at_ms, claimed_at_ms, expires_at_ms, job_key, progress, claim_history, progress_at_ms, concurrency_key'
 
 /**
  * The row's `attempt_errors` (`column`) with one more entry — this attempt's error `error` and
@@ -111,6 +116,10 @@ const exhausted = (now: string) =>
 const bury = (schema: Schema, error: string, diedAt: string, handlerError = 'last_handler_error, last_handler_stack', attemptErrors = 'attempt_errors') =>
   `INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns}) SELECT ${movedColumns}, ${error}, ${diedAt}, ${handlerError}, ${attemptErrors} FROM moved`
 
+// The rows of a statement's `moved` CTE (rows it deleted) that were processing: the concurrency
+// slots it frees (concurrencySql.ts).
+const movedOut = `SELECT queue, concurrency_key FROM moved WHERE state = 'processing'`
+
 // A due signal's payload (bus/Channels.ts's `dueSignalPayload`): the queue, a tab, the due time.
 const dueSignal = (queue: string, dueMs: string): string => `${queue} || chr(9) || (${dueMs})::text`
 
@@ -142,8 +151,13 @@ const keepUnclaimed = (row: string, now: string): string =>
  * `fair`: the job has a fairness key, `$15` (`$17` when fenced), with stride `$16` (`$18`): its
  * pass is drawn from and written to the key's row of fairness_passes in the same statement
  * (`fairPassCte`). An unkeyed job's text has no such step and writes no other row.
+ *
+ * `limited`: the job has a concurrency key and limit, the two parameters after the fairness
+ * ones (`limitParams`); the key's slot row is created if missing, its limit written if it
+ * differs (concurrencySql.ts's `slotRowCte`). The caller
+ * never gives such a job a claim token: it is inserted pending and claimed under the guard.
  */
-export function enqueueSql(schema: Schema, fenced = false, fair = false): string {
+export function enqueueSql(schema: Schema, fenced = false, fair = false, limited = false): string {
   // The claim token the row is inserted with: none when the queue is paused (a CASE's branches
   // are tried in order, so an unclaimed insert never reads the pauses).
   const token = `(SELECT token FROM claim_token)`
@@ -154,12 +168,14 @@ export function enqueueSql(schema: Schema, fenced = false, fair = false): string
    CASE WHEN ${token} IS NULL THEN NULL ELSE $9::bigint END, ${token}, CASE WHEN ${token} IS NULL THEN NULL ELSE $9::bigint + $6::bigint END,
    CASE WHEN ${token} IS NULL THEN NULL ELSE GREATEST($10::bigint, $9::bigint) END,
    CASE WHEN ${token} IS NULL THEN NULL ELSE jsonb_build_array(jsonb_build_object('attempt', 1, 'atMs', $9::bigint)) END${fair ? `,
-   ${fairParams(fenced).key}::text, (SELECT last_pass FROM fair_pass)` : ''}`
-  const inserted = `${fair ? `${fairPassCte(schema, fenced)}, ` : ''}inserted AS (
+   ${fairParams(fenced).key}::text, (SELECT last_pass FROM fair_pass)` : ''}${limited ? `,
+   ${limitParams(fenced, fair).key}::text` : ''}`
+  const slotRow = limited ? `${slotRowCte(schema, '$2::text', `${limitParams(fenced, fair).key}::text`, `${limitParams(fenced, fair).limit}::integer`)}, ` : ''
+  const inserted = `${fair ? `${fairPassCte(schema, fenced)}, ` : ''}${slotRow}inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
    created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key,
-   claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms, claim_history${fair ? ', fairness_key, fair_pass' : ''})
+   claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms, claim_history${fair ? ', fairness_key, fair_pass' : ''}${limited ? ', concurrency_key' : ''})
 ${fenced ? `SELECT ${row} FROM fence` : `VALUES (${row})`}
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
 RETURNING id, queue, due_ms, claim_token
@@ -182,6 +198,12 @@ ${answer}`
 
 // Where a keyed enqueue's fairness key and stride are: after the fence's two when fenced.
 const fairParams = (fenced: boolean) => (fenced ? { key: '$17', stride: '$18' } : { key: '$15', stride: '$16' })
+
+// Where a limited enqueue's concurrency key and limit are: after the fence's and the fairness key's.
+const limitParams = (fenced: boolean, fair: boolean) => {
+  const first = 15 + (fenced ? 2 : 0) + (fair ? 2 : 0)
+  return { key: `$${first}`, limit: `$${first + 1}` }
+}
 
 // A keyed enqueue's pass (enqueueSql's `fair`), as `fair_pass`: V is the claim order key of the
 // head of the queue's pending rows at the job's priority (an index probe of jobs_pending_head),
@@ -215,20 +237,22 @@ const fairPassCte = (schema: Schema, fenced: boolean): string => {
  * live job of its queue holding its key — its id and runAt, and `asked_id` the job it answers.
  * Nothing else is read back, so a batch's answer is little more than its ids. A job answered by
  * neither raced a holder as `enqueueSql` describes: run it again. The caller sends each (queue,
- * key) at most once per statement.
+ * key) at most once per statement. A job with a concurrency key (`concurrency_key`,
+ * `concurrency_limit`; absent for one without) creates its key's slot row if missing, and the
+ * batch's last limit of a key is written to it if it differs.
  */
 export function enqueueManySql(schema: Schema): string {
   return `
 WITH input AS (
   SELECT * FROM json_to_recordset($1::json)
     AS input(id text, queue text, payload jsonb, priority smallint, max_attempts integer, visibility_timeout_ms bigint, backoff_base_ms bigint,
-             dead_letter_retention_ms bigint, run_at_ms bigint, expires_at_ms bigint, job_key text, position integer)
-), inserted AS (
+             dead_letter_retention_ms bigint, run_at_ms bigint, expires_at_ms bigint, job_key text, concurrency_key text, concurrency_limit integer, position integer)
+), ${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, inserted AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key)
+     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, concurrency_key)
   SELECT id, queue, 'pending', payload -> 0, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     $2::bigint, run_at_ms, expires_at_ms, GREATEST(run_at_ms, $2::bigint), job_key
+     $2::bigint, run_at_ms, expires_at_ms, GREATEST(run_at_ms, $2::bigint), job_key, concurrency_key
   FROM input ORDER BY position
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
   RETURNING id, queue, due_ms
@@ -311,9 +335,10 @@ WITH moved AS (
 ), revived AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack, attempt_errors, claim_history)
+     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, last_handler_error, last_handler_stack, attempt_errors, concurrency_key, claim_history)
   SELECT id, queue, 'pending', payload, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
      $3::bigint, $3::bigint, CASE WHEN expires_at_ms > $3::bigint THEN expires_at_ms END, $3::bigint, job_key, last_handler_error, last_handler_stack, attempt_errors,
+     concurrency_key,
      ${keepingLast('claim_history', jobClaimsKept)} || jsonb_build_array(jsonb_build_object('attempt', 0, 'atMs', $3::bigint))
   FROM moved
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
@@ -346,14 +371,20 @@ SELECT claimed.* FROM fence LEFT JOIN claimed ON true`
  * `$4` physical queue key and `$5` range id, answered through the fence (`throughFence`).
  */
 export function claimSql(schema: Schema, fenced = false): string {
+  const gate = `${claimable('$3::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${fenced ? ` AND ${fenceHeld}` : ''}`
+  // The job locked first, then its key's slot (concurrencySql.ts): admitted or not under the limit.
+  const ctes = `target AS (
+  SELECT id, queue, state, concurrency_key FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${gate} FOR UPDATE
+), ${admitCtes(schema, { candidates: 'target', order: 'c.id' })}`
   const claim = `
 UPDATE ${schema.quoted}.jobs
 SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
     deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms, claim_history = ${withClaim('', 'attempts + 1', '$3::bigint')},
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('', '$3::bigint')}, revision = revision + 1
-WHERE id = $1::text AND ${claimable('$3::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${fenced ? ` AND ${fenceHeld}` : ''}
+FROM (SELECT id AS admitted_id FROM admitted) AS chosen
+WHERE id = chosen.admitted_id AND ${gate}
 RETURNING ${liveRecord}`
-  return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, '', claim) : claim
+  return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, ctes, claim) : `WITH ${ctes}${claim}`
 }
 
 /**
@@ -369,18 +400,41 @@ RETURNING ${liveRecord}`
  * of its CPU per job of a one-at-a-time drain on that planning. A batch size is one text.
  *
  * `fenced`: with `$4` physical queue key and `$5` range id, the head is read only when the fence
- * holds, and the answer comes through it (`throughFence`).
+ * holds, and the answer comes through it (`throughFence`). `guard`: `ClaimGuard`; the `keyless`
+ * form answers one row more, of nulls but `keyed_queue`, when it claims nothing.
  */
-export function claimDueSql(schema: Schema, headCount: number, fenced = false): string {
+export function claimDueSql(schema: Schema, headCount: number, fenced = false, guard: ClaimGuard = 'admit'): string {
   const claim = `UPDATE ${schema.quoted}.jobs AS job
 SET ${claimHeadSet(schema, headCount)}
 ${claimedHeads(headCount)}
 RETURNING ${headRank(headCount)} AS rank, ${claimedRows(headCount)}`
+  if (guard === 'keyless') {
+    return `
+WITH ${fenced ? `${fenceCte(schema, { queueKey: '$4', rangeId: '$5' })}, ` : ''}${claimHeadCtes(schema, headCount, fenced, undefined, guard)}, claimed AS (
+${claim}
+)
+SELECT keyless.keyed_queue, claimed.* FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${queueHasSlots(schema)} AS keyed_queue) AS keyless LEFT JOIN claimed ON true`
+  }
   if (fenced) return throughFence(schema, { queueKey: '$4', rangeId: '$5' }, claimHeadCtes(schema, headCount, true), claim)
   return `
 WITH ${claimHeadCtes(schema, headCount)}
 ${claim}`
 }
+
+/**
+ * How a head claim (`claimDueSql`, `ackAndClaimDueSql`) guards concurrency keys. `admit`: through
+ * concurrencySql.ts's admission, for a queue with keys. `keyless`: for a queue the store has not
+ * seen keys in, cheaper by the whole admission — it claims only while the queue has no slot row
+ * at all as of its snapshot (a keyed enqueue writes its key's row in the statement that inserts
+ * the job, so no snapshot sees a keyed job of the queue without it), and answers `keyed_queue`,
+ * whether the queue has one: when it does, it claimed nothing, and the caller claims again with
+ * `admit` (and keeps to it: slot rows are never deleted). Its acks free their slots as every
+ * exit from processing does.
+ */
+export type ClaimGuard = 'admit' | 'keyless'
+
+// Whether `$1`'s queue has a slot row: one probe of the primary key's prefix.
+const queueHasSlots = (schema: Schema): string => `EXISTS (SELECT 1 FROM ${schema.quoted}.concurrency_slots AS slot WHERE slot.queue = $1::text)`
 
 // How a claim of up to `headCount` rows answers them. A client prepares a decoder per result
 // column once per statement, which for twenty columns cost more than decoding the one row of a
@@ -403,24 +457,25 @@ const claimedAsJsonMax = 16
  *
  * `fenced`: with `$6` physical queue key and `$7` range id, neither the acks nor the claims are
  * written unless the fence holds, and the answer comes through it: no row at all when refused.
+ * `guard`: `ClaimGuard`; the `keyless` form answers `keyed_queue` on every row.
  */
-export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean, fenced = false): string {
+export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean, fenced = false, guard: ClaimGuard = 'admit'): string {
   const gate = fenced ? ` AND ${fenceHeld}` : ''
   const ack = oneAck
-    ? `DELETE FROM ${schema.quoted}.jobs WHERE id = $4::text AND ${validClaimOf('$5::text', '$3::bigint')}${gate} RETURNING id`
+    ? `DELETE FROM ${schema.quoted}.jobs WHERE id = $4::text AND ${validClaimOf('$5::text', '$3::bigint')}${gate} RETURNING id, queue, concurrency_key`
     : `DELETE FROM ${schema.quoted}.jobs AS job USING unnest($4::text[], $5::text[]) AS claim(id, token)
-  WHERE job.id = claim.id AND ${validClaimOf('claim.token', '$3::bigint')}${gate} RETURNING job.id`
+  WHERE job.id = claim.id AND ${validClaimOf('claim.token', '$3::bigint')}${gate} RETURNING job.id, job.queue, job.concurrency_key`
   return `
 WITH ${fenced ? `${fenceCte(schema, { queueKey: '$6', rangeId: '$7' })}, ` : ''}acked AS (
   ${ack}
-), ${claimHeadCtes(schema, headCount, fenced)}, claimed AS (
+), ${guard === 'keyless' ? `${freeSlotsCtes(schema, 'SELECT queue, concurrency_key FROM acked')}, ` : ''}${claimHeadCtes(schema, headCount, fenced, 'acked', guard)}, claimed AS (
   UPDATE ${schema.quoted}.jobs AS job
   SET ${claimHeadSet(schema, headCount)}
   ${claimedHeads(headCount)}
   RETURNING ${headRank(headCount)} AS rank, ${claimedRows(headCount)}
 )
-SELECT ${headCount === 1 ? 'ack.acked' : 'CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked'}, claimed.*
-FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked FROM acked) AS ack LEFT JOIN claimed ON true`
+SELECT ${headCount === 1 ? 'ack.acked' : 'CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked'}${guard === 'keyless' ? ', ack.keyed_queue' : ''}, claimed.*
+FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked${guard === 'keyless' ? `, ${queueHasSlots(schema)} AS keyed_queue` : ''} FROM acked) AS ack LEFT JOIN claimed ON true`
 }
 
 // The head of a queue's claimable rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
@@ -439,19 +494,23 @@ FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_a
 // plan reads the queue's head in claim order and stops after `headCount` rows. Written plainly, a
 // generic plan of a several-row claim priced the every-queue due index (due_ms) as cheaper, then
 // read and sorted every due row of the table for each claim.
-function claimHeadCtes(schema: Schema, headCount: number, fenced = false): string {
+function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?: string, guard: ClaimGuard = 'admit'): string {
   const limit = Math.floor(headCount)
-  const gate = `${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}`
-  const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ${fairOrder}, ready_seq FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}
+  const gate = `${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}${guard === 'keyless' ? ` AND NOT ${queueHasSlots(schema)}` : ''}`
+  // Keys already at their limit stay out of the pending branches: they would take other keys' places.
+  const room = guard === 'admit' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`, '$1::text', freed)}` : ''
+  // A lapsed claim handed to Matching again holds its key's slot already: only pending rows need room.
+  const roomUnlessLapsed = guard === 'admit' ? ` AND (${schema.quoted}.jobs.state = 'processing' OR ${slotHasRoom(schema, `${schema.quoted}.jobs`, '$1::text', freed)})` : ''
+  const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ${fairOrder}, ready_seq, ${headKeyColumns} FROM ${schema.quoted}.jobs
+  WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}${state === 'pending' ? room : ''}
   ORDER BY ${claimOrder}
   LIMIT ${limit}
   FOR UPDATE SKIP LOCKED`
   return `head_pending AS (
   ${branch('pending')}
 ), head_matching AS (
-  SELECT id, priority, due_ms, NULL::bigint AS fair_order, ready_seq FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND due_ms IS NULL AND ${claimable('$3::bigint')} AND ${gate}
+  SELECT id, priority, due_ms, NULL::bigint AS fair_order, ready_seq, ${headKeyColumns} FROM ${schema.quoted}.jobs
+  WHERE queue = $1::text AND due_ms IS NULL AND ${claimable('$3::bigint')} AND ${gate}${roomUnlessLapsed}
   ORDER BY priority DESC, ready_seq
   LIMIT ${limit}
   FOR UPDATE SKIP LOCKED
@@ -459,13 +518,16 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false): strin
   ${branch('processing')}
 ), head AS (
   SELECT * FROM head_matching UNION ALL SELECT * FROM head_pending UNION ALL SELECT * FROM head_lapsed ORDER BY ${headOrder} LIMIT ${limit}
-), ranked AS (
-  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${headOrder})`} AS rank FROM head
+), ${guard === 'admit' ? `${admitCtes(schema, { candidates: 'head', order: headOrderOf('c'), ...(freed === undefined ? {} : { freed }) })}, ` : ''}ranked AS (
+  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${headOrder})`} AS rank FROM ${guard === 'admit' ? 'admitted' : 'head'}
 )`
 }
 
 // Claim order over the merged head: a row with Matching (due null) first within its priority.
 const headOrder = 'priority DESC, fair_order NULLS FIRST, ready_seq'
+const headOrderOf = (row: string): string => `${row}.priority DESC, ${row}.fair_order NULLS FIRST, ${row}.ready_seq`
+// What the concurrency guard reads of a head row (concurrencySql.ts's `admitCtes`).
+const headKeyColumns = 'queue, state, concurrency_key'
 
 // How a head claim's UPDATE finds its rows, and each one's rank. One head row joins `ranked`
 // (a one-row join probes the primary key). Several are named as one array of ids in claim order,
@@ -489,23 +551,38 @@ const claimHeadSet = (schema: Schema, headCount: number): string =>
  * `fenced`: with `$4` physical queue key and `$5` range id, answered through the fence (`throughFence`).
  */
 export function claimManySql(schema: Schema, fenced = false): string {
+  const gate = `${claimable('$3::bigint')} AND ${notPaused(schema, 'job.queue')}${fenced ? ` AND ${fenceHeld}` : ''}`
+  // The jobs locked first, then their keys' slots (concurrencySql.ts): each key's jobs admitted
+  // in the order given while its limit leaves room.
+  const ctes = `target AS (
+  SELECT job.id, job.queue, job.state, job.concurrency_key, wanted.token, wanted.position FROM ${schema.quoted}.jobs AS job
+  JOIN (SELECT DISTINCT ON (asked_id) asked_id, token, position FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(asked_id, token, position) ORDER BY asked_id, position) AS wanted
+    ON job.id = wanted.asked_id
+  WHERE ${gate}
+  FOR UPDATE OF job
+), ${admitCtes(schema, { candidates: 'target', order: 'c.position' })}`
   const claim = `
 UPDATE ${schema.quoted}.jobs AS job
-SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = wanted.token,
+SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = chosen.token,
     deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms, claim_history = ${withClaim('job.', 'job.attempts + 1', '$3::bigint')},
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.', '$3::bigint')}, revision = job.revision + 1
-FROM (SELECT DISTINCT ON (asked_id) asked_id, token FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(asked_id, token, position) ORDER BY asked_id, position) AS wanted
-WHERE job.id = wanted.asked_id AND ${claimable('$3::bigint')} AND ${notPaused(schema, 'job.queue')}${fenced ? ` AND ${fenceHeld}` : ''}
+FROM (SELECT id AS admitted_id, token FROM admitted) AS chosen
+WHERE job.id = chosen.admitted_id AND ${gate}
 RETURNING ${liveRecord}`
-  return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, '', claim) : claim
+  return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, ctes, claim) : `WITH ${ctes}${claim}`
 }
 
 /** `$1` id, `$2` now, `$3` the exhausted dead reason. Dead-letters job `$1` if the exhaustion rule holds; returns its id. */
 export function buryExhaustedOneSql(schema: Schema): string {
   return `
-WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${exhausted('$2::bigint')} RETURNING *)
+WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${exhausted('$2::bigint')} RETURNING *), ${freeSlotsCtes(schema, movedOut)}
 ${bury(schema, '$3::text', 'deadline_ms')}
 RETURNING id`
+}
+
+/** concurrencySql.ts's `parkLimitedSql` with the claimable rule: `$1` id, `$2` now, `$3` how far ahead the refused job is due again. */
+export function parkLimitedClaimSql(schema: Schema): string {
+  return parkLimitedSql(schema, `job.attempts < job.max_attempts AND (job.expires_at_ms IS NULL OR job.expires_at_ms > $2::bigint) AND job.run_at_ms <= $2::bigint AND ${notPaused(schema, 'job.queue')}`)
 }
 
 /** `$1` id, `$2` now. What a failed claim found: the live row's state, deadline and whether its queue is paused, or 'dead'. */
@@ -526,9 +603,11 @@ WHERE id = $1::text AND ${validClaim}
 RETURNING ${liveRecord}`
 }
 
-/** `$1` id, `$2` token, `$3` now. Deletes the job under a valid claim. */
+/** `$1` id, `$2` token, `$3` now. Deletes the job under a valid claim (freeing its concurrency slot). */
 export function ackSql(schema: Schema): string {
-  return `DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} RETURNING id`
+  return `
+WITH acked AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} RETURNING id, queue, concurrency_key), ${freeSlotsCtes(schema, 'SELECT queue, concurrency_key FROM acked')}
+SELECT id FROM acked`
 }
 
 /** `$1` id, `$2` token, `$3` now, `$4` progress json. Stores the progress under a valid claim. */
@@ -539,10 +618,13 @@ export function setProgressSql(schema: Schema): string {
 /** `$1` ids, `$2` tokens (parallel arrays), `$3` now. Deletes every job under a valid claim. */
 export function ackBatchSql(schema: Schema): string {
   return `
-DELETE FROM ${schema.quoted}.jobs AS job
-USING unnest($1::text[], $2::text[]) AS claim(id, token)
-WHERE job.id = claim.id AND ${validClaimOf('claim.token', '$3::bigint')}
-RETURNING job.id`
+WITH acked AS (
+  DELETE FROM ${schema.quoted}.jobs AS job
+  USING unnest($1::text[], $2::text[]) AS claim(id, token)
+  WHERE job.id = claim.id AND ${validClaimOf('claim.token', '$3::bigint')}
+  RETURNING job.id, job.queue, job.concurrency_key
+), ${freeSlotsCtes(schema, 'SELECT queue, concurrency_key FROM acked')}
+SELECT id FROM acked`
 }
 
 /**
@@ -564,8 +646,8 @@ WITH asked AS (
       unclaimed_due_ms = NULL, unclaimed_ready_seq = NULL, claim_history = job.claim_history - (-1), revision = job.revision + 1
   FROM asked
   WHERE job.id = asked.id AND ${validClaimOf('asked.token', '$3::bigint')}
-  RETURNING job.id, job.queue, asked.position
-)
+  RETURNING job.id, job.queue, job.concurrency_key, asked.position
+), ${freeSlotsCtes(schema, 'SELECT queue, concurrency_key FROM released')}
 SELECT released.id, released.position
 FROM released CROSS JOIN (
   SELECT count(pg_notify($4::text, ${dueSignal('queue', '$3::bigint')})) FROM (SELECT DISTINCT queue FROM released) AS queues
@@ -588,10 +670,10 @@ WITH retried AS (
       attempt_errors = ${withAttemptError('attempt_errors', '$5::text', '$6::text', '$3::bigint', '$3::bigint + $4::bigint')},
       ready_seq = nextval('${schema.quoted}.job_ready_seq'), revision = revision + 1
   WHERE id = $1::text AND ${validClaim} AND attempts < max_attempts
-  RETURNING run_at_ms
+  RETURNING run_at_ms, queue, concurrency_key
 ), moved AS (
   DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} AND attempts >= max_attempts RETURNING *
-), buried AS (
+), ${freeSlotsCtes(schema, 'SELECT queue, concurrency_key FROM retried UNION ALL SELECT queue, concurrency_key FROM moved')}, buried AS (
   ${bury(schema, '$7::text', '$3::bigint', '$5::text, $6::text', withAttemptError('attempt_errors', '$5::text', '$6::text', '$3::bigint'))} RETURNING id
 )
 SELECT 'retried' AS outcome, run_at_ms FROM retried
@@ -602,14 +684,16 @@ SELECT 'dead' AS outcome, NULL::bigint FROM buried`
 /** `$1` id, `$2` token, `$3` now, `$4` error, `$5` stack or null. Dead-letters under a valid claim. */
 export function failSql(schema: Schema): string {
   return `
-WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} RETURNING *)
+WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${validClaim} RETURNING *), ${freeSlotsCtes(schema, movedOut)}
 ${bury(schema, '$4::text', '$3::bigint', '$4::text, $5::text', withAttemptError('attempt_errors', '$4::text', '$5::text', '$3::bigint'))}
 RETURNING id`
 }
 
-/** `$1` id, `$2` queue. Deletes a live job, unconditionally. */
+/** `$1` id, `$2` queue. Deletes a live job, unconditionally (a processing one frees its concurrency slot). */
 export function cancelSql(schema: Schema): string {
-  return `DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND queue = $2::text RETURNING id`
+  return `
+WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND queue = $2::text RETURNING id, queue, state, concurrency_key), ${freeSlotsCtes(schema, movedOut)}
+SELECT id FROM moved`
 }
 
 /**
@@ -621,7 +705,7 @@ export function sweepExpiredSql(schema: Schema): string {
   return `
 WITH moved AS (
   DELETE FROM ${schema.quoted}.jobs WHERE queue = $1::text AND expires_at_ms <= $2::bigint RETURNING *
-), buried AS (
+), ${freeSlotsCtes(schema, movedOut)}, buried AS (
   INSERT INTO ${schema.quoted}.dead_jobs (${deadInsertColumns})
   SELECT ${movedColumns},
          CASE WHEN ${exhausted('$2::bigint')} THEN $3::text ELSE $4::text END,
@@ -643,7 +727,9 @@ SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS p
  * One round trip for the due-time driver's pass: dead-letters every lapsed row the exhaustion
  * rule covers, and reserves the first due unexpired rows that rule does not cover, in claim order
  * (rows another connection holds are skipped), returning them with their previous due time. The
- * two sets are disjoint, so the statement never touches a row twice.
+ * two sets are disjoint, so the statement never touches a row twice. A pending job whose
+ * concurrency key is at its limit is passed over (concurrencySql.ts's `slotHasRoom`): its claim
+ * would be refused; it stays due, for the claims and passes after a slot frees.
  */
 export function takeDueSql(schema: Schema, queues: QueueFilter): string {
   return `
@@ -651,13 +737,13 @@ WITH moved AS (
   DELETE FROM ${schema.quoted}.jobs
   WHERE due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${exhausted('$1::bigint')}
   RETURNING *
-), buried AS (
+), ${freeSlotsCtes(schema, movedOut)}, buried AS (
   ${bury(schema, '$5::text', 'deadline_ms')}
   RETURNING id
 ), ${(['pending', 'processing'] as const).map((state) => `due_${state} AS (
   SELECT id, due_ms, ${fairOrder}, priority, ready_seq FROM ${schema.quoted}.jobs
   WHERE state = '${state}' AND due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
-    AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}
+    AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${state === 'pending' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`)}` : ''}
   ORDER BY ${claimOrder}
   LIMIT $3::integer
   FOR UPDATE SKIP LOCKED

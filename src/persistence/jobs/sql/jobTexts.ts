@@ -23,10 +23,10 @@ import * as jobSql from './jobSql.ts'
 
 /** The shape-chosen texts of one schema's job store. */
 export interface JobTexts {
-  /** The statement and parameters claiming with `claimTokens` (at least one), fenced by `fence` unless it is null. */
-  claimDue(queue: string, claimTokens: ReadonlyArray<string>, nowMs: number, fence: ClaimFence | null): [string, unknown[]]
-  /** The statement and parameters acking `acks` (at least one) and claiming with `claimTokens` (at least one), fenced unless `fence` is null. */
-  ackAndClaimDue(queue: string, claimTokens: ReadonlyArray<string>, nowMs: number, acks: ReadonlyArray<ClaimRef>, fence: ClaimFence | null): [string, unknown[]]
+  /** The statement and parameters claiming with `claimTokens` (at least one), fenced by `fence` unless it is null, guarded as `guard` says. */
+  claimDue(queue: string, claimTokens: ReadonlyArray<string>, nowMs: number, fence: ClaimFence | null, guard: jobSql.ClaimGuard): [string, unknown[]]
+  /** The statement and parameters acking `acks` (at least one) and claiming with `claimTokens` (at least one), fenced unless `fence` is null, guarded as `guard` says. */
+  ackAndClaimDue(queue: string, claimTokens: ReadonlyArray<string>, nowMs: number, acks: ReadonlyArray<ClaimRef>, fence: ClaimFence | null, guard: jobSql.ClaimGuard): [string, unknown[]]
   takeDue(queues: ReadonlyArray<string> | null): string
   nextDue(queues: ReadonlyArray<string> | null): string
   /** The statement and parameters acking `claims` (at least one) at `nowMs`. */
@@ -54,23 +54,25 @@ export function makeJobTexts(schema: Schema): JobTexts {
   }
   const ackOne = jobSql.ackSql(schema)
   const ackBatch = jobSql.ackBatchSql(schema)
-  const claimDue = byCount((schema, tokens) => jobSql.claimDueSql(schema, tokens))
-  const claimDueFenced = byCount((schema, tokens) => jobSql.claimDueSql(schema, tokens, true))
-  const ackOneAndClaimDue = byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, true))
-  const ackSeveralAndClaimDue = byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, false))
-  const ackOneAndClaimDueFenced = byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, true, true))
-  const ackSeveralAndClaimDueFenced = byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, false, true))
+  // Each claim text in both guards (jobSql.ts's `ClaimGuard`).
+  const guarded = (make: (guard: jobSql.ClaimGuard) => (tokens: number) => string) => ({ admit: make('admit'), keyless: make('keyless') })
+  const claimDue = guarded((guard) => byCount((schema, tokens) => jobSql.claimDueSql(schema, tokens, false, guard)))
+  const claimDueFenced = guarded((guard) => byCount((schema, tokens) => jobSql.claimDueSql(schema, tokens, true, guard)))
+  const ackOneAndClaimDue = guarded((guard) => byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, true, false, guard)))
+  const ackSeveralAndClaimDue = guarded((guard) => byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, false, false, guard)))
+  const ackOneAndClaimDueFenced = guarded((guard) => byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, true, true, guard)))
+  const ackSeveralAndClaimDueFenced = guarded((guard) => byCount((schema, tokens) => jobSql.ackAndClaimDueSql(schema, tokens, false, true, guard)))
   return {
-    claimDue(queue, claimTokens, nowMs, fence) {
-      if (fence === null) return [claimDue(claimTokens.length), [queue, claimTokens, nowMs]]
-      return [claimDueFenced(claimTokens.length), [queue, claimTokens, nowMs, ...fenceValues(fence)]]
+    claimDue(queue, claimTokens, nowMs, fence, guard) {
+      if (fence === null) return [claimDue[guard](claimTokens.length), [queue, claimTokens, nowMs]]
+      return [claimDueFenced[guard](claimTokens.length), [queue, claimTokens, nowMs, ...fenceValues(fence)]]
     },
-    ackAndClaimDue(queue, claimTokens, nowMs, acks, fence) {
+    ackAndClaimDue(queue, claimTokens, nowMs, acks, fence, guard) {
       const [only] = acks
       const one = acks.length === 1 && only !== undefined
       const values = one ? [queue, claimTokens, nowMs, only.id, only.claimToken] : [queue, claimTokens, nowMs, acks.map((ack) => ack.id), acks.map((ack) => ack.claimToken)]
-      if (fence === null) return [(one ? ackOneAndClaimDue : ackSeveralAndClaimDue)(claimTokens.length), values]
-      return [(one ? ackOneAndClaimDueFenced : ackSeveralAndClaimDueFenced)(claimTokens.length), [...values, ...fenceValues(fence)]]
+      if (fence === null) return [(one ? ackOneAndClaimDue : ackSeveralAndClaimDue)[guard](claimTokens.length), values]
+      return [(one ? ackOneAndClaimDueFenced : ackSeveralAndClaimDueFenced)[guard](claimTokens.length), [...values, ...fenceValues(fence)]]
     },
     takeDue: byFilter(jobSql.takeDueSql),
     nextDue: byFilter(jobSql.nextDueSql),
