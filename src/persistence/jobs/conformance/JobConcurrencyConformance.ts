@@ -71,6 +71,20 @@ export function describeJobConcurrencyConformance(fixture: JobFixture): void {
       expect(await fixture.peer().claimDue({ queue, nowMs, claimTokens: tokens(4) })).toHaveLength(0)
     })
 
+    it('an ack riding on the first claim of a queue frees its key’s slot for that claim, whichever way the job was claimed', async () => {
+      const queue = fixture.queue('limit-riding-ack')
+      const [first, second] = await enqueue(queue, 2, limited('k', 1))
+      // A Matching delivery claims the first by id: the key is full.
+      const token = fixture.id('t')
+      expect((await store().claimMany({ claims: [{ id: first?.id as string, claimToken: token }], nowMs }))[0]?.kind).toBe('claimed')
+      // The queue's first claim from the store rides the first job's ack: the slot it frees takes the second.
+      const answer = await store().ackAndClaimDue({ acks: [{ id: first?.id as string, claimToken: token }], queue, nowMs, claimTokens: tokens(1) })
+      expect(answer.acked).toEqual([first?.id])
+      expect(answer.claimed.map((job) => job.id)).toEqual([second?.id])
+      expect(await processingOf(queue)).toBe(1)
+      expect(await claimDue(queue, 1)).toHaveLength(0)
+    })
+
     it('jobs without a key are never limited', async () => {
       const queue = fixture.queue('limit-unkeyed')
       await enqueue(queue, 6)

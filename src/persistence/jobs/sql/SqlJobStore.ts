@@ -298,12 +298,17 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       const acked = rows.find((row) => row.acked !== null)?.acked as string | string[] | undefined
       const ackedIds = acked === undefined ? [] : typeof acked === 'string' ? [acked] : acked
       if (guard === 'admit' || !keyedQueues.learn(queue, rows)) return { acked: ackedIds, claimed: claimedInOrder(rows) }
-      // A keyless claim that found the queue keyed claimed nothing, and its acks stand: claim
-      // under the guard. Its fence lost meanwhile, the acks are still answered (they committed).
+      // A keyless statement that found the queue keyed claimed nothing and acked only jobs
+      // without a key: the other acks go through the guarded ackMany (which frees their slots),
+      // then the claim runs under the guard. Its fence lost meanwhile, the acks are still
+      // answered (they committed).
+      const done = new Set(ackedIds)
+      const rest = acks.filter((ack) => !done.has(ack.id))
+      const allAcked = rest.length === 0 ? ackedIds : [...ackedIds, ...(await store.ackMany({ claims: rest, nowMs }))]
       try {
-        return { acked: ackedIds, claimed: await store.claimDue({ queue, nowMs, claimTokens, ...(fence === null ? {} : { fence }) }) }
+        return { acked: allAcked, claimed: await store.claimDue({ queue, nowMs, claimTokens, ...(fence === null ? {} : { fence }) }) }
       } catch (error) {
-        if (error instanceof OwnershipLost) return { acked: ackedIds, claimed: [] }
+        if (error instanceof OwnershipLost) return { acked: allAcked, claimed: [] }
         throw error
       }
     },

@@ -460,7 +460,11 @@ const claimedAsJsonMax = 16
  * `guard`: `ClaimGuard`; the `keyless` form answers `keyed_queue` on every row.
  */
 export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean, fenced = false, guard: ClaimGuard = 'admit'): string {
-  const gate = fenced ? ` AND ${fenceHeld}` : ''
+  // The guarded form frees the acks' slots in its admission (`freed`, which the claims may take
+  // again). The keyless form acks only jobs without a concurrency key, so it frees no slot and
+  // carries no slot CTE: a keyed job's ack is left for the guarded `ackMany`, which the store
+  // runs when this statement answers that the queue has slot rows (as it must, holding a keyed job).
+  const gate = `${fenced ? ` AND ${fenceHeld}` : ''}${guard === 'keyless' ? ' AND concurrency_key IS NULL' : ''}`
   const ack = oneAck
     ? `DELETE FROM ${schema.quoted}.jobs WHERE id = $4::text AND ${validClaimOf('$5::text', '$3::bigint')}${gate} RETURNING id, queue, concurrency_key`
     : `DELETE FROM ${schema.quoted}.jobs AS job USING unnest($4::text[], $5::text[]) AS claim(id, token)
@@ -468,7 +472,7 @@ export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boo
   return `
 WITH ${fenced ? `${fenceCte(schema, { queueKey: '$6', rangeId: '$7' })}, ` : ''}acked AS (
   ${ack}
-), ${guard === 'keyless' ? `${freeSlotsCtes(schema, 'SELECT queue, concurrency_key FROM acked')}, ` : ''}${claimHeadCtes(schema, headCount, fenced, 'acked', guard)}, claimed AS (
+), ${claimHeadCtes(schema, headCount, fenced, 'acked', guard)}, claimed AS (
   UPDATE ${schema.quoted}.jobs AS job
   SET ${claimHeadSet(schema, headCount)}
   ${claimedHeads(headCount)}
