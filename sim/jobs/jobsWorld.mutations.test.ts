@@ -24,16 +24,16 @@ const seedsMax = 100
 
 /** Each bug's first catching seed among 1…100 on memory (known-failing seeds skipped); null: none. */
 export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
-  ackAfterDeadline: 3,
-  doubleGrant: 6,
+  ackAfterDeadline: 10,
+  doubleGrant: 2,
   dropEnqueue: 1,
-  dropHandOver: 2,
+  dropHandOver: 1,
   stealPartitions: 1,
   ridingAckIgnoresToken: 74,
-  handOverTwice: 2,
-  handOverLost: 2,
-  enqueueManyDuplicateKey: 2,
-  stopAbandonsLocalQueue: 3,
+  handOverTwice: 1,
+  handOverLost: 1,
+  enqueueManyDuplicateKey: 3,
+  stopAbandonsLocalQueue: 10,
   heartbeatOnce: 1,
   lapseFromClaimTime: 2,
   // Not caught within 100 seeds: a lost due signal costs a job the wait for the next one-second
@@ -50,15 +50,20 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // Not caught within 100 seeds: no simulated worker enqueues, so no enqueue sets a claim aside
   // (test/jobsEagerDispatch.test.ts catches it on one engine).
   setAsideClaimLost: null,
-  drainedStaysDrained: 15,
+  drainedStaysDrained: 4,
   pauseIgnored: 1,
-  cancelKeepsClaim: 2,
-  refusalKeepsSignal: 18,
+  cancelKeepsClaim: 1,
+  refusalKeepsSignal: 42,
   // Not caught within 100 seeds: it needs a delivery retried across a store cut while another engine
   // takes the partition (src/jobs/JobsHistory.test.ts catches it on one engine).
   historyClaimUnfenced: null,
-  matchingFirstBlocksQueue: 75,
-  parkedPollNotArmed: 33,
+  // Not caught within 100 seeds: a claim left waiting behind a job with Matching is served by the
+  // next claim of its queue, or by a membership change that wakes the claims waiting for an
+  // owner, within the bound (the JobStore conformance suite's claimDue cases pin the order it breaks).
+  matchingFirstBlocksQueue: null,
+  // Not caught within 100 seeds: the claim parked with no line poll is served by the next pass of
+  // its queue within the bound in these worlds (DispatchMutations.test.ts shows the step it changes).
+  parkedPollNotArmed: null,
   // Not caught within 100 seeds: the lingering poll costs a claim and a release per kept-job hold
   // (100 ms) while a forwarded poll waits, and delays no job past the bound
   // (DispatchMachine.test.ts and DispatchMutations.test.ts show the step it changes).

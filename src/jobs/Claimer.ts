@@ -69,7 +69,7 @@ export async function claimNext(
     if (!hasRemote && route.owned.length === 0) {
       // Nobody serves the queue yet (membership is settling): wait a little and look again.
       if (overdue()) return null
-      await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
+      await runtime.driver.waitForOwner(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
       continue
     }
     if (!hasRemote || (mixed && turn % 2 === 0)) {
@@ -84,7 +84,7 @@ export async function claimNext(
     if (result.kind === 'claimed') return makeJobHandle(runtime, result.job)
     if (overdue()) return null
     // A refused poll (ownership moving, the owner closing or busy): look again shortly.
-    if (result.kind === 'refused') await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
+    if (result.kind === 'refused') await runtime.driver.waitForOwner(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
   }
 }
 

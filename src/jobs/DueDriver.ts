@@ -71,6 +71,14 @@ export interface DueDriver {
   waitForDelivery(queue: string, untilMs: number): Promise<WakeReason>
   /** Wakes the first `count` waiters of `queue` (default: all). */
   wake(queue: string, count?: number): void
+  /**
+   * Waits until `untilMs`, or until membership changes (`ownersChanged`), or the driver closes
+   * ('woken'): how a claim that found nobody serving its queue, or whose forwarded poll was
+   * refused, waits before it looks at the owners again.
+   */
+  waitForOwner(queue: string, untilMs: number): Promise<WakeReason>
+  /** Membership changed: wakes every `waitForOwner`, so those claims look at the new view now, not at their timers. */
+  ownersChanged(): void
   /** Resolves once no pass is running or requested. */
   idle(): Promise<void>
   /**
@@ -131,6 +139,8 @@ export interface DueDriverOptions {
 export function makeDueDriver(options: DueDriverOptions): DueDriver {
   const { jobStore, matching, clock } = options
   const waiters = new Map<string, Array<(reason: WakeReason) => void>>()
+  // Claims waiting for their queue to have an owner (or to retry a refused poll): woken by membership changes.
+  const ownerWaiters = new Map<string, Array<(reason: WakeReason) => void>>()
   let tail: Promise<void> = Promise.resolve()
   let requested: Promise<void> | null = null
   let passRunning = false
@@ -165,6 +175,29 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       if (!isMatchboxError(error)) throw error
       unreleased = [...unreleased, ...deliveries].slice(0, jobDeliveryUnreleasedMax)
     }
+  }
+
+  // A waiter of `queue` in `map`, until `untilMs` or woken; its entry goes with it, so queues
+  // nobody waits on keep none.
+  const addWaiter = (map: Map<string, Array<(reason: WakeReason) => void>>, queue: string, untilMs: number): Promise<WakeReason> => {
+    if (closed) return Promise.resolve('woken')
+    return new Promise((resolve) => {
+      let settled = false
+      const done = (reason: WakeReason) => {
+        if (settled) return
+        settled = true
+        cancel()
+        const list = map.get(queue)
+        const index = list?.indexOf(done) ?? -1
+        if (index >= 0) list?.splice(index, 1)
+        if (list?.length === 0) map.delete(queue)
+        resolve(reason)
+      }
+      const list = map.get(queue) ?? []
+      list.push(done)
+      map.set(queue, list)
+      const cancel = clock.setTimer(untilMs - clock.now(), () => done('timeout'))
+    })
   }
 
   const wakeWith = (queue: string, reason: WakeReason, count: number): void => {
@@ -372,28 +405,12 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       if (dueMs <= clock.now()) request(queue)
       else arm(dueMs)
     },
-    waitForDelivery(queue, untilMs) {
-      if (closed) return Promise.resolve('woken')
-      return new Promise((resolve) => {
-        let settled = false
-        const done = (reason: WakeReason) => {
-          if (settled) return
-          settled = true
-          cancel()
-          const list = waiters.get(queue)
-          const index = list?.indexOf(done) ?? -1
-          if (index >= 0) list?.splice(index, 1)
-          // The queue's entry goes with its last waiter, so queues nobody waits on keep none.
-          if (list?.length === 0) waiters.delete(queue)
-          resolve(reason)
-        }
-        const list = waiters.get(queue) ?? []
-        list.push(done)
-        waiters.set(queue, list)
-        const cancel = clock.setTimer(untilMs - clock.now(), () => done('timeout'))
-      })
-    },
+    waitForDelivery: (queue, untilMs) => addWaiter(waiters, queue, untilMs),
+    waitForOwner: (queue, untilMs) => addWaiter(ownerWaiters, queue, untilMs),
     wake,
+    ownersChanged: () => {
+      for (const list of [...ownerWaiters.values()]) for (const resolve of [...list]) resolve('woken')
+    },
     isQuiet: () => requested === null && !passRunning && (timer === null || timer.atMs > clock.now()),
     settled: () => tail,
     async idle() {
@@ -407,8 +424,9 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       timer?.cancel()
       timer = null
       for (const queue of waiters.keys()) wake(queue)
+      driver.ownersChanged()
       await tail
     },
   }
-  return registerSizes(driver, () => ({ dueWaiterQueues: waiters.size, dueSignalled: signalled.size, dueUnreleased: unreleased.length, dueAddsHeld: addsHeld.size }))
+  return registerSizes(driver, () => ({ dueWaiterQueues: waiters.size + ownerWaiters.size, dueSignalled: signalled.size, dueUnreleased: unreleased.length, dueAddsHeld: addsHeld.size }))
 }

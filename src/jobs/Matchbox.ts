@@ -278,8 +278,12 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     dispatchMachine: parts.dispatchMachine ?? dispatchMachine,
     ...(parts.onDispatchStep === undefined ? {} : { onDispatchStep: parts.onDispatchStep }),
   })
-  // A change of ownership: queues this engine just took over may have due rows.
-  const unsubscribeMembership = group?.membership.subscribe(() => driver.kick())
+  // A change of ownership: queues this engine just took over may have due rows, and claims that
+  // waited for their queue to have an owner look again at once.
+  const unsubscribeMembership = group?.membership.subscribe(() => {
+    driver.ownersChanged()
+    driver.kick()
+  })
   const subscription: Promise<(() => Promise<void>) | null> =
     group === undefined
       ? Promise.resolve(null)
