@@ -10,6 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock, type Matchbox, open } from '../src/index.ts'
+import { heldByKey } from './harness/heldByKey.ts'
 import { freshDatabase } from './harness/database.ts'
 
 const start = 1_700_000_000_000
@@ -35,24 +36,9 @@ describe('per-key concurrency limits across three engines (PostgreSQL)', () => {
     for (let n = 0; n < 6; n++) await q.enqueue({ key: 'y' }, { concurrencyKey: 'y' })
     for (let n = 0; n < 4; n++) await q.enqueue({ key: null })
     const total = 18
-    const running = new Map<string, number>()
-    const most = new Map<string, number>()
-    const gates: Array<() => void> = []
-    let done = 0
-    const stops = engines.map((engine) =>
-      engine.queue<{ key: string | null }>('tenants', { concurrencyPerKey: 2 }).work(
-        async (job) => {
-          const key = job.payload.key ?? 'none'
-          running.set(key, (running.get(key) ?? 0) + 1)
-          most.set(key, Math.max(most.get(key) ?? 0, running.get(key) ?? 0))
-          await new Promise<void>((resume) => gates.push(resume))
-          running.set(key, (running.get(key) ?? 0) - 1)
-          done++
-        },
-        { concurrency: 6 },
-      ),
-    )
-    for (let turn = 0; turn < 400 && done < total; turn++) {
+    const { handler, gates, most, done } = heldByKey<{ key: string | null }>((payload) => payload.key ?? 'none')
+    const stops = engines.map((engine) => engine.queue<{ key: string | null }>('tenants', { concurrencyPerKey: 2 }).work(handler, { concurrency: 6 }))
+    for (let turn = 0; turn < 400 && done() < total; turn++) {
       // Let claims and handovers land (a bounded number of idle turns) before deciding whether anything runs.
       const before = gates.length
       for (let idle = 0; idle < 2_000 && gates.length === before; idle++) await new Promise<void>((resolve) => setImmediate(resolve))
@@ -60,7 +46,7 @@ describe('per-key concurrency limits across three engines (PostgreSQL)', () => {
       if (next === undefined) clock.advance(1_000)
       else next()
     }
-    expect(done).toBe(total)
+    expect(done()).toBe(total)
     expect(most.get('x')).toBeLessThanOrEqual(2)
     expect(most.get('y')).toBeLessThanOrEqual(2)
     expect(most.get('x')).toBe(2)

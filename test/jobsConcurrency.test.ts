@@ -9,6 +9,7 @@
 import { describe, expect, it } from 'vitest'
 import { InvalidInput, ManualClock, type Matchbox, open } from '../src/index.ts'
 import { settle } from './harness/settle.ts'
+import { heldByKey } from './harness/heldByKey.ts'
 
 const start = 1_700_000_000_000
 
@@ -53,29 +54,16 @@ describe('jobs API: per-key concurrency limits', () => {
     const q = mb.queue<{ key: string }>('work', { concurrencyPerKey: 2 })
     for (let n = 0; n < 8; n++) await q.enqueue({ key: 'a' }, { concurrencyKey: 'a' })
     for (let n = 0; n < 3; n++) await q.enqueue({ key: 'b' }, { concurrencyKey: 'b' })
-    const running = new Map<string, number>()
-    const most = new Map<string, number>()
-    const gates: Array<() => void> = []
-    let done = 0
-    const stop = q.work(
-      async (job) => {
-        const key = job.payload.key
-        running.set(key, (running.get(key) ?? 0) + 1)
-        most.set(key, Math.max(most.get(key) ?? 0, running.get(key) ?? 0))
-        await new Promise<void>((resume) => gates.push(resume))
-        running.set(key, (running.get(key) ?? 0) - 1)
-        done++
-      },
-      { concurrency: 6 },
-    )
+    const { handler, gates, most, done } = heldByKey<{ key: string }>((payload) => payload.key)
+    const stop = q.work(handler, { concurrency: 6 })
     // Finish the running handlers one at a time; a scan's worth of time passes when none runs.
-    for (let turn = 0; turn < 200 && done < 11; turn++) {
+    for (let turn = 0; turn < 200 && done() < 11; turn++) {
       await settle(20)
       const next = gates.shift()
       if (next === undefined) clock.advance(1_000)
       else next()
     }
-    expect(done).toBe(11)
+    expect(done()).toBe(11)
     expect(most.get('a')).toBe(2)
     expect(most.get('b')).toBe(2)
     await stop()

@@ -32,6 +32,11 @@
  * jitter): the retry scan waits out each step and kicks in between only mark what to scan; the
  * first pass that succeeds ends the outage. Explicit `run()` calls (a lazy claim) still run.
  *
+ * Length: past 400 lines (about 420) because the driver's interface is mostly doc comments its
+ * callers need, and the pass, the timer, the outage back-off and the held queues share one
+ * driver's state and its one-pass-at-a-time order; the parts that need none of it — the waiter
+ * sets (QueueWaiters.ts) and how refused adds are given back (`sortRefusals`) — live apart.
+ *
  * Does not: decide anything about a job (the store's statements do), or run sweeps.
  */
 import { isMatchboxError } from '../domain/errors.ts'
@@ -42,11 +47,12 @@ import { dueQueuesPerScanMax, jobDeliveryBatchMax, jobDeliveryRefusedRetryMs, jo
 import type { MatchingHost } from '../actors/MatchingHost.ts'
 import type { DueJob, JobStore } from '../persistence/jobs/JobStore.ts'
 import { makeOutageBackoff } from './OutageBackoff.ts'
+import { makeQueueWaiters, type WakeReason } from './QueueWaiters.ts'
 import { jobTaskKind } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType, type QueueRouting } from './QueueRouting.ts'
 
-/** Why a wait for delivery ended. */
-export type WakeReason = 'delivered' | 'woken' | 'timeout'
+// Why a wait for delivery ended (QueueWaiters.ts).
+export type { WakeReason } from './QueueWaiters.ts'
 
 /** The delivery driver of one engine. */
 export interface DueDriver {
@@ -132,15 +138,52 @@ export interface DueDriverOptions {
   readonly onDefect?: (defect: unknown) => void
 }
 
+/** A reservation to confirm or give back: the row's id at the revision the pass saw. */
+type Delivery = { readonly id: string; readonly revision: number }
+
+/**
+ * What the Matching adds a pass refused (`added`, in `due`'s order) give back, judged at `nowMs`.
+ * A refusal that wrote nothing (a partition that lost its range, is unloading or waits out its
+ * restart delay) gives its job back due now (`dueNow`, per queue), so claims anywhere take it
+ * straight from the store, and holds its queue's adds (`holds`) until the refusal ends (its
+ * `retryAtMs`, at most `jobDeliveryRefusedRetryMs`), so the partition is not hammered. An add
+ * that may have committed gives its job back a refusal retry later (`later`): if it did commit,
+ * the job has two tasks and History answers the second already-started or obsolete. Only a
+ * crash leaves the full reservation. Failures that are not store errors are left to the caller.
+ */
+function sortRefusals(due: ReadonlyArray<DueJob>, added: ReadonlyArray<PromiseSettledResult<unknown>>, nowMs: number): {
+  readonly dueNow: ReadonlyMap<string, ReadonlyArray<Delivery>>
+  readonly later: ReadonlyArray<Delivery>
+  readonly holds: ReadonlyMap<string, number>
+} {
+  const dueNow = new Map<string, Delivery[]>()
+  const later: Delivery[] = []
+  const holds = new Map<string, number>()
+  due.forEach((job, index) => {
+    const result = added[index]
+    if (result?.status !== 'rejected' || !isMatchboxError(result.reason)) return
+    const delivery = { id: job.id, revision: job.revision }
+    if (result.reason._tag === 'Unavailable' && result.reason.maybeCommitted) return void later.push(delivery)
+    const endsAtMs = result.reason._tag === 'Unavailable' ? result.reason.retryAtMs : undefined
+    const untilMs = Math.min(nowMs + jobDeliveryRefusedRetryMs, Math.max(nowMs, endsAtMs ?? Number.POSITIVE_INFINITY))
+    holds.set(job.queue, Math.max(holds.get(job.queue) ?? 0, untilMs))
+    const list = dueNow.get(job.queue)
+    if (list === undefined) dueNow.set(job.queue, [delivery])
+    else list.push(delivery)
+  })
+  return { dueNow, later, holds }
+}
+
 /**
  * Starts a driver (it arms its first scan at once). Past 120 lines because the pass, the timer,
  * the waiters and the outage back-off share one driver's state and ordering (one pass at a time).
  */
 export function makeDueDriver(options: DueDriverOptions): DueDriver {
   const { jobStore, matching, clock } = options
-  const waiters = new Map<string, Array<(reason: WakeReason) => void>>()
-  // Claims waiting for their queue to have an owner (or to retry a refused poll): woken by membership changes.
-  const ownerWaiters = new Map<string, Array<(reason: WakeReason) => void>>()
+  // Claims waiting for a delivery, and claims waiting for their queue to have an owner (or to
+  // retry a refused poll), which membership changes wake.
+  const deliveries = makeQueueWaiters(clock, () => closed)
+  const owners = makeQueueWaiters(clock, () => closed)
   let tail: Promise<void> = Promise.resolve()
   let requested: Promise<void> | null = null
   let passRunning = false
@@ -159,7 +202,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
   // Reservations of failed adds that could not be given back because the store failed as well:
   // given back at the start of the next pass, so a brief outage does not hold those jobs for a
   // whole reservation. A stale one is harmless: the release is revision-guarded.
-  let unreleased: Array<{ readonly id: string; readonly revision: number }> = []
+  let unreleased: Delivery[] = []
 
   // Queues whose adds Matching refused, until the refusal ends: passes take none of their due
   // rows for Matching before then (claims still take them from the store).
@@ -168,45 +211,16 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     addsHeld.set(queue, Math.max(addsHeld.get(queue) ?? 0, untilMs))
   }
 
-  const release = async (deliveries: ReadonlyArray<{ readonly id: string; readonly revision: number }>, dueMs = now() + jobDeliveryRefusedRetryMs): Promise<void> => {
+  const release = async (given: ReadonlyArray<Delivery>, dueMs = now() + jobDeliveryRefusedRetryMs): Promise<void> => {
     try {
-      await jobStore.releaseDelivered({ deliveries, dueMs })
+      await jobStore.releaseDelivered({ deliveries: given, dueMs })
     } catch (error) {
       if (!isMatchboxError(error)) throw error
-      unreleased = [...unreleased, ...deliveries].slice(0, jobDeliveryUnreleasedMax)
+      unreleased = [...unreleased, ...given].slice(0, jobDeliveryUnreleasedMax)
     }
   }
 
-  // A waiter of `queue` in `map`, until `untilMs` or woken; its entry goes with it, so queues
-  // nobody waits on keep none.
-  const addWaiter = (map: Map<string, Array<(reason: WakeReason) => void>>, queue: string, untilMs: number): Promise<WakeReason> => {
-    if (closed) return Promise.resolve('woken')
-    return new Promise((resolve) => {
-      let settled = false
-      const done = (reason: WakeReason) => {
-        if (settled) return
-        settled = true
-        cancel()
-        const list = map.get(queue)
-        const index = list?.indexOf(done) ?? -1
-        if (index >= 0) list?.splice(index, 1)
-        if (list?.length === 0) map.delete(queue)
-        resolve(reason)
-      }
-      const list = map.get(queue) ?? []
-      list.push(done)
-      map.set(queue, list)
-      const cancel = clock.setTimer(untilMs - clock.now(), () => done('timeout'))
-    })
-  }
-
-  const wakeWith = (queue: string, reason: WakeReason, count: number): void => {
-    const list = waiters.get(queue)
-    if (list === undefined) return
-    for (const resolve of list.splice(0, count)) resolve(reason)
-    if (list.length === 0) waiters.delete(queue)
-  }
-  const wake = (queue: string, count = Number.POSITIVE_INFINITY): void => wakeWith(queue, 'woken', count)
+  const wake = (queue: string, count = Number.POSITIVE_INFINITY): void => deliveries.wake(queue, 'woken', count)
 
   const arm = (atMs: number): void => {
     if (closed || (timer !== null && timer.atMs <= atMs)) return
@@ -234,27 +248,11 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       ),
     )
     const delivered = due.filter((_, index) => added[index]?.status === 'fulfilled')
-    // A refused add gives its reservation back at once when nothing was written (a partition
-    // that lost its range, is unloading or waits out its restart delay): the job is due now, so
-    // claims anywhere take it straight from the store, and this driver adds none of its queue
-    // until the refusal ends (its `retryAtMs`, at most a second), so it does not hammer the
-    // partition. An add that may have committed gives its job back a second later instead: if
-    // it did commit, the job has two tasks and History answers the second already-started or
-    // obsolete. Only a crash leaves the full reservation.
-    const dueNow = new Map<string, Array<{ readonly id: string; readonly revision: number }>>()
-    const later: Array<{ readonly id: string; readonly revision: number }> = []
-    due.forEach((job, index) => {
-      const result = added[index]
-      if (result?.status !== 'rejected' || !isMatchboxError(result.reason)) return
-      const delivery = { id: job.id, revision: job.revision }
-      if (result.reason._tag === 'Unavailable' && result.reason.maybeCommitted) return void later.push(delivery)
-      const endsAtMs = result.reason._tag === 'Unavailable' ? result.reason.retryAtMs : undefined
-      holdAdds(job.queue, Math.min(now() + jobDeliveryRefusedRetryMs, Math.max(now(), endsAtMs ?? Number.POSITIVE_INFINITY)))
-      dueNow.set(job.queue, [...(dueNow.get(job.queue) ?? []), delivery])
-    })
-    if (later.length > 0) await release(later)
-    for (const [queue, deliveries] of dueNow) {
-      await release(deliveries, now())
+    const refused = sortRefusals(due, added, now())
+    for (const [queue, untilMs] of refused.holds) holdAdds(queue, untilMs)
+    if (refused.later.length > 0) await release(refused.later)
+    for (const [queue, given] of refused.dueNow) {
+      await release(given, now())
       options.onGivenBack?.(queue, now())
       request(queue)
     }
@@ -262,7 +260,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     if (delivered.length > 0) await jobStore.confirmDelivered({ deliveries: delivered.map((job) => ({ id: job.id, revision: job.revision })) })
     const perQueue = new Map<string, number>()
     for (const job of delivered) perQueue.set(job.queue, (perQueue.get(job.queue) ?? 0) + 1)
-    for (const [queue, count] of perQueue) wakeWith(queue, 'delivered', count)
+    for (const [queue, count] of perQueue) deliveries.wake(queue, 'delivered', count)
   }
 
   // The queues this pass delivers: null for all; with routing, the owned ones among those
@@ -405,12 +403,10 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       if (dueMs <= clock.now()) request(queue)
       else arm(dueMs)
     },
-    waitForDelivery: (queue, untilMs) => addWaiter(waiters, queue, untilMs),
-    waitForOwner: (queue, untilMs) => addWaiter(ownerWaiters, queue, untilMs),
+    waitForDelivery: (queue, untilMs) => deliveries.wait(queue, untilMs),
+    waitForOwner: (queue, untilMs) => owners.wait(queue, untilMs),
     wake,
-    ownersChanged: () => {
-      for (const list of [...ownerWaiters.values()]) for (const resolve of [...list]) resolve('woken')
-    },
+    ownersChanged: () => owners.wakeAll('woken'),
     isQuiet: () => requested === null && !passRunning && (timer === null || timer.atMs > clock.now()),
     settled: () => tail,
     async idle() {
@@ -423,10 +419,10 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
       closed = true
       timer?.cancel()
       timer = null
-      for (const queue of waiters.keys()) wake(queue)
-      driver.ownersChanged()
+      deliveries.wakeAll('woken')
+      owners.wakeAll('woken')
       await tail
     },
   }
-  return registerSizes(driver, () => ({ dueWaiterQueues: waiters.size + ownerWaiters.size, dueSignalled: signalled.size, dueUnreleased: unreleased.length, dueAddsHeld: addsHeld.size }))
+  return registerSizes(driver, () => ({ dueWaiterQueues: deliveries.size() + owners.size(), dueSignalled: signalled.size, dueUnreleased: unreleased.length, dueAddsHeld: addsHeld.size }))
 }
