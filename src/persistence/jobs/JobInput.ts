@@ -14,7 +14,7 @@ import { type JsonValue, validateJson } from '../../domain/Json.ts'
 import { makeQueueKey, validateName } from '../../domain/QueueKey.ts'
 import { validatePriority } from '../../domain/Task.ts'
 import { ackBatchSizeMax, enqueueBatchBytesMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax, jobProgressBytesMax } from '../../kernel/Limits.ts'
-import type { ClaimFence, ClaimRef, JobState, NewJob, SqlClient } from './JobStore.ts'
+import type { ClaimFence, ClaimRef, JobState, NewJob, RateLimit, SqlClient } from './JobStore.ts'
 
 const durationMsMax = jobDurationSMax * 1000
 
@@ -113,8 +113,42 @@ export function checkNewJob(job: NewJob, field = 'job'): NewJob {
     key: checkKey(`${field}.key`, job.key),
     ...checkFairness(field, job),
     ...checkConcurrency(field, job),
+    ...checkRates(field, job),
   }
 }
+
+/**
+ * The bounds of a rate limit: past a million a second no database starts that many jobs, and
+ * the bound keeps a bucket's arithmetic far inside a double's exact range.
+ */
+export const ratePerSecondMax = 1_000_000
+export const rateBurstMax = 1_000_000
+
+/** A rate limit: `{ perSecond, burst }`, perSecond finite in (0, 1,000,000], burst a whole number 1…1,000,000. */
+export function checkRateLimit(field: string, value: unknown): RateLimit {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInput({ field, reason: 'must be an object { perSecond, burst }' })
+  const { perSecond, burst, ...rest } = value as Record<string, unknown>
+  const unknown = Object.keys(rest)
+  if (unknown.length > 0) throw new InvalidInput({ field: `${field}.${unknown[0]}`, reason: 'is not an option (perSecond, burst)' })
+  if (typeof perSecond !== 'number' || !Number.isFinite(perSecond) || perSecond <= 0 || perSecond > ratePerSecondMax) {
+    throw new InvalidInput({ field: `${field}.perSecond`, reason: `must be a finite number above 0, at most ${ratePerSecondMax}` })
+  }
+  if (typeof burst !== 'number' || !Number.isSafeInteger(burst) || burst < 1 || burst > rateBurstMax) {
+    throw new InvalidInput({ field: `${field}.burst`, reason: `must be a whole number from 1 to ${rateBurstMax}` })
+  }
+  return { perSecond, burst }
+}
+
+// A job's rate limits, resolved: absent when not given (its record keeps the shape it had).
+function checkRates(field: string, job: NewJob): { rateLimit?: RateLimit; rateLimitPerKey?: RateLimit } {
+  return {
+    ...(job.rateLimit === undefined || job.rateLimit === null ? {} : { rateLimit: checkRateLimit(`${field}.rateLimit`, job.rateLimit) }),
+    ...(job.rateLimitPerKey === undefined || job.rateLimitPerKey === null ? {} : { rateLimitPerKey: checkRateLimit(`${field}.rateLimitPerKey`, job.rateLimitPerKey) }),
+  }
+}
+
+/** Whether a job carries a rate limit. */
+export const isRated = (job: NewJob): boolean => (job.rateLimit ?? null) !== null || (job.rateLimitPerKey ?? null) !== null
 
 /**
  * The most jobs of one concurrency key a queue may let process at once: a limit is for keeping a

@@ -87,6 +87,19 @@
  * job. SQL stores hold each key's count in a row the claim locks (migration 011), so the bound
  * holds across connections and engines.
  *
+ * Rate limits: a job may carry its queue's rate limit and its per-key rate limit (`RateLimit`;
+ * the latest enqueue that gives one sets the queue's, or the key's). Every claim — `claim`,
+ * `claimMany`, `claimDue`, `ackAndClaimDue`, a lapsed claim's too — takes one token of the
+ * queue's bucket and one of the bucket of the job's fairness key (jobs without one share one
+ * bucket); a bucket refills at `perSecond` up to `burst`, by the callers' `nowMs`, and a `nowMs`
+ * earlier than one it has seen refills nothing. A claim never claims a job whose bucket has no
+ * whole token: `claimDue` takes other keys' jobs instead (a batch may come back short), `claim`
+ * answers `obsolete` ('limited') and makes the job due when its bucket next holds a token,
+ * `takeDue` passes over jobs of empty buckets, and `nextDueMs` includes a bucket's next token,
+ * so a due-time driver comes back then. A queue with buckets never gets a job inserted claimed by
+ * `enqueue`. SQL stores hold each bucket in a row the claim locks (migration 012), so across
+ * engines at most burst + perSecond × (the span of their clocks' times) jobs start in any span.
+ *
  * Time: every operation takes `nowMs` from the caller (whole epoch ms); no store reads a clock.
  * Length: past 400 lines because the contract is one interface, each operation with the doc
  * comment that states its rules; splitting it would split the contract.
@@ -145,6 +158,20 @@ export interface NewJob extends JobStamps {
    * enqueue of the key sets it.
    */
   readonly concurrencyLimit?: number
+  /**
+   * The queue's rate limit (jobs started per second, across every engine): absent or null = this
+   * enqueue sets none. The limit is the queue's, not the job's: the latest enqueue that gives one
+   * sets it; see "Rate limits" in the file header.
+   */
+  readonly rateLimit?: RateLimit | null
+  /** The per-key rate limit, each fairness key (unkeyed jobs sharing one implicit key) with a bucket of its own; as `rateLimit`. */
+  readonly rateLimitPerKey?: RateLimit | null
+}
+
+/** A token bucket's limit: `perSecond` tokens a second (> 0, finite, ≤ 1,000,000), at most `burst` (a whole number 1…1,000,000) held. */
+export interface RateLimit {
+  readonly perSecond: number
+  readonly burst: number
 }
 
 /** A fairness key's stride for a weight: how far one job moves the key's pass. */

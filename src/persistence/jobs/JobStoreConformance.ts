@@ -19,6 +19,7 @@
  * - conformance/JobHistoryConformance.ts — every attempt's error (bounded) and the progress value;
  * - conformance/JobFairnessConformance.ts — fairness keys: weighted stride order, FIFO within a key.
  * - conformance/JobConcurrencyConformance.ts — per-key concurrency limits: held by every claim, across two stores, freed by every exit from processing.
+ * - conformance/JobRateLimitConformance.ts — rate limits: token buckets per queue and per fairness key, taken by every claim, across two stores, by the callers' clocks.
  *
  * The suite opens one job store — with the Matching store beside it, whose acquires move the
  * ranges claims are fenced by — through the binding's `open` before its tests and closes it after;
@@ -40,6 +41,7 @@ import { describeJobRulesConformance } from './conformance/JobRulesConformance.t
 import { describeJobScheduleConformance } from './conformance/JobScheduleConformance.ts'
 import { describeJobFairnessConformance } from './conformance/JobFairnessConformance.ts'
 import { describeJobConcurrencyConformance } from './conformance/JobConcurrencyConformance.ts'
+import { describeJobRateLimitConformance } from './conformance/JobRateLimitConformance.ts'
 import { describeJobFenceConformance } from './conformance/JobFenceConformance.ts'
 import { describeJobReleaseConformance } from './conformance/JobReleaseConformance.ts'
 import { describeJobPauseConformance } from './conformance/JobPauseConformance.ts'
@@ -103,5 +105,6 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
     describeJobReleaseConformance(fixture)
     describeJobFairnessConformance(fixture)
     describeJobConcurrencyConformance(fixture)
+    describeJobRateLimitConformance(fixture)
   })
 }

@@ -5,7 +5,8 @@
  * Owns: live rows (pending, processing) and dead rows in two maps, as the SQL store keeps two
  * tables (schedules and leases live in MemoryJobSchedules.ts, the admin reads in MemoryJobAdmin.ts,
  * the pause operations in MemoryJobPauses.ts over the map of paused queues every claim here reads,
- * the per-key concurrency guard every claim here asks in MemoryConcurrencySlots.ts). Every operation validates first
+ * the per-key concurrency guard every claim here asks in MemoryConcurrencySlots.ts, the rate
+ * guard in MemoryRateBuckets.ts). Every operation validates first
  * (JobInput.ts), then runs to completion synchronously inside its promise, so each one is atomic
  * as the SQL statements are.
  *
@@ -43,8 +44,10 @@ import {
   checkTokens,
   checkStack,
   checkTime,
+  isRated,
 } from './JobInput.ts'
 import { makeMemorySlots } from './MemoryConcurrencySlots.ts'
+import { makeMemoryBuckets } from './MemoryRateBuckets.ts'
 import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.ts'
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemoryJobPauses } from './MemoryJobPauses.ts'
@@ -60,6 +63,8 @@ interface LiveRow {
   fairPass?: number
   /** A limited job's concurrency key (JobStore.ts's "Concurrency keys"); absent without one. */
   concurrencyKey?: string
+  /** A keyed job's fairness key, whose rate bucket its claims take from (MemoryRateBuckets.ts); absent without one. */
+  fairnessKey?: string
   /** Set by every claim: the claim order key it displaced, which `release` restores. */
   unclaimed?: { readonly dueMs: number | null; readonly readySeq: number }
 }
@@ -110,7 +115,11 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     const record = insertedJobRecord(job, nowMs, null, copy(job.payload))
     const dueMs = Math.max(job.runAtMs, nowMs)
     const row: LiveRow = { job: record, dueMs, readySeq: ++readySeq, revision: 1 }
-    if (job.fairnessKey !== undefined && job.fairnessKey !== null) row.fairPass = nextPass(job, dueMs)
+    if (job.fairnessKey !== undefined && job.fairnessKey !== null) {
+      row.fairPass = nextPass(job, dueMs)
+      row.fairnessKey = job.fairnessKey
+    }
+    buckets.setLimits(job, nowMs)
     if (job.concurrencyKey !== undefined && job.concurrencyKey !== null) {
       row.concurrencyKey = job.concurrencyKey
       slots.setLimit(job.queue, job.concurrencyKey, job.concurrencyLimit as number)
@@ -177,6 +186,12 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         slots.park(row, nowMs)
         return { kind: 'obsolete', reason: 'limited' }
       }
+      if (!buckets.take(row, nowMs)) {
+        // Due again at its next token, as rateSql.ts's `parkRatedSql` makes it.
+        row.dueMs = buckets.parkUntil(row, nowMs)
+        row.revision++
+        return { kind: 'obsolete', reason: 'limited' }
+      }
       return { kind: 'claimed', job: copy(claimRow(row, claimToken, nowMs)) }
     }
     if (isExhausted(job, nowMs)) {
@@ -225,7 +240,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     // later, finds the job started (or gone) and ends.
     const held = slots.held()
     const head = [...live.values()]
-      .filter((row) => row.job.queue === queue && (row.dueMs === null || row.dueMs <= nowMs) && isClaimable(row.job, nowMs) && slots.hasRoom(row, held))
+      .filter((row) => row.job.queue === queue && (row.dueMs === null || row.dueMs <= nowMs) && isClaimable(row.job, nowMs) && slots.hasRoom(row, held) && buckets.hasToken(row, nowMs))
       .sort(claimOrder)
       .slice(0, tokens.length)
     const admitted = head.filter((row) => {
@@ -233,10 +248,13 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       slots.take(row, held)
       return true
     })
-    return admitted.map((row, index) => copy(claimRow(row, tokens[index] as string, nowMs)))
+    // Then the rate guard over what the concurrency guard admitted, in claim order (rateSql.ts).
+    const started = admitted.filter((row) => buckets.take(row, nowMs))
+    return started.map((row, index) => copy(claimRow(row, tokens[index] as string, nowMs)))
   }
 
   const slots = makeMemorySlots(live)
+  const buckets = makeMemoryBuckets()
 
   const refuseTx = (tx: unknown): void => {
     if (tx !== undefined) throw new InvalidInput({ field: 'tx', reason: 'needs a PostgreSQL store; the memory store has no transaction to join' })
@@ -258,10 +276,12 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     async enqueue(params, tx) {
       refuseTx(tx)
       const { job, nowMs, claimToken, fence } = checkEnqueue(params)
-      // A limited job is inserted pending, its claim token and the fence guarding it dropped.
-      const limited = job.concurrencyKey !== undefined && job.concurrencyKey !== null
+      // A limited or rated job is inserted pending, its claim token and the fence guarding it
+      // dropped; any other job of a queue with rate buckets is inserted pending (its fence held).
+      const limited = (job.concurrencyKey !== undefined && job.concurrencyKey !== null) || isRated(job)
       if (!limited) holdFence(fence)
       const record = insert(job, nowMs)
+      if (buckets.hasBuckets(job.queue)) return record
       // Inserted claimed (not a key's holder, not in a paused queue, not limited): as `claim` leaves a row.
       return claimToken === null || record.id !== job.id || paused.has(job.queue) || limited ? record : copy(claimRow(live.get(job.id) as LiveRow, claimToken, nowMs))
     },
@@ -456,7 +476,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       // A pending job of a key at its limit is passed over, as the SQL statement does.
       const held = slots.held()
       const due = [...live.values()]
-        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue) && slots.hasRoom(row, held))
+        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue) && slots.hasRoom(row, held) && buckets.hasToken(row, nowMs))
         .sort(claimOrder)
         .slice(0, limit)
       return due.map((row): DueJob => {
@@ -508,7 +528,9 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         if (row.dueMs === null || row.dueMs <= nowMs || isExpired(row.job, nowMs) || paused.has(row.job.queue) || (queues !== null && !queues.includes(row.job.queue))) continue
         if (next === null || row.dueMs < next) next = row.dueMs
       }
-      return next
+      // A queue whose buckets are empty is due again at its next token.
+      const token = buckets.nextTokenMs(queues, nowMs, (queue) => paused.has(queue))
+      return next === null || (token !== null && token < next) ? token : next
     },
 
     async dueQueues(params) {

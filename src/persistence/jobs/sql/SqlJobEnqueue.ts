@@ -23,7 +23,7 @@ import { enqueueBatchBytesMax, enqueueBatchSizeMax, jobStatsRefreshRowsFirst, jo
 import { toDriverError } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { type SqlSession, toStoreError } from '../../sql/SqlSession.ts'
-import { checkEnqueue, checkNewJobs, checkTime, checkTx } from '../JobInput.ts'
+import { checkEnqueue, checkNewJobs, checkTime, checkTx, isRated } from '../JobInput.ts'
 import { type EnqueuedJob, fairnessStride, insertedJobRecord, type JobStore, type NewJob, type SqlClient } from '../JobStore.ts'
 import { fenceRefusal, fenceValues } from './claimFenceSql.ts'
 import { decodeEnqueued, decodeJob, enqueueManyParams, enqueueParams, enqueuePayloadParam } from './jobRows.ts'
@@ -47,6 +47,15 @@ function txError(operation: string, error: unknown): unknown {
   return toStoreError(operation, false, driverError)
 }
 
+// A rated enqueue's five rate parameters (rateSql.ts's `bucketRowCte`): each limit's two, or nulls, then the job's bucket key.
+const rateValues = (job: NewJob): unknown[] => [
+  job.rateLimit?.perSecond ?? null,
+  job.rateLimit?.burst ?? null,
+  job.rateLimitPerKey?.perSecond ?? null,
+  job.rateLimitPerKey?.burst ?? null,
+  job.fairnessKey ?? '',
+]
+
 // Where two jobs of a batch compete for one key.
 const keyOf = (job: NewJob): string => JSON.stringify([job.queue, job.key])
 
@@ -58,14 +67,14 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
     analyze: `ANALYZE ${schema.quoted}.jobs`,
   }
   const { validated } = session
-  // enqueueSql's forms, by (fenced, fair, limited); a limited insert is never fenced (see `enqueue`).
+  // enqueueSql's forms, by (fenced, fair, limited, rated); a limited or rated insert is never fenced (see `enqueue`).
   const enqueueTexts = new Map<string, string>()
-  for (const fenced of [false, true]) for (const fair of [false, true]) for (const limited of fenced ? [false] : [false, true]) {
-    enqueueTexts.set(`${fenced}/${fair}/${limited}`, jobSql.enqueueSql(schema, fenced, fair, limited))
+  for (const fenced of [false, true]) for (const fair of [false, true]) for (const limited of fenced ? [false] : [false, true]) for (const rated of fenced ? [false] : [false, true]) {
+    enqueueTexts.set(`${fenced}/${fair}/${limited}/${rated}`, jobSql.enqueueSql(schema, fenced, fair, limited, rated))
   }
-  const enqueueText = (fenced: boolean, fair: boolean, limited: boolean): string => {
-    const text = enqueueTexts.get(`${fenced}/${fair}/${limited}`)
-    assert(text !== undefined, 'a limited enqueue is never fenced')
+  const enqueueText = (fenced: boolean, fair: boolean, limited: boolean, rated: boolean): string => {
+    const text = enqueueTexts.get(`${fenced}/${fair}/${limited}/${rated}`)
+    assert(text !== undefined, 'a limited or rated enqueue is never fenced')
     return text
   }
 
@@ -100,12 +109,14 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
       checkTx('tx', tx)
       // A limited job is inserted pending, so that its claim goes through the key's guard: a
       // claim token (and the fence that guards it) is dropped, as a paused queue drops it.
+      // So is a rated job: its claim takes its buckets' tokens.
       const limited = job.concurrencyKey === undefined || job.concurrencyKey === null ? [] : [job.concurrencyKey, job.concurrencyLimit]
-      const claimToken = limited.length === 0 ? checked.claimToken : null
-      const fence = limited.length === 0 ? checked.fence : null
+      const rated = isRated(job) ? rateValues(job) : []
+      const claimToken = limited.length === 0 && rated.length === 0 ? checked.claimToken : null
+      const fence = claimToken === null ? null : checked.fence
       const fair = job.fairnessKey === undefined || job.fairnessKey === null ? [] : [job.fairnessKey, fairnessStride(job.fairnessWeight ?? 1)]
-      const values = [...enqueueParams(job, nowMs, dueChannel, claimToken), ...(fence === null ? [] : fenceValues(fence)), ...fair, ...limited]
-      const text = enqueueText(fence !== null, fair.length > 0, limited.length > 0)
+      const values = [...enqueueParams(job, nowMs, dueChannel, claimToken), ...(fence === null ? [] : fenceValues(fence)), ...fair, ...limited, ...rated]
+      const text = enqueueText(fence !== null, fair.length > 0, limited.length > 0, rated.length > 0)
       for (let attempt = 1; ; attempt++) {
         const rows = await runOn(tx, 'enqueue', text, values)
         assert(rows.length <= 1, `enqueue of ${job.id} returned ${rows.length} rows`)

@@ -82,6 +82,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     claimManyFenced: jobSql.claimManySql(schema, true),
     buryExhaustedOne: jobSql.buryExhaustedOneSql(schema),
     parkLimited: jobSql.parkLimitedClaimSql(schema),
+    parkRated: jobSql.parkRatedClaimSql(schema),
     claimState: jobSql.claimStateSql(schema),
     heartbeat: jobSql.heartbeatSql(schema),
     ack: jobSql.ackSql(schema),
@@ -146,6 +147,9 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
       // Claimable but for its key's limit: due again at the next scan (JobStore.ts).
       const [limited] = await write('claim', sql.parkLimited, [id, nowMs, jobDueScanIntervalMs])
       if (limited !== undefined) return { kind: 'obsolete', reason: 'limited' }
+      // Claimable but for its buckets' tokens: due again at its next token (JobStore.ts).
+      const [rated] = await write('claim', sql.parkRated, [id, nowMs])
+      if (rated !== undefined) return { kind: 'obsolete', reason: 'limited' }
       const [found] = await read('claim', sql.claimState, [id])
       if (found === undefined) return { kind: 'obsolete', reason: 'missing' }
       if (found.state === 'dead') return { kind: 'obsolete', reason: 'dead' }

@@ -60,13 +60,20 @@ export interface AdmitOptions {
   readonly order: string
   /** A CTE of (queue, concurrency_key) rows the same statement moves out of processing (acks), whose slots the claim may take. */
   readonly freed?: string
+  /**
+   * CTEs placed after `admitted` (rateSql.ts's admission of what this one admitted), and the one
+   * of them holding the rows the statement claims: `slot_taken` counts those, so a row this guard
+   * admitted but a later one refused takes no slot.
+   */
+  readonly then?: { readonly ctes: string; readonly claimed: string }
 }
 
 /**
  * The CTEs `slot_locked`, `admitted` and `slot_taken`: `admitted` is the candidates a claim may
  * take — every unkeyed row and every lapsed (processing) one, and of each key's pending rows, in
  * `order`, as many as its limit leaves room for after the key's current count (read through the
- * lock) less the rows `freed` gives back; `slot_taken` writes each key's new count once. A key
+ * lock) less the rows `freed` gives back; `slot_taken` writes each key's new count once (of the
+ * rows `then.claimed` names, when later CTEs narrow `admitted` down). A key
  * whose slot row is missing admits nothing (every keyed enqueue creates it).
  */
 export function admitCtes(schema: Schema, options: AdmitOptions): string {
@@ -90,10 +97,10 @@ export function admitCtes(schema: Schema, options: AdmitOptions): string {
   ) AS c
   JOIN slot_locked AS slot ON slot.queue = c.queue AND slot.concurrency_key = c.concurrency_key
   WHERE c.key_rank <= slot.concurrency_limit - (slot.held - slot.freed)
-), slot_taken AS (
+), ${options.then === undefined ? '' : `${options.then.ctes}, `}slot_taken AS (
   UPDATE ${slotsTable(schema)} AS slot SET held = locked.held - locked.freed + COALESCE(taken.taken, 0)
   FROM slot_locked AS locked
-  LEFT JOIN (SELECT c.queue, c.concurrency_key, count(*)::integer AS taken FROM admitted AS c WHERE ${limited} GROUP BY c.queue, c.concurrency_key) AS taken
+  LEFT JOIN (SELECT c.queue, c.concurrency_key, count(*)::integer AS taken FROM ${options.then?.claimed ?? 'admitted'} AS c WHERE ${limited} GROUP BY c.queue, c.concurrency_key) AS taken
     ON taken.queue = locked.queue AND taken.concurrency_key = locked.concurrency_key
   WHERE slot.queue = locked.queue AND slot.concurrency_key = locked.concurrency_key AND (locked.freed > 0 OR taken.taken > 0)
   RETURNING slot.queue

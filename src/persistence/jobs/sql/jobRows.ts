@@ -147,6 +147,9 @@ export const enqueueManyParams = (jobs: ReadonlyArray<NewJob>, nowMs: number, du
       job_key: job.key ?? null,
       // Only a limited job names its concurrency key: an unlimited one's document is as before.
       ...(job.concurrencyKey === undefined || job.concurrencyKey === null ? {} : { concurrency_key: job.concurrencyKey, concurrency_limit: job.concurrencyLimit }),
+      // Likewise only a rated job names its limits.
+      ...(job.rateLimit === undefined || job.rateLimit === null ? {} : { rate_per_second: job.rateLimit.perSecond, rate_burst: job.rateLimit.burst }),
+      ...(job.rateLimitPerKey === undefined || job.rateLimitPerKey === null ? {} : { key_rate_per_second: job.rateLimitPerKey.perSecond, key_rate_burst: job.rateLimitPerKey.burst }),
       position,
     })),
   ),

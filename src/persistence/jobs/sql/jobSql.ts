@@ -24,6 +24,11 @@
  * here embeds its admission (`admitCtes`) and every exit from processing its release
  * (`freeSlotsCtes`), in the statement that moves the job.
  *
+ * Rate limits (migration 012): the guard's fragments live in rateSql.ts; every claim here that
+ * runs the concurrency admission runs the rate admission (`rateAdmitCtes`) on what it admitted,
+ * in the same statement, and the head reads and the due-time reservations leave out the jobs of
+ * empty buckets (`rateHasToken`).
+ *
  * Length: past 400 lines (about 820) because every job statement stays in one file, next to the
  * one spelling of each rule above, so a reviewer checks the predicates in one place; a claim's
  * fenced form is a flag of the same builder, so the two forms cannot drift apart. Most of the
@@ -33,8 +38,9 @@
 import { jobAttemptErrorsKept, jobClaimsKept } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
-import { admitCtes, freeSlotsCtes, parkLimitedSql, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
+import { admitCtes, type AdmitOptions, freeSlotsCtes, parkLimitedSql, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
 import { notPaused } from './pauseSql.ts'
+import { bucketRowCte, bucketRowsCtes, nextTokenSql, parkRatedSql, queueHasBuckets, rateAdmitCtes, rateHasToken } from './rateSql.ts'
 
 /** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
 const liveColumns =
@@ -156,12 +162,18 @@ const keepUnclaimed = (row: string, now: string): string =>
  * ones (`limitParams`); the key's slot row is created if missing, its limit written if it
  * differs (concurrencySql.ts's `slotRowCte`). The caller
  * never gives such a job a claim token: it is inserted pending and claimed under the guard.
+ *
+ * `rated`: the job carries rate limits, the five parameters after all the others
+ * (`rateParamsFirst`): its queue's and its key's buckets are created if missing, their limits
+ * written if they differ (rateSql.ts's `bucketRowCte`). Whatever the form, a claim token is
+ * ignored in a queue with buckets: the job is inserted pending and claimed under the guard.
  */
-export function enqueueSql(schema: Schema, fenced = false, fair = false, limited = false): string {
+export function enqueueSql(schema: Schema, fenced = false, fair = false, limited = false, rated = false): string {
   // The claim token the row is inserted with: none when the queue is paused (a CASE's branches
   // are tried in order, so an unclaimed insert never reads the pauses).
   const token = `(SELECT token FROM claim_token)`
-  const claimToken = `claim_token AS (SELECT CASE WHEN $14::text IS NULL THEN NULL WHEN ${notPaused(schema, '$2::text')} THEN $14::text END AS token)`
+  // A queue with rate buckets never gets a job inserted claimed: its claims take tokens.
+  const claimToken = `claim_token AS (SELECT CASE WHEN $14::text IS NULL THEN NULL WHEN ${notPaused(schema, '$2::text')} AND NOT ${queueHasBuckets(schema, '$2::text')} THEN $14::text END AS token)`
   const row = `$1::text, $2::text, CASE WHEN ${token} IS NULL THEN 'pending' ELSE 'processing' END, $3::jsonb, $4::smallint,
    CASE WHEN ${token} IS NULL THEN 0 ELSE 1 END, $5::integer, $6::bigint, $7::bigint, $8::bigint,
    $9::bigint, $10::bigint, $11::bigint, CASE WHEN ${token} IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
@@ -171,7 +183,8 @@ export function enqueueSql(schema: Schema, fenced = false, fair = false, limited
    ${fairParams(fenced).key}::text, (SELECT last_pass FROM fair_pass)` : ''}${limited ? `,
    ${limitParams(fenced, fair).key}::text` : ''}`
   const slotRow = limited ? `${slotRowCte(schema, '$2::text', `${limitParams(fenced, fair).key}::text`, `${limitParams(fenced, fair).limit}::integer`)}, ` : ''
-  const inserted = `${fair ? `${fairPassCte(schema, fenced)}, ` : ''}${slotRow}inserted AS (
+  const bucketRow = rated ? `${bucketRowCte(schema, '$2::text', rateParamsFirst(fenced, fair, limited), '$9::bigint')}, ` : ''
+  const inserted = `${fair ? `${fairPassCte(schema, fenced)}, ` : ''}${slotRow}${bucketRow}inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
    created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key,
@@ -204,6 +217,9 @@ const limitParams = (fenced: boolean, fair: boolean) => {
   const first = 15 + (fenced ? 2 : 0) + (fair ? 2 : 0)
   return { key: `$${first}`, limit: `$${first + 1}` }
 }
+
+// Where a rated enqueue's five rate parameters start (rateSql.ts's `bucketRowCte`): after every other.
+const rateParamsFirst = (fenced: boolean, fair: boolean, limited: boolean): number => 15 + (fenced ? 2 : 0) + (fair ? 2 : 0) + (limited ? 2 : 0)
 
 // A keyed enqueue's pass (enqueueSql's `fair`), as `fair_pass`: V is the claim order key of the
 // head of the queue's pending rows at the job's priority (an index probe of jobs_pending_head),
@@ -239,15 +255,22 @@ const fairPassCte = (schema: Schema, fenced: boolean): string => {
  * neither raced a holder as `enqueueSql` describes: run it again. The caller sends each (queue,
  * key) at most once per statement. A job with a concurrency key (`concurrency_key`,
  * `concurrency_limit`; absent for one without) creates its key's slot row if missing, and the
- * batch's last limit of a key is written to it if it differs.
+ * batch's last limit of a key is written to it if it differs; a job with rate limits
+ * (`rate_per_second` and `rate_burst`, `key_rate_per_second` and `key_rate_burst`) likewise its
+ * queue's and its key's buckets (a batch's jobs have no fairness key: the implicit key's bucket).
  */
 export function enqueueManySql(schema: Schema): string {
   return `
 WITH input AS (
   SELECT * FROM json_to_recordset($1::json)
     AS input(id text, queue text, payload jsonb, priority smallint, max_attempts integer, visibility_timeout_ms bigint, backoff_base_ms bigint,
-             dead_letter_retention_ms bigint, run_at_ms bigint, expires_at_ms bigint, job_key text, concurrency_key text, concurrency_limit integer, position integer)
-), ${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, inserted AS (
+             dead_letter_retention_ms bigint, run_at_ms bigint, expires_at_ms bigint, job_key text, concurrency_key text, concurrency_limit integer,
+             rate_per_second double precision, rate_burst integer, key_rate_per_second double precision, key_rate_burst integer, position integer)
+), ${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, ${bucketRowsCtes(schema, `SELECT DISTINCT ON (queue, per_key) queue, per_key, ('' COLLATE "C") AS rate_key, per_second, burst FROM (
+    SELECT queue, false AS per_key, rate_per_second AS per_second, rate_burst AS burst, position FROM input WHERE rate_per_second IS NOT NULL
+    UNION ALL
+    SELECT queue, true AS per_key, key_rate_per_second, key_rate_burst, position FROM input WHERE key_rate_per_second IS NOT NULL
+  ) AS given ORDER BY queue, per_key, position DESC`, '$2::bigint')}, inserted AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
      created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, concurrency_key)
@@ -356,6 +379,14 @@ export function keyHolderSql(schema: Schema): string {
 }
 
 /**
+ * A claim's guards over its candidates (`$3` now): the concurrency admission (concurrencySql.ts),
+ * then the rate admission of what it admitted (rateSql.ts), whose `rate_admitted` holds the rows
+ * the statement claims; the concurrency slots are taken for those rows only.
+ */
+const guardCtes = (schema: Schema, options: Omit<AdmitOptions, 'then'>): string =>
+  admitCtes(schema, { ...options, then: { ctes: rateAdmitCtes(schema, { candidates: 'admitted', order: options.order, now: '$3::bigint' }), claimed: 'rate_admitted' } })
+
+/**
  * A fenced form of a claim statement (claimFenceSql.ts): `write`, a data-modifying statement
  * already gated on the fence, becomes the CTE `claimed`, and the answer comes through the fence —
  * no row when refused, else the claimed rows or one row of nulls.
@@ -372,16 +403,16 @@ SELECT claimed.* FROM fence LEFT JOIN claimed ON true`
  */
 export function claimSql(schema: Schema, fenced = false): string {
   const gate = `${claimable('$3::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${fenced ? ` AND ${fenceHeld}` : ''}`
-  // The job locked first, then its key's slot (concurrencySql.ts): admitted or not under the limit.
+  // The job locked first, then its key's slot (concurrencySql.ts), then its buckets (rateSql.ts): admitted or not under the limits.
   const ctes = `target AS (
-  SELECT id, queue, state, concurrency_key FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${gate} FOR UPDATE
-), ${admitCtes(schema, { candidates: 'target', order: 'c.id' })}`
+  SELECT id, queue, state, concurrency_key, fairness_key FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${gate} FOR UPDATE
+), ${guardCtes(schema, { candidates: 'target', order: 'c.id' })}`
   const claim = `
 UPDATE ${schema.quoted}.jobs
 SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
     deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms, claim_history = ${withClaim('', 'attempts + 1', '$3::bigint')},
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('', '$3::bigint')}, revision = revision + 1
-FROM (SELECT id AS admitted_id FROM admitted) AS chosen
+FROM (SELECT id AS admitted_id FROM rate_admitted) AS chosen
 WHERE id = chosen.admitted_id AND ${gate}
 RETURNING ${liveRecord}`
   return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, ctes, claim) : `WITH ${ctes}${claim}`
@@ -422,19 +453,21 @@ ${claim}`
 }
 
 /**
- * How a head claim (`claimDueSql`, `ackAndClaimDueSql`) guards concurrency keys. `admit`: through
- * concurrencySql.ts's admission, for a queue with keys. `keyless`: for a queue the store has not
- * seen keys in, cheaper by the whole admission — it claims only while the queue has no slot row
- * at all as of its snapshot (a keyed enqueue writes its key's row in the statement that inserts
- * the job, so no snapshot sees a keyed job of the queue without it), and answers `keyed_queue`,
+ * How a head claim (`claimDueSql`, `ackAndClaimDueSql`) guards concurrency keys and rate limits.
+ * `admit`: through concurrencySql.ts's admission, then rateSql.ts's, for a queue with keys or
+ * limits. `keyless`: for a queue the store has not seen keys or limits in, cheaper by both
+ * admissions — it claims only while the queue has no slot row and no rate bucket at all as of
+ * its snapshot (a keyed or limited enqueue writes its rows in the statement that inserts the
+ * job, so no snapshot sees such a job of the queue without them), and answers `keyed_queue`,
  * whether the queue has one: when it does, it claimed nothing, and the caller claims again with
- * `admit` (and keeps to it: slot rows are never deleted). Its acks free their slots as every
- * exit from processing does.
+ * `admit` (and keeps to it: slot rows and buckets are never deleted). Its acks free their slots
+ * as every exit from processing does.
  */
 export type ClaimGuard = 'admit' | 'keyless'
 
-// Whether `$1`'s queue has a slot row: one probe of the primary key's prefix.
-const queueHasSlots = (schema: Schema): string => `EXISTS (SELECT 1 FROM ${schema.quoted}.concurrency_slots AS slot WHERE slot.queue = $1::text)`
+// Whether `$1`'s queue has a slot row or a rate bucket: a probe of each primary key's prefix.
+const queueHasSlots = (schema: Schema): string =>
+  `(EXISTS (SELECT 1 FROM ${schema.quoted}.concurrency_slots AS slot WHERE slot.queue = $1::text) OR ${queueHasBuckets(schema, '$1::text')})`
 
 // How a claim of up to `headCount` rows answers them. A client prepares a decoder per result
 // column once per statement, which for twenty columns cost more than decoding the one row of a
@@ -504,9 +537,11 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?
   // Keys already at their limit stay out of the pending branches: they would take other keys' places.
   const room = guard === 'admit' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`, '$1::text', freed)}` : ''
   // A lapsed claim handed to Matching again holds its key's slot already: only pending rows need room.
-  const roomUnlessLapsed = guard === 'admit' ? ` AND (${schema.quoted}.jobs.state = 'processing' OR ${slotHasRoom(schema, `${schema.quoted}.jobs`, '$1::text', freed)})` : ''
+  // Every claim, a lapsed one's too, needs a token: empty buckets' jobs stay out of every branch.
+  const tokens = guard === 'admit' ? ` AND ${rateHasToken(schema, `${schema.quoted}.jobs`, '$3::bigint', '$1::text')}` : ''
+  const roomUnlessLapsed = guard === 'admit' ? ` AND (${schema.quoted}.jobs.state = 'processing' OR ${slotHasRoom(schema, `${schema.quoted}.jobs`, '$1::text', freed)})${tokens}` : ''
   const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ${fairOrder}, ready_seq, ${headKeyColumns} FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}${state === 'pending' ? room : ''}
+  WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}${state === 'pending' ? room : ''}${tokens}
   ORDER BY ${claimOrder}
   LIMIT ${limit}
   FOR UPDATE SKIP LOCKED`
@@ -522,16 +557,16 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?
   ${branch('processing')}
 ), head AS (
   SELECT * FROM head_matching UNION ALL SELECT * FROM head_pending UNION ALL SELECT * FROM head_lapsed ORDER BY ${headOrder} LIMIT ${limit}
-), ${guard === 'admit' ? `${admitCtes(schema, { candidates: 'head', order: headOrderOf('c'), ...(freed === undefined ? {} : { freed }) })}, ` : ''}ranked AS (
-  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${headOrder})`} AS rank FROM ${guard === 'admit' ? 'admitted' : 'head'}
+), ${guard === 'admit' ? `${guardCtes(schema, { candidates: 'head', order: headOrderOf('c'), ...(freed === undefined ? {} : { freed }) })}, ` : ''}ranked AS (
+  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${headOrder})`} AS rank FROM ${guard === 'admit' ? 'rate_admitted' : 'head'}
 )`
 }
 
 // Claim order over the merged head: a row with Matching (due null) first within its priority.
 const headOrder = 'priority DESC, fair_order NULLS FIRST, ready_seq'
 const headOrderOf = (row: string): string => `${row}.priority DESC, ${row}.fair_order NULLS FIRST, ${row}.ready_seq`
-// What the concurrency guard reads of a head row (concurrencySql.ts's `admitCtes`).
-const headKeyColumns = 'queue, state, concurrency_key'
+// What the concurrency and rate guards read of a head row (`admitCtes`, `rateAdmitCtes`).
+const headKeyColumns = 'queue, state, concurrency_key, fairness_key'
 
 // How a head claim's UPDATE finds its rows, and each one's rank. One head row joins `ranked`
 // (a one-row join probes the primary key). Several are named as one array of ids in claim order,
@@ -559,18 +594,18 @@ export function claimManySql(schema: Schema, fenced = false): string {
   // The jobs locked first, then their keys' slots (concurrencySql.ts): each key's jobs admitted
   // in the order given while its limit leaves room.
   const ctes = `target AS (
-  SELECT job.id, job.queue, job.state, job.concurrency_key, wanted.token, wanted.position FROM ${schema.quoted}.jobs AS job
+  SELECT job.id, job.queue, job.state, job.concurrency_key, job.fairness_key, wanted.token, wanted.position FROM ${schema.quoted}.jobs AS job
   JOIN (SELECT DISTINCT ON (asked_id) asked_id, token, position FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(asked_id, token, position) ORDER BY asked_id, position) AS wanted
     ON job.id = wanted.asked_id
   WHERE ${gate}
   FOR UPDATE OF job
-), ${admitCtes(schema, { candidates: 'target', order: 'c.position' })}`
+), ${guardCtes(schema, { candidates: 'target', order: 'c.position' })}`
   const claim = `
 UPDATE ${schema.quoted}.jobs AS job
 SET state = 'processing', attempts = job.attempts + 1, claimed_at_ms = $3::bigint, claim_token = chosen.token,
     deadline_ms = $3::bigint + job.visibility_timeout_ms, due_ms = $3::bigint + job.visibility_timeout_ms, claim_history = ${withClaim('job.', 'job.attempts + 1', '$3::bigint')},
     ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('job.', '$3::bigint')}, revision = job.revision + 1
-FROM (SELECT id AS admitted_id, token FROM admitted) AS chosen
+FROM (SELECT id AS admitted_id, token FROM rate_admitted) AS chosen
 WHERE job.id = chosen.admitted_id AND ${gate}
 RETURNING ${liveRecord}`
   return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, ctes, claim) : `WITH ${ctes}${claim}`
@@ -587,6 +622,12 @@ RETURNING id`
 /** concurrencySql.ts's `parkLimitedSql` with the claimable rule: `$1` id, `$2` now, `$3` how far ahead the refused job is due again. */
 export function parkLimitedClaimSql(schema: Schema): string {
   return parkLimitedSql(schema, `job.attempts < job.max_attempts AND (job.expires_at_ms IS NULL OR job.expires_at_ms > $2::bigint) AND job.run_at_ms <= $2::bigint AND ${notPaused(schema, 'job.queue')}`)
+}
+
+/** rateSql.ts's `parkRatedSql` with the claimable rule: `$1` id, `$2` now. */
+export function parkRatedClaimSql(schema: Schema): string {
+  return parkRatedSql(schema, `job.attempts < job.max_attempts AND (job.expires_at_ms IS NULL OR job.expires_at_ms > $2::bigint)
+    AND ((job.state = 'pending' AND job.run_at_ms <= $2::bigint) OR (job.state = 'processing' AND job.deadline_ms <= $2::bigint)) AND ${notPaused(schema, 'job.queue')}`)
 }
 
 /** `$1` id, `$2` now. What a failed claim found: the live row's state, deadline and whether its queue is paused, or 'dead'. */
@@ -733,7 +774,8 @@ SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS p
  * (rows another connection holds are skipped), returning them with their previous due time. The
  * two sets are disjoint, so the statement never touches a row twice. A pending job whose
  * concurrency key is at its limit is passed over (concurrencySql.ts's `slotHasRoom`): its claim
- * would be refused; it stays due, for the claims and passes after a slot frees.
+ * would be refused; it stays due, for the claims and passes after a slot frees. So is a job whose
+ * queue's or key's rate bucket is empty (rateSql.ts's `rateHasToken`), until its next token.
  */
 export function takeDueSql(schema: Schema, queues: QueueFilter): string {
   return `
@@ -748,6 +790,7 @@ WITH moved AS (
   SELECT id, due_ms, ${fairOrder}, priority, ready_seq FROM ${schema.quoted}.jobs
   WHERE state = '${state}' AND due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
     AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${state === 'pending' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`)}` : ''}
+    AND ${rateHasToken(schema, `${schema.quoted}.jobs`, '$1::bigint')}
   ORDER BY ${claimOrder}
   LIMIT $3::integer
   FOR UPDATE SKIP LOCKED
@@ -786,16 +829,22 @@ WHERE job.id = released.id AND job.revision = released.revision AND job.due_ms I
 RETURNING job.id`
 }
 
-/** `$1` now, `$2` queues (null for every queue, as `queues` says). The earliest due time after now among unexpired rows. */
+/**
+ * `$1` now, `$2` queues (null for every queue, as `queues` says). The earliest due time after now
+ * among unexpired rows, and the next token of a rate bucket of the queues that has none now.
+ */
 export function nextDueSql(schema: Schema, queues: QueueFilter): string {
   // Pending rows and claims each through their own partial index (migration 009).
   const earliest = (state: 'pending' | 'processing') => `SELECT min(due_ms) AS due_ms FROM ${schema.quoted}.jobs
   WHERE state = '${state}' AND due_ms > $1::bigint AND ${queueFilter(queues, '$2')} AND ${notExpired('$1::bigint')} AND ${notPaused(schema, queues === 'one' ? '($2::text[])[1]' : `${schema.quoted}.jobs.queue`)}`
+  // A queue whose buckets are empty is due again at its next token (rateSql.ts).
   return `
 SELECT min(due_ms) AS next_due_ms FROM (
   ${earliest('pending')}
   UNION ALL
   ${earliest('processing')}
+  UNION ALL
+  ${nextTokenSql(schema, '$1::bigint', `${queueFilter(queues, '$2')} AND ${notPaused(schema, queues === 'one' ? '($2::text[])[1]' : `${schema.quoted}.rate_buckets.queue`)}`)}
 ) AS earliest`
 }
 
