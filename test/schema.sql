@@ -13,6 +13,7 @@ migration 8 job_timeline
 migration 9 job_claim_indexes
 migration 10 fairness
 migration 11 concurrency_keys
+migration 12 rate_limits
 
 table concurrency_slots
   column queue text collate "C" not null
@@ -113,6 +114,16 @@ table queue_pauses
   column queue text collate "C" not null
   column paused_at_ms bigint not null
 
+table rate_buckets
+  column queue text collate "C" not null
+  column per_key boolean not null
+  column rate_key text collate "C" not null
+  column tokens double precision not null
+  column refilled_ms bigint not null
+  column next_token_ms bigint not null
+  column per_second double precision not null
+  column burst integer not null
+
 table task_queue_user_data
   column namespace text not null
   column family text not null
@@ -169,6 +180,10 @@ constraint membership_hosts.membership_hosts_last_seen_ms_check CHECK ((last_see
 constraint membership_hosts.membership_hosts_pkey PRIMARY KEY (host_id)
 constraint migrations.migrations_pkey PRIMARY KEY (version)
 constraint queue_pauses.queue_pauses_pkey PRIMARY KEY (queue)
+constraint rate_buckets.rate_buckets_burst_check CHECK ((burst >= 1))
+constraint rate_buckets.rate_buckets_per_second_check CHECK ((per_second > (0)::double precision))
+constraint rate_buckets.rate_buckets_pkey PRIMARY KEY (queue, per_key, rate_key)
+constraint rate_buckets.rate_buckets_tokens_check CHECK ((tokens >= (0)::double precision))
 constraint task_queue_user_data.task_queue_user_data_pkey PRIMARY KEY (namespace, family)
 constraint task_queue_user_data.task_queue_user_data_version_check CHECK ((version >= 1))
 constraint task_queues.task_queues_ack_levels_check CHECK ((jsonb_typeof(ack_levels) = 'object'::text))
@@ -203,6 +218,8 @@ index jobs.jobs_processing CREATE INDEX jobs_processing ON matchbox.jobs USING b
 index membership_hosts.membership_hosts_pkey CREATE UNIQUE INDEX membership_hosts_pkey ON matchbox.membership_hosts USING btree (host_id)
 index migrations.migrations_pkey CREATE UNIQUE INDEX migrations_pkey ON matchbox.migrations USING btree (version)
 index queue_pauses.queue_pauses_pkey CREATE UNIQUE INDEX queue_pauses_pkey ON matchbox.queue_pauses USING btree (queue)
+index rate_buckets.rate_buckets_empty CREATE INDEX rate_buckets_empty ON matchbox.rate_buckets USING btree (queue, next_token_ms)
+index rate_buckets.rate_buckets_pkey CREATE UNIQUE INDEX rate_buckets_pkey ON matchbox.rate_buckets USING btree (queue, per_key, rate_key)
 index task_queue_user_data.task_queue_user_data_pkey CREATE UNIQUE INDEX task_queue_user_data_pkey ON matchbox.task_queue_user_data USING btree (namespace, family)
 index task_queues.task_queues_by_family CREATE INDEX task_queues_by_family ON matchbox.task_queues USING btree (namespace, family)
 index task_queues.task_queues_pkey CREATE UNIQUE INDEX task_queues_pkey ON matchbox.task_queues USING btree (queue_key)

@@ -38,7 +38,7 @@ import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import type { PlaceInLine, QueueDispatch } from './Dispatch.ts'
 import type { JobsRuntime } from './Runtime.ts'
-import { claimDirect, claimTokensFor, fenced } from './StoreClaims.ts'
+import { armNextToken, claimDirect, claimTokensFor, fenced } from './StoreClaims.ts'
 
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
@@ -176,6 +176,7 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       // Fewer than asked: the claims that come back for their next job skip the store until the
       // next pass (as after a short claim of their own).
       dispatch.storeAnswered(generation, claimTokens.length, claimed.length)
+      if (claimed.length < claimTokens.length) await armNextToken(runtime, queue)
       // Some but not all: no other row is due.
       return claimed.length > 0 && claimed.length < claimTokens.length ? queue : null
     }),

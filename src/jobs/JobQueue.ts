@@ -14,7 +14,7 @@
  */
 import { InvalidInput } from '../domain/errors.ts'
 import { validateJson, validateJsonMeasured } from '../domain/Json.ts'
-import { checkBatchBytes } from '../persistence/jobs/JobInput.ts'
+import { checkBatchBytes, isRated } from '../persistence/jobs/JobInput.ts'
 import { ackBatchSizeMax, claimWaitMsMax, enqueueBatchSizeMax } from '../kernel/Limits.ts'
 import { jobId, randomId } from '../kernel/Ids.ts'
 import type { JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
@@ -22,7 +22,7 @@ import { claimNext } from './Claimer.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { type Job, type JobHandle, toJob } from './JobHandle.ts'
 import { makeQueueAdmin, type QueueAdmin } from './QueueAdmin.ts'
-import { type EnqueueManyOptions, type EnqueueOptions, resolveEnqueueManyOptions, resolveEnqueueOptions, type ResolvedEnqueue } from './QueueOptions.ts'
+import { type EnqueueManyOptions, type EnqueueOptions, type QueueRateLimits, resolveEnqueueManyOptions, resolveEnqueueOptions, type ResolvedEnqueue } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
 import { fenced } from './StoreClaims.ts'
 import { startWorkers, type StopWork, type WorkOptions } from './Worker.ts'
@@ -84,8 +84,11 @@ export function makeJobQueue<T = JsonValue>(
   partitions?: number,
   fairnessWeights: ReadonlyMap<string, number> = new Map(),
   concurrencyPerKey: number | null = null,
+  rateLimits: QueueRateLimits = { rateLimit: null, rateLimitPerKey: null },
 ): JobQueue<T> {
   const { jobStore } = runtime
+  // The engine's short claims of a limited queue come back at its next token (StoreClaims.ts).
+  if (rateLimits.rateLimit !== null || rateLimits.rateLimitPerKey !== null) runtime.rateLimited.add(name)
   // A job of this queue, stamped with the handle's options and the enqueue's own.
   const newJob = (payload: JsonValue, resolved: ResolvedEnqueue, nowMs: number): NewJob => ({
     id: jobId(runtime.ids, nowMs),
@@ -103,6 +106,9 @@ export function makeJobQueue<T = JsonValue>(
       : { fairnessKey: resolved.fairnessKey, fairnessWeight: fairnessWeights.get(resolved.fairnessKey) ?? resolved.fairnessWeight ?? 1 }),
     // A concurrency key limits only through a handle with a limit; on any other it is dropped.
     ...(resolved.concurrencyKey === null || concurrencyPerKey === null ? {} : { concurrencyKey: resolved.concurrencyKey, concurrencyLimit: concurrencyPerKey }),
+    // The handle's rate limits ride on every job, so the queue's buckets hold the latest.
+    ...(rateLimits.rateLimit === null ? {} : { rateLimit: rateLimits.rateLimit }),
+    ...(rateLimits.rateLimitPerKey === null ? {} : { rateLimitPerKey: rateLimits.rateLimitPerKey }),
   })
   const queue: JobQueue<T> = {
     name,
@@ -219,8 +225,8 @@ function refuseTxOffPostgres(runtime: JobsRuntime, tx: unknown): void {
  * other). Returns the job's id, or null to enqueue the ordinary way.
  */
 async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: NewJob, nowMs: number): Promise<string | null> {
-  // A limited job is never inserted claimed (its claim goes through its key's guard).
-  const limited = job.concurrencyKey !== undefined && job.concurrencyKey !== null
+  // A limited or rated job is never inserted claimed (its claim goes through the guards).
+  const limited = (job.concurrencyKey !== undefined && job.concurrencyKey !== null) || isRated(job)
   if (limited || job.runAtMs > nowMs || (job.expiresAtMs !== null && job.expiresAtMs <= nowMs) || !runtime.driver.isQuiet()) return null
   const dispatch = runtime.dispatch.of(queue)
   const claimId = dispatch.reserveFirst()

@@ -45,6 +45,7 @@ import {
   type QueueOptions,
   requestedPartitions,
   resolveConcurrencyPerKey,
+  resolveRateLimits,
   resolveFairnessWeights,
   resolveQueueOptions,
   validateQueueName,
@@ -311,6 +312,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
         requestedPartitions(options),
         resolveFairnessWeights(options),
         resolveConcurrencyPerKey(options),
+        resolveRateLimits(options),
       )
     },
     outbox<T = JsonValue>(name: string) {

@@ -23,8 +23,8 @@ import {
   priorityDefault,
   visibilityTimeoutSDefault,
 } from '../kernel/Limits.ts'
-import { checkConcurrencyKey, checkConcurrencyLimit, checkFairnessKey, checkFairnessWeight, checkTx } from '../persistence/jobs/JobInput.ts'
-import type { JobStamps, SqlClient } from '../persistence/jobs/JobStore.ts'
+import { checkConcurrencyKey, checkConcurrencyLimit, checkFairnessKey, checkFairnessWeight, checkRateLimit, checkTx } from '../persistence/jobs/JobInput.ts'
+import type { JobStamps, RateLimit, SqlClient } from '../persistence/jobs/JobStore.ts'
 import { checkPartitions } from './QueueRouting.ts'
 
 /** Options of a queue handle; each job enqueued through the handle is stamped with them. */
@@ -55,6 +55,31 @@ export interface QueueOptions {
    * limit. Without it, a `concurrencyKey` limits nothing.
    */
   readonly concurrencyPerKey?: number
+  /**
+   * At most `burst` + `perSecond` × t of the queue's jobs started in any t seconds, across every
+   * engine on the database (perSecond > 0, ≤ 1,000,000; burst a whole number 1…1,000,000): a
+   * token bucket in the database that every claim takes from. The limit is the queue's: the
+   * latest enqueue through a handle with one sets it, and it then holds every claim of the
+   * queue, whichever handle or engine enqueued or claims — give the queue's handles one limit.
+   */
+  readonly rateLimit?: RateLimitOptions
+  /**
+   * The same per fairness key: each key has its own bucket, and the jobs without a key share
+   * one (the implicit key). A key without a token is skipped: the claims take other keys' jobs.
+   */
+  readonly rateLimitPerKey?: RateLimitOptions
+}
+
+/** A rate limit: tokens a second and the most held at once. */
+export interface RateLimitOptions {
+  readonly perSecond: number
+  readonly burst: number
+}
+
+/** A queue handle's rate limits, validated; null where it sets none. */
+export interface QueueRateLimits {
+  readonly rateLimit: RateLimit | null
+  readonly rateLimitPerKey: RateLimit | null
 }
 
 /** How many keys a queue handle's `fairnessWeights` may name. */
@@ -190,7 +215,16 @@ export function requestedPartitions(options: unknown, field = 'options'): number
   return given.partitions === undefined ? undefined : checkPartitions(`${field}.partitions`, given.partitions)
 }
 
-const queueOptionKeys = ['visibilityTimeoutS', 'maxAttempts', 'backoffBaseS', 'deadLetterRetentionS', 'partitions', 'fairnessWeights', 'concurrencyPerKey']
+const queueOptionKeys = ['visibilityTimeoutS', 'maxAttempts', 'backoffBaseS', 'deadLetterRetentionS', 'partitions', 'fairnessWeights', 'concurrencyPerKey', 'rateLimit', 'rateLimitPerKey']
+
+/** A queue handle's rate limits, validated (JobInput.ts's `checkRateLimit`). */
+export function resolveRateLimits(options: unknown, field = 'options'): QueueRateLimits {
+  const given = knownKeys(field, options, queueOptionKeys)
+  return {
+    rateLimit: given.rateLimit === undefined ? null : checkRateLimit(`${field}.rateLimit`, given.rateLimit),
+    rateLimitPerKey: given.rateLimitPerKey === undefined ? null : checkRateLimit(`${field}.rateLimitPerKey`, given.rateLimitPerKey),
+  }
+}
 
 /** A queue handle's per-key concurrency limit, validated, or null when it sets none. */
 export function resolveConcurrencyPerKey(options: unknown, field = 'options'): number | null {

@@ -52,6 +52,12 @@ export interface JobsRuntime {
   readonly events: EventHub
   /** Stop functions of running workers and maintenance loops, for `close`. */
   readonly workers: Set<() => Promise<void>>
+  /**
+   * The queues a handle of this engine gave rate limits: a claim of one that comes back short
+   * arms the due-time driver at the queue's next token (StoreClaims.ts's `armNextToken`). One
+   * name per queue handled, so as bounded as the handles the user makes.
+   */
+  readonly rateLimited: Set<string>
   /** Whole milliseconds of the injected clock. */
   now(): number
   isClosed(): boolean
@@ -73,7 +79,7 @@ export interface JobsRuntime {
 }
 
 /** Builds a runtime; `isClosed` reads the engine's flag. */
-export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'dispatch' | 'workers' | 'ack'> & { readonly dispatchMachine: DispatchMachine; readonly onDispatchStep?: DispatchStepListener }): JobsRuntime {
+export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'dispatch' | 'workers' | 'rateLimited' | 'ack'> & { readonly dispatchMachine: DispatchMachine; readonly onDispatchStep?: DispatchStepListener }): JobsRuntime {
   const refusal = () => new ShuttingDown({ component: `matchbox ${parts.hostId}`, closed: true })
   const ack = makeMicroBatcher<ClaimRef & { readonly nowMs: number }, boolean>({
     async run(claims) {
@@ -96,6 +102,7 @@ export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 
     ack,
     dispatch: makeDispatches(() => runtime, dispatchMachine, onDispatchStep),
     workers: new Set(),
+    rateLimited: new Set(),
     now: () => Math.floor(parts.clock.now()),
     refuseIfClosed() {
       if (parts.isClosed()) throw refusal()

@@ -117,7 +117,20 @@ async function claimHead(runtime: JobsRuntime, dispatch: QueueDispatch, count: n
         )
   for (const job of answer.claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
   dispatch.storeAnswered(generation, count, answer.claimed.length)
+  if (answer.claimed.length < count) await armNextToken(runtime, queue)
   return answer
+}
+
+/**
+ * After a claim of `queue` came back short: when a handle of this engine gave the queue rate
+ * limits, arms the due-time driver at the queue's next due time, which includes the next token
+ * of its buckets (JobStore.ts's "Rate limits"), so that the claims parked on the drained queue
+ * are served when the token arrives, not at the next scan. One read, on limited queues only.
+ */
+export async function armNextToken(runtime: JobsRuntime, queue: string): Promise<void> {
+  if (!runtime.rateLimited.has(queue)) return
+  const next = await runtime.jobStore.nextDueMs({ nowMs: runtime.now(), queues: [queue] })
+  if (next !== null) runtime.driver.notifyDue(next, queue)
 }
 
 /**

@@ -255,6 +255,27 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect(second.map((job) => job.id)).toEqual(['conc-b'])
     },
   },
+  12: {
+    // A queue-wide bucket another engine emptied at 200 (1 a second, burst 1): the queue's
+    // pending job waits for the token of 1 200, which nextDueMs names, and a queue without a
+    // bucket claims at once.
+    async seed(driver, schema) {
+      await dataAtVersion[11]?.seed(driver, schema)
+      const columns = 'id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, created_at_ms, run_at_ms, due_ms'
+      await driver.query(`INSERT INTO ${schema.quoted}.jobs (${columns}) VALUES ('rate-a', 'rate-up', 'pending', '1', 0, 0, 3, 100000, 0, 100, 100, 100)`)
+      await driver.query(`INSERT INTO ${schema.quoted}.jobs (${columns}) VALUES ('rate-plain', 'rate-plain-up', 'pending', '2', 0, 0, 3, 100000, 0, 100, 100, 100)`)
+      await driver.query(
+        `INSERT INTO ${schema.quoted}.rate_buckets (queue, per_key, rate_key, tokens, refilled_ms, next_token_ms, per_second, burst) VALUES ('rate-up', false, '', 0, 200, 1200, 1, 1)`,
+      )
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[11]?.verify(store, membership, jobs)
+      expect(await jobs.claimDue({ queue: 'rate-up', nowMs: 300, claimTokens: ['r1'] })).toEqual([])
+      expect(await jobs.nextDueMs({ nowMs: 300, queues: ['rate-up'] })).toBe(1200)
+      expect((await jobs.claimDue({ queue: 'rate-plain-up', nowMs: 300, claimTokens: ['r2'] })).map((job) => job.id)).toEqual(['rate-plain'])
+      expect((await jobs.claimDue({ queue: 'rate-up', nowMs: 1200, claimTokens: ['r3'] })).map((job) => job.id)).toEqual(['rate-a'])
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {
