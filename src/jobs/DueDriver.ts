@@ -128,6 +128,12 @@ export interface DueDriverOptions {
    */
   readonly deliveryDemand: () => ReadonlyMap<string, number>
   /**
+   * Whether this engine's handles rate-limit `queue`: a pass that reserved fewer of its due rows
+   * than were wanted reads the next due time, which includes the next token of the queue's
+   * buckets (their due jobs are passed over until then), and arms the timer at it.
+   */
+  readonly isRateLimited?: (queue: string) => boolean
+  /**
    * Called when a refused add gave due jobs of `queue` back at once (see `deliver`): the engine
    * tells the other engines, whose waiting workers can claim them straight from the store.
    */
@@ -330,10 +336,8 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
           continue
         }
         const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: Math.min(count, jobDeliveryBatchMax), queues: [queue] })
-        if (due.length > 0) {
-          readNextDue = true
-          await deliver(due)
-        }
+        if (due.length > 0 || options.isRateLimited?.(queue) === true) readNextDue = true
+        if (due.length > 0) await deliver(due)
       }
       // The next due time after now (reservations and their give-backs moved some): due rows not
       // taken are the backlog (claims take them) or rows another connection holds (the scan

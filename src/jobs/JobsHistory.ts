@@ -38,6 +38,8 @@ export interface JobsHistoryOptions {
   readonly random: Random
   /** Called with every job this History claimed (the engine arms its lapse timer). */
   readonly onClaimed?: (job: JobRecord) => void
+  /** Called with the queue of every claim refused for a limit (the job is due again later: the engine arms its driver then). */
+  readonly onLimited?: (queue: string) => void
 }
 
 /** The task kind Jobs adds to Matching; other kinds are obsolete to this History. */
@@ -71,6 +73,7 @@ export function makeJobsHistory(options: JobsHistoryOptions): History {
         case 'already-started':
           return { kind: 'already-started' }
         case 'obsolete':
+          if (outcome.reason === 'limited') options.onLimited?.(origin.key.family)
           return { kind: 'obsolete' }
       }
     },

@@ -51,7 +51,8 @@ import {
   validateQueueName,
 } from './QueueOptions.ts'
 import { jobsNamespace, makeQueueRouting, type RenewingMembershipView } from './QueueRouting.ts'
-import { makeRuntime } from './Runtime.ts'
+import { type JobsRuntime, makeRuntime } from './Runtime.ts'
+import { armNextToken } from './StoreClaims.ts'
 import { describeSchedules, registerSchedule, runSchedules, type ScheduleInfo, type ScheduleOptions, unregisterSchedule } from './Schedules.ts'
 import { type EventHub, type Logger, makeEventHub, type MatchboxEvent } from './Events.ts'
 import { type MaintenanceOptions, startMaintenance } from './Maintenance.ts'
@@ -182,11 +183,20 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
   }
   const group = parts.group
   let driverRef: ReturnType<typeof makeDueDriver> | null = null
+  // The runtime, made after the History that calls back into it.
+  let runtimeRef: JobsRuntime | null = null
   const history = makeJobsHistory({
     jobStore: parts.jobStore,
     clock: parts.clock,
     random: tokens,
     onClaimed: (job) => driverRef?.notifyDue(job.deadlineMs as number, job.queue),
+    // A delivery refused for a rate limit: the job is due at its next token, which the driver must know.
+    onLimited: (queue) => {
+      armNextToken(runtimeRef as JobsRuntime, queue).catch((error: unknown) => {
+        // An unavailable store: the scan comes back.
+        if (!isMatchboxError(error)) report('rate limit wake')(error)
+      })
+    },
   })
   const routing = makeQueueRouting({
     hostId: parts.hostId,
@@ -219,6 +229,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     // Called by passes only, which start after the runtime below exists.
     claimForWaiting: (queues, nowMs) => claimForWaitingWorkers(runtime, queues, nowMs),
     deliveryDemand: () => deliveryDemand(runtime),
+    isRateLimited: (queue) => runtime.rateLimited.has(queue),
     // Jobs kept for a claimant that left, of every queue (one whose partitions moved away gets no
     // pass of its own here); then the dispatches that have held nothing a while go.
     onPass: () => {
@@ -279,6 +290,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     dispatchMachine: parts.dispatchMachine ?? dispatchMachine,
     ...(parts.onDispatchStep === undefined ? {} : { onDispatchStep: parts.onDispatchStep }),
   })
+  runtimeRef = runtime
   // A change of ownership: queues this engine just took over may have due rows, and claims that
   // waited for their queue to have an owner look again at once.
   const unsubscribeMembership = group?.membership.subscribe(() => {

@@ -478,7 +478,8 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const due = [...live.values()]
         .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue) && slots.hasRoom(row, held) && buckets.hasToken(row, nowMs))
         .sort(claimOrder)
-        .slice(0, limit)
+        // One queue's reservations are capped at its queue-wide bucket's whole tokens, as in SQL.
+        .slice(0, queues?.length === 1 ? Math.min(limit, buckets.queueTokens(queues[0] as string, nowMs) ?? limit) : limit)
       return due.map((row): DueJob => {
         const dueMs = row.dueMs as number
         row.dueMs = reserveUntilMs

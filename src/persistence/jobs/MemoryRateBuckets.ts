@@ -38,6 +38,8 @@ export interface MemoryBuckets {
   hasToken(row: RatedRow, nowMs: number): boolean
   /** Takes a token of each of `row`'s buckets when both hold a whole one at `nowMs`; false (nothing taken) otherwise. */
   take(row: RatedRow, nowMs: number): boolean
+  /** The whole tokens of `queue`'s queue-wide bucket at `nowMs`; null when it has none. */
+  queueTokens(queue: string, nowMs: number): number | null
   /** When the later of `row`'s buckets next holds a token, not before `nowMs`; null when its queue has no bucket. */
   parkUntil(row: RatedRow, nowMs: number): number | null
   /** The earliest next token after `nowMs` of the buckets of `queues` (null: every queue), or null. */
@@ -82,6 +84,10 @@ export function makeMemoryBuckets(): MemoryBuckets {
         bucket.nextTokenMs = left >= 1 ? 0 : bucket.refilledMs + Math.ceil(((1 - left) * 1000) / bucket.perSecond)
       }
       return true
+    },
+    queueTokens(queue, nowMs) {
+      const bucket = buckets.get(slotOf(queue, false, ''))
+      return bucket === undefined ? null : wholeTokens(tokensAt(bucket, nowMs))
     },
     parkUntil(row, nowMs) {
       if (!queues.has(row.job.queue)) return null

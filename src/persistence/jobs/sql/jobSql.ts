@@ -40,7 +40,7 @@ import type { Schema } from '../../sql/Schema.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
 import { admitCtes, type AdmitOptions, freeSlotsCtes, parkLimitedSql, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
 import { notPaused } from './pauseSql.ts'
-import { bucketRowCte, bucketRowsCtes, nextTokenSql, parkRatedSql, queueHasBuckets, rateAdmitCtes, rateHasToken } from './rateSql.ts'
+import { bucketRowCte, bucketRowsCtes, nextTokenSql, parkRatedSql, queueHasBuckets, queueTokensCap, rateAdmitCtes, rateHasToken } from './rateSql.ts'
 
 /** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
 const liveColumns =
@@ -775,9 +775,14 @@ SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS p
  * two sets are disjoint, so the statement never touches a row twice. A pending job whose
  * concurrency key is at its limit is passed over (concurrencySql.ts's `slotHasRoom`): its claim
  * would be refused; it stays due, for the claims and passes after a slot frees. So is a job whose
- * queue's or key's rate bucket is empty (rateSql.ts's `rateHasToken`), until its next token.
+ * queue's or key's rate bucket is empty (rateSql.ts's `rateHasToken`), until its next token;
+ * with the one-queue filter, no more rows are reserved than its queue-wide bucket holds whole
+ * tokens as of the snapshot (`queueTokensCap`).
  */
 export function takeDueSql(schema: Schema, queues: QueueFilter): string {
+  // One queue's reservations are capped at its queue-wide bucket's whole tokens: more would be
+  // handed to Matching only for their claims to be refused and parked.
+  const limit = queues === 'one' ? `LEAST($3::integer, ${queueTokensCap(schema, '($4::text[])[1]', '$1::bigint')})` : '$3::integer'
   return `
 WITH moved AS (
   DELETE FROM ${schema.quoted}.jobs
@@ -792,10 +797,10 @@ WITH moved AS (
     AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${state === 'pending' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`)}` : ''}
     AND ${rateHasToken(schema, `${schema.quoted}.jobs`, '$1::bigint')}
   ORDER BY ${claimOrder}
-  LIMIT $3::integer
+  LIMIT ${limit}
   FOR UPDATE SKIP LOCKED
 )`).join(', ')}, due AS (
-  SELECT id, due_ms FROM (SELECT * FROM due_pending UNION ALL SELECT * FROM due_processing ORDER BY ${mergedOrder} LIMIT $3::integer) AS merged
+  SELECT id, due_ms FROM (SELECT * FROM due_pending UNION ALL SELECT * FROM due_processing ORDER BY ${mergedOrder} LIMIT ${limit}) AS merged
 )
 UPDATE ${schema.quoted}.jobs AS job SET due_ms = $2::bigint, revision = job.revision + 1
 FROM due WHERE job.id = due.id

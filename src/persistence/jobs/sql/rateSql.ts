@@ -112,6 +112,13 @@ export const rateHasToken = (schema: Schema, row: string, now: string, queue?: s
     : `NOT EXISTS (SELECT 1 FROM ${empty} AND empty.queue = ${queue} AND NOT empty.per_key) AND ${rateKeyOf(row)} NOT IN (SELECT empty.rate_key FROM ${empty} AND empty.queue = ${queue} AND empty.per_key)`
 }
 
+/**
+ * The whole tokens of queue `queue`'s queue-wide bucket at `now` (SQL expressions) as of the
+ * statement's snapshot, or 2^31 − 1 when it has none: a bound on what a reservation may take.
+ */
+export const queueTokensCap = (schema: Schema, queue: string, now: string): string =>
+  `COALESCE((SELECT ${whole(refilled('bucket', now))}::integer FROM ${bucketsTable(schema)} AS bucket WHERE bucket.queue = ${queue} AND NOT bucket.per_key AND bucket.rate_key = ''), 2147483647)`
+
 /** Whether queue `queue` (an SQL expression) has a bucket: one probe of the primary key's prefix. */
 export const queueHasBuckets = (schema: Schema, queue: string): string => `EXISTS (SELECT 1 FROM ${bucketsTable(schema)} AS bucket WHERE bucket.queue = ${queue})`
 
