@@ -73,7 +73,8 @@ describe('per-job statements keep their plans on PostgreSQL', () => {
     }
     const statements = {
       ackAndClaimDue: /^WITH acked AS .*head_pending AS/,
-      claimDue: /^WITH head_pending AS/,
+      // The keyless form probes once whether the queue has slot rows or rate buckets.
+      claimDue: /^WITH keyed_probe AS .*head_pending AS/,
       // The ack frees its job's concurrency slot in the same statement (concurrencySql.ts).
       ack: /^WITH acked AS \(DELETE FROM "matchbox"\.jobs WHERE id = \$1::text/,
       nextDue: /^SELECT min\(due_ms\) AS next_due_ms/,

@@ -32,7 +32,7 @@
  * jitter): the retry scan waits out each step and kicks in between only mark what to scan; the
  * first pass that succeeds ends the outage. Explicit `run()` calls (a lazy claim) still run.
  *
- * Length: past 400 lines (about 420) because the driver's interface is mostly doc comments its
+ * Length: past 400 lines (about 430) because the driver's interface is mostly doc comments its
  * callers need, and the pass, the timer, the outage back-off and the held queues share one
  * driver's state and its one-pass-at-a-time order; the parts that need none of it — the waiter
  * sets (QueueWaiters.ts) and how refused adds are given back (`sortRefusals`) — live apart.

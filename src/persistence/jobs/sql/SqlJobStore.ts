@@ -13,14 +13,15 @@
  * SqlJobEnqueue.ts; pausing and resuming queues in SqlJobPauses.ts; the statements whose text depends on the call's shape, in jobTexts.ts.
  *
  * Head claims (`claimDue`, `ackAndClaimDue`) of a queue this store has not seen concurrency keys
- * in run jobSql.ts's `keyless` form, without the admission steps; the first that answers the
+ * or rate limits in run jobSql.ts's `keyless` form, without the admission steps (of the slots and
+ * of the rate buckets, rateSql.ts); the first that answers the
  * queue keyed (it then claimed nothing) is run again in the `admit` form, which the store keeps
  * to for that queue (`makeKeyedQueues`). Claims by id always run under the guard.
  *
  * A fenced claim runs its statement's fenced form (claimFenceSql.ts says how one statement holds
  * the range); a statement answering no row at all was refused, and becomes `OwnershipLost`.
  * `claim`'s follow-up statements after a claim that did not happen (bury an exhausted job, park
- * a job refused for its concurrency key's limit, read why) claim nothing, so they are not fenced; `claimMany`'s judgement of a job its batch did not
+ * a job refused for its concurrency key's limit or for its rate buckets' tokens, read why) claim nothing, so they are not fenced; `claimMany`'s judgement of a job its batch did not
  * claim is a fenced `claim`.
  *
  * Does not: migrate (openSqlJobStore does, through the shared migration runner), read a clock,

@@ -29,7 +29,7 @@
  * in the same statement, and the head reads and the due-time reservations leave out the jobs of
  * empty buckets (`rateHasToken`).
  *
- * Length: past 400 lines (about 820) because every job statement stays in one file, next to the
+ * Length: past 400 lines (about 880) because every job statement stays in one file, next to the
  * one spelling of each rule above, so a reviewer checks the predicates in one place; a claim's
  * fenced form is a flag of the same builder, so the two forms cannot drift apart. Most of the
  * length is the statements' own doc comments, which give each one's parameters and why it is
@@ -379,12 +379,12 @@ export function keyHolderSql(schema: Schema): string {
 }
 
 /**
- * A claim's guards over its candidates (`$3` now): the concurrency admission (concurrencySql.ts),
+ * A claim's guards over its candidates (`$3` now; `single`: at most one, a claim by id): the concurrency admission (concurrencySql.ts),
  * then the rate admission of what it admitted (rateSql.ts), whose `rate_admitted` holds the rows
  * the statement claims; the concurrency slots are taken for those rows only.
  */
-const guardCtes = (schema: Schema, options: Omit<AdmitOptions, 'then'>): string =>
-  admitCtes(schema, { ...options, then: { ctes: rateAdmitCtes(schema, { candidates: 'admitted', order: options.order, now: '$3::bigint' }), claimed: 'rate_admitted' } })
+const guardCtes = (schema: Schema, options: Omit<AdmitOptions, 'then'>, single = false): string =>
+  admitCtes(schema, { ...options, then: { ctes: rateAdmitCtes(schema, { candidates: 'admitted', order: options.order, now: '$3::bigint', single }), claimed: 'rate_admitted' } })
 
 /**
  * A fenced form of a claim statement (claimFenceSql.ts): `write`, a data-modifying statement
@@ -406,7 +406,7 @@ export function claimSql(schema: Schema, fenced = false): string {
   // The job locked first, then its key's slot (concurrencySql.ts), then its buckets (rateSql.ts): admitted or not under the limits.
   const ctes = `target AS (
   SELECT id, queue, state, concurrency_key, fairness_key FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${gate} FOR UPDATE
-), ${guardCtes(schema, { candidates: 'target', order: 'c.id' })}`
+), ${guardCtes(schema, { candidates: 'target', order: 'c.id' }, true)}`
   const claim = `
 UPDATE ${schema.quoted}.jobs
 SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
@@ -444,7 +444,7 @@ RETURNING ${headRank(headCount)} AS rank, ${claimedRows(headCount)}`
 WITH ${fenced ? `${fenceCte(schema, { queueKey: '$4', rangeId: '$5' })}, ` : ''}${claimHeadCtes(schema, headCount, fenced, undefined, guard)}, claimed AS (
 ${claim}
 )
-SELECT keyless.keyed_queue, claimed.* FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${queueHasSlots(schema)} AS keyed_queue) AS keyless LEFT JOIN claimed ON true`
+SELECT keyless.keyed_queue, claimed.* FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${keyedAnswer} AS keyed_queue) AS keyless LEFT JOIN claimed ON true`
   }
   if (fenced) return throughFence(schema, { queueKey: '$4', rangeId: '$5' }, claimHeadCtes(schema, headCount, true), claim)
   return `
@@ -464,6 +464,9 @@ ${claim}`
  * as every exit from processing does.
  */
 export type ClaimGuard = 'admit' | 'keyless'
+
+// The keyless form's answer, read from its `keyed_probe` CTE (claimHeadCtes), which probes once.
+const keyedAnswer = '(SELECT keyed_queue FROM keyed_probe)'
 
 // Whether `$1`'s queue has a slot row or a rate bucket: a probe of each primary key's prefix.
 const queueHasSlots = (schema: Schema): string =>
@@ -512,7 +515,7 @@ WITH ${fenced ? `${fenceCte(schema, { queueKey: '$6', rangeId: '$7' })}, ` : ''}
   RETURNING ${headRank(headCount)} AS rank, ${claimedRows(headCount)}
 )
 SELECT ${headCount === 1 ? 'ack.acked' : 'CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked'}${guard === 'keyless' ? ', ack.keyed_queue' : ''}, claimed.*
-FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked${guard === 'keyless' ? `, ${queueHasSlots(schema)} AS keyed_queue` : ''} FROM acked) AS ack LEFT JOIN claimed ON true`
+FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked${guard === 'keyless' ? `, ${keyedAnswer} AS keyed_queue` : ''} FROM acked) AS ack LEFT JOIN claimed ON true`
 }
 
 // The head of a queue's claimable rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
@@ -533,22 +536,23 @@ FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_a
 // read and sorted every due row of the table for each claim.
 function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?: string, guard: ClaimGuard = 'admit'): string {
   const limit = Math.floor(headCount)
-  const gate = `${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}${guard === 'keyless' ? ` AND NOT ${queueHasSlots(schema)}` : ''}`
+  // The keyless form asks once (`keyed_probe`) whether the queue has slot rows or buckets.
+  const gate = `${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}${guard === 'keyless' ? ` AND NOT ${keyedAnswer}` : ''}`
   // Keys already at their limit stay out of the pending branches: they would take other keys' places.
   const room = guard === 'admit' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`, '$1::text', freed)}` : ''
   // A lapsed claim handed to Matching again holds its key's slot already: only pending rows need room.
   // Every claim, a lapsed one's too, needs a token: empty buckets' jobs stay out of every branch.
   const tokens = guard === 'admit' ? ` AND ${rateHasToken(schema, `${schema.quoted}.jobs`, '$3::bigint', '$1::text')}` : ''
   const roomUnlessLapsed = guard === 'admit' ? ` AND (${schema.quoted}.jobs.state = 'processing' OR ${slotHasRoom(schema, `${schema.quoted}.jobs`, '$1::text', freed)})${tokens}` : ''
-  const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ${fairOrder}, ready_seq, ${headKeyColumns} FROM ${schema.quoted}.jobs
+  const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ${fairOrder}, ready_seq, ${headKeyColumns(guard)} FROM ${schema.quoted}.jobs
   WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}${state === 'pending' ? room : ''}${tokens}
   ORDER BY ${claimOrder}
   LIMIT ${limit}
   FOR UPDATE SKIP LOCKED`
-  return `head_pending AS (
+  return `${guard === 'keyless' ? `keyed_probe AS (SELECT ${queueHasSlots(schema)} AS keyed_queue), ` : ''}head_pending AS (
   ${branch('pending')}
 ), head_matching AS (
-  SELECT id, priority, due_ms, NULL::bigint AS fair_order, ready_seq, ${headKeyColumns} FROM ${schema.quoted}.jobs
+  SELECT id, priority, due_ms, NULL::bigint AS fair_order, ready_seq, ${headKeyColumns(guard)} FROM ${schema.quoted}.jobs
   WHERE queue = $1::text AND due_ms IS NULL AND ${claimable('$3::bigint')} AND ${gate}${roomUnlessLapsed}
   ORDER BY priority DESC, ready_seq
   LIMIT ${limit}
@@ -565,8 +569,9 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?
 // Claim order over the merged head: a row with Matching (due null) first within its priority.
 const headOrder = 'priority DESC, fair_order NULLS FIRST, ready_seq'
 const headOrderOf = (row: string): string => `${row}.priority DESC, ${row}.fair_order NULLS FIRST, ${row}.ready_seq`
-// What the concurrency and rate guards read of a head row (`admitCtes`, `rateAdmitCtes`).
-const headKeyColumns = 'queue, state, concurrency_key, fairness_key'
+// What the concurrency and rate guards read of a head row (`admitCtes`, `rateAdmitCtes`); the
+// keyless form runs neither, and its head rows stay as narrow as they were before the guards.
+const headKeyColumns = (guard: ClaimGuard): string => (guard === 'admit' ? 'queue, state, concurrency_key, fairness_key' : 'queue, state, concurrency_key')
 
 // How a head claim's UPDATE finds its rows, and each one's rank. One head row joins `ranked`
 // (a one-row join probes the primary key). Several are named as one array of ids in claim order,

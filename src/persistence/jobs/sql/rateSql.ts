@@ -46,6 +46,12 @@ export interface RateAdmitOptions {
   readonly order: string
   /** The statement's now (an SQL expression). */
   readonly now: string
+  /**
+   * The candidates are at most one row (a claim by id): the same admission without the ranking
+   * (its two buckets are already in key order, the queue's first), so that the claim of a queue
+   * without buckets pays two empty index probes and little else.
+   */
+  readonly single?: boolean
 }
 
 /**
@@ -58,6 +64,7 @@ export interface RateAdmitOptions {
  */
 export function rateAdmitCtes(schema: Schema, options: RateAdmitOptions): string {
   const { candidates, order, now } = options
+  if (options.single === true) return singleAdmitCtes(schema, candidates, now)
   return `rate_locked AS (
   SELECT bucket.queue, bucket.per_key, bucket.rate_key, bucket.per_second, GREATEST(bucket.refilled_ms, ${now}) AS refilled_ms, ${refilled('bucket', now)} AS tokens
   FROM (
@@ -91,6 +98,24 @@ export function rateAdmitCtes(schema: Schema, options: RateAdmitOptions): string
   RETURNING bucket.queue
 )`
 }
+
+// `rateAdmitCtes` for at most one candidate: admitted when each of its buckets that exists holds a whole token.
+const singleAdmitCtes = (schema: Schema, candidates: string, now: string): string => `rate_locked AS (
+  SELECT bucket.queue, bucket.per_key, bucket.rate_key, bucket.per_second, GREATEST(bucket.refilled_ms, ${now}) AS refilled_ms, ${refilled('bucket', now)} AS tokens
+  FROM (
+    SELECT c.queue, false AS per_key, ('' COLLATE "C") AS rate_key FROM ${candidates} AS c
+    UNION ALL SELECT c.queue, true AS per_key, ${rateKeyOf('c')} AS rate_key FROM ${candidates} AS c
+  ) AS touched
+  CROSS JOIN LATERAL (SELECT * FROM ${bucketsTable(schema)} AS bucket WHERE bucket.queue = touched.queue AND bucket.per_key = touched.per_key AND bucket.rate_key = touched.rate_key FOR UPDATE) AS bucket
+), rate_admitted AS (
+  SELECT c.* FROM ${candidates} AS c WHERE NOT EXISTS (SELECT 1 FROM rate_locked AS locked WHERE ${whole('locked.tokens')} < 1)
+), rate_taken AS (
+  UPDATE ${bucketsTable(schema)} AS bucket
+  SET tokens = GREATEST(locked.tokens - 1, 0), refilled_ms = locked.refilled_ms, next_token_ms = ${nextTokenOf('locked.tokens - 1', 'locked.refilled_ms', 'locked.per_second')}
+  FROM rate_locked AS locked
+  WHERE bucket.queue = locked.queue AND bucket.per_key = locked.per_key AND bucket.rate_key = locked.rate_key AND EXISTS (SELECT 1 FROM rate_admitted)
+  RETURNING bucket.queue
+)`
 
 // When a bucket left with `tokens` at `refilledMs` next holds a whole token: 0 if it holds one
 // (whatever a caller's clock, a refill never takes tokens away).
