@@ -122,6 +122,7 @@ export function checkNewJob(job: NewJob, field = 'job'): NewJob {
  * the bound keeps a bucket's arithmetic far inside a double's exact range.
  */
 export const ratePerSecondMax = 1_000_000
+/** The most tokens a bucket may hold (see `ratePerSecondMax`). */
 export const rateBurstMax = 1_000_000
 
 /** A rate limit: `{ perSecond, burst }`, perSecond finite in (0, 1,000,000], burst a whole number 1…1,000,000. */
