@@ -205,6 +205,22 @@ export function describeJobConcurrencyConformance(fixture: JobFixture): void {
       expect(await claimDue(queue, 2, 5_000)).toHaveLength(1)
     })
 
+
+    it('a lapsed claim that expired frees its slot at the next due-time pass, without a sweep: dead of its expiry', async () => {
+      const queue = fixture.queue('limit-expired-lapse')
+      const [expiring] = await enqueue(queue, 1, { ...limited('k', 1), expiresAtMs: 5_000 })
+      const [waiting] = await enqueue(queue, 1, limited('k', 1))
+      expect((await claimDue(queue, 2)).map((job) => job.id)).toEqual([expiring?.id])
+      // The claim lapses at 31,000, long after the job expired: it can never run again, yet it held the key.
+      const lapsedAt = nowMs + 30_000
+      expect((await store().dueQueues({ nowMs: lapsedAt, limit: 10_000 })).map((entry) => entry.queue)).toContain(queue)
+      await store().takeDue({ nowMs: lapsedAt, reserveUntilMs: lapsedAt + 1, limit: 10, queues: [queue] })
+      expect(await store().getJob({ queue, id: (expiring as JobRecord).id })).toMatchObject({ state: 'dead', lastError: 'expired', diedAtMs: lapsedAt })
+      expect(await processingOf(queue)).toBe(0)
+      // The slot is free for the waiting job (the SQL pass reads the slots as they were before it
+      // freed one, so the pass itself may or may not have reserved it; either way it is due by now).
+      expect((await claimDue(queue, 2, lapsedAt + 1)).map((job) => job.id)).toEqual([waiting?.id])
+    })
     it('retryDead gives a dead job back with its key, limited as before', async () => {
       const queue = fixture.queue('limit-retry-dead')
       const [dying] = await enqueue(queue, 1, limited('k', 1))
