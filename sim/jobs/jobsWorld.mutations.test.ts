@@ -75,6 +75,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // its range taken, and prompt delivery of its queue is not judged for as long as that back-off
   // may last (src/jobs/DueDriver.test.ts catches it: the given-back job is claimable at once).
   refusedAddWaits: null,
+  limitNotInStore: null,
 }
 
 // One mutant run: caught when any checker reports a violation.
