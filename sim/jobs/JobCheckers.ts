@@ -79,6 +79,8 @@ interface Track {
   endHeard: boolean
   /** The job's concurrency key and limit (absent: it takes no slot). */
   readonly slot?: ConcurrencySlot
+  /** A claim its key's limit refused made it due again then (null: none since its last claim). */
+  parkedUntilMs?: number | null
 }
 
 const violationsMax = 50
@@ -134,9 +136,9 @@ export class JobCheckers {
   /**
    * The jobs due at `nowMs` — live, unexpired, within budget, runnable, with no valid claim, and
    * (for a job waiting for a slot of its concurrency key) with a slot free — each with its queue
-   * and the moment it became due: its ready time, its lapsed deadline, or the scan interval after
-   * its key's last claim ended (a claim the key's limit refused makes the job due again one scan
-   * later, MemoryConcurrencySlots.ts).
+   * and the moment it became due: its ready time, its lapsed deadline, when its key's last claim
+   * ended, or when a claim its key's limit refused made it due again (one scan later,
+   * MemoryConcurrencySlots.ts).
    */
   dueJobs(nowMs: number): Array<{ readonly id: string; readonly queue: string; readonly dueSinceMs: number }> {
     const due: Array<{ readonly id: string; readonly queue: string; readonly dueSinceMs: number }> = []
@@ -148,7 +150,7 @@ export class JobCheckers {
       if (track.slot !== undefined && track.claim === null) {
         const slot = slotName(track.job.queue, track.slot.key)
         if ((held.get(slot) ?? 0) >= track.slot.limit) continue
-        slotFreeSinceMs = (this.#slotFreedAtMs.get(slot) ?? Number.NEGATIVE_INFINITY) + jobDueScanIntervalMs
+        slotFreeSinceMs = Math.max(this.#slotFreedAtMs.get(slot) ?? Number.NEGATIVE_INFINITY, track.parkedUntilMs ?? Number.NEGATIVE_INFINITY)
       }
       const dueSinceMs = Math.max(track.readyAtMs, track.claim?.deadlineMs ?? Number.NEGATIVE_INFINITY, track.heldUntilMs ?? Number.NEGATIVE_INFINITY, slotFreeSinceMs)
       if (dueSinceMs <= nowMs) due.push({ id, queue: track.job.queue, dueSinceMs })
@@ -399,6 +401,7 @@ export class JobCheckers {
     const track = this.#jobs.get(record.id)
     const outcome = record.outcome
     if (outcome.kind === 'obsolete' && (outcome.reason === 'dead' || outcome.reason === 'exhausted') && track !== undefined) this.#end(record.id, 'dead')
+    if (outcome.kind === 'obsolete' && outcome.reason === 'limited' && track !== undefined) track.parkedUntilMs = record.nowMs + jobDueScanIntervalMs
     if (outcome.kind !== 'claimed') return
     const job = outcome.job
     if (track === undefined) return this.fail('one valid claim', `job ${record.id} claimed at ${record.nowMs}, but no enqueue of it committed`)
@@ -414,6 +417,7 @@ export class JobCheckers {
     track.heldUntilMs = null
     track.claims++
     track.claim = { token: record.claimToken, deadlineMs: job.deadlineMs as number }
+    track.parkedUntilMs = null
     this.#withinLimit(track, record.nowMs)
   }
 
@@ -454,6 +458,8 @@ export class JobCheckers {
       // A lapsed claim at its budget died at its deadline (the exhaustion rule), unseen here; the
       // key is judged as the store holds it at the commit, which may come long after the stamp.
       if (track.claim !== null && track.attempts >= track.job.maxAttempts && track.claim.deadlineMs <= committedAtMs) continue
+      // So did a keyed job's lapsed claim past its expiry, which a due-time pass buries, unseen here too.
+      if (track.claim !== null && track.slot !== undefined && track.claim.deadlineMs <= committedAtMs && track.job.expiresAtMs !== null && track.job.expiresAtMs <= committedAtMs) continue
       {
         this.fail('one live per key', `job ${job.id} of ${job.queue} enqueued at ${nowMs} with key ${job.key}, which live job ${id} holds`)
         return

@@ -76,9 +76,9 @@
  *   engine's own claims happen to keep it — the observable bug of a limit checked by each engine
  *   instead of by the store: engines together run more of a key at once than its limit
  *   (concurrency per key);
- * - the seven bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
+ * - the eight bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
- *   `matchedPollLingers`, `droppedWithClaimsInLine`): every engine of the world runs its queues by
+ *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`): every engine of the world runs its queues by
  *   the dispatch machine with that bug (prompt delivery, claims reach a worker).
  *
  * Does not: change reads or schedules.

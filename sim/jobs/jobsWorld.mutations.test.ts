@@ -76,6 +76,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // may last (src/jobs/DueDriver.test.ts catches it: the given-back job is claimable at once).
   refusedAddWaits: null,
   limitNotInStore: null,
+  slotFreedSilent: null,
 }
 
 // One mutant run: caught when any checker reports a violation.

@@ -86,6 +86,7 @@ export function makeJobQueue<T = JsonValue>(
   concurrencyPerKey: number | null = null,
 ): JobQueue<T> {
   const { jobStore } = runtime
+  if (concurrencyPerKey !== null) runtime.limitedQueues.add(name)
   // A job of this queue, stamped with the handle's options and the enqueue's own.
   const newJob = (payload: JsonValue, resolved: ResolvedEnqueue, nowMs: number): NewJob => ({
     id: jobId(runtime.ids, nowMs),

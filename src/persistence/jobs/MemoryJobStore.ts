@@ -459,12 +459,14 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         // A keyed job's lapsed claim that expired holds its slot until buried: buried now, as takeDueSql does.
         else if (row.concurrencyKey !== undefined && isLapsedExpired(row.job, nowMs)) bury(row, deadReasonExpired, nowMs)
       }
-      // A pending job of a key at its limit is passed over, as the SQL statement does.
+      // A pending job of a key at its limit is passed over, and of a key with room only as many
+      // are reserved as it has room for, as the SQL statement does.
       const held = slots.held()
       const due = [...live.values()]
         .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue) && slots.hasRoom(row, held))
         .sort(claimOrder)
         .slice(0, limit)
+        .filter((row) => slots.hasRoom(row, held) && (slots.take(row, held), true))
       return due.map((row): DueJob => {
         const dueMs = row.dueMs as number
         row.dueMs = reserveUntilMs

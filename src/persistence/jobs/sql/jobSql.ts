@@ -736,8 +736,9 @@ SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS p
  * would: its slot would otherwise stay held until one, and no engine sweeps unless asked), and reserves the first due unexpired rows that rule does not cover, in claim order
  * (rows another connection holds are skipped), returning them with their previous due time. The
  * two sets are disjoint, so the statement never touches a row twice. A pending job whose
- * concurrency key is at its limit is passed over (concurrencySql.ts's `slotHasRoom`): its claim
- * would be refused; it stays due, for the claims and passes after a slot frees.
+ * concurrency key is at its limit is passed over (concurrencySql.ts's `slotHasRoom`), and of a key
+ * with room only as many are reserved as it has room for (`reservedWithinRoom`): their claims
+ * would be refused; they stay due, for the claims and passes after a slot frees.
  */
 export function takeDueSql(schema: Schema, queues: QueueFilter): string {
   return `
@@ -748,20 +749,32 @@ WITH moved AS (
 ), ${freeSlotsCtes(schema, movedOut)}, buried AS (
   ${bury(schema, `CASE WHEN ${exhausted('$1::bigint')} THEN $5::text ELSE $6::text END`, `CASE WHEN ${exhausted('$1::bigint')} THEN deadline_ms ELSE $1::bigint END`)}
   RETURNING id
-), ${(['pending', 'processing'] as const).map((state) => `due_${state} AS (
-  SELECT id, due_ms, ${fairOrder}, priority, ready_seq FROM ${schema.quoted}.jobs
+), ${(['pending', 'processing'] as const).map((state) => `due_${state}${state === 'pending' ? '_rows' : ''} AS (
+  SELECT id, due_ms, ${fairOrder}, priority, ready_seq${state === 'pending' ? ', queue, concurrency_key' : ''} FROM ${schema.quoted}.jobs
   WHERE state = '${state}' AND due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
     AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${state === 'pending' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`)}` : ''}
   ORDER BY ${claimOrder}
   LIMIT $3::integer
   FOR UPDATE SKIP LOCKED
-)`).join(', ')}, due AS (
+)`).join(', ')}, due_pending AS (
+  ${reservedWithinRoom(schema, 'due_pending_rows')}
+), due AS (
   SELECT id, due_ms FROM (SELECT * FROM due_pending UNION ALL SELECT * FROM due_processing ORDER BY ${mergedOrder} LIMIT $3::integer) AS merged
 )
 UPDATE ${schema.quoted}.jobs AS job SET due_ms = $2::bigint, revision = job.revision + 1
 FROM due WHERE job.id = due.id
 RETURNING job.id, job.queue, job.priority, due.due_ms AS previous_due_ms, job.ready_seq, job.revision, job.expires_at_ms`
 }
+
+// Of `rows` (pending head rows with their queue and concurrency key), those a pass may reserve:
+// every unkeyed one, and of each key's, in claim order, as many as its slot has room for as of
+// the statement's snapshot — reserving more would hand Matching tasks whose claims the key's
+// limit refuses. The claim still decides through the slot's lock (concurrencySql.ts).
+const reservedWithinRoom = (schema: Schema, rows: string): string => `SELECT ranked.id, ranked.due_ms, ranked.fair_order, ranked.priority, ranked.ready_seq FROM (
+    SELECT r.*, row_number() OVER (PARTITION BY r.queue, r.concurrency_key ORDER BY ${mergedOrder}) AS key_rank FROM ${rows} AS r
+  ) AS ranked
+  LEFT JOIN ${schema.quoted}.concurrency_slots AS slot ON slot.queue = ranked.queue AND slot.concurrency_key = ranked.concurrency_key
+  WHERE ranked.concurrency_key IS NULL OR ranked.key_rank <= slot.concurrency_limit - slot.held`
 
 /**
  * `$1` ids, `$2` revisions (parallel arrays). Clears the due time of rows still at their revision,
