@@ -46,6 +46,7 @@ const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchE
     holds: (after) => after.commands.includes('linePoll.end') && after.context.linePolls.length === 0,
   },
   droppedWithClaimsInLine: { events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }], holds: (after) => (after.value as { use: string }).use === 'holding' },
+  slotFreedSilent: { events: [...drainedWithClaim, { type: 'slot.freed' }], holds: (after) => after.commands.includes('slot.announce') },
 }
 
 describe('planted dispatch bugs', () => {

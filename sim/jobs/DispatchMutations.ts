@@ -32,9 +32,11 @@ export type DispatchMutation =
    * serves them or asks Matching for them, and they wait out their own timeouts.
    */
   | 'droppedWithClaimsInLine'
+  /** A freed concurrency slot is not announced: the jobs of its key wait for the next scan while workers idle. */
+  | 'slotFreedSilent'
 
 /** Every dispatch mutation, in the menu's order. */
-export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine']
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent']
 
 /** The dispatch machine with `mutation` planted. */
 export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
@@ -65,6 +67,8 @@ export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMach
       }) as DispatchMachine
     case 'matchedPollLingers':
       return dispatchMachine.provide({ guards: { nobodyWaitsForMatch: () => false } }) as DispatchMachine
+    case 'slotFreedSilent':
+      return dispatchMachine.provide({ actions: { announceSlot: () => {} } }) as DispatchMachine
     case 'droppedWithClaimsInLine':
       return dispatchMachine.provide({
         guards: { isHoldingNothing: ({ context }) => context.reserved.length + context.spare.length + context.closingPolls.length + context.forwardedWaiting + context.lazyPolls === 0 },

@@ -36,9 +36,21 @@ export interface ClaimOwnership {
   readonly seesNobody: boolean
 }
 
+/** A job's concurrency key and the limit on processing jobs of that key its enqueue gave. */
+export interface ConcurrencySlot {
+  readonly key: string
+  readonly limit: number
+}
+
+/** The slot an enqueue input names, or undefined (no key, or no limit on its queue). */
+export function slotOf(job: { readonly concurrencyKey?: string | null; readonly concurrencyLimit?: number }): ConcurrencySlot | undefined {
+  return job.concurrencyKey == null || job.concurrencyLimit === undefined ? undefined : { key: job.concurrencyKey, limit: job.concurrencyLimit }
+}
+
 /** One committed JobStore call the checkers care about. */
 export type JobBoundaryRecord =
-  | (Stamped & { readonly op: 'enqueue'; readonly job: JobRecord })
+  /** A job written; `slot` names its concurrency key and the limit the enqueue gave it (absent: the job takes no slot). */
+  | (Stamped & { readonly op: 'enqueue'; readonly job: JobRecord; readonly slot?: ConcurrencySlot })
   | (Stamped & { readonly op: 'claim'; readonly id: string; readonly claimToken: string; readonly outcome: ClaimOutcome; readonly ownership: ClaimOwnership | null })
   | (Stamped & ClaimRef & { readonly op: 'heartbeat'; readonly extendMs: number | null; readonly renewed: JobRecord | null })
   | (Stamped & ClaimRef & { readonly op: 'ack'; readonly ok: boolean })

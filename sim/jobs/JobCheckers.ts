@@ -18,6 +18,9 @@
  *   is accepted only for the job's current claim token (its holder's);
  * - one live per key: no enqueue (alone or in a batch) commits a job whose key a live job of its
  *   queue holds;
+ * - concurrency per key: no claim (nor an enqueue that claims) commits while its job's concurrency
+ *   key would then have more valid claims of its queue than the limit the job was enqueued with —
+ *   judged at the claim's stamp, across every engine;
  * - none stranded (at the end, after the final sweep): every job whose enqueue committed is acked,
  *   cancelled or dead, consistently with what committed; sorted into honest categories.
  *
@@ -28,14 +31,15 @@
  * Does not: read the engine's memory, or decide which dead jobs are "right" beyond their budget.
  */
 import { deadReasonExhausted, deadReasonExpired, isExhausted } from '../../src/domain/JobRules.ts'
+import { jobDueScanIntervalMs } from '../../src/kernel/Limits.ts'
 import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
-import type { JobBoundaryRecord } from './JobBoundary.ts'
+import type { ConcurrencySlot, JobBoundaryRecord } from './JobBoundary.ts'
 import { controlCheckerNames } from './ControlCheckers.ts'
 
 /** The job checkers, the ownership checker (OwnershipChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */
 export const jobCheckerNames = [
   'one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'owner sees nobody', 'holder settles', 'one live per key',
-  'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', ...controlCheckerNames, 'matching', 'other',
+  'concurrency per key', 'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', ...controlCheckerNames, 'matching', 'other',
 ] as const
 
 
@@ -73,9 +77,16 @@ interface Track {
   claims: number
   heard: boolean
   endHeard: boolean
+  /** The job's concurrency key and limit (absent: it takes no slot). */
+  readonly slot?: ConcurrencySlot
+  /** A claim its key's limit refused made it due again then (null: none since its last claim). */
+  parkedUntilMs?: number | null
 }
 
 const violationsMax = 50
+
+// One concurrency slot's name: the queue and the key.
+const slotName = (queue: string, key: string): string => `${queue}\u0000${key}`
 
 /** The online job checks plus the final audit. */
 export class JobCheckers {
@@ -97,6 +108,9 @@ export class JobCheckers {
   }
   #landedLate = 0
   #healedAtMs: number | null = null
+  // The commit time of the record being observed, and per (queue, concurrency key) when a claim of the key last ended.
+  #committedAtMs = 0
+  readonly #slotFreedAtMs = new Map<string, number>()
 
   /** Faults are off from now on: a reservation made after this is the engine's own, judged as due. */
   healed(nowMs: number): void {
@@ -120,18 +134,45 @@ export class JobCheckers {
   }
 
   /**
-   * The jobs due at `nowMs` — live, unexpired, within budget, runnable, and with no valid claim —
-   * each with its queue and the moment it became due (its ready time, or its lapsed deadline).
+   * The jobs due at `nowMs` — live, unexpired, within budget, runnable, with no valid claim, and
+   * (for a job waiting for a slot of its concurrency key) with a slot free — each with its queue
+   * and the moment it became due: its ready time, its lapsed deadline, when its key's last claim
+   * ended, or when a claim its key's limit refused made it due again (one scan later,
+   * MemoryConcurrencySlots.ts).
    */
   dueJobs(nowMs: number): Array<{ readonly id: string; readonly queue: string; readonly dueSinceMs: number }> {
     const due: Array<{ readonly id: string; readonly queue: string; readonly dueSinceMs: number }> = []
+    const held = this.#heldSlots()
     for (const [id, track] of this.#jobs) {
       if (track.life !== 'live' || track.attempts >= track.job.maxAttempts) continue
       if (track.job.expiresAtMs !== null && track.job.expiresAtMs <= nowMs) continue
-      const dueSinceMs = Math.max(track.readyAtMs, track.claim?.deadlineMs ?? Number.NEGATIVE_INFINITY, track.heldUntilMs ?? Number.NEGATIVE_INFINITY)
+      let slotFreeSinceMs = Number.NEGATIVE_INFINITY
+      if (track.slot !== undefined && track.claim === null) {
+        const slot = slotName(track.job.queue, track.slot.key)
+        if ((held.get(slot) ?? 0) >= track.slot.limit) continue
+        slotFreeSinceMs = Math.max(this.#slotFreedAtMs.get(slot) ?? Number.NEGATIVE_INFINITY, track.parkedUntilMs ?? Number.NEGATIVE_INFINITY)
+      }
+      const dueSinceMs = Math.max(track.readyAtMs, track.claim?.deadlineMs ?? Number.NEGATIVE_INFINITY, track.heldUntilMs ?? Number.NEGATIVE_INFINITY, slotFreeSinceMs)
       if (dueSinceMs <= nowMs) due.push({ id, queue: track.job.queue, dueSinceMs })
     }
     return due
+  }
+
+  // Slots held per (queue, concurrency key): live jobs with a claim, valid or lapsed (a lapsed
+  // claim keeps its slot until its job is claimed again or dies).
+  #heldSlots(): Map<string, number> {
+    const held = new Map<string, number>()
+    for (const track of this.#jobs.values()) {
+      if (track.slot === undefined || track.life !== 'live' || track.claim === null) continue
+      const slot = slotName(track.job.queue, track.slot.key)
+      held.set(slot, (held.get(slot) ?? 0) + 1)
+    }
+    return held
+  }
+
+  // A claim of `track` ended (settled, given back, or its job ended): its key's slot is free now.
+  #slotFreed(track: Track): void {
+    if (track.slot !== undefined && track.claim !== null) this.#slotFreedAtMs.set(slotName(track.job.queue, track.slot.key), this.#committedAtMs)
   }
 
   /** The live jobs that may still be delivered after `nowMs` (unexpired, within budget), as `id (state)`. */
@@ -164,6 +205,7 @@ export class JobCheckers {
 
   /** Checks one committed JobStore call. */
   observe(record: JobBoundaryRecord): void {
+    this.#committedAtMs = record.committedAtMs
     if (record.nowMs > record.committedAtMs) this.fail('deadline', `${record.hostId} stamped ${record.op} at ${record.nowMs}, after the clock's ${record.committedAtMs}`)
     switch (record.op) {
       case 'enqueue': {
@@ -174,12 +216,14 @@ export class JobCheckers {
           if (job.expiresAtMs !== null && job.expiresAtMs <= record.nowMs) this.fail('one valid claim', `job ${job.id} enqueued claimed at ${record.nowMs} though it expires at ${job.expiresAtMs}`)
           if (job.deadlineMs !== record.nowMs + job.visibilityTimeoutMs) this.fail('deadline', `job ${job.id} enqueued claimed at ${record.nowMs} with deadline ${job.deadlineMs}, not now + its visibility ${job.visibilityTimeoutMs} ms`)
           this.#keyFree(job, record.nowMs, record.committedAtMs)
-          this.#jobs.set(job.id, { job, life: 'live', attempts: 1, readyAtMs: record.nowMs, claim: { token: job.claimToken, deadlineMs: job.deadlineMs as number }, claims: 1, heldUntilMs: null, heard: false, endHeard: false })
+          const track: Track = { job, life: 'live', attempts: 1, readyAtMs: record.nowMs, claim: { token: job.claimToken, deadlineMs: job.deadlineMs as number }, claims: 1, heldUntilMs: null, heard: false, endHeard: false, ...(record.slot === undefined ? {} : { slot: record.slot }) }
+          this.#jobs.set(job.id, track)
+          this.#withinLimit(track, record.nowMs)
           return
         }
         if (job.attempts !== 0 || job.state !== 'pending') this.fail('attempt budget', `job ${job.id} enqueued as ${job.state} with ${job.attempts} attempts`)
         this.#keyFree(job, record.nowMs, record.committedAtMs)
-        this.#jobs.set(job.id, { job, life: 'live', attempts: 0, readyAtMs: Math.max(job.runAtMs, record.nowMs), claim: null, claims: 0, heldUntilMs: null, heard: false, endHeard: false })
+        this.#jobs.set(job.id, { job, life: 'live', attempts: 0, readyAtMs: Math.max(job.runAtMs, record.nowMs), claim: null, claims: 0, heldUntilMs: null, heard: false, endHeard: false, ...(record.slot === undefined ? {} : { slot: record.slot }) })
         return
       }
       case 'claim':
@@ -204,6 +248,7 @@ export class JobCheckers {
           if (track.attempts < track.job.maxAttempts) this.fail('attempt budget', `job ${record.id} was dead-lettered by a retry at attempt ${track.attempts} of ${track.job.maxAttempts}`)
           this.#end(record.id, 'dead')
         } else {
+          this.#slotFreed(track)
           track.claim = null
           track.readyAtMs = record.outcome.runAtMs
         }
@@ -226,6 +271,7 @@ export class JobCheckers {
           if (claim === undefined || !this.#accepted('release', { ...record, ...claim })) continue
           // Back to pending with the attempt the claim counted given back: the next claim counts it again.
           const track = this.#jobs.get(id) as Track
+          this.#slotFreed(track)
           track.claim = null
           track.attempts = Math.max(0, track.attempts - 1)
         }
@@ -355,6 +401,7 @@ export class JobCheckers {
     const track = this.#jobs.get(record.id)
     const outcome = record.outcome
     if (outcome.kind === 'obsolete' && (outcome.reason === 'dead' || outcome.reason === 'exhausted') && track !== undefined) this.#end(record.id, 'dead')
+    if (outcome.kind === 'obsolete' && outcome.reason === 'limited' && track !== undefined) track.parkedUntilMs = record.nowMs + jobDueScanIntervalMs
     if (outcome.kind !== 'claimed') return
     const job = outcome.job
     if (track === undefined) return this.fail('one valid claim', `job ${record.id} claimed at ${record.nowMs}, but no enqueue of it committed`)
@@ -370,6 +417,17 @@ export class JobCheckers {
     track.heldUntilMs = null
     track.claims++
     track.claim = { token: record.claimToken, deadlineMs: job.deadlineMs as number }
+    track.parkedUntilMs = null
+    this.#withinLimit(track, record.nowMs)
+  }
+
+  // `track` was just claimed at `nowMs`: its key's valid claims, this one included, within its limit.
+  #withinLimit(track: Track, nowMs: number): void {
+    const slot = track.slot
+    if (slot === undefined) return
+    const valid = [...this.#jobs.values()].filter((other) => other.life === 'live' && other.slot?.key === slot.key && other.job.queue === track.job.queue && other.claim !== null && other.claim.deadlineMs > nowMs)
+    if (valid.length <= slot.limit) return
+    this.fail('concurrency per key', `job ${track.job.id} of ${track.job.queue} claimed at ${nowMs} with concurrency key ${slot.key} (limit ${slot.limit}) while ${valid.length} claims of the key were valid: ${valid.map((other) => other.job.id).join(', ')}`)
   }
 
   // A handle operation the store accepted: was its claim current, live and within its deadline?
@@ -400,6 +458,8 @@ export class JobCheckers {
       // A lapsed claim at its budget died at its deadline (the exhaustion rule), unseen here; the
       // key is judged as the store holds it at the commit, which may come long after the stamp.
       if (track.claim !== null && track.attempts >= track.job.maxAttempts && track.claim.deadlineMs <= committedAtMs) continue
+      // So did a keyed job's lapsed claim past its expiry, which a due-time pass buries, unseen here too.
+      if (track.claim !== null && track.slot !== undefined && track.claim.deadlineMs <= committedAtMs && track.job.expiresAtMs !== null && track.job.expiresAtMs <= committedAtMs) continue
       {
         this.fail('one live per key', `job ${job.id} of ${job.queue} enqueued at ${nowMs} with key ${job.key}, which live job ${id} holds`)
         return
@@ -410,6 +470,7 @@ export class JobCheckers {
   #end(id: string, life: Track['life']): void {
     const track = this.#jobs.get(id)
     if (track === undefined || track.life !== 'live') return
+    this.#slotFreed(track)
     track.life = life
     track.claim = null
   }

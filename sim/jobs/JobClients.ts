@@ -1,6 +1,7 @@
 /**
  * JobClients — what the end-to-end world's users do through the public job API: producers
- * enqueue (priority, runAt, expiresAt, maxAttempts drawn from the seed), workers claim and then
+ * enqueue (priority, runAt, expiresAt, maxAttempts, and on some seeds concurrency and fairness
+ * keys, drawn from the seed), workers claim and then
  * ack, heartbeat, retry (with or without a delay), fail, drop the handle (the claim lapses) or
  * act late (after the deadline); others cancel, ack in batches, read jobs and sweep; operators
  * pause and resume queues and cancel jobs that handlers are running (when the world says so). Every call
@@ -19,7 +20,7 @@ import type { ManualClock } from '../../src/kernel/Clock.ts'
 import type { Decisions } from '../core/Decisions.ts'
 import type { JobCheckers } from './JobCheckers.ts'
 import type { JobsHost } from './JobsHost.ts'
-import type { JobsSwarmOptions } from './JobsSwarm.ts'
+import { type JobsSwarmOptions, simTenants } from './JobsSwarm.ts'
 
 /** A claimed job a worker holds. */
 export interface Held {
@@ -51,6 +52,18 @@ const keysMax = 4
 // Chance that an enqueue is a batch (`enqueueMany` of 2…4), and that a job carries a key.
 const enqueueManyChance = 0.3
 const keyChance = 0.3
+
+/** The options one simulated enqueue passes. */
+interface DrawnEnqueue {
+  priority?: number
+  runAt?: number
+  expiresAt?: number
+  maxAttempts?: number
+  key?: string
+  concurrencyKey?: string
+  fairnessKey?: string
+  fairnessWeight?: number
+}
 
 /** The clients of one world. */
 export class JobClients {
@@ -107,7 +120,7 @@ export class JobClients {
     const { decide } = this.#deps
     const queue = decide.pick(this.#queueNames)
     if (!decide.chance(enqueueManyChance)) {
-      const { n, options } = this.#drawJob()
+      const { n, options } = this.#drawJob(true)
       this.#deps.log(`enqueue #${n} → ${host.id} ${queue} ${JSON.stringify(options)}`)
       this.#track(host, `enqueue #${n}`, host.queue(queue).enqueue({ n }, options), (id) => {
         this.#deps.checkers.clientEnqueued(id)
@@ -115,7 +128,7 @@ export class JobClients {
       })
       return true
     }
-    const jobs = Array.from({ length: decide.int(2, 4) }, () => this.#drawJob())
+    const jobs = Array.from({ length: decide.int(2, 4) }, () => this.#drawJob(false))
     this.#deps.log(`enqueueMany ${jobs.map((job) => `#${job.n}`).join(',')} → ${host.id} ${queue} ${JSON.stringify(jobs.map((job) => job.options))}`)
     this.#track(host, `enqueueMany #${jobs[0]?.n}`, host.queue(queue).enqueueMany(jobs.map((job) => ({ payload: { n: job.n }, ...job.options }))), (ids) => {
       for (const id of ids) this.#deps.checkers.clientEnqueued(id)
@@ -124,10 +137,12 @@ export class JobClients {
     return true
   }
 
-  // One job's payload number and enqueue options, drawn from the seed's chances.
-  #drawJob(): { readonly n: number; readonly options: { priority?: number; runAt?: number; expiresAt?: number; maxAttempts?: number; key?: string } } {
+  // One job's payload number and enqueue options, drawn from the seed's chances; a fairness key
+  // only when `single` (`enqueueMany` takes none).
+  #drawJob(single: boolean): { readonly n: number; readonly options: DrawnEnqueue } {
     const { decide, clock, options } = this.#deps
     const chances = options.enqueueChances
+    const keys = options.keyChances
     const now = clock.now()
     const drawn = {
       ...(decide.chance(chances.priority) ? { priority: decide.int(0, 9) } : {}),
@@ -135,6 +150,9 @@ export class JobClients {
       ...(decide.chance(chances.expiresAt) ? { expiresAt: now + decide.int(500, 60_000) } : {}),
       ...(decide.chance(chances.maxAttempts) ? { maxAttempts: decide.int(1, 4) } : {}),
       ...(decide.chance(keyChance) ? { key: `key-${decide.int(0, keysMax - 1)}` } : {}),
+      // Drawn last, and only on seeds that name keys, so that every other seed draws what it drew before.
+      ...(decide.chance(keys.concurrencyKey) ? { concurrencyKey: decide.pick(simTenants) } : {}),
+      ...(single && decide.chance(keys.fairnessKey) ? { fairnessKey: decide.pick(simTenants), ...(decide.chance(0.5) ? { fairnessWeight: decide.pick([0.5, 2, 8]) } : {}) } : {}),
     }
     return { n: ++this.#payloads, options: drawn }
   }

@@ -71,9 +71,14 @@
  *   it asks (the job store one engine sees moves `releaseDelivered`'s due time), so a job whose
  *   partition waits out its restart delay is out of every claim's reach meanwhile, though idle
  *   workers elsewhere could take it straight from the store (prompt delivery);
- * - the seven bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
+ * - `limitNotInStore`: the store is told no concurrency limit a user would notice (every enqueue's
+ *   limit is raised to 10,000 below the boundary log), so a key's limit holds only as far as each
+ *   engine's own claims happen to keep it — the observable bug of a limit checked by each engine
+ *   instead of by the store: engines together run more of a key at once than its limit
+ *   (concurrency per key);
+ * - the eight bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
- *   `matchedPollLingers`, `droppedWithClaimsInLine`): every engine of the world runs its queues by
+ *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`): every engine of the world runs its queues by
  *   the dispatch machine with that bug (prompt delivery, claims reach a worker).
  *
  * Does not: change reads or schedules.
@@ -91,7 +96,7 @@ export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'matchingFirstBlocksQueue',
-  'refusedAddWaits', ...dispatchMutations,
+  'refusedAddWaits', 'limitNotInStore', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -104,6 +109,8 @@ const dayMs = 24 * 3_600_000
 // How long refusalKeepsSignal's made-up renewal lasts (a second, as the shortest drawn visibility timeout).
 const refusedRenewalMs = 1_000
 const dropEnqueueEvery = 5
+// The concurrency limit limitNotInStore gives the store: none a world reaches.
+const liftedLimit = 10_000
 // How much later refusedAddWaits gives refused jobs back (the refusal retry of a queue that waits).
 const refusedAddDelayMs = 1_000
 
@@ -387,6 +394,14 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
       }
     case 'pauseIgnored':
       return { ...base, pauseQueue: async () => true }
+    case 'limitNotInStore': {
+      const lifted = <J extends { readonly concurrencyLimit?: number }>(job: J): J => (job.concurrencyLimit === undefined ? job : { ...job, concurrencyLimit: liftedLimit })
+      return {
+        ...base,
+        enqueue: (params, tx) => inner.enqueue({ ...params, job: lifted(params.job) }, tx),
+        enqueueMany: (params, tx) => inner.enqueueMany({ ...params, jobs: params.jobs.map(lifted) }, tx),
+      }
+    }
     case 'cancelKeepsClaim':
       return {
         ...base,

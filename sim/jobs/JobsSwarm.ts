@@ -54,6 +54,10 @@ export interface SimQueueOptions {
   readonly backoffBaseS: number
   /** Matching partitions of the queue (1 keeps the strict claim order). */
   readonly partitions: number
+  /** At most this many of the queue's jobs with one concurrency key processing at once (absent: no limit). */
+  readonly concurrencyPerKey?: number
+  /** Fairness weights the handle gives named keys, over the weight an enqueue names. */
+  readonly fairnessWeights?: Readonly<Record<string, number>>
 }
 
 /** A host's part in the group: a worker joins membership and delivers; a producer only enqueues. */
@@ -104,7 +108,17 @@ export interface JobsSwarmOptions {
    * control is on, for the same reason).
    */
   readonly control: { readonly pauseChance: number; readonly cancelRunningChance: number; readonly honourSignal: boolean }
+  /**
+   * Per-key flow control, drawn after everything else for the same reason: the chance that an
+   * enqueue names a concurrency key (which limits it on a queue with `concurrencyPerKey`), and
+   * that a single enqueue names a fairness key (with a weight of its own at half that chance).
+   * Keys are tenant names drawn from a few, so that keys repeat while their jobs run.
+   */
+  readonly keyChances: { readonly concurrencyKey: number; readonly fairnessKey: number }
 }
+
+/** The tenants whose names the world's jobs carry as concurrency and fairness keys. */
+export const simTenants: ReadonlyArray<string> = ['tenant-a', 'tenant-b', 'tenant-c']
 
 /** Overrides a caller may pin (CLI flags); everything else comes from the seed. */
 export interface JobsSwarmOverrides {
@@ -152,12 +166,22 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
   Object.assign(faults, drawFaultChances(random, lateFaults, overrides.faultsOff === true))
   // Drawn after everything else, for the same reason.
   const control = { pauseChance: random.pick([0, 0, 0.005, 0.02]), cancelRunningChance: random.pick([0, 0, 0.01, 0.04]), honourSignal: random.chance(0.5) }
-  return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control }
+  // Drawn after everything else, for the same reason.
+  const keyChances = random.chance(0.5) ? { concurrencyKey: random.pick([0, 0.3, 0.8]), fairnessKey: random.pick([0, 0.3, 0.7]) } : { concurrencyKey: 0, fairnessKey: 0 }
+  for (const [name, queue] of Object.entries(queues)) {
+    const concurrencyPerKey = keyChances.concurrencyKey > 0 && random.chance(0.8) ? random.int(1, 2) : undefined
+    const fairnessWeights = keyChances.fairnessKey > 0 && random.chance(0.5) ? { [simTenants[0] as string]: random.pick([0.25, 4]) } : undefined
+    queues[name] = { ...queue, ...(concurrencyPerKey === undefined ? {} : { concurrencyPerKey }), ...(fairnessWeights === undefined ? {} : { fairnessWeights }) }
+  }
+  return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances }
 }
 
 /** One line per option, for the run's header. */
 export function describeJobsOptions(options: JobsSwarmOptions): string[] {
-  const queues = Object.entries(options.queues).map(([name, q]) => `${name}(vis ${q.visibilityTimeoutS}s, max ${q.maxAttempts}, backoff ${q.backoffBaseS}s, ${q.partitions} partition${q.partitions === 1 ? '' : 's'})`)
+  const queues = Object.entries(options.queues).map(([name, q]) => {
+    const limits = `${q.concurrencyPerKey === undefined ? '' : `, ${q.concurrencyPerKey} per key`}${q.fairnessWeights === undefined ? '' : `, weights ${JSON.stringify(q.fairnessWeights)}`}`
+    return `${name}(vis ${q.visibilityTimeoutS}s, max ${q.maxAttempts}, backoff ${q.backoffBaseS}s, ${q.partitions} partition${q.partitions === 1 ? '' : 's'}${limits})`
+  })
   const w = options.weights
   const a = options.actions
   const e = options.enqueueChances
@@ -169,5 +193,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `faults ${describeFaults(options.faults)}`,
     `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
     `operators pause chance ${options.control.pauseChance} · cancel running chance ${options.control.cancelRunningChance} · handlers ${options.control.honourSignal ? 'honour' : 'ignore'} job.signal`,
+    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey}`,
   ]
 }

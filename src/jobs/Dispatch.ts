@@ -49,6 +49,8 @@ export interface DispatchRuntime {
   readonly driver: DueDriver
   /** Whole milliseconds of the injected clock. */
   now(): number
+  /** Has the queue's owner run a pass now: a slot of it freed (Runtime.ts's `announceSlotFreed`). */
+  announceSlotFreed(queue: string): void
 }
 
 /**
@@ -98,6 +100,8 @@ export interface QueueDispatch {
   endIdlePolls(): void
   /** A job that came through Matching reached its claimant: the store may serve rows behind it again. */
   matchingReached(): void
+  /** A job of the queue left processing on this engine while a handle limits the queue per key. */
+  slotFreed(): void
   /** A due-time pass over the queue started. */
   passStarted(): void
   /** A claim statement straight from the store, made in pass generation `generation`, asked for `asked` rows and got `claimed`. */
@@ -214,6 +218,7 @@ function handleOf(queue: string, current: () => QueueDispatch): QueueDispatch {
     returnJob: (job) => current().returnJob(job),
     endIdlePolls: () => current().endIdlePolls(),
     matchingReached: () => current().matchingReached(),
+    slotFreed: () => current().slotFreed(),
     passStarted: () => current().passStarted(),
     storeAnswered: (generation, asked, claimed) => current().storeAnswered(generation, asked, claimed),
     forwardedArrived: () => current().forwardedArrived(),
@@ -365,6 +370,8 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
         return
       case 'pass.request':
         return runtime.driver.notifyDue(runtime.now(), queue)
+      case 'slot.announce':
+        return runtime.announceSlotFreed(queue)
     }
   }
 
@@ -452,6 +459,7 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
       if (snapshot.context.linePolls.length > snapshot.context.parked.length) send({ type: 'handler.started' })
     },
     matchingReached: () => send({ type: 'matching.reached' }),
+    slotFreed: () => send({ type: 'slot.freed' }),
     passStarted() {
       passMarker = nextClaimId
       send({ type: 'pass.started' })

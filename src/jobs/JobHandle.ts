@@ -272,7 +272,14 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
   const abort = (why: string): void => {
     if (!lost.signal.aborted) lost.abort(new ClaimLost({ id: claimed.id, message: `job ${claimed.id}: ${why}` }))
   }
-  const completed = (nowMs: number): void => events.emit({ type: 'job.completed', ...about, durationMs: nowMs - claimedAtMs, at: nowMs })
+  // A job leaving processing on a queue limited per key frees its key's slot for the next job.
+  const left = (): void => {
+    if (runtime.limitedQueues.has(claimed.queue)) runtime.dispatch.of(claimed.queue).slotFreed()
+  }
+  const completed = (nowMs: number): void => {
+    left()
+    events.emit({ type: 'job.completed', ...about, durationMs: nowMs - claimedAtMs, at: nowMs })
+  }
   const handle: JobHandle<T> = {
     id: claimed.id,
     queue: claimed.queue,
@@ -314,6 +321,7 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
       const nowMs = runtime.now()
       const text = errorText(error)
       const outcome = await jobStore.retry({ ...ref, error: text, stack: errorStack(error), delayMs, nowMs })
+      if (outcome !== null) left()
       if (outcome?.kind === 'retried') {
         runtime.announceDue(claimed.queue, outcome.runAtMs, false)
         events.emit({ type: 'job.retried', ...about, durationMs: nowMs - claimedAtMs, delayMs, error: text, at: nowMs })
@@ -331,6 +339,7 @@ export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobR
       const nowMs = runtime.now()
       const text = errorText(error)
       const failed = await jobStore.fail({ ...ref, error: text, stack: errorStack(error), nowMs })
+      if (failed) left()
       if (failed) events.emit({ type: 'job.dead', ...about, durationMs: nowMs - claimedAtMs, reason: 'failed', error: text, at: nowMs })
       return failed
     },

@@ -87,6 +87,7 @@ export function makeJobQueue<T = JsonValue>(
   rateLimits: QueueRateLimits = { rateLimit: null, rateLimitPerKey: null },
 ): JobQueue<T> {
   const { jobStore } = runtime
+  if (concurrencyPerKey !== null) runtime.limitedQueues.add(name)
   // The engine's short claims of a limited queue come back at its next token (StoreClaims.ts).
   if (rateLimits.rateLimit !== null || rateLimits.rateLimitPerKey !== null) runtime.rateLimited.add(name)
   // A job of this queue, stamped with the handle's options and the enqueue's own.

@@ -52,6 +52,7 @@ import {
 } from './QueueOptions.ts'
 import { jobsNamespace, makeQueueRouting, type RenewingMembershipView } from './QueueRouting.ts'
 import { type JobsRuntime, makeRuntime } from './Runtime.ts'
+import { makeSignalCoalescer } from './SignalCoalescer.ts'
 import { armNextToken } from './StoreClaims.ts'
 import { describeSchedules, registerSchedule, runSchedules, type ScheduleInfo, type ScheduleOptions, unregisterSchedule } from './Schedules.ts'
 import { type EventHub, type Logger, makeEventHub, type MatchboxEvent } from './Events.ts'
@@ -266,6 +267,9 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
           },
           onDefect: report('forwarding'),
         })
+  const slotSignals = makeSignalCoalescer((error) => {
+    if (!isMatchboxError(error)) report('due signal')(error)
+  })
   const runtime = makeRuntime({
     hostId: parts.hostId,
     clock: parts.clock,
@@ -283,6 +287,11 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
       group.bus.signalDue(queue, dueMs).catch((error: unknown) => {
         if (!isMatchboxError(error)) report('due signal')(error)
       })
+    },
+    announceSlotFreed(queue) {
+      driver.notifyDue(runtime.now(), queue)
+      if (group === undefined || routing.owns(queue)) return
+      slotSignals.send(queue, (dueMs) => group.bus.signalDue(queue, dueMs), runtime.now())
     },
     isClosed: () => closed,
     areStoresClosed: () => storesClosed,

@@ -46,6 +46,16 @@ export interface JobsRuntime {
    * the store has not signalled it already.
    */
   announceDue(queue: string, dueMs: number, byEnqueue: boolean): void
+  /**
+   * A slot of `queue` freed (the dispatch machine's `slot.announce`: a job of a queue a handle
+   * here limits per key left processing): the slot may let a job of its key run now, and no claim
+   * looks for it on its own (a claim the full keys sent back short left the queue drained). Tells
+   * this engine's driver, and the queue's owner when that is another engine, with at most one
+   * signal per queue in flight.
+   */
+  announceSlotFreed(queue: string): void
+  /** Queues a handle on this engine opened with `concurrencyPerKey`. */
+  readonly limitedQueues: Set<string>
   /** Each queue's dispatch on this engine: its claims in line, hand-overs and line polls (Dispatch.ts). */
   readonly dispatch: Dispatches
   /** The user's event hooks and logger. */
@@ -79,7 +89,7 @@ export interface JobsRuntime {
 }
 
 /** Builds a runtime; `isClosed` reads the engine's flag. */
-export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'dispatch' | 'workers' | 'rateLimited' | 'ack'> & { readonly dispatchMachine: DispatchMachine; readonly onDispatchStep?: DispatchStepListener }): JobsRuntime {
+export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'dispatch' | 'workers' | 'ack' | 'limitedQueues' | 'rateLimited'> & { readonly dispatchMachine: DispatchMachine; readonly onDispatchStep?: DispatchStepListener }): JobsRuntime {
   const refusal = () => new ShuttingDown({ component: `matchbox ${parts.hostId}`, closed: true })
   const ack = makeMicroBatcher<ClaimRef & { readonly nowMs: number }, boolean>({
     async run(claims) {
@@ -102,6 +112,7 @@ export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 
     ack,
     dispatch: makeDispatches(() => runtime, dispatchMachine, onDispatchStep),
     workers: new Set(),
+    limitedQueues: new Set(),
     rateLimited: new Set(),
     now: () => Math.floor(parts.clock.now()),
     refuseIfClosed() {

@@ -272,6 +272,10 @@ const machineSetup = withCommands.extend({
     requestPass: enqueueActions(({ enqueue }) => {
       enqueue({ type: 'pass.request', params: {} })
     }),
+    /** A slot freed: the owner's pass serves the claims its key's limit held off, here or forwarded there. */
+    announceSlot: enqueueActions(({ enqueue }) => {
+      enqueue({ type: 'slot.announce', params: {} })
+    }),
     /** The job of a line poll reached its claim: the store may serve what is behind it. */
     reachedThroughMatching: raise({ type: 'matching.reached' }),
   },
@@ -295,6 +299,7 @@ export const dispatchMachine = machineSetup.createMachine({
     'lazyPoll.started': { actions: 'countLazyPoll' },
     'lazyPoll.ended': { actions: 'countLazyPoll' },
     'kept.expired': { actions: 'releaseKept' },
+    'slot.freed': { actions: 'announceSlot' },
   },
   states: {
     store: {

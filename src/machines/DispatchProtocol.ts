@@ -64,6 +64,12 @@ export type DispatchEvent =
   | { readonly type: 'store.answered'; readonly generation: number; readonly asked: number; readonly claimed: number }
   /** A job that came through Matching reached its claimant: the store may serve rows behind it again. */
   | { readonly type: 'matching.reached' }
+  /**
+   * A job of the queue, which is limited per key, left processing on this engine (acked, retried or
+   * failed): the slot it freed may let a due job of its key run, which a claim the full keys sent
+   * back short (the store drained) does not look for on its own.
+   */
+  | { readonly type: 'slot.freed' }
 
 /** The event type names. */
 export type DispatchEventType = DispatchEvent['type']
@@ -87,6 +93,8 @@ export type DispatchCommand =
   | { readonly type: 'linePoll.end'; readonly params: { readonly pollId: number } }
   /** Run a due-time pass for the queue now: claims wait that found nothing behind a Matching job. */
   | { readonly type: 'pass.request'; readonly params: Record<string, never> }
+  /** Have the queue's owner run a due-time pass now (this engine's driver, or the owner's over the bus): a slot freed. */
+  | { readonly type: 'slot.announce'; readonly params: Record<string, never> }
 
 /** The command type names. */
 export type DispatchCommandType = DispatchCommand['type']
@@ -107,6 +115,7 @@ export const dispatchCommandActions = {
   'linePoll.start': command<'linePoll.start'>(),
   'linePoll.end': command<'linePoll.end'>(),
   'pass.request': command<'pass.request'>(),
+  'slot.announce': command<'slot.announce'>(),
 }
 const commandTypes: ReadonlySet<string> = new Set(Object.keys(dispatchCommandActions))
 

@@ -25,7 +25,7 @@
  * `InvalidInput` here, since there is no transaction to join.
  */
 import { InvalidInput } from '../../domain/errors.ts'
-import { claimRefusal, deadReasonExhausted, isClaimable, isExhausted, isExpired, isOutOfAttempts, isRetentionOver, isValidClaim, sweptDeath } from '../../domain/JobRules.ts'
+import { claimRefusal, deadReasonExhausted, deadReasonExpired, isClaimable, isExhausted, isExpired, isOutOfAttempts, isRetentionOver, isValidClaim, sweptDeath } from '../../domain/JobRules.ts'
 import { assert } from '../../kernel/assert.ts'
 import { jobAttemptErrorsKept, jobClaimsKept } from '../../kernel/Limits.ts'
 import {
@@ -94,6 +94,9 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
   // Paused queues and when each was paused (JobStore.ts's "Paused queues").
   const paused = new Map<string, number>()
   let readySeq = 0
+
+  // A lapsed claim past the job's expiry (jobSql.ts's `lapsedExpiredKeyed`, without the key).
+  const isLapsedExpired = (job: JobRecord, nowMs: number): boolean => job.state === 'processing' && job.deadlineMs !== null && job.deadlineMs <= nowMs && job.expiresAtMs !== null && job.expiresAtMs <= nowMs
 
   const bury = (row: LiveRow, lastError: string, diedAtMs: number): void => {
     live.delete(row.job.id)
@@ -471,15 +474,20 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const queues = checkQueues(params.queues)
       const inScope = (row: LiveRow) => queues === null || queues.includes(row.job.queue)
       for (const row of live.values()) {
-        if (inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && isExhausted(row.job, nowMs)) bury(row, deadReasonExhausted, row.job.deadlineMs as number)
+        if (!inScope(row) || row.dueMs === null || row.dueMs > nowMs) continue
+        if (isExhausted(row.job, nowMs)) bury(row, deadReasonExhausted, row.job.deadlineMs as number)
+        // A keyed job's lapsed claim that expired holds its slot until buried: buried now, as takeDueSql does.
+        else if (row.concurrencyKey !== undefined && isLapsedExpired(row.job, nowMs)) bury(row, deadReasonExpired, nowMs)
       }
-      // A pending job of a key at its limit is passed over, as the SQL statement does.
+      // A pending job of a key at its limit is passed over, and of a key with room only as many
+      // are reserved as it has room for, as the SQL statement does.
       const held = slots.held()
       const due = [...live.values()]
         .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue) && slots.hasRoom(row, held) && buckets.hasToken(row, nowMs))
         .sort(claimOrder)
         // One queue's reservations are capped at its queue-wide bucket's whole tokens, as in SQL.
         .slice(0, queues?.length === 1 ? Math.min(limit, buckets.queueTokens(queues[0] as string, nowMs) ?? limit) : limit)
+        .filter((row) => slots.hasRoom(row, held) && (slots.take(row, held), true))
       return due.map((row): DueJob => {
         const dueMs = row.dueMs as number
         row.dueMs = reserveUntilMs
@@ -541,7 +549,8 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       for (const row of live.values()) {
         // A lapsed claim that expired only after its deadline still counts (dueQueuesSql says why).
         const judgedAtMs = row.job.state === 'processing' ? Math.min(row.dueMs ?? nowMs, nowMs) : nowMs
-        if (row.dueMs === null || isExpired(row.job, judgedAtMs) || paused.has(row.job.queue)) continue
+        const buriedByScan = row.job.state === 'processing' && row.concurrencyKey !== undefined
+        if (row.dueMs === null || (isExpired(row.job, judgedAtMs) && !buriedByScan) || paused.has(row.job.queue)) continue
         const known = earliest.get(row.job.queue)
         if (known === undefined || row.dueMs < known) earliest.set(row.job.queue, row.dueMs)
       }

@@ -112,12 +112,23 @@ export function describeJobConcurrencyConformance(fixture: JobFixture): void {
         { kind: 'obsolete', reason: 'limited' },
       ])
       expect(await processingOf(queue)).toBe(1)
-      // Due again a scan from now, but passed over by takeDue while the key is full; due for it once the slot frees.
+      // Due again a scan from now, but passed over by takeDue while the key is full; once the slot
+      // frees, takeDue reserves as many as it has room for (one), in claim order.
       const due = (at: number) => store().takeDue({ nowMs: at, reserveUntilMs: at + 1, limit: 10, queues: [queue] })
       expect(await store().nextDueMs({ nowMs, queues: [queue] })).toBe(nowMs + jobDueScanIntervalMs)
       expect(await due(nowMs + jobDueScanIntervalMs)).toEqual([])
       if (outcome.kind === 'claimed') await store().ack({ id: outcome.job.id, claimToken: outcome.job.claimToken as string, nowMs })
-      expect((await due(nowMs + jobDueScanIntervalMs)).map((job) => job.id).sort()).toEqual([second, third].map((job) => (job as JobRecord).id).sort())
+      expect((await due(nowMs + jobDueScanIntervalMs)).map((job) => job.id)).toEqual([(second as JobRecord).id])
+    })
+
+    it('takeDue reserves of each key only as many jobs as its slot has room for, and every unkeyed one', async () => {
+      const queue = fixture.queue('limit-reserve')
+      const keyed = await enqueue(queue, 4, limited('k', 2))
+      const [plain] = await enqueue(queue, 1)
+      expect((await claimDue(queue, 1)).map((job) => job.id)).toEqual([keyed[0]?.id])
+      // One slot of two is held: one more of k, then the unkeyed job; the other two of k stay due.
+      const reserved = await store().takeDue({ nowMs, reserveUntilMs: nowMs + 1, limit: 10, queues: [queue] })
+      expect(reserved.map((job) => job.id)).toEqual([keyed[1]?.id, plain?.id])
     })
 
     it('the limit is the key’s, set by its latest enqueue', async () => {
@@ -205,6 +216,22 @@ export function describeJobConcurrencyConformance(fixture: JobFixture): void {
       expect(await claimDue(queue, 2, 5_000)).toHaveLength(1)
     })
 
+
+    it('a lapsed claim that expired frees its slot at the next due-time pass, without a sweep: dead of its expiry', async () => {
+      const queue = fixture.queue('limit-expired-lapse')
+      const [expiring] = await enqueue(queue, 1, { ...limited('k', 1), expiresAtMs: 5_000 })
+      const [waiting] = await enqueue(queue, 1, limited('k', 1))
+      expect((await claimDue(queue, 2)).map((job) => job.id)).toEqual([expiring?.id])
+      // The claim lapses at 31,000, long after the job expired: it can never run again, yet it held the key.
+      const lapsedAt = nowMs + 30_000
+      expect((await store().dueQueues({ nowMs: lapsedAt, limit: 10_000 })).map((entry) => entry.queue)).toContain(queue)
+      await store().takeDue({ nowMs: lapsedAt, reserveUntilMs: lapsedAt + 1, limit: 10, queues: [queue] })
+      expect(await store().getJob({ queue, id: (expiring as JobRecord).id })).toMatchObject({ state: 'dead', lastError: 'expired', diedAtMs: lapsedAt })
+      expect(await processingOf(queue)).toBe(0)
+      // The slot is free for the waiting job (the SQL pass reads the slots as they were before it
+      // freed one, so the pass itself may or may not have reserved it; either way it is due by now).
+      expect((await claimDue(queue, 2, lapsedAt + 1)).map((job) => job.id)).toEqual([waiting?.id])
+    })
     it('retryDead gives a dead job back with its key, limited as before', async () => {
       const queue = fixture.queue('limit-retry-dead')
       const [dying] = await enqueue(queue, 1, limited('k', 1))

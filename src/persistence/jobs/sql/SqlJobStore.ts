@@ -325,7 +325,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         limit: checkCount('limit', params.limit, 0, 10_000),
         queues: checkQueues(params.queues),
       }))
-      const rows = await write('takeDue', texts.takeDue(queues), [nowMs, reserveUntilMs, limit, queues, deadReasonExhausted])
+      const rows = await write('takeDue', texts.takeDue(queues), [nowMs, reserveUntilMs, limit, queues, deadReasonExhausted, deadReasonExpired])
       const due = rows.map(
         (row): DueJob => ({
           id: row.id as string,

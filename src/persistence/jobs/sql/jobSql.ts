@@ -116,6 +116,9 @@ const mergedOrder = 'priority DESC, fair_order, ready_seq'
 const exhausted = (now: string) =>
   `state = 'processing' AND deadline_ms <= ${now} AND attempts >= max_attempts AND (expires_at_ms IS NULL OR expires_at_ms > deadline_ms)`
 
+// A lapsed claim of a job with a concurrency key that expired: dead by its expiry, holding its slot until buried.
+const lapsedExpiredKeyed = (now: string) => `(state = 'processing' AND concurrency_key IS NOT NULL AND deadline_ms <= ${now} AND expires_at_ms <= ${now})`
+
 // Moves the rows of `moved` into dead_jobs with the given error and death-time expressions; the
 // handler's error (and the attempt history) is the row's own unless the caller's transition
 // records a new one.
@@ -773,13 +776,15 @@ SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS p
 
 /**
  * `$1` now, `$2` reserve until, `$3` limit, `$4` queues (null for every queue, as `queues` says),
- * `$5` the exhausted dead reason.
+ * `$5` the exhausted and `$6` the expired dead reason.
  * One round trip for the due-time driver's pass: dead-letters every lapsed row the exhaustion
- * rule covers, and reserves the first due unexpired rows that rule does not cover, in claim order
+ * rule covers, and every lapsed claim of a job with a concurrency key that expired (as a sweep
+ * would: its slot would otherwise stay held until one, and no engine sweeps unless asked), and reserves the first due unexpired rows that rule does not cover, in claim order
  * (rows another connection holds are skipped), returning them with their previous due time. The
  * two sets are disjoint, so the statement never touches a row twice. A pending job whose
- * concurrency key is at its limit is passed over (concurrencySql.ts's `slotHasRoom`): its claim
- * would be refused; it stays due, for the claims and passes after a slot frees. So is a job whose
+ * concurrency key is at its limit is passed over (concurrencySql.ts's `slotHasRoom`), and of a key
+ * with room only as many are reserved as it has room for (`reservedWithinRoom`): their claims
+ * would be refused; they stay due, for the claims and passes after a slot frees. So is a job whose
  * queue's or key's rate bucket is empty (rateSql.ts's `rateHasToken`), until its next token;
  * with the one-queue filter, no more rows are reserved than its queue-wide bucket holds whole
  * tokens as of the snapshot (`queueTokensCap`).
@@ -791,26 +796,38 @@ export function takeDueSql(schema: Schema, queues: QueueFilter): string {
   return `
 WITH moved AS (
   DELETE FROM ${schema.quoted}.jobs
-  WHERE due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${exhausted('$1::bigint')}
+  WHERE due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND (${exhausted('$1::bigint')} OR ${lapsedExpiredKeyed('$1::bigint')})
   RETURNING *
 ), ${freeSlotsCtes(schema, movedOut)}, buried AS (
-  ${bury(schema, '$5::text', 'deadline_ms')}
+  ${bury(schema, `CASE WHEN ${exhausted('$1::bigint')} THEN $5::text ELSE $6::text END`, `CASE WHEN ${exhausted('$1::bigint')} THEN deadline_ms ELSE $1::bigint END`)}
   RETURNING id
-), ${(['pending', 'processing'] as const).map((state) => `due_${state} AS (
-  SELECT id, due_ms, ${fairOrder}, priority, ready_seq FROM ${schema.quoted}.jobs
+), ${(['pending', 'processing'] as const).map((state) => `due_${state}${state === 'pending' ? '_rows' : ''} AS (
+  SELECT id, due_ms, ${fairOrder}, priority, ready_seq${state === 'pending' ? ', queue, concurrency_key' : ''} FROM ${schema.quoted}.jobs
   WHERE state = '${state}' AND due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
     AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${state === 'pending' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`)}` : ''}
     AND ${rateHasToken(schema, `${schema.quoted}.jobs`, '$1::bigint')}
   ORDER BY ${claimOrder}
   LIMIT ${limit}
   FOR UPDATE SKIP LOCKED
-)`).join(', ')}, due AS (
+)`).join(', ')}, due_pending AS (
+  ${reservedWithinRoom(schema, 'due_pending_rows')}
+), due AS (
   SELECT id, due_ms FROM (SELECT * FROM due_pending UNION ALL SELECT * FROM due_processing ORDER BY ${mergedOrder} LIMIT ${limit}) AS merged
 )
 UPDATE ${schema.quoted}.jobs AS job SET due_ms = $2::bigint, revision = job.revision + 1
 FROM due WHERE job.id = due.id
 RETURNING job.id, job.queue, job.priority, due.due_ms AS previous_due_ms, job.ready_seq, job.revision, job.expires_at_ms`
 }
+
+// Of `rows` (pending head rows with their queue and concurrency key), those a pass may reserve:
+// every unkeyed one, and of each key's, in claim order, as many as its slot has room for as of
+// the statement's snapshot — reserving more would hand Matching tasks whose claims the key's
+// limit refuses. The claim still decides through the slot's lock (concurrencySql.ts).
+const reservedWithinRoom = (schema: Schema, rows: string): string => `SELECT ranked.id, ranked.due_ms, ranked.fair_order, ranked.priority, ranked.ready_seq FROM (
+    SELECT r.*, row_number() OVER (PARTITION BY r.queue, r.concurrency_key ORDER BY ${mergedOrder}) AS key_rank FROM ${rows} AS r
+  ) AS ranked
+  LEFT JOIN ${schema.quoted}.concurrency_slots AS slot ON slot.queue = ranked.queue AND slot.concurrency_key = ranked.concurrency_key
+  WHERE ranked.concurrency_key IS NULL OR ranked.key_rank <= slot.concurrency_limit - slot.held`
 
 /**
  * `$1` ids, `$2` revisions (parallel arrays). Clears the due time of rows still at their revision,
@@ -862,7 +879,8 @@ SELECT min(due_ms) AS next_due_ms FROM (
 export function dueQueuesSql(schema: Schema): string {
   // A lapsed claim that expired only after its deadline still counts: the scan's exhaustion rule
   // buries it as of that deadline (max attempts exceeded), before its expiry.
-  const live = (state: 'pending' | 'processing') => (state === 'pending' ? notExpired('$1::bigint') : '(expires_at_ms IS NULL OR expires_at_ms > LEAST(due_ms, $1::bigint))')
+  // So does an expired lapsed claim of a job with a concurrency key: the scan buries it, freeing its slot.
+  const live = (state: 'pending' | 'processing') => (state === 'pending' ? notExpired('$1::bigint') : '(expires_at_ms IS NULL OR expires_at_ms > LEAST(due_ms, $1::bigint) OR concurrency_key IS NOT NULL)')
   const due = (state: 'pending' | 'processing') => `SELECT queue, due_ms FROM ${schema.quoted}.jobs
   WHERE state = '${state}' AND due_ms IS NOT NULL AND ${live(state)} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}`
   return `

@@ -1,0 +1,74 @@
+/**
+ * A slot freed is used at once. On a queue limited per key, a claim that finds every due job's
+ * key full comes back short, and the queue counts as drained until a due-time pass: no claim
+ * looks at the store again on its own. So when a job of a full key leaves processing, the engine
+ * that acked it tells the queue's owner (its own driver, or the owner over the bus), and the next
+ * job of the key starts with the clock standing still — from either engine, owner or not.
+ *
+ * Two engines on shared memory stores and bus; h1 owns every partition. ManualClock, no sleeps.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { ManualClock, Random } from '../src/index.ts'
+import { type Matchbox, makeMatchbox } from '../src/jobs/Matchbox.ts'
+import { makeMemoryBus } from '../src/persistence/bus/MemoryBus.ts'
+import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
+import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
+import { heldByKey } from './harness/heldByKey.ts'
+import { settle, until } from './harness/settle.ts'
+
+const engines: Matchbox[] = []
+afterEach(async () => {
+  for (const engine of engines.splice(0)) await engine.close()
+})
+
+// Two engines of one group: h1 owns every partition, h2 forwards its claims to it.
+function twoEngines(): [Matchbox, Matchbox] {
+  const store = makeMemoryStore()
+  const jobStore = makeMemoryJobStore({ queueRanges: store })
+  const bus = makeMemoryBus()
+  const clock = new ManualClock(1_700_000_000_000)
+  const membership = { ownerOf: () => 'h1', hosts: () => ['h1', 'h2'], subscribe: () => () => {} }
+  for (const [i, hostId] of ['h1', 'h2'].entries()) {
+    engines.push(
+      makeMatchbox({
+        hostId,
+        store,
+        jobStore,
+        clock,
+        random: Random.make(7 + i),
+        group: { membership, bus, storeSignalsDue: false, leave: async () => {} },
+        // The last engine to close closes the shared stores.
+        closeStores: async () => {
+          if (hostId !== 'h1') return
+          await bus.close()
+          await store.close()
+        },
+      }),
+    )
+  }
+  return engines as [Matchbox, Matchbox]
+}
+
+describe('a freed concurrency slot', () => {
+  for (const worker of ['h1', 'h2'] as const) {
+    it(`goes to the key's next job at once when the worker runs on ${worker === 'h1' ? 'the owner' : 'an engine that forwards its claims'}`, async () => {
+      const [h1, h2] = twoEngines()
+      const { handler, gates, most, done } = heldByKey<{ n: number }>(() => 'k')
+      const producer = h1.queue<{ n: number }>('limited', { concurrencyPerKey: 1 })
+      for (let n = 0; n < 3; n++) await producer.enqueue({ n }, { concurrencyKey: 'k' })
+      const stop = (worker === 'h1' ? h1 : h2).queue<{ n: number }>('limited', { concurrencyPerKey: 1 }).work(handler, { concurrency: 2 })
+      await until(() => gates.length === 1, 'the first job starts')
+      // The second loop's claim found the key full: it waits, and the queue is drained.
+      await settle(50)
+      expect(gates).toHaveLength(1)
+      for (let finished = 1; finished <= 2; finished++) {
+        gates.shift()?.()
+        await until(() => done() === finished && gates.length === 1, `job ${finished + 1} starts once job ${finished} finished, with the clock standing still`)
+      }
+      gates.shift()?.()
+      await until(() => done() === 3, 'the last job finishes')
+      expect(most.get('k')).toBe(1)
+      await stop()
+    })
+  }
+})
