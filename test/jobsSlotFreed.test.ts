@@ -3,7 +3,8 @@
  * key full comes back short, and the queue counts as drained until a due-time pass: no claim
  * looks at the store again on its own. So when a job of a full key leaves processing, the engine
  * that acked it tells the queue's owner (its own driver, or the owner over the bus), and the next
- * job of the key starts with the clock standing still — from either engine, owner or not.
+ * job of the key starts with the clock standing still — from either engine, owner or not. And a
+ * batch claim that a key fills up within does not leave the jobs due behind it for the next pass.
  *
  * Two engines on shared memory stores and bus; h1 owns every partition. ManualClock, no sleeps.
  */
@@ -17,7 +18,10 @@ import { heldByKey } from './harness/heldByKey.ts'
 import { settle, until } from './harness/settle.ts'
 
 const engines: Matchbox[] = []
+// Every handler still held is released before the engines close (a failed case would hang there).
+const held: Array<Array<() => void>> = []
 afterEach(async () => {
+  for (const gates of held.splice(0)) while (gates.length > 0) gates.shift()?.()
   for (const engine of engines.splice(0)) await engine.close()
 })
 
@@ -54,6 +58,7 @@ describe('a freed concurrency slot', () => {
     it(`goes to the key's next job at once when the worker runs on ${worker === 'h1' ? 'the owner' : 'an engine that forwards its claims'}`, async () => {
       const [h1, h2] = twoEngines()
       const { handler, gates, most, done } = heldByKey<{ n: number }>(() => 'k')
+      held.push(gates)
       const producer = h1.queue<{ n: number }>('limited', { concurrencyPerKey: 1 })
       for (let n = 0; n < 3; n++) await producer.enqueue({ n }, { concurrencyKey: 'k' })
       const stop = (worker === 'h1' ? h1 : h2).queue<{ n: number }>('limited', { concurrencyPerKey: 1 }).work(handler, { concurrency: 2 })
@@ -71,4 +76,25 @@ describe('a freed concurrency slot', () => {
       await stop()
     })
   }
+
+  it('a batch claim that a key fills up within comes back for the jobs behind it, with the clock standing still', async () => {
+    const [h1] = twoEngines()
+    const { handler, gates, done } = heldByKey<{ n: number; key: string }>((payload) => payload.key)
+    held.push(gates)
+    const q = h1.queue<{ n: number; key: string }>('limited', { concurrencyPerKey: 1 })
+    // The local queue's first claim asks for three jobs in one statement: its head is k's three
+    // jobs, of which one is admitted; the unkeyed job behind them is due too.
+    for (let n = 0; n < 3; n++) await q.enqueue({ n, key: 'k' }, { concurrencyKey: 'k' })
+    await q.enqueue({ n: 3, key: 'none' })
+    const stop = q.work(handler, { concurrency: 3, batch: 3 })
+    await until(() => gates.length === 2, 'one job of k and the unkeyed job run at once')
+    await settle(50)
+    expect(gates).toHaveLength(2)
+    for (let released = 0; released < 4; released++) {
+      await until(() => gates.length > 0, 'a job runs')
+      gates.shift()?.()
+    }
+    await until(() => done() === 4, 'every job finishes')
+    await stop()
+  })
 })

@@ -59,6 +59,16 @@ it('worlds -23 [40, 0] and -29 [80, 20, 80, 80, 2425]: a queue that lost its ran
   }
 })
 
+// World 143427015 [0]: a queue limited per key (limit 1); four work loops start at once and
+// their claim of four comes back with one job, the key it filled holding the rest of the head,
+// while unkeyed jobs are due behind: the short batch must not end the queue for the loops.
+it('world 143427015 [0]: a batch claim a key fills up within claims again for the jobs behind it', async () => {
+  console.log('world 143427015 script [0]')
+  const { result } = await runJobsSeed({ seed: 143427015, store: 'memory', script: [0], overrides: { steps } })
+  expect(result.violations).toEqual([])
+  expect(result.knownFailing).toEqual([])
+})
+
 it('one seed twice gives one trace on memory', async () => {
   // Seed 2 reclaims a job and its workers forward polls to each other (the test checks both):
   // equal hashes mean more than an empty run twice.

@@ -115,10 +115,30 @@ async function claimHead(runtime: JobsRuntime, dispatch: QueueDispatch, count: n
           // Not the owner after all: nothing is claimed, and the acks go alone.
           async () => ({ acked: acks === undefined ? [] : await runtime.jobStore.ackMany({ claims: acks.refs, nowMs: acks.nowMs }), claimed: [] }),
         )
-  for (const job of answer.claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
-  dispatch.storeAnswered(generation, count, answer.claimed.length)
-  if (answer.claimed.length < count) await armNextToken(runtime, queue)
-  return answer
+  const claimed = runtime.limitedQueues.has(queue) ? await refillShort(runtime, queue, count, answer.claimed) : answer.claimed
+  for (const job of claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
+  dispatch.storeAnswered(generation, count, claimed.length)
+  if (claimed.length < count) await armNextToken(runtime, queue)
+  return claimed === answer.claimed ? answer : { acked: answer.acked, claimed }
+}
+
+// A batch claim of a queue limited per key comes back short when a key fills up within it, while
+// other jobs may be due behind it: taken as the queue's end, it would leave them to the next
+// pass with workers idle. So the rest is claimed again (a key full now is out of the head) until
+// a claim comes back empty or the batch is full — at most `count` statements, each taking a job.
+async function refillShort(runtime: JobsRuntime, queue: string, count: number, first: ReadonlyArray<JobRecord>): Promise<ReadonlyArray<JobRecord>> {
+  const claimed = [...first]
+  for (let last = first.length; last > 0 && claimed.length < count; ) {
+    const more = await fenced(
+      runtime,
+      queue,
+      (fence) => runtime.jobStore.claimDue({ queue, nowMs: runtime.now(), claimTokens: claimTokensFor(runtime.random, count - claimed.length), fence }),
+      async () => [],
+    )
+    last = more.length
+    claimed.push(...more)
+  }
+  return claimed
 }
 
 /**
