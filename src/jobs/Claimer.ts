@@ -176,7 +176,7 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       // Fewer than asked: the claims that come back for their next job skip the store until the
       // next pass (as after a short claim of their own).
       dispatch.storeAnswered(generation, claimTokens.length, claimed.length)
-      if (claimed.length < claimTokens.length) await armNextToken(runtime, queue)
+      if (claimed.length < claimTokens.length && runtime.rateLimited.has(queue)) await armNextToken(runtime, queue)
       // Some but not all: no other row is due.
       return claimed.length > 0 && claimed.length < claimTokens.length ? queue : null
     }),

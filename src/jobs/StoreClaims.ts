@@ -118,7 +118,8 @@ async function claimHead(runtime: JobsRuntime, dispatch: QueueDispatch, count: n
   const claimed = runtime.limitedQueues.has(queue) ? await refillShort(runtime, queue, count, answer.claimed) : answer.claimed
   for (const job of claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
   dispatch.storeAnswered(generation, count, claimed.length)
-  if (claimed.length < count) await armNextToken(runtime, queue)
+  // Only a limited queue awaits here: an unlimited one's claims keep their turns as they were.
+  if (claimed.length < count && runtime.rateLimited.has(queue)) await armNextToken(runtime, queue)
   return claimed === answer.claimed ? answer : { acked: answer.acked, claimed }
 }
 
