@@ -39,11 +39,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   stopAbandonsLocalQueue: 6,
   heartbeatOnce: 1,
   lapseFromClaimTime: 2,
-  // Not caught within 100 seeds: a lost due signal costs a job the wait for the next one-second
-  // scan only when no claim of its queue waits on the engine that enqueued it, and in these
-  // worlds a waiting claim or a pass behind another job finds it first (test/jobsGroup.postgres.test.ts
-  // needs the signal: an enqueue on another engine reaches the owner through it).
-  dueSignalLost: null,
+  dueSignalLost: 58,
   pauseIgnored: 1,
   cancelKeepsClaim: 1,
   refusalKeepsSignal: 18,

@@ -38,7 +38,7 @@ import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import type { PlaceInLine, QueueDispatch } from './Dispatch.ts'
 import type { JobsRuntime } from './Runtime.ts'
-import { armNextToken, claimDirect, claimTokensFor, fenced } from './StoreClaims.ts'
+import { armNextToken, claimDirect, claimTokensFor, fenced, refillShort } from './StoreClaims.ts'
 
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
@@ -168,7 +168,8 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       const generation = dispatch.generation()
       const claimTokens = claimTokensFor(runtime.random, dispatch.waitingCount())
       // Stamped when it goes out (the fence may have taken a load), so its deadlines count from then.
-      const claimed = await fenced(runtime, queue, (fence) => runtime.jobStore.claimDue({ queue, nowMs: Math.max(nowMs, runtime.now()), claimTokens, fence }), async () => [])
+      const first = await fenced(runtime, queue, (fence) => runtime.jobStore.claimDue({ queue, nowMs: Math.max(nowMs, runtime.now()), claimTokens, fence }), async () => [])
+      const claimed = runtime.limitedQueues.has(queue) ? await refillShort(runtime, queue, claimTokens.length, first) : first
       for (const job of claimed) {
         runtime.driver.notifyDue(job.deadlineMs as number, queue)
         dispatch.handOver(job)

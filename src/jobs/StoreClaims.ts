@@ -123,11 +123,14 @@ async function claimHead(runtime: JobsRuntime, dispatch: QueueDispatch, count: n
   return claimed === answer.claimed ? answer : { acked: answer.acked, claimed }
 }
 
-// A batch claim of a queue limited per key comes back short when a key fills up within it, while
-// other jobs may be due behind it: taken as the queue's end, it would leave them to the next
-// pass with workers idle. So the rest is claimed again (a key full now is out of the head) until
-// a claim comes back empty or the batch is full — at most `count` statements, each taking a job.
-async function refillShort(runtime: JobsRuntime, queue: string, count: number, first: ReadonlyArray<JobRecord>): Promise<ReadonlyArray<JobRecord>> {
+/**
+ * A batch claim of a queue limited per key comes back short when a key fills up within it, while
+ * other jobs may be due behind it: taken as the queue's end, it would leave them to the next pass
+ * with workers idle. So the rest is claimed again (a key full now is out of the head) until a
+ * claim comes back empty or the batch is full — at most `count` statements, each taking a job.
+ * Answers `first` with the jobs claimed after it.
+ */
+export async function refillShort(runtime: JobsRuntime, queue: string, count: number, first: ReadonlyArray<JobRecord>): Promise<ReadonlyArray<JobRecord>> {
   const claimed = [...first]
   for (let last = first.length; last > 0 && claimed.length < count; ) {
     const more = await fenced(
