@@ -42,6 +42,12 @@ export interface ConcurrencySlot {
   readonly limit: number
 }
 
+/** The keys an enqueue record carries for a job input: its slot and its fairness key, each only when it has one. */
+export function keysOf(job: { readonly concurrencyKey?: string | null; readonly concurrencyLimit?: number; readonly fairnessKey?: string | null }): { readonly slot?: ConcurrencySlot; readonly fairnessKey?: string } {
+  const slot = slotOf(job)
+  return { ...(slot === undefined ? {} : { slot }), ...(job.fairnessKey == null ? {} : { fairnessKey: job.fairnessKey }) }
+}
+
 /** The slot an enqueue input names, or undefined (no key, or no limit on its queue). */
 export function slotOf(job: { readonly concurrencyKey?: string | null; readonly concurrencyLimit?: number }): ConcurrencySlot | undefined {
   return job.concurrencyKey == null || job.concurrencyLimit === undefined ? undefined : { key: job.concurrencyKey, limit: job.concurrencyLimit }
@@ -49,8 +55,11 @@ export function slotOf(job: { readonly concurrencyKey?: string | null; readonly 
 
 /** One committed JobStore call the checkers care about. */
 export type JobBoundaryRecord =
-  /** A job written; `slot` names its concurrency key and the limit the enqueue gave it (absent: the job takes no slot). */
-  | (Stamped & { readonly op: 'enqueue'; readonly job: JobRecord; readonly slot?: ConcurrencySlot })
+  /**
+   * A job written; `slot` names its concurrency key and the limit the enqueue gave it (absent: the
+   * job takes no slot), `fairnessKey` its fairness key (absent: none).
+   */
+  | (Stamped & { readonly op: 'enqueue'; readonly job: JobRecord; readonly slot?: ConcurrencySlot; readonly fairnessKey?: string })
   | (Stamped & { readonly op: 'claim'; readonly id: string; readonly claimToken: string; readonly outcome: ClaimOutcome; readonly ownership: ClaimOwnership | null })
   | (Stamped & ClaimRef & { readonly op: 'heartbeat'; readonly extendMs: number | null; readonly renewed: JobRecord | null })
   | (Stamped & ClaimRef & { readonly op: 'ack'; readonly ok: boolean })

@@ -29,6 +29,10 @@
  * checkers (HandlerCheckers.ts).
  *
  * Does not: read the engine's memory, or decide which dead jobs are "right" beyond their budget.
+ *
+ * Length: past 400 lines because every rule here reads one model of each job's life (its claim,
+ * attempts, readiness and slot) that commit order builds; the handler, control, ownership and
+ * rate checkers, which need less of it, live in files of their own.
  */
 import { deadReasonExhausted, deadReasonExpired, isExhausted } from '../../src/domain/JobRules.ts'
 import { jobDueScanIntervalMs } from '../../src/kernel/Limits.ts'
@@ -39,7 +43,7 @@ import { controlCheckerNames } from './ControlCheckers.ts'
 /** The job checkers, the ownership checker (OwnershipChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */
 export const jobCheckerNames = [
   'one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'owner sees nobody', 'holder settles', 'one live per key',
-  'concurrency per key', 'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', ...controlCheckerNames, 'matching', 'other',
+  'concurrency per key', 'rate limit', 'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', ...controlCheckerNames, 'matching', 'other',
 ] as const
 
 

@@ -76,6 +76,10 @@
  *   engine's own claims happen to keep it — the observable bug of a limit checked by each engine
  *   instead of by the store: engines together run more of a key at once than its limit
  *   (concurrency per key);
+ * - `rateNotInStore`: the store is told no rate limit a world reaches (every enqueue's rate limits
+ *   are raised to a million a second below the boundary log) — the observable bug of a rate
+ *   checked by each engine instead of by the store: engines together start more jobs than the
+ *   limit allows (rate limit);
  * - the eight bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`): every engine of the world runs its queues by
@@ -87,7 +91,7 @@ import type { JsonValue } from '../../src/domain/Json.ts'
 import type { EngineGroup } from '../../src/jobs/Matchbox.ts'
 import type { Bus } from '../../src/persistence/bus/Bus.ts'
 import type { BusTap } from '../../src/persistence/bus/MemoryBus.ts'
-import type { ClaimOutcome, ClaimRef, JobRecord, JobStore } from '../../src/persistence/jobs/JobStore.ts'
+import type { ClaimOutcome, ClaimRef, JobRecord, JobStore, RateLimit } from '../../src/persistence/jobs/JobStore.ts'
 import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
 import { type DispatchMutation, dispatchMutations, mutatedDispatchMachine } from './DispatchMutations.ts'
 
@@ -96,7 +100,7 @@ export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'matchingFirstBlocksQueue',
-  'refusedAddWaits', 'limitNotInStore', ...dispatchMutations,
+  'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -109,8 +113,9 @@ const dayMs = 24 * 3_600_000
 // How long refusalKeepsSignal's made-up renewal lasts (a second, as the shortest drawn visibility timeout).
 const refusedRenewalMs = 1_000
 const dropEnqueueEvery = 5
-// The concurrency limit limitNotInStore gives the store: none a world reaches.
+// The concurrency limit limitNotInStore gives the store, and the rate rateNotInStore does: none a world reaches.
 const liftedLimit = 10_000
+const liftedRate: RateLimit = { perSecond: 1_000_000, burst: 1_000_000 }
 // How much later refusedAddWaits gives refused jobs back (the refusal retry of a queue that waits).
 const refusedAddDelayMs = 1_000
 
@@ -394,6 +399,18 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
       }
     case 'pauseIgnored':
       return { ...base, pauseQueue: async () => true }
+    case 'rateNotInStore': {
+      const lifted = <J extends { readonly rateLimit?: RateLimit | null; readonly rateLimitPerKey?: RateLimit | null }>(job: J): J => ({
+        ...job,
+        ...(job.rateLimit == null ? {} : { rateLimit: liftedRate }),
+        ...(job.rateLimitPerKey == null ? {} : { rateLimitPerKey: liftedRate }),
+      })
+      return {
+        ...base,
+        enqueue: (params, tx) => inner.enqueue({ ...params, job: lifted(params.job) }, tx),
+        enqueueMany: (params, tx) => inner.enqueueMany({ ...params, jobs: params.jobs.map(lifted) }, tx),
+      }
+    }
     case 'limitNotInStore': {
       const lifted = <J extends { readonly concurrencyLimit?: number }>(job: J): J => (job.concurrencyLimit === undefined ? job : { ...job, concurrencyLimit: liftedLimit })
       return {

@@ -15,6 +15,7 @@
  */
 import { Random } from '../../src/kernel/Random.ts'
 import { describeFaults, drawFaultChances } from '../core/FaultChances.ts'
+import type { SimRateLimit } from './RateChecker.ts'
 
 /**
  * The faults the end-to-end world injects: the Matching world's crashes, restarts, clock jumps
@@ -58,6 +59,10 @@ export interface SimQueueOptions {
   readonly concurrencyPerKey?: number
   /** Fairness weights the handle gives named keys, over the weight an enqueue names. */
   readonly fairnessWeights?: Readonly<Record<string, number>>
+  /** Jobs of the queue started per second, across engines (absent: no limit). */
+  readonly rateLimit?: SimRateLimit
+  /** Jobs of one fairness key started per second (absent: no limit). */
+  readonly rateLimitPerKey?: SimRateLimit
 }
 
 /** A host's part in the group: a worker joins membership and delivers; a producer only enqueues. */
@@ -173,13 +178,23 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
     const fairnessWeights = keyChances.fairnessKey > 0 && random.chance(0.5) ? { [simTenants[0] as string]: random.pick([0.25, 4]) } : undefined
     queues[name] = { ...queue, ...(concurrencyPerKey === undefined ? {} : { concurrencyPerKey }), ...(fairnessWeights === undefined ? {} : { fairnessWeights }) }
   }
+  // Drawn after everything else, for the same reason: rate limits on some queues of some seeds.
+  if (random.chance(0.3)) {
+    for (const [name, queue] of Object.entries(queues)) {
+      const rate = (): SimRateLimit => ({ perSecond: random.pick([0.5, 2, 10]), burst: random.int(1, 3) })
+      const rateLimit = random.chance(0.6) ? rate() : undefined
+      const rateLimitPerKey = random.chance(0.5) ? rate() : undefined
+      queues[name] = { ...queue, ...(rateLimit === undefined ? {} : { rateLimit }), ...(rateLimitPerKey === undefined ? {} : { rateLimitPerKey }) }
+    }
+  }
   return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances }
 }
 
 /** One line per option, for the run's header. */
 export function describeJobsOptions(options: JobsSwarmOptions): string[] {
   const queues = Object.entries(options.queues).map(([name, q]) => {
-    const limits = `${q.concurrencyPerKey === undefined ? '' : `, ${q.concurrencyPerKey} per key`}${q.fairnessWeights === undefined ? '' : `, weights ${JSON.stringify(q.fairnessWeights)}`}`
+    const rate = (what: string, limit: SimRateLimit | undefined) => (limit === undefined ? '' : `, ${what} ${limit.perSecond}/s burst ${limit.burst}`)
+    const limits = `${q.concurrencyPerKey === undefined ? '' : `, ${q.concurrencyPerKey} per key`}${q.fairnessWeights === undefined ? '' : `, weights ${JSON.stringify(q.fairnessWeights)}`}${rate('rate', q.rateLimit)}${rate('rate per key', q.rateLimitPerKey)}`
     return `${name}(vis ${q.visibilityTimeoutS}s, max ${q.maxAttempts}, backoff ${q.backoffBaseS}s, ${q.partitions} partition${q.partitions === 1 ? '' : 's'}${limits})`
   })
   const w = options.weights

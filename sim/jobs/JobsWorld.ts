@@ -28,13 +28,14 @@
  * `dueJobs`) of a queue on which some live worker's loops have a free handler starts within
  * `promptDeliveryBoundMs` of the later of the two. A queue one of whose partitions found its
  * range taken (or failed to acquire) is judged again only once that partition may have waited
- * out its restart back-off (the Matching ownership-loss rule makes it wait).
+ * out its restart back-off (the Matching ownership-loss rule makes it wait). A rate-limited
+ * queue's jobs wait for tokens and are not judged (RateChecker.ts judges the rate).
  *
  * Operators (on seeds that draw them, JobsSwarm.ts `control`) pause and resume queues and cancel
  * jobs that handlers are running, drawn on a decision stream of their own after every fault
  * strike of a safety step; the heal resumes every queue they paused.
  *
- * Judged by JobCheckers.ts (from the JobStore boundary and the clients), HandlerCheckers.ts (what
+ * Judged by JobCheckers.ts (from the JobStore boundary and the clients), RateChecker.ts, HandlerCheckers.ts (what
  * the work loops' handlers were given), ControlCheckers.ts (pauses, cancels of running jobs and
  * their handlers' signals), OwnershipChecker.ts
  * (only a partition's owner delivers) and the Matching checkers (fencing, id uniqueness, ack
@@ -57,6 +58,7 @@ import { makeMemoryMembershipStore } from '../../src/persistence/membership/Memo
 import type { Store } from '../../src/persistence/queues/Store.ts'
 import type { BoundaryRecord } from '../core/Boundary.ts'
 import { Checkers } from '../core/Checkers.ts'
+import { RateChecker } from './RateChecker.ts'
 import { Decisions } from '../core/Decisions.ts'
 import type { IoGate, PendingIo } from '../core/IoGate.ts'
 import type { IoFaultChances } from '../core/IoFaults.ts'
@@ -200,6 +202,7 @@ export class JobsWorld {
   readonly #clock: ManualClock
   readonly #gate: IoGate
   readonly #checkers: JobCheckers
+  readonly #rates: RateChecker
   // The Matching checkers: a task counts as handled once Jobs' History tried to claim its job
   // (any answer), or once the job expired (Matching drops expired tasks without asking).
   readonly #handled = new HistoryRecord()
@@ -240,6 +243,7 @@ export class JobsWorld {
     this.#config = config
     this.#checkers = new JobCheckers(knownFailingCheckersOn(config.store))
     this.#options = config.options
+    this.#rates = new RateChecker(config.options.queues, (sentence) => this.#checkers.fail('rate limit', sentence))
     this.#loop = new WorldLoop<JobsFaultName>({
       seed: config.options.seed,
       faultNames: jobsFaultNames,
@@ -567,13 +571,19 @@ export class JobsWorld {
     }
     for (const due of this.#checkers.dueJobs(now)) {
       const idleSince = this.#idleSince.get(due.queue)
-      if (idleSince === undefined) continue
+      // A rate-limited queue's jobs wait for tokens: how soon they start is the rate's, not judged here.
+      if (idleSince === undefined || this.#isRated(due.queue)) continue
       const fromMs = Math.max(due.dueSinceMs, idleSince, this.#promptFromMs, this.#promptFromOfQueue.get(due.queue) ?? Number.NEGATIVE_INFINITY)
       const told = `${due.id}@${due.dueSinceMs}`
       if (now - fromMs <= promptDeliveryBoundMs || this.#promptTold.has(told)) continue
       this.#promptTold.add(told)
       this.#checkers.fail('prompt delivery', `job ${due.id} of ${due.queue}, due since ${due.dueSinceMs - epochMs}, still waits at ${now - epochMs} though a worker has been idle on its queue since ${idleSince - epochMs} (bound ${promptDeliveryBoundMs} ms)`)
     }
+  }
+
+  #isRated(queue: string): boolean {
+    const options = this.#options.queues[queue]
+    return options?.rateLimit !== undefined || options?.rateLimitPerKey !== undefined
   }
 
   // With the seed's chance, one worker's loops on one queue get `stop()`, and start again once it resolves.
@@ -662,6 +672,7 @@ export class JobsWorld {
       if (violation !== null) this.#checkers.fail(record.ownership?.seesNobody === true ? 'owner sees nobody' : 'owner delivers', violation)
     }
     this.#checkers.observe(record)
+    this.#rates.observe(record)
     this.#controls.observe(record)
     this.#handlers.observe(record)
     this.#config.onJobs?.(record, this.#clock.now())

@@ -21,7 +21,7 @@
  */
 import { insertedJobRecord, type JobRecord, type JobStore } from '../../src/persistence/jobs/JobStore.ts'
 import type { IoGate } from '../core/IoGate.ts'
-import { type ClaimOwnership, type ConcurrencySlot, type JobBoundaryListener, slotOf } from './JobBoundary.ts'
+import { type ClaimOwnership, type JobBoundaryListener, keysOf } from './JobBoundary.ts'
 
 /** What a gated job store needs besides the store it wraps. */
 export interface SimJobStoreDeps {
@@ -36,12 +36,6 @@ export interface SimJobStoreDeps {
   readonly ownershipOf?: (id: string) => ClaimOwnership | null
   /** What this host's membership view says about `queue` now: a claim straight from the store (`claimDue`) is handed out when issued. */
   readonly viewOf?: (queue: string) => ClaimOwnership | null
-}
-
-// The enqueue record's slot field, present only for a job that takes one.
-function withSlot(job: Parameters<typeof slotOf>[0]): { readonly slot?: ConcurrencySlot } {
-  const slot = slotOf(job)
-  return slot === undefined ? {} : { slot }
 }
 
 /** A host's view of the shared job store, through the gate. */
@@ -61,7 +55,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         const answers = await inner.enqueueMany(params, tx)
         // A job answered by its own id was written; one answered by another's (a key's holder) was not.
         params.jobs.forEach((job, i) => {
-          if (answers[i]?.id === job.id) record({ op: 'enqueue', ...stamp(params.nowMs), job: insertedJobRecord(job, params.nowMs, null, job.payload), ...withSlot(job) })
+          if (answers[i]?.id === job.id) record({ op: 'enqueue', ...stamp(params.nowMs), job: insertedJobRecord(job, params.nowMs, null, job.payload), ...keysOf(job) })
         })
         return answers
       }),
@@ -96,7 +90,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
       park(`job.enqueue ${params.job.queue} ${params.job.id} p${params.job.priority}`, true, async () => {
         const job = await inner.enqueue(params, tx)
         // A key's live holder answers in its place: nothing was written.
-        if (job.id === params.job.id) record({ op: 'enqueue', ...stamp(params.nowMs), job, ...withSlot(params.job) })
+        if (job.id === params.job.id) record({ op: 'enqueue', ...stamp(params.nowMs), job, ...keysOf(params.job) })
         return job
       }),
     getJob: (params) =>

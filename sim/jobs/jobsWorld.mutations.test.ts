@@ -25,7 +25,7 @@ const seedsMax = 100
 /** Each bug's first catching seed among 1…100 on memory (known-failing seeds skipped); null: none. */
 export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   ackAfterDeadline: 3,
-  doubleGrant: 5,
+  doubleGrant: 6,
   dropEnqueue: 1,
   dropHandOver: 1,
   stealPartitions: 1,
@@ -35,13 +35,13 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   ridingAckIgnoresToken: null,
   handOverTwice: 1,
   handOverLost: 1,
-  enqueueManyDuplicateKey: 2,
-  stopAbandonsLocalQueue: 6,
+  enqueueManyDuplicateKey: 1,
+  stopAbandonsLocalQueue: 1,
   heartbeatOnce: 1,
   lapseFromClaimTime: 2,
   dueSignalLost: 58,
   pauseIgnored: 1,
-  cancelKeepsClaim: 1,
+  cancelKeepsClaim: 2,
   refusalKeepsSignal: 18,
   // Not caught within 100 seeds: it needs a delivery retried across a store cut while another engine
   // takes the partition (src/jobs/JobsHistory.test.ts catches it on one engine).
@@ -49,6 +49,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   matchingFirstBlocksQueue: 2,
   refusedAddWaits: 18,
   limitNotInStore: 6,
+  rateNotInStore: 1,
   // Not caught within 100 seeds: a claim straight from the store takes a job with Matching in its
   // place, so a claim left waiting behind a Matching job is served by the next claim of its queue
   // well within the bound (DispatchMutations.test.ts shows the step it changes).
