@@ -11,8 +11,8 @@ import { checkJobsDeterminism, runJobsSeed } from './JobsSimulation.ts'
 import { checkSchedules } from '../core/ScheduleProperty.ts'
 
 // 1.5–3.5 s a world of 1,000 steps and its final phase (each store call a round trip to the
-// server; membership heartbeats and bus messages stay in memory): 30–70 s in all, by the load.
-const runs = 20
+// server; membership heartbeats and bus messages stay in memory): 25–60 s in all, by the load.
+const runs = 16
 const steps = 1_000
 let databaseUrl = ''
 
