@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock, type Matchbox, open } from '../src/index.ts'
-import { heldByKey } from './harness/heldByKey.ts'
+import { heldByKey, releaseEveryHeld } from './harness/heldByKey.ts'
 import { freshDatabase } from './harness/database.ts'
 
 const start = 1_700_000_000_000
@@ -24,6 +24,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
+  releaseEveryHeld()
   for (const engine of engines) await engine.close()
 })
 

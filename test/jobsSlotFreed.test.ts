@@ -14,14 +14,12 @@ import { type Matchbox, makeMatchbox } from '../src/jobs/Matchbox.ts'
 import { makeMemoryBus } from '../src/persistence/bus/MemoryBus.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
 import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
-import { heldByKey } from './harness/heldByKey.ts'
+import { heldByKey, releaseEveryHeld } from './harness/heldByKey.ts'
 import { settle, until } from './harness/settle.ts'
 
 const engines: Matchbox[] = []
-// Every handler still held is released before the engines close (a failed case would hang there).
-const held: Array<Array<() => void>> = []
 afterEach(async () => {
-  for (const gates of held.splice(0)) while (gates.length > 0) gates.shift()?.()
+  releaseEveryHeld()
   for (const engine of engines.splice(0)) await engine.close()
 })
 
@@ -58,7 +56,6 @@ describe('a freed concurrency slot', () => {
     it(`goes to the key's next job at once when the worker runs on ${worker === 'h1' ? 'the owner' : 'an engine that forwards its claims'}`, async () => {
       const [h1, h2] = twoEngines()
       const { handler, gates, most, done } = heldByKey<{ n: number }>(() => 'k')
-      held.push(gates)
       const producer = h1.queue<{ n: number }>('limited', { concurrencyPerKey: 1 })
       for (let n = 0; n < 3; n++) await producer.enqueue({ n }, { concurrencyKey: 'k' })
       const stop = (worker === 'h1' ? h1 : h2).queue<{ n: number }>('limited', { concurrencyPerKey: 1 }).work(handler, { concurrency: 2 })
@@ -80,7 +77,6 @@ describe('a freed concurrency slot', () => {
   it('a batch claim that a key fills up within comes back for the jobs behind it, with the clock standing still', async () => {
     const [h1] = twoEngines()
     const { handler, gates, done } = heldByKey<{ n: number; key: string }>((payload) => payload.key)
-    held.push(gates)
     const q = h1.queue<{ n: number; key: string }>('limited', { concurrencyPerKey: 1 })
     // The local queue's first claim asks for three jobs in one statement: its head is k's three
     // jobs, of which one is admitted; the unkeyed job behind them is due too.
