@@ -81,10 +81,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     claimFenced: jobSql.claimSql(schema, true),
     claimMany: jobSql.claimManySql(schema),
     claimManyFenced: jobSql.claimManySql(schema, true),
-    buryExhaustedOne: jobSql.buryExhaustedOneSql(schema),
-    parkLimited: jobSql.parkLimitedClaimSql(schema),
-    parkRated: jobSql.parkRatedClaimSql(schema),
-    claimState: jobSql.claimStateSql(schema),
+    claimRefused: jobSql.claimRefusedSql(schema),
     heartbeat: jobSql.heartbeatSql(schema),
     ack: jobSql.ackSql(schema),
     release: jobSql.releaseSql(schema),
@@ -143,16 +140,13 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         fence === null ? await write('claim', sql.claim, [id, claimToken, nowMs]) : await claimWrite('claim', sql.claimFenced, [id, claimToken, nowMs, ...fenceValues(fence)], fence)
       // A fenced claim's row of nulls: the fence held and the job was not claimed.
       if (claimed !== undefined && claimed.id !== null) return { kind: 'claimed', job: decodeJob(claimed) }
-      const [buried] = await write('claim', sql.buryExhaustedOne, [id, nowMs, deadReasonExhausted])
-      if (buried !== undefined) return { kind: 'obsolete', reason: 'exhausted' }
-      // Claimable but for its key's limit: due again at the next scan (JobStore.ts).
-      const [limited] = await write('claim', sql.parkLimited, [id, nowMs, jobDueScanIntervalMs])
-      if (limited !== undefined) return { kind: 'obsolete', reason: 'limited' }
-      // Claimable but for its buckets' tokens: due again at its next token (JobStore.ts).
-      const [rated] = await write('claim', sql.parkRated, [id, nowMs])
-      if (rated !== undefined) return { kind: 'obsolete', reason: 'limited' }
-      const [found] = await read('claim', sql.claimState, [id])
-      if (found === undefined) return { kind: 'obsolete', reason: 'missing' }
+      // One statement: the exhaustion rule buries it, or a claim refused for its key's limit (due
+      // again at the next scan) or its buckets' tokens (due at the next token) parks it, and what
+      // it found answers the rest (JobStore.ts).
+      const [found] = await write('claim', sql.claimRefused, [id, nowMs, deadReasonExhausted, jobDueScanIntervalMs])
+      if (found?.outcome === 'exhausted') return { kind: 'obsolete', reason: 'exhausted' }
+      if (found?.outcome === 'limited') return { kind: 'obsolete', reason: 'limited' }
+      if (found === undefined || found.state === null) return { kind: 'obsolete', reason: 'missing' }
       if (found.state === 'dead') return { kind: 'obsolete', reason: 'dead' }
       const refusal = claimRefusal(
         { state: found.state as JobState, deadlineMs: nullableInteger(found.deadline_ms, 'deadline_ms'), expiresAtMs: nullableInteger(found.expires_at_ms, 'expires_at_ms') },

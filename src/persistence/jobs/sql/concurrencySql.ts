@@ -154,24 +154,22 @@ export function slotRowCte(schema: Schema, queue: string, key: string, limit: st
 }
 
 /**
- * `$1` id, `$2` now, `$3` a wait in ms; `claimableNow` the claimable rule over `job` at `$2`
- * (jobSql.ts spells it), the queue not paused. After a claim of job `$1` was refused for its
- * key's limit: the job is made due `$3` from now (its revision moved on, so a reservation the
- * due-time driver has yet to confirm cannot clear it), so that a task Matching dropped is
- * delivered again rather than the job waiting for ever; until its key has room the due-time
- * driver's reservations pass it over (`slotHasRoom`). Answers the job's id when it is pending,
- * claimable but for its key's limit.
+ * The CTEs `limited_job` and `limited`, `$1` id, `$2` now; `claimableNow` the claimable rule over
+ * `job` at `$2` (jobSql.ts spells it), the queue not paused; `wait` an SQL expression in ms.
+ * After a claim of job `$1` was refused for its key's limit: the job is made due `wait` from now
+ * (its revision moved on, so a reservation the due-time driver has yet to confirm cannot clear
+ * it), so that a task Matching dropped is delivered again rather than the job waiting for ever;
+ * until its key has room the due-time driver's reservations pass it over (`slotHasRoom`).
+ * `limited_job` holds the job's id when it is pending, claimable but for its key's limit.
  */
-export function parkLimitedSql(schema: Schema, claimableNow: string): string {
-  return `
-WITH job AS (
+export function parkLimitedCtes(schema: Schema, claimableNow: string, wait: string): string {
+  return `limited_job AS (
   SELECT job.id FROM ${schema.quoted}.jobs AS job
   JOIN ${slotsTable(schema)} AS slot ON slot.queue = job.queue AND slot.concurrency_key = job.concurrency_key
   WHERE job.id = $1::text AND job.state = 'pending' AND slot.held >= slot.concurrency_limit AND ${claimableNow}
-), parked AS (
-  UPDATE ${schema.quoted}.jobs AS parked SET due_ms = $2::bigint + $3::bigint, revision = parked.revision + 1
-  FROM job WHERE parked.id = job.id
+), limited AS (
+  UPDATE ${schema.quoted}.jobs AS parked SET due_ms = $2::bigint + ${wait}, revision = parked.revision + 1
+  FROM limited_job WHERE parked.id = limited_job.id
   RETURNING parked.id
-)
-SELECT id FROM job`
+)`
 }

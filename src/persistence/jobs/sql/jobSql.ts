@@ -38,9 +38,9 @@
 import { jobAttemptErrorsKept, jobClaimsKept } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
-import { admitCtes, type AdmitOptions, freeSlotsCtes, parkLimitedSql, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
+import { admitCtes, type AdmitOptions, freeSlotsCtes, parkLimitedCtes, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
 import { notPaused } from './pauseSql.ts'
-import { bucketRowCte, bucketRowsCtes, nextTokenSql, parkRatedSql, queueHasBuckets, queueTokensCap, rateAdmitCtes, rateHasToken } from './rateSql.ts'
+import { bucketRowCte, bucketRowsCtes, nextTokenSql, parkRatedCtes, queueHasBuckets, queueTokensCap, rateAdmitCtes, rateHasToken } from './rateSql.ts'
 
 /** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
 const liveColumns =
@@ -619,31 +619,34 @@ RETURNING ${liveRecord}`
   return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, ctes, claim) : `WITH ${ctes}${claim}`
 }
 
-/** `$1` id, `$2` now, `$3` the exhausted dead reason. Dead-letters job `$1` if the exhaustion rule holds; returns its id. */
-export function buryExhaustedOneSql(schema: Schema): string {
+/**
+ * `$1` id, `$2` now, `$3` the exhausted dead reason, `$4` how far ahead a job its key's limit
+ * refused is due again (ms). One round trip after a claim by id claimed nothing: dead-letters the
+ * job at its deadline when the exhaustion rule covers it (`outcome` 'exhausted'), else parks it
+ * when only its key's limit refused it (due `$4` from now) or only its buckets did (due at their
+ * next token; `outcome` 'limited' for either), and answers what it found besides: the live row's
+ * state, deadline, expiry and whether its queue is paused, or state 'dead', or nulls when the job
+ * is missing. The three writes rule each other out (exhausted rows are out of attempts, a limited
+ * park comes before a rated one), so the statement touches the row at most once.
+ */
+export function claimRefusedSql(schema: Schema): string {
+  const claimableNow = `job.attempts < job.max_attempts AND (job.expires_at_ms IS NULL OR job.expires_at_ms > $2::bigint)`
   return `
-WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${exhausted('$2::bigint')} RETURNING *), ${freeSlotsCtes(schema, movedOut)}
-${bury(schema, '$3::text', 'deadline_ms')}
-RETURNING id`
-}
-
-/** concurrencySql.ts's `parkLimitedSql` with the claimable rule: `$1` id, `$2` now, `$3` how far ahead the refused job is due again. */
-export function parkLimitedClaimSql(schema: Schema): string {
-  return parkLimitedSql(schema, `job.attempts < job.max_attempts AND (job.expires_at_ms IS NULL OR job.expires_at_ms > $2::bigint) AND job.run_at_ms <= $2::bigint AND ${notPaused(schema, 'job.queue')}`)
-}
-
-/** rateSql.ts's `parkRatedSql` with the claimable rule: `$1` id, `$2` now. */
-export function parkRatedClaimSql(schema: Schema): string {
-  return parkRatedSql(schema, `job.attempts < job.max_attempts AND (job.expires_at_ms IS NULL OR job.expires_at_ms > $2::bigint)
-    AND ((job.state = 'pending' AND job.run_at_ms <= $2::bigint) OR (job.state = 'processing' AND job.deadline_ms <= $2::bigint)) AND ${notPaused(schema, 'job.queue')}`)
-}
-
-/** `$1` id, `$2` now. What a failed claim found: the live row's state, deadline and whether its queue is paused, or 'dead'. */
-export function claimStateSql(schema: Schema): string {
-  return `
-SELECT state, deadline_ms, expires_at_ms, NOT ${notPaused(schema, `${schema.quoted}.jobs.queue`)} AS paused FROM ${schema.quoted}.jobs WHERE id = $1::text
-UNION ALL
-SELECT 'dead', NULL::bigint, NULL::bigint, false FROM ${schema.quoted}.dead_jobs WHERE id = $1::text`
+WITH moved AS (DELETE FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${exhausted('$2::bigint')} RETURNING *), ${freeSlotsCtes(schema, movedOut)}, buried AS (
+  ${bury(schema, '$3::text', 'deadline_ms')}
+  RETURNING id
+), ${parkLimitedCtes(schema, `${claimableNow} AND job.run_at_ms <= $2::bigint AND ${notPaused(schema, 'job.queue')}`, '$4::bigint')}, ${parkRatedCtes(
+    schema,
+    `${claimableNow} AND ((job.state = 'pending' AND job.run_at_ms <= $2::bigint) OR (job.state = 'processing' AND job.deadline_ms <= $2::bigint)) AND ${notPaused(schema, 'job.queue')}`,
+    'limited_job',
+  )}, found AS (
+  SELECT state, deadline_ms, expires_at_ms, NOT ${notPaused(schema, `${schema.quoted}.jobs.queue`)} AS paused FROM ${schema.quoted}.jobs WHERE id = $1::text
+  UNION ALL
+  SELECT 'dead', NULL::bigint, NULL::bigint, false FROM ${schema.quoted}.dead_jobs WHERE id = $1::text
+)
+SELECT CASE WHEN EXISTS (SELECT 1 FROM buried) THEN 'exhausted' WHEN EXISTS (SELECT 1 FROM limited_job) OR EXISTS (SELECT 1 FROM rated_job) THEN 'limited' END AS outcome,
+       found.state, found.deadline_ms, found.expires_at_ms, found.paused
+FROM (SELECT 1) AS one LEFT JOIN found ON true`
 }
 
 /** `$1` id, `$2` token, `$3` now, `$4` extension ms or null. Renews a valid claim; returns the row. */

@@ -188,27 +188,27 @@ export function bucketRowCte(schema: Schema, queue: string, first: number, now: 
 }
 
 /**
- * `$1` id, `$2` now; `claimableNow` the claimable rule over `job` at `$2` (jobSql.ts spells it),
- * the queue not paused. After a claim of job `$1` was refused for its buckets: the job is made
- * due when the later of its queue's and its key's buckets next holds a token (now, if one came
- * meanwhile), its revision moved on, so that a task Matching dropped is delivered again then.
- * Answers the job's id when it is claimable and its queue has buckets.
+ * The CTEs `rated_job` and `rated`, `$1` id, `$2` now; `claimableNow` the claimable rule over
+ * `job` at `$2` (jobSql.ts spells it), the queue not paused; `unless` a CTE whose rows rule the
+ * park out (the job was parked for its key's limit instead). After a claim of job `$1` was
+ * refused for its buckets: the job is made due when the later of its queue's and its key's
+ * buckets next holds a token (now, if one came meanwhile), its revision moved on, so that a task
+ * Matching dropped is delivered again then. `rated_job` holds the job's id when it is claimable
+ * and its queue has buckets.
  */
-export function parkRatedSql(schema: Schema, claimableNow: string): string {
-  return `
-WITH job AS (
+export function parkRatedCtes(schema: Schema, claimableNow: string, unless: string): string {
+  return `rated_job AS (
   SELECT job.id, GREATEST($2::bigint, (
     SELECT max(bucket.next_token_ms) FROM ${bucketsTable(schema)} AS bucket
     WHERE bucket.queue = job.queue AND (NOT bucket.per_key OR bucket.rate_key = ${rateKeyOf('job')})
   )) AS due_ms
   FROM ${schema.quoted}.jobs AS job
-  WHERE job.id = $1::text AND ${queueHasBuckets(schema, 'job.queue')} AND ${claimableNow}
-), parked AS (
-  UPDATE ${schema.quoted}.jobs AS parked SET due_ms = job.due_ms, revision = parked.revision + 1
-  FROM job WHERE parked.id = job.id
+  WHERE job.id = $1::text AND ${queueHasBuckets(schema, 'job.queue')} AND ${claimableNow} AND NOT EXISTS (SELECT 1 FROM ${unless})
+), rated AS (
+  UPDATE ${schema.quoted}.jobs AS parked SET due_ms = rated_job.due_ms, revision = parked.revision + 1
+  FROM rated_job WHERE parked.id = rated_job.id
   RETURNING parked.id
-)
-SELECT id FROM job`
+)`
 }
 
 /**
