@@ -73,8 +73,10 @@ export function makeMemoryBuckets(): MemoryBuckets {
       if (job.rateLimitPerKey !== undefined && job.rateLimitPerKey !== null) put(job.queue, true, job.fairnessKey ?? '', job.rateLimitPerKey, nowMs)
     },
     hasBuckets: (queue) => queues.has(queue),
-    hasToken: (row, nowMs) => bucketsOf(row).every((bucket) => bucket.nextTokenMs <= nowMs),
+    // A queue without buckets (every unlimited queue) answers at once: the head reads ask per row.
+    hasToken: (row, nowMs) => !queues.has(row.job.queue) || bucketsOf(row).every((bucket) => bucket.nextTokenMs <= nowMs),
     take(row, nowMs) {
+      if (!queues.has(row.job.queue)) return true
       const touched = bucketsOf(row)
       if (touched.some((bucket) => wholeTokens(tokensAt(bucket, nowMs)) < 1)) return false
       for (const bucket of touched) {
