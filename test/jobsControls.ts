@@ -26,6 +26,16 @@ export type OpenControlsEngine = (clock: ManualClock, seed: number, onEvent: (ev
 /** Registers the progress, history and `job.signal` cases against engines `openEngine` opens. */
 export function describeJobControls(openEngine: OpenControlsEngine, turnsMax = 10_000): void {
   const waitFor = (condition: () => boolean, what: string): Promise<void> => until(condition, what, turnsMax)
+  // Waits as `waitFor` does, moving `clock` 100 ms after each idle stretch of turns (up to 20 s in
+  // all), for a wait that may need engine time to pass.
+  const waitDrivingClock = async (clock: ManualClock, condition: () => boolean, what: string): Promise<void> => {
+    for (let step = 0; step < 200; step++) {
+      for (let turn = 0; turn < Math.ceil(turnsMax / 200) && !condition(); turn++) await new Promise<void>((resolve) => setImmediate(resolve))
+      if (condition()) return
+      clock.advance(100)
+    }
+    throw new Error(`condition never held: ${what}`)
+  }
   // Settles `pending` while firing timers due now (a claim with no wait still ends on one).
   const withTimersDue = async <T>(clock: ManualClock, pending: Promise<T>): Promise<T> => {
     let settled = false
@@ -173,7 +183,10 @@ export function describeJobControls(openEngine: OpenControlsEngine, turnsMax = 1
         finished = handle
       })
       await q.enqueue({ n: 2 })
-      await waitFor(() => finished !== undefined && finished.id !== job?.id, 'a fresh job runs')
+      // The 30 s jump let this engine's own membership row lapse on a store with membership
+      // (PostgreSQL): its view may have lost the queue, which it then acquires again after the
+      // ownership-loss back-off, on the engine's clock. So the wait moves the clock in steps.
+      await waitDrivingClock(clock, () => finished !== undefined && finished.id !== job?.id, 'a fresh job runs')
       await settle()
       await stop({ graceS: 5 })
       expect(finished?.signal.aborted).toBe(false)
