@@ -90,27 +90,7 @@ export function makeJobQueue<T = JsonValue>(
   if (concurrencyPerKey !== null) runtime.limitedQueues.add(name)
   // The engine's short claims of a limited queue come back at its next token (StoreClaims.ts).
   if (rateLimits.rateLimit !== null || rateLimits.rateLimitPerKey !== null) runtime.rateLimited.add(name)
-  // A job of this queue, stamped with the handle's options and the enqueue's own.
-  const newJob = (payload: JsonValue, resolved: ResolvedEnqueue, nowMs: number): NewJob => ({
-    id: jobId(runtime.ids, nowMs),
-    queue: name,
-    payload,
-    priority: resolved.priority,
-    runAtMs: resolved.runAtMs ?? nowMs + (resolved.delayMs ?? 0),
-    expiresAtMs: resolved.expiresAtMs,
-    ...stamps,
-    maxAttempts: resolved.maxAttempts ?? stamps.maxAttempts,
-    key: resolved.key,
-    // The handle's weight for the key wins over the enqueue's.
-    ...(resolved.fairnessKey === null
-      ? {}
-      : { fairnessKey: resolved.fairnessKey, fairnessWeight: fairnessWeights.get(resolved.fairnessKey) ?? resolved.fairnessWeight ?? 1 }),
-    // A concurrency key limits only through a handle with a limit; on any other it is dropped.
-    ...(resolved.concurrencyKey === null || concurrencyPerKey === null ? {} : { concurrencyKey: resolved.concurrencyKey, concurrencyLimit: concurrencyPerKey }),
-    // The handle's rate limits ride on every job, so the queue's buckets hold the latest.
-    ...(rateLimits.rateLimit === null ? {} : { rateLimit: rateLimits.rateLimit }),
-    ...(rateLimits.rateLimitPerKey === null ? {} : { rateLimitPerKey: rateLimits.rateLimitPerKey }),
-  })
+  const newJob = jobMaker(runtime, name, stamps, fairnessWeights, concurrencyPerKey, rateLimits)
   const queue: JobQueue<T> = {
     name,
     ...makeQueueAdmin<T>(runtime, name),
@@ -141,20 +121,7 @@ export function makeJobQueue<T = JsonValue>(
         throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${enqueueBatchSizeMax} jobs ({ payload, ...options })` })
       }
       const nowMs = runtime.now()
-      let bytesMax = 0
-      // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
-      const batch = Array.from(jobs, (item: unknown, index) => {
-        const field = `jobs[${index}]`
-        if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new InvalidInput({ field, reason: 'must be an object { payload, ...options }' })
-        const { payload, ...itemOptions } = item as Record<string, unknown>
-        if ('tx' in itemOptions) throw new InvalidInput({ field: `${field}.tx`, reason: "is the batch's option: enqueueMany(jobs, { tx })" })
-        const measured = validateJsonMeasured(`${field}.payload`, payload)
-        bytesMax += measured.bytesMax
-        const resolved = resolveEnqueueOptions(itemOptions, field)
-        // A keyed job's pass is drawn from its key's state one job at a time (the store's enqueue).
-        if (resolved.fairnessKey !== null) throw new InvalidInput({ field: `${field}.fairnessKey`, reason: 'is taken by enqueue only: enqueue jobs with a fairness key one at a time' })
-        return newJob(measured.value, resolved, nowMs)
-      })
+      const { batch, bytesMax } = resolveBatch(jobs, (payload, resolved) => newJob(payload, resolved, nowMs))
       if (batch.length === 0) return []
       // The store checks the total too, but only after the queue's routing is loaded (and, on a
       // new queue, written): a batch too large must write nothing.
@@ -207,6 +174,57 @@ export function makeJobQueue<T = JsonValue>(
     },
   }
   return queue
+}
+
+// A job of queue `name`, stamped with the handle's options and the enqueue's own.
+function jobMaker(
+  runtime: JobsRuntime,
+  name: string,
+  stamps: JobStamps,
+  fairnessWeights: ReadonlyMap<string, number>,
+  concurrencyPerKey: number | null,
+  rateLimits: QueueRateLimits,
+): (payload: JsonValue, resolved: ResolvedEnqueue, nowMs: number) => NewJob {
+  return (payload, resolved, nowMs) => ({
+    id: jobId(runtime.ids, nowMs),
+    queue: name,
+    payload,
+    priority: resolved.priority,
+    runAtMs: resolved.runAtMs ?? nowMs + (resolved.delayMs ?? 0),
+    expiresAtMs: resolved.expiresAtMs,
+    ...stamps,
+    maxAttempts: resolved.maxAttempts ?? stamps.maxAttempts,
+    key: resolved.key,
+    // The handle's weight for the key wins over the enqueue's.
+    ...(resolved.fairnessKey === null
+      ? {}
+      : { fairnessKey: resolved.fairnessKey, fairnessWeight: fairnessWeights.get(resolved.fairnessKey) ?? resolved.fairnessWeight ?? 1 }),
+    // A concurrency key limits only through a handle with a limit; on any other it is dropped.
+    ...(resolved.concurrencyKey === null || concurrencyPerKey === null ? {} : { concurrencyKey: resolved.concurrencyKey, concurrencyLimit: concurrencyPerKey }),
+    // The handle's rate limits ride on every job, so the queue's buckets hold the latest.
+    ...(rateLimits.rateLimit === null ? {} : { rateLimit: rateLimits.rateLimit }),
+    ...(rateLimits.rateLimitPerKey === null ? {} : { rateLimitPerKey: rateLimits.rateLimitPerKey }),
+  })
+}
+
+// `enqueueMany`'s jobs validated into new jobs (`make`), with the largest payload's size sum for
+// the batch's byte check; a job that is not an object, names `tx` or a fairness key is refused.
+function resolveBatch(jobs: ReadonlyArray<unknown>, make: (payload: JsonValue, resolved: ResolvedEnqueue) => NewJob): { readonly batch: NewJob[]; readonly bytesMax: number } {
+  let bytesMax = 0
+  // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
+  const batch = Array.from(jobs, (item: unknown, index) => {
+    const field = `jobs[${index}]`
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new InvalidInput({ field, reason: 'must be an object { payload, ...options }' })
+    const { payload, ...itemOptions } = item as Record<string, unknown>
+    if ('tx' in itemOptions) throw new InvalidInput({ field: `${field}.tx`, reason: "is the batch's option: enqueueMany(jobs, { tx })" })
+    const measured = validateJsonMeasured(`${field}.payload`, payload)
+    bytesMax += measured.bytesMax
+    const resolved = resolveEnqueueOptions(itemOptions, field)
+    // A keyed job's pass is drawn from its key's state one job at a time (the store's enqueue).
+    if (resolved.fairnessKey !== null) throw new InvalidInput({ field: `${field}.fairnessKey`, reason: 'is taken by enqueue only: enqueue jobs with a fairness key one at a time' })
+    return make(measured.value, resolved)
+  })
+  return { batch, bytesMax }
 }
 
 // A transactional enqueue runs on the caller's PostgreSQL transaction: on any other store it

@@ -43,7 +43,9 @@ export interface MemorySlots {
 /** Makes the guard over `live`. */
 export function makeMemorySlots(live: ReadonlyMap<string, LimitedRow>): MemorySlots {
   const limits = new Map<string, number>()
-  const slotOf = (queue: string, key: string): string => JSON.stringify([queue, key])
+  // Queue names and keys are validated names, which hold no NUL: the pair joined by one is unique,
+  // and cheaper to build than JSON on a path every claim walks per row.
+  const slotOf = (queue: string, key: string): string => `${queue}\u0000${key}`
   const slotOfPending = (row: LimitedRow): string | undefined =>
     row.concurrencyKey === undefined || row.job.state !== 'pending' ? undefined : slotOf(row.job.queue, row.concurrencyKey)
   return {
