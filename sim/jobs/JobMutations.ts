@@ -80,6 +80,11 @@
  *   are raised to a million a second below the boundary log) — the observable bug of a rate
  *   checked by each engine instead of by the store: engines together start more jobs than the
  *   limit allows (rate limit);
+ * - `shortBatchEndsQueue`: after a claim statement of a queue came back with some jobs but fewer
+ *   than it asked for, the engine's next `claimDue` of that queue at the same instant answers
+ *   none (the job store one engine sees, above the gate) — the observable bug of a batch that a
+ *   key filled up within taken as the queue's end, without the claim for the rest that
+ *   StoreClaims' `refillShort` makes; the jobs behind wait for a pass (prompt delivery);
  * - the eight bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`): every engine of the world runs its queues by
@@ -100,7 +105,7 @@ export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'matchingFirstBlocksQueue',
-  'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', ...dispatchMutations,
+  'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'shortBatchEndsQueue', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -187,6 +192,30 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
           claimMany: ({ claims, nowMs }) => store.claimMany({ claims, nowMs }),
         }),
       }
+    case 'shortBatchEndsQueue': {
+      // Per engine and queue: the stamp of its last claim statement that came back short but not empty.
+      const shortAt = new Map<string, number>()
+      const heard = (hostId: string, queue: string, nowMs: number, asked: number, got: number): void => {
+        if (got > 0 && got < asked) shortAt.set(`${hostId}/${queue}`, nowMs)
+      }
+      return {
+        wrapJobStore: plain,
+        wrapEngineJobStore: (hostId, store) => ({
+          ...store,
+          async claimDue(params) {
+            if (shortAt.get(`${hostId}/${params.queue}`) === params.nowMs) return []
+            const claimed = await store.claimDue(params)
+            heard(hostId, params.queue, params.nowMs, params.claimTokens.length, claimed.length)
+            return claimed
+          },
+          async ackAndClaimDue(params) {
+            const answer = await store.ackAndClaimDue(params)
+            heard(hostId, params.queue, params.nowMs, params.claimTokens.length, answer.claimed.length)
+            return answer
+          },
+        }),
+      }
+    }
     case 'refusedAddWaits':
       return {
         wrapJobStore: plain,

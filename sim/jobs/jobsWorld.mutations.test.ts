@@ -50,6 +50,9 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   refusedAddWaits: 18,
   limitNotInStore: 6,
   rateNotInStore: 1,
+  // Not caught within 100 seeds: it needs a batch claim whose head one key fills up while other
+  // jobs are due behind it and no pass comes soon; the pinned world below catches it.
+  shortBatchEndsQueue: null,
   // Not caught within 100 seeds: a claim straight from the store takes a job with Matching in its
   // place, so a claim left waiting behind a Matching job is served by the next claim of its queue
   // well within the bound (DispatchMutations.test.ts shows the step it changes).
@@ -94,6 +97,12 @@ describe('job mutation menu', () => {
       expect([...result.violations, ...result.knownFailing], `seed ${caughtAt} without the bug`).toEqual([])
     }, 600_000)
   }
+
+  it('shortBatchEndsQueue is caught by world 143427015 [0] (2,000 steps), which passes without it (jobsWorld.memory.test.ts)', async () => {
+    const { result } = await runJobsSeed({ seed: 143427015, store: 'memory', script: [0], overrides: { steps: 2_000 }, mutant: makeJobsMutant('shortBatchEndsQueue') })
+    console.log(`shortBatchEndsQueue on world 143427015 [0]: ${result.violations[0] ?? 'not caught'}`)
+    expect(result.violations.filter((violation) => violation.startsWith('prompt delivery'))).not.toEqual([])
+  }, 120_000)
 
   it('each listed engine failure still shows on its first listed seed (the list is not stale)', async () => {
     for (const failure of knownEngineFailures) {
