@@ -42,10 +42,14 @@ export interface ConcurrencySlot {
   readonly limit: number
 }
 
-/** The keys an enqueue record carries for a job input: its slot and its fairness key, each only when it has one. */
-export function keysOf(job: { readonly concurrencyKey?: string | null; readonly concurrencyLimit?: number; readonly fairnessKey?: string | null }): { readonly slot?: ConcurrencySlot; readonly fairnessKey?: string } {
+/** The keys an enqueue record carries for a job input: its slot, and its fairness key with the weight the engine gave it, each only when it has one. */
+export function keysOf(job: { readonly concurrencyKey?: string | null; readonly concurrencyLimit?: number; readonly fairnessKey?: string | null; readonly fairnessWeight?: number }): {
+  readonly slot?: ConcurrencySlot
+  readonly fairnessKey?: string
+  readonly fairnessWeight?: number
+} {
   const slot = slotOf(job)
-  return { ...(slot === undefined ? {} : { slot }), ...(job.fairnessKey == null ? {} : { fairnessKey: job.fairnessKey }) }
+  return { ...(slot === undefined ? {} : { slot }), ...(job.fairnessKey == null ? {} : { fairnessKey: job.fairnessKey, fairnessWeight: job.fairnessWeight ?? 1 }) }
 }
 
 /** The slot an enqueue input names, or undefined (no key, or no limit on its queue). */
@@ -57,9 +61,10 @@ export function slotOf(job: { readonly concurrencyKey?: string | null; readonly 
 export type JobBoundaryRecord =
   /**
    * A job written; `slot` names its concurrency key and the limit the enqueue gave it (absent: the
-   * job takes no slot), `fairnessKey` its fairness key (absent: none).
+   * job takes no slot), `fairnessKey` its fairness key (absent: none) with the weight the engine
+   * gave the store, and `fairPass` the pass the store wrote for it (read around a keyed enqueue).
    */
-  | (Stamped & { readonly op: 'enqueue'; readonly job: JobRecord; readonly slot?: ConcurrencySlot; readonly fairnessKey?: string })
+  | (Stamped & { readonly op: 'enqueue'; readonly job: JobRecord; readonly slot?: ConcurrencySlot; readonly fairnessKey?: string; readonly fairnessWeight?: number; readonly fairPass?: number })
   | (Stamped & { readonly op: 'claim'; readonly id: string; readonly claimToken: string; readonly outcome: ClaimOutcome; readonly ownership: ClaimOwnership | null })
   | (Stamped & ClaimRef & { readonly op: 'heartbeat'; readonly extendMs: number | null; readonly renewed: JobRecord | null })
   | (Stamped & ClaimRef & { readonly op: 'ack'; readonly ok: boolean })

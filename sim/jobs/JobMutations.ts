@@ -80,6 +80,15 @@
  *   are raised to a million a second below the boundary log) — the observable bug of a rate
  *   checked by each engine instead of by the store: engines together start more jobs than the
  *   limit allows (rate limit);
+ * - `weightIgnored`: the store is told no fairness weight (every keyed enqueue's weight is dropped
+ *   below the boundary log, so each key steps by the stride of weight 1) — the observable bug of
+ *   a pass that ignores the weight: a heavy key's jobs wait behind a light key's, a light key's
+ *   run ahead of their share (fair pass);
+ * - `dedupStepsPass`: an enqueue answered by its job key's live holder still steps its fairness
+ *   key's pass, as if a job had been written (the store underneath cannot be made to, so the
+ *   key's next enqueue is given a weight that many strides lighter: the same pass) — the
+ *   observable bug of a pass written before the duplicate is found: a key enqueued again and
+ *   again under one job key is pushed behind the others (fair pass);
  * - `shortBatchEndsQueue`: after a claim statement of a queue came back with some jobs but fewer
  *   than it asked for, the engine's next `claimDue` of that queue at the same instant answers
  *   none (the job store one engine sees, above the gate) — the observable bug of a batch that a
@@ -105,7 +114,7 @@ export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'matchingFirstBlocksQueue',
-  'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'shortBatchEndsQueue', ...dispatchMutations,
+  'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'shortBatchEndsQueue', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -438,6 +447,30 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
         ...base,
         enqueue: (params, tx) => inner.enqueue({ ...params, job: lifted(params.job) }, tx),
         enqueueMany: (params, tx) => inner.enqueueMany({ ...params, jobs: params.jobs.map(lifted) }, tx),
+      }
+    }
+    case 'weightIgnored': {
+      // Keyed jobs come only one at a time (enqueueMany refuses fairness keys).
+      return {
+        ...base,
+        enqueue: (params, tx) => inner.enqueue({ ...params, job: params.job.fairnessWeight === undefined ? params.job : { ...params.job, fairnessWeight: 1 } }, tx),
+      }
+    }
+    case 'dedupStepsPass': {
+      // Per (queue, fairness key): the steps duplicates took that the next written job pays for.
+      const owed = new Map<string, number>()
+      return {
+        ...base,
+        async enqueue(params, tx) {
+          const { job } = params
+          if (job.fairnessKey == null) return await inner.enqueue(params, tx)
+          const name = `${job.queue}\u0000${job.fairnessKey}`
+          const steps = 1 + (owed.get(name) ?? 0)
+          const weight = Math.max((job.fairnessWeight ?? 1) / steps, 0.001)
+          const answer = await inner.enqueue({ ...params, job: { ...job, fairnessWeight: weight } }, tx)
+          owed.set(name, answer.id === job.id ? 0 : steps)
+          return answer
+        },
       }
     }
     case 'limitNotInStore': {

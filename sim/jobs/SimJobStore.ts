@@ -14,7 +14,8 @@
  * the claims riding with them), so the checkers judge every job a batch touched.
  *
  * `ackBatch` is read around (each named job before and after, on the store underneath) so the
- * checkers learn exactly which claims it acked, not only how many.
+ * checkers learn exactly which claims it acked, not only how many; a keyed `enqueue` is read
+ * after, for the fairness pass the store wrote.
  *
  * Wrap, don't fork: the store underneath is the real one (memory or SQL), possibly wrapped by
  * a mutant (sim/jobs/JobMutations.ts). Does not: judge anything or inject faults (the world does).
@@ -90,7 +91,10 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
       park(`job.enqueue ${params.job.queue} ${params.job.id} p${params.job.priority}`, true, async () => {
         const job = await inner.enqueue(params, tx)
         // A key's live holder answers in its place: nothing was written.
-        if (job.id === params.job.id) record({ op: 'enqueue', ...stamp(params.nowMs), job, ...keysOf(params.job) })
+        if (job.id !== params.job.id) return job
+        // A keyed job's pass, read before any other call runs.
+        const fairPass = params.job.fairnessKey == null ? undefined : (await inner.getJob({ queue: job.queue, id: job.id }))?.fairPass
+        record({ op: 'enqueue', ...stamp(params.nowMs), job, ...keysOf(params.job), ...(fairPass == null ? {} : { fairPass }) })
         return job
       }),
     getJob: (params) =>

@@ -228,6 +228,13 @@ export interface JobRecord extends NewJob {
   readonly progress: JsonValue | null
   /** When `progress` was stored; null with it (absent read as null, as `claims`). */
   readonly progressAtMs?: number | null
+  /**
+   * A keyed job's place in its queue's fair order: its stride pass, in due-time milliseconds
+   * (`fairnessStride`). Within a priority, jobs are claimed in order of the later of this and
+   * their due time. `getJob` fills it, with `fairnessKey` and `concurrencyKey`, for a live job
+   * that has them; absent otherwise (no key, a dead job, the records claims answer).
+   */
+  readonly fairPass?: number | null
 }
 
 /**

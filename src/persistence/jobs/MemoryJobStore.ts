@@ -105,15 +105,16 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
   }
 
   // The live job of `queue` holding `key`, as the SQL stores' partial unique index sees it.
-  const holderOf = (queue: string, key: string | null): JobRecord | undefined => {
+  const holderOf = (queue: string, key: string | null): LiveRow | undefined => {
     if (key === null) return undefined
-    for (const row of live.values()) if (row.job.queue === queue && row.job.key === key) return row.job
+    for (const row of live.values()) if (row.job.queue === queue && row.job.key === key) return row
     return undefined
   }
 
   const insert = (job: NewJob, nowMs: number): JobRecord => {
     const holder = holderOf(job.queue, job.key ?? null)
-    if (holder !== undefined) return copy(holder)
+    // The holder as SQL stores answer it: the whole row, read as getJob reads it.
+    if (holder !== undefined) return { ...copy(holder.job), ...keysOfRow(holder) }
     assert(!live.has(job.id) && !dead.has(job.id), `job id ${job.id} is already taken`)
     const record = insertedJobRecord(job, nowMs, null, copy(job.payload))
     const dueMs = Math.max(job.runAtMs, nowMs)
@@ -150,6 +151,12 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     passes.set(job.fairnessKey as string, pass)
     return pass
   }
+
+  // A live row's keys and pass, as getJob answers them.
+  const keysOfRow = (row: LiveRow): Pick<JobRecord, 'fairnessKey' | 'fairPass' | 'concurrencyKey'> => ({
+    ...(row.fairnessKey === undefined ? {} : { fairnessKey: row.fairnessKey, fairPass: row.fairPass as number }),
+    ...(row.concurrencyKey === undefined ? {} : { concurrencyKey: row.concurrencyKey }),
+  })
 
   // Claim order among claimable rows: priority, then due time, then ready order. A row whose task
   // is with Matching (due null) was due before any row still in the store: it comes first.
@@ -291,7 +298,9 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
 
     async getJob(params) {
       const { queue, id } = checkJobRef(params)
-      const job = live.get(id)?.job ?? dead.get(id)
+      const row = live.get(id)
+      if (row !== undefined) return row.job.queue === queue ? { ...copy(row.job), ...keysOfRow(row) } : null
+      const job = dead.get(id)
       return job !== undefined && job.queue === queue ? copy(job) : null
     },
 
@@ -422,7 +431,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const job = dead.get(id)
       if (job === undefined || job.queue !== queue) return { kind: 'not-dead' }
       const holder = holderOf(queue, job.key)
-      if (holder !== undefined) return { kind: 'key-taken', liveId: holder.id }
+      if (holder !== undefined) return { kind: 'key-taken', liveId: holder.job.id }
       dead.delete(id)
       const revived: JobRecord = {
         ...job,

@@ -97,6 +97,27 @@ export function describeJobFairnessConformance(fixture: JobFixture): void {
       ])
     })
 
+    it('getJob shows a live job its keys and pass: a key\'s passes step by its stride, an unkeyed job has none', async () => {
+      const queue = fixture.queue('fair-read')
+      const heavy = await enqueueKeyed(queue, 'heavy', 3, { fairnessWeight: 4, concurrencyKey: 'c', concurrencyLimit: 5 })
+      const [plain] = await enqueueKeyed(queue, null, 1)
+      const read = async (id: string | undefined) => await store().getJob({ queue, id: id as string })
+      // Stride 1000 / 4 = 250 from the head's 1 000.
+      expect(await Promise.all(heavy.map(async (id) => (await read(id))?.fairPass))).toEqual([1_000, 1_250, 1_500])
+      expect(await read(heavy[0])).toMatchObject({ fairnessKey: 'heavy', concurrencyKey: 'c' })
+      const unkeyed = await read(plain)
+      expect([unkeyed?.fairnessKey, unkeyed?.fairPass, unkeyed?.concurrencyKey]).toEqual([undefined, undefined, undefined])
+    })
+
+    it('an enqueue answered by its job key\'s live holder leaves the fairness key\'s pass where it was', async () => {
+      const queue = fixture.queue('fair-dedup')
+      const [held] = await enqueueKeyed(queue, 'a', 1, { key: 'once' })
+      // Answered by the holder: nothing written, so the key's next job is one stride on, not two.
+      expect(await enqueueKeyed(queue, 'a', 2, { key: 'once' })).toEqual([held, held])
+      const [next] = await enqueueKeyed(queue, 'a', 1)
+      expect((await store().getJob({ queue, id: next as string }))?.fairPass).toBe(2_000)
+    })
+
     it('refuses a key over 64 bytes, a weight out of 0.001…1000, and keyed jobs in enqueueMany, writing nothing', async () => {
       const queue = fixture.queue('fair-input')
       const bad: Array<Partial<NewJob>> = [

@@ -38,6 +38,12 @@ function decodeClaims(value: unknown, id: string): ReadonlyArray<ClaimEntry> {
   })
 }
 
+// A whole-row read's keys and fairness pass.
+const decodeKeys = (row: Row): Pick<JobRecord, 'fairnessKey' | 'fairPass' | 'concurrencyKey'> => ({
+  ...(row.fairness_key === null ? {} : { fairnessKey: row.fairness_key as string, fairPass: toSafeInteger(row.fair_pass, 'fair_pass') }),
+  ...(row.concurrency_key === null ? {} : { concurrencyKey: row.concurrency_key as string }),
+})
+
 /** Decodes a job row (live or dead); asserts the contract's shape invariants. */
 export function decodeJob(row: Row): JobRecord {
   const state = row.state as JobState
@@ -68,6 +74,8 @@ export function decodeJob(row: Row): JobRecord {
     claims: decodeClaims(row.claim_history, row.id as string),
     progress: row.progress === undefined ? null : (row.progress as never),
     progressAtMs: nullableInteger(row.progress_at_ms, 'progress_at_ms'),
+    // Only a whole-row read (getJob's statement) selects the keys.
+    ...(row.fairness_key === undefined ? {} : decodeKeys(row)),
   }
   assert(typeof job.id === 'string' && typeof job.queue === 'string', 'job id or queue is not text')
   // Every claim decodes a row: the messages are built only for one that breaks an invariant.

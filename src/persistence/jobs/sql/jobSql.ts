@@ -228,16 +228,20 @@ const rateParamsFirst = (fenced: boolean, fair: boolean, limited: boolean): numb
 // head of the queue's pending rows at the job's priority (an index probe of jobs_pending_head),
 // or the job's due time when there is none; a key new to the queue starts at V, a known one at
 // max(V, its last pass + stride). The key's row is written in place, so concurrent enqueues of
-// one key queue behind each other (and only those).
+// one key queue behind each other (and only those). An enqueue whose job key (`$13`) a live job
+// holds writes no job, so it leaves the pass alone too: a caller that enqueues the same job key
+// again and again does not push its fairness key back. (Two enqueues of one new job key at once
+// may both step it: the second's duplicate is found only at its insert.)
 const fairPassCte = (schema: Schema, fenced: boolean): string => {
   const { key, stride } = fairParams(fenced)
+  const jobKeyFree = `($13::text IS NULL OR NOT EXISTS (SELECT 1 FROM ${schema.quoted}.jobs WHERE queue = $2::text AND job_key = $13::text))`
   return `fair_head AS (
   SELECT COALESCE((SELECT GREATEST(fair_pass, due_ms) FROM ${schema.quoted}.jobs
     WHERE queue = $2::text AND priority = $4::smallint AND due_ms IS NOT NULL AND state = 'pending'
     ORDER BY priority DESC, GREATEST(fair_pass, due_ms), ready_seq LIMIT 1), GREATEST($10::bigint, $9::bigint)) AS v
 ), fair_pass AS (
   INSERT INTO ${schema.quoted}.fairness_passes AS known (queue, fairness_key, last_pass)
-  SELECT $2::text, ${key}::text, v FROM fair_head${fenced ? ' CROSS JOIN fence' : ''}
+  SELECT $2::text, ${key}::text, v FROM fair_head${fenced ? ' CROSS JOIN fence' : ''} WHERE ${jobKeyFree}
   ON CONFLICT (queue, fairness_key) DO UPDATE SET last_pass = GREATEST(EXCLUDED.last_pass, known.last_pass + ${stride}::bigint)
   RETURNING last_pass
 )`
@@ -298,9 +302,9 @@ WHERE input.job_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM inserted WHERE ins
 /** `$1` id, `$2` queue. The job in either table. */
 export function getJobSql(schema: Schema): string {
   return `
-SELECT ${liveRecord} FROM ${schema.quoted}.jobs WHERE id = $1::text AND queue = $2::text
+SELECT ${liveRecord}, fairness_key, fair_pass, concurrency_key FROM ${schema.quoted}.jobs WHERE id = $1::text AND queue = $2::text
 UNION ALL
-SELECT ${deadRecord} FROM ${schema.quoted}.dead_jobs WHERE id = $1::text AND queue = $2::text`
+SELECT ${deadRecord}, NULL::text, NULL::bigint, NULL::text FROM ${schema.quoted}.dead_jobs WHERE id = $1::text AND queue = $2::text`
 }
 
 /** `$1` queue. Jobs of the queue by state. */

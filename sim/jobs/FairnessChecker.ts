@@ -1,0 +1,116 @@
+/**
+ * FairnessChecker — "fair pass": every keyed job takes the place in its queue's fair order that
+ * stride scheduling gives it, judged outside the engine from the JobStore boundary. A job of
+ * fairness key k enqueued with weight w gets the pass `max(V, last + stride(w))`, where `last` is
+ * k's previous pass in the queue and V the claim order key of the head of the queue's pending
+ * rows at the job's priority (the queue's virtual now; JobStore.ts, migration 010). The store's
+ * pass is read around each keyed enqueue (SimJobStore.ts), and two rules follow from the formula
+ * without knowing V itself:
+ *
+ * - a key steps by its weight: the pass is at least `last + stride(w)` (a pass below it gave the
+ *   key more than its weight's share);
+ * - only the head lifts a pass: a pass above `last + stride(w)` (or a new key's pass) is V, so no
+ *   pending row of the queue at that priority may sort before it. The checker knows some rows
+ *   surely pending: jobs enqueued pending with nothing committed on them since (no claim, no
+ *   reservation, no handle operation, no sweep of their queue) and no expiry that a claim
+ *   statement could act on silently. Such a row whose order key (the later of its pass and its
+ *   due time) is below the new pass breaks the rule.
+ *
+ * A weight the store ignores breaks one rule or the other as soon as a key enqueues again while
+ * its previous job waits: stepping by too little breaks the first, by too much the second.
+ *
+ * Does not: judge the claim order itself (the conformance suites do, on every store), nor jobs
+ * whose pass the boundary did not see (a schedule's or an outbox's): those only sit in the
+ * queue, and a pending row the checker does not know can only lower V.
+ */
+import { fairnessStride } from '../../src/persistence/jobs/JobStore.ts'
+import type { JobBoundaryRecord } from './JobBoundary.ts'
+
+interface SurelyPending {
+  readonly queue: string
+  readonly priority: number
+  /** The later of its pass and its due time: where the store sorts it within its priority. */
+  readonly orderKey: number
+}
+
+// One key's name in a queue.
+const keyName = (queue: string, key: string): string => `${queue}\u0000${key}`
+
+/** The online fairness check of one world. */
+export class FairnessChecker {
+  readonly #fail: (sentence: string) => void
+  // Per (queue, key): the pass the store wrote for the key's latest job.
+  readonly #lastPass = new Map<string, number>()
+  // Jobs surely pending since their enqueue (see the header), by id.
+  readonly #pending = new Map<string, SurelyPending>()
+
+  /** `fail` records a violation of "fair pass". */
+  constructor(fail: (sentence: string) => void) {
+    this.#fail = fail
+  }
+
+  /** Checks one committed JobStore call. */
+  observe(record: JobBoundaryRecord): void {
+    switch (record.op) {
+      case 'enqueue':
+        return this.#enqueued(record)
+      case 'claim':
+      case 'heartbeat':
+      case 'ack':
+      case 'retry':
+      case 'fail':
+      case 'cancel':
+        this.#pending.delete(record.id)
+        return
+      case 'ackBatch':
+      case 'release':
+        for (const claim of record.claims) this.#pending.delete(claim.id)
+        return
+      case 'reserve':
+      case 'confirm':
+      case 'unreserve':
+        for (const id of record.ids) this.#pending.delete(id)
+        return
+      case 'sweep':
+        for (const [id, row] of this.#pending) if (row.queue === record.queue) this.#pending.delete(id)
+        return
+      default:
+        return
+    }
+  }
+
+  #enqueued(record: JobBoundaryRecord & { readonly op: 'enqueue' }): void {
+    const { job } = record
+    const dueMs = Math.max(job.runAtMs, record.nowMs)
+    const pass = record.fairPass
+    if (record.fairnessKey !== undefined && pass !== undefined) this.#judge(record, pass)
+    if (job.state === 'pending' && job.expiresAtMs === null) {
+      this.#pending.set(job.id, { queue: job.queue, priority: job.priority, orderKey: pass === undefined ? dueMs : Math.max(pass, dueMs) })
+    }
+  }
+
+  // Judges the pass `pass` the store wrote for the keyed job of `record`.
+  #judge(record: JobBoundaryRecord & { readonly op: 'enqueue' }, pass: number): void {
+    const { job } = record
+    const key = record.fairnessKey as string
+    const weight = record.fairnessWeight ?? 1
+    const stride = fairnessStride(weight)
+    const name = keyName(job.queue, key)
+    const last = this.#lastPass.get(name)
+    this.#lastPass.set(name, pass)
+    const what = `job ${job.id} of ${job.queue} (key ${key}, weight ${weight}, stride ${stride}) got pass ${pass}`
+    if (last !== undefined && pass < last + stride) {
+      this.#fail(`${what}, below its key's last pass ${last} + its stride: the key ran ahead of its weight's share`)
+      return
+    }
+    if (last !== undefined && pass === last + stride) return
+    // The pass is the head's order key: no surely pending row of the priority sorts before it.
+    for (const [id, row] of this.#pending) {
+      if (row.queue === job.queue && row.priority === job.priority && row.orderKey < pass) {
+        const from = last === undefined ? 'as a new key' : `past its key's last pass ${last} + its stride`
+        this.#fail(`${what} ${from}, yet pending job ${id} sorts at ${row.orderKey}, ahead of it: the key was put behind the head`)
+        return
+      }
+    }
+  }
+}
