@@ -2,7 +2,7 @@
  * Fairness bench — `npx tsx bench/fairness.ts [--jobs N]`, on a fresh database (bench/BenchDatabase.ts:
  * DATABASE_URL's server, else a throwaway cluster), through the public API on the real clock,
  * 16 no-op workers on one engine:
- * - heavy and light: tenant A enqueues N jobs (default 20,000), then tenant B enqueues 100; the
+ * - heavy and light: tenant A enqueues N jobs (default 100,000), then tenant B enqueues 100; the
  *   workers start after both. Prints B's p99 wait (enqueue → handler start), the time the
  *   workers took for A's backlog, and how many starts came before B's last one — with fairness
  *   keys, and the same jobs without keys (the baseline measured in the same run).
@@ -16,7 +16,7 @@ import { type Matchbox, open } from '../src/index.ts'
 import { openBenchDatabase } from './BenchDatabase.ts'
 
 const jobsFlag = process.argv.indexOf('--jobs')
-const heavyJobs = jobsFlag >= 0 ? Number(process.argv[jobsFlag + 1]) : 20_000
+const heavyJobs = jobsFlag >= 0 ? Number(process.argv[jobsFlag + 1]) : 100_000
 if (!Number.isInteger(heavyJobs) || heavyJobs < 1) throw new Error('--jobs takes a positive integer')
 const lightJobs = 100
 
@@ -42,9 +42,9 @@ async function fill(mb: Matchbox, tenant: string, count: number, keyed: boolean,
   await Promise.all(Array.from({ length: 16 }, lane))
 }
 
-// Runs 16 workers until `total` jobs have started; answers each start's tenant and wait, in start order.
-async function drain(mb: Matchbox, total: number): Promise<{ starts: Array<{ tenant: string; waitMs: number }>; elapsedMs: number }> {
-  const starts: Array<{ tenant: string; waitMs: number }> = []
+// Runs 16 workers until `total` jobs have started; answers each start's tenant, wait and time since the workers began, in start order.
+async function drain(mb: Matchbox, total: number): Promise<{ starts: Array<{ tenant: string; waitMs: number; atMs: number }>; elapsedMs: number }> {
+  const starts: Array<{ tenant: string; waitMs: number; atMs: number }> = []
   const began = Date.now()
   let finish: () => void = () => {}
   const done = new Promise<void>((resolve) => {
@@ -52,7 +52,7 @@ async function drain(mb: Matchbox, total: number): Promise<{ starts: Array<{ ten
   })
   const stop = mb.queue<{ tenant: string; at: number }>('fair').work(
     async (job) => {
-      starts.push({ tenant: job.payload.tenant, waitMs: Date.now() - job.payload.at })
+      starts.push({ tenant: job.payload.tenant, waitMs: Date.now() - job.payload.at, atMs: Date.now() - began })
       if (starts.length >= total) finish()
     },
     { concurrency: 16 },
@@ -70,8 +70,11 @@ async function heavyAndLight(databaseUrl: string, keyed: boolean): Promise<void>
   const { starts, elapsedMs } = await drain(mb, heavyJobs + lightJobs)
   const waits = starts.filter((start) => start.tenant === 'B').map((start) => start.waitMs).sort((a, b) => a - b)
   const lastB = starts.map((start) => start.tenant).lastIndexOf('B') + 1
+  // The bound: B's jobs all start within the time the workers take for 2 × B's count of jobs.
+  const bound = starts[2 * lightJobs - 1]?.atMs ?? Number.NaN
   console.log(
-    `${keyed ? 'with keys   ' : 'without keys'}: B p99 wait ${percentile(waits, 99)} ms; A's backlog drained in ${elapsedMs} ms; B's last start was start ${lastB} of ${starts.length}`,
+    `${keyed ? 'with keys   ' : 'without keys'}: B p99 wait ${percentile(waits, 99)} ms; A's backlog drained in ${elapsedMs} ms; ` +
+      `B's last start was start ${lastB} of ${starts.length}, ${starts[lastB - 1]?.atMs ?? Number.NaN} ms after the workers began (the first ${2 * lightJobs} starts took ${bound} ms)`,
   )
   await mb.close()
 }

@@ -177,6 +177,14 @@ export interface RateLimit {
 /** A fairness key's stride for a weight: how far one job moves the key's pass. */
 export const fairnessStride = (weight: number): number => Math.max(1, Math.floor(1000 / weight))
 
+/**
+ * The longest stride, the lightest weight's (0.001): a key whose last pass is this far behind
+ * its queue's virtual now (the head of its pending rows, or now when there is none) would enter
+ * at the virtual now anyway, so `sweepExpired` forgets it — the per-key state of a queue stays as
+ * large as its recently active keys, not every key it ever saw.
+ */
+export const fairnessStrideMax = fairnessStride(0.001)
+
 /** One attempt's handler error, as `retry` or `fail` recorded it. */
 export interface AttemptError {
   /** The attempt (1 for the first claim) whose handler gave it. */

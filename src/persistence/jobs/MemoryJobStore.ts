@@ -28,6 +28,7 @@ import { InvalidInput } from '../../domain/errors.ts'
 import { claimRefusal, deadReasonExhausted, deadReasonExpired, isClaimable, isExhausted, isExpired, isOutOfAttempts, isRetentionOver, isValidClaim, sweptDeath } from '../../domain/JobRules.ts'
 import { assert } from '../../kernel/assert.ts'
 import { jobAttemptErrorsKept, jobClaimsKept } from '../../kernel/Limits.ts'
+import { registerSizes } from '../../kernel/Sizes.ts'
 import {
   checkClaimRef,
   checkClaims,
@@ -52,7 +53,7 @@ import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemoryJobPauses } from './MemoryJobPauses.ts'
 import { makeMemorySchedules } from './MemoryJobSchedules.ts'
-import { type AttemptError, type ClaimOutcome, type DueJob, fairnessStride, insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
+import { type AttemptError, type ClaimOutcome, type DueJob, fairnessStride, fairnessStrideMax, insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
 
 interface LiveRow {
   job: JobRecord
@@ -157,6 +158,17 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
     ...(row.fairnessKey === undefined ? {} : { fairnessKey: row.fairnessKey, fairPass: row.fairPass as number }),
     ...(row.concurrencyKey === undefined ? {} : { concurrencyKey: row.concurrencyKey }),
   })
+
+  // Forgets the keys of `queue` whose last pass is a longest stride behind its virtual now (the
+  // head of its pending rows at any priority, or now): they would enter there anyway.
+  const forgetIdleKeys = (queue: string, nowMs: number): void => {
+    const passes = lastPasses.get(queue)
+    if (passes === undefined) return
+    let virtualNow = nowMs
+    for (const row of live.values()) if (row.job.queue === queue && row.job.state === 'pending' && row.dueMs !== null) virtualNow = Math.min(virtualNow, orderKey(row))
+    for (const [key, last] of passes) if (last + fairnessStrideMax <= virtualNow) passes.delete(key)
+    if (passes.size === 0) lastPasses.delete(queue)
+  }
 
   // Claim order among claimable rows: priority, then due time, then ready order. A row whose task
   // is with Matching (due null) was due before any row still in the store: it comes first.
@@ -422,6 +434,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         bury(row, death.reason, death.diedAtMs)
         buried++
       }
+      forgetIdleKeys(queue, nowMs)
       return { dead: buried, purged }
     },
 
@@ -598,5 +611,10 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
 
     async close() {},
   }
-  return store
+  // The fairness keys it remembers, over every queue (the long-soak bench and the sweep's test read it).
+  return registerSizes(store, () => {
+    let fairnessKeys = 0
+    for (const passes of lastPasses.values()) fairnessKeys += passes.size
+    return { fairnessKeys }
+  })
 }

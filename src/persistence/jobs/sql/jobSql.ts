@@ -37,6 +37,7 @@
  */
 import { jobAttemptErrorsKept, jobClaimsKept } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
+import { fairnessStrideMax } from '../JobStore.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
 import { admitCtes, type AdmitOptions, freeSlotsCtes, parkLimitedCtes, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
 import { notPaused } from './pauseSql.ts'
@@ -759,7 +760,9 @@ SELECT id FROM moved`
 /**
  * `$1` queue, `$2` now, `$3` the exhausted and `$4` the expired dead reason. Expired live rows
  * move to dead (`sweptDeath`: the exhaustion rule's verdict at the deadline, else expired now);
- * dead rows past retention as of the statement's snapshot are deleted.
+ * dead rows past retention as of the statement's snapshot are deleted, and so are the queue's
+ * fairness keys a longest stride behind its virtual now (`fairnessStrideMax`): their next job
+ * would enter at the head anyway.
  */
 export function sweepExpiredSql(schema: Schema): string {
   return `
@@ -777,6 +780,11 @@ WITH moved AS (
   DELETE FROM ${schema.quoted}.dead_jobs
   WHERE queue = $1::text AND dead_letter_retention_ms IS NOT NULL AND died_at_ms + dead_letter_retention_ms <= $2::bigint
   RETURNING id
+), forgotten AS (
+  DELETE FROM ${schema.quoted}.fairness_passes
+  WHERE queue = $1::text AND last_pass + ${fairnessStrideMax} <= LEAST($2::bigint, (SELECT min(GREATEST(fair_pass, due_ms)) FROM ${schema.quoted}.jobs
+    WHERE queue = $1::text AND due_ms IS NOT NULL AND state = 'pending'))
+  RETURNING 1
 )
 SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS purged`
 }
