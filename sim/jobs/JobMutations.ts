@@ -89,6 +89,11 @@
  *   key's next enqueue is given a weight that many strides lighter: the same pass) — the
  *   observable bug of a pass written before the duplicate is found: a key enqueued again and
  *   again under one job key is pushed behind the others (fair pass);
+ * - `lapsedSlotKept`: a lapsed claim keeps its concurrency slot even from its own job, whose next
+ *   claim by a Matching delivery then needs a slot of its own and is refused as `limited` while
+ *   the key's processing jobs, the lapsed one among them, fill its limit (KeyMutations.ts) — the
+ *   observable bug of a slot not handed over when its claim lapses: a crashed worker's job of a
+ *   key at its limit never runs again (prompt delivery, none stranded);
  * - `shortBatchEndsQueue`: after a claim statement of a queue came back with some jobs but fewer
  *   than it asked for, the engine's next `claimDue` of that queue at the same instant answers
  *   none (the job store one engine sees, above the gate) — the observable bug of a batch that a
@@ -108,13 +113,14 @@ import type { BusTap } from '../../src/persistence/bus/MemoryBus.ts'
 import type { ClaimOutcome, ClaimRef, JobRecord, JobStore, RateLimit } from '../../src/persistence/jobs/JobStore.ts'
 import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
 import { type DispatchMutation, dispatchMutations, mutatedDispatchMachine } from './DispatchMutations.ts'
+import { dedupStepsPassStore, type KeyedJob, lapsedSlotKeptStore, weightIgnoredStore } from './KeyMutations.ts'
 
 /** The deliberate bugs, by name. */
 export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'matchingFirstBlocksQueue',
-  'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'shortBatchEndsQueue', ...dispatchMutations,
+  'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'lapsedSlotKept', 'shortBatchEndsQueue', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -164,6 +170,10 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
   switch (mutation) {
     case 'stealPartitions':
       return { wrapJobStore: plain, wrapMembership: (hostId, membership) => ({ ownerOf: () => hostId, subscribe: (listener) => membership.subscribe(listener), hosts: () => membership.hosts() }) }
+    case 'lapsedSlotKept': {
+      const keys = new Map<string, KeyedJob>()
+      return { wrapJobStore: (store) => lapsedSlotKeptStore(passThrough(store), store, keys) }
+    }
     case 'dropHandOver':
       return {
         wrapJobStore: (store) => makeMutantJobStore(store, mutation, lostHandOvers),
@@ -307,8 +317,9 @@ async function ackMissedEarlier(inner: JobStore, claims: ReadonlyArray<ClaimRef>
   return missed.length === 0 ? [...acked] : [...acked, ...(await inner.ackMany({ claims: missed, nowMs: nowMs - backdateMs }))]
 }
 
-function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOvers: ReadonlySet<string>): JobStore {
-  const base: JobStore = {
+// Every call passed on to `inner` unchanged: the base each mutant overrides a few calls of.
+function passThrough(inner: JobStore): JobStore {
+  return {
     kind: inner.kind,
     enqueue: (params, tx) => inner.enqueue(params, tx),
     enqueueMany: (params, tx) => inner.enqueueMany(params, tx),
@@ -348,6 +359,10 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
     fireSchedule: (params) => inner.fireSchedule(params),
     close: () => inner.close(),
   }
+}
+
+function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOvers: ReadonlySet<string>): JobStore {
+  const base = passThrough(inner)
   switch (mutation) {
     case 'matchingFirstBlocksQueue': {
       const blocked = async (queue: string, nowMs: number): Promise<boolean> => (await inner.deliverableCount({ queue, nowMs, limit: 1 })) > 0
@@ -449,30 +464,10 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
         enqueueMany: (params, tx) => inner.enqueueMany({ ...params, jobs: params.jobs.map(lifted) }, tx),
       }
     }
-    case 'weightIgnored': {
-      // Keyed jobs come only one at a time (enqueueMany refuses fairness keys).
-      return {
-        ...base,
-        enqueue: (params, tx) => inner.enqueue({ ...params, job: params.job.fairnessWeight === undefined ? params.job : { ...params.job, fairnessWeight: 1 } }, tx),
-      }
-    }
-    case 'dedupStepsPass': {
-      // Per (queue, fairness key): the steps duplicates took that the next written job pays for.
-      const owed = new Map<string, number>()
-      return {
-        ...base,
-        async enqueue(params, tx) {
-          const { job } = params
-          if (job.fairnessKey == null) return await inner.enqueue(params, tx)
-          const name = `${job.queue}\u0000${job.fairnessKey}`
-          const steps = 1 + (owed.get(name) ?? 0)
-          const weight = Math.max((job.fairnessWeight ?? 1) / steps, 0.001)
-          const answer = await inner.enqueue({ ...params, job: { ...job, fairnessWeight: weight } }, tx)
-          owed.set(name, answer.id === job.id ? 0 : steps)
-          return answer
-        },
-      }
-    }
+    case 'weightIgnored':
+      return weightIgnoredStore(base, inner)
+    case 'dedupStepsPass':
+      return dedupStepsPassStore(base, inner)
     case 'limitNotInStore': {
       const lifted = <J extends { readonly concurrencyLimit?: number }>(job: J): J => (job.concurrencyLimit === undefined ? job : { ...job, concurrencyLimit: liftedLimit })
       return {
