@@ -79,6 +79,8 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     getJob: jobSql.getJobSql(schema),
     claim: jobSql.claimSql(schema),
     claimFenced: jobSql.claimSql(schema, true),
+    claimKeyless: jobSql.claimKeylessSql(schema),
+    claimKeylessFenced: jobSql.claimKeylessSql(schema, true),
     claimMany: jobSql.claimManySql(schema),
     claimManyFenced: jobSql.claimManySql(schema, true),
     claimRefused: jobSql.claimRefusedSql(schema),
@@ -136,8 +138,10 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
         nowMs: checkTime('nowMs', params.nowMs),
         fence: checkFence(params.fence),
       }))
-      const [claimed] =
-        fence === null ? await write('claim', sql.claim, [id, claimToken, nowMs]) : await claimWrite('claim', sql.claimFenced, [id, claimToken, nowMs, ...fenceValues(fence)], fence)
+      // Without the admission steps first; a job of a queue with keys or limits claims under them.
+      const values = fence === null ? [id, claimToken, nowMs] : [id, claimToken, nowMs, ...fenceValues(fence)]
+      const [keyless] = await claimWrite('claim', fence === null ? sql.claimKeyless : sql.claimKeylessFenced, values, fence)
+      const [claimed] = keyless?.keyed_queue !== true ? [keyless] : await claimWrite('claim', fence === null ? sql.claim : sql.claimFenced, values, fence)
       // A fenced claim's row of nulls: the fence held and the job was not claimed.
       if (claimed !== undefined && claimed.id !== null) return { kind: 'claimed', job: decodeJob(claimed) }
       // One statement: the exhaustion rule buries it, or a claim refused for its key's limit (due

@@ -417,13 +417,41 @@ export function claimSql(schema: Schema, fenced = false): string {
 ), ${guardCtes(schema, { candidates: 'target', order: 'c.id' }, true)}`
   const claim = `
 UPDATE ${schema.quoted}.jobs
-SET state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
-    deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms, claim_history = ${withClaim('', 'attempts + 1', '$3::bigint')},
-    ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('', '$3::bigint')}, revision = revision + 1
+SET ${claimByIdSet(schema)}
 FROM (SELECT id AS admitted_id FROM rate_admitted) AS chosen
 WHERE id = chosen.admitted_id AND ${gate}
 RETURNING ${liveRecord}`
   return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, ctes, claim) : `WITH ${ctes}${claim}`
+}
+
+// What a claim by id writes: `$2` the token, `$3` now.
+const claimByIdSet = (schema: Schema): string => `state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
+    deadline_ms = $3::bigint + visibility_timeout_ms, due_ms = $3::bigint + visibility_timeout_ms, claim_history = ${withClaim('', 'attempts + 1', '$3::bigint')},
+    ready_seq = nextval('${schema.quoted}.job_ready_seq'), ${keepUnclaimed('', '$3::bigint')}, revision = revision + 1`
+
+/**
+ * `claimSql` without the admission steps, for the job of a queue without keys or limits: it
+ * claims only when the job has no concurrency key and its queue no rate bucket as of its
+ * snapshot (a keyed or limited enqueue writes those rows in the statement that inserts the job),
+ * and answers one row: `keyed_queue` — true when it claimed nothing for that reason, and the
+ * caller claims again with `claimSql` — and the claimed job's columns, nulls when it claimed
+ * none. `fenced`: with `$4` and `$5`, no row when the fence failed.
+ */
+export function claimKeylessSql(schema: Schema, fenced = false): string {
+  const gate = `${claimable('$3::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${fenced ? ` AND ${fenceHeld}` : ''}`
+  return `
+WITH ${fenced ? `${fenceCte(schema, { queueKey: '$4', rangeId: '$5' })}, ` : ''}target AS (
+  SELECT id, queue, concurrency_key FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${gate} FOR UPDATE
+), keyed_probe AS (
+  SELECT EXISTS (SELECT 1 FROM target WHERE target.concurrency_key IS NOT NULL OR ${queueHasBuckets(schema, 'target.queue')}) AS keyed_queue
+), claimed AS (
+UPDATE ${schema.quoted}.jobs
+SET ${claimByIdSet(schema)}
+FROM (SELECT id AS target_id FROM target) AS chosen
+WHERE id = chosen.target_id AND NOT (SELECT keyed_queue FROM keyed_probe)
+RETURNING ${liveRecord}
+)
+SELECT keyed_probe.keyed_queue, claimed.* FROM ${fenced ? 'fence CROSS JOIN ' : ''}keyed_probe LEFT JOIN claimed ON true`
 }
 
 /**
