@@ -5,7 +5,7 @@
  * on the call (`nowMs`, the caller's clock when it issued it) and the world's clock when it
  * committed (`committedAtMs`); the job checkers read both, never the engine's beliefs.
  */
-import type { ClaimOutcome, ClaimRef, JobRecord, RetryOutcome } from '../../src/persistence/jobs/JobStore.ts'
+import type { ClaimFence, ClaimOutcome, ClaimRef, JobRecord, RetryOutcome } from '../../src/persistence/jobs/JobStore.ts'
 
 /** A handle operation's claim and the time the engine stamped on it. */
 interface Stamped {
@@ -64,8 +64,18 @@ export type JobBoundaryRecord =
    * job takes no slot), `fairnessKey` its fairness key (absent: none) with the weight the engine
    * gave the store, and `fairPass` the pass the store wrote for it (read around a keyed enqueue).
    */
-  | (Stamped & { readonly op: 'enqueue'; readonly job: JobRecord; readonly slot?: ConcurrencySlot; readonly fairnessKey?: string; readonly fairnessWeight?: number; readonly fairPass?: number })
-  | (Stamped & { readonly op: 'claim'; readonly id: string; readonly claimToken: string; readonly outcome: ClaimOutcome; readonly ownership: ClaimOwnership | null })
+  | (Stamped & {
+      readonly op: 'enqueue'
+      readonly job: JobRecord
+      readonly slot?: ConcurrencySlot
+      readonly fairnessKey?: string
+      readonly fairnessWeight?: number
+      readonly fairPass?: number
+      /** The claim fence the call carried (absent: none), for a job inserted claimed. */
+      readonly fence?: ClaimFence
+    })
+  /** A claim's outcome; `fence` the claim fence its call carried (absent: none). */
+  | (Stamped & { readonly op: 'claim'; readonly id: string; readonly claimToken: string; readonly outcome: ClaimOutcome; readonly ownership: ClaimOwnership | null; readonly fence?: ClaimFence })
   | (Stamped & ClaimRef & { readonly op: 'heartbeat'; readonly extendMs: number | null; readonly renewed: JobRecord | null })
   | (Stamped & ClaimRef & { readonly op: 'ack'; readonly ok: boolean })
   | (Stamped & ClaimRef & { readonly op: 'retry'; readonly outcome: RetryOutcome | null })

@@ -44,6 +44,9 @@
  * - `historyClaimUnfenced`: History's claims for Matching's deliveries (`claimMany`) reach the
  *   store without the fence of the partition they come from, so a delivery retried after
  *   another engine took the partition still claims (owner sees nobody, one valid claim);
+ * - `claimFenceIgnored`: the store takes every claim as if it carried no fence (`claim`,
+ *   `claimMany`, `claimDue`, `ackAndClaimDue`, a claiming `enqueue`), so an engine whose
+ *   partition another engine took still claims (claims fenced);
  * - `heartbeatOnce`: each claim's heartbeats after its first are answered as renewed without
  *   reaching the store — what the store sees of a work loop whose heartbeat timer is not
  *   re-armed after one beat (Heartbeats.ts is engine code; the wrapper of the job store one
@@ -110,7 +113,7 @@ import type { JsonValue } from '../../src/domain/Json.ts'
 import type { EngineGroup } from '../../src/jobs/Matchbox.ts'
 import type { Bus } from '../../src/persistence/bus/Bus.ts'
 import type { BusTap } from '../../src/persistence/bus/MemoryBus.ts'
-import type { ClaimOutcome, ClaimRef, JobRecord, JobStore, RateLimit } from '../../src/persistence/jobs/JobStore.ts'
+import type { ClaimFence, ClaimOutcome, ClaimRef, JobRecord, JobStore, RateLimit } from '../../src/persistence/jobs/JobStore.ts'
 import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
 import { type DispatchMutation, dispatchMutations, mutatedDispatchMachine } from './DispatchMutations.ts'
 import { dedupStepsPassStore, type KeyedJob, lapsedSlotKeptStore, weightIgnoredStore } from './KeyMutations.ts'
@@ -119,7 +122,7 @@ import { dedupStepsPassStore, type KeyedJob, lapsedSlotKeptStore, weightIgnoredS
 export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
-  'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'matchingFirstBlocksQueue',
+  'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
   'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'lapsedSlotKept', 'shortBatchEndsQueue', ...dispatchMutations,
 ] as const
 
@@ -462,6 +465,17 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
         ...base,
         enqueue: (params, tx) => inner.enqueue({ ...params, job: lifted(params.job) }, tx),
         enqueueMany: (params, tx) => inner.enqueueMany({ ...params, jobs: params.jobs.map(lifted) }, tx),
+      }
+    }
+    case 'claimFenceIgnored': {
+      const unfenced = <P extends { readonly fence?: ClaimFence }>({ fence: _ignored, ...rest }: P): Omit<P, 'fence'> => rest
+      return {
+        ...base,
+        claim: (params) => inner.claim(unfenced(params)),
+        claimMany: (params) => inner.claimMany(unfenced(params)),
+        claimDue: (params) => inner.claimDue(unfenced(params)),
+        ackAndClaimDue: (params) => inner.ackAndClaimDue(unfenced(params)),
+        enqueue: (params, tx) => inner.enqueue(unfenced(params), tx),
       }
     }
     case 'weightIgnored':

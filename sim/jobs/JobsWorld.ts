@@ -35,7 +35,7 @@
  * jobs that handlers are running, drawn on a decision stream of their own after every fault
  * strike of a safety step; the heal resumes every queue they paused.
  *
- * Judged by JobCheckers.ts (from the JobStore boundary and the clients), RateChecker.ts, FairnessChecker.ts, HandlerCheckers.ts (what
+ * Judged by JobCheckers.ts (from the JobStore boundary and the clients), RateChecker.ts, FairnessChecker.ts, FenceChecker.ts, HandlerCheckers.ts (what
  * the work loops' handlers were given), ControlCheckers.ts (pauses, cancels of running jobs and
  * their handlers' signals), OwnershipChecker.ts
  * (only a partition's owner delivers) and the Matching checkers (fencing, id uniqueness, ack
@@ -59,6 +59,7 @@ import type { Store } from '../../src/persistence/queues/Store.ts'
 import type { BoundaryRecord } from '../core/Boundary.ts'
 import { Checkers } from '../core/Checkers.ts'
 import { FairnessChecker } from './FairnessChecker.ts'
+import { FenceChecker } from './FenceChecker.ts'
 import { RateChecker } from './RateChecker.ts'
 import { Decisions } from '../core/Decisions.ts'
 import type { IoGate, PendingIo } from '../core/IoGate.ts'
@@ -205,6 +206,7 @@ export class JobsWorld {
   readonly #checkers: JobCheckers
   readonly #rates: RateChecker
   readonly #fairness: FairnessChecker
+  readonly #fences: FenceChecker
   // The Matching checkers: a task counts as handled once Jobs' History tried to claim its job
   // (any answer), or once the job expired (Matching drops expired tasks without asking).
   readonly #handled = new HistoryRecord()
@@ -247,6 +249,7 @@ export class JobsWorld {
     this.#options = config.options
     this.#rates = new RateChecker(config.options.queues, (sentence) => this.#checkers.fail('rate limit', sentence))
     this.#fairness = new FairnessChecker((sentence) => this.#checkers.fail('fair pass', sentence))
+    this.#fences = new FenceChecker((sentence) => this.#checkers.fail('claims fenced', sentence))
     this.#loop = new WorldLoop<JobsFaultName>({
       seed: config.options.seed,
       faultNames: jobsFaultNames,
@@ -677,6 +680,7 @@ export class JobsWorld {
     this.#checkers.observe(record)
     this.#rates.observe(record)
     this.#fairness.observe(record)
+    this.#fences.observeJobs(record)
     this.#controls.observe(record)
     this.#handlers.observe(record)
     this.#config.onJobs?.(record, this.#clock.now())
@@ -694,6 +698,7 @@ export class JobsWorld {
         if (expiresAtMs !== null && expiresAtMs <= now) this.#handled.obsolete.add(id)
       }
     }
+    this.#fences.observeStore(record)
     this.#matching.observe(record, this.#clock.now())
   }
 

@@ -20,7 +20,7 @@
  * Wrap, don't fork: the store underneath is the real one (memory or SQL), possibly wrapped by
  * a mutant (sim/jobs/JobMutations.ts). Does not: judge anything or inject faults (the world does).
  */
-import { insertedJobRecord, type JobRecord, type JobStore } from '../../src/persistence/jobs/JobStore.ts'
+import { type ClaimFence, insertedJobRecord, type JobRecord, type JobStore } from '../../src/persistence/jobs/JobStore.ts'
 import type { IoGate } from '../core/IoGate.ts'
 import { type ClaimOwnership, type JobBoundaryListener, keysOf } from './JobBoundary.ts'
 
@@ -44,7 +44,9 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
   const { hostId, gate, now, record } = deps
   const park = <T>(label: string, isWrite: boolean, run: () => Promise<T>): Promise<T> => gate.park(hostId, label, isWrite, run)
   const stamp = (nowMs: number) => ({ hostId, nowMs, committedAtMs: now() })
-  const claimed = (nowMs: number, job: JobRecord, ownership: ClaimOwnership | null) => record({ op: 'claim', ...stamp(nowMs), id: job.id, claimToken: job.claimToken as string, outcome: { kind: 'claimed', job }, ownership })
+  const fenceOf = (fence: ClaimFence | undefined) => (fence === undefined ? {} : { fence })
+  const claimed = (nowMs: number, job: JobRecord, ownership: ClaimOwnership | null, fence: ClaimFence | undefined) =>
+    record({ op: 'claim', ...stamp(nowMs), id: job.id, claimToken: job.claimToken as string, outcome: { kind: 'claimed', job }, ownership, ...fenceOf(fence) })
   const acked = (nowMs: number, claims: ReadonlyArray<{ readonly id: string; readonly claimToken: string }>, ids: ReadonlyArray<string>) => {
     const gone = new Set(ids)
     for (const claim of claims) record({ op: 'ack', ...stamp(nowMs), id: claim.id, claimToken: claim.claimToken, ok: gone.delete(claim.id) })
@@ -66,7 +68,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         const outcomes = await inner.claimMany(params)
         params.claims.forEach((claim, i) => {
           const outcome = outcomes[i]
-          if (outcome !== undefined) record({ op: 'claim', ...stamp(params.nowMs), id: claim.id, claimToken: claim.claimToken, outcome, ownership: owned[i] ?? null })
+          if (outcome !== undefined) record({ op: 'claim', ...stamp(params.nowMs), id: claim.id, claimToken: claim.claimToken, outcome, ownership: owned[i] ?? null, ...fenceOf(params.fence) })
         })
         return outcomes
       })
@@ -83,7 +85,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
       return park(`job.ackAndClaimDue ${params.queue} ack ${params.acks.map((claim) => claim.id).join(',') || 'none'} claim ≤${params.claimTokens.length}`, true, async () => {
         const answer = await inner.ackAndClaimDue(params)
         acked(params.nowMs, params.acks, answer.acked)
-        for (const job of answer.claimed) claimed(params.nowMs, job, ownership)
+        for (const job of answer.claimed) claimed(params.nowMs, job, ownership, params.fence)
         return answer
       })
     },
@@ -94,7 +96,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         if (job.id !== params.job.id) return job
         // A keyed job's pass, read before any other call runs.
         const fairPass = params.job.fairnessKey == null ? undefined : (await inner.getJob({ queue: job.queue, id: job.id }))?.fairPass
-        record({ op: 'enqueue', ...stamp(params.nowMs), job, ...keysOf(params.job), ...(fairPass == null ? {} : { fairPass }) })
+        record({ op: 'enqueue', ...stamp(params.nowMs), job, ...keysOf(params.job), ...(fairPass == null ? {} : { fairPass }), ...fenceOf(params.fence) })
         return job
       }),
     getJob: (params) =>
@@ -109,7 +111,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
       const owns = ownership === null ? '' : ` (${ownership.queue}: owns ${ownership.owned.join(',') || 'none'} of ${ownership.partitions})`
       return park(`job.claim ${params.id}${owns}`, true, async () => {
         const outcome = await inner.claim(params)
-        record({ op: 'claim', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, outcome, ownership })
+        record({ op: 'claim', ...stamp(params.nowMs), id: params.id, claimToken: params.claimToken, outcome, ownership, ...fenceOf(params.fence) })
         return outcome
       })
     },
@@ -117,7 +119,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
       const ownership = deps.viewOf?.(params.queue) ?? null
       return park(`job.claimDue ${params.queue} ≤${params.claimTokens.length}`, true, async () => {
         const jobs = await inner.claimDue(params)
-        for (const job of jobs) claimed(params.nowMs, job, ownership)
+        for (const job of jobs) claimed(params.nowMs, job, ownership, params.fence)
         return jobs
       })
     },

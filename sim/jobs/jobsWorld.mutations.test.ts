@@ -43,9 +43,8 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   pauseIgnored: 1,
   cancelKeepsClaim: 2,
   refusalKeepsSignal: 18,
-  // Not caught within 100 seeds: it needs a delivery retried across a store cut while another engine
-  // takes the partition (src/jobs/JobsHistory.test.ts catches it on one engine).
-  historyClaimUnfenced: null,
+  historyClaimUnfenced: 2,
+  claimFenceIgnored: 3,
   matchingFirstBlocksQueue: 2,
   refusedAddWaits: 18,
   limitNotInStore: 6,
