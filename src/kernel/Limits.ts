@@ -2,6 +2,8 @@
  * Limits — every named bound and default in Matchbox, in one place (TigerBeetle: a limit for
  * everything). Values marked "upstream" are Temporal Matching's defaults (DESIGN.md §9); each
  * can be overridden through options where the owning component says so.
+ *
+ * Length: past 400 lines because every bound lives here, each with the reason for its value.
  */
 
 /** Longest namespace, family or version name, in UTF-8 bytes; keeps keys indexable. */
