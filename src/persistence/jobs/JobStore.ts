@@ -105,9 +105,6 @@
  * comment that states its rules; splitting it would split the contract.
  * Errors: `InvalidInput` before anything is written; `OwnershipLost` for a stale fence;
  * `Unavailable` from SQL stores.
- *
- * Length: past 400 lines because it is the whole contract, each operation with its documented
- * semantics, which the three stores and the conformance suite read as one.
  */
 import type { JsonValue } from '../../domain/Json.ts'
 import type { QueueKey } from '../../domain/QueueKey.ts'
