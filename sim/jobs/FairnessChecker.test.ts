@@ -37,6 +37,11 @@ describe('FairnessChecker', () => {
     expect(violations[0]).toContain('pending job a1 sorts at 1000')
   })
 
+  it('fails a keyed job the store keeps no pass for', () => {
+    const dropped: JobBoundaryRecord = { op: 'enqueue', ...at(1_000), job: job('a1', 1_000), fairnessKey: 'a', fairnessWeight: 1 }
+    expect(judge([dropped])[0]).toContain('the key was dropped')
+  })
+
   it('lets the head lift a pass once the jobs before it were claimed, and a new key enter there', () => {
     const claimA1: JobBoundaryRecord = { op: 'claim', ...at(1_500), id: 'a1', claimToken: 't', outcome: { kind: 'claimed', job: job('a1', 1_000) }, ownership: null }
     expect(judge([keyed('a1', 1_000, 'a', 1_000, 4), claimA1, keyed('a2', 3_000, 'a', 3_000, 4), keyed('b1', 3_000, 'b', 3_000)])).toEqual([])

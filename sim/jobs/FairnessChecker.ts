@@ -16,6 +16,9 @@
  *   statement could act on silently. Such a row whose order key (the later of its pass and its
  *   due time) is below the new pass breaks the rule.
  *
+ * - a key is kept: a keyed job the store wrote has a pass (a store that dropped the key would
+ *   order it by its due time alone).
+ *
  * A weight the store ignores breaks one rule or the other as soon as a key enqueues again while
  * its previous job waits: stepping by too little breaks the first, by too much the second.
  *
@@ -83,6 +86,7 @@ export class FairnessChecker {
     const { job } = record
     const dueMs = Math.max(job.runAtMs, record.nowMs)
     const pass = record.fairPass
+    if (record.fairnessKey !== undefined && pass === undefined) this.#fail(`job ${job.id} of ${job.queue} was enqueued with fairness key ${record.fairnessKey}, yet the store keeps no pass for it: the key was dropped`)
     if (record.fairnessKey !== undefined && pass !== undefined) this.#judge(record, pass)
     if (job.state === 'pending' && job.expiresAtMs === null) {
       this.#pending.set(job.id, { queue: job.queue, priority: job.priority, orderKey: pass === undefined ? dueMs : Math.max(pass, dueMs) })
