@@ -379,18 +379,21 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         owed.clear()
       }),
     )
-    // A defect while handling one message is reported to the supervisor and answered with a
-    // refusal; it must not kill the loop, or every later request would wait forever.
+    // A defect while handling one message reaches the loop as its Cause; it is reported to the
+    // supervisor and the message answered with a refusal. It must not end the loop, or every
+    // later request would wait forever.
     const handleSafely = (message: Message): Effect.Effect<void> =>
       Effect.sync(() => {
         if (message.kind !== 'queue.unloaded') owed.delete(message.reply as Reply<unknown>)
-        try {
-          handle(message)
-        } catch (defect) {
-          options.onDefect?.(name, defect)
-          refuseMessage(message)
-        }
-      })
+        handle(message)
+      }).pipe(
+        Effect.catchDefect((defect) =>
+          Effect.sync(() => {
+            options.onDefect?.(name, defect)
+            refuseMessage(message)
+          }),
+        ),
+      )
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(mailbox), handleSafely)))
 
     // Sends a request and waits for its answer; a closed partition refuses at once.
