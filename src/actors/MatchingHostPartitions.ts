@@ -2,7 +2,7 @@
  * MatchingHostPartitions — the partition instances a Matching host has loaded, and their
  * unload bookkeeping (DESIGN.md §6).
  *
- * Each instance lives on a fiber of its own, forked into the host's scope: the fiber makes the
+ * Each instance lives on a fiber of its own, attached to the host's scope: the fiber makes the
  * partition actor in a scope of its own, waits until the instance is released, unloads it
  * (final checkpoints) and closes that scope. The host supervises the fiber: its end (or the host
  * scope closing, which interrupts it) retires the instance's restart book, and a defect in the
@@ -59,7 +59,7 @@ export interface HostPartitionsOptions {
   readonly clock: Clock
   readonly random: Random
   readonly routing: HostRouting
-  /** The host's scope: every partition fiber is forked into it. */
+  /** The host's scope: every partition fiber is attached to it (its close interrupts them). */
   readonly scope: Scope.Closeable
   /** Called when an instance of partition `name` left the book (the fence cache forgets it). */
   readonly onInstanceGone: (name: string) => void
