@@ -385,4 +385,34 @@ describe('MatchingHost as an Effect layer', () => {
     expect(sizesOf(host).partitionsLoaded).toBe(1)
     await host.close()
   })
+
+  it('a defect while a partition handles a request reaches onDefect; the request is refused and the partition serves on', async () => {
+    const clock = new ManualClock(1_000)
+    const defects: Array<{ queue: string; defect: unknown }> = []
+    const host = makeMatchingHost({ hostId: 'h1', store: makeMemoryStore(), history: startedHistory, clock, random: Random.make(1), partitionCount: 1, onDefect: (queue, defect) => defects.push({ queue, defect }) })
+    // Loads the partition, so the next poll goes straight to its mailbox.
+    expect(await pollOnce(host, clock, { waitMs: 10 })).toBeNull()
+    // A signal whose getter throws: the partition's handling of this poll dies.
+    const broken = { get aborted(): boolean { throw new Error('broken signal') } } as unknown as AbortSignal
+    expect(await host.poll({ ...family, identity: 'w1', waitMs: 10, signal: broken })).toBeNull()
+    expect(defects.map(({ queue, defect }) => [queue, (defect as Error).message])).toEqual([['default/emails/activity/0', 'broken signal']])
+    await host.addTask({ ...family, task: { jobId: 'after' } })
+    expect((await pollOnce(host, clock, { waitMs: 10 }))?.task.jobId).toBe('after')
+    await host.close()
+  })
+
+  it('a layer host runs its partitions in the layer scope: closing it drains them', async () => {
+    const store = makeMemoryStore()
+    const program = Effect.gen(function* () {
+      const host = yield* MatchingHostService
+      yield* host.addTask({ ...family, task: { jobId: 'kept' } })
+    })
+    await Effect.runPromise(program.pipe(Effect.provide(layerMatchingHost({ hostId: 'h1', store, history: startedHistory, clock: new ManualClock(1_000), random: Random.make(1), partitionCount: 1 }))))
+    // The layer's scope closed: the partition drained and let go of its range.
+    const [queue] = await store.list()
+    expect(queue?.storedRows).toBe(1)
+    const after = makeMatchingHost({ hostId: 'h2', store, history: startedHistory, clock: new ManualClock(2_000), random: Random.make(2), partitionCount: 1 })
+    expect((await after.poll({ ...family, identity: 'w1', waitMs: 0 }))?.task.jobId).toBe('kept')
+    await after.close()
+  })
 })

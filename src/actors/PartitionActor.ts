@@ -10,9 +10,9 @@
  *
  * Supervision: the default queue's death unloads the whole partition (its versioned queues
  * drain); a versioned queue's death removes only it. A queue that died of lost ownership or a
- * failed load is recreated only after a doubling restart delay, so two hosts that disagree
- * about membership take the queue from each other at a bounded rate — the range fence keeps
- * every exchange safe. Unload is by instance: a stale generation never unloads its replacement.
+ * failed load is recreated only after a restart delay (`partitionRestartSchedule`: doubling,
+ * capped), so two hosts that disagree about membership take the queue from each other at a
+ * bounded rate — the range fence keeps every exchange safe. Unload is by instance: a stale generation never unloads its replacement.
  * The delay is written to the restart book the host keeps (RestartBooks.ts) the moment the queue
  * dies, so it holds for the partition's next instance even if this one is unloading meanwhile.
  * When the last queue unloads idle and no request waits on a drain, the partition unloads too:
@@ -26,18 +26,18 @@
  * split apart, each face would re-read the other's state.
  */
 import { Deferred, Effect, Exit, Queue, type Scope } from 'effect'
-import { cappedExponentialMs } from '../domain/Backoff.ts'
 import { isMatchboxError, type MatchboxError, refusal, ShuttingDown, Unavailable } from '../domain/errors.ts'
 import { encodePartitionKey, type PartitionKey, type QueueKey } from '../domain/QueueKey.ts'
 import { spoolVersionOf, type Task } from '../domain/Task.ts'
 import type { Clock } from '../kernel/Clock.ts'
-import { acquireRetryInitialMs, acquireRetryMaxMs, partitionMailboxSizeMax } from '../kernel/Limits.ts'
+import { partitionMailboxSizeMax } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { AddResult, PollResult, QueueCommand, QueueEvent, QueueProgress } from '../machines/PhysicalQueueProtocol.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { Store } from '../persistence/queues/Store.ts'
 import type { History, PollerInfo } from './History.ts'
 import { PhysicalQueueActor } from './PhysicalQueueActor.ts'
+import { bookQueueEnd, type RestartBook } from './RestartBooks.ts'
 
 /** What a partition actor needs. */
 export interface PartitionActorOptions {
@@ -54,17 +54,11 @@ export interface PartitionActorOptions {
   /** Called once when the partition unloads (default queue died or unload asked). */
   readonly onUnloaded?: (generation: number) => void
   /** Restart delays per queue slot, shared by successive instances of this partition. */
-  readonly restarts?: Map<string, RestartEntry>
+  readonly restarts?: RestartBook
   /** Observes every queue step (traces, the simulator). */
   readonly onStep?: (queue: PhysicalQueueActor, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
   /** A defect in a queue; the partition unloads that queue and reports it here. */
   readonly onDefect?: (queue: string, defect: unknown) => void
-}
-
-/** When a queue that died of lost ownership or a failed load may be loaded again. */
-export interface RestartEntry {
-  readonly attempts: number
-  readonly notBeforeMs: number
 }
 
 /** Hears a request's answer: its value, a catalogue error, or a defect. */
@@ -140,7 +134,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     const queues = new Map<string, PhysicalQueueActor>()
     // Restart bookkeeping outlives this instance: the host hands the same book to the next one,
     // so a default queue's death (which unloads the partition) still waits out its delay.
-    const restarts = options.restarts ?? new Map<string, RestartEntry>()
+    const restarts: RestartBook = options.restarts ?? new Map()
     const handled = new WeakSet<PhysicalQueueActor>()
     let queueGeneration = 0
     let unloaded = false
@@ -256,17 +250,13 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     }
 
     // Books a queue's end in the restart book, once per queue: a failure starts or lengthens its
-    // back-off; a clean unload forgets earlier failures, but never a restart delay still running
-    // (an overlapping instance of this queue may have just lost it to another host).
+    // back-off by the restart schedule's next step (RestartBooks.ts); a clean unload forgets it.
     const booked = new WeakSet<PhysicalQueueActor>()
     const bookRestart = (queue: PhysicalQueueActor, progress: QueueProgress): void => {
       if (booked.has(queue)) return
       booked.add(queue)
-      const slot = versionSlot(queue.key.version)
-      if (progress.reason.kind === 'ownership-lost' || progress.reason.kind === 'acquire-failed') {
-        const attempts = (restarts.get(slot)?.attempts ?? 0) + 1
-        restarts.set(slot, { attempts, notBeforeMs: options.clock.now() + cappedExponentialMs(acquireRetryInitialMs, acquireRetryMaxMs, attempts) })
-      } else if ((restarts.get(slot)?.notBeforeMs ?? 0) <= options.clock.now()) restarts.delete(slot)
+      const failed = progress.reason.kind === 'ownership-lost' || progress.reason.kind === 'acquire-failed'
+      bookQueueEnd(restarts, versionSlot(queue.key.version), failed, options.clock.now())
     }
 
     const onQueueUnloaded = (queue: PhysicalQueueActor, progress: QueueProgress): void => {
@@ -389,18 +379,21 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         owed.clear()
       }),
     )
-    // A defect while handling one message is reported to the supervisor and answered with a
-    // refusal; it must not kill the loop, or every later request would wait forever.
+    // A defect while handling one message reaches the loop as its Cause; it is reported to the
+    // supervisor and the message answered with a refusal. It must not end the loop, or every
+    // later request would wait forever.
     const handleSafely = (message: Message): Effect.Effect<void> =>
       Effect.sync(() => {
         if (message.kind !== 'queue.unloaded') owed.delete(message.reply as Reply<unknown>)
-        try {
-          handle(message)
-        } catch (defect) {
-          options.onDefect?.(name, defect)
-          refuseMessage(message)
-        }
-      })
+        handle(message)
+      }).pipe(
+        Effect.catchDefect((defect) =>
+          Effect.sync(() => {
+            options.onDefect?.(name, defect)
+            refuseMessage(message)
+          }),
+        ),
+      )
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(mailbox), handleSafely)))
 
     // Sends a request and waits for its answer; a closed partition refuses at once.

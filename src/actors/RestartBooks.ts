@@ -5,19 +5,81 @@
  * same book before it loads that queue again. So an instance that unloads (its default queue
  * died, it went idle, membership moved it) never takes the back-off with it.
  *
+ * The policy is a Schedule, `partitionRestartSchedule`: doubling from 1 s, capped at 10 s
+ * (upstream's lease-init retry). Each slot of a book steps its own run of the schedule once per
+ * failure, against the caller's clock time, so the n-th failure in a row waits the schedule's
+ * n-th delay; a clean unload after the delay ran out forgets the run, and the next failure
+ * starts from the first delay.
+ *
  * Bound: a book is kept while an instance of its partition is unfinished (loaded, or unloaded
  * but with queues still draining, which may still write it) and, after the last one finished,
  * while one of its delays still runs; then it goes. Entries whose delay has passed are forgotten
  * then too: a partition left alone for a whole delay starts its next back-off from the first step.
  *
- * Does not: time anything (the caller passes the clock's time) or decide delays (PartitionActor.ts).
+ * Does not: time anything (the caller passes the clock's time and sets its own timers).
  */
-import type { RestartEntry } from './PartitionActor.ts'
+import { Cause, Duration, Effect, Exit, Schedule } from 'effect'
+import { assert } from '../kernel/assert.ts'
+import { acquireRetryInitialMs, acquireRetryMaxMs } from '../kernel/Limits.ts'
+
+/**
+ * The restart policy of a partition's queue that died of lost ownership or a failed load: the
+ * delay before it may be loaded again doubles from `acquireRetryInitialMs` with every failure in
+ * a row, up to `acquireRetryMaxMs`, and it recurs for ever (a queue is never given up on). Its
+ * output is the delay.
+ */
+export const partitionRestartSchedule: Schedule.Schedule<Duration.Duration> = Schedule.min([
+  Schedule.exponential(Duration.millis(acquireRetryInitialMs), 2),
+  Schedule.spaced(Duration.millis(acquireRetryMaxMs)),
+])
+
+/**
+ * One run of a schedule, stepped synchronously: each call is the next recurrence's delay in ms,
+ * its step taken at `nowMs` (the caller's clock). The schedule must be pure and never end, as
+ * `partitionRestartSchedule` is; a schedule that ends or fails is a bug and throws.
+ *
+ * Synchronous because a queue's restart delay is written the moment it dies, from a physical
+ * queue's callback that is not a fiber (see PartitionActor.ts).
+ */
+export function makeRestartDelays(schedule: Schedule.Schedule<unknown> = partitionRestartSchedule): (nowMs: number) => number {
+  const step = Effect.runSync(Schedule.toStep(schedule))
+  return (nowMs) => {
+    const exit = Effect.runSyncExit(step(nowMs, undefined))
+    assert(Exit.isSuccess(exit), () => `a restart schedule ended or failed: ${Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ''}`)
+    return Duration.toMillis(exit.value[1])
+  }
+}
+
+/** When a queue that died of lost ownership or a failed load may be loaded again. */
+export interface RestartEntry {
+  /** Failures in a row so far (the schedule's steps taken). */
+  readonly attempts: number
+  readonly notBeforeMs: number
+  /** The slot's run of the restart schedule: the next failure's delay. */
+  readonly nextDelayMs: (nowMs: number) => number
+}
+
+/** A partition's restart book: an entry per queue slot ('' for the default queue, '@version'). */
+export type RestartBook = Map<string, RestartEntry>
+
+/**
+ * Books a queue's end in `book`: a failure (lost ownership, a failed load) takes the slot's next
+ * restart delay from its schedule run; a clean unload forgets earlier failures, but never a
+ * restart delay still running (an overlapping instance of the queue may have just lost it to
+ * another host).
+ */
+export function bookQueueEnd(book: RestartBook, slot: string, failed: boolean, nowMs: number, schedule?: Schedule.Schedule<unknown>): void {
+  const entry = book.get(slot)
+  if (failed) {
+    const nextDelayMs = entry?.nextDelayMs ?? makeRestartDelays(schedule)
+    book.set(slot, { attempts: (entry?.attempts ?? 0) + 1, notBeforeMs: nowMs + nextDelayMs(nowMs), nextDelayMs })
+  } else if ((entry?.notBeforeMs ?? 0) <= nowMs) book.delete(slot)
+}
 
 /** The restart books of one host, by partition name. */
 export interface RestartBooks {
   /** The book a new instance of partition `name` reads and writes; counts the instance as unfinished. */
-  open(name: string): Map<string, RestartEntry>
+  open(name: string): RestartBook
   /** An instance of `name` finished: unloaded, its queues drained, so it writes its book no more. */
   finished(name: string, nowMs: number): void
   /** Books kept now (diagnostics). */
@@ -26,7 +88,7 @@ export interface RestartBooks {
 
 /** Makes a host's restart books. */
 export function makeRestartBooks(): RestartBooks {
-  const books = new Map<string, Map<string, RestartEntry>>()
+  const books = new Map<string, RestartBook>()
   const unfinished = new Map<string, number>()
   // Books of partitions with no unfinished instance, kept only for a delay still running.
   const lingering = new Set<string>()

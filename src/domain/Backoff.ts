@@ -4,8 +4,9 @@
  *
  * - `equalJitterDelayMs`: the job contract's curve. For attempt a ≥ 1 and base b, the delay lies in
  *   [b·2^(a−1)/2, b·2^(a−1)], uniform over that lower half of the doubling, capped at the cap.
- * - `cappedExponentialMs`: deterministic doubling from an initial delay to a maximum (acquire
- *   retries, upstream 1 s → 10 s).
+ * - `cappedExponentialMs`: deterministic doubling from an initial delay to a maximum (a physical
+ *   queue's acquire retries, upstream 1 s → 10 s). A partition's restart delays follow the same
+ *   curve as an Effect Schedule (`partitionRestartSchedule` in actors/RestartBooks.ts).
  */
 import { assert } from '../kernel/assert.ts'
 
