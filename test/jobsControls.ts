@@ -26,10 +26,14 @@ export type OpenControlsEngine = (clock: ManualClock, seed: number, onEvent: (ev
 /** Registers the progress, history and `job.signal` cases against engines `openEngine` opens. */
 export function describeJobControls(openEngine: OpenControlsEngine, turnsMax = 10_000): void {
   const waitFor = (condition: () => boolean, what: string): Promise<void> => until(condition, what, turnsMax)
-  // Waits as `waitFor` does, moving `clock` 100 ms after each idle stretch of turns (up to 20 s in
-  // all), for a wait that may need engine time to pass.
-  const waitDrivingClock = async (clock: ManualClock, condition: () => boolean, what: string): Promise<void> => {
+  // Waits as `waitFor` does, moving `clock` 100 ms at a time (up to 20 s in all), for a wait that
+  // may need engine time to pass. Each step first lets `engine` finish what the last one started
+  // (`idle()`: its membership renewal, then its due-time passes), so the engine's clock moves only
+  // as fast as its store answers: on a slow machine a clock that ran ahead of the store's round
+  // trips would let the engine's own membership lapse again and again.
+  const waitDrivingClock = async (engine: Matchbox, clock: ManualClock, condition: () => boolean, what: string): Promise<void> => {
     for (let step = 0; step < 200; step++) {
+      await engine.idle()
       for (let turn = 0; turn < Math.ceil(turnsMax / 200) && !condition(); turn++) await new Promise<void>((resolve) => setImmediate(resolve))
       if (condition()) return
       clock.advance(100)
@@ -186,7 +190,7 @@ export function describeJobControls(openEngine: OpenControlsEngine, turnsMax = 1
       // The 30 s jump let this engine's own membership row lapse on a store with membership
       // (PostgreSQL): its view may have lost the queue, which it then acquires again after the
       // ownership-loss back-off, on the engine's clock. So the wait moves the clock in steps.
-      await waitDrivingClock(clock, () => finished !== undefined && finished.id !== job?.id, 'a fresh job runs')
+      await waitDrivingClock(mb, clock, () => finished !== undefined && finished.id !== job?.id, 'a fresh job runs')
       await settle()
       await stop({ graceS: 5 })
       expect(finished?.signal.aborted).toBe(false)
