@@ -9,10 +9,14 @@ import { beforeAll, expect, it } from 'vitest'
 import { freshDatabase } from '../../test/harness/database.ts'
 import { checkJobsDeterminism, runJobsSeed } from './JobsSimulation.ts'
 import { checkSchedules } from '../core/ScheduleProperty.ts'
+import { runsFor } from '../../test/harness/depth.ts'
 
-// 1.5–3.5 s a world of 1,000 steps and its final phase (each store call a round trip to the
-// server; membership heartbeats and bus messages stay in memory): 25–60 s in all, by the load.
-const runs = 16
+// 1.5–5 s a world of 1,000 steps and its final phase (each store call a round trip to the
+// server; membership heartbeats and bus messages stay in memory): 15–40 s for npm test's 8, by
+// the load. The same engine runs 80 schedules a run on memory (jobsWorld.memory.test.ts) and
+// the SQL job store's rules are the conformance suite's on PostgreSQL (jobsStore.postgres.test.ts);
+// these worlds add the SQL stores under the same faults, and the deep run takes 40.
+const runs = runsFor(8, 40)
 const steps = 1_000
 let databaseUrl = ''
 

@@ -3,6 +3,7 @@
  * PostgreSQL with one pool per host), runs the world, and returns its result. Also the
  * determinism self-check: the same seed twice must give the same trace, byte for byte.
  */
+import type { PGlite } from '@electric-sql/pglite'
 import type { Store } from '../../src/persistence/queues/Store.ts'
 import { makeMemoryStore } from '../../src/persistence/queues/MemoryStore.ts'
 import { openEmbeddedStore, openPostgresStore } from '../../src/persistence/queues/sql/openSqlStore.ts'
@@ -20,6 +21,11 @@ export interface SeedRun {
   readonly store: SimStoreKind
   /** PostgreSQL connection string (required for `postgres`): a database the run may fill. */
   readonly databaseUrl?: string
+  /**
+   * For `embedded`: a PGlite instance to run on (left open), each run in a schema of its own.
+   * Without it a run starts an instance of its own, which takes seconds.
+   */
+  readonly pglite?: PGlite
   readonly overrides?: SwarmOverrides
   readonly script?: ReadonlyArray<number>
   readonly keepTrace?: boolean
@@ -38,6 +44,9 @@ export interface SeedResult {
   readonly result: RunResult
 }
 
+// A schema no other run of a shared database or PGlite instance uses.
+const runSchema = (seed: number): string => `sim_${seed >>> 0}_${Math.floor(Math.random() * 1e9)}`
+
 /** Opens the stores of one run; `close` releases them. */
 async function openStores(run: SeedRun, hostIds: ReadonlyArray<string>): Promise<{ storeFor: (hostId: string) => Store; close: () => Promise<void> }> {
   const wrap = run.wrapStore ?? ((store: Store) => store)
@@ -46,13 +55,13 @@ async function openStores(run: SeedRun, hostIds: ReadonlyArray<string>): Promise
     return { storeFor: () => shared, close: () => shared.close() }
   }
   if (run.store === 'embedded') {
-    const shared = wrap(await openEmbeddedStore())
+    const shared = wrap(await openEmbeddedStore(run.pglite === undefined ? {} : { pglite: run.pglite, schema: runSchema(run.seed) }))
     return { storeFor: () => shared, close: () => shared.close() }
   }
   if (run.databaseUrl === undefined) throw new Error('the postgres store needs a database URL (--database-url or DATABASE_URL)')
   // One pool per host, as separate processes would have. Each run gets its own schema so
   // seeds never see each other's rows.
-  const schema = `sim_${run.seed >>> 0}_${Math.floor(Math.random() * 1e9)}`
+  const schema = runSchema(run.seed)
   const stores = new Map<string, Store>()
   for (const hostId of hostIds) stores.set(hostId, wrap(await openPostgresStore({ connectionString: run.databaseUrl, schema })))
   return {

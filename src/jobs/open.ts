@@ -16,6 +16,7 @@
  * closes what it opened; without a seed one is drawn from entropy in the kernel, and ids draw
  * from the seed mixed with the host id, so hosts sharing a database need distinct host ids.
  */
+import type { PGlite } from '@electric-sql/pglite'
 import type pg from 'pg'
 import { InvalidInput } from '../domain/errors.ts'
 import { validateName } from '../domain/QueueKey.ts'
@@ -108,8 +109,9 @@ function checkOptions(options: OpenOptions): void {
 // Time bounds a `{ databaseUrl }` store may carry beside the URL (PgDriver's `PgTimeoutOptions`).
 const timeoutKeys = ['connectTimeoutMs', 'statementTimeoutMs']
 
-async function sqlDriverOf(store: Exclude<StoreOption, 'memory'>): Promise<Driver> {
-  if (store === 'embedded') return makePgliteDriver()
+async function sqlDriverOf(store: Exclude<StoreOption, 'memory'>, pglite: PGlite | undefined): Promise<Driver> {
+  if (store === 'embedded') return makePgliteDriver(pglite === undefined ? {} : { pglite })
+  if (pglite !== undefined) throw new Error("openWith: a PGlite instance is for the 'embedded' store only")
   if (typeof store !== 'object' || store === null) throw new InvalidInput({ field: 'options.store', reason: "must be 'memory', 'embedded', { dataDir }, { databaseUrl } or { pool }" })
   const kinds = Object.keys(store).filter((key) => !timeoutKeys.includes(key))
   if (kinds.length !== 1) throw new InvalidInput({ field: 'options.store', reason: 'must name exactly one of dataDir, databaseUrl, pool' })
@@ -146,11 +148,13 @@ export async function open(options: OpenOptions = {}): Promise<Matchbox> {
 }
 
 /**
- * `open`, with the job store the engine sees wrapped by `wrapJobStore`: for this package's
- * benches (a store variant measured beside the real one through the same engine). Not exported
- * from the package entry.
+ * `open`, for this package's benches and tests; not exported from the package entry. The job
+ * store the engine sees is wrapped by `wrapJobStore` (a store variant measured beside the real
+ * one through the same engine). With `pglite`, an 'embedded' store opens on that instance instead
+ * of starting its own (seconds each): the engine leaves it open on close, and a schema of its
+ * own per engine keeps the engines sharing one instance apart.
  */
-export async function openWith(options: OpenOptions, wrapJobStore: (jobStore: JobStore) => JobStore = (jobStore) => jobStore): Promise<Matchbox> {
+export async function openWith(options: OpenOptions, wrapJobStore: (jobStore: JobStore) => JobStore = (jobStore) => jobStore, pglite?: PGlite): Promise<Matchbox> {
   checkOptions(options)
   const seed = options.seed ?? seedFromEntropy()
   const hostId = options.hostId === undefined ? `host-${randomId(Random.make(seed))}` : validateName('options.hostId', options.hostId)
@@ -172,7 +176,7 @@ export async function openWith(options: OpenOptions, wrapJobStore: (jobStore: Jo
   } catch (error) {
     throw new InvalidInput({ field: 'options.schema', reason: error instanceof Error ? error.message : String(error) })
   }
-  const driver = await sqlDriverOf(storeOption)
+  const driver = await sqlDriverOf(storeOption, pglite)
   const [store, jobStore, membershipStore] = await openMigrated(
     driver,
     schema.name,

@@ -1,6 +1,7 @@
 /**
  * crashCycle — crash recovery on real PostgreSQL, shared by the test and the
- * bench. One cycle: spawn matchingChild.ts (a Matching host on the real clock), read its
+ * bench. One cycle: run matchingChild.ts (a Matching host on the real clock; each child process
+ * is started three cycles ahead, so it has loaded when its cycle comes), read its
  * `added <jobId>` lines until a seeded random count, SIGKILL it at that moment, then take over
  * in this process with a new host on a ManualClock and the same database, and check:
  * - a queue the child wrote to (last task id or ack levels moved) has a range above the one the
@@ -59,28 +60,55 @@ interface ChildRun {
   readonly stderr: string
 }
 
-// Spawns one child and SIGKILLs it the moment its `target`-th add is reported.
-function runChild(url: string, prefix: string, seed: number, target: number): Promise<ChildRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', childPath, url, prefix, String(seed)], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] })
-    const reported: string[] = []
-    let stderr = ''
-    let killed = false
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      if (!line.startsWith('added ')) return
-      // Lines read after the kill were written before it: they are promises too.
-      reported.push(line.slice('added '.length))
-      if (!killed && reported.length >= target) {
-        killed = true
-        child.kill('SIGKILL')
-      }
-    })
+// Children started ahead of need, loading while the cycles before theirs run: starting Node
+// and loading the child's modules takes a second or two on a busy machine, a cycle about as long.
+const childrenAhead = 3
+
+/** A child process that has loaded its modules and waits for its run (matchingChild.ts). */
+interface LoadedChild {
+  /** Starts the run and SIGKILLs the child the moment its `target`-th add is reported. */
+  readonly run: (url: string, prefix: string, seed: number, target: number) => Promise<ChildRun>
+  /** Ends a child that was never run (it exits when its stdin closes). */
+  readonly discard: () => Promise<void>
+}
+
+function startChild(): LoadedChild {
+  const child = spawn(process.execPath, ['--import', 'tsx', childPath], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] })
+  const reported: string[] = []
+  let stderr = ''
+  let target = Number.POSITIVE_INFINITY
+  let killed = false
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString()
+  })
+  // A write to a child that already died fails here; its end and stderr tell why.
+  child.stdin.on('error', () => {})
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    if (!line.startsWith('added ')) return
+    // Lines read after the kill were written before it: they are promises too.
+    reported.push(line.slice('added '.length))
+    if (!killed && reported.length >= target) {
+      killed = true
+      child.kill('SIGKILL')
+    }
+  })
+  const closed = new Promise<ChildRun>((resolve, reject) => {
     child.on('error', reject)
     child.on('close', (_code, signal) => resolve({ reported, exitSignal: signal, stderr }))
   })
+  // Observed here so a child that fails to start is never an unhandled rejection; awaited by run.
+  closed.catch(() => {})
+  return {
+    run: (url, prefix, seed, wanted) => {
+      target = wanted
+      child.stdin.write(`${JSON.stringify([url, prefix, seed])}\n`)
+      return closed
+    },
+    discard: async () => {
+      child.stdin.end()
+      await closed.catch(() => {})
+    },
+  }
 }
 
 const levelsText = (levels: Readonly<Record<number, number>>) => JSON.stringify(levels)
@@ -97,12 +125,16 @@ export async function runCrashCycles(options: CrashRunOptions): Promise<CrashRun
   let startedByTakeover = 0
   let acquiresByTakeover = 0
   const crashQueues = async () => new Map((await store.list({ namespace: crashFamily.namespace, family: crashFamily.family })).map((inspection) => [encodeQueueKey(inspection.metadata.key), inspection]))
+  const loaded: LoadedChild[] = []
   try {
     await ensureStartedTable(pool)
+    for (let ahead = 0; ahead < Math.min(childrenAhead, options.cycles); ahead++) loaded.push(startChild())
     for (let cycle = 0; cycle < options.cycles; cycle++) {
       const fail = (message: string) => violations.push(`cycle ${cycle}: ${message}`)
       const target = random.int(1, options.addsMax ?? 60)
-      const child = await runChild(options.url, `c${cycle}`, random.int(0, 0x7fff_ffff), target)
+      const next = loaded.shift() as LoadedChild
+      if (cycle + childrenAhead < options.cycles) loaded.push(startChild())
+      const child = await next.run(options.url, `c${cycle}`, random.int(0, 0x7fff_ffff), target)
       if (child.exitSignal !== 'SIGKILL') fail(`child ended by itself (${child.exitSignal ?? 'exit'}) after ${child.reported.length} adds: ${child.stderr.trim()}`)
       for (const jobId of child.reported) reportedAll.add(jobId)
 
@@ -173,6 +205,7 @@ export async function runCrashCycles(options: CrashRunOptions): Promise<CrashRun
     const { rows } = await pool.query<{ count: string }>("SELECT count(*) FROM crash_test.started WHERE started_by NOT LIKE 'takeover-%'")
     return { cycles: options.cycles, reported: reportedAll.size, startedByChildren: Number(rows[0]?.count ?? 0), startedByTakeover, acquiresByTakeover, violations }
   } finally {
+    await Promise.all(loaded.map((child) => child.discard()))
     await store.close()
     await pool.end()
   }

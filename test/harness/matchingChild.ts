@@ -2,16 +2,21 @@
  * matchingChild — a Matching host in a process of its own, for crash recovery tests: it runs
  * on the real clock against PostgreSQL, adds tasks and dispatches them until it is killed.
  *
- * Usage: `node --import tsx test/harness/matchingChild.ts <database-url> <job-prefix> <seed>`
- * (schema `matchbox`). History records each start in `crash_test.started` (tableHistory.ts).
+ * Usage: `node --import tsx test/harness/matchingChild.ts`, then one line on stdin, the JSON
+ * array `[<database-url>, <job-prefix>, <seed>]` (schema `matchbox`): the child loads its modules
+ * first and starts only then, so a parent can start it ahead of need (loading takes a second or
+ * two on a busy machine) and have it run the moment it is wanted. History records each start in
+ * `crash_test.started` (tableHistory.ts).
  *
  * Protocol (stdout, one line each): `ready` once the host runs; `added <jobId>` for every
  * addTask that resolved — written synchronously (stdout is a pipe: synchronous on Linux)
  * BEFORE the child does anything else with that task, so a line the parent reads is a promise
- * the next owner must keep. The child exits when its stdin closes (the parent went away).
+ * the next owner must keep. The child exits when its stdin closes (the parent went away, or
+ * discarded a child it started ahead and never needed).
  *
  * Does not: stop by itself. The parent SIGKILLs it at a moment of its choosing.
  */
+import { createInterface } from 'node:readline'
 import pg from 'pg'
 import { makeMatchingHost } from '../../src/actors/MatchingHost.ts'
 import { RealClock } from '../../src/kernel/Clock.ts'
@@ -21,9 +26,12 @@ import { crashFamily, crashPartitionCount, crashQueueLimits } from './crashFamil
 import { makeTableHistory } from './tableHistory.ts'
 
 async function main(): Promise<void> {
-  const [url, prefix, seedText] = process.argv.slice(2)
-  if (url === undefined || prefix === undefined || seedText === undefined) throw new Error('usage: matchingChild.ts <database-url> <job-prefix> <seed>')
-  const random = Random.make(Number(seedText))
+  const input = createInterface({ input: process.stdin })
+  input.on('close', () => process.exit(0))
+  const first = await new Promise<string>((resolve) => input.once('line', resolve))
+  const [url, prefix, seed] = JSON.parse(first) as [unknown, unknown, unknown]
+  if (typeof url !== 'string' || typeof prefix !== 'string' || typeof seed !== 'number') throw new Error('matchingChild: the first stdin line must be [<database-url>, <job-prefix>, <seed>]')
+  const random = Random.make(seed)
   const store = await openPostgresStore({ connectionString: url })
   const pool = new pg.Pool({ connectionString: url, max: 4 })
   const host = makeMatchingHost({
@@ -35,8 +43,6 @@ async function main(): Promise<void> {
     partitionCount: crashPartitionCount,
     limits: crashQueueLimits,
   })
-  process.stdin.on('end', () => process.exit(0))
-  process.stdin.resume()
   process.stdout.write('ready\n')
 
   const poller = async (index: number): Promise<void> => {
