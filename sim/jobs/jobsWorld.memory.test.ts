@@ -6,7 +6,7 @@
  * the Matching checkers. The same seed twice must give the same trace. Replay a failure with
  * the command its message prints (`SIM_SEED=… SIM_PATH=… npx vitest run sim/jobs/jobsWorld.memory.test.ts`).
  *
- * The run count is bounded by count, not wall time; SIM_JOBS_RUNS raises it for a deep run.
+ * The run count is bounded by count, not wall time: 80, 400 in the deep run, or SIM_JOBS_RUNS.
  */
 import { expect, it } from 'vitest'
 import { checkJobsDeterminism, runJobsSeed } from './JobsSimulation.ts'
@@ -14,9 +14,9 @@ import { checkSchedules } from '../core/ScheduleProperty.ts'
 import { deep } from '../../test/harness/depth.ts'
 
 // 80 worlds of 2,000 safety steps plus the final phase: ~35 s on one core (membership beats
-// and bus messages are steps too; the worlds with keys and limits run longer). A deep run:
-// SIM_JOBS_RUNS=1000.
-const runs = Number(process.env.SIM_JOBS_RUNS ?? 80)
+// and bus messages are steps too; the worlds with keys and limits run longer). `npm run
+// test:deep` runs 400; SIM_JOBS_RUNS sets any count.
+const runs = Number(process.env.SIM_JOBS_RUNS ?? (deep ? 400 : 80))
 const steps = 2_000
 
 it(`the job invariants hold for ${runs} generated schedules on memory`, async () => {
