@@ -59,6 +59,46 @@ interface Rider<Outcome> {
   readonly done: () => void
 }
 
+// Resumes the first `count` of `sleepers` (fewer if fewer sleep), in the order they slept.
+function resumeFirst(sleepers: Array<() => void>, count: number): void {
+  for (let woken = 0; woken < count && sleepers.length > 0; woken++) (sleepers.shift() as () => void)()
+}
+
+// Whether a claim loop has work: acks waiting to ride, a free slot to park a poll in, or (while
+// the store serves several) room enough for a several-job claim with none in flight.
+// (Positional, as it runs on every wake-up: no object per call.)
+function isClaimWanted(
+  source: Pick<LocalQueueSource<unknown>, 'running' | 'canClaimSeveral'>,
+  severalInFlight: boolean,
+  riders: number,
+  room: number,
+  queued: number,
+  refillRoom: number,
+): boolean {
+  if (!source.running()) return true
+  const several = !severalInFlight && source.canClaimSeveral()
+  if (several && riders > 0) return true
+  if (room <= 0) return false
+  if (!source.canClaimSeveral()) return true
+  return several && (room >= refillRoom || queued === 0)
+}
+
+// The riders for the next statement, one per job id (a job claimed twice on this engine acks
+// each claim in its own statement), and the others, which wait for the one after.
+function ridersOnePerJob<R extends { readonly job: JobHandle }>(riders: ReadonlyArray<R>): [R[], R[]] {
+  const ids = new Set<string>()
+  const taken: R[] = []
+  const left: R[] = []
+  for (const rider of riders) {
+    if (ids.has(rider.job.id)) left.push(rider)
+    else {
+      ids.add(rider.job.id)
+      taken.push(rider)
+    }
+  }
+  return [taken, left]
+}
+
 /** The local queue of `batch` jobs; `run(concurrency)` resolves once every loop has ended and every settle landed. */
 export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<Outcome>): { run(concurrency: number): Promise<void>; wake(): void } {
   const queued: JobHandle[] = []
@@ -72,27 +112,12 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
   const settleSleepers: Array<() => void> = []
   let riders: Array<Rider<Outcome>> = []
 
-  // Whether a claim loop has work: acks waiting to ride, a free slot to park a poll in, or
-  // (while the store serves several) room enough for a several-job claim with none in flight.
-  const claimWanted = (): boolean => {
-    if (!source.running()) return true
-    const several = !severalInFlight && source.canClaimSeveral()
-    if (several && riders.length > 0) return true
-    const room = batch - queued.length - claiming
-    if (room <= 0) return false
-    if (!source.canClaimSeveral()) return true
-    return several && (room >= refillRoom || queued.length === 0)
-  }
+  const claimWanted = (): boolean => isClaimWanted(source, severalInFlight, riders.length, batch - queued.length - claiming, queued.length, refillRoom)
   const wakeClaimer = (): void => {
     if (claimerSleepers.length > 0 && claimWanted()) (claimerSleepers.shift() as () => void)()
   }
-  const wakeHandlers = (count: number): void => {
-    for (let woken = 0; woken < count && handlerSleepers.length > 0; woken++) (handlerSleepers.shift() as () => void)()
-  }
-  const wakeAll = (): void => {
-    for (const resume of claimerSleepers.splice(0)) resume()
-    for (const resume of handlerSleepers.splice(0)) resume()
-  }
+  const wakeHandlers = (count: number): void => resumeFirst(handlerSleepers, count)
+  const wakeAll = (): void => (resumeFirst(claimerSleepers, claimerSleepers.length), resumeFirst(handlerSleepers, handlerSleepers.length))
   const push = (jobs: ReadonlyArray<JobHandle>): void => {
     for (const job of jobs) queued.push(job)
     wakeHandlers(jobs.length)
@@ -109,19 +134,8 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
   const ride = (job: JobHandle, outcome: Outcome): void => {
     track(new Promise<void>((done) => riders.push({ job, outcome, done })))
   }
-  // The riders for the next statement, one per job id (a job claimed twice on this engine acks
-  // each claim in its own statement); the others wait for the one after.
   const takeRiders = (): Array<Rider<Outcome>> => {
-    const ids = new Set<string>()
-    const taken: Array<Rider<Outcome>> = []
-    const left: Array<Rider<Outcome>> = []
-    for (const rider of riders) {
-      if (ids.has(rider.job.id)) left.push(rider)
-      else {
-        ids.add(rider.job.id)
-        taken.push(rider)
-      }
-    }
+    const [taken, left] = ridersOnePerJob(riders)
     riders = left
     return taken
   }
