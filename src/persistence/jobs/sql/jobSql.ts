@@ -410,7 +410,7 @@ SELECT claimed.* FROM fence LEFT JOIN claimed ON true`
  * `$4` physical queue key and `$5` range id, answered through the fence (`throughFence`).
  */
 export function claimSql(schema: Schema, fenced = false): string {
-  const gate = `${claimable('$3::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${fenced ? ` AND ${fenceHeld}` : ''}`
+  const gate = claimByIdGate(schema, fenced)
   // The job locked first, then its key's slot (concurrencySql.ts), then its buckets (rateSql.ts): admitted or not under the limits.
   const ctes = `target AS (
   SELECT id, queue, state, concurrency_key, fairness_key FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${gate} FOR UPDATE
@@ -423,6 +423,10 @@ WHERE id = chosen.admitted_id AND ${gate}
 RETURNING ${liveRecord}`
   return fenced ? throughFence(schema, { queueKey: '$4', rangeId: '$5' }, ctes, claim) : `WITH ${ctes}${claim}`
 }
+
+// Which row a claim by id may take at `$3` now: claimable, its queue not paused, the fence held.
+const claimByIdGate = (schema: Schema, fenced: boolean): string =>
+  `${claimable('$3::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${fenced ? ` AND ${fenceHeld}` : ''}`
 
 // What a claim by id writes: `$2` the token, `$3` now.
 const claimByIdSet = (schema: Schema): string => `state = 'processing', attempts = attempts + 1, claimed_at_ms = $3::bigint, claim_token = $2::text,
@@ -438,7 +442,7 @@ const claimByIdSet = (schema: Schema): string => `state = 'processing', attempts
  * none. `fenced`: with `$4` and `$5`, no row when the fence failed.
  */
 export function claimKeylessSql(schema: Schema, fenced = false): string {
-  const gate = `${claimable('$3::bigint')} AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${fenced ? ` AND ${fenceHeld}` : ''}`
+  const gate = claimByIdGate(schema, fenced)
   return `
 WITH ${fenced ? `${fenceCte(schema, { queueKey: '$4', rangeId: '$5' })}, ` : ''}target AS (
   SELECT id, queue, concurrency_key FROM ${schema.quoted}.jobs WHERE id = $1::text AND ${gate} FOR UPDATE
