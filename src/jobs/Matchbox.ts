@@ -17,6 +17,10 @@
  * the same close.
  *
  * Does not: open stores (open.ts does), or sweep, or run schedules on its own.
+ *
+ * Length: past 400 lines because the engine's public interface, with the doc comments its users
+ * read, sits beside the wiring it describes; the wiring's parts (the History, the forwarding,
+ * what the group tells the engine, the engine's faces) are module functions below it.
  */
 import { makeMatchingHost } from '../actors/MatchingHost.ts'
 import type { PhysicalQueueActor } from '../actors/PhysicalQueueActor.ts'
@@ -158,8 +162,8 @@ export interface MatchboxEngine extends Matchbox {
 }
 
 /**
- * Builds an engine over opened stores. Past 120 lines because it is the wiring: each part needs
- * the ones built before it, and the engine's faces close over all of them.
+ * Builds an engine over opened stores: each part needs the ones built before it, in this order
+ * (the random forks are drawn in it too, so a seed gives the same engine).
  */
 export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
   const events = makeEventHub({
@@ -172,7 +176,6 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
   // Set once workers, delivery and Matching have stopped: from then on reads and handle
   // operations refuse too (until then they serve the handlers `close` waits for).
   let storesClosed = false
-  let closing: Promise<void> | null = null
   const ids = parts.random.fork()
   const jitter = parts.random.fork()
   const tokens = parts.random.fork()
@@ -186,19 +189,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
   let driverRef: ReturnType<typeof makeDueDriver> | null = null
   // The runtime, made after the History that calls back into it.
   let runtimeRef: JobsRuntime | null = null
-  const history = makeJobsHistory({
-    jobStore: parts.jobStore,
-    clock: parts.clock,
-    random: tokens,
-    onClaimed: (job) => driverRef?.notifyDue(job.deadlineMs as number, job.queue),
-    // A delivery refused for a rate limit: the job is due at its next token, which the driver must know.
-    onLimited: (queue) => {
-      armNextToken(runtimeRef as JobsRuntime, queue).catch((error: unknown) => {
-        // An unavailable store: the scan comes back.
-        if (!isMatchboxError(error)) report('rate limit wake')(error)
-      })
-    },
-  })
+  const history = historyOf(parts, tokens, (dueMs, queue) => driverRef?.notifyDue(dueMs, queue), () => runtimeRef as JobsRuntime, report('rate limit wake'))
   const routing = makeQueueRouting({
     hostId: parts.hostId,
     ...(group === undefined ? {} : { membership: group.membership }),
@@ -245,28 +236,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     onDefect: report('due-time driver'),
   })
   driverRef = driver
-  const forwarding =
-    group === undefined
-      ? null
-      : makeForwarding({
-          hostId: parts.hostId,
-          bus: group.bus,
-          clock: parts.clock,
-          random: parts.random.fork(),
-          jobStore: parts.jobStore,
-          routing,
-          serveLocally: (queue, waitMs, lazy, identity, cancelled) => serveForwardedPoll(runtime, queue, runtime.now() + waitMs, lazy, identity, cancelled),
-          wakeLocal: (queue) => driver.wake(queue),
-          // The SQL store signals the released rows itself, as it does enqueues; a release that
-          // fails leaves the job to lapse at its deadline.
-          release: (claim, queue) => {
-            runtime.jobStore.release({ claims: [claim], nowMs: runtime.now() }).then(
-              () => queue !== undefined && runtime.announceDue(queue, runtime.now(), true),
-              () => {},
-            )
-          },
-          onDefect: report('forwarding'),
-        })
+  const forwarding = group === undefined ? null : forwardingOf(parts, group, routing, driver, () => runtime, report('forwarding'))
   const slotSignals = makeSignalCoalescer((error) => {
     if (!isMatchboxError(error)) report('due signal')(error)
   })
@@ -300,28 +270,73 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     ...(parts.onDispatchStep === undefined ? {} : { onDispatchStep: parts.onDispatchStep }),
   })
   runtimeRef = runtime
-  // A change of ownership: queues this engine just took over may have due rows, and claims that
-  // waited for their queue to have an owner look again at once.
-  const unsubscribeMembership = group?.membership.subscribe(() => {
-    driver.ownersChanged()
-    driver.kick()
-  })
-  const subscription: Promise<(() => Promise<void>) | null> =
-    group === undefined
-      ? Promise.resolve(null)
-      : group.bus.subscribe(parts.hostId, {
-          onDue: (queue, dueMs) => (dueMs === null ? driver.kick(queue) : driver.notifyDue(dueMs, queue)),
-          onMessage: (message) => forwarding?.onMessage(message),
-          onGap: () => driver.kick(),
-        })
+  const { unsubscribeMembership, subscription } = listenToGroup(parts.hostId, group, driver, forwarding)
 
   const ready = subscription.then(() => {})
   // Awaited by open; an engine built directly may ignore it without an unhandled rejection.
   ready.catch(() => {})
 
+  const engine = engineFaces({ parts, runtime, driver, matching, events, ready, subscription, group, forwarding, unsubscribeMembership, setClosed: () => (closed = true), setStoresClosed: () => (storesClosed = true) })
   // Its sizes (kernel/Sizes.ts): what the engine keeps per queue and per partition, for the
   // long-soak bench and the tests that check they shrink back once queues go idle.
-  const engine: MatchboxEngine = {
+  return registerSizes(engine, () => ({ dispatches: runtime.dispatch.size(), ...sizesOf(routing), ...sizesOf(driver), ...sizesOf(matching) }))
+}
+
+// The forwarding of polls between the engines of `group` (`runtime` is read only once calls come).
+function forwardingOf(
+  parts: MatchboxParts,
+  group: EngineGroup,
+  routing: ReturnType<typeof makeQueueRouting>,
+  driver: ReturnType<typeof makeDueDriver>,
+  runtimeOf: () => JobsRuntime,
+  onDefect: (defect: unknown) => void,
+): ReturnType<typeof makeForwarding> {
+  return makeForwarding({
+    hostId: parts.hostId,
+    bus: group.bus,
+    clock: parts.clock,
+    random: parts.random.fork(),
+    jobStore: parts.jobStore,
+    routing,
+    serveLocally: (queue, waitMs, lazy, identity, cancelled) => {
+      const runtime = runtimeOf()
+      return serveForwardedPoll(runtime, queue, runtime.now() + waitMs, lazy, identity, cancelled)
+    },
+    wakeLocal: (queue) => driver.wake(queue),
+    // The SQL store signals the released rows itself, as it does enqueues; a release that
+    // fails leaves the job to lapse at its deadline.
+    release: (claim, queue) => {
+      const runtime = runtimeOf()
+      runtime.jobStore.release({ claims: [claim], nowMs: runtime.now() }).then(
+        () => queue !== undefined && runtime.announceDue(queue, runtime.now(), true),
+        () => {},
+      )
+    },
+    onDefect,
+  })
+}
+
+/** What `engineFaces` wires together: the engine's parts, built by `makeMatchbox`. */
+interface EngineWiring {
+  readonly parts: MatchboxParts
+  readonly runtime: JobsRuntime
+  readonly driver: ReturnType<typeof makeDueDriver>
+  readonly matching: ReturnType<typeof makeMatchingHost>
+  readonly events: EventHub
+  readonly ready: Promise<void>
+  readonly subscription: Promise<(() => Promise<void>) | null>
+  readonly group: EngineGroup | undefined
+  readonly forwarding: ReturnType<typeof makeForwarding> | null
+  readonly unsubscribeMembership: (() => void) | undefined
+  readonly setClosed: () => void
+  readonly setStoresClosed: () => void
+}
+
+// The engine's face over its wired parts; `close` stops them in order, once.
+function engineFaces(wiring: EngineWiring): MatchboxEngine {
+  const { parts, runtime, driver, matching, events, ready, subscription, group, forwarding, unsubscribeMembership, setClosed, setStoresClosed } = wiring
+  let closing: Promise<void> | null = null
+  return {
     hostId: parts.hostId,
     ready,
     queue<T = JsonValue>(name: string, options?: QueueOptions) {
@@ -356,7 +371,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     hosts: () => group?.membership.hosts() ?? [],
     close() {
       closing ??= (async () => {
-        closed = true
+        setClosed()
         // Workers first, while the stores still answer their handlers' acks.
         await Promise.all([...runtime.workers].map((stop) => stop()))
         forwarding?.close()
@@ -368,11 +383,58 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
         // others take them over at once.
         await matching.close()
         await group?.leave()
-        storesClosed = true
+        setStoresClosed()
         await parts.closeStores()
       })()
       return closing
     },
   }
-  return registerSizes(engine, () => ({ dispatches: runtime.dispatch.size(), ...sizesOf(routing), ...sizesOf(driver), ...sizesOf(matching) }))
+}
+
+// The History role of the engine's Matching host: its deliveries claim from the job store
+// (`notifyDue` hears each claim's deadline; `runtimeOf` is read only once a delivery is refused).
+function historyOf(
+  parts: MatchboxParts,
+  random: Random,
+  notifyDue: (dueMs: number, queue: string) => void,
+  runtimeOf: () => JobsRuntime,
+  onDefect: (defect: unknown) => void,
+): ReturnType<typeof makeJobsHistory> {
+  return makeJobsHistory({
+    jobStore: parts.jobStore,
+    clock: parts.clock,
+    random,
+    onClaimed: (job) => notifyDue(job.deadlineMs as number, job.queue),
+    // A delivery refused for a rate limit: the job is due at its next token, which the driver must know.
+    onLimited: (queue) => {
+      armNextToken(runtimeOf(), queue).catch((error: unknown) => {
+        // An unavailable store: the scan comes back.
+        if (!isMatchboxError(error)) onDefect(error)
+      })
+    },
+  })
+}
+
+// What the engine hears from its group: a change of ownership (queues this engine just took over
+// may have due rows, and claims that waited for their queue to have an owner look again at once),
+// due signals, forwarded polls and a gap in the bus.
+function listenToGroup(
+  hostId: string,
+  group: EngineGroup | undefined,
+  driver: ReturnType<typeof makeDueDriver>,
+  forwarding: ReturnType<typeof makeForwarding> | null,
+): { readonly unsubscribeMembership: (() => void) | undefined; readonly subscription: Promise<(() => Promise<void>) | null> } {
+  const unsubscribeMembership = group?.membership.subscribe(() => {
+    driver.ownersChanged()
+    driver.kick()
+  })
+  const subscription: Promise<(() => Promise<void>) | null> =
+    group === undefined
+      ? Promise.resolve(null)
+      : group.bus.subscribe(hostId, {
+          onDue: (queue, dueMs) => (dueMs === null ? driver.kick(queue) : driver.notifyDue(dueMs, queue)),
+          onMessage: (message) => forwarding?.onMessage(message),
+          onGap: () => driver.kick(),
+        })
+  return { unsubscribeMembership, subscription }
 }
