@@ -9,52 +9,19 @@
  * Two engines on shared memory stores and bus; h1 owns every partition. ManualClock, no sleeps.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { ManualClock, Random } from '../src/index.ts'
-import { type Matchbox, makeMatchbox } from '../src/jobs/Matchbox.ts'
-import { makeMemoryBus } from '../src/persistence/bus/MemoryBus.ts'
-import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
-import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
 import { heldByKey, releaseEveryHeld } from './harness/heldByKey.ts'
 import { settle, until } from './harness/settle.ts'
+import { closeEngines, twoEngines } from './harness/twoEngines.ts'
 
-const engines: Matchbox[] = []
 afterEach(async () => {
   releaseEveryHeld()
-  for (const engine of engines.splice(0)) await engine.close()
+  await closeEngines()
 })
-
-// Two engines of one group: h1 owns every partition, h2 forwards its claims to it.
-function twoEngines(): [Matchbox, Matchbox] {
-  const store = makeMemoryStore()
-  const jobStore = makeMemoryJobStore({ queueRanges: store })
-  const bus = makeMemoryBus()
-  const clock = new ManualClock(1_700_000_000_000)
-  const membership = { ownerOf: () => 'h1', hosts: () => ['h1', 'h2'], subscribe: () => () => {} }
-  for (const [i, hostId] of ['h1', 'h2'].entries()) {
-    engines.push(
-      makeMatchbox({
-        hostId,
-        store,
-        jobStore,
-        clock,
-        random: Random.make(7 + i),
-        group: { membership, bus, storeSignalsDue: false, leave: async () => {} },
-        // The last engine to close closes the shared stores.
-        closeStores: async () => {
-          if (hostId !== 'h1') return
-          await bus.close()
-          await store.close()
-        },
-      }),
-    )
-  }
-  return engines as [Matchbox, Matchbox]
-}
 
 describe('a freed concurrency slot', () => {
   for (const worker of ['h1', 'h2'] as const) {
     it(`goes to the key's next job at once when the worker runs on ${worker === 'h1' ? 'the owner' : 'an engine that forwards its claims'}`, async () => {
-      const [h1, h2] = twoEngines()
+      const { h1, h2 } = twoEngines()
       const { handler, gates, most, done } = heldByKey<{ n: number }>(() => 'k')
       const producer = h1.queue<{ n: number }>('limited', { concurrencyPerKey: 1 })
       for (let n = 0; n < 3; n++) await producer.enqueue({ n }, { concurrencyKey: 'k' })
@@ -75,7 +42,7 @@ describe('a freed concurrency slot', () => {
   }
 
   it('a batch claim that a key fills up within comes back for the jobs behind it, with the clock standing still', async () => {
-    const [h1] = twoEngines()
+    const { h1 } = twoEngines()
     const { handler, gates, done } = heldByKey<{ n: number; key: string }>((payload) => payload.key)
     const q = h1.queue<{ n: number; key: string }>('limited', { concurrencyPerKey: 1 })
     // The local queue's first claim asks for three jobs in one statement: its head is k's three

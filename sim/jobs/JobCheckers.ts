@@ -43,7 +43,7 @@ import { controlCheckerNames } from './ControlCheckers.ts'
 /** The job checkers, the ownership checker (OwnershipChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */
 export const jobCheckerNames = [
   'one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'owner sees nobody', 'holder settles', 'one live per key',
-  'concurrency per key', 'rate limit', 'fair pass', 'claims fenced', 'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', ...controlCheckerNames, 'matching', 'other',
+  'concurrency per key', 'rate limit', 'fair pass', 'claims fenced', 'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', 'prompt delivery across partitions', ...controlCheckerNames, 'matching', 'other',
 ] as const
 
 

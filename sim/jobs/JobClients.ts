@@ -115,23 +115,30 @@ export class JobClients {
     this.#claims.delete(host.id)
   }
 
-  /** A producer enqueues through `host`: one job, or a batch of a few. */
-  enqueue(host: JobsHost): boolean {
-    const { decide } = this.#deps
+  /**
+   * A producer enqueues through `host`: one job, or a batch of a few. Drawn from `decide`, the
+   * world's stream unless the caller names another (the producers that go on after the heal,
+   * who also collect the ids of what they enqueued in `enqueued`).
+   */
+  enqueue(host: JobsHost, decide: Decisions = this.#deps.decide, enqueued?: Set<string>): boolean {
     const queue = decide.pick(this.#queueNames)
     if (!decide.chance(enqueueManyChance)) {
-      const { n, options } = this.#drawJob(true)
+      const { n, options } = this.#drawJob(decide, true)
       this.#deps.log(`enqueue #${n} → ${host.id} ${queue} ${JSON.stringify(options)}`)
       this.#track(host, `enqueue #${n}`, host.queue(queue).enqueue({ n }, options), (id) => {
+        enqueued?.add(id)
         this.#deps.checkers.clientEnqueued(id)
         this.#deps.log(`enqueued #${n} as ${id}`)
       })
       return true
     }
-    const jobs = Array.from({ length: decide.int(2, 4) }, () => this.#drawJob(false))
+    const jobs = Array.from({ length: decide.int(2, 4) }, () => this.#drawJob(decide, false))
     this.#deps.log(`enqueueMany ${jobs.map((job) => `#${job.n}`).join(',')} → ${host.id} ${queue} ${JSON.stringify(jobs.map((job) => job.options))}`)
     this.#track(host, `enqueueMany #${jobs[0]?.n}`, host.queue(queue).enqueueMany(jobs.map((job) => ({ payload: { n: job.n }, ...job.options }))), (ids) => {
-      for (const id of ids) this.#deps.checkers.clientEnqueued(id)
+      for (const id of ids) {
+        enqueued?.add(id)
+        this.#deps.checkers.clientEnqueued(id)
+      }
       this.#deps.log(`enqueuedMany ${jobs.map((job) => `#${job.n}`).join(',')} as ${ids.join(',')}`)
     })
     return true
@@ -139,8 +146,8 @@ export class JobClients {
 
   // One job's payload number and enqueue options, drawn from the seed's chances; a fairness key
   // only when `single` (`enqueueMany` takes none).
-  #drawJob(single: boolean): { readonly n: number; readonly options: DrawnEnqueue } {
-    const { decide, clock, options } = this.#deps
+  #drawJob(decide: Decisions, single: boolean): { readonly n: number; readonly options: DrawnEnqueue } {
+    const { clock, options } = this.#deps
     const chances = options.enqueueChances
     const keys = options.keyChances
     const now = clock.now()

@@ -120,6 +120,14 @@ export interface JobsSwarmOptions {
    * Keys are tenant names drawn from a few, so that keys repeat while their jobs run.
    */
   readonly keyChances: { readonly concurrencyKey: number; readonly fairnessKey: number }
+  /**
+   * How many enqueues producers still make once the faults healed (0 when the run asks for none,
+   * `enqueueAfterHeal: false`), at moments of the final phase drawn on a stream of their own (so a
+   * seed with 0 runs the world it ran before they existed):
+   * jobs that arrive while workers wait idle, so prompt delivery judges the enqueue's own path
+   * (a job handed to a waiting claim, a key already held, a producer on another engine).
+   */
+  readonly healedEnqueues: number
 }
 
 /** The tenants whose names the world's jobs carry as concurrency and fairness keys. */
@@ -130,6 +138,11 @@ export interface JobsSwarmOverrides {
   readonly hosts?: number
   readonly steps?: number
   readonly faultsOff?: boolean
+  /**
+   * False: producers stop enqueueing at the heal (`healedEnqueues` 0), so the final phase only
+   * delivers what the safety phase left; by default they go on (drawn from the seed).
+   */
+  readonly enqueueAfterHeal?: boolean
 }
 
 /** Draws an end-to-end run's options from its seed. */
@@ -187,7 +200,10 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
       queues[name] = { ...queue, ...(rateLimit === undefined ? {} : { rateLimit }), ...(rateLimitPerKey === undefined ? {} : { rateLimitPerKey }) }
     }
   }
-  return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances }
+  // Drawn after everything else, for the same reason.
+  const drawnHealedEnqueues = random.pick([0, 4, 12, 24])
+  const healedEnqueues = overrides.enqueueAfterHeal === false ? 0 : drawnHealedEnqueues
+  return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues }
 }
 
 /** One line per option, for the run's header. */
@@ -208,6 +224,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `faults ${describeFaults(options.faults)}`,
     `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
     `operators pause chance ${options.control.pauseChance} · cancel running chance ${options.control.cancelRunningChance} · handlers ${options.control.honourSignal ? 'honour' : 'ignore'} job.signal`,
-    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey}`,
+    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues}`,
   ]
 }

@@ -29,7 +29,10 @@
  * `promptDeliveryBoundMs` of the later of the two. A queue one of whose partitions found its
  * range taken (or failed to acquire) is judged again only once that partition may have waited
  * out its restart back-off (the Matching ownership-loss rule makes it wait). A rate-limited
- * queue's jobs wait for tokens and are not judged (RateChecker.ts judges the rate).
+ * queue's jobs wait for tokens and are not judged (RateChecker.ts judges the rate). Producers go
+ * on enqueueing after the heal (JobsSwarm.ts `healedEnqueues`), so jobs also arrive while workers
+ * wait idle; those of a queue of several partitions are judged as `prompt delivery across
+ * partitions` (KnownEngineFailures.ts says why).
  *
  * Operators (on seeds that draw them, JobsSwarm.ts `control`) pause and resume queues and cancel
  * jobs that handlers are running, drawn on a decision stream of their own after every fault
@@ -178,6 +181,10 @@ const heartbeatLabelPrefix = 'job.heartbeat '
 const jobLabelPrefix = 'job.'
 // The operators' stream of decisions is seeded apart from the world's (any constant that differs from Decisions' own mask).
 const operatorSeedMask = 0x0c7a
+// The producers that go on after the heal draw from a stream of their own, seeded so.
+const healedProducerSeedMask = 0x0e4c
+// Chance, per final-phase step, that one of those enqueues comes now.
+const healedEnqueueChance = 0.1
 // How long a worker's stop-the-world pause lasts: from shorter than the shortest visibility
 // timeout (nobody notices) to past the longest (30 s) and a membership row's lifetime.
 const pauseMsMin = 500
@@ -217,6 +224,11 @@ export class JobsWorld {
   // The operators' own decisions (JobsSwarm.ts `control`): a stream apart from the world's, so a
   // seed whose controls are off draws exactly what it drew before they existed.
   readonly #operator: Decisions
+  // The producers after the heal (JobsSwarm.ts `healedEnqueues`): their stream, and how many enqueues are left.
+  readonly #healedProducer: Decisions
+  #healedLeft: number
+  // The jobs they enqueued (prompt delivery judges them under a name of its own on a queue of several partitions).
+  readonly #healedJobs = new Set<string>()
   // Queues an operator paused and has not resumed (as the operators believe), and every queue ever paused.
   readonly #pausedByOperator = new Set<string>()
   readonly #everPaused = new Set<string>()
@@ -259,6 +271,8 @@ export class JobsWorld {
     })
     this.#decide = this.#loop.decide
     this.#operator = new Decisions(config.options.seed ^ operatorSeedMask)
+    this.#healedProducer = new Decisions(config.options.seed ^ healedProducerSeedMask)
+    this.#healedLeft = config.options.healedEnqueues
     this.#clock = this.#loop.clock
     this.#gate = this.#loop.gate
     const random = this.#decide.fork()
@@ -513,12 +527,13 @@ export class JobsWorld {
         progressStep = steps
       }
       this.#clients.ackAll()
+      this.#maybeEnqueueHealed()
       steps += 1 + (await this.#runAllIo())
       this.#judgePrompt()
       // A crashed incarnation's handlers never return (its timers died with it): only live ones count.
       const running = this.#hosts.some((host) => host.alive && Object.keys(this.#options.queues).some((queue) => (this.#busy.get(`${host.id}/${host.incarnation}/${queue}`) ?? 0) > 0))
       const settled = this.#clients.unsettled().length === 0 && !running
-      if ((settled && this.#checkers.liveDeliverable(this.#clock.now()).length === 0) || this.#clock.now() >= this.#lastClaimMs + livenessMsMax) break
+      if ((settled && this.#healedLeft === 0 && this.#checkers.liveDeliverable(this.#clock.now()).length === 0) || this.#clock.now() >= this.#lastClaimMs + livenessMsMax) break
       this.#maybeStopWork()
       this.#step1()
     }
@@ -583,13 +598,25 @@ export class JobsWorld {
       const told = `${due.id}@${due.dueSinceMs}`
       if (now - fromMs <= promptDeliveryBoundMs || this.#promptTold.has(told)) continue
       this.#promptTold.add(told)
-      this.#checkers.fail('prompt delivery', `job ${due.id} of ${due.queue}, due since ${due.dueSinceMs - epochMs}, still waits at ${now - epochMs} though a worker has been idle on its queue since ${idleSince - epochMs} (bound ${promptDeliveryBoundMs} ms)`)
+      // A job enqueued after the heal on a queue of several partitions is judged under a name of its own (KnownEngineFailures.ts).
+      const partitioned = (this.#options.queues[due.queue]?.partitions ?? 1) > 1
+      const checker = partitioned && this.#healedJobs.has(due.id) ? 'prompt delivery across partitions' : 'prompt delivery'
+      this.#checkers.fail(checker, `job ${due.id} of ${due.queue}, due since ${due.dueSinceMs - epochMs}, still waits at ${now - epochMs} though a worker has been idle on its queue since ${idleSince - epochMs} (bound ${promptDeliveryBoundMs} ms)`)
     }
   }
 
   #isRated(queue: string): boolean {
     const options = this.#options.queues[queue]
     return options?.rateLimit !== undefined || options?.rateLimitPerKey !== undefined
+  }
+
+  // With its chance, drawn on its own stream, one of the enqueues producers make after the heal, on any live host.
+  #maybeEnqueueHealed(): void {
+    if (this.#healedLeft === 0 || !this.#healedProducer.chance(healedEnqueueChance)) return
+    const alive = this.#hosts.filter((host) => host.alive)
+    if (alive.length === 0) return
+    this.#healedLeft--
+    this.#clients.enqueue(this.#healedProducer.pick(alive), this.#healedProducer, this.#healedJobs)
   }
 
   // With the seed's chance, one worker's loops on one queue get `stop()`, and start again once it resolves.

@@ -27,30 +27,33 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   ackAfterDeadline: 3,
   doubleGrant: 6,
   dropEnqueue: 1,
-  dropHandOver: 1,
+  dropHandOver: 2,
   stealPartitions: 1,
   // Not caught within 100 seeds: it needs a handler whose claim lapsed and was taken again to ack
   // by riding on a claim of its queue, which the seeds that draw concurrency keys made rarer (the
   // JobStore conformance suite's riding-ack cases catch it).
   ridingAckIgnoresToken: null,
-  handOverTwice: 1,
-  handOverLost: 1,
+  handOverTwice: 2,
+  handOverLost: 2,
   enqueueManyDuplicateKey: 1,
   stopAbandonsLocalQueue: 1,
   heartbeatOnce: 1,
   lapseFromClaimTime: 2,
-  dueSignalLost: 58,
+  dueSignalLost: 4,
   pauseIgnored: 1,
-  cancelKeepsClaim: 2,
-  refusalKeepsSignal: 18,
+  cancelKeepsClaim: 6,
+  refusalKeepsSignal: 28,
   historyClaimUnfenced: 2,
-  claimFenceIgnored: 3,
-  matchingFirstBlocksQueue: 2,
-  refusedAddWaits: 18,
-  limitNotInStore: 6,
+  claimFenceIgnored: 2,
+  matchingFirstBlocksQueue: 83,
+  // Not caught within 100 seeds: a partition waiting out its restart delay while idle workers
+  // elsewhere could claim its jobs comes rarely, and the timers the engine arms for a batch's later
+  // due times run scans that give such jobs back in time.
+  refusedAddWaits: null,
+  limitNotInStore: 4,
   rateNotInStore: 1,
   weightIgnored: 3,
-  dedupStepsPass: 18,
+  dedupStepsPass: 17,
   lapsedSlotKept: 36,
   // Not caught within 100 seeds: it needs a batch claim whose head one key fills up while other
   // jobs are due behind it and no pass comes soon; the pinned world below catches it.
@@ -61,10 +64,8 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   noPassBehindMatching: null,
   // Not caught within 100 seeds, for the same reason as noPassBehindMatching.
   passIgnoresForwarded: null,
-  // Not caught within 100 seeds: no simulated worker enqueues, so no enqueue sets a claim aside
-  // (test/jobsEagerDispatch.test.ts catches it on one engine).
-  setAsideClaimLost: null,
-  drainedStaysDrained: 35,
+  setAsideClaimLost: 44,
+  drainedStaysDrained: 7,
   // Not caught within 100 seeds: the claim parked with no line poll is served by the next pass of
   // its queue within the bound in these worlds (DispatchMutations.test.ts shows the step it changes).
   parkedPollNotArmed: null,
@@ -75,7 +76,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // Not caught within 100 seeds: the claims it strands are served within the bound by the next
   // pass or claim of their queue (DispatchMutations.test.ts shows the step it changes).
   droppedWithClaimsInLine: null,
-  slotFreedSilent: 30,
+  slotFreedSilent: 17,
 }
 
 // One mutant run: caught when any checker reports a violation.
@@ -101,7 +102,7 @@ describe('job mutation menu', () => {
   }
 
   it('shortBatchEndsQueue is caught by world 143427015 [0] (2,000 steps), which passes without it (jobsWorld.memory.test.ts)', async () => {
-    const { result } = await runJobsSeed({ seed: 143427015, store: 'memory', script: [0], overrides: { steps: 2_000 }, mutant: makeJobsMutant('shortBatchEndsQueue') })
+    const { result } = await runJobsSeed({ seed: 143427015, store: 'memory', script: [0], overrides: { steps: 2_000, enqueueAfterHeal: false }, mutant: makeJobsMutant('shortBatchEndsQueue') })
     console.log(`shortBatchEndsQueue on world 143427015 [0]: ${result.violations[0] ?? 'not caught'}`)
     expect(result.violations.filter((violation) => violation.startsWith('prompt delivery'))).not.toEqual([])
   }, 120_000)

@@ -134,6 +134,11 @@ export interface DueDriverOptions {
    */
   readonly isRateLimited?: (queue: string) => boolean
   /**
+   * Whether this engine's handles limit `queue` per concurrency key: a pass whose reservation came
+   * back short while claims still wait asks again (see `reserveFor`).
+   */
+  readonly isConcurrencyLimited?: (queue: string) => boolean
+  /**
    * Called when a refused add gave due jobs of `queue` back at once (see `deliver`): the engine
    * tells the other engines, whose waiting workers can claim them straight from the store.
    */
@@ -301,6 +306,28 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     }
   }
 
+  // Reserves and delivers up to `wanted` due jobs of `queue` for the claims waiting on it; true
+  // when the next due time must be read. A queue limited per concurrency key reserves no more of a
+  // key than its slot has room for as of the statement, after taking the head, so an answer short
+  // of the ask may have left due jobs of other keys behind a key's jobs: it asks again for the
+  // claims still waiting, passing over the keys it reserved already (their claims may not hold
+  // their slots yet). Each round takes at least one job, so there are at most `wanted` rounds.
+  const reserveFor = async (queue: string, wanted: number, nowMs: number): Promise<boolean> => {
+    let readNext = options.isRateLimited?.(queue) === true
+    const reservedKeys = new Set<string>()
+    for (let asked = wanted, round = 0; asked > 0 && round < wanted && !closed; round++) {
+      const skip = reservedKeys.size === 0 ? {} : { skipConcurrencyKeys: [...reservedKeys] }
+      const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: asked, queues: [queue], ...skip })
+      if (due.length === 0) break
+      readNext = true
+      await deliver(due)
+      if (due.length >= asked || options.isConcurrencyLimited?.(queue) !== true) break
+      for (const job of due) if (job.concurrencyKey !== undefined) reservedKeys.add(job.concurrencyKey)
+      asked = Math.min(asked - due.length, options.deliveryDemand().get(queue) ?? 0)
+    }
+    return readNext
+  }
+
   const passOnce = async (): Promise<void> => {
     options.onPass?.()
     const nowMs = now()
@@ -335,9 +362,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
           nextMs = Math.min(nextMs, heldUntilMs)
           continue
         }
-        const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: Math.min(count, jobDeliveryBatchMax), queues: [queue] })
-        if (due.length > 0 || options.isRateLimited?.(queue) === true) readNextDue = true
-        if (due.length > 0) await deliver(due)
+        if (await reserveFor(queue, Math.min(count, jobDeliveryBatchMax), nowMs)) readNextDue = true
       }
       // The next due time after now (reservations and their give-backs moved some): due rows not
       // taken are the backlog (claims take them) or rows another connection holds (the scan

@@ -128,7 +128,7 @@ export function makeJobQueue<T = JsonValue>(
       checkBatchBytes(batch.map((job) => job.payload), bytesMax)
       await runtime.routing.load(name, partitions)
       const stored = await jobStore.enqueueMany({ jobs: batch, nowMs }, tx)
-      runtime.announceDue(name, Math.max(Math.min(...stored.map((job) => job.runAtMs)), nowMs), true)
+      announceBatchDue(runtime, name, stored.map((job) => job.runAtMs), nowMs)
       return stored.map((job) => job.id)
     },
 
@@ -225,6 +225,17 @@ function resolveBatch(jobs: ReadonlyArray<unknown>, make: (payload: JsonValue, r
     return make(measured.value, resolved)
   })
   return { batch, bytesMax }
+}
+
+// A batch's jobs may come due at different times. The first is announced; so is the first after
+// it, if any: a pass the first wakes may find nothing left to reserve and read no due time, while
+// the timer the second arms runs a scan, which reads the next due time and so finds the rest.
+function announceBatchDue(runtime: JobsRuntime, queue: string, runAtsMs: ReadonlyArray<number>, nowMs: number): void {
+  const dues = runAtsMs.map((runAtMs) => Math.max(runAtMs, nowMs))
+  const first = Math.min(...dues)
+  runtime.announceDue(queue, first, true)
+  const later = dues.filter((dueMs) => dueMs > first)
+  if (later.length > 0) runtime.announceDue(queue, Math.min(...later), true)
 }
 
 // A transactional enqueue runs on the caller's PostgreSQL transaction: on any other store it

@@ -318,6 +318,17 @@ export function checkName(field: string, value: unknown): string {
 }
 
 /** An optional queue filter: null, or an array of 1…ackBatchSizeMax queue names. */
+/** The concurrency keys a due-time pass passes over: absent or at most 1,000 keys. */
+export function checkSkipKeys(value: ReadonlyArray<string> | undefined): ReadonlyArray<string> {
+  if (value === undefined) return []
+  if (!Array.isArray(value) || value.length > ackBatchSizeMax) throw new InvalidInput({ field: 'skipConcurrencyKeys', reason: `must be an array of at most ${ackBatchSizeMax} concurrency keys` })
+  return value.map((key, index) => {
+    const checked = checkConcurrencyKey(`skipConcurrencyKeys[${index}]`, key)
+    if (checked === null) throw new InvalidInput({ field: `skipConcurrencyKeys[${index}]`, reason: 'must be a concurrency key, not null' })
+    return checked
+  })
+}
+
 export function checkQueues(value: ReadonlyArray<string> | null): ReadonlyArray<string> | null {
   if (value === null) return null
   if (!Array.isArray(value) || value.length === 0 || value.length > ackBatchSizeMax) {

@@ -300,6 +300,8 @@ export interface DueJob {
   /** The row's revision after the reservation; `confirmDelivered` succeeds only at it. */
   readonly revision: number
   readonly expiresAtMs: number | null
+  /** The job's concurrency key, for a job that has one (a pass asking again passes over its key). */
+  readonly concurrencyKey?: string
 }
 
 /** A registered schedule. */
@@ -495,6 +497,12 @@ export interface JobStore {
     readonly reserveUntilMs: number
     readonly limit: number
     readonly queues: ReadonlyArray<string> | null
+    /**
+     * Pending jobs of these concurrency keys are passed over (at most 1,000 keys): a pass asking
+     * again for claims still waiting names the keys it reserved already, whose claims may not
+     * hold their slots yet, so that it reserves no job a slot would refuse.
+     */
+    readonly skipConcurrencyKeys?: ReadonlyArray<string>
   }): Promise<ReadonlyArray<DueJob>>
 
   /**

@@ -42,6 +42,7 @@ import {
   checkNewJobs,
   checkProgress,
   checkQueues,
+  checkSkipKeys,
   checkTokens,
   checkStack,
   checkTime,
@@ -83,6 +84,11 @@ export interface MemoryJobStoreOptions {
    * claim fences are checked; absent: no physical queue is known and every fence is refused.
    */
   readonly queueRanges?: QueueRangeReader
+}
+
+// A pending job of a concurrency key `takeDue` was told to pass over (`skipConcurrencyKeys`).
+function isSkipped(row: LiveRow, skipped: ReadonlySet<string>): boolean {
+  return row.job.state === 'pending' && row.concurrencyKey !== undefined && skipped.has(row.concurrencyKey)
 }
 
 /** Makes an empty memory job store. */
@@ -494,6 +500,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       const reserveUntilMs = checkTime('reserveUntilMs', params.reserveUntilMs)
       const limit = checkCount('limit', params.limit, 0, 10_000)
       const queues = checkQueues(params.queues)
+      const skipped = new Set(checkSkipKeys(params.skipConcurrencyKeys))
       const inScope = (row: LiveRow) => queues === null || queues.includes(row.job.queue)
       for (const row of live.values()) {
         if (!inScope(row) || row.dueMs === null || row.dueMs > nowMs) continue
@@ -505,7 +512,7 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
       // are reserved as it has room for, as the SQL statement does.
       const held = slots.held()
       const due = [...live.values()]
-        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue) && slots.hasRoom(row, held) && buckets.hasToken(row, nowMs))
+        .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue) && !isSkipped(row, skipped) && slots.hasRoom(row, held) && buckets.hasToken(row, nowMs))
         .sort(claimOrder)
         // One queue's reservations are capped at its queue-wide bucket's whole tokens, as in SQL.
         .slice(0, queues?.length === 1 ? Math.min(limit, buckets.queueTokens(queues[0] as string, nowMs) ?? limit) : limit)
@@ -514,7 +521,8 @@ export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStor
         const dueMs = row.dueMs as number
         row.dueMs = reserveUntilMs
         row.revision++
-        return { id: row.job.id, queue: row.job.queue, priority: row.job.priority, dueMs, readySeq: row.readySeq, revision: row.revision, expiresAtMs: row.job.expiresAtMs }
+        const keyed = row.concurrencyKey === undefined ? {} : { concurrencyKey: row.concurrencyKey }
+        return { id: row.job.id, queue: row.job.queue, priority: row.job.priority, dueMs, readySeq: row.readySeq, revision: row.revision, expiresAtMs: row.job.expiresAtMs, ...keyed }
       })
     },
 

@@ -131,6 +131,21 @@ export function describeJobConcurrencyConformance(fixture: JobFixture): void {
       expect(reserved.map((job) => job.id)).toEqual([keyed[1]?.id, plain?.id])
     })
 
+    it('takeDue names each reserved job’s concurrency key, and passes over the pending jobs of the keys it is told to skip', async () => {
+      const queue = fixture.queue('limit-skip')
+      const [k0, k1] = await enqueue(queue, 2, limited('k', 1))
+      const [j0] = await enqueue(queue, 1, limited('j', 1))
+      const [plain] = await enqueue(queue, 1)
+      // The head is k's: its slot has room for one, so the first ask reserves k's first job only.
+      const first = await store().takeDue({ nowMs, reserveUntilMs: nowMs + 1, limit: 1, queues: [queue] })
+      expect(first.map((job) => [job.id, job.concurrencyKey])).toEqual([[k0?.id, 'k']])
+      // Asked again past k (whose reserved job holds no slot yet): j's job and the unkeyed one, never k's second.
+      const again = await store().takeDue({ nowMs, reserveUntilMs: nowMs + 1, limit: 3, queues: [queue], skipConcurrencyKeys: ['k'] })
+      expect(again.map((job) => [job.id, job.concurrencyKey])).toEqual([[j0?.id, 'j'], [plain?.id, undefined]])
+      expect(again.map((job) => job.id)).not.toContain(k1?.id)
+      await expect(store().takeDue({ nowMs, reserveUntilMs: nowMs + 1, limit: 1, queues: [queue], skipConcurrencyKeys: [''] })).rejects.toMatchObject({ _tag: 'InvalidInput' })
+    })
+
     it('the limit is the key’s, set by its latest enqueue', async () => {
       const queue = fixture.queue('limit-latest')
       await enqueue(queue, 2, limited('k', 1))

@@ -52,6 +52,7 @@ import {
   checkNewJob,
   checkProgress,
   checkQueues,
+  checkSkipKeys,
   checkTokens,
   checkStack,
   checkTime,
@@ -317,13 +318,14 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     },
 
     async takeDue(params) {
-      const { nowMs, reserveUntilMs, limit, queues } = validated('takeDue', () => ({
+      const { nowMs, reserveUntilMs, limit, queues, skipKeys } = validated('takeDue', () => ({
         nowMs: checkTime('nowMs', params.nowMs),
         reserveUntilMs: checkTime('reserveUntilMs', params.reserveUntilMs),
         limit: checkCount('limit', params.limit, 0, 10_000),
         queues: checkQueues(params.queues),
+        skipKeys: checkSkipKeys(params.skipConcurrencyKeys),
       }))
-      const rows = await write('takeDue', texts.takeDue(queues), [nowMs, reserveUntilMs, limit, queues, deadReasonExhausted, deadReasonExpired])
+      const rows = await write('takeDue', texts.takeDue(queues), [nowMs, reserveUntilMs, limit, queues, deadReasonExhausted, deadReasonExpired, skipKeys])
       const due = rows.map(
         (row): DueJob => ({
           id: row.id as string,
@@ -333,6 +335,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
           readySeq: toSafeInteger(row.ready_seq, 'ready_seq'),
           revision: toSafeInteger(row.revision, 'revision'),
           expiresAtMs: nullableInteger(row.expires_at_ms, 'expires_at_ms'),
+          ...(row.concurrency_key === null ? {} : { concurrencyKey: row.concurrency_key as string }),
         }),
       )
       // RETURNING order is unspecified; claim order is the contract.

@@ -823,7 +823,8 @@ SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS p
 
 /**
  * `$1` now, `$2` reserve until, `$3` limit, `$4` queues (null for every queue, as `queues` says),
- * `$5` the exhausted and `$6` the expired dead reason.
+ * `$5` the exhausted and `$6` the expired dead reason, `$7` the concurrency keys whose pending
+ * jobs are passed over (empty for none).
  * One round trip for the due-time driver's pass: dead-letters every lapsed row the exhaustion
  * rule covers, and every lapsed claim of a job with a concurrency key that expired (as a sweep
  * would: its slot would otherwise stay held until one, and no engine sweeps unless asked), and reserves the first due unexpired rows that rule does not cover, in claim order
@@ -851,7 +852,7 @@ WITH moved AS (
 ), ${(['pending', 'processing'] as const).map((state) => `due_${state}${state === 'pending' ? '_rows' : ''} AS (
   SELECT id, due_ms, ${fairOrder}, priority, ready_seq${state === 'pending' ? ', queue, concurrency_key' : ''} FROM ${schema.quoted}.jobs
   WHERE state = '${state}' AND due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND ${notExpired('$1::bigint')}
-    AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${state === 'pending' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`)}` : ''}
+    AND NOT COALESCE(${exhausted('$1::bigint')}, false) AND ${notPaused(schema, `${schema.quoted}.jobs.queue`)}${state === 'pending' ? ` AND ${slotHasRoom(schema, `${schema.quoted}.jobs`)} AND NOT COALESCE(concurrency_key = ANY($7::text[]), false)` : ''}
     AND ${rateHasToken(schema, `${schema.quoted}.jobs`, '$1::bigint')}
   ORDER BY ${claimOrder}
   LIMIT ${limit}
@@ -863,7 +864,7 @@ WITH moved AS (
 )
 UPDATE ${schema.quoted}.jobs AS job SET due_ms = $2::bigint, revision = job.revision + 1
 FROM due WHERE job.id = due.id
-RETURNING job.id, job.queue, job.priority, due.due_ms AS previous_due_ms, job.ready_seq, job.revision, job.expires_at_ms`
+RETURNING job.id, job.queue, job.priority, due.due_ms AS previous_due_ms, job.ready_seq, job.revision, job.expires_at_ms, job.concurrency_key`
 }
 
 // Of `rows` (pending head rows with their queue and concurrency key), those a pass may reserve:

@@ -1,0 +1,46 @@
+/**
+ * twoEngines — two engines of one group on shared memory stores and bus, with one ManualClock:
+ * h1 owns every partition, so h2 forwards its claims to it and signals h1 the due times of what
+ * it enqueues. The tests close them with `closeEngines` (the last closes the shared stores).
+ */
+import { ManualClock, Random } from '../../src/index.ts'
+import { type Matchbox, makeMatchbox } from '../../src/jobs/Matchbox.ts'
+import { makeMemoryBus } from '../../src/persistence/bus/MemoryBus.ts'
+import { makeMemoryJobStore } from '../../src/persistence/jobs/MemoryJobStore.ts'
+import { makeMemoryStore } from '../../src/persistence/queues/MemoryStore.ts'
+
+/** The engines made so far and not closed. */
+const open: Matchbox[] = []
+
+/** The two engines and their clock. */
+export function twoEngines(): { readonly h1: Matchbox; readonly h2: Matchbox; readonly clock: ManualClock } {
+  const store = makeMemoryStore()
+  const jobStore = makeMemoryJobStore({ queueRanges: store })
+  const bus = makeMemoryBus()
+  const clock = new ManualClock(1_700_000_000_000)
+  const membership = { ownerOf: () => 'h1', hosts: () => ['h1', 'h2'], subscribe: () => () => {} }
+  const engine = (hostId: string, seed: number): Matchbox =>
+    makeMatchbox({
+      hostId,
+      store,
+      jobStore,
+      clock,
+      random: Random.make(seed),
+      group: { membership, bus, storeSignalsDue: false, leave: async () => {} },
+      // h1 closes last (closeEngines closes in order), and closes the shared stores.
+      closeStores: async () => {
+        if (hostId !== 'h1') return
+        await bus.close()
+        await store.close()
+      },
+    })
+  const h1 = engine('h1', 7)
+  const h2 = engine('h2', 8)
+  open.push(h2, h1)
+  return { h1, h2, clock }
+}
+
+/** Closes every engine `twoEngines` made, h2 before h1. */
+export async function closeEngines(): Promise<void> {
+  for (const engine of open.splice(0)) await engine.close()
+}
