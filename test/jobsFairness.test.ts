@@ -51,7 +51,7 @@ describe('jobs API: fairness keys', () => {
     const q = mb.queue('refusals')
     await expect(q.enqueue(1, { fairnessKey: 'x'.repeat(65) })).rejects.toBeInstanceOf(InvalidInput)
     await expect(q.enqueue(1, { fairnessKey: 'x', fairnessWeight: 0 })).rejects.toBeInstanceOf(InvalidInput)
-    await expect(q.enqueueMany([{ payload: 1 }, { payload: 2, fairnessKey: 'x' }])).rejects.toMatchObject({ field: 'jobs[1].fairnessKey' })
+    await expect(q.enqueueMany([{ payload: 1 }, { payload: 2, fairnessKey: 'x'.repeat(65) }])).rejects.toMatchObject({ field: 'jobs[1].fairnessKey' })
     expect(() => mb.queue('refusals', { fairnessWeights: { x: 2000 } })).toThrow(InvalidInput)
     const tooMany = Object.fromEntries(Array.from({ length: 1001 }, (_, n) => [`k${n}`, 1]))
     expect(() => mb.queue('refusals', { fairnessWeights: tooMany })).toThrow(InvalidInput)

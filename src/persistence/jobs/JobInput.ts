@@ -258,9 +258,6 @@ export function checkNewJobs(jobs: ReadonlyArray<NewJob>): ReadonlyArray<NewJob>
   }
   // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
   const checked = Array.from(jobs, (job, index) => checkNewJob(job, `jobs[${index}]`))
-  // A keyed job's pass is drawn from its key's state one job at a time (enqueue's statement).
-  const keyed = checked.findIndex((job) => job.fairnessKey !== undefined)
-  if (keyed >= 0) throw new InvalidInput({ field: `jobs[${keyed}].fairnessKey`, reason: 'is taken by enqueue only: enqueue jobs with a fairness key one at a time' })
   checkBatchBytes(checked.map((job) => job.payload))
   assert(new Set(checked.map((job) => job.id)).size === checked.length, 'enqueueMany was given two jobs with one id')
   return checked
