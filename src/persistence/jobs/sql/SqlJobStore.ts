@@ -76,6 +76,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const texts = makeJobTexts(schema)
   const sql = {
     enqueueMany: jobSql.enqueueManySql(schema),
+    enqueueManyFair: jobSql.enqueueManySql(schema, true),
     getJob: jobSql.getJobSql(schema),
     claim: jobSql.claimSql(schema),
     claimFenced: jobSql.claimSql(schema, true),
@@ -445,7 +446,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
           if (fenced.rows.length === 0) return 'fenced' as const
           const marked = await tx.query(sql.markFired, [checked.name, checked.expectedRevision, checked.lastFiredMs])
           if (marked.rows.length === 0) return 'conflict' as const
-          await insertMany(async (values) => (await tx.query<Row>(sql.enqueueMany, values)).rows, checked.jobs, checked.nowMs, dueChannel)
+          await insertMany(async (values, fair) => (await tx.query<Row>(fair ? sql.enqueueManyFair : sql.enqueueMany, values)).rows, checked.jobs, checked.nowMs, dueChannel)
           return 'fired' as const
         })
       } catch (error) {

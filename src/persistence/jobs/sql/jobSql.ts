@@ -38,6 +38,7 @@
 import { jobAttemptErrorsKept, jobClaimsKept } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { fairnessStrideMax } from '../JobStore.ts'
+import { fairBatchCtes } from './fairBatchSql.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
 import { admitCtes, type AdmitOptions, freeSlotsCtes, parkLimitedCtes, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
 import { notPaused } from './pauseSql.ts'
@@ -265,26 +266,32 @@ const fairPassCte = (schema: Schema, fenced: boolean): string => {
  * `concurrency_limit`; absent for one without) creates its key's slot row if missing, and the
  * batch's last limit of a key is written to it if it differs; a job with rate limits
  * (`rate_per_second` and `rate_burst`, `key_rate_per_second` and `key_rate_burst`) likewise its
- * queue's and its key's buckets (a batch's jobs have no fairness key: the implicit key's bucket).
+ * queue's and its fairness key's buckets (a job without one: the implicit key's bucket).
+ *
+ * `fair`: some job has a fairness key (`fairness_key`, `fair_stride`; absent for one without):
+ * the jobs' passes are drawn as enqueueing them one by one would draw them (fairBatchSql.ts), and
+ * each key's row of fairness_passes is written once. A batch without keys runs the text without
+ * that step, which reads and writes no other row.
  */
-export function enqueueManySql(schema: Schema): string {
+export function enqueueManySql(schema: Schema, fair = false): string {
+  const fairColumns = fair ? ', fairness_key text, fair_stride bigint' : ''
   return `
 WITH input AS (
   SELECT * FROM json_to_recordset($1::json)
     AS input(id text, queue text, payload jsonb, priority smallint, max_attempts integer, visibility_timeout_ms bigint, backoff_base_ms bigint,
              dead_letter_retention_ms bigint, run_at_ms bigint, expires_at_ms bigint, job_key text, concurrency_key text, concurrency_limit integer,
-             rate_per_second double precision, rate_burst integer, key_rate_per_second double precision, key_rate_burst integer, position integer)
-), ${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, ${bucketRowsCtes(schema, `SELECT DISTINCT ON (queue, per_key) queue, per_key, ('' COLLATE "C") AS rate_key, per_second, burst FROM (
-    SELECT queue, false AS per_key, rate_per_second AS per_second, rate_burst AS burst, position FROM input WHERE rate_per_second IS NOT NULL
+             rate_per_second double precision, rate_burst integer, key_rate_per_second double precision, key_rate_burst integer, position integer${fairColumns})
+), ${fair ? `${fairBatchCtes(schema)}, ` : ''}${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, ${bucketRowsCtes(schema, `SELECT DISTINCT ON (queue, per_key, rate_key) queue, per_key, rate_key, per_second, burst FROM (
+    SELECT queue, false AS per_key, ('' COLLATE "C") AS rate_key, rate_per_second AS per_second, rate_burst AS burst, position FROM input WHERE rate_per_second IS NOT NULL
     UNION ALL
-    SELECT queue, true AS per_key, key_rate_per_second, key_rate_burst, position FROM input WHERE key_rate_per_second IS NOT NULL
-  ) AS given ORDER BY queue, per_key, position DESC`, '$2::bigint')}, inserted AS (
+    SELECT queue, true AS per_key, (${fair ? `COALESCE(fairness_key, '')` : `''`} COLLATE "C"), key_rate_per_second, key_rate_burst, position FROM input WHERE key_rate_per_second IS NOT NULL
+  ) AS given ORDER BY queue, per_key, rate_key, position DESC`, '$2::bigint')}, inserted AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, concurrency_key)
-  SELECT id, queue, 'pending', payload -> 0, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     $2::bigint, run_at_ms, expires_at_ms, GREATEST(run_at_ms, $2::bigint), job_key, concurrency_key
-  FROM input ORDER BY position
+     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, concurrency_key${fair ? ', fairness_key, fair_pass' : ''})
+  SELECT input.id, input.queue, 'pending', input.payload -> 0, input.priority, 0, input.max_attempts, input.visibility_timeout_ms, input.backoff_base_ms, input.dead_letter_retention_ms,
+     $2::bigint, input.run_at_ms, input.expires_at_ms, GREATEST(input.run_at_ms, $2::bigint), input.job_key, input.concurrency_key${fair ? ', input.fairness_key, fair.pass' : ''}
+  FROM input${fair ? ' LEFT JOIN fair_pass AS fair ON fair.position = input.position' : ''} ORDER BY input.position
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
   RETURNING id, queue, due_ms
 )
