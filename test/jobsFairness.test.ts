@@ -2,7 +2,8 @@
  * Fairness keys through the jobs API on the memory stores and a ManualClock: a light key that
  * enqueues behind a heavy key's backlog is claimed alternately with it; the handle's weights win
  * over the enqueue's; bad keys, weights and weight maps are a typed InvalidInput with nothing
- * written. The store's order itself is held by the JobStore conformance suite (JobFairnessConformance).
+ * written; enqueueMany and an outbox take keys too. The store's order itself is held by the
+ * JobStore conformance suite (JobFairnessConformance).
  */
 import { describe, expect, it } from 'vitest'
 import { InvalidInput, ManualClock, type Matchbox, open } from '../src/index.ts'
@@ -43,6 +44,29 @@ describe('jobs API: fairness keys', () => {
     for (let n = 0; n < 12; n++) await q.enqueue({ key: 'base' }, { fairnessKey: 'base' })
     const keys = await claimKeys(mb, 'weighted', 8)
     expect(keys.filter((key) => key === 'gold')).toHaveLength(6)
+    await mb.close()
+  })
+
+  it("enqueueMany takes keys per job, ordered as the same enqueues, and the handle's weights win there too", async () => {
+    const mb = await engine()
+    const q = mb.queue<{ key: string }>('batched', { fairnessWeights: { gold: 3 } })
+    await q.enqueueMany([
+      ...Array.from({ length: 12 }, () => ({ payload: { key: 'gold' }, fairnessKey: 'gold', fairnessWeight: 1 })),
+      ...Array.from({ length: 12 }, () => ({ payload: { key: 'base' }, fairnessKey: 'base' })),
+    ])
+    const keys = await claimKeys(mb, 'batched', 8)
+    expect(keys.filter((key) => key === 'gold')).toHaveLength(6)
+    await mb.close()
+  })
+
+  it('an outbox is a queue: its enqueue and enqueueMany take fairness keys', async () => {
+    const mb = await engine()
+    const outbox = mb.outbox<{ key: string }>('events')
+    for (let n = 0; n < 6; n++) await outbox.enqueue({ key: 'heavy' }, { fairnessKey: 'heavy' })
+    await outbox.enqueueMany([0, 1].map(() => ({ payload: { key: 'light' }, fairnessKey: 'light' })))
+    const keys: string[] = []
+    for (let n = 0; n < 4; n++) keys.push((await outbox.claim())?.payload.key ?? 'none')
+    expect(keys).toEqual(['heavy', 'light', 'heavy', 'light'])
     await mb.close()
   })
 
