@@ -55,7 +55,9 @@ import {
   checkTokens,
   checkStack,
   checkTime,
+  checkScheduleKeys,
   checkTimezone,
+  scheduleKeyFields,
 } from '../JobInput.ts'
 import type { ClaimFence, ClaimOutcome, DueJob, JobState, JobStore } from '../JobStore.ts'
 import { fenceRefusal, fenceValues } from './claimFenceSql.ts'
@@ -392,15 +394,17 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     },
 
     async putSchedule(params) {
-      const { name, spec, queue, payload, timezone, nowMs } = validated('putSchedule', () => ({
+      const { name, spec, queue, payload, timezone, keys, nowMs } = validated('putSchedule', () => ({
         name: checkName('name', params.name),
         spec: checkName('spec', params.spec),
         queue: checkName('queue', params.queue),
         payload: validateJson('payload', params.payload),
         timezone: checkTimezone('timezone', params.timezone),
+        keys: checkScheduleKeys(params),
         nowMs: checkTime('nowMs', params.nowMs),
       }))
-      const [changed] = await write('putSchedule', sql.putSchedule, [name, spec, queue, JSON.stringify(payload), nowMs, timezone])
+      const keyValues = scheduleKeyFields.map((field) => keys[field] ?? null)
+      const [changed] = await write('putSchedule', sql.putSchedule, [name, spec, queue, JSON.stringify(payload), nowMs, timezone, ...keyValues])
       if (changed !== undefined) return decodeSchedule(changed)
       const [current] = await read('putSchedule', sql.getSchedule, [name])
       assert(current !== undefined, `schedule ${name} neither changed nor exists`)

@@ -111,6 +111,11 @@ export function decodeSchedule(row: Row): ScheduleRecord {
     lastFiredMs: nullableInteger(row.last_fired_ms, 'last_fired_ms'),
     timezone: nullableText(row.timezone),
     revision: toSafeInteger(row.revision, 'revision'),
+    // Each job key only when the schedule gives it, as the memory store keeps it.
+    ...(row.priority === null || row.priority === undefined ? {} : { priority: toSafeInteger(row.priority, 'priority') }),
+    ...(row.fairness_key === null || row.fairness_key === undefined ? {} : { fairnessKey: row.fairness_key as string }),
+    ...(row.fairness_weight === null || row.fairness_weight === undefined ? {} : { fairnessWeight: Number(row.fairness_weight) }),
+    ...(row.concurrency_key === null || row.concurrency_key === undefined ? {} : { concurrencyKey: row.concurrency_key as string, concurrencyLimit: toSafeInteger(row.concurrency_limit, 'concurrency_limit') }),
   }
 }
 
