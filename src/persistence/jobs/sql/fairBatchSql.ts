@@ -19,6 +19,8 @@
  * are read locked, in key order, so an enqueue of a key on another connection queues behind the
  * statement and continues from its last pass; a key new to the queue that another statement
  * creates meanwhile is merged as `fairPassCte` merges it (the later writer steps from the row).
+ * The key rows are written before the job rows, as a keyed enqueue writes them, so a batch and an
+ * enqueue of one key and one job key wait for each other in one order, never in a cycle.
  *
  * Does not: run for a batch without keys (enqueueManySql's unkeyed form has none of this).
  */
