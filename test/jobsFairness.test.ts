@@ -2,7 +2,8 @@
  * Fairness keys through the jobs API on the memory stores and a ManualClock: a light key that
  * enqueues behind a heavy key's backlog is claimed alternately with it; the handle's weights win
  * over the enqueue's; bad keys, weights and weight maps are a typed InvalidInput with nothing
- * written. The store's order itself is held by the JobStore conformance suite (JobFairnessConformance).
+ * written; enqueueMany and an outbox take keys too. The store's order itself is held by the
+ * JobStore conformance suite (JobFairnessConformance).
  */
 import { describe, expect, it } from 'vitest'
 import { InvalidInput, ManualClock, type Matchbox, open } from '../src/index.ts'
@@ -46,12 +47,35 @@ describe('jobs API: fairness keys', () => {
     await mb.close()
   })
 
+  it("enqueueMany takes keys per job, ordered as the same enqueues, and the handle's weights win there too", async () => {
+    const mb = await engine()
+    const q = mb.queue<{ key: string }>('batched', { fairnessWeights: { gold: 3 } })
+    await q.enqueueMany([
+      ...Array.from({ length: 12 }, () => ({ payload: { key: 'gold' }, fairnessKey: 'gold', fairnessWeight: 1 })),
+      ...Array.from({ length: 12 }, () => ({ payload: { key: 'base' }, fairnessKey: 'base' })),
+    ])
+    const keys = await claimKeys(mb, 'batched', 8)
+    expect(keys.filter((key) => key === 'gold')).toHaveLength(6)
+    await mb.close()
+  })
+
+  it('an outbox is a queue: its enqueue and enqueueMany take fairness keys', async () => {
+    const mb = await engine()
+    const outbox = mb.outbox<{ key: string }>('events')
+    for (let n = 0; n < 6; n++) await outbox.enqueue({ key: 'heavy' }, { fairnessKey: 'heavy' })
+    await outbox.enqueueMany([0, 1].map(() => ({ payload: { key: 'light' }, fairnessKey: 'light' })))
+    const keys: string[] = []
+    for (let n = 0; n < 4; n++) keys.push((await outbox.claim())?.payload.key ?? 'none')
+    expect(keys).toEqual(['heavy', 'light', 'heavy', 'light'])
+    await mb.close()
+  })
+
   it('refuses bad keys, weights and weight maps with InvalidInput, writing nothing', async () => {
     const mb = await engine()
     const q = mb.queue('refusals')
     await expect(q.enqueue(1, { fairnessKey: 'x'.repeat(65) })).rejects.toBeInstanceOf(InvalidInput)
     await expect(q.enqueue(1, { fairnessKey: 'x', fairnessWeight: 0 })).rejects.toBeInstanceOf(InvalidInput)
-    await expect(q.enqueueMany([{ payload: 1 }, { payload: 2, fairnessKey: 'x' }])).rejects.toMatchObject({ field: 'jobs[1].fairnessKey' })
+    await expect(q.enqueueMany([{ payload: 1 }, { payload: 2, fairnessKey: 'x'.repeat(65) }])).rejects.toMatchObject({ field: 'jobs[1].fairnessKey' })
     expect(() => mb.queue('refusals', { fairnessWeights: { x: 2000 } })).toThrow(InvalidInput)
     const tooMany = Object.fromEntries(Array.from({ length: 1001 }, (_, n) => [`k${n}`, 1]))
     expect(() => mb.queue('refusals', { fairnessWeights: tooMany })).toThrow(InvalidInput)

@@ -184,6 +184,52 @@ describe.each(stores)('service API on %s', (label, storeOf) => {
     expect((await mb.listSchedules()).some((schedule) => schedule.name === 'paris-morning')).toBe(false)
   })
 
+  it('a schedule gives its jobs a priority and fairness and concurrency keys, lists them, restarts when they change, refuses bad ones', async () => {
+    const limited = mb.queue<{ n: number }>('keyed-ticks', { concurrencyPerKey: 1 })
+    await mb.schedule('keyed-tick', '@every 60s', 'keyed-ticks', { n: 1 }, { priority: 3, concurrencyKey: 'acct', concurrencyPerKey: 1 })
+    // A backlog of 200 jobs of key 'light', passes 0, 1 000, … 199 000 ms on from now: the
+    // schedule's occurrences of the key, due when fired two minutes on, queue behind the key's
+    // backlog (FIFO within the key); without the key they would go in at their due time, among it.
+    const fair = mb.queue<{ key: string }>('keyed-fair')
+    await fair.enqueueMany(Array.from({ length: 200 }, () => ({ payload: { key: 'backlog' }, fairnessKey: 'light' })))
+    await mb.schedule('keyed-light', '@every 60s', 'keyed-fair', { key: 'light' }, { fairnessKey: 'light', fairnessWeight: 2 })
+    const listed = (await mb.listSchedules()).filter((schedule) => schedule.name.startsWith('keyed-'))
+    expect(listed).toMatchObject([
+      { name: 'keyed-light', priority: 0, fairnessKey: 'light', fairnessWeight: 2, concurrencyKey: null, concurrencyPerKey: null },
+      { name: 'keyed-tick', priority: 3, fairnessKey: null, fairnessWeight: null, concurrencyKey: 'acct', concurrencyPerKey: 1 },
+    ])
+    clock.advance(120_000)
+    await mb.runSchedules()
+    await mb.unschedule('keyed-light')
+    // Two occurrences of one concurrency key, limit 1: the second waits while the first is claimed.
+    const first = await limited.claim()
+    expect(first?.priority).toBe(3)
+    expect(await limited.claim()).toBeNull()
+    await first?.ack()
+    expect((await limited.claim())?.priority).toBe(3)
+    const order: string[] = []
+    for (let job = await fair.claim(); job !== null; job = await fair.claim()) order.push(job.payload.key)
+    expect(order.slice(200)).toEqual(['light', 'light'])
+    // The same keys again keep the firing state; another key restarts it, as another payload does.
+    await mb.schedule('keyed-tick', '@every 60s', 'keyed-ticks', { n: 1 }, { priority: 3, concurrencyKey: 'acct', concurrencyPerKey: 1 })
+    expect((await mb.listSchedules()).find((schedule) => schedule.name === 'keyed-tick')?.lastFiredAt).not.toBeNull()
+    await mb.schedule('keyed-tick', '@every 60s', 'keyed-ticks', { n: 1 }, { priority: 3, concurrencyKey: 'acct', concurrencyPerKey: 2 })
+    expect((await mb.listSchedules()).find((schedule) => schedule.name === 'keyed-tick')).toMatchObject({ concurrencyPerKey: 2, lastFiredAt: null })
+    await mb.unschedule('keyed-tick')
+    const refusals: Array<[object, string]> = [
+      [{ priority: 10 }, 'options.priority'],
+      [{ fairnessKey: 'k'.repeat(65) }, 'options.fairnessKey'],
+      [{ fairnessKey: 'k', fairnessWeight: 0 }, 'options.fairnessWeight'],
+      [{ fairnessWeight: 2 }, 'options.fairnessWeight'],
+      [{ concurrencyKey: 'acct' }, 'options.concurrencyPerKey'],
+      [{ concurrencyPerKey: 2 }, 'options.concurrencyPerKey'],
+      [{ concurrencyKey: 'acct', concurrencyPerKey: 0 }, 'options.concurrencyPerKey'],
+      [{ fairnesKey: 'k' }, 'options.fairnesKey'],
+    ]
+    for (const [options, field] of refusals) await expect(mb.schedule('keyed-bad', '@every 60s', 'keyed-ticks', 1, options)).rejects.toMatchObject({ _tag: 'InvalidInput', field })
+    expect((await mb.listSchedules()).some((schedule) => schedule.name === 'keyed-bad')).toBe(false)
+  })
+
   it('startMaintenance runs schedules and sweeps on the clock until stopped', async () => {
     expect(() => mb.startMaintenance({})).toThrow(expect.objectContaining({ _tag: 'InvalidInput', field: 'options' }))
     expect(() => mb.startMaintenance({ sweepEveryMs: 1_000 })).toThrow(expect.objectContaining({ field: 'options.queues' }))

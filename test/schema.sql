@@ -14,6 +14,7 @@ migration 9 job_claim_indexes
 migration 10 fairness
 migration 11 concurrency_keys
 migration 12 rate_limits
+migration 13 schedule_keys
 
 table concurrency_slots
   column queue text collate "C" not null
@@ -66,6 +67,11 @@ table job_schedules
   column last_fired_ms bigint
   column revision bigint not null
   column timezone text
+  column priority smallint
+  column fairness_key text
+  column fairness_weight double precision
+  column concurrency_key text
+  column concurrency_limit integer
 
 table jobs
   column id text collate "C" not null

@@ -14,8 +14,8 @@
  * the claims riding with them), so the checkers judge every job a batch touched.
  *
  * `ackBatch` is read around (each named job before and after, on the store underneath) so the
- * checkers learn exactly which claims it acked, not only how many; a keyed `enqueue` is read
- * after, for the fairness pass the store wrote.
+ * checkers learn exactly which claims it acked, not only how many; a keyed `enqueue`, and each
+ * keyed job an `enqueueMany` wrote, is read after, for the fairness pass the store wrote.
  *
  * Wrap, don't fork: the store underneath is the real one (memory or SQL), possibly wrapped by
  * a mutant (sim/jobs/JobMutations.ts). Does not: judge anything or inject faults (the world does).
@@ -56,10 +56,14 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     enqueueMany: (params, tx) =>
       park(`job.enqueueMany ×${params.jobs.length}${params.jobs.some((job) => job.key != null) ? ' keyed' : ''}`, true, async () => {
         const answers = await inner.enqueueMany(params, tx)
-        // A job answered by its own id was written; one answered by another's (a key's holder) was not.
-        params.jobs.forEach((job, i) => {
-          if (answers[i]?.id === job.id) record({ op: 'enqueue', ...stamp(params.nowMs), job: insertedJobRecord(job, params.nowMs, null, job.payload), ...keysOf(job) })
-        })
+        // A job answered by its own id was written; one answered by another's (a key's holder) was
+        // not. A keyed job's pass is read before any other call runs, as after a keyed enqueue;
+        // the batch's jobs are recorded in its order, the order the store drew their passes in.
+        for (const [i, job] of params.jobs.entries()) {
+          if (answers[i]?.id !== job.id) continue
+          const fairPass = job.fairnessKey == null ? undefined : (await inner.getJob({ queue: job.queue, id: job.id }))?.fairPass
+          record({ op: 'enqueue', ...stamp(params.nowMs), job: insertedJobRecord(job, params.nowMs, null, job.payload), ...keysOf(job), ...(fairPass == null ? {} : { fairPass }) })
+        }
         return answers
       }),
     claimMany: (params) => {

@@ -208,7 +208,7 @@ function jobMaker(
 }
 
 // `enqueueMany`'s jobs validated into new jobs (`make`), with the largest payload's size sum for
-// the batch's byte check; a job that is not an object, names `tx` or a fairness key is refused.
+// the batch's byte check; a job that is not an object or names `tx` is refused.
 function resolveBatch(jobs: ReadonlyArray<unknown>, make: (payload: JsonValue, resolved: ResolvedEnqueue) => NewJob): { readonly batch: NewJob[]; readonly bytesMax: number } {
   let bytesMax = 0
   // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
@@ -220,8 +220,6 @@ function resolveBatch(jobs: ReadonlyArray<unknown>, make: (payload: JsonValue, r
     const measured = validateJsonMeasured(`${field}.payload`, payload)
     bytesMax += measured.bytesMax
     const resolved = resolveEnqueueOptions(itemOptions, field)
-    // A keyed job's pass is drawn from its key's state one job at a time (the store's enqueue).
-    if (resolved.fairnessKey !== null) throw new InvalidInput({ field: `${field}.fairnessKey`, reason: 'is taken by enqueue only: enqueue jobs with a fairness key one at a time' })
     return make(measured.value, resolved)
   })
   return { batch, bytesMax }

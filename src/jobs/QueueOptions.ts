@@ -109,7 +109,8 @@ export interface EnqueueOptions {
    * The job's fairness key (a tenant, a customer; at most 64 UTF-8 bytes): within a priority the
    * queue's keys take turns in proportion to their weights, FIFO within a key, so one key's
    * backlog does not hold back another's jobs. Without it the job is ordered by its due time.
-   * `enqueue` only: `enqueueMany` refuses it.
+   * In `enqueueMany` each job takes its own key and weight, ordered as that many `enqueue` calls
+   * in the array's order would be.
    */
   readonly fairnessKey?: string
   /** The key's weight, 0.001…1000 (default 1); the queue handle's `fairnessWeights` win over it. */

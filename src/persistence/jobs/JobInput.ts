@@ -14,7 +14,7 @@ import { type JsonValue, validateJson } from '../../domain/Json.ts'
 import { makeQueueKey, validateName } from '../../domain/QueueKey.ts'
 import { validatePriority } from '../../domain/Task.ts'
 import { ackBatchSizeMax, enqueueBatchBytesMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax, jobProgressBytesMax } from '../../kernel/Limits.ts'
-import type { ClaimFence, ClaimRef, JobState, NewJob, RateLimit, SqlClient } from './JobStore.ts'
+import type { ClaimFence, ClaimRef, JobState, NewJob, RateLimit, ScheduleJobKeys, SqlClient } from './JobStore.ts'
 
 const durationMsMax = jobDurationSMax * 1000
 
@@ -214,6 +214,29 @@ function checkFairness(field: string, job: NewJob): { fairnessKey?: string; fair
   return { fairnessKey, fairnessWeight: job.fairnessWeight === undefined ? 1 : checkFairnessWeight(`${field}.fairnessWeight`, job.fairnessWeight) }
 }
 
+/**
+ * A schedule's job keys (`putSchedule`), each absent when not given: a priority, a fairness key
+ * with an optional weight, a concurrency key with its limit. A weight without a key, or a key and
+ * limit without the other, is refused: a schedule keeps only what its jobs will carry.
+ */
+export function checkScheduleKeys(params: ScheduleJobKeys): ScheduleJobKeys {
+  const fairnessKey = checkFairnessKey('fairnessKey', params.fairnessKey)
+  if (fairnessKey === null && params.fairnessWeight !== undefined) throw new InvalidInput({ field: 'fairnessWeight', reason: 'weights a fairness key: give fairnessKey too' })
+  const concurrencyKey = checkConcurrencyKey('concurrencyKey', params.concurrencyKey)
+  if ((concurrencyKey === null) !== (params.concurrencyLimit === undefined)) {
+    throw new InvalidInput(concurrencyKey === null ? { field: 'concurrencyLimit', reason: 'limits a concurrency key: give concurrencyKey too' } : { field: 'concurrencyLimit', reason: 'is needed with a concurrency key' })
+  }
+  return {
+    ...(params.priority === undefined ? {} : { priority: validatePriority('priority', params.priority) }),
+    ...(fairnessKey === null ? {} : { fairnessKey }),
+    ...(params.fairnessWeight === undefined ? {} : { fairnessWeight: checkFairnessWeight('fairnessWeight', params.fairnessWeight) }),
+    ...(concurrencyKey === null ? {} : { concurrencyKey, concurrencyLimit: checkConcurrencyLimit('concurrencyLimit', params.concurrencyLimit) }),
+  }
+}
+
+/** The fields of a schedule's job keys, in one order (stores compare and copy them by it). */
+export const scheduleKeyFields = ['priority', 'fairnessKey', 'fairnessWeight', 'concurrencyKey', 'concurrencyLimit'] as const
+
 /** A claim's range fence, or null when the call carries none: a valid physical queue key and a range id ≥ 1. */
 export function checkFence(fence: ClaimFence | undefined): ClaimFence | null {
   if (fence === undefined) return null
@@ -258,9 +281,6 @@ export function checkNewJobs(jobs: ReadonlyArray<NewJob>): ReadonlyArray<NewJob>
   }
   // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
   const checked = Array.from(jobs, (job, index) => checkNewJob(job, `jobs[${index}]`))
-  // A keyed job's pass is drawn from its key's state one job at a time (enqueue's statement).
-  const keyed = checked.findIndex((job) => job.fairnessKey !== undefined)
-  if (keyed >= 0) throw new InvalidInput({ field: `jobs[${keyed}].fairnessKey`, reason: 'is taken by enqueue only: enqueue jobs with a fairness key one at a time' })
   checkBatchBytes(checked.map((job) => job.payload))
   assert(new Set(checked.map((job) => job.id)).size === checked.length, 'enqueueMany was given two jobs with one id')
   return checked

@@ -304,8 +304,21 @@ export interface DueJob {
   readonly concurrencyKey?: string
 }
 
+/**
+ * What a schedule's occurrence jobs carry besides the default stamps, as `NewJob` carries it;
+ * each field absent when not given (the default priority, no key). A weight goes with a fairness
+ * key and a limit with a concurrency key.
+ */
+export interface ScheduleJobKeys {
+  readonly priority?: number
+  readonly fairnessKey?: string
+  readonly fairnessWeight?: number
+  readonly concurrencyKey?: string
+  readonly concurrencyLimit?: number
+}
+
 /** A registered schedule. */
-export interface ScheduleRecord {
+export interface ScheduleRecord extends ScheduleJobKeys {
   readonly name: string
   readonly spec: string
   readonly queue: string
@@ -538,10 +551,11 @@ export interface JobStore {
   deliverableCount(params: { readonly queue: string; readonly nowMs: number; readonly limit: number }): Promise<number>
 
   /**
-   * Registers a schedule. Same spec, queue and payload as stored: unchanged (so every process may
-   * register its schedules at start). Otherwise it is (re)anchored at now with nothing fired.
+   * Registers a schedule. Same spec, queue, payload, zone and job keys as stored: unchanged (so
+   * every process may register its schedules at start). Otherwise it is (re)anchored at now with
+   * nothing fired.
    */
-  putSchedule(params: {
+  putSchedule(params: ScheduleJobKeys & {
     readonly name: string
     readonly spec: string
     readonly queue: string

@@ -1,6 +1,6 @@
 /**
  * MemoryJobSchedules — the schedule and lease half of the memory job store (MemoryJobStore.ts):
- * registration (same spec, queue, payload and zone = unchanged), removal, the fenced lease, and
+ * registration (same spec, queue, payload, zone and job keys = unchanged), removal, the fenced lease, and
  * firing, which inserts its jobs through the store's own insert so they are ordinary rows.
  *
  * Invariants: the same as scheduleSql.ts spells out for the SQL stores; values are copied in
@@ -8,7 +8,7 @@
  */
 import { InvalidInput } from '../../domain/errors.ts'
 import { validateJson } from '../../domain/Json.ts'
-import { checkCount, checkDurationMs, checkName, checkNewJob, checkTime, checkTimezone } from './JobInput.ts'
+import { checkCount, checkDurationMs, checkName, checkNewJob, checkScheduleKeys, checkTime, checkTimezone, scheduleKeyFields } from './JobInput.ts'
 import type { JobRecord, JobStore, NewJob, ScheduleRecord } from './JobStore.ts'
 
 const copy = <T>(value: T): T => structuredClone(value)
@@ -34,6 +34,7 @@ export function makeMemorySchedules(
       const queue = checkName('queue', params.queue)
       const payload = validateJson('payload', params.payload)
       const timezone = checkTimezone('timezone', params.timezone)
+      const keys = checkScheduleKeys(params)
       const nowMs = checkTime('nowMs', params.nowMs)
       const existing = schedules.get(name)
       if (
@@ -41,11 +42,12 @@ export function makeMemorySchedules(
         existing.spec === spec &&
         existing.queue === queue &&
         existing.timezone === timezone &&
-        canonical(existing.payload) === canonical(payload)
+        canonical(existing.payload) === canonical(payload) &&
+        scheduleKeyFields.every((field) => existing[field] === keys[field])
       ) {
         return copy(existing)
       }
-      const record: ScheduleRecord = { name, spec, queue, payload: copy(payload), anchorMs: nowMs, lastFiredMs: null, timezone, revision: (existing?.revision ?? 0) + 1 }
+      const record: ScheduleRecord = { name, spec, queue, payload: copy(payload), anchorMs: nowMs, lastFiredMs: null, timezone, revision: (existing?.revision ?? 0) + 1, ...keys }
       schedules.set(name, record)
       return copy(record)
     },

@@ -276,6 +276,20 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect((await jobs.claimDue({ queue: 'rate-up', nowMs: 1200, claimTokens: ['r3'] })).map((job) => job.id)).toEqual(['rate-a'])
     },
   },
+  13: {
+    // A schedule registered before schedules had job keys (version 4's 'nightly'): it reads
+    // without keys, registering it as it was changes nothing, and registering it with a
+    // fairness key re-anchors it.
+    async seed(driver, schema) {
+      await dataAtVersion[12]?.seed(driver, schema)
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[12]?.verify(store, membership, jobs)
+      const nightly = { name: 'nightly', spec: '0 2 * * *', queue: 'emails', payload: {}, timezone: 'Europe/Paris' }
+      expect(await jobs.putSchedule({ ...nightly, nowMs: 300 })).toEqual({ ...nightly, anchorMs: 0, lastFiredMs: null, revision: 1 })
+      expect(await jobs.putSchedule({ ...nightly, fairnessKey: 'tenant', nowMs: 300 })).toEqual({ ...nightly, fairnessKey: 'tenant', anchorMs: 300, lastFiredMs: null, revision: 2 })
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {

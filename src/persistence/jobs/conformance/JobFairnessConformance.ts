@@ -118,7 +118,7 @@ export function describeJobFairnessConformance(fixture: JobFixture): void {
       expect((await store().getJob({ queue, id: next as string }))?.fairPass).toBe(2_000)
     })
 
-    it('refuses a key over 64 bytes, a weight out of 0.001…1000, and keyed jobs in enqueueMany, writing nothing', async () => {
+    it('refuses a key over 64 bytes and a weight out of 0.001…1000, writing nothing', async () => {
       const queue = fixture.queue('fair-input')
       const bad: Array<Partial<NewJob>> = [
         { fairnessKey: 'k'.repeat(65) },
@@ -128,12 +128,147 @@ export function describeJobFairnessConformance(fixture: JobFixture): void {
         { fairnessWeight: 0.0001 },
       ]
       for (const overrides of bad) await expect(store().enqueue({ job: fixture.job(queue, overrides), nowMs })).rejects.toBeInstanceOf(InvalidInput)
-      await expect(store().enqueueMany({ jobs: [fixture.job(queue), fixture.job(queue, { fairnessKey: 'k' })], nowMs })).rejects.toBeInstanceOf(InvalidInput)
       expect(await store().claimDue({ queue, nowMs, claimTokens: [fixture.id('t')] })).toEqual([])
       // At the bounds, accepted.
       await store().enqueue({ job: fixture.job(queue, { fairnessKey: 'k'.repeat(64), fairnessWeight: 1000 }), nowMs })
       await store().enqueue({ job: fixture.job(queue, { fairnessKey: 'k', fairnessWeight: 0.001 }), nowMs })
       expect(await store().claimDue({ queue, nowMs, claimTokens: [fixture.id('t'), fixture.id('t')] })).toHaveLength(2)
+    })
+  })
+
+  describeFairBatchCases(fixture)
+}
+
+// One job of a batch case: its payload names it; an unkeyed job has no `fairnessKey`.
+type BatchItem = Partial<NewJob> & { readonly name: string }
+
+// enqueueMany of keyed jobs: the same passes and claim order as that many enqueues in array
+// order, a job answered by its job key's holder (live, or earlier in the batch) stepping no pass.
+function describeFairBatchCases(fixture: JobFixture): void {
+  const { store } = fixture
+  const nowMs = 1_000
+  const jobOf = (queue: string, item: BatchItem): NewJob => {
+    const { name, ...overrides } = item
+    return fixture.job(queue, { payload: { name }, ...overrides })
+  }
+  // Each job's name, pass and id after `jobs` went in (answers in order).
+  const passesOf = async (queue: string, answers: ReadonlyArray<{ id: string }>) =>
+    await Promise.all(
+      answers.map(async ({ id }) => {
+        const job = await store().getJob({ queue, id })
+        return { name: (job?.payload as { name: string } | undefined)?.name, fairPass: job?.fairPass }
+      }),
+    )
+  // Every job of the queue, claimed one at a time late enough for all to be due, by name.
+  const claimOrder = async (queue: string): Promise<string[]> => {
+    const names: string[] = []
+    for (;;) {
+      const [job] = await store().claimDue({ queue, nowMs: 100_000, claimTokens: [fixture.id('t')] })
+      if (job === undefined) return names
+      names.push((job.payload as { name: string }).name)
+    }
+  }
+  // `setup` then `items` enqueued one by one in one queue and as one enqueueMany in another:
+  // answers each queue's passes (by item) and claim order.
+  const singlesAndBatch = async (label: string, setup: ReadonlyArray<BatchItem>, items: ReadonlyArray<BatchItem>) => {
+    const results = []
+    for (const batched of [false, true]) {
+      const queue = fixture.queue(`${label}-${batched ? 'batch' : 'singles'}`)
+      for (const item of setup) await store().enqueue({ job: jobOf(queue, item), nowMs })
+      // The setup's first job is claimed, so the head (the virtual now) is ahead of now.
+      await store().claimDue({ queue, nowMs, claimTokens: [fixture.id('t')] })
+      const jobs = items.map((item) => jobOf(queue, item))
+      const answers: Array<{ id: string }> = []
+      if (batched) answers.push(...(await store().enqueueMany({ jobs, nowMs })))
+      else for (const job of jobs) answers.push(await store().enqueue({ job, nowMs }))
+      results.push({ passes: await passesOf(queue, answers), order: await claimOrder(queue) })
+    }
+    return { singles: results[0], batch: results[1] }
+  }
+
+  describe('fairness keys in enqueueMany', () => {
+    it('a batch of mixed keys, weights, priorities and runAts gets the passes and claim order of the same enqueues one by one', async () => {
+      const setup: BatchItem[] = [0, 1, 2, 3].map((n) => ({ name: `heavy${n}`, fairnessKey: 'heavy' }))
+      const items: BatchItem[] = [
+        { name: 'a0', fairnessKey: 'a' },
+        { name: 'heavy4', fairnessKey: 'heavy' },
+        { name: 'a1', fairnessKey: 'a', fairnessWeight: 2 },
+        { name: 'b0', fairnessKey: 'b', runAtMs: 4_500 },
+        { name: 'a2', fairnessKey: 'a', priority: 3 },
+        { name: 'c0', fairnessKey: 'c', priority: 3, runAtMs: 9_000 },
+        { name: 'c1', fairnessKey: 'c', priority: 3, fairnessWeight: 0.5 },
+        { name: 'b1', fairnessKey: 'b' },
+        { name: 'a3', fairnessKey: 'a' },
+      ]
+      const { singles, batch } = await singlesAndBatch('fair-many', setup, items)
+      expect(batch).toEqual(singles)
+      // The passes are the stride schedule's, not all at the head: a's second job is one stride on.
+      expect(singles?.passes.slice(0, 3)).toEqual([
+        { name: 'a0', fairPass: 2_000 },
+        { name: 'heavy4', fairPass: 5_000 },
+        { name: 'a1', fairPass: 2_500 },
+      ])
+    })
+
+    it('a batch that mixes keyed and unkeyed jobs orders them as the same enqueues one by one', async () => {
+      const setup: BatchItem[] = [0, 1, 2].map((n) => ({ name: `heavy${n}`, fairnessKey: 'heavy' }))
+      const items: BatchItem[] = [
+        { name: 'light0', fairnessKey: 'light' },
+        { name: 'plain0', runAtMs: 1_500 },
+        { name: 'light1', fairnessKey: 'light' },
+        { name: 'plain1' },
+        { name: 'new0', fairnessKey: 'new' },
+        { name: 'plain2', priority: 2, runAtMs: 3_000 },
+        { name: 'new1', fairnessKey: 'new', priority: 2 },
+        { name: 'heavy3', fairnessKey: 'heavy' },
+      ]
+      const { singles, batch } = await singlesAndBatch('fair-mixed', setup, items)
+      expect(batch).toEqual(singles)
+    })
+
+    it("chains a key's passes within the batch, FIFO within the key, and the key's next enqueue continues from the batch's last", async () => {
+      const queue = fixture.queue('fair-chain')
+      const jobs = [0, 1, 2].map((n) => jobOf(queue, { name: `k${n}`, fairnessKey: 'k', fairnessWeight: 4 }))
+      const answers = await store().enqueueMany({ jobs, nowMs })
+      expect((await passesOf(queue, answers)).map((job) => job.fairPass)).toEqual([1_000, 1_250, 1_500])
+      const next = await store().enqueue({ job: jobOf(queue, { name: 'k3', fairnessKey: 'k', fairnessWeight: 4 }), nowMs })
+      expect((await store().getJob({ queue, id: next.id }))?.fairPass).toBe(1_750)
+      expect(await claimOrder(queue)).toEqual(['k0', 'k1', 'k2', 'k3'])
+    })
+
+    it("a job answered by its job key's holder, live or earlier in the batch, steps no pass", async () => {
+      const queue = fixture.queue('fair-many-dedup')
+      const held = await store().enqueue({ job: jobOf(queue, { name: 'held', fairnessKey: 'a', key: 'live' }), nowMs })
+      const jobs = [
+        jobOf(queue, { name: 'dup-live', fairnessKey: 'a', key: 'live' }),
+        jobOf(queue, { name: 'first', fairnessKey: 'a', key: 'batch' }),
+        jobOf(queue, { name: 'dup-batch', fairnessKey: 'a', key: 'batch' }),
+        jobOf(queue, { name: 'next', fairnessKey: 'a' }),
+      ]
+      const answers = await store().enqueueMany({ jobs, nowMs })
+      expect(answers.map((answer) => answer.id)).toEqual([held.id, jobs[1]?.id, jobs[1]?.id, jobs[3]?.id])
+      // held 1 000, first 2 000, next 3 000: the two answered jobs took no stride.
+      expect((await passesOf(queue, answers)).map((job) => job.fairPass)).toEqual([1_000, 2_000, 2_000, 3_000])
+    })
+
+    it('refuses a bad key or weight in job i naming jobs[i], with nothing written', async () => {
+      const queue = fixture.queue('fair-many-input')
+      const cases: Array<[Partial<NewJob>, string]> = [
+        [{ fairnessKey: 'k'.repeat(65) }, 'jobs[1].fairnessKey'],
+        [{ fairnessKey: '' }, 'jobs[1].fairnessKey'],
+        [{ fairnessKey: 'k', fairnessWeight: 1001 }, 'jobs[1].fairnessWeight'],
+        [{ fairnessKey: 'k', fairnessWeight: Number.NaN }, 'jobs[1].fairnessWeight'],
+      ]
+      for (const [overrides, field] of cases) {
+        const jobs = [fixture.job(queue, { fairnessKey: 'k' }), fixture.job(queue, overrides), fixture.job(queue)]
+        const error = await store().enqueueMany({ jobs, nowMs }).catch((caught: unknown) => caught)
+        expect(error).toBeInstanceOf(InvalidInput)
+        expect((error as InvalidInput).field).toBe(field)
+      }
+      expect(await store().countJobs({ queue })).toEqual({ pending: 0, processing: 0, dead: 0 })
+      // Nothing stepped either: the same batch without its bad job gives the key's first job the head.
+      const [first] = await store().enqueueMany({ jobs: [fixture.job(queue, { fairnessKey: 'k' }), fixture.job(queue)], nowMs })
+      expect((await store().getJob({ queue, id: first?.id as string }))?.fairPass).toBe(nowMs)
     })
   })
 }

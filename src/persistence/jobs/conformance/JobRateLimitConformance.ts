@@ -190,5 +190,13 @@ export function describeJobRateLimitConformance(fixture: JobFixture): void {
       expect(await claimDue(queue, 5)).toHaveLength(2)
       expect(await claimDue(queue, 5, nowMs + 1_000)).toHaveLength(1)
     })
+
+    it("enqueueMany's keyed jobs take their fairness key's bucket, as enqueue's do", async () => {
+      const queue = fixture.queue('rate-many-keyed')
+      const jobs = ['a', 'b', 'a', 'b', 'a'].map((fairnessKey) => fixture.job(queue, { fairnessKey, ...perKey(1, 1) }))
+      await store().enqueueMany({ jobs, nowMs })
+      // One token per key: one job of a, one of b.
+      expect(await claimDue(queue, 5)).toHaveLength(2)
+    })
   })
 }

@@ -6,7 +6,8 @@
  * Readings pinned here: re-registering with a payload whose keys are in another order is "the
  * same"; a changed schedule is re-anchored with nothing fired; a holder renewing its live lease
  * keeps the fence; re-taking an expired lease (even one's own) grows it; a firing's jobs are
- * inserted as `enqueueMany` inserts them, keys included, however many there are.
+ * inserted as `enqueueMany` inserts them, keys included, however many there are; a schedule's
+ * job keys (priority, fairness and concurrency keys) are kept, and changing one re-anchors it.
  */
 import { describe, expect, it } from 'vitest'
 import type { JobFixture } from './JobFixture.ts'
@@ -87,6 +88,35 @@ export function describeJobScheduleConformance(fixture: JobFixture): void {
       expect(await store().getJob({ queue, id: keyed[2]?.id ?? '' })).toBeNull()
       expect(await store().getJob({ queue, id: plain[1_000]?.id ?? '' })).toMatchObject({ state: 'pending', payload: 1_000, runAtMs: 1_000_000, createdAtMs: 2_000_000 })
       expect(await store().countJobs({ queue })).toEqual({ pending: 1 + 1 + 1_001, processing: 0, dead: 0 })
+    })
+
+    it("keeps a schedule's job keys: listed as given, the same keys change nothing, other keys re-anchor, bad ones are refused", async () => {
+      const name = fixture.id('schedule-keys')
+      const queue = fixture.queue('scheduled-keys')
+      const keys = { priority: 4, fairnessKey: 'tenant', fairnessWeight: 2.5, concurrencyKey: 'account', concurrencyLimit: 3 }
+      const first = await store().putSchedule({ name, spec: '@every 60s', queue, payload: 1, ...keys, nowMs: 1_000 })
+      expect(first).toEqual({ name, spec: '@every 60s', queue, payload: 1, anchorMs: 1_000, lastFiredMs: null, timezone: null, revision: 1, ...keys })
+      expect((await store().listSchedules()).filter((schedule) => schedule.name === name)).toEqual([first])
+      expect(await store().putSchedule({ name, spec: '@every 60s', queue, payload: 1, ...keys, nowMs: 2_000 })).toEqual(first)
+      let revision = first.revision
+      for (const changed of [{ priority: 5 }, { fairnessKey: 'other' }, { fairnessWeight: 3 }, { concurrencyLimit: 4 }]) {
+        const next = await store().putSchedule({ name, spec: '@every 60s', queue, payload: 1, ...keys, ...changed, nowMs: 3_000 + revision })
+        expect(next).toEqual({ ...first, ...changed, anchorMs: 3_000 + revision, revision: ++revision })
+      }
+      // Without keys: none listed, and that is a change too.
+      expect(await store().putSchedule({ name, spec: '@every 60s', queue, payload: 1, nowMs: 9_000 })).toEqual({ ...first, priority: undefined, fairnessKey: undefined, fairnessWeight: undefined, concurrencyKey: undefined, concurrencyLimit: undefined, anchorMs: 9_000, revision: revision + 1 })
+      const bad: Array<[object, string]> = [
+        [{ priority: 10 }, 'priority'],
+        [{ fairnessKey: 'k'.repeat(65) }, 'fairnessKey'],
+        [{ fairnessKey: 'k', fairnessWeight: 1001 }, 'fairnessWeight'],
+        [{ fairnessWeight: 2 }, 'fairnessWeight'],
+        [{ concurrencyKey: 'c' }, 'concurrencyLimit'],
+        [{ concurrencyLimit: 2 }, 'concurrencyLimit'],
+        [{ concurrencyKey: 'c', concurrencyLimit: 10_001 }, 'concurrencyLimit'],
+      ]
+      const badName = fixture.id('schedule-bad-keys')
+      for (const [given, field] of bad) await expect(store().putSchedule({ name: badName, spec: '@every 60s', queue, payload: 1, ...given, nowMs: 1_000 })).rejects.toMatchObject({ _tag: 'InvalidInput', field })
+      expect((await store().listSchedules()).some((schedule) => schedule.name === badName)).toBe(false)
     })
   })
 }

@@ -10,6 +10,10 @@
  * batch answers what enqueueing its jobs one by one would. A keyed insert that raced a holder
  * committing after the statement's snapshot finds neither row: it runs again, on a new snapshot.
  *
+ * Fairness keys: a batch with keyed jobs runs enqueueManySql's keyed form, which gives them the
+ * passes the same enqueues one by one would (fairBatchSql.ts); a batch without runs the form
+ * that touches no key state.
+ *
  * A claimed insert may carry the owner's range fence: it runs enqueueSql's fenced form, and a
  * refusal (no row at all) is `OwnershipLost` with nothing inserted.
  *
@@ -63,6 +67,7 @@ const keyOf = (job: NewJob): string => JSON.stringify([job.queue, job.key])
 export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany'> {
   const sql = {
     enqueueMany: jobSql.enqueueManySql(schema),
+    enqueueManyFair: jobSql.enqueueManySql(schema, true),
     getJob: jobSql.getJobSql(schema),
     analyze: `ANALYZE ${schema.quoted}.jobs`,
   }
@@ -146,39 +151,50 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
     async enqueueMany(params, tx) {
       const { jobs, nowMs } = validated('enqueueMany', () => ({ jobs: checkNewJobs(params.jobs), nowMs: checkTime('nowMs', params.nowMs) }))
       checkTx('tx', tx)
-      const enqueued = await insertMany((values) => runOn(tx, 'enqueueMany', sql.enqueueMany, values), jobs, nowMs, dueChannel)
+      const enqueued = await insertMany((values, fair) => runOn(tx, 'enqueueMany', fair ? sql.enqueueManyFair : sql.enqueueMany, values), jobs, nowMs, dueChannel)
       inserted(enqueued.length)
       return enqueued
     },
   }
 }
 
+// Where a fairness key's passes chain: its queue and key.
+const fairnessKeyOf = (job: NewJob): string | null => (job.fairnessKey === undefined || job.fairnessKey === null ? null : JSON.stringify([job.queue, job.fairnessKey]))
+
 // `jobs` in runs of at most enqueueBatchSizeMax jobs and enqueueBatchBytesMax payload bytes, in
-// order: one statement's parameters each (a single job always fits; payloads are ≤ 1 MiB).
+// order: one statement's parameters each (a single job always fits; payloads are ≤ 1 MiB). A
+// fairness key's jobs in one run share one priority (fairBatchSql.ts draws a key's passes at one
+// priority's head): a job of a key the run has at another priority starts the next run.
 function* batchesOf(jobs: ReadonlyArray<NewJob>): Generator<ReadonlyArray<NewJob>> {
   let batch: NewJob[] = []
   let bytes = 0
+  const priorities = new Map<string, number>()
   for (const job of jobs) {
     const size = Buffer.byteLength(JSON.stringify(job.payload), 'utf8')
-    if (batch.length > 0 && (batch.length === enqueueBatchSizeMax || bytes + size > enqueueBatchBytesMax)) {
+    const fairnessKey = fairnessKeyOf(job)
+    const priority = fairnessKey === null ? undefined : priorities.get(fairnessKey)
+    if (batch.length > 0 && (batch.length === enqueueBatchSizeMax || bytes + size > enqueueBatchBytesMax || (priority !== undefined && priority !== job.priority))) {
       yield batch
       batch = []
       bytes = 0
+      priorities.clear()
     }
     batch.push(job)
     bytes += size
+    if (fairnessKey !== null) priorities.set(fairnessKey, job.priority)
   }
   if (batch.length > 0) yield batch
 }
 
 /**
  * Inserts validated `jobs` as `enqueueMany` answers them, running `enqueueManySql` through `run`
- * (the store's own write, or a statement on a transaction in progress): each (queue, key) goes
+ * (the store's own write, or a statement on a transaction in progress; `fair` when some job of
+ * the statement has a fairness key, for the form that draws passes): each (queue, key) goes
  * into a statement once and later jobs with it answer as the first; a batch too large for one
  * statement's parameters goes in several, in order; a keyed job that raced its holder is sent
  * again. Returns one answer per job, in the order of `jobs`.
  */
-export async function insertMany(run: (params: unknown[]) => Promise<ReadonlyArray<Row>>, jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): Promise<ReadonlyArray<EnqueuedJob>> {
+export async function insertMany(run: (params: unknown[], fair: boolean) => Promise<ReadonlyArray<Row>>, jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): Promise<ReadonlyArray<EnqueuedJob>> {
   const firstOfKey = new Map<string, NewJob>()
   const sent: NewJob[] = []
   for (const job of jobs) {
@@ -192,7 +208,7 @@ export async function insertMany(run: (params: unknown[]) => Promise<ReadonlyArr
     for (let attempt = 1; missing.length > 0; attempt++) {
       // Only keyed jobs can go unanswered (see enqueueManySql); the next snapshot settles them.
       assert(attempt <= keyedEnqueueAttemptsMax, `enqueueMany found neither the rows nor the key holders of ${missing.length} jobs`)
-      const rows = await run(enqueueManyParams(missing, nowMs, dueChannel))
+      const rows = await run(enqueueManyParams(missing, nowMs, dueChannel), missing.some((job) => fairnessKeyOf(job) !== null))
       const byId = new Map(missing.map((job) => [job.id, job]))
       for (const row of rows) {
         const { askedId, answer } = decodeEnqueued(row, byId)

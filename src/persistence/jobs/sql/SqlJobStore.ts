@@ -56,7 +56,9 @@ import {
   checkTokens,
   checkStack,
   checkTime,
+  checkScheduleKeys,
   checkTimezone,
+  scheduleKeyFields,
 } from '../JobInput.ts'
 import type { ClaimFence, ClaimOutcome, DueJob, JobState, JobStore } from '../JobStore.ts'
 import { fenceRefusal, fenceValues } from './claimFenceSql.ts'
@@ -77,6 +79,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
   const texts = makeJobTexts(schema)
   const sql = {
     enqueueMany: jobSql.enqueueManySql(schema),
+    enqueueManyFair: jobSql.enqueueManySql(schema, true),
     getJob: jobSql.getJobSql(schema),
     claim: jobSql.claimSql(schema),
     claimFenced: jobSql.claimSql(schema, true),
@@ -394,15 +397,17 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
     },
 
     async putSchedule(params) {
-      const { name, spec, queue, payload, timezone, nowMs } = validated('putSchedule', () => ({
+      const { name, spec, queue, payload, timezone, keys, nowMs } = validated('putSchedule', () => ({
         name: checkName('name', params.name),
         spec: checkName('spec', params.spec),
         queue: checkName('queue', params.queue),
         payload: validateJson('payload', params.payload),
         timezone: checkTimezone('timezone', params.timezone),
+        keys: checkScheduleKeys(params),
         nowMs: checkTime('nowMs', params.nowMs),
       }))
-      const [changed] = await write('putSchedule', sql.putSchedule, [name, spec, queue, JSON.stringify(payload), nowMs, timezone])
+      const keyValues = scheduleKeyFields.map((field) => keys[field] ?? null)
+      const [changed] = await write('putSchedule', sql.putSchedule, [name, spec, queue, JSON.stringify(payload), nowMs, timezone, ...keyValues])
       if (changed !== undefined) return decodeSchedule(changed)
       const [current] = await read('putSchedule', sql.getSchedule, [name])
       assert(current !== undefined, `schedule ${name} neither changed nor exists`)
@@ -448,7 +453,7 @@ export function makeSqlJobStore(driver: Driver, schema: Schema): JobStore {
           if (fenced.rows.length === 0) return 'fenced' as const
           const marked = await tx.query(sql.markFired, [checked.name, checked.expectedRevision, checked.lastFiredMs])
           if (marked.rows.length === 0) return 'conflict' as const
-          await insertMany(async (values) => (await tx.query<Row>(sql.enqueueMany, values)).rows, checked.jobs, checked.nowMs, dueChannel)
+          await insertMany(async (values, fair) => (await tx.query<Row>(fair ? sql.enqueueManyFair : sql.enqueueMany, values)).rows, checked.jobs, checked.nowMs, dueChannel)
           return 'fired' as const
         })
       } catch (error) {

@@ -6,7 +6,7 @@
  */
 import { assert } from '../../../kernel/assert.ts'
 import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
-import type { AttemptError, ClaimEntry, EnqueuedJob, JobRecord, JobState, NewJob, ScheduleRecord } from '../JobStore.ts'
+import { type AttemptError, type ClaimEntry, type EnqueuedJob, fairnessStride, type JobRecord, type JobState, type NewJob, type ScheduleRecord } from '../JobStore.ts'
 
 type Row = Record<string, unknown>
 
@@ -111,6 +111,11 @@ export function decodeSchedule(row: Row): ScheduleRecord {
     lastFiredMs: nullableInteger(row.last_fired_ms, 'last_fired_ms'),
     timezone: nullableText(row.timezone),
     revision: toSafeInteger(row.revision, 'revision'),
+    // Each job key only when the schedule gives it, as the memory store keeps it.
+    ...(row.priority === null || row.priority === undefined ? {} : { priority: toSafeInteger(row.priority, 'priority') }),
+    ...(row.fairness_key === null || row.fairness_key === undefined ? {} : { fairnessKey: row.fairness_key as string }),
+    ...(row.fairness_weight === null || row.fairness_weight === undefined ? {} : { fairnessWeight: Number(row.fairness_weight) }),
+    ...(row.concurrency_key === null || row.concurrency_key === undefined ? {} : { concurrencyKey: row.concurrency_key as string, concurrencyLimit: toSafeInteger(row.concurrency_limit, 'concurrency_limit') }),
   }
 }
 
@@ -158,6 +163,8 @@ export const enqueueManyParams = (jobs: ReadonlyArray<NewJob>, nowMs: number, du
       // Likewise only a rated job names its limits.
       ...(job.rateLimit === undefined || job.rateLimit === null ? {} : { rate_per_second: job.rateLimit.perSecond, rate_burst: job.rateLimit.burst }),
       ...(job.rateLimitPerKey === undefined || job.rateLimitPerKey === null ? {} : { key_rate_per_second: job.rateLimitPerKey.perSecond, key_rate_burst: job.rateLimitPerKey.burst }),
+      // And only a keyed job its fairness key and stride (enqueueManySql's `fair` form reads them).
+      ...(job.fairnessKey === undefined || job.fairnessKey === null ? {} : { fairness_key: job.fairnessKey, fair_stride: fairnessStride(job.fairnessWeight ?? 1) }),
       position,
     })),
   ),

@@ -29,7 +29,7 @@
  * in the same statement, and the head reads and the due-time reservations leave out the jobs of
  * empty buckets (`rateHasToken`).
  *
- * Length: past 400 lines (about 950) because every job statement stays in one file, next to the
+ * Length: past 400 lines (about 970) because every job statement stays in one file, next to the
  * one spelling of each rule above, so a reviewer checks the predicates in one place; a claim's
  * fenced form is a flag of the same builder, so the two forms cannot drift apart. Most of the
  * length is the statements' own doc comments, which give each one's parameters and why it is
@@ -38,6 +38,7 @@
 import { jobAttemptErrorsKept, jobClaimsKept } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { fairnessStrideMax } from '../JobStore.ts'
+import { fairBatchCtes } from './fairBatchSql.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
 import { admitCtes, type AdmitOptions, freeSlotsCtes, parkLimitedCtes, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
 import { notPaused } from './pauseSql.ts'
@@ -248,6 +249,19 @@ const fairPassCte = (schema: Schema, fenced: boolean): string => {
 )`
 }
 
+// enqueueManySql's rate limits per (queue, scope), the batch's last of each: without fairness
+// keys every per-key limit is the implicit key's (''), with them each job's key's.
+const rateSource = `SELECT DISTINCT ON (queue, per_key) queue, per_key, ('' COLLATE "C") AS rate_key, per_second, burst FROM (
+    SELECT queue, false AS per_key, rate_per_second AS per_second, rate_burst AS burst, position FROM input WHERE rate_per_second IS NOT NULL
+    UNION ALL
+    SELECT queue, true AS per_key, key_rate_per_second, key_rate_burst, position FROM input WHERE key_rate_per_second IS NOT NULL
+  ) AS given ORDER BY queue, per_key, position DESC`
+const fairRateSource = `SELECT DISTINCT ON (queue, per_key, rate_key) queue, per_key, rate_key, per_second, burst FROM (
+    SELECT queue, false AS per_key, ('' COLLATE "C") AS rate_key, rate_per_second AS per_second, rate_burst AS burst, position FROM input WHERE rate_per_second IS NOT NULL
+    UNION ALL
+    SELECT queue, true AS per_key, (COALESCE(fairness_key, '') COLLATE "C"), key_rate_per_second, key_rate_burst, position FROM input WHERE key_rate_per_second IS NOT NULL
+  ) AS given ORDER BY queue, per_key, rate_key, position DESC`
+
 /**
  * `enqueueSql` for many jobs in ONE statement, so it can run on a caller's transaction too.
  * `$1` the jobs as one JSON array (`enqueueManyParams`: one object per job, its payload wrapped
@@ -265,26 +279,32 @@ const fairPassCte = (schema: Schema, fenced: boolean): string => {
  * `concurrency_limit`; absent for one without) creates its key's slot row if missing, and the
  * batch's last limit of a key is written to it if it differs; a job with rate limits
  * (`rate_per_second` and `rate_burst`, `key_rate_per_second` and `key_rate_burst`) likewise its
- * queue's and its key's buckets (a batch's jobs have no fairness key: the implicit key's bucket).
+ * queue's and its fairness key's buckets (a job without one: the implicit key's bucket).
+ *
+ * `fair`: some job has a fairness key (`fairness_key`, `fair_stride`; absent for one without):
+ * the jobs' passes are drawn as enqueueing them one by one would draw them (fairBatchSql.ts), and
+ * each key's row of fairness_passes is written once. A batch without keys runs the text without
+ * that step, which reads and writes no other row.
  */
-export function enqueueManySql(schema: Schema): string {
+export function enqueueManySql(schema: Schema, fair = false): string {
+  const fairColumns = fair ? ', fairness_key text, fair_stride bigint' : ''
+  // The keyed form joins the passes, so it names input's columns; the unkeyed form is the text it always was.
+  const of = fair ? 'input.' : ''
   return `
 WITH input AS (
   SELECT * FROM json_to_recordset($1::json)
     AS input(id text, queue text, payload jsonb, priority smallint, max_attempts integer, visibility_timeout_ms bigint, backoff_base_ms bigint,
              dead_letter_retention_ms bigint, run_at_ms bigint, expires_at_ms bigint, job_key text, concurrency_key text, concurrency_limit integer,
-             rate_per_second double precision, rate_burst integer, key_rate_per_second double precision, key_rate_burst integer, position integer)
-), ${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, ${bucketRowsCtes(schema, `SELECT DISTINCT ON (queue, per_key) queue, per_key, ('' COLLATE "C") AS rate_key, per_second, burst FROM (
-    SELECT queue, false AS per_key, rate_per_second AS per_second, rate_burst AS burst, position FROM input WHERE rate_per_second IS NOT NULL
-    UNION ALL
-    SELECT queue, true AS per_key, key_rate_per_second, key_rate_burst, position FROM input WHERE key_rate_per_second IS NOT NULL
-  ) AS given ORDER BY queue, per_key, position DESC`, '$2::bigint')}, inserted AS (
+             rate_per_second double precision, rate_burst integer, key_rate_per_second double precision, key_rate_burst integer, position integer${fairColumns})
+), ${fair ? `${fairBatchCtes(schema)}, ` : ''}${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, ${bucketRowsCtes(schema, fair ? fairRateSource : rateSource, '$2::bigint')}, inserted AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, concurrency_key)
-  SELECT id, queue, 'pending', payload -> 0, priority, 0, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
-     $2::bigint, run_at_ms, expires_at_ms, GREATEST(run_at_ms, $2::bigint), job_key, concurrency_key
-  FROM input ORDER BY position
+     created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, concurrency_key${fair ? ', fairness_key, fair_pass' : ''})
+  SELECT ${of}id, ${of}queue, 'pending', ${of}payload -> 0, ${of}priority, 0, ${of}max_attempts, ${of}visibility_timeout_ms, ${of}backoff_base_ms, ${of}dead_letter_retention_ms,
+     $2::bigint, ${of}run_at_ms, ${of}expires_at_ms, GREATEST(${of}run_at_ms, $2::bigint), ${of}job_key, ${of}concurrency_key${fair ? ', input.fairness_key, fair.pass' : ''}
+  FROM input${fair ? ` LEFT JOIN fair_pass AS fair ON fair.position = input.position
+  -- The key rows are written before the first job row (an init plan), the order a keyed enqueue writes in.
+  WHERE (SELECT count(*) FROM fair_rows) >= 0` : ''} ORDER BY ${of}position
   ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
   RETURNING id, queue, due_ms
 )

@@ -1,29 +1,34 @@
 /**
- * scheduleSql — the statements on `job_schedules` and `job_leases` (migrations 003 and 004).
+ * scheduleSql — the statements on `job_schedules` and `job_leases` (migrations 003, 004, 013).
  *
- * Invariants: registering a schedule is one upsert that changes nothing when spec, queue and
- * payload are unchanged (jsonb equality, so key order does not matter); a lease is one upsert
+ * Invariants: registering a schedule is one upsert that changes nothing when spec, queue,
+ * payload, zone and job keys are unchanged (jsonb equality, so key order does not matter); a lease is one upsert
  * that grants it only when free, expired or already the holder's, growing the fence on every
  * change of holder; firing runs in one transaction that locks the lease row at the caller's
  * fence first, so a takeover either waits for the firing or makes it see the new fence.
  */
 import type { Schema } from '../../sql/Schema.ts'
 
-const scheduleColumns = 'name, spec, queue, payload, anchor_ms, last_fired_ms, revision, timezone'
+// The occurrence jobs' keys (migration 013), each null when the schedule gives none.
+const keyColumns = ['priority', 'fairness_key', 'fairness_weight', 'concurrency_key', 'concurrency_limit'] as const
+const scheduleColumns = `name, spec, queue, payload, anchor_ms, last_fired_ms, revision, timezone, ${keyColumns.join(', ')}`
 
 /**
- * `$1` name, `$2` spec, `$3` queue, `$4` payload json, `$5` now, `$6` time zone or null. Inserts
- * or re-anchors; no row when unchanged.
+ * `$1` name, `$2` spec, `$3` queue, `$4` payload json, `$5` now, `$6` time zone or null, `$7`
+ * priority, `$8` fairness key, `$9` fairness weight, `$10` concurrency key, `$11` concurrency
+ * limit (each null when not given). Inserts or re-anchors; no row when unchanged.
  */
 export function putScheduleSql(schema: Schema): string {
   return `
 INSERT INTO ${schema.quoted}.job_schedules AS schedule (${scheduleColumns})
-VALUES ($1::text, $2::text, $3::text, $4::jsonb, $5::bigint, NULL, 1, $6::text)
+VALUES ($1::text, $2::text, $3::text, $4::jsonb, $5::bigint, NULL, 1, $6::text, $7::smallint, $8::text, $9::double precision, $10::text, $11::integer)
 ON CONFLICT (name) DO UPDATE
   SET spec = EXCLUDED.spec, queue = EXCLUDED.queue, payload = EXCLUDED.payload, timezone = EXCLUDED.timezone, anchor_ms = EXCLUDED.anchor_ms,
+      ${keyColumns.map((column) => `${column} = EXCLUDED.${column}`).join(', ')},
       last_fired_ms = NULL, revision = schedule.revision + 1
   WHERE schedule.spec <> EXCLUDED.spec OR schedule.queue <> EXCLUDED.queue OR schedule.payload <> EXCLUDED.payload
      OR schedule.timezone IS DISTINCT FROM EXCLUDED.timezone
+     OR ${keyColumns.map((column) => `schedule.${column} IS DISTINCT FROM EXCLUDED.${column}`).join(' OR ')}
 RETURNING ${scheduleColumns}`
 }
 
