@@ -23,8 +23,8 @@
  * its previous job waits: stepping by too little breaks the first, by too much the second.
  *
  * Does not: judge the claim order itself (the conformance suites do, on every store), nor jobs
- * whose pass the boundary did not see (a schedule's or an outbox's): those only sit in the
- * queue, and a pending row the checker does not know can only lower V.
+ * whose pass the boundary did not see (a schedule's occurrences: the world registers none): those
+ * only sit in the queue, and a pending row the checker does not know can only lower V.
  */
 import { fairnessStride } from '../../src/persistence/jobs/JobStore.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'

@@ -123,7 +123,7 @@ export class JobClients {
   enqueue(host: JobsHost, decide: Decisions = this.#deps.decide, enqueued?: Set<string>): boolean {
     const queue = decide.pick(this.#queueNames)
     if (!decide.chance(enqueueManyChance)) {
-      const { n, options } = this.#drawJob(decide, true)
+      const { n, options } = this.#drawJob(decide)
       this.#deps.log(`enqueue #${n} → ${host.id} ${queue} ${JSON.stringify(options)}`)
       this.#track(host, `enqueue #${n}`, host.queue(queue).enqueue({ n }, options), (id) => {
         enqueued?.add(id)
@@ -132,7 +132,7 @@ export class JobClients {
       })
       return true
     }
-    const jobs = Array.from({ length: decide.int(2, 4) }, () => this.#drawJob(decide, false))
+    const jobs = Array.from({ length: decide.int(2, 4) }, () => this.#drawJob(decide))
     this.#deps.log(`enqueueMany ${jobs.map((job) => `#${job.n}`).join(',')} → ${host.id} ${queue} ${JSON.stringify(jobs.map((job) => job.options))}`)
     this.#track(host, `enqueueMany #${jobs[0]?.n}`, host.queue(queue).enqueueMany(jobs.map((job) => ({ payload: { n: job.n }, ...job.options }))), (ids) => {
       for (const id of ids) {
@@ -144,9 +144,9 @@ export class JobClients {
     return true
   }
 
-  // One job's payload number and enqueue options, drawn from the seed's chances; a fairness key
-  // only when `single` (`enqueueMany` takes none).
-  #drawJob(decide: Decisions, single: boolean): { readonly n: number; readonly options: DrawnEnqueue } {
+  // One job's payload number and enqueue options, drawn from the seed's chances (for a single
+  // enqueue or one job of a batch alike).
+  #drawJob(decide: Decisions): { readonly n: number; readonly options: DrawnEnqueue } {
     const { clock, options } = this.#deps
     const chances = options.enqueueChances
     const keys = options.keyChances
@@ -159,7 +159,7 @@ export class JobClients {
       ...(decide.chance(keyChance) ? { key: `key-${decide.int(0, keysMax - 1)}` } : {}),
       // Drawn last, and only on seeds that name keys, so that every other seed draws what it drew before.
       ...(decide.chance(keys.concurrencyKey) ? { concurrencyKey: decide.pick(simTenants) } : {}),
-      ...(single && decide.chance(keys.fairnessKey) ? { fairnessKey: decide.pick(simTenants), ...(decide.chance(0.5) ? { fairnessWeight: decide.pick([0.5, 2, 8]) } : {}) } : {}),
+      ...(decide.chance(keys.fairnessKey) ? { fairnessKey: decide.pick(simTenants), ...(decide.chance(0.5) ? { fairnessWeight: decide.pick([0.5, 2, 8]) } : {}) } : {}),
     }
     return { n: ++this.#payloads, options: drawn }
   }

@@ -116,7 +116,7 @@ export interface JobsSwarmOptions {
   /**
    * Per-key flow control, drawn after everything else for the same reason: the chance that an
    * enqueue names a concurrency key (which limits it on a queue with `concurrencyPerKey`), and
-   * that a single enqueue names a fairness key (with a weight of its own at half that chance).
+   * that an enqueue (single or one job of a batch) names a fairness key (with a weight of its own at half that chance).
    * Keys are tenant names drawn from a few, so that keys repeat while their jobs run.
    */
   readonly keyChances: { readonly concurrencyKey: number; readonly fairnessKey: number }
