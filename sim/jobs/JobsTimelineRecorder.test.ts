@@ -5,8 +5,7 @@
  * violation names.
  */
 import { describe, expect, it } from 'vitest'
-import { jobsHostIdsOf } from './JobsBatch.ts'
-import { runJobsSeed } from './JobsSimulation.ts'
+import { jobsHostIdsOf, runJobsSeed } from './JobsSimulation.ts'
 import { renderJobsTimelineHtml } from './JobsTimelineHtml.ts'
 import { JobsTimelineRecorder } from './JobsTimelineRecorder.ts'
 
