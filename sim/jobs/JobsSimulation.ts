@@ -28,7 +28,7 @@ import { databaseUrlOf, hostIdsFor, type OpenedStores, runSchema, runWorld, type
 import { type JobCheckerName, jobCheckerNames, type JobsReport } from './JobCheckers.ts'
 import { describeJobsOptions, type JobsFaultName, jobsFaultNames, type JobsSwarmOptions, type JobsSwarmOverrides, jobsSwarmOptions } from './JobsSwarm.ts'
 import type { JobsMutant } from './JobMutations.ts'
-import { type JobsTimelineData, JobsTimelineRecorder } from './JobsTimelineRecorder.ts'
+import { type JobsTimelineData, JobsTimelineRecorder } from './JobTimeline.ts'
 import { type JobsRunResult, JobsWorld, type JobsWorldConfig } from './JobsWorld.ts'
 
 /** How to run one end-to-end seed. */

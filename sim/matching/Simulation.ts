@@ -24,7 +24,7 @@ import { type BatchObserver, type BatchPlan, type BatchSeedRunner, type Determin
 import { databaseUrlOf, hostIdsFor, runSchema, runWorld, type SeedRunBase, worldBasicsOf } from '../core/SeedRun.ts'
 import { failureCaseOf, failureFileName, replayCommands } from './FailureCase.ts'
 import { describeOptions, type FaultName, faultNames, type SwarmOptions, type SwarmOverrides, swarmOptions } from './Swarm.ts'
-import { type TimelineData, TimelineRecorder } from './TimelineRecorder.ts'
+import { RangeTimelineRecorder, type TimelineData } from './RangeTimeline.ts'
 import { checkerNames, type CheckerName, type DeliveryTotals, Verdicts } from './Verdicts.ts'
 import { type RunResult, World, type WorldEvent } from './World.ts'
 
@@ -180,7 +180,7 @@ export function seedRunOfPlan(plan: SimBatchPlan, seed: number): SeedRun {
 }
 
 /** Runs one seed, writes its failure file (if it failed and `failureDir` is given), and says how it ended. */
-export async function runOneSeed(run: SeedRun, options: { keepTrace: boolean; timeline?: TimelineRecorder; failureDir?: string }): Promise<{ outcome: SeedOutcome; seeded: SeedResult }> {
+export async function runOneSeed(run: SeedRun, options: { keepTrace: boolean; timeline?: RangeTimelineRecorder; failureDir?: string }): Promise<{ outcome: SeedOutcome; seeded: SeedResult }> {
   const listeners = options.timeline === undefined ? {} : { onBoundary: options.timeline.onBoundary, onEvent: options.timeline.onEvent }
   const { value: seeded, wallMs } = await timed(async () => {
     const ran = await runSeed({ ...run, keepTrace: options.keepTrace, ...listeners })
@@ -216,8 +216,8 @@ export function hostIdsOf(run: SeedRun): string[] {
   return hostIdsFor(swarmOptions(run.seed, run.overrides).hosts)
 }
 
-const seedRunner: BatchSeedRunner<SimBatchPlan, SeedRun, SeedResult, TimelineRecorder, Omit<PlanSeedReport, 'first'>> = {
-  recorderFor: (run) => new TimelineRecorder(hostIdsOf(run)),
+const seedRunner: BatchSeedRunner<SimBatchPlan, SeedRun, SeedResult, RangeTimelineRecorder, Omit<PlanSeedReport, 'first'>> = {
+  recorderFor: (run) => new RangeTimelineRecorder(hostIdsOf(run)),
   runOne: async (run, { keepTrace, recorder, plan }) => {
     const { outcome, seeded } = await runOneSeed(run, { keepTrace, ...(recorder === undefined ? {} : { timeline: recorder }), failureDir: plan.failureDir })
     return { report: { outcome, faults: seeded.result.faults, deliveries: seeded.result.deliveries }, seeded }

@@ -16,7 +16,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { type Command, InvalidArgumentError, Option } from 'commander'
-import { type FailureCase, type FirstSeed, hostIdsOf, type JobsBatchPlan, parseFailureCase, runJobsBatch, runOneSeed, runSimBatch, seedRunOf, type SimBatchReport, type SimStoreKind, swarmOptions, type SwarmOverrides, TimelineRecorder } from '../../sim/index.ts'
+import { type FailureCase, type FirstSeed, hostIdsOf, type JobsBatchPlan, parseFailureCase, runJobsBatch, runOneSeed, runSimBatch, seedRunOf, type SimBatchReport, type SimStoreKind, swarmOptions, type SwarmOverrides, RangeTimelineRecorder } from '../../sim/index.ts'
 import { seedFromEntropy } from '../kernel/Random.ts'
 import { jobsProgress, jobsTimelinePage, renderJobsSummary } from './SimJobsSummary.ts'
 import { makeSimProgress, silentProgress } from './SimProgress.ts'
@@ -211,7 +211,7 @@ function readCase(file: string): FailureCase {
 export async function runSimReplay(terminal: Terminal, file: string, options: SimOptions): Promise<void> {
   const failure = readCase(file)
   const run = seedRunOf(failure, databaseUrlFor(failure.store, options.databaseUrl))
-  const timeline = options.timeline === undefined ? undefined : new TimelineRecorder(hostIdsOf(run))
+  const timeline = options.timeline === undefined ? undefined : new RangeTimelineRecorder(hostIdsOf(run))
   if (options.json !== true) {
     terminal.line(terminal.colors.bold(`Replaying ${file}: seed ${failure.seed} on the ${failure.store} store${failure.script === undefined ? '' : ` with a ${failure.script.length}-decision script`}`))
     terminal.line(`  recorded: ${failure.violations.length} ${failure.violations.length === 1 ? 'violation' : 'violations'}${failure.traceHash === '' ? '' : `, trace hash ${failure.traceHash}`}`)
