@@ -76,14 +76,21 @@ export interface BatchTotals<Outcome extends SeedTally, FaultName extends string
 }
 
 /** How one seed of a plan runs, for `runBatchSeed`. */
-export interface BatchSeedRunner<Plan extends BatchPlan<unknown>, Run extends { readonly seed: number }, Seeded extends { readonly result: TracedRun }, Recorder, Report> {
+export interface BatchSeedRunner<Plan extends BatchPlan<unknown>, Run extends { readonly seed: number }, Seeded extends { readonly result: TracedRun }, Recorder extends { data(): unknown }, Report, Kept> {
+  /** The run of seed `seed` of `plan`. */
+  readonly runOf: (plan: Plan, seed: number) => Run
   /** A recorder of the first seed's timeline. */
   readonly recorderFor: (run: Run) => Recorder
   /** Runs the seed (with the recorder's listeners, when one is given) and says what it reports. */
   readonly runOne: (run: Run, options: { readonly keepTrace: boolean; readonly recorder: Recorder | undefined; readonly plan: Plan }) => Promise<{ readonly report: Report; readonly seeded: Seeded }>
   /** Runs the seed plainly: the determinism check's second run. */
   readonly runSeed: (run: Run & { readonly keepTrace: boolean }) => Promise<Seeded>
+  /** What the first seed's report keeps of its run, beside its timeline and determinism check. */
+  readonly keepFirst: (seeded: Seeded) => Kept
 }
+
+/** A seed's report as `runBatchSeed` returns it: the first seed's with `first`. */
+export type WithFirst<Report, Kept, Timeline> = Report & { readonly first?: Kept & { readonly timeline: Timeline | undefined; readonly determinism: DeterminismCheck } }
 
 /** The run of one seed of a plan. */
 export function planSeedRun<Overrides>(plan: BatchPlan<Overrides>, seed: number): { readonly seed: number; readonly store: SimStoreKind; readonly overrides: Overrides; readonly databaseUrl?: string } {
@@ -101,22 +108,19 @@ export async function timed<T>(run: () => Promise<T>): Promise<{ readonly value:
 /**
  * Runs seed `index` of `plan`: the unit a worker runs. The first seed keeps its trace, is
  * recorded when the plan asks for a timeline and is checked for determinism; its report's
- * `first` holds the check, the timeline and what `keepFirst` keeps of its run.
+ * `first` holds the check, the timeline and what the runner keeps of its run.
  */
 export async function runBatchSeed<Plan extends BatchPlan<unknown>, Run extends { readonly seed: number }, Seeded extends { readonly result: TracedRun }, Recorder extends { data(): unknown }, Report, Kept>(
-  runner: BatchSeedRunner<Plan, Run, Seeded, Recorder, Report>,
-  runOf: (plan: Plan, seed: number) => Run,
+  runner: BatchSeedRunner<Plan, Run, Seeded, Recorder, Report, Kept>,
   input: { readonly plan: Plan; readonly index: number },
-  keepFirst: (seeded: Seeded) => Kept,
-): Promise<Report & { readonly first?: Kept & { readonly timeline: ReturnType<Recorder['data']> | undefined; readonly determinism: DeterminismCheck } }> {
-  type WithFirst = Report & { readonly first?: Kept & { readonly timeline: ReturnType<Recorder['data']> | undefined; readonly determinism: DeterminismCheck } }
+): Promise<WithFirst<Report, Kept, ReturnType<Recorder['data']>>> {
   const { plan, index } = input
-  const run = runOf(plan, plan.firstSeed + index)
+  const run = runner.runOf(plan, plan.firstSeed + index)
   const recorder = index === 0 && plan.timeline === true ? runner.recorderFor(run) : undefined
   const { report, seeded } = await runner.runOne(run, { keepTrace: index === 0, recorder, plan })
-  if (index !== 0) return report as WithFirst
+  if (index !== 0) return report as WithFirst<Report, Kept, ReturnType<Recorder['data']>>
   const determinism = { seed: run.seed, ...(await checkTwice(run, seeded, runner.runSeed)) }
-  return { ...report, first: { ...keepFirst(seeded), timeline: recorder?.data() as ReturnType<Recorder['data']> | undefined, determinism } }
+  return { ...report, first: { ...runner.keepFirst(seeded), timeline: recorder?.data() as ReturnType<Recorder['data']> | undefined, determinism } }
 }
 
 /**

@@ -187,7 +187,8 @@ export function jobsHostIdsOf(run: JobsSeedRun): string[] {
   return hostIdsFor(jobsSwarmOptions(run.seed, run.overrides).hosts)
 }
 
-const seedRunner: BatchSeedRunner<JobsBatchPlan, JobsSeedRun, JobsSeedResult, JobsTimelineRecorder, Omit<JobsPlanSeedReport, 'first'>> = {
+const seedRunner: BatchSeedRunner<JobsBatchPlan, JobsSeedRun, JobsSeedResult, JobsTimelineRecorder, Omit<JobsPlanSeedReport, 'first'>, object> = {
+  runOf: jobsSeedRunOf,
   recorderFor: (run) => new JobsTimelineRecorder(jobsHostIdsOf(run)),
   runOne: async (run, { keepTrace, recorder, plan }) => {
     const listeners = recorder === undefined ? {} : { onJobs: recorder.onJobs, onEvent: recorder.onEvent }
@@ -210,11 +211,13 @@ const seedRunner: BatchSeedRunner<JobsBatchPlan, JobsSeedRun, JobsSeedResult, Jo
     return { report: { outcome, faults: result.faults, checkers: result.checkers, jobs: result.jobs }, seeded }
   },
   runSeed: runJobsSeed,
+  // Nothing of the run itself: the batch reports only its timeline and determinism check.
+  keepFirst: () => ({}),
 }
 
 /** Runs seed `index` of `plan` (the first one also for the determinism check and its timeline); the unit a worker runs. */
 export function runJobsPlanSeed(input: { readonly plan: JobsBatchPlan; readonly index: number }): Promise<JobsPlanSeedReport> {
-  return runBatchSeed(seedRunner, jobsSeedRunOf, input, () => ({}))
+  return runBatchSeed(seedRunner, input)
 }
 
 // Where the jobs of every seed ended, summed; stranded jobs counted, not listed.

@@ -216,18 +216,21 @@ export function hostIdsOf(run: SeedRun): string[] {
   return hostIdsFor(swarmOptions(run.seed, run.overrides).hosts)
 }
 
-const seedRunner: BatchSeedRunner<SimBatchPlan, SeedRun, SeedResult, RangeTimelineRecorder, Omit<PlanSeedReport, 'first'>> = {
+const seedRunner: BatchSeedRunner<SimBatchPlan, SeedRun, SeedResult, RangeTimelineRecorder, Omit<PlanSeedReport, 'first'>, { readonly seeded: SeedResult }> = {
+  runOf: seedRunOfPlan,
   recorderFor: (run) => new RangeTimelineRecorder(hostIdsOf(run)),
   runOne: async (run, { keepTrace, recorder, plan }) => {
     const { outcome, seeded } = await runOneSeed(run, { keepTrace, ...(recorder === undefined ? {} : { timeline: recorder }), failureDir: plan.failureDir })
     return { report: { outcome, faults: seeded.result.faults, deliveries: seeded.result.deliveries }, seeded }
   },
-  runSeed: (run) => runSeed(run),
+  runSeed,
+  // The first seed's whole run goes back for `--trace` and `--timeline`.
+  keepFirst: (seeded) => ({ seeded }),
 }
 
 /** Runs seed `index` of `plan` (the first one also for the determinism check and its timeline); the unit a worker runs. */
 export function runPlanSeed(input: { readonly plan: SimBatchPlan; readonly index: number }): Promise<PlanSeedReport> {
-  return runBatchSeed(seedRunner, seedRunOfPlan, input, (seeded) => ({ seeded }))
+  return runBatchSeed(seedRunner, input)
 }
 
 /** Runs every seed of `plan`, on `plan.parallel` worker threads or in this one; the observer hears them in seed order. */
