@@ -36,17 +36,36 @@ export interface DeterminismCheck {
   readonly divergence: string | null
 }
 
-/** What the batch reads of every seed's outcome. */
-export interface SeedTally {
+/** How one seed ended, in the fields every workload reports (each adds its own). */
+export interface SeedOutcomeBase {
   readonly seed: number
+  /** The options it drew, as lines. */
+  readonly options: ReadonlyArray<string>
   readonly ok: boolean
+  readonly violations: ReadonlyArray<string>
   readonly events: number
+  readonly steps: number
+  readonly livenessSteps: number
   readonly simulatedMs: number
   readonly wallMs: number
+  readonly traceHash: string
+}
+
+/** What every workload's batch report says (each adds its checkers and its own sums). */
+export interface BatchReportBase<Outcome extends SeedOutcomeBase, FaultName extends string> {
+  readonly store: SimStoreKind
+  readonly seeds: ReadonlyArray<Outcome>
+  readonly passed: number
+  readonly failed: number
+  readonly events: number
+  readonly wallMs: number
+  readonly simulatedMs: number
+  readonly faults: Readonly<Record<FaultName, number>>
+  readonly determinism: DeterminismCheck | null
 }
 
 /** What a seed's report carries for the batch, as plain data (it may cross threads); the first seed's also `first`. */
-export interface BatchSeedReport<Outcome extends SeedTally, FaultName extends string> {
+export interface BatchSeedReport<Outcome extends SeedOutcomeBase, FaultName extends string> {
   readonly outcome: Outcome
   readonly faults: Readonly<Record<FaultName, number>>
   readonly first?: { readonly determinism: DeterminismCheck }
@@ -60,17 +79,9 @@ export interface BatchObserver<Outcome> {
 }
 
 /** What every workload's batch report starts from. */
-export interface BatchTotals<Outcome extends SeedTally, FaultName extends string, First extends { readonly determinism: DeterminismCheck }> {
-  readonly seeds: ReadonlyArray<Outcome>
-  readonly passed: number
-  readonly failed: number
-  readonly events: number
-  readonly wallMs: number
-  readonly simulatedMs: number
+export interface BatchTotals<Outcome extends SeedOutcomeBase, FaultName extends string, First extends { readonly determinism: DeterminismCheck }> extends Omit<BatchReportBase<Outcome, FaultName>, 'store'> {
   /** Wall time of the seeds' own runs (the determinism re-run is not in it), for speed. */
   readonly seedWallMs: number
-  readonly faults: Readonly<Record<FaultName, number>>
-  readonly determinism: DeterminismCheck | null
   /** The first seed's report part `first` (its run, timeline and determinism check). */
   readonly first: First | undefined
 }
@@ -128,7 +139,7 @@ export async function runBatchSeed<Plan extends BatchPlan<unknown>, Run extends 
  * Each report reaches `add` (the workload's own sums: checkers, deliveries, jobs) and then the
  * observer, in seed order; `onStarted` hears each seed as it starts (ParallelSeeds.ts).
  */
-export async function runSeedBatch<Plan extends BatchPlan<unknown>, FaultName extends string, Report extends BatchSeedReport<SeedTally, FaultName>>(
+export async function runSeedBatch<Plan extends BatchPlan<unknown>, FaultName extends string, Report extends BatchSeedReport<SeedOutcomeBase, FaultName>>(
   plan: Plan,
   unit: PlanSeedUnit<Plan, Report>,
   faultNames: ReadonlyArray<FaultName>,

@@ -22,8 +22,8 @@ import { makePgDriver } from '../../src/persistence/sql/PgDriver.ts'
 import { makePgliteDriver } from '../../src/persistence/sql/PgliteDriver.ts'
 import { makeSchema } from '../../src/persistence/sql/Schema.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
-import { checkTwice, type SimStoreKind } from '../core/Determinism.ts'
-import { type BatchObserver, type BatchPlan, type BatchSeedRunner, type DeterminismCheck, planSeedRun, runBatchSeed, runSeedBatch, timed } from '../core/SeedBatch.ts'
+import { checkTwice } from '../core/Determinism.ts'
+import { type BatchObserver, type BatchPlan, type BatchReportBase, type BatchSeedRunner, type DeterminismCheck, planSeedRun, runBatchSeed, runSeedBatch, type SeedOutcomeBase, timed } from '../core/SeedBatch.ts'
 import { databaseUrlOf, hostIdsFor, type OpenedStores, runSchema, runWorld, type SeedRunBase, worldBasicsOf } from '../core/SeedRun.ts'
 import { type JobCheckerName, jobCheckerNames, type JobsReport } from './JobCheckers.ts'
 import { describeJobsOptions, type JobsFaultName, jobsFaultNames, type JobsSwarmOptions, type JobsSwarmOverrides, jobsSwarmOptions } from './JobsSwarm.ts'
@@ -121,20 +121,9 @@ export function checkJobsDeterminism(run: JobsSeedRun, earlier?: JobsSeedResult)
 export type JobsBatchPlan = BatchPlan<JobsSwarmOverrides>
 
 /** How one end-to-end seed ended. */
-export interface JobsSeedOutcome {
-  readonly seed: number
-  /** The options it drew, as lines (JobsSwarm.ts `describeJobsOptions`). */
-  readonly options: ReadonlyArray<string>
-  readonly ok: boolean
-  readonly violations: ReadonlyArray<string>
+export interface JobsSeedOutcome extends SeedOutcomeBase {
   /** Violations of the checkers on the known-failing list (KnownEngineFailures.ts): printed, not failing the seed. */
   readonly knownFailing: ReadonlyArray<string>
-  readonly events: number
-  readonly steps: number
-  readonly livenessSteps: number
-  readonly simulatedMs: number
-  readonly wallMs: number
-  readonly traceHash: string
   /** The command that replays it. */
   readonly replay: string
 }
@@ -143,19 +132,10 @@ export interface JobsSeedOutcome {
 export type JobsDeterminismCheck = DeterminismCheck
 
 /** What a `--jobs` batch reports (also its `--json` output). */
-export interface JobsBatchReport {
+export interface JobsBatchReport extends BatchReportBase<JobsSeedOutcome, JobsFaultName> {
   readonly mode: 'jobs'
-  readonly store: SimStoreKind
-  readonly seeds: ReadonlyArray<JobsSeedOutcome>
-  readonly passed: number
-  readonly failed: number
-  readonly events: number
-  readonly wallMs: number
-  readonly simulatedMs: number
-  readonly faults: Readonly<Record<JobsFaultName, number>>
   readonly checkers: ReadonlyArray<{ readonly name: string; readonly verdict: string }>
   readonly jobs: Omit<JobsReport, 'stranded'> & { readonly stranded: number }
-  readonly determinism: JobsDeterminismCheck | null
 }
 
 /** Everything one seed of a plan hands back to its batch, as plain data (it may cross threads). */

@@ -20,7 +20,7 @@ import { openEmbeddedStore, openPostgresStore } from '../../src/persistence/queu
 import type { BoundaryRecord } from '../core/Boundary.ts'
 import type { DeliveryReport } from '../core/Checkers.ts'
 import { checkTwice, type SimStoreKind } from '../core/Determinism.ts'
-import { type BatchObserver, type BatchPlan, type BatchSeedRunner, type DeterminismCheck, planSeedRun, runBatchSeed, runSeedBatch, timed } from '../core/SeedBatch.ts'
+import { type BatchObserver, type BatchPlan, type BatchReportBase, type BatchSeedRunner, type DeterminismCheck, planSeedRun, runBatchSeed, runSeedBatch, type SeedOutcomeBase, timed } from '../core/SeedBatch.ts'
 import { databaseUrlOf, hostIdsFor, runSchema, runWorld, type SeedRunBase, worldBasicsOf } from '../core/SeedRun.ts'
 import { failureCaseOf, failureFileName, replayCommands } from './FailureCase.ts'
 import { describeOptions, type FaultName, faultNames, type SwarmOptions, type SwarmOverrides, swarmOptions } from './Swarm.ts'
@@ -117,39 +117,21 @@ export interface SimBatchPlan extends BatchPlan<SwarmOverrides> {
 }
 
 /** How one seed ended. */
-export interface SeedOutcome {
-  readonly seed: number
-  readonly options: ReadonlyArray<string>
-  readonly ok: boolean
-  readonly violations: ReadonlyArray<string>
-  readonly events: number
+export interface SeedOutcome extends SeedOutcomeBase {
+  /** Store and History calls it ran. */
   readonly ioRuns: number
-  readonly steps: number
-  readonly livenessSteps: number
-  readonly simulatedMs: number
-  readonly wallMs: number
-  readonly traceHash: string
   /** The failure file written for it, if it failed. */
   readonly failureFile?: string
 }
 
 /** What a batch reports. */
-export interface SimBatchReport {
-  readonly store: SimStoreKind
+export interface SimBatchReport extends BatchReportBase<SeedOutcome, FaultName> {
   readonly overrides: SwarmOverrides
-  readonly seeds: ReadonlyArray<SeedOutcome>
-  readonly passed: number
-  readonly failed: number
-  readonly events: number
   readonly ioRuns: number
-  readonly wallMs: number
-  readonly simulatedMs: number
   /** Events per second of the seeds' own runs (the determinism re-run is not counted). */
   readonly eventsPerSecond: number
-  readonly faults: Readonly<Record<FaultName, number>>
   readonly checkers: ReadonlyArray<{ readonly name: CheckerName; readonly verdict: string; readonly violations: number }>
   readonly deliveries: DeliveryTotals
-  readonly determinism: DeterminismCheck | null
   readonly replay: ReadonlyArray<{ readonly seed: number; readonly file: string; readonly commands: ReadonlyArray<string> }>
 }
 
