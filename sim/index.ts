@@ -6,15 +6,13 @@
  * the timeline page), matching/ and jobs/ (each workload's world, hosts, checkers, mutations,
  * swarm and timeline).
  */
-export type { JobsBatchObserver, JobsBatchPlan, JobsBatchReport, JobsSeedOutcome } from './jobs/JobsBatch.ts'
-export { runJobsBatch } from './jobs/JobsBatch.ts'
+export type { JobsBatchObserver, JobsBatchPlan, JobsBatchReport, JobsSeedOutcome } from './jobs/JobsSimulation.ts'
+export { runJobsBatch } from './jobs/JobsSimulation.ts'
 export { knownEngineFailures, knownFailingCheckersOn } from './jobs/KnownEngineFailures.ts'
-export { renderJobsTimelineHtml } from './jobs/JobsTimelineHtml.ts'
-export type { JobsTimelineData } from './jobs/JobsTimelineRecorder.ts'
-export type { DeterminismCheck, FirstSeed, SeedOutcome, SimBatchObserver, SimBatchReport } from './matching/Batch.ts'
-export { hostIdsOf, runOneSeed, runSimBatch } from './matching/Batch.ts'
+export { type JobsTimelineData, renderJobsTimelineHtml } from './jobs/JobTimeline.ts'
+export type { DeterminismCheck, FirstSeed, SeedOutcome, SimBatchObserver, SimBatchReport } from './matching/Simulation.ts'
+export { hostIdsOf, runOneSeed, runSimBatch } from './matching/Simulation.ts'
 export { type FailureCase, parseFailureCase, seedRunOf } from './matching/FailureCase.ts'
 export type { SeedResult, SeedRun, SimStoreKind } from './matching/Simulation.ts'
 export { describeOptions, type SwarmOptions, swarmOptions, type SwarmOverrides } from './matching/Swarm.ts'
-export { renderTimelineHtml } from './matching/TimelineHtml.ts'
-export { type TimelineData, TimelineRecorder } from './matching/TimelineRecorder.ts'
+export { RangeTimelineRecorder, renderTimelineHtml, type TimelineData } from './matching/RangeTimeline.ts'

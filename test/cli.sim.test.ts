@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
-import type { SimBatchReport } from '../sim/matching/Batch.ts'
+import type { SimBatchReport } from '../sim/matching/Simulation.ts'
 import type { Store } from '../src/persistence/queues/Store.ts'
 import { failureCaseFormat } from '../sim/matching/FailureCase.ts'
 
@@ -40,13 +40,16 @@ const bug = vi.hoisted(() => ({
   },
 }))
 
-vi.mock('../sim/matching/Simulation.ts', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../sim/matching/Simulation.ts')>()
-  const withBug = (seedRun: import('../sim/matching/Simulation.ts').SeedRun) => (bug.on ? { ...seedRun, wrapStore: bug.sameRange } : seedRun)
+// The runs here are on the memory store: every world's shared store is made here, so the bug
+// wraps each one, as a seed run's `wrapStore` would.
+vi.mock('../src/persistence/queues/MemoryStore.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../src/persistence/queues/MemoryStore.ts')>()
   return {
     ...real,
-    runSeed: (seedRun: import('../sim/matching/Simulation.ts').SeedRun) => real.runSeed(withBug(seedRun)),
-    checkDeterminism: (seedRun: import('../sim/matching/Simulation.ts').SeedRun, earlier?: import('../sim/matching/Simulation.ts').SeedResult) => real.checkDeterminism(withBug(seedRun), earlier),
+    makeMemoryStore: () => {
+      const store = real.makeMemoryStore()
+      return bug.on ? (bug.sameRange(store) as typeof store) : store
+    },
   }
 })
 

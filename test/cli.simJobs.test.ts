@@ -9,25 +9,29 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import type { JobsBatchReport } from '../sim/jobs/JobsBatch.ts'
+import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
+import { wrapJobsWith } from '../sim/jobs/JobMutations.ts'
+import type { JobsBatchReport } from '../sim/jobs/JobsSimulation.ts'
 import { knownEngineFailures, knownFailingSeeds } from '../sim/jobs/KnownEngineFailures.ts'
 import { cli } from './harness/runCli.ts'
 
-const bug = vi.hoisted(() => ({ on: false }))
+// The job mutation a failing test switches on; every world's memory job store is made here, so
+// it wraps each one, as a seed run's `wrapJobStore` would.
+const bug = vi.hoisted(() => ({ wrap: undefined as ((store: JobStore) => JobStore) | undefined }))
 
-vi.mock('../sim/jobs/JobsSimulation.ts', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../sim/jobs/JobsSimulation.ts')>()
-  const { wrapJobsWith } = await import('../sim/jobs/JobMutations.ts')
-  const withBug = (seedRun: import('../sim/jobs/JobsSimulation.ts').JobsSeedRun) => (bug.on ? { ...seedRun, wrapJobStore: wrapJobsWith('dropEnqueue') } : seedRun)
+vi.mock('../src/persistence/jobs/MemoryJobStore.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../src/persistence/jobs/MemoryJobStore.ts')>()
   return {
     ...real,
-    runJobsSeed: (seedRun: import('../sim/jobs/JobsSimulation.ts').JobsSeedRun) => real.runJobsSeed(withBug(seedRun)),
-    checkJobsDeterminism: (seedRun: import('../sim/jobs/JobsSimulation.ts').JobsSeedRun, earlier?: import('../sim/jobs/JobsSimulation.ts').JobsSeedResult) => real.checkJobsDeterminism(withBug(seedRun), earlier),
+    makeMemoryJobStore: (...options: Parameters<typeof real.makeMemoryJobStore>) => {
+      const store = real.makeMemoryJobStore(...options)
+      return bug.wrap === undefined ? store : bug.wrap(store)
+    },
   }
 })
 
 afterEach(() => {
-  bug.on = false
+  bug.wrap = undefined
 })
 
 describe('matchbox sim --jobs', () => {
@@ -68,7 +72,7 @@ describe('matchbox sim --jobs', () => {
   })
 
   it('fails with exit 1 when the job store loses enqueues, naming the checker and the replay command', async () => {
-    bug.on = true
+    bug.wrap = (store) => wrapJobsWith('dropEnqueue')(store)
     // The planted bug reports every fifth enqueue as written without writing it: the first seed
     // enqueues enough for the final audit to find one gone.
     const ran = await cli(['sim', '--jobs', '--store', 'memory', '--seed', '1', '--seeds', '1'])

@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import type { JobsBatchReport } from '../sim/jobs/JobsBatch.ts'
-import type { SimBatchReport } from '../sim/matching/Batch.ts'
+import type { JobsBatchReport } from '../sim/jobs/JobsSimulation.ts'
+import type { SimBatchReport } from '../sim/matching/Simulation.ts'
 import { cli } from './harness/runCli.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'matchbox-sim-parallel-'))

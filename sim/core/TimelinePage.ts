@@ -5,9 +5,10 @@
  * small helpers the drawings use. Self-contained: inline CSS, SVG and a few lines of script, no
  * network.
  *
- * Does not: decide lanes or marks (matching/TimelineHtml.ts, jobs/JobsTimelineHtml.ts draw
- * their own), or read files, clocks or the network.
+ * Does not: decide a workload's rows or marks (matching/RangeTimeline.ts, jobs/JobTimeline.ts
+ * draw their own), or read files, clocks or the network.
  */
+import type { DownSpan, TimelineFrame } from './TimelineRecorder.ts'
 
 /** Text made safe for HTML and SVG, attributes included. */
 export const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
@@ -116,14 +117,6 @@ export function pageLayout(hosts: ReadonlyArray<string>, rows: ReadonlyArray<str
   return { ...lanes, ...xAxisOf(orderEnd), rowsHeaderY: lanes.bottom, rowY, height: y + axisHeight }
 }
 
-/** A span when a host was down (crashed, not yet restarted), in commit order. */
-export interface DownSpan {
-  readonly hostId: string
-  readonly fromOrder: number
-  toOrder: number
-  readonly reason: string
-}
-
 /** The lanes' backgrounds and the hatched spans when a host was down. */
 export function hostLanesSvg(lanes: HostLanes, down: ReadonlyArray<DownSpan>, at: { readonly plotWidth: number; readonly x: (order: number) => number }): string {
   const parts: string[] = []
@@ -147,43 +140,53 @@ export function hostLabelsSvg(lanes: HostLanes, worldName: string): string {
   return parts.join('')
 }
 
-/**
- * Which hosts are down, from the faults a recorder hears: a crash opens a span, a restart or the
- * heal closes it; `spans(orderEnd)` closes the ones still open at the end of the run.
- */
-export class DownSpans {
-  readonly #spans: DownSpan[] = []
-  readonly #open = new Map<string, DownSpan>()
-
-  /** A fault struck `hostId` at `order`. */
-  fault(name: string, hostId: string, order: number): void {
-    if (name.startsWith('crash.') && !this.#open.has(hostId)) {
-      const span: DownSpan = { hostId, fromOrder: order, toOrder: order + 1, reason: name }
-      this.#open.set(hostId, span)
-      this.#spans.push(span)
-    } else if (name === 'restart') {
-      this.up(hostId, order)
-    }
-  }
-
-  /** `hostId` is up again from `order` (a restart, the heal). */
-  up(hostId: string, order: number): void {
-    const span = this.#open.get(hostId)
-    if (span === undefined) return
-    span.toOrder = order
-    this.#open.delete(hostId)
-  }
-
-  /** Every span; open ones end at `orderEnd`. */
-  spans(orderEnd: number): ReadonlyArray<DownSpan> {
-    for (const span of this.#open.values()) span.toOrder = Math.max(span.toOrder, orderEnd)
-    return this.#spans
-  }
-}
-
 /** A hatched pattern for spans when a host was down; use as `fill="url(#down)"`. */
 export const downPattern =
   '<defs><pattern id="down" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#ddd"/><line x1="0" y1="0" x2="0" y2="6" stroke="#999" stroke-width="2"/></pattern></defs>'
+
+/** The top of `hostId`'s lane, or the world lane's for a mark that struck no host; undefined for a host without a lane. */
+export function hostLaneTop(lanes: HostLanes, hostId: string | undefined): number | undefined {
+  return hostId === undefined ? lanes.worldY : lanes.hostY.get(hostId)
+}
+
+/** Where a span on row `row` from `fromOrder` to `toOrder` sits: its left, its row's top and its width (at least `widthMin`); undefined for a row the page leaves out. */
+export function spanBox(at: PageLayout, row: string, fromOrder: number, toOrder: number, widthMin: number): { readonly x: number; readonly y: number; readonly w: number } | undefined {
+  const y = at.rowY.get(row)
+  if (y === undefined) return undefined
+  const x = at.x(fromOrder)
+  return { x, y, w: Math.max(widthMin, at.x(toOrder) - x) }
+}
+
+/**
+ * The plot's SVG, from the back: the host lanes, `under` (a workload's row backgrounds), the
+ * phases around the heal (`afterHeal` names the phase after it), `over` (a workload's rows and
+ * marks), and the axis above and below.
+ */
+export function plotSvg(at: PageLayout, frame: Pick<TimelineFrame<unknown>, 'down' | 'healOrder' | 'orderEnd' | 'timeAt'>, afterHeal: string, under: ReadonlyArray<string>, over: ReadonlyArray<string>): string {
+  const axes = [axis(frame.timeAt, frame.orderEnd, at, axisHeight - 2, false), axis(frame.timeAt, frame.orderEnd, at, at.height - axisHeight + 2, true)]
+  const parts = [hostLanesSvg(at, frame.down, at), ...under, phases(frame.healOrder, at, at.height, afterHeal), ...over, ...axes]
+  return `<svg xmlns="http://www.w3.org/2000/svg" id="plot" width="${at.plotWidth}" height="${at.height}" viewBox="0 0 ${at.plotWidth} ${at.height}">
+${downPattern}
+${parts.join('\n')}
+</svg>`
+}
+
+/** The label column's SVG: the host lanes' and the world lane's names, the heading of a workload's rows (`section`), and one label a row. */
+export function labelsSvg(at: PageLayout, worldName: string, section: string, rows: ReadonlyArray<string>): string {
+  const parts = [hostLabelsSvg(at, worldName), `<text x="8" y="${at.rowsHeaderY + 15}" class="section">${escape(section)}</text>`, ...rows]
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${labelWidth}" height="${at.height}">${parts.join('')}</svg>`
+}
+
+/** What a workload's page says above its drawing, and the run it draws. */
+export interface TimelinePageText<Data> {
+  readonly title: string
+  /** Lines about the run: options, result, counts. */
+  readonly summary: ReadonlyArray<string>
+  readonly violations: ReadonlyArray<string>
+  /** Jobs to ring in red wherever they appear. */
+  readonly highlightJobIds?: ReadonlyArray<string>
+  readonly data: Data
+}
 
 /** One legend entry: a small drawing (in a 14×14 box centred on x=0) and its words. */
 export const legendItem = (shape: string, text: string): string => `<span class="item"><svg width="14" height="14" viewBox="-7 -2 14 14">${shape}</svg>${escape(text)}</span>`

@@ -1,11 +1,16 @@
 /**
- * JobsSimulation — runs end-to-end (Jobs) seeds: opens the shared database a world needs —
- * memory (one MemoryStore and one MemoryJobStore shared by every host), embedded (one PGlite
- * shared), or PostgreSQL (one `pg` Pool per host, through `openPostgresStore` and the SQL
- * JobStore on a driver over the same pool, every run in its own schema) — runs the world, and
- * closes what it opened. Also the determinism self-check for this mode. The group's membership
- * table and bus live in the world itself (JobsWorld.ts), in memory on every store kind, so a
- * seed's trace is the same on memory and on PostgreSQL.
+ * JobsSimulation — the end-to-end (Jobs) workload on the simulator's one harness
+ * (core/SeedRun.ts, core/SeedBatch.ts), whose hosts run the real job engine (JobsWorld.ts).
+ * It opens the shared database a world needs — memory (one MemoryStore and one MemoryJobStore
+ * shared by every host), embedded (one PGlite shared), or PostgreSQL (one `pg` Pool per host,
+ * through `openPostgresStore` and the SQL JobStore on a driver over the same pool, every run in
+ * its own schema) — and says what a `--jobs` batch reports beyond the harness's totals: each
+ * job checker's verdict (with the first seed it failed on) and where every enqueued job ended.
+ * The group's membership table and bus live in the world itself, in memory on every store
+ * kind, so a seed's trace is the same on memory and on PostgreSQL.
+ *
+ * Does not: print or parse flags (the CLI does), or write failure files: a failing seed is
+ * replayed with `--jobs --seed S` on the same store.
  */
 import pg from 'pg'
 import { makeMemoryJobStore } from '../../src/persistence/jobs/MemoryJobStore.ts'
@@ -17,20 +22,17 @@ import { makePgDriver } from '../../src/persistence/sql/PgDriver.ts'
 import { makePgliteDriver } from '../../src/persistence/sql/PgliteDriver.ts'
 import { makeSchema } from '../../src/persistence/sql/Schema.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
-import { type JobsSwarmOptions, type JobsSwarmOverrides, jobsSwarmOptions } from './JobsSwarm.ts'
+import { checkTwice } from '../core/Determinism.ts'
+import { type BatchObserver, type BatchPlan, type BatchReportBase, type BatchSeedRunner, type DeterminismCheck, planSeedRun, runBatchSeed, runSeedBatch, type SeedOutcomeBase, timed } from '../core/SeedBatch.ts'
+import { databaseUrlOf, hostIdsFor, type OpenedStores, runSchema, runWorld, type SeedRunBase, worldBasicsOf } from '../core/SeedRun.ts'
+import { type JobCheckerName, jobCheckerNames, type JobsReport } from './JobCheckers.ts'
+import { describeJobsOptions, type JobsFaultName, jobsFaultNames, type JobsSwarmOptions, type JobsSwarmOverrides, jobsSwarmOptions } from './JobsSwarm.ts'
 import type { JobsMutant } from './JobMutations.ts'
+import { type JobsTimelineData, JobsTimelineRecorder } from './JobTimeline.ts'
 import { type JobsRunResult, JobsWorld, type JobsWorldConfig } from './JobsWorld.ts'
-import { checkTwice, type SimStoreKind } from '../core/Determinism.ts'
 
 /** How to run one end-to-end seed. */
-export interface JobsSeedRun {
-  readonly seed: number
-  readonly store: SimStoreKind
-  /** PostgreSQL connection string (required for `postgres`). */
-  readonly databaseUrl?: string
-  readonly overrides?: JobsSwarmOverrides
-  readonly script?: ReadonlyArray<number>
-  readonly keepTrace?: boolean
+export interface JobsSeedRun extends SeedRunBase<JobsSwarmOverrides> {
   /** Wraps the shared job store (the job mutation menu); on PostgreSQL each host's. */
   readonly wrapJobStore?: (store: JobStore) => JobStore
   /** One deliberate bug of the job mutation menu (JobMutations.ts `makeJobsMutant`): its store wrapper (instead of `wrapJobStore`), bus tap and membership wrapper. */
@@ -47,13 +49,12 @@ export interface JobsSeedResult {
   readonly result: JobsRunResult
 }
 
-interface OpenedStores {
+interface JobsStores extends OpenedStores {
   readonly storeFor: (hostId: string) => Store
   readonly jobStoreFor: (hostId: string) => JobStore
-  readonly close: () => Promise<void>
 }
 
-async function openStores(run: JobsSeedRun, hostIds: ReadonlyArray<string>): Promise<OpenedStores> {
+async function openStores(run: JobsSeedRun, hostIds: ReadonlyArray<string>): Promise<JobsStores> {
   const wrap = run.mutant?.wrapJobStore ?? run.wrapJobStore ?? ((store: JobStore) => store)
   if (run.store === 'memory') {
     const store = makeMemoryStore()
@@ -66,12 +67,11 @@ async function openStores(run: JobsSeedRun, hostIds: ReadonlyArray<string>): Pro
     const jobStore = wrap(makeSqlJobStore(driver, makeSchema()))
     return { storeFor: () => store, jobStoreFor: () => jobStore, close: () => store.close() }
   }
-  if (run.databaseUrl === undefined) throw new Error('the postgres store needs a database URL (--database-url or DATABASE_URL)')
-  // Each run gets its own schema so seeds never see each other's rows.
-  const schema = `simjobs_${run.seed >>> 0}_${Math.floor(Math.random() * 1e9)}`
+  const connectionString = databaseUrlOf(run)
+  const schema = runSchema('simjobs', run.seed)
   const hosts = new Map<string, { pool: pg.Pool; store: Store; jobStore: JobStore }>()
   for (const hostId of hostIds) {
-    const pool = new pg.Pool({ connectionString: run.databaseUrl, max: 2 })
+    const pool = new pg.Pool({ connectionString, max: 2 })
     // A dropped idle connection surfaces on the next query as Unavailable; here it must not crash.
     pool.on('error', () => {})
     const store = await openPostgresStore({ pool, schema })
@@ -91,31 +91,153 @@ async function openStores(run: JobsSeedRun, hostIds: ReadonlyArray<string>): Pro
 }
 
 /** Runs one end-to-end seed to completion. */
-export async function runJobsSeed(run: JobsSeedRun): Promise<JobsSeedResult> {
+export function runJobsSeed(run: JobsSeedRun): Promise<JobsSeedResult> {
   const options = jobsSwarmOptions(run.seed, run.overrides)
-  const hostIds = Array.from({ length: options.hosts }, (_, i) => `host-${i + 1}`)
-  const stores = await openStores(run, hostIds)
-  try {
-    const world = new JobsWorld({
-      options,
-      store: run.store,
-      storeFor: stores.storeFor,
-      jobStoreFor: stores.jobStoreFor,
-      ...(run.script === undefined ? {} : { script: run.script }),
-      ...(run.keepTrace === undefined ? {} : { keepTrace: run.keepTrace }),
-      ...(run.mutant?.busTap === undefined ? {} : { busTap: run.mutant.busTap }),
-      ...(run.mutant?.wrapMembership === undefined ? {} : { wrapMembership: run.mutant.wrapMembership }),
-      ...(run.mutant === undefined ? {} : { mutant: run.mutant }),
-      ...(run.onJobs === undefined ? {} : { onJobs: run.onJobs }),
-      ...(run.onEvent === undefined ? {} : { onEvent: run.onEvent }),
-    })
-    return { options, result: await world.run() }
-  } finally {
-    await stores.close()
-  }
+  return runWorld(
+    options,
+    (hostIds) => openStores(run, hostIds),
+    (stores) =>
+      new JobsWorld({
+        options,
+        store: run.store,
+        storeFor: stores.storeFor,
+        jobStoreFor: stores.jobStoreFor,
+        ...worldBasicsOf(run),
+        ...(run.mutant?.busTap === undefined ? {} : { busTap: run.mutant.busTap }),
+        ...(run.mutant?.wrapMembership === undefined ? {} : { wrapMembership: run.mutant.wrapMembership }),
+        ...(run.mutant === undefined ? {} : { mutant: run.mutant }),
+        ...(run.onJobs === undefined ? {} : { onJobs: run.onJobs }),
+        ...(run.onEvent === undefined ? {} : { onEvent: run.onEvent }),
+      }).run(),
+  )
 }
 
 /** Runs an end-to-end seed twice; the first line where the traces part, or null. */
 export function checkJobsDeterminism(run: JobsSeedRun, earlier?: JobsSeedResult): Promise<{ hash: string; divergence: string | null }> {
   return checkTwice(run, earlier, runJobsSeed)
+}
+
+/** What one `--jobs` batch runs. */
+export type JobsBatchPlan = BatchPlan<JobsSwarmOverrides>
+
+/** How one end-to-end seed ended. */
+export interface JobsSeedOutcome extends SeedOutcomeBase {
+  /** Violations of the checkers on the known-failing list (KnownEngineFailures.ts): printed, not failing the seed. */
+  readonly knownFailing: ReadonlyArray<string>
+  /** The command that replays it. */
+  readonly replay: string
+}
+
+/** The determinism self-check's outcome (core/SeedBatch.ts). */
+export type JobsDeterminismCheck = DeterminismCheck
+
+/** What a `--jobs` batch reports (also its `--json` output). */
+export interface JobsBatchReport extends BatchReportBase<JobsSeedOutcome, JobsFaultName> {
+  readonly mode: 'jobs'
+  readonly checkers: ReadonlyArray<{ readonly name: string; readonly verdict: string }>
+  readonly jobs: Omit<JobsReport, 'stranded'> & { readonly stranded: number }
+}
+
+/** Everything one seed of a plan hands back to its batch, as plain data (it may cross threads). */
+export interface JobsPlanSeedReport {
+  readonly outcome: JobsSeedOutcome
+  readonly faults: Readonly<Record<JobsFaultName, number>>
+  readonly checkers: Readonly<Record<JobCheckerName, number>>
+  readonly jobs: JobsReport
+  /** The first seed's determinism check and timeline. */
+  readonly first?: { readonly determinism: JobsDeterminismCheck; readonly timeline: JobsTimelineData | undefined }
+}
+
+/** Hears about a batch as it runs (progress output), in seed order. */
+export type JobsBatchObserver = BatchObserver<JobsSeedOutcome>
+
+/** The run of one seed of a plan. */
+export function jobsSeedRunOf(plan: JobsBatchPlan, seed: number): JobsSeedRun {
+  return planSeedRun(plan, seed)
+}
+
+/** The command that replays one seed of a plan. */
+export function jobsReplayCommand(plan: Pick<JobsBatchPlan, 'store' | 'overrides'>, seed: number): string {
+  const { hosts, steps } = plan.overrides
+  return `npx matchbox sim --jobs --store ${plan.store} --seed ${seed}${hosts === undefined ? '' : ` --hosts ${hosts}`}${steps === undefined ? '' : ` --steps ${steps}`}`
+}
+
+/** The host ids a seed's world will have, for timeline lanes. */
+export function jobsHostIdsOf(run: JobsSeedRun): string[] {
+  return hostIdsFor(jobsSwarmOptions(run.seed, run.overrides).hosts)
+}
+
+const seedRunner: BatchSeedRunner<JobsBatchPlan, JobsSeedRun, JobsSeedResult, JobsTimelineRecorder, Omit<JobsPlanSeedReport, 'first'>, object> = {
+  runOf: jobsSeedRunOf,
+  recorderFor: (run) => new JobsTimelineRecorder(jobsHostIdsOf(run)),
+  runOne: async (run, { keepTrace, recorder, plan }) => {
+    const listeners = recorder === undefined ? {} : { onJobs: recorder.onJobs, onEvent: recorder.onEvent }
+    const { value: seeded, wallMs } = await timed(() => runJobsSeed({ ...run, keepTrace, ...listeners }))
+    const { result } = seeded
+    const outcome: JobsSeedOutcome = {
+      seed: run.seed,
+      options: describeJobsOptions(seeded.options),
+      ok: result.ok,
+      violations: result.violations,
+      knownFailing: result.knownFailing,
+      events: result.events,
+      steps: result.steps,
+      livenessSteps: result.livenessSteps,
+      simulatedMs: result.simulatedMs,
+      wallMs,
+      traceHash: result.traceHash,
+      replay: jobsReplayCommand(plan, run.seed),
+    }
+    return { report: { outcome, faults: result.faults, checkers: result.checkers, jobs: result.jobs }, seeded }
+  },
+  runSeed: runJobsSeed,
+  // Nothing of the run itself: the batch reports only its timeline and determinism check.
+  keepFirst: () => ({}),
+}
+
+/** Runs seed `index` of `plan` (the first one also for the determinism check and its timeline); the unit a worker runs. */
+export function runJobsPlanSeed(input: { readonly plan: JobsBatchPlan; readonly index: number }): Promise<JobsPlanSeedReport> {
+  return runBatchSeed(seedRunner, input)
+}
+
+// Where the jobs of every seed ended, summed; stranded jobs counted, not listed.
+function makeJobsTotals(): { add: (report: JobsReport) => void; totals: JobsBatchReport['jobs'] } {
+  const jobs = { enqueued: 0, recovered: 0, acked: 0, ackedUnheard: 0, cancelled: 0, cancelledUnheard: 0, dead: { failed: 0, exhausted: 0, expired: 0 }, reclaimed: 0, landedLate: 0, stranded: 0 }
+  const add = (r: JobsReport): void => {
+    for (const key of ['enqueued', 'recovered', 'acked', 'ackedUnheard', 'cancelled', 'cancelledUnheard', 'reclaimed', 'landedLate'] as const) jobs[key] += r[key]
+    for (const key of ['failed', 'exhausted', 'expired'] as const) jobs.dead[key] += r.dead[key]
+    jobs.stranded += r.stranded.length
+  }
+  return { add, totals: jobs }
+}
+
+/** Runs every seed of `plan`, on `plan.parallel` worker threads or in this one; returns the report and the first seed's timeline. */
+export async function runJobsBatch(plan: JobsBatchPlan, observer: JobsBatchObserver): Promise<{ report: JobsBatchReport; timeline: JobsTimelineData | undefined }> {
+  const violations = Object.fromEntries(jobCheckerNames.map((name) => [name, 0])) as Record<JobCheckerName, number>
+  const firstFailing: Partial<Record<JobCheckerName, number>> = {}
+  const jobs = makeJobsTotals()
+  const add = (seedReport: JobsPlanSeedReport): void => {
+    for (const name of jobCheckerNames) {
+      violations[name] += seedReport.checkers[name]
+      if (seedReport.checkers[name] > 0) firstFailing[name] ??= seedReport.outcome.seed
+    }
+    jobs.add(seedReport.jobs)
+  }
+  const unit = { module: import.meta.url, name: 'runJobsPlanSeed', run: runJobsPlanSeed }
+  const totals = await runSeedBatch(plan, unit, jobsFaultNames, observer, add)
+  const report: JobsBatchReport = {
+    mode: 'jobs',
+    store: plan.store,
+    seeds: totals.seeds,
+    passed: totals.passed,
+    failed: totals.failed,
+    events: totals.events,
+    wallMs: totals.wallMs,
+    simulatedMs: totals.simulatedMs,
+    faults: totals.faults,
+    checkers: jobCheckerNames.map((name) => ({ name, verdict: violations[name] === 0 ? 'pass' : `FAIL (${violations[name]}, first on seed ${firstFailing[name]})` })),
+    jobs: jobs.totals,
+    determinism: totals.determinism,
+  }
+  return { report, timeline: totals.first?.timeline }
 }

@@ -5,7 +5,7 @@
  * each job checker's verdict, where every enqueued job ended, the determinism self-check), and
  * the page of a `--timeline` file.
  *
- * Does not: run seeds (sim/jobs/JobsBatch.ts) or write files (sim.ts).
+ * Does not: run seeds (sim/jobs/JobsSimulation.ts) or write files (sim.ts).
  */
 import { type JobsBatchObserver, type JobsBatchReport, type JobsSeedOutcome, type JobsTimelineData, knownEngineFailures, knownFailingCheckersOn, renderJobsTimelineHtml } from '../../sim/index.ts'
 import { count, determinismLine, formatDuration } from './SimSummary.ts'

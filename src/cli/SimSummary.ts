@@ -5,7 +5,7 @@
  * categories, the determinism self-check, and for failures the violations and the commands that
  * replay them), the text of a `--trace` file and the page of a `--timeline` file.
  *
- * Does not: run seeds (sim/matching/Batch.ts) or write files (sim.ts).
+ * Does not: run seeds (sim/matching/Simulation.ts) or write files (sim.ts).
  */
 import { describeOptions, renderTimelineHtml, type SeedOutcome, type SeedResult, type SeedRun, type SimBatchReport, type SwarmOptions, type TimelineData } from '../../sim/index.ts'
 import type { Terminal } from './Terminal.ts'

@@ -16,7 +16,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { type Command, InvalidArgumentError } from 'commander'
-import { hostIdsOf, parseFailureCase, runOneSeed, seedRunOf, TimelineRecorder } from '../../sim/index.ts'
+import { hostIdsOf, parseFailureCase, runOneSeed, seedRunOf, RangeTimelineRecorder } from '../../sim/index.ts'
 import { InvalidInput } from '../domain/errors.ts'
 import { dashboardHandler, type DashboardOptions } from '../dashboard/DashboardHandler.ts'
 import type { SimulatorReplay } from '../dashboard/SystemPages.ts'
@@ -64,7 +64,7 @@ export async function replayFailureFile(text: string): Promise<SimulatorReplay> 
   }
   if (failure.store === 'postgres') throw new InvalidInput({ field: 'failure', reason: `a PostgreSQL case writes to a database when replayed; run: npx matchbox sim replay sim-failure-${failure.seed}.json --database-url …` })
   const run = seedRunOf(failure)
-  const timeline = new TimelineRecorder(hostIdsOf(run))
+  const timeline = new RangeTimelineRecorder(hostIdsOf(run))
   const { outcome, seeded } = await runOneSeed(run, { keepTrace: false, timeline })
   return {
     seed: failure.seed,

@@ -4,19 +4,19 @@
  * speed, simulated vs wall time, faults by kind, each checker's verdict, and the determinism
  * self-check on the first seed. A failing seed leaves `sim-failure-<seed>.json` and the
  * commands that replay it; any failure exits 1. `matchbox sim replay FILE` re-runs one case.
- * `--jobs` runs the end-to-end mode instead (sim/jobs/JobsBatch.ts): hosts run the real job
+ * `--jobs` runs the end-to-end mode instead (sim/jobs/JobsSimulation.ts): hosts run the real job
  * engine. `--parallel N` runs the seeds of either mode on N worker threads; results print in
  * seed order, as a serial run's do.
  *
  * Defaults are sized for `npm start` (embedded store, a random first seed, a batch that takes
  * well under a minute on two cores) and printed, so a run can be repeated exactly.
  *
- * Does not: run seeds (sim/matching/Batch.ts, sim/jobs/JobsBatch.ts), word the output
+ * Does not: run seeds (sim/core/SeedBatch.ts for sim/matching/Simulation.ts and sim/jobs/JobsSimulation.ts), word the output
  * (SimSummary.ts, SimJobsSummary.ts, SimProgress.ts) or read the wall clock.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { type Command, InvalidArgumentError, Option } from 'commander'
-import { type FailureCase, type FirstSeed, hostIdsOf, type JobsBatchPlan, parseFailureCase, runJobsBatch, runOneSeed, runSimBatch, seedRunOf, type SimBatchReport, type SimStoreKind, swarmOptions, type SwarmOverrides, TimelineRecorder } from '../../sim/index.ts'
+import { type FailureCase, type FirstSeed, hostIdsOf, type JobsBatchPlan, parseFailureCase, runJobsBatch, runOneSeed, runSimBatch, seedRunOf, type SimBatchReport, type SimStoreKind, swarmOptions, type SwarmOverrides, RangeTimelineRecorder } from '../../sim/index.ts'
 import { seedFromEntropy } from '../kernel/Random.ts'
 import { jobsProgress, jobsTimelinePage, renderJobsSummary } from './SimJobsSummary.ts'
 import { makeSimProgress, silentProgress } from './SimProgress.ts'
@@ -56,7 +56,7 @@ export interface SimOptions {
   readonly timeline?: string
   readonly failureDir: string
   readonly json?: boolean
-  /** The end-to-end mode: hosts run the real job engine (sim/jobs/JobsBatch.ts). */
+  /** The end-to-end mode: hosts run the real job engine (sim/jobs/JobsSimulation.ts). */
   readonly jobs?: boolean
   /** Worker threads to run seeds on (default 1: this thread). */
   readonly parallel?: number
@@ -211,7 +211,7 @@ function readCase(file: string): FailureCase {
 export async function runSimReplay(terminal: Terminal, file: string, options: SimOptions): Promise<void> {
   const failure = readCase(file)
   const run = seedRunOf(failure, databaseUrlFor(failure.store, options.databaseUrl))
-  const timeline = options.timeline === undefined ? undefined : new TimelineRecorder(hostIdsOf(run))
+  const timeline = options.timeline === undefined ? undefined : new RangeTimelineRecorder(hostIdsOf(run))
   if (options.json !== true) {
     terminal.line(terminal.colors.bold(`Replaying ${file}: seed ${failure.seed} on the ${failure.store} store${failure.script === undefined ? '' : ` with a ${failure.script.length}-decision script`}`))
     terminal.line(`  recorded: ${failure.violations.length} ${failure.violations.length === 1 ? 'violation' : 'violations'}${failure.traceHash === '' ? '' : `, trace hash ${failure.traceHash}`}`)

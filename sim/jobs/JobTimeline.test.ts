@@ -1,16 +1,14 @@
 /**
- * JobsTimelineRecorder on a real end-to-end run (memory store): some job's life reads enqueue →
+ * JobTimeline on a real end-to-end run (memory store): some job's life reads enqueue →
  * claim → ack in commit order, its claim bar ends at the ack, every work handler's run is drawn
  * on its job's row with the claim it was given, and the page draws them and rings a job a
  * violation names.
  */
 import { describe, expect, it } from 'vitest'
-import { jobsHostIdsOf } from './JobsBatch.ts'
-import { runJobsSeed } from './JobsSimulation.ts'
-import { renderJobsTimelineHtml } from './JobsTimelineHtml.ts'
-import { JobsTimelineRecorder } from './JobsTimelineRecorder.ts'
+import { jobsHostIdsOf, runJobsSeed } from './JobsSimulation.ts'
+import { JobsTimelineRecorder, renderJobsTimelineHtml } from './JobTimeline.ts'
 
-describe('JobsTimelineRecorder', () => {
+describe('JobTimeline', () => {
   it("records a job's enqueue, claim and ack in order, and the page draws them", async () => {
     const run = { seed: 2, store: 'memory' as const }
     const recorder = new JobsTimelineRecorder(jobsHostIdsOf(run))
