@@ -24,7 +24,7 @@ const seedsMax = 100
 
 /** Each bug's first catching seed among 1…100 on memory (known-failing seeds skipped); null: none. */
 export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
-  ackAfterDeadline: 3,
+  ackAfterDeadline: 2,
   doubleGrant: 6,
   dropEnqueue: 1,
   dropHandOver: 2,
@@ -39,22 +39,22 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   stopAbandonsLocalQueue: 1,
   heartbeatOnce: 1,
   lapseFromClaimTime: 2,
-  dueSignalLost: 4,
+  dueSignalLost: 3,
   pauseIgnored: 1,
-  cancelKeepsClaim: 6,
-  refusalKeepsSignal: 28,
+  cancelKeepsClaim: 2,
+  refusalKeepsSignal: 2,
   historyClaimUnfenced: 2,
-  claimFenceIgnored: 2,
-  matchingFirstBlocksQueue: 83,
+  claimFenceIgnored: 3,
+  matchingFirstBlocksQueue: 18,
   // Not caught within 100 seeds: a partition waiting out its restart delay while idle workers
   // elsewhere could claim its jobs comes rarely, and the timers the engine arms for a batch's later
   // due times run scans that give such jobs back in time.
   refusedAddWaits: null,
-  limitNotInStore: 4,
+  limitNotInStore: 11,
   rateNotInStore: 1,
   weightIgnored: 3,
-  dedupStepsPass: 17,
-  lapsedSlotKept: 36,
+  dedupStepsPass: 3,
+  lapsedSlotKept: 26,
   // Not caught within 100 seeds: it needs a batch claim whose head one key fills up while other
   // jobs are due behind it and no pass comes soon; the pinned world below catches it.
   shortBatchEndsQueue: null,
@@ -65,10 +65,8 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // Not caught within 100 seeds, for the same reason as noPassBehindMatching.
   passIgnoresForwarded: null,
   setAsideClaimLost: 44,
-  drainedStaysDrained: 7,
-  // Not caught within 100 seeds: the claim parked with no line poll is served by the next pass of
-  // its queue within the bound in these worlds (DispatchMutations.test.ts shows the step it changes).
-  parkedPollNotArmed: null,
+  drainedStaysDrained: 2,
+  parkedPollNotArmed: 50,
   // Not caught within 100 seeds: the lingering poll costs a claim and a release per kept-job hold
   // (100 ms) while a forwarded poll waits, and delays no job past the bound
   // (DispatchMachine.test.ts and DispatchMutations.test.ts show the step it changes).
