@@ -6,17 +6,17 @@
  * the Matching checkers. The same seed twice must give the same trace. Replay a failure with
  * the command its message prints (`SIM_SEED=… SIM_PATH=… npx vitest run sim/jobs/jobsWorld.memory.test.ts`).
  *
- * The run count is bounded by count, not wall time: 80, 400 in the deep run, or SIM_JOBS_RUNS.
+ * The run count is bounded by count, not wall time: 60, 400 in the deep run, or SIM_JOBS_RUNS.
  */
 import { expect, it } from 'vitest'
 import { checkJobsDeterminism, runJobsSeed } from './JobsSimulation.ts'
 import { checkSchedules } from '../core/ScheduleProperty.ts'
 import { deep } from '../../test/harness/depth.ts'
 
-// 80 worlds of 2,000 safety steps plus the final phase: ~35 s on one core (membership beats
-// and bus messages are steps too; the worlds with keys and limits run longer). `npm run
-// test:deep` runs 400; SIM_JOBS_RUNS sets any count.
-const runs = Number(process.env.SIM_JOBS_RUNS ?? (deep ? 400 : 80))
+// 60 worlds of 2,000 safety steps plus the final phase, where producers go on enqueueing: ~45 s
+// on one core (membership beats and bus messages are steps too; the worlds with keys and limits
+// run longer). `npm run test:deep` runs 400; SIM_JOBS_RUNS sets any count.
+const runs = Number(process.env.SIM_JOBS_RUNS ?? (deep ? 400 : 60))
 const steps = 2_000
 
 it(`the job invariants hold for ${runs} generated schedules on memory`, async () => {
