@@ -41,3 +41,34 @@ describe('JobCheckers on release', () => {
     expect(checkers.counts['holder settles']).toBe(1)
   })
 })
+
+describe('JobCheckers on a concurrency key', () => {
+  // Two jobs of key k (limit 1, one attempt each); `first` claimed at 100 (deadline 1,100).
+  const limited = (id: string): JobRecord => ({ ...job, id, maxAttempts: 1 })
+  const claimOf = (id: string, claimToken: string, nowMs: number, committedAtMs: number): JobBoundaryRecord => ({
+    op: 'claim', hostId: 'host-1', nowMs, committedAtMs, id, claimToken, ownership: null,
+    outcome: { kind: 'claimed', job: { ...limited(id), state: 'processing', attempts: 1, claimToken, claimedAtMs: nowMs, deadlineMs: nowMs + job.visibilityTimeoutMs } },
+  })
+  const world = (): JobCheckers => {
+    const checkers = new JobCheckers()
+    for (const id of ['a', 'b']) checkers.observe({ op: 'enqueue', ...at(0), job: limited(id), slot: { key: 'k', limit: 1 } })
+    checkers.observe(claimOf('a', 'first', 100, 100))
+    return checkers
+  }
+
+  it('a second claim of the key within the first one’s deadline is a violation', () => {
+    const checkers = world()
+    checkers.observe(claimOf('b', 'second', 500, 500))
+    expect(checkers.counts['concurrency per key']).toBe(1)
+  })
+
+  it('a claim stamped before the first one’s deadline but committed after a statement stamped past it is not: that statement may have buried the first job at its budget', () => {
+    const checkers = world()
+    // A due-time pass stamped past a's deadline (the exhaustion rule buries a there), then b's
+    // claim, stamped earlier and delayed, commits.
+    checkers.observe({ op: 'reserve', ...at(1_200), ids: [], untilMs: 31_200 })
+    checkers.observe(claimOf('b', 'second', 500, 1_200))
+    expect(checkers.counts['concurrency per key']).toBe(0)
+  })
+})
+

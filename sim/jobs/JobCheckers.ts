@@ -20,7 +20,9 @@
  *   queue holds;
  * - concurrency per key: no claim (nor an enqueue that claims) commits while its job's concurrency
  *   key would then have more valid claims of its queue than the limit the job was enqueued with —
- *   judged at the claim's stamp, across every engine;
+ *   judged at the claim's stamp, across every engine, not counting a claim at its job's attempt
+ *   budget whose deadline a statement committed before had already passed in its stamp (the
+ *   exhaustion rule may have buried that job there, unseen);
  * - none stranded (at the end, after the final sweep): every job whose enqueue committed is acked,
  *   cancelled or dead, consistently with what committed; sorted into honest categories.
  *
@@ -115,6 +117,9 @@ export class JobCheckers {
   // The commit time of the record being observed, and per (queue, concurrency key) when a claim of the key last ended.
   #committedAtMs = 0
   readonly #slotFreedAtMs = new Map<string, number>()
+  // The latest stamp of any committed call: a statement stamped past a claim's deadline may have
+  // buried its job by the exhaustion rule (which no record names).
+  #stampMaxMs = 0
 
   /** Faults are off from now on: a reservation made after this is the engine's own, judged as due. */
   healed(nowMs: number): void {
@@ -210,6 +215,7 @@ export class JobCheckers {
   /** Checks one committed JobStore call. */
   observe(record: JobBoundaryRecord): void {
     this.#committedAtMs = record.committedAtMs
+    this.#stampMaxMs = Math.max(this.#stampMaxMs, record.nowMs)
     if (record.nowMs > record.committedAtMs) this.fail('deadline', `${record.hostId} stamped ${record.op} at ${record.nowMs}, after the clock's ${record.committedAtMs}`)
     switch (record.op) {
       case 'enqueue': {
@@ -425,11 +431,16 @@ export class JobCheckers {
     this.#withinLimit(track, record.nowMs)
   }
 
-  // `track` was just claimed at `nowMs`: its key's valid claims, this one included, within its limit.
+  // `track` was just claimed at `nowMs`: its key's valid claims, this one included, within its
+  // limit. A claim stamped late may commit after a statement stamped past another claim's deadline
+  // buried that claim's job at its attempt budget: such a claim no longer holds its slot.
   #withinLimit(track: Track, nowMs: number): void {
     const slot = track.slot
     if (slot === undefined) return
-    const valid = [...this.#jobs.values()].filter((other) => other.life === 'live' && other.slot?.key === slot.key && other.job.queue === track.job.queue && other.claim !== null && other.claim.deadlineMs > nowMs)
+    const buried = (other: Track): boolean => other.attempts >= other.job.maxAttempts && (other.claim?.deadlineMs ?? 0) <= this.#stampMaxMs
+    const valid = [...this.#jobs.values()].filter(
+      (other) => other.life === 'live' && other.slot?.key === slot.key && other.job.queue === track.job.queue && other.claim !== null && other.claim.deadlineMs > nowMs && (other === track || !buried(other)),
+    )
     if (valid.length <= slot.limit) return
     this.fail('concurrency per key', `job ${track.job.id} of ${track.job.queue} claimed at ${nowMs} with concurrency key ${slot.key} (limit ${slot.limit}) while ${valid.length} claims of the key were valid: ${valid.map((other) => other.job.id).join(', ')}`)
   }
