@@ -2,8 +2,8 @@
  * `matchbox sim --jobs` in-process through `run(argv, io)`, on the memory store: a JSON report
  * (every job checker passes, the first seed runs twice to the same trace), the text summary, and
  * a failing run (the job mutation `dropEnqueue`, switched on per test) that exits 1, names the
- * checker that caught it and prints the command that replays the seed; `--timeline` draws the
- * first seed's jobs.
+ * checker that caught it and prints the command that replays the seed; `--trace` writes the first
+ * seed's trace and `--timeline` draws its jobs.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -82,10 +82,26 @@ describe('matchbox sim --jobs', () => {
     expect(ran.stdout).toMatch(/none stranded +FAIL/)
   })
 
-  it('refuses --trace with --jobs (exit 2)', async () => {
-    const ran = await cli(['sim', '--jobs', '--store', 'memory', '--seed', '1', '--trace', 'x.txt'])
-    expect(ran.code).toBe(2)
-    expect(ran.stderr).toContain('--trace is for the Matching mode')
+  it('writes --trace: the first seed\'s options, verdict and hash, then every line of its trace', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'matchbox-sim-jobs-'))
+    try {
+      const file = join(dir, 'jobs.txt')
+      const ran = await cli(['sim', '--jobs', '--store', 'memory', '--seed', '2', '--seeds', '2', '--trace', file, '--json'])
+      expect(ran.code).toBe(0)
+      const report = JSON.parse(ran.stdout) as JobsBatchReport & { files: Record<string, string> }
+      expect(report.files.trace).toBe(file)
+      const text = readFileSync(file, 'utf8')
+      const lines = text.split('\n')
+      expect(lines[0]).toBe('# matchbox sim --jobs trace — seed 2 on the memory store')
+      expect(text).toContain(`# ${report.seeds[0]?.events} client and store calls`)
+      expect(text).toContain(`trace hash ${report.seeds[0]?.traceHash}`)
+      // The trace itself: store calls as they ran, a work loop's handler, the heal.
+      expect(lines.some((line) => /^\d+ @\d+ io host-1 job\./.test(line))).toBe(true)
+      expect(lines.some((line) => / handler starts /.test(line))).toBe(true)
+      expect(lines.some((line) => /HEAL/.test(line))).toBe(true)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('writes --timeline: hosts, faults and the life of every job, self-contained', async () => {

@@ -144,8 +144,8 @@ export interface JobsPlanSeedReport {
   readonly faults: Readonly<Record<JobsFaultName, number>>
   readonly checkers: Readonly<Record<JobCheckerName, number>>
   readonly jobs: JobsReport
-  /** The first seed's determinism check and timeline. */
-  readonly first?: { readonly determinism: JobsDeterminismCheck; readonly timeline: JobsTimelineData | undefined }
+  /** The first seed's determinism check, timeline and whole trace. */
+  readonly first?: { readonly determinism: JobsDeterminismCheck; readonly timeline: JobsTimelineData | undefined; readonly trace: ReadonlyArray<string> }
 }
 
 /** Hears about a batch as it runs (progress output), in seed order. */
@@ -167,7 +167,7 @@ export function jobsHostIdsOf(run: JobsSeedRun): string[] {
   return hostIdsFor(jobsSwarmOptions(run.seed, run.overrides).hosts)
 }
 
-const seedRunner: BatchSeedRunner<JobsBatchPlan, JobsSeedRun, JobsSeedResult, JobsTimelineRecorder, Omit<JobsPlanSeedReport, 'first'>, object> = {
+const seedRunner: BatchSeedRunner<JobsBatchPlan, JobsSeedRun, JobsSeedResult, JobsTimelineRecorder, Omit<JobsPlanSeedReport, 'first'>, { readonly trace: ReadonlyArray<string> }> = {
   runOf: jobsSeedRunOf,
   recorderFor: (run) => new JobsTimelineRecorder(jobsHostIdsOf(run)),
   runOne: async (run, { keepTrace, recorder, plan }) => {
@@ -191,8 +191,8 @@ const seedRunner: BatchSeedRunner<JobsBatchPlan, JobsSeedRun, JobsSeedResult, Jo
     return { report: { outcome, faults: result.faults, checkers: result.checkers, jobs: result.jobs }, seeded }
   },
   runSeed: runJobsSeed,
-  // Nothing of the run itself: the batch reports only its timeline and determinism check.
-  keepFirst: () => ({}),
+  // Of the run itself, its trace (`--trace`), beside its timeline and determinism check.
+  keepFirst: (seeded) => ({ trace: seeded.result.trace }),
 }
 
 /** Runs seed `index` of `plan` (the first one also for the determinism check and its timeline); the unit a worker runs. */
@@ -211,8 +211,8 @@ function makeJobsTotals(): { add: (report: JobsReport) => void; totals: JobsBatc
   return { add, totals: jobs }
 }
 
-/** Runs every seed of `plan`, on `plan.parallel` worker threads or in this one; returns the report and the first seed's timeline. */
-export async function runJobsBatch(plan: JobsBatchPlan, observer: JobsBatchObserver): Promise<{ report: JobsBatchReport; timeline: JobsTimelineData | undefined }> {
+/** Runs every seed of `plan`, on `plan.parallel` worker threads or in this one; returns the report and the first seed's timeline and trace. */
+export async function runJobsBatch(plan: JobsBatchPlan, observer: JobsBatchObserver): Promise<{ report: JobsBatchReport; timeline: JobsTimelineData | undefined; trace: ReadonlyArray<string> | undefined }> {
   const violations = Object.fromEntries(jobCheckerNames.map((name) => [name, 0])) as Record<JobCheckerName, number>
   const firstFailing: Partial<Record<JobCheckerName, number>> = {}
   const jobs = makeJobsTotals()
@@ -239,5 +239,5 @@ export async function runJobsBatch(plan: JobsBatchPlan, observer: JobsBatchObser
     jobs: jobs.totals,
     determinism: totals.determinism,
   }
-  return { report, timeline: totals.first?.timeline }
+  return { report, timeline: totals.first?.timeline, trace: totals.first?.trace }
 }

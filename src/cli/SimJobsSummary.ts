@@ -75,6 +75,26 @@ export function jobsTimelinePage(store: string, outcome: JobsSeedOutcome, timeli
   })
 }
 
+/** The text of a `--jobs --trace` file, for the batch's first seed: a header, then its trace. */
+export function jobsTraceText(store: string, outcome: JobsSeedOutcome, trace: ReadonlyArray<string>): string {
+  const header = [
+    `# matchbox sim --jobs trace — seed ${outcome.seed} on the ${store} store`,
+    ...outcome.options.map((line) => `#   ${line}`),
+    `# ${outcome.ok ? 'passed' : `FAILED: ${outcome.violations.join(' | ')}`}`,
+    ...(outcome.knownFailing.length === 0 ? [] : [`# known engine failures (not failing the seed): ${outcome.knownFailing.join(' | ')}`]),
+    `# ${outcome.events} client and store calls, ${outcome.steps} safety steps, ${outcome.livenessSteps} final steps; trace hash ${outcome.traceHash}`,
+    '#',
+    '# Each line: <world step> @<virtual ms since the start> <what happened>. Lines read',
+    '#   enqueue / claim / ack … → HOST   a client call reaching a host, then what it returned',
+    '#   io HOST CALL → R                 one parked job store, membership or bus call ran (R: ok or an error tag)',
+    '#   handler starts / returns         a work loop\'s handler ran a job (its claim token in brackets)',
+    '#   FAULT NAME: …                    a fault the world injected; HEAL starts the final phase',
+    '#   time +MS                         the virtual clock moved',
+    '',
+  ]
+  return `${header.join('\n')}${trace.join('\n')}\n`
+}
+
 // The jobs violation sentences name ("job <id> …", "job <id>'s claim …").
 function jobIdsNamed(violations: ReadonlyArray<string>): string[] {
   return [...new Set(violations.flatMap((violation) => [...violation.matchAll(/\bjobs? ([0-9a-z]{20,})/g)].map((match) => match[1] as string)))]

@@ -18,7 +18,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { type Command, InvalidArgumentError, Option } from 'commander'
 import { type FailureCase, type FirstSeed, hostIdsOf, type JobsBatchPlan, parseFailureCase, runJobsBatch, runOneSeed, runSimBatch, seedRunOf, type SimBatchReport, type SimStoreKind, swarmOptions, type SwarmOverrides, RangeTimelineRecorder } from '../../sim/index.ts'
 import { seedFromEntropy } from '../kernel/Random.ts'
-import { jobsProgress, jobsTimelinePage, renderJobsSummary } from './SimJobsSummary.ts'
+import { jobsProgress, jobsTimelinePage, jobsTraceText, renderJobsSummary } from './SimJobsSummary.ts'
 import { makeSimProgress, silentProgress } from './SimProgress.ts'
 import { renderFailure, renderSummary, seedHeader, seedLine, timelinePage, traceText } from './SimSummary.ts'
 import type { Terminal } from './Terminal.ts'
@@ -171,17 +171,21 @@ export async function runSimCommand(terminal: Terminal, options: SimOptions): Pr
   }
 }
 
-// `--jobs`: its own batch, summary and timeline; a Matching trace file does not apply.
+// `--jobs`: its own batch, summary, trace and timeline.
 async function runJobsMode(terminal: Terminal, options: SimOptions, plan: JobsBatchPlan): Promise<void> {
-  if (options.trace !== undefined) throw new UsageError({ reason: '--trace is for the Matching mode; drop it with --jobs' })
   const json = options.json === true
   if (!json) {
     terminal.line(terminal.colors.bold(`Matchbox simulator, end-to-end (jobs) mode — ${plan.seedCount} ${plan.seedCount === 1 ? 'seed' : 'seeds'} from ${plan.firstSeed} on the ${plan.store} store`))
     if ((plan.parallel ?? 1) > 1) terminal.line(terminal.colors.dim(`on ${plan.parallel} worker threads; results print in seed order`))
   }
-  const { report, timeline } = await runJobsBatch(plan, jobsProgress(terminal, plan.seedCount, json))
+  const { report, timeline, trace } = await runJobsBatch(plan, jobsProgress(terminal, plan.seedCount, json))
   const written: Record<string, string> = {}
   const first = report.seeds[0]
+  if (options.trace !== undefined && trace !== undefined && first !== undefined) {
+    writeArtifact('--trace', options.trace, jobsTraceText(plan.store, first, trace))
+    written.trace = options.trace
+    if (!json) terminal.line(`trace of seed ${first.seed} (${trace.length} lines) written to ${options.trace}`)
+  }
   if (options.timeline !== undefined && timeline !== undefined && first !== undefined) {
     writeArtifact('--timeline', options.timeline, jobsTimelinePage(plan.store, first, timeline))
     written.timeline = options.timeline
