@@ -1,6 +1,6 @@
 /**
  * Due jobs reach idle workers at once when they are enqueued on an engine that does not own the
- * queue, or when the queue's head is one key's: a batch whose jobs come due at different times
+ * queue (or owns only some of its partitions), or when the queue's head is one key's: a batch whose jobs come due at different times
  * runs each at its own runAt on the owner, and a pass on a queue limited per key that reserved
  * less than its waiting claims asked for (the head's key had room for one) asks again, so a
  * forwarded claim is not left waiting for its poll to time out while jobs of other keys are due.
@@ -40,6 +40,18 @@ describe('due jobs across engines', () => {
     await until(() => ranAt.length === 2, 'the later job ran')
     expect(ranAt).toEqual([['now', start], ['later', runAt]])
     await stop()
+  })
+
+  it('a queue whose partitions two engines own: a job enqueued on one reaches the other’s waiting worker with the clock standing still', async () => {
+    // h1 owns partition 0 of `split`, h2 partition 1; only h1 runs a worker.
+    const { h1, h2 } = twoEngines((partition) => (partition.family === 'split' && partition.partition === 1 ? 'h2' : 'h1'))
+    const { handler, gates } = heldByKey<string>(() => 'all')
+    const stop = h1.queue<string>('split', { partitions: 2 }).work(handler)
+    await settle(50)
+    await h2.queue<string>('split', { partitions: 2 }).enqueue('from the other owner')
+    await until(() => gates.length === 1, 'the job starts on h1')
+    void stop()
+    releaseEveryHeld()
   })
 
   it('a queue limited per key whose head is one key: the forwarded claim gets a job of another key with the clock standing still', async () => {

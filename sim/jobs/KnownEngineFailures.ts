@@ -30,9 +30,9 @@ export const knownEngineFailures: ReadonlyArray<KnownEngineFailure> = [
   {
     checker: 'prompt delivery across partitions',
     stores: ['memory', 'embedded', 'postgres'],
-    seeds: [514, 639, 770],
+    seeds: [338, 408],
     mechanism:
-      'on a queue of several partitions a due job and an idle claim can meet at different partitions: the enqueue\'s due signal or the owner\'s pass (DueDriver.ts `deliver`) reaches one partition, its owner and its Matching queue, while the claim\'s poll waits on another (its own line poll, Dispatch.ts `runLinePollLoop`, or a poll forwarded to another engine), and partitions forward neither tasks nor polls to each other: the job waits until that poll times out (up to a second) or the next scan'
+      'on a queue of several partitions an engine owns more than one of, a due job and an idle claim can meet at different partitions: the owner\'s pass (DueDriver.ts `deliver`) adds the job\'s task to one of its partitions while the claim\'s line poll (Dispatch.ts `runLinePollLoop`) or a poll forwarded to it waits on another, and partitions forward neither tasks nor polls to each other: the job waits until that poll times out (up to a second) or the next scan'
   },
 ]
 

@@ -24,33 +24,33 @@ const seedsMax = 100
 
 /** Each bug's first catching seed among 1…100 on memory (known-failing seeds skipped); null: none. */
 export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
-  ackAfterDeadline: 2,
-  doubleGrant: 6,
+  ackAfterDeadline: 21,
+  doubleGrant: 5,
   dropEnqueue: 1,
-  dropHandOver: 2,
+  dropHandOver: 1,
   stealPartitions: 1,
   // Not caught within 100 seeds: it needs a handler whose claim lapsed and was taken again to ack
   // by riding on a claim of its queue, which the seeds that draw concurrency keys made rarer (the
   // JobStore conformance suite's riding-ack cases catch it).
   ridingAckIgnoresToken: null,
   handOverTwice: 2,
-  handOverLost: 2,
-  enqueueManyDuplicateKey: 1,
+  handOverLost: 1,
+  enqueueManyDuplicateKey: 3,
   stopAbandonsLocalQueue: 1,
   heartbeatOnce: 1,
   lapseFromClaimTime: 2,
   dueSignalLost: 3,
   pauseIgnored: 1,
-  cancelKeepsClaim: 2,
+  cancelKeepsClaim: 1,
   refusalKeepsSignal: 2,
-  historyClaimUnfenced: 2,
+  historyClaimUnfenced: 3,
   claimFenceIgnored: 3,
   matchingFirstBlocksQueue: 18,
   // Not caught within 100 seeds: a partition waiting out its restart delay while idle workers
   // elsewhere could claim its jobs comes rarely, and the timers the engine arms for a batch's later
   // due times run scans that give such jobs back in time.
   refusedAddWaits: null,
-  limitNotInStore: 11,
+  limitNotInStore: 6,
   rateNotInStore: 1,
   weightIgnored: 3,
   dedupStepsPass: 3,
@@ -64,7 +64,10 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   noPassBehindMatching: null,
   // Not caught within 100 seeds, for the same reason as noPassBehindMatching.
   passIgnoresForwarded: null,
-  setAsideClaimLost: 44,
+  // Not caught within 100 seeds: the seeds where a set-aside claim waits long enough are those
+  // where a due signal reached only some of a queue's partition owners, which the engine mends
+  // (test/jobsEagerDispatch.test.ts catches it on one engine).
+  setAsideClaimLost: null,
   drainedStaysDrained: 2,
   parkedPollNotArmed: 50,
   // Not caught within 100 seeds: the lingering poll costs a claim and a release per kept-job hold
@@ -74,7 +77,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // Not caught within 100 seeds: the claims it strands are served within the bound by the next
   // pass or claim of their queue (DispatchMutations.test.ts shows the step it changes).
   droppedWithClaimsInLine: null,
-  slotFreedSilent: 17,
+  slotFreedSilent: 88,
 }
 
 // One mutant run: caught when any checker reports a violation.

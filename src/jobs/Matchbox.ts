@@ -253,15 +253,17 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     forwarding,
     announceDue(queue, dueMs, byEnqueue) {
       driver.notifyDue(dueMs, queue)
-      // The owner hears it from the store when the store signals enqueues itself.
-      if (group === undefined || routing.owns(queue) || (byEnqueue && group.storeSignalsDue)) return
+      // The owners hear it from the store when the store signals enqueues itself. An engine that
+      // owns only some of the queue's partitions tells the others too: the owner of another
+      // partition may hold the claim (its own or one forwarded to it) that waits for this job.
+      if (group === undefined || routing.ownsEvery(queue) || (byEnqueue && group.storeSignalsDue)) return
       group.bus.signalDue(queue, dueMs).catch((error: unknown) => {
         if (!isMatchboxError(error)) report('due signal')(error)
       })
     },
     announceSlotFreed(queue) {
       driver.notifyDue(runtime.now(), queue)
-      if (group === undefined || routing.owns(queue)) return
+      if (group === undefined || routing.ownsEvery(queue)) return
       slotSignals.send(queue, (dueMs) => group.bus.signalDue(queue, dueMs), runtime.now())
     },
     isClosed: () => closed,

@@ -1,8 +1,9 @@
 /**
  * twoEngines — two engines of one group on shared memory stores and bus, with one ManualClock:
- * h1 owns every partition, so h2 forwards its claims to it and signals h1 the due times of what
- * it enqueues. The tests close them with `closeEngines` (the last closes the shared stores).
+ * by default h1 owns every partition, so h2 forwards its claims to it and signals h1 the due
+ * times of what it enqueues. The tests close them with `closeEngines` (the last closes the shared stores).
  */
+import type { PartitionKey } from '../../src/domain/QueueKey.ts'
 import { ManualClock, Random } from '../../src/index.ts'
 import { type Matchbox, makeMatchbox } from '../../src/jobs/Matchbox.ts'
 import { makeMemoryBus } from '../../src/persistence/bus/MemoryBus.ts'
@@ -12,13 +13,16 @@ import { makeMemoryStore } from '../../src/persistence/queues/MemoryStore.ts'
 /** The engines made so far and not closed. */
 const open: Matchbox[] = []
 
-/** The two engines and their clock. */
-export function twoEngines(): { readonly h1: Matchbox; readonly h2: Matchbox; readonly clock: ManualClock } {
+/**
+ * The two engines and their clock; `ownerOf` names each partition's owner (default: h1 owns
+ * every partition).
+ */
+export function twoEngines(ownerOf: (partition: PartitionKey) => string = () => 'h1'): { readonly h1: Matchbox; readonly h2: Matchbox; readonly clock: ManualClock } {
   const store = makeMemoryStore()
   const jobStore = makeMemoryJobStore({ queueRanges: store })
   const bus = makeMemoryBus()
   const clock = new ManualClock(1_700_000_000_000)
-  const membership = { ownerOf: () => 'h1', hosts: () => ['h1', 'h2'], subscribe: () => () => {} }
+  const membership = { ownerOf, hosts: () => ['h1', 'h2'], subscribe: () => () => {} }
   const engine = (hostId: string, seed: number): Matchbox =>
     makeMatchbox({
       hostId,
