@@ -102,6 +102,14 @@
  *   none (the job store one engine sees, above the gate) — the observable bug of a batch that a
  *   key filled up within taken as the queue's end, without the claim for the rest that
  *   StoreClaims' `refillShort` makes; the jobs behind wait for a pass (prompt delivery);
+ * - `batchLaterDueUnheard`: an `enqueueMany` is answered to the engine with every job due at the
+ *   batch's earliest time (the job store each engine sees, above the gate) — the observable bug of
+ *   a batch that announces its first due time alone: the owner arms no timer for the later jobs,
+ *   which wait for the scan (prompt delivery);
+ * - `shortReservationEndsPass`: a due-time pass's second reservation round on a queue limited per
+ *   key (the one that names keys to pass over) finds nothing — the bug of a pass that stops at a
+ *   reservation the head's key cut short, leaving a forwarded claim to its poll's timeout (prompt
+ *   delivery);
  * - the eight bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`): every engine of the world runs its queues by
@@ -123,7 +131,8 @@ export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
-  'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'lapsedSlotKept', 'shortBatchEndsQueue', ...dispatchMutations,
+  'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
+  'shortReservationEndsPass', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -173,6 +182,22 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
   switch (mutation) {
     case 'stealPartitions':
       return { wrapJobStore: plain, wrapMembership: (hostId, membership) => ({ ownerOf: () => hostId, subscribe: (listener) => membership.subscribe(listener), hosts: () => membership.hosts() }) }
+    case 'batchLaterDueUnheard':
+      // The engine hears every job of a batch due at the batch's earliest time, so it announces that one alone.
+      return {
+        wrapJobStore: plain,
+        wrapEngineJobStore: (_hostId, store) => ({
+          ...passThrough(store),
+          async enqueueMany(params, tx) {
+            const stored = await store.enqueueMany(params, tx)
+            const firstMs = Math.min(...stored.map((job) => job.runAtMs))
+            return stored.map((job) => ({ ...job, runAtMs: firstMs }))
+          },
+        }),
+      }
+    case 'shortReservationEndsPass':
+      // A pass's second reservation round (the one that names keys to pass over) finds nothing.
+      return { wrapJobStore: plain, wrapEngineJobStore: (_hostId, store) => ({ ...passThrough(store), takeDue: (params) => (params.skipConcurrencyKeys === undefined ? store.takeDue(params) : Promise.resolve([])) }) }
     case 'lapsedSlotKept': {
       const keys = new Map<string, KeyedJob>()
       return { wrapJobStore: (store) => lapsedSlotKeptStore(passThrough(store), store, keys) }

@@ -58,6 +58,11 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // Not caught within 100 seeds: it needs a batch claim whose head one key fills up while other
   // jobs are due behind it and no pass comes soon; the pinned world below catches it.
   shortBatchEndsQueue: null,
+  batchLaterDueUnheard: 8,
+  // Not caught within 100 seeds: it needs a pass that serves two claims of a limited queue whose
+  // head is one key's, which the seeds rarely draw once due signals reach every partition's owner
+  // (test/jobsDueAcrossEngines.test.ts fails on the same step without the second round).
+  shortReservationEndsPass: null,
   // Not caught within 100 seeds: a claim straight from the store takes a job with Matching in its
   // place, so a claim left waiting behind a Matching job is served by the next claim of its queue
   // well within the bound (DispatchMutations.test.ts shows the step it changes).

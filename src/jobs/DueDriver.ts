@@ -32,7 +32,7 @@
  * jitter): the retry scan waits out each step and kicks in between only mark what to scan; the
  * first pass that succeeds ends the outage. Explicit `run()` calls (a lazy claim) still run.
  *
- * Length: past 400 lines (about 430) because the driver's interface is mostly doc comments its
+ * Length: past 400 lines (about 460) because the driver's interface is mostly doc comments its
  * callers need, and the pass, the timer, the outage back-off and the held queues share one
  * driver's state and its one-pass-at-a-time order; the parts that need none of it — the waiter
  * sets (QueueWaiters.ts) and how refused adds are given back (`sortRefusals`) — live apart.
@@ -185,6 +185,34 @@ function sortRefusals(due: ReadonlyArray<DueJob>, added: ReadonlyArray<PromiseSe
   return { dueNow, later, holds }
 }
 
+// Reserves and delivers up to `wanted` due jobs of `queue` for the claims waiting on it; true
+// when the next due time must be read. A queue limited per concurrency key reserves no more of a
+// key than its slot has room for as of the statement, after taking the head, so an answer short
+// of the ask may have left due jobs of other keys behind a key's jobs: it asks again for the
+// claims still waiting, passing over the keys it reserved already (their claims may not hold
+// their slots yet). Each round takes at least one job, so there are at most `wanted` rounds.
+async function reserveFor(
+  pass: { readonly options: DueDriverOptions; readonly deliver: (due: ReadonlyArray<DueJob>) => Promise<void>; readonly isClosed: () => boolean },
+  queue: string,
+  wanted: number,
+  nowMs: number,
+): Promise<boolean> {
+  const { options } = pass
+  let readNext = options.isRateLimited?.(queue) === true
+  const reservedKeys = new Set<string>()
+  for (let asked = wanted, round = 0; asked > 0 && round < wanted && !pass.isClosed(); round++) {
+    const skip = reservedKeys.size === 0 ? {} : { skipConcurrencyKeys: [...reservedKeys] }
+    const due = await options.jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: asked, queues: [queue], ...skip })
+    if (due.length === 0) break
+    readNext = true
+    await pass.deliver(due)
+    if (due.length >= asked || options.isConcurrencyLimited?.(queue) !== true) break
+    for (const job of due) if (job.concurrencyKey !== undefined) reservedKeys.add(job.concurrencyKey)
+    asked = Math.min(asked - due.length, options.deliveryDemand().get(queue) ?? 0)
+  }
+  return readNext
+}
+
 /**
  * Starts a driver (it arms its first scan at once). Past 120 lines because the pass, the timer,
  * the waiters and the outage back-off share one driver's state and ordering (one pass at a time).
@@ -306,28 +334,6 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
     }
   }
 
-  // Reserves and delivers up to `wanted` due jobs of `queue` for the claims waiting on it; true
-  // when the next due time must be read. A queue limited per concurrency key reserves no more of a
-  // key than its slot has room for as of the statement, after taking the head, so an answer short
-  // of the ask may have left due jobs of other keys behind a key's jobs: it asks again for the
-  // claims still waiting, passing over the keys it reserved already (their claims may not hold
-  // their slots yet). Each round takes at least one job, so there are at most `wanted` rounds.
-  const reserveFor = async (queue: string, wanted: number, nowMs: number): Promise<boolean> => {
-    let readNext = options.isRateLimited?.(queue) === true
-    const reservedKeys = new Set<string>()
-    for (let asked = wanted, round = 0; asked > 0 && round < wanted && !closed; round++) {
-      const skip = reservedKeys.size === 0 ? {} : { skipConcurrencyKeys: [...reservedKeys] }
-      const due = await jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: asked, queues: [queue], ...skip })
-      if (due.length === 0) break
-      readNext = true
-      await deliver(due)
-      if (due.length >= asked || options.isConcurrencyLimited?.(queue) !== true) break
-      for (const job of due) if (job.concurrencyKey !== undefined) reservedKeys.add(job.concurrencyKey)
-      asked = Math.min(asked - due.length, options.deliveryDemand().get(queue) ?? 0)
-    }
-    return readNext
-  }
-
   const passOnce = async (): Promise<void> => {
     options.onPass?.()
     const nowMs = now()
@@ -362,7 +368,7 @@ export function makeDueDriver(options: DueDriverOptions): DueDriver {
           nextMs = Math.min(nextMs, heldUntilMs)
           continue
         }
-        if (await reserveFor(queue, Math.min(count, jobDeliveryBatchMax), nowMs)) readNextDue = true
+        if (await reserveFor({ options, deliver, isClosed: () => closed }, queue, Math.min(count, jobDeliveryBatchMax), nowMs)) readNextDue = true
       }
       // The next due time after now (reservations and their give-backs moved some): due rows not
       // taken are the backlog (claims take them) or rows another connection holds (the scan

@@ -27,7 +27,7 @@
  * Does not: migrate (openSqlJobStore does, through the shared migration runner), read a clock,
  * or retry.
  *
- * Length: past 400 lines (about 480) because each contract operation is a short method over one
+ * Length: past 400 lines (about 490) because each contract operation is a short method over one
  * statement, and the claim operations each carry their fenced branch beside the unfenced one;
  * split by operation, every file would re-read the same session and decoders.
  */
