@@ -65,6 +65,11 @@ export class HandlerCheckers {
     this.#healedAtMs = nowMs
   }
 
+  /** `hostId`'s incarnation `incarnation` crashed: its handlers stopped running there, and never return. */
+  crashed(hostId: string, incarnation: number): void {
+    for (const [claim, { event }] of this.#running) if (event.hostId === hostId && event.incarnation === incarnation) this.#running.delete(claim)
+  }
+
   /** A handler started or returned. */
   handler(event: HandlerEvent, nowMs: number): void {
     const claim = `${event.id}:${event.claimToken}`

@@ -2,7 +2,8 @@
  * The job checkers on a released claim: a release the store accepted ends the claim and gives
  * its attempt back, so the next claim — within the released claim's old deadline — is the one
  * valid claim and counts that attempt again; a release accepted for a claim that was not the
- * job's current one is a violation, as any handle operation's would be.
+ * job's current one is a violation, as any handle operation's would be; a released job is due
+ * again from its release.
  */
 import { describe, expect, it } from 'vitest'
 import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
@@ -30,6 +31,15 @@ describe('JobCheckers on release', () => {
     checkers.observe(claim('second', 300, 1))
     checkers.observe({ op: 'ack', ...at(400), id: job.id, claimToken: 'second', ok: true })
     expect(checkers.violations).toEqual([])
+  })
+
+  it('a released job is due from its release, not from when it was first ready', () => {
+    const checkers = new JobCheckers()
+    checkers.observe({ op: 'enqueue', ...at(0), job })
+    checkers.observe(claim('first', 100, 1))
+    expect(checkers.dueJobs(150)).toEqual([])
+    checkers.observe(release('first', 200))
+    expect(checkers.dueJobs(250)).toEqual([{ id: job.id, queue: job.queue, dueSinceMs: 200 }])
   })
 
   it('a release accepted for a claim that is not the current one is a violation', () => {

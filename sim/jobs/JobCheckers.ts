@@ -45,7 +45,7 @@ import { controlCheckerNames } from './ControlCheckers.ts'
 /** The job checkers, the ownership checker (OwnershipChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */
 export const jobCheckerNames = [
   'one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'owner sees nobody', 'holder settles', 'one live per key',
-  'concurrency per key', 'rate limit', 'fair pass', 'claims fenced', 'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', 'prompt delivery across partitions', ...controlCheckerNames, 'matching', 'other',
+  'concurrency per key', 'rate limit', 'fair pass', 'claims fenced', 'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', ...controlCheckerNames, 'matching', 'other',
 ] as const
 
 
@@ -284,6 +284,8 @@ export class JobCheckers {
           this.#slotFreed(track)
           track.claim = null
           track.attempts = Math.max(0, track.attempts - 1)
+          // Due again from the release on: while claimed it was nobody's to deliver.
+          track.readyAtMs = Math.max(track.readyAtMs, record.committedAtMs)
         }
         return
       case 'cancel': {

@@ -117,16 +117,14 @@ export class JobClients {
 
   /**
    * A producer enqueues through `host`: one job, or a batch of a few. Drawn from `decide`, the
-   * world's stream unless the caller names another (the producers that go on after the heal,
-   * who also collect the ids of what they enqueued in `enqueued`).
+   * world's stream unless the caller names another (the producers that go on after the heal).
    */
-  enqueue(host: JobsHost, decide: Decisions = this.#deps.decide, enqueued?: Set<string>): boolean {
+  enqueue(host: JobsHost, decide: Decisions = this.#deps.decide): boolean {
     const queue = decide.pick(this.#queueNames)
     if (!decide.chance(enqueueManyChance)) {
       const { n, options } = this.#drawJob(decide)
       this.#deps.log(`enqueue #${n} → ${host.id} ${queue} ${JSON.stringify(options)}`)
       this.#track(host, `enqueue #${n}`, host.queue(queue).enqueue({ n }, options), (id) => {
-        enqueued?.add(id)
         this.#deps.checkers.clientEnqueued(id)
         this.#deps.log(`enqueued #${n} as ${id}`)
       })
@@ -136,7 +134,6 @@ export class JobClients {
     this.#deps.log(`enqueueMany ${jobs.map((job) => `#${job.n}`).join(',')} → ${host.id} ${queue} ${JSON.stringify(jobs.map((job) => job.options))}`)
     this.#track(host, `enqueueMany #${jobs[0]?.n}`, host.queue(queue).enqueueMany(jobs.map((job) => ({ payload: { n: job.n }, ...job.options }))), (ids) => {
       for (const id of ids) {
-        enqueued?.add(id)
         this.#deps.checkers.clientEnqueued(id)
       }
       this.#deps.log(`enqueuedMany ${jobs.map((job) => `#${job.n}`).join(',')} as ${ids.join(',')}`)

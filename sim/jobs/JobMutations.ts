@@ -110,6 +110,10 @@
  *   key (the one that names keys to pass over) finds nothing — the bug of a pass that stops at a
  *   reservation the head's key cut short, leaving a forwarded claim to its poll's timeout (prompt
  *   delivery);
+ * - `pollsStayPut`: a Matching host never moves a poll waiting on one of its partitions to
+ *   another that stored a task (MatchingHostWaiting.ts), so a task stored where no poll of the
+ *   host waits sits there while an idle poll waits on another partition of its family until its
+ *   wait runs out (prompt delivery);
  * - the eight bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`): every engine of the world runs its queues by
@@ -117,6 +121,7 @@
  *
  * Does not: change reads or schedules.
  */
+import type { HostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
 import type { JsonValue } from '../../src/domain/Json.ts'
 import type { EngineGroup } from '../../src/jobs/Matchbox.ts'
 import type { Bus } from '../../src/persistence/bus/Bus.ts'
@@ -132,7 +137,7 @@ export const jobMutationNames = [
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
   'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
-  'shortReservationEndsPass', ...dispatchMutations,
+  'shortReservationEndsPass', 'pollsStayPut', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -165,6 +170,8 @@ export interface JobsMutant {
   readonly onWorkStopped?: (hostId: string, stopped: boolean) => void
   /** The dispatch machine every engine runs its queues' claims by (a planted dispatch bug, DispatchMutations.ts). */
   readonly dispatchMachine?: DispatchMachine
+  /** Makes every engine's Matching book of waiting polls (a planted bug in how a host's partitions meet). */
+  readonly matchingWaitingPolls?: () => HostWaitingPolls
 }
 
 // The job a hand-over message names, or null for any other message.
@@ -195,6 +202,9 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
           },
         }),
       }
+    case 'pollsStayPut':
+      // A Matching host never moves a poll: a task stored on one of its partitions waits while its idle poll waits on another.
+      return { wrapJobStore: plain, matchingWaitingPolls: () => ({ add: () => () => {}, taskStored: () => {}, size: () => 0 }) }
     case 'shortReservationEndsPass':
       // A pass's second reservation round (the one that names keys to pass over) finds nothing.
       return { wrapJobStore: plain, wrapEngineJobStore: (_hostId, store) => ({ ...passThrough(store), takeDue: (params) => (params.skipConcurrencyKeys === undefined ? store.takeDue(params) : Promise.resolve([])) }) }

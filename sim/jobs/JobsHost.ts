@@ -28,6 +28,7 @@
  *
  * Does not: choose what clients do (JobsWorld.ts) or judge anything.
  */
+import type { HostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
 import { MixedScheduler } from 'effect/Scheduler'
 import { type DynamicMembership, makeDynamicMembership } from '../../src/actors/Membership.ts'
 import { isMatchboxError } from '../../src/domain/errors.ts'
@@ -89,6 +90,8 @@ export interface JobsHostDeps {
   readonly wrapEngineJobStore?: (hostId: string, store: JobStore) => JobStore
   /** The dispatch machine the engine runs its queues' claims by (a planted bug); absent: the real one. */
   readonly dispatchMachine?: DispatchMachine
+  /** Makes the Matching host's book of waiting polls (a planted bug); absent: the real one. */
+  readonly matchingWaitingPolls?: () => HostWaitingPolls
   /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
   readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
   /** Hears every change of this host's membership view (for the trace). */
@@ -207,6 +210,7 @@ export class JobsHost {
       random: deps.random.fork(),
       scheduler: new MixedScheduler('sync'),
       ...(deps.dispatchMachine === undefined ? {} : { dispatchMachine: deps.dispatchMachine }),
+      ...(deps.matchingWaitingPolls === undefined ? {} : { matchingWaitingPolls: deps.matchingWaitingPolls }),
       onDefect: (where, defect) => deps.onDefect(deps.hostId, where, defect),
       onQueueStep: (_queue, _event, commands) => {
         for (const command of commands) {

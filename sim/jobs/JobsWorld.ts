@@ -31,8 +31,7 @@
  * out its restart back-off (the Matching ownership-loss rule makes it wait). A rate-limited
  * queue's jobs wait for tokens and are not judged (RateChecker.ts judges the rate). Producers go
  * on enqueueing after the heal (JobsSwarm.ts `healedEnqueues`), so jobs also arrive while workers
- * wait idle; those of a queue of several partitions are judged as `prompt delivery across
- * partitions` (KnownEngineFailures.ts says why).
+ * wait idle.
  *
  * Operators (on seeds that draw them, JobsSwarm.ts `control`) pause and resume queues and cancel
  * jobs that handlers are running, drawn on a decision stream of their own after every fault
@@ -124,7 +123,7 @@ export interface JobsWorldConfig {
   /** Wraps the membership view each engine routes by (the job mutation menu's routing bugs). */
   readonly wrapMembership?: JobsHostDeps['wrapMembership']
   /** The job mutation menu's bus, engine-store and stop hooks (JobMutations.ts). */
-  readonly mutant?: Pick<JobsMutant, 'wrapBus' | 'wrapEngineJobStore' | 'onWorkStopped' | 'dispatchMachine'>
+  readonly mutant?: Pick<JobsMutant, 'wrapBus' | 'wrapEngineJobStore' | 'onWorkStopped' | 'dispatchMachine' | 'matchingWaitingPolls'>
   /** Observes every committed JobStore call (timelines). */
   readonly onJobs?: (record: JobBoundaryRecord, nowMs: number) => void
   /** Observes faults, membership views, handler runs and the heal (timelines). */
@@ -227,8 +226,6 @@ export class JobsWorld {
   // The producers after the heal (JobsSwarm.ts `healedEnqueues`): their stream, and how many enqueues are left.
   readonly #healedProducer: Decisions
   #healedLeft: number
-  // The jobs they enqueued (prompt delivery judges them under a name of its own on a queue of several partitions).
-  readonly #healedJobs = new Set<string>()
   // Queues an operator paused and has not resumed (as the operators believe), and every queue ever paused.
   readonly #pausedByOperator = new Set<string>()
   readonly #everPaused = new Set<string>()
@@ -302,6 +299,7 @@ export class JobsWorld {
           ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
           ...(config.mutant?.wrapEngineJobStore === undefined ? {} : { wrapEngineJobStore: config.mutant.wrapEngineJobStore }),
           ...(config.mutant?.dispatchMachine === undefined ? {} : { dispatchMachine: config.mutant.dispatchMachine }),
+          ...(config.mutant?.matchingWaitingPolls === undefined ? {} : { matchingWaitingPolls: config.mutant.matchingWaitingPolls }),
           recordStore: (record) => this.#observeStore(record),
           recordJobs: (record) => this.#observeJobs(record),
           queueOf: (id) => this.#checkers.queueOf(id),
@@ -438,6 +436,7 @@ export class JobsWorld {
   #crash(host: JobsHost): number {
     this.#clients.forget(host)
     this.#controls.crashed(host.id)
+    this.#handlers.crashed(host.id, host.incarnation)
     return host.crash()
   }
 
@@ -598,10 +597,7 @@ export class JobsWorld {
       const told = `${due.id}@${due.dueSinceMs}`
       if (now - fromMs <= promptDeliveryBoundMs || this.#promptTold.has(told)) continue
       this.#promptTold.add(told)
-      // A job enqueued after the heal on a queue of several partitions is judged under a name of its own (KnownEngineFailures.ts).
-      const partitioned = (this.#options.queues[due.queue]?.partitions ?? 1) > 1
-      const checker = partitioned && this.#healedJobs.has(due.id) ? 'prompt delivery across partitions' : 'prompt delivery'
-      this.#checkers.fail(checker, `job ${due.id} of ${due.queue}, due since ${due.dueSinceMs - epochMs}, still waits at ${now - epochMs} though a worker has been idle on its queue since ${idleSince - epochMs} (bound ${promptDeliveryBoundMs} ms)`)
+      this.#checkers.fail('prompt delivery', `job ${due.id} of ${due.queue}, due since ${due.dueSinceMs - epochMs}, still waits at ${now - epochMs} though a worker has been idle on its queue since ${idleSince - epochMs} (bound ${promptDeliveryBoundMs} ms)`)
     }
   }
 
@@ -616,7 +612,7 @@ export class JobsWorld {
     const alive = this.#hosts.filter((host) => host.alive)
     if (alive.length === 0) return
     this.#healedLeft--
-    this.#clients.enqueue(this.#healedProducer.pick(alive), this.#healedProducer, this.#healedJobs)
+    this.#clients.enqueue(this.#healedProducer.pick(alive), this.#healedProducer)
   }
 
   // With the seed's chance, one worker's loops on one queue get `stop()`, and start again once it resolves.

@@ -25,16 +25,8 @@ export interface KnownEngineFailure {
   readonly mechanism: string
 }
 
-/** The known failures of the current engine (see the header). */
-export const knownEngineFailures: ReadonlyArray<KnownEngineFailure> = [
-  {
-    checker: 'prompt delivery across partitions',
-    stores: ['memory', 'embedded', 'postgres'],
-    seeds: [338, 408],
-    mechanism:
-      'on a queue of several partitions an engine owns more than one of, a due job and an idle claim can meet at different partitions: the owner\'s pass (DueDriver.ts `deliver`) adds the job\'s task to one of its partitions while the claim\'s line poll (Dispatch.ts `runLinePollLoop`) or a poll forwarded to it waits on another, and partitions forward neither tasks nor polls to each other: the job waits until that poll times out (up to a second) or the next scan'
-  },
-]
+/** The known failures of the current engine (see the header): none today. */
+export const knownEngineFailures: ReadonlyArray<KnownEngineFailure> = []
 
 /** The checkers on the list for `store`: counted, not failing a seed there. */
 export function knownFailingCheckersOn(store: SimStoreKind): ReadonlyArray<JobCheckerName> {

@@ -85,6 +85,20 @@ it('worlds 8, 32, 142 and 1465537180: a batch’s later jobs and a short reserva
   }
 })
 
+// Worlds 338 and 408 (1,000 steps): an engine owning several partitions of a queue stored a job's
+// task on one while its idle poll waited on another; the host must move that poll to the task.
+// World 296: a job claimed at the end of its reservation and given back at once is due from the
+// release, and an idle worker takes it within the bound. World 1760812923 [0, 0, 20] (2,000
+// steps): a handler started in the instant of the heal on a host that crashed before it stopped
+// with the host, and its claim lapsing is no heartbeat's failure.
+it('worlds 338, 408, 296 and 1760812923 [0, 0, 20]: a task and an idle poll of one host meet across its partitions; released and crashed claims are judged from what they are', async () => {
+  for (const [seed, script, worldSteps] of [[338, undefined, 1_000], [408, undefined, 1_000], [296, undefined, 1_000], [1760812923, [0, 0, 20], steps]] as const) {
+    console.log(`world ${seed}${script === undefined ? '' : ` script [${script.join(',')}]`}`)
+    const { result } = await runJobsSeed({ seed, store: 'memory', ...(script === undefined ? {} : { script: [...script] }), overrides: { steps: worldSteps } })
+    expect(result.violations, `world ${seed}`).toEqual([])
+  }
+})
+
 it('one seed twice gives one trace on memory', async () => {
   // Seed 2 reclaims a job and its workers forward polls to each other (the test checks both):
   // equal hashes mean more than an empty run twice.

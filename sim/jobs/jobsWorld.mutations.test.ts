@@ -25,7 +25,7 @@ const seedsMax = 100
 /** Each bug's first catching seed among 1…100 on memory (known-failing seeds skipped); null: none. */
 export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   ackAfterDeadline: 21,
-  doubleGrant: 5,
+  doubleGrant: 6,
   dropEnqueue: 1,
   dropHandOver: 1,
   stealPartitions: 1,
@@ -45,7 +45,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   refusalKeepsSignal: 2,
   historyClaimUnfenced: 3,
   claimFenceIgnored: 3,
-  matchingFirstBlocksQueue: 18,
+  matchingFirstBlocksQueue: 80,
   // Not caught within 100 seeds: a partition waiting out its restart delay while idle workers
   // elsewhere could claim its jobs comes rarely, and the timers the engine arms for a batch's later
   // due times run scans that give such jobs back in time.
@@ -63,6 +63,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // head is one key's, which the seeds rarely draw once due signals reach every partition's owner
   // (test/jobsDueAcrossEngines.test.ts fails on the same step without the second round).
   shortReservationEndsPass: null,
+  pollsStayPut: 32,
   // Not caught within 100 seeds: a claim straight from the store takes a job with Matching in its
   // place, so a claim left waiting behind a Matching job is served by the next claim of its queue
   // well within the bound (DispatchMutations.test.ts shows the step it changes).

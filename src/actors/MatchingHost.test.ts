@@ -216,6 +216,23 @@ describe('MatchingHost', () => {
     await host.close()
   })
 
+  it('adds issued together reach every poll waiting on its partitions: a task stored where no poll waits moves a poll that waits elsewhere', async () => {
+    // Two polls wait on two of four partitions; both adds see the first poll's partition as the
+    // one with a poll, so the second is stored there, and the other poll must come for it.
+    const { host, clock } = makeHost()
+    const answers: Array<string | null> = []
+    const polls = [0, 1].map(() => host.poll({ ...family, identity: 'w1', waitMs: 5_000 }).then((polled) => void answers.push(polled?.task.jobId ?? null)))
+    await settle()
+    const outcomes = await Promise.all([host.addTask({ ...family, task: { jobId: 'a' } }), host.addTask({ ...family, task: { jobId: 'b' } })])
+    expect(outcomes.map((outcome) => outcome.kind).sort()).toEqual(['matched', 'spooled'])
+    await settle()
+    // No virtual time passed: both polls answered with a task, neither waited out its 5 s.
+    expect(answers.sort()).toEqual(['a', 'b'])
+    await Promise.all(polls)
+    clock.advance(1)
+    await host.close()
+  })
+
   it('dispatches higher priorities first', async () => {
     const { host, clock } = makeHost(undefined, undefined, 1)
     for (const [jobId, priority] of [['low', 0], ['high', 9], ['mid', 5]] as const) await host.addTask({ ...family, task: { jobId, priority } })

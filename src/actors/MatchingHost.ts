@@ -29,6 +29,7 @@ import { makeHostFences } from './MatchingHostFence.ts'
 import { makeHostPartitions } from './MatchingHostPartitions.ts'
 import type { MatchingError, MatchingHost, MatchingHostEffects, MatchingHostOptions } from './MatchingHostProtocol.ts'
 import { addTaskWith, type HostRequestsContext, pollWith } from './MatchingHostRequests.ts'
+import { makeHostWaitingPolls } from './MatchingHostWaiting.ts'
 import { makeHostRouting } from './MatchingHostRouting.ts'
 import type { Reply } from './PartitionActor.ts'
 
@@ -82,7 +83,7 @@ function makeHostParts(options: MatchingHostOptions, scope: Scope.Closeable): Ho
     closed = true
     return Effect.promise(() => partitions.closeAll('host closing'))
   })
-  return { host: options, clock, random, routing, partitions, closedRefusal, fences, run: (effect) => Effect.runPromise(effect, runOptions), close }
+  return { host: options, clock, random, routing, partitions, closedRefusal, waiting: options.waitingPolls?.() ?? makeHostWaitingPolls(), fences, run: (effect) => Effect.runPromise(effect, runOptions), close }
 }
 
 // Runs a synchronous validation: a catalogue error fails, anything else is a defect.
@@ -159,6 +160,7 @@ function promiseFace(parts: HostParts, effects: MatchingHostEffects): MatchingHo
   }, () => ({
     ...parts.partitions.sizes(),
     fenceQueues: parts.fences.size(),
+    waitingPollFamilies: parts.waiting.size(),
     ...parts.routing.sizes(),
   }))
 }

@@ -18,6 +18,7 @@ import type { QueueCommand, QueueEvent } from '../machines/PhysicalQueueProtocol
 import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { Store, UserData } from '../persistence/queues/Store.ts'
 import type { History } from './History.ts'
+import type { HostWaitingPolls } from './MatchingHostWaiting.ts'
 import type { PhysicalQueueActor } from './PhysicalQueueActor.ts'
 
 /** The membership view a host needs (see Membership.ts for static and dynamic ones). */
@@ -51,6 +52,12 @@ export interface MatchingHostOptions {
   readonly onStep?: (queue: PhysicalQueueActor, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
   /** Defects inside queues (bugs); default: rethrown asynchronously so they are not lost. */
   readonly onDefect?: (queue: string, defect: unknown) => void
+  /**
+   * Makes the book of the host's polls waiting on one of several owned partitions of a family
+   * (MatchingHostWaiting.ts); default: the book that moves such a poll to a partition that
+   * stores a task. The simulator passes one that never moves a poll, to plant that bug.
+   */
+  readonly waitingPolls?: () => HostWaitingPolls
 }
 
 /** A task to add. `task.createdAtMs` defaults to now. */

@@ -12,6 +12,9 @@
  *   past its deadline or abort) for their first backlog pages; then it prefers a partition with
  *   tasks ready now, else rotates through them, so an idle poll looks at the other partitions of
  *   its family. A poll that finds its partition unloading or its queue taken answers empty.
+ * - A poll waiting on one of several owned partitions is registered with the host's waiting
+ *   polls (MatchingHostWaiting.ts): an add stored on another partition of its family moves it
+ *   there, so a task and an idle poll of one host never wait on different partitions.
  *
  * Does not: forward requests to other hosts. A family none of whose partitions is ours fails
  * with a retryable `Unavailable`; a router in front of the hosts picks the host.
@@ -28,7 +31,8 @@ import type { PollerInfo } from './History.ts'
 import { type AddTaskOutcome, type AddTaskRequest, type MatchingError, type MatchingHostOptions, type PolledTask, type PollRequest, pollWaitMsMax } from './MatchingHostProtocol.ts'
 import type { HostPartitions } from './MatchingHostPartitions.ts'
 import { familyKey, type HostRouting, type Route } from './MatchingHostRouting.ts'
-import type { PartitionActor, Reply } from './PartitionActor.ts'
+import type { PartitionActor, Polled, Reply } from './PartitionActor.ts'
+import type { HostWaitingPolls } from './MatchingHostWaiting.ts'
 import type { PhysicalQueueActor } from './PhysicalQueueActor.ts'
 
 /** What the request bodies read of their host. */
@@ -40,6 +44,8 @@ export interface HostRequestsContext {
   readonly partitions: HostPartitions
   /** The refusal of a closed host, or null while it serves. */
   readonly closedRefusal: () => ShuttingDown | null
+  /** Its polls waiting on one of several owned partitions of a family (MatchingHostWaiting.ts). */
+  readonly waiting: HostWaitingPolls
 }
 
 // A failure thrown by a synchronous check: a catalogue error fails, anything else is a defect.
@@ -89,6 +95,8 @@ function addTo(context: HostRequestsContext, task: Task, owned: ReadonlyArray<Ro
     context.partitions.actorFor(route).requests.addTask(task, (exit) => {
       if (Exit.isSuccess(exit)) {
         const added = exit.value
+        // Stored with no poll there: a poll of ours waiting on another partition comes for it.
+        if (added.kind !== 'matched') context.waiting.taskStored(route.key)
         return done(Exit.succeed(added.kind === 'matched' ? { kind: 'matched', partition } : { kind: 'spooled', partition, taskId: added.taskId }))
       }
       // Refused without a write: one fresh attempt, as a caller would retry.
@@ -186,8 +194,10 @@ function warmThen(cold: ReadonlyArray<PartitionActor>, versions: ReadonlyArray<s
   }
 }
 
-// Prefers a partition with tasks ready now; otherwise rotates (per family, type and version, so
-// interleaved pollers of different versions do not alias onto the same partitions).
+// Prefers a partition with tasks ready now, then `prefer` (where a task was just stored);
+// otherwise rotates (per family, type and version, so interleaved pollers of different versions
+// do not alias onto the same partitions). With several partitions, the wait is registered with
+// the host's waiting polls, which may move it to a partition that stores a task meanwhile.
 function pollChosenPartition(
   context: HostRequestsContext,
   request: PollRequest,
@@ -196,16 +206,56 @@ function pollChosenPartition(
   relevant: (queue: PhysicalQueueActor) => boolean,
   deadlineMs: number,
   done: Reply<PolledTask | null>,
+  prefer?: number,
 ): void {
   const ready = actors.find((actor) => actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady()))
-  const turn = context.routing.nextTurn(`${familyKey(request.namespace, request.family)}\u0000${request.type}\u0000${poller.version ?? ''}`)
-  const chosen = ready ?? (actors[turn % actors.length] as PartitionActor)
-  chosen.requests.poll(poller, deadlineMs, request.signal, (exit) => {
+  const preferred = ready ?? (prefer === undefined ? undefined : actors.find((actor) => actor.partition.partition === prefer))
+  const chosen = preferred ?? (actors[context.routing.nextTurn(`${familyKey(request.namespace, request.family)}\u0000${request.type}\u0000${poller.version ?? ''}`) % actors.length] as PartitionActor)
+  const answer: Reply<Polled> = (exit) => {
     if (Exit.isSuccess(exit)) {
       const polled = exit.value
       return done(Exit.succeed(polled.kind === 'task' ? { task: polled.task, partition: chosen.partition.partition, taskId: polled.taskId, response: polled.response } : null))
     }
     const error = errorOf(exit)
     done(error !== undefined && emptyHanded.includes(error._tag) ? Exit.succeed(null) : Exit.failCause(exit.cause))
+  }
+  if (actors.length === 1) return chosen.requests.poll(poller, deadlineMs, request.signal, answer)
+  waitMovable(context, request, poller, chosen, actors, relevant, deadlineMs, answer, (partition) => pollChosenPartition(context, request, poller, actors, relevant, deadlineMs, done, partition))
+}
+
+// Polls `chosen` with a wait the host's waiting polls may move: a moved wait that came back
+// empty polls again (`again`) on the partition that stored a task, unless the poll's own signal
+// aborted or its deadline passed meanwhile.
+function waitMovable(
+  context: HostRequestsContext,
+  request: PollRequest,
+  poller: PollerInfo,
+  chosen: PartitionActor,
+  actors: ReadonlyArray<PartitionActor>,
+  relevant: (queue: PhysicalQueueActor) => boolean,
+  deadlineMs: number,
+  answer: Reply<Polled>,
+  again: (partition: number) => void,
+): void {
+  const outer = request.signal
+  const wait = new AbortController()
+  const abort = (): void => wait.abort()
+  if (outer?.aborted === true) wait.abort()
+  else outer?.addEventListener('abort', abort, { once: true })
+  let movedTo: number | undefined
+  const remove = context.waiting.add(chosen.partition, {
+    partition: chosen.partition.partition,
+    canTakeFrom: (partition) => actors.some((actor) => actor.partition.partition === partition && actor.loadedQueues().some(relevant)),
+    moveTo: (partition) => {
+      movedTo = partition
+      wait.abort()
+    },
+  })
+  chosen.requests.poll(poller, deadlineMs, wait.signal, (exit) => {
+    remove()
+    outer?.removeEventListener('abort', abort)
+    const moved = movedTo !== undefined && Exit.isSuccess(exit) && exit.value.kind !== 'task' && outer?.aborted !== true && context.clock.now() < deadlineMs
+    if (moved) return again(movedTo as number)
+    answer(exit)
   })
 }

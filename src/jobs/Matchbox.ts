@@ -23,6 +23,7 @@
  * what the group tells the engine, the engine's faces) are module functions below it.
  */
 import { makeMatchingHost } from '../actors/MatchingHost.ts'
+import type { MatchingHostOptions } from '../actors/MatchingHostProtocol.ts'
 import type { PhysicalQueueActor } from '../actors/PhysicalQueueActor.ts'
 import { isMatchboxError } from '../domain/errors.ts'
 import { validateName } from '../domain/QueueKey.ts'
@@ -134,6 +135,8 @@ export interface MatchboxParts {
    * dispatch machine. Simulators pass a variant made with `provide` to plant a protocol bug.
    */
   readonly dispatchMachine?: DispatchMachine
+  /** Makes the Matching host's book of waiting polls (MatchingHostOptions `waitingPolls`); default: the host's own. Simulators plant a bug with it. */
+  readonly matchingWaitingPolls?: MatchingHostOptions['waitingPolls']
   /** Hears every step of every queue's dispatch machine, with the commands it asked for (simulators and traces). */
   readonly onDispatchStep?: DispatchStepListener
   /**
@@ -210,6 +213,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     ...(parts.scheduler === undefined ? {} : { scheduler: parts.scheduler }),
     ...(parts.onDefect === undefined ? {} : { onDefect: parts.onDefect }),
     ...(parts.onQueueStep === undefined ? {} : { onStep: parts.onQueueStep }),
+    ...(parts.matchingWaitingPolls === undefined ? {} : { waitingPolls: parts.matchingWaitingPolls }),
   })
   // The driver draws only while the store is failing, from the retry-jitter stream.
   const driver = makeDueDriver({

@@ -1,0 +1,73 @@
+/**
+ * MatchingHostWaiting — the polls of one Matching host that wait on one partition of a family
+ * the host owns several partitions of, so that a task stored on another of those partitions
+ * reaches one of them at once.
+ *
+ * A poll waits on one partition (MatchingHostRequests.ts), and partitions of a host do not
+ * forward tasks to each other. An add prefers a partition where a poll waits, but adds issued
+ * together all see the same waiting poll, and a poll that chose its partition while an add was
+ * still being stored elsewhere does not see that task: the task is stored on partition A while
+ * an idle poll waits on partition B until its wait runs out. So when an add is stored (spooled,
+ * not matched), the host moves one poll waiting on another partition of the family: it cancels
+ * that poll's wait there (a task already with History still reaches it) and polls again on the
+ * partition that stored the task, within the poll's own deadline. One stored task moves at most
+ * one poll.
+ *
+ * Invariants: an entry lives exactly while its partition wait does (the poll's answer removes
+ * it); a moved entry is never moved again; families with no waiting poll hold no entry.
+ *
+ * Does not: move tasks, forward to other hosts, or order pollers (the partition's queue does).
+ */
+import type { PartitionKey } from '../domain/QueueKey.ts'
+import { familyKey } from './MatchingHostRouting.ts'
+
+/** One poll waiting on one partition of a family the host owns several partitions of. */
+export interface WaitingPoll {
+  /** The partition number it waits on. */
+  readonly partition: number
+  /** True when the poll may take tasks stored on `partition` of its family (its queues are there). */
+  readonly canTakeFrom: (partition: number) => boolean
+  /** Cancels its wait and sends it to `partition`; called at most once. */
+  readonly moveTo: (partition: number) => void
+}
+
+/** The waiting polls of a host, by family and task type. */
+export interface HostWaitingPolls {
+  /** Registers a poll's wait; the returned function removes it (call it when the wait answers). */
+  add(key: PartitionKey, poll: WaitingPoll): () => void
+  /** A task was stored on `key`'s partition: moves one poll waiting on another partition of its family there. */
+  taskStored(key: PartitionKey): void
+  /** Families with waiting polls (diagnostics, kernel/Sizes.ts). */
+  size(): number
+}
+
+const waitKey = (key: PartitionKey): string => `${familyKey(key.namespace, key.family)}\u0000${key.type}`
+
+/** An empty book of waiting polls. */
+export function makeHostWaitingPolls(): HostWaitingPolls {
+  const byFamily = new Map<string, Set<WaitingPoll>>()
+  return {
+    add(key, poll) {
+      const family = waitKey(key)
+      let polls = byFamily.get(family)
+      if (polls === undefined) byFamily.set(family, (polls = new Set()))
+      polls.add(poll)
+      const waiting = polls
+      return () => {
+        waiting.delete(poll)
+        if (waiting.size === 0 && byFamily.get(family) === waiting) byFamily.delete(family)
+      }
+    },
+    taskStored(key) {
+      const polls = byFamily.get(waitKey(key))
+      if (polls === undefined) return
+      for (const poll of polls) {
+        if (poll.partition === key.partition || !poll.canTakeFrom(key.partition)) continue
+        polls.delete(poll)
+        if (polls.size === 0) byFamily.delete(waitKey(key))
+        return poll.moveTo(key.partition)
+      }
+    },
+    size: () => byFamily.size,
+  }
+}
