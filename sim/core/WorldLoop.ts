@@ -224,7 +224,12 @@ export class WorldLoop<Name extends string> {
     this.ioRuns++
     if (workload.interceptIo?.(io) === true) return
     const chances = this.faultsOn ? workload.ioFaultChances(io) : undefined
+    const nextTimerMs = this.clock.nextDueMs() ?? Number.POSITIVE_INFINITY
     if (faultBeforeRun(io, chances, this.#ioFaultWorld)) return
+    // A slow call moved the clock past a timer: what the timer started runs to quiescence
+    // first, so the call's outcome meets it the same way whatever the store (an in-memory call
+    // answers in microtasks, a database's after real I/O).
+    if (this.clock.now() >= nextTimerMs) await quiesce()
     const outcome = await runParked(io)
     if (faultAfterRun(io, outcome, chances, this.#ioFaultWorld)) return
     workload.delivered?.(io, outcome)

@@ -19,7 +19,6 @@
  * Does not: move tasks, forward to other hosts, or order pollers (the partition's queue does).
  */
 import type { PartitionKey } from '../domain/QueueKey.ts'
-import { familyKey } from './MatchingHostRouting.ts'
 
 /** One poll waiting on one partition of a family the host owns several partitions of. */
 export interface WaitingPoll {
@@ -41,7 +40,7 @@ export interface HostWaitingPolls {
   size(): number
 }
 
-const waitKey = (key: PartitionKey): string => `${familyKey(key.namespace, key.family)}\u0000${key.type}`
+const waitKey = (key: PartitionKey): string => `${key.namespace}\u0000${key.family}\u0000${key.type}`
 
 /** An empty book of waiting polls. */
 export function makeHostWaitingPolls(): HostWaitingPolls {
