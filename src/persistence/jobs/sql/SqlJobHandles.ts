@@ -80,20 +80,7 @@ export function makeSqlJobHandles(
       return rows.map((row) => row.id as string)
     },
 
-    async retry(params) {
-      const { id, claimToken, nowMs, delayMs, error, stack } = validated('retry', () => ({
-        error: checkError('error', params.error),
-        stack: checkStack('stack', params.stack),
-        ...checkClaimRef(params),
-        nowMs: checkTime('nowMs', params.nowMs),
-        delayMs: checkDurationMs('delayMs', params.delayMs, 0),
-      }))
-      const rows = await write('retry', sql.retry, [id, claimToken, nowMs, delayMs, error, stack, deadReasonExhausted])
-      assert(rows.length <= 1, `retry of ${id} took both branches`)
-      const [row] = rows
-      if (row === undefined) return null
-      return row.outcome === 'dead' ? { kind: 'dead' } : { kind: 'retried', runAtMs: toSafeInteger(row.run_at_ms, 'run_at_ms') }
-    },
+    retry: (params) => retry(session, sql.retry, params),
 
     async fail(params) {
       const { id, claimToken, nowMs, error, stack } = validated('fail', () => ({
@@ -105,4 +92,21 @@ export function makeSqlJobHandles(
       return (await write('fail', sql.fail, [id, claimToken, nowMs, error, stack])).length === 1
     },
   }
+}
+
+// Makes the job due again after `delayMs`, or buries it when its attempts are spent: one
+// statement (`text`), whose branch answers which.
+async function retry(session: SqlSession, text: string, params: Parameters<JobStore['retry']>[0]): ReturnType<JobStore['retry']> {
+  const { id, claimToken, nowMs, delayMs, error, stack } = session.validated('retry', () => ({
+    error: checkError('error', params.error),
+    stack: checkStack('stack', params.stack),
+    ...checkClaimRef(params),
+    nowMs: checkTime('nowMs', params.nowMs),
+    delayMs: checkDurationMs('delayMs', params.delayMs, 0),
+  }))
+  const rows = await session.write<Row>('retry', text, [id, claimToken, nowMs, delayMs, error, stack, deadReasonExhausted])
+  assert(rows.length <= 1, `retry of ${id} took both branches`)
+  const [row] = rows
+  if (row === undefined) return null
+  return row.outcome === 'dead' ? { kind: 'dead' } : { kind: 'retried', runAtMs: toSafeInteger(row.run_at_ms, 'run_at_ms') }
 }

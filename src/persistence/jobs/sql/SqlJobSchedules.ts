@@ -85,31 +85,41 @@ export function makeSqlJobSchedules(
       return row === undefined ? null : { fence: toSafeInteger(row.fence, 'fence') }
     },
 
-    async fireSchedule(params) {
-      const checked = validated('fireSchedule', () => {
-        if (!Array.isArray(params.jobs)) throw new InvalidInput({ field: 'jobs', reason: 'must be an array' })
-        return {
-          leaseName: checkName('leaseName', params.leaseName),
-          fence: checkCount('fence', params.fence, 1, Number.MAX_SAFE_INTEGER),
-          name: checkName('name', params.name),
-          expectedRevision: checkCount('expectedRevision', params.expectedRevision, 1, Number.MAX_SAFE_INTEGER),
-          lastFiredMs: checkTime('lastFiredMs', params.lastFiredMs),
-          jobs: params.jobs.map((job, index) => checkNewJob(job, `jobs[${index}]`)),
-          nowMs: checkTime('nowMs', params.nowMs),
-        }
-      })
-      try {
-        return await driver.transaction(async (tx) => {
-          const fenced = await tx.query(sql.lockLease, [checked.leaseName, checked.fence])
-          if (fenced.rows.length === 0) return 'fenced' as const
-          const marked = await tx.query(sql.markFired, [checked.name, checked.expectedRevision, checked.lastFiredMs])
-          if (marked.rows.length === 0) return 'conflict' as const
-          await insertMany(async (values, fair) => (await tx.query<Row>(fair ? sql.enqueueManyFair : sql.enqueueMany, values)).rows, checked.jobs, checked.nowMs, dueChannel)
-          return 'fired' as const
-        })
-      } catch (error) {
-        throw toStoreError('fireSchedule', true, error)
-      }
-    },
+    fireSchedule: (params) => fireSchedule(driver, session, sql, dueChannel, params),
+  }
+}
+
+// Fences on the lease, compares-and-sets the schedule's revision, then inserts its occurrences,
+// in one transaction: 'fenced' or 'conflict' when a step refused (nothing written), else 'fired'.
+async function fireSchedule(
+  driver: Driver,
+  session: SqlSession,
+  sql: { readonly lockLease: string; readonly markFired: string; readonly enqueueMany: string; readonly enqueueManyFair: string },
+  dueChannel: string,
+  params: Parameters<JobStore['fireSchedule']>[0],
+): ReturnType<JobStore['fireSchedule']> {
+  const checked = session.validated('fireSchedule', () => {
+    if (!Array.isArray(params.jobs)) throw new InvalidInput({ field: 'jobs', reason: 'must be an array' })
+    return {
+      leaseName: checkName('leaseName', params.leaseName),
+      fence: checkCount('fence', params.fence, 1, Number.MAX_SAFE_INTEGER),
+      name: checkName('name', params.name),
+      expectedRevision: checkCount('expectedRevision', params.expectedRevision, 1, Number.MAX_SAFE_INTEGER),
+      lastFiredMs: checkTime('lastFiredMs', params.lastFiredMs),
+      jobs: params.jobs.map((job, index) => checkNewJob(job, `jobs[${index}]`)),
+      nowMs: checkTime('nowMs', params.nowMs),
+    }
+  })
+  try {
+    return await driver.transaction(async (tx) => {
+      const fenced = await tx.query(sql.lockLease, [checked.leaseName, checked.fence])
+      if (fenced.rows.length === 0) return 'fenced' as const
+      const marked = await tx.query(sql.markFired, [checked.name, checked.expectedRevision, checked.lastFiredMs])
+      if (marked.rows.length === 0) return 'conflict' as const
+      await insertMany(async (values, fair) => (await tx.query<Row>(fair ? sql.enqueueManyFair : sql.enqueueMany, values)).rows, checked.jobs, checked.nowMs, dueChannel)
+      return 'fired' as const
+    })
+  } catch (error) {
+    throw toStoreError('fireSchedule', true, error)
   }
 }
