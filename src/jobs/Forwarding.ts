@@ -88,144 +88,161 @@ interface ClaimedMessage {
 
 const isRecord = (value: JsonValue): value is { readonly [key: string]: JsonValue } => typeof value === 'object' && value !== null && !Array.isArray(value)
 
+// One engine's forwarding state, both sides: its own polls waiting for an answer, and the polls
+// it serves for other engines.
+interface ForwardingState {
+  readonly options: ForwardingOptions
+  readonly waiting: Map<string, Waiting>
+  // Polls served for other engines, by poll id: a cancel marks one, and its wait ends.
+  readonly served: Map<string, { readonly queue: string; readonly cancelled: AbortController }>
+  // This engine's own forwarded polls, by poll id: where each went, to cancel it.
+  readonly sentTo: Map<string, string>
+  closed: boolean
+}
+
 /** Makes the forwarding of one engine. */
 export function makeForwarding(options: ForwardingOptions): Forwarding {
-  const { bus, clock, hostId } = options
-  const waiting = new Map<string, Waiting>()
-  // Polls served for other engines, by poll id: a cancel marks one, and its wait ends.
-  const served = new Map<string, { readonly queue: string; readonly cancelled: AbortController }>()
-  // This engine's own forwarded polls, by poll id: where each went, to cancel it.
-  const sentTo = new Map<string, string>()
-  let closed = false
-
-  const send = (to: string, message: JsonValue): void => {
-    bus.send(to, message).catch((error: unknown) => {
-      if (!isMatchboxError(error)) options.onDefect(error)
-    })
-  }
-
-  const serve = async (pollId: string, from: string, queue: string, waitMs: number, lazy: boolean): Promise<void> => {
-    if (closed || served.size >= forwardedPollsMax) return send(from, { kind: 'empty', pollId, refused: true })
-    const entry = { queue, cancelled: new AbortController() }
-    served.set(pollId, entry)
-    try {
-      await options.routing.load(queue)
-      if (!options.routing.owns(queue)) return send(from, { kind: 'empty', pollId, refused: true })
-      const job = await options.serveLocally(queue, waitMs, lazy, from, entry.cancelled.signal)
-      if (job === null) return send(from, { kind: 'empty', pollId, refused: false })
-      const full = { kind: 'claimed', pollId, jobId: job.id, claimToken: job.claimToken as string, job: job as unknown as JsonValue }
-      // A job too large for one message goes by reference; the poller reads it back.
-      const fits = Buffer.byteLength(JSON.stringify({ to: from, message: full }), 'utf8') <= busMessageBytesMax
-      send(from, fits ? full : { kind: 'claimed', pollId, jobId: job.id, claimToken: job.claimToken as string })
-    } catch (error) {
-      if (!isMatchboxError(error)) options.onDefect(error)
-      send(from, { kind: 'empty', pollId, refused: true })
-    } finally {
-      served.delete(pollId)
-    }
-  }
-
-  const resolveHandOver = async (queue: string, message: ClaimedMessage): Promise<JobRecord | null> => {
-    const job = message.job ?? (await options.jobStore.getJob({ queue, id: message.jobId }))
-    return job !== null && job.queue === queue && job.id === message.jobId && job.claimToken === message.claimToken && job.state === 'processing' ? job : null
-  }
-
+  const state: ForwardingState = { options, waiting: new Map(), served: new Map(), sentTo: new Map(), closed: false }
   return {
-    async poll(queue, ownerHostId, waitMs, lazy) {
-      if (closed) return { kind: 'refused' }
-      const pollId = randomId(options.random)
-      let cancelTimer: CancelTimer = () => {}
-      const answered = new Promise<ForwardedPollResult | { readonly kind: 'handed'; readonly message: ClaimedMessage }>((resolve) => {
-        waiting.set(pollId, {
-          queue,
-          settle: (result) => {
-            cancelTimer()
-            resolve(result)
-          },
-        })
-      })
-      cancelTimer = clock.setTimer(waitMs + forwardedPollGraceMs, () => settleWaiting(pollId, { kind: 'empty' }))
-      sentTo.set(pollId, ownerHostId)
-      try {
-        await bus.send(ownerHostId, { kind: 'poll', pollId, from: hostId, queue, waitMs, lazy })
-      } catch (error) {
-        waiting.delete(pollId)
-        sentTo.delete(pollId)
-        cancelTimer()
-        throw error
-      }
-      const result = await answered
-      if (result.kind !== 'handed') return result
-      const job = await resolveHandOver(queue, result.message)
-      return job === null ? { kind: 'empty' } : { kind: 'claimed', job }
-    },
-
+    poll: (queue, ownerHostId, waitMs, lazy) => poll(state, queue, ownerHostId, waitMs, lazy),
     wake(queue) {
-      for (const [pollId, entry] of waiting) if (entry.queue === queue) cancel(pollId)
+      for (const [pollId, entry] of state.waiting) if (entry.queue === queue) cancel(state, pollId)
     },
-
-    onMessage(message) {
-      if (!isRecord(message) || typeof message.pollId !== 'string') return
-      const pollId = message.pollId
-      switch (message.kind) {
-        case 'poll':
-          if (typeof message.from === 'string' && typeof message.queue === 'string' && typeof message.waitMs === 'number') {
-            void serve(pollId, message.from, message.queue, Math.max(0, message.waitMs), message.lazy === true)
-          }
-          return
-        case 'claimed': {
-          if (typeof message.jobId !== 'string' || typeof message.claimToken !== 'string') return
-          const claimed: ClaimedMessage = {
-            kind: 'claimed',
-            pollId,
-            jobId: message.jobId,
-            claimToken: message.claimToken,
-            ...(isRecord(message.job ?? null) ? { job: message.job as unknown as JobRecord } : {}),
-          }
-          const entry = waiting.get(pollId)
-          if (entry !== undefined) {
-            waiting.delete(pollId)
-            return entry.settle({ kind: 'handed', message: claimed })
-          }
-          // Its poll gave up: give the claim back, so the job is due again at once.
-          options.release({ id: claimed.jobId, claimToken: claimed.claimToken }, claimed.job?.queue)
-          return
-        }
-        case 'empty':
-          return settleWaiting(pollId, message.refused === true ? { kind: 'refused' } : { kind: 'empty' })
-        case 'cancel': {
-          const entry = served.get(pollId)
-          if (entry === undefined) return
-          entry.cancelled.abort()
-          options.wakeLocal(entry.queue)
-          return
-        }
-      }
-    },
-
+    onMessage: (message) => onMessage(state, message),
     close() {
-      closed = true
-      for (const pollId of Array.from(waiting.keys())) cancel(pollId) // a snapshot: cancel deletes
-      for (const entry of served.values()) {
+      state.closed = true
+      for (const pollId of Array.from(state.waiting.keys())) cancel(state, pollId) // a snapshot: cancel deletes
+      for (const entry of state.served.values()) {
         entry.cancelled.abort()
         options.wakeLocal(entry.queue)
       }
     },
   }
+}
 
-  function settleWaiting(pollId: string, result: ForwardedPollResult): void {
-    const entry = waiting.get(pollId)
-    sentTo.delete(pollId)
-    if (entry === undefined) return
+function send(state: ForwardingState, to: string, message: JsonValue): void {
+  state.options.bus.send(to, message).catch((error: unknown) => {
+    if (!isMatchboxError(error)) state.options.onDefect(error)
+  })
+}
+
+// The poller's side of `poll`: sends the poll to its owner and waits for the answer or the timer.
+async function poll(state: ForwardingState, queue: string, ownerHostId: string, waitMs: number, lazy: boolean): Promise<ForwardedPollResult> {
+  const { options, waiting, sentTo } = state
+  if (state.closed) return { kind: 'refused' }
+  const pollId = randomId(options.random)
+  let cancelTimer: CancelTimer = () => {}
+  const answered = new Promise<ForwardedPollResult | { readonly kind: 'handed'; readonly message: ClaimedMessage }>((resolve) => {
+    waiting.set(pollId, {
+      queue,
+      settle: (result) => {
+        cancelTimer()
+        resolve(result)
+      },
+    })
+  })
+  cancelTimer = options.clock.setTimer(waitMs + forwardedPollGraceMs, () => settleWaiting(state, pollId, { kind: 'empty' }))
+  sentTo.set(pollId, ownerHostId)
+  try {
+    await options.bus.send(ownerHostId, { kind: 'poll', pollId, from: options.hostId, queue, waitMs, lazy })
+  } catch (error) {
     waiting.delete(pollId)
-    entry.settle(result)
+    sentTo.delete(pollId)
+    cancelTimer()
+    throw error
   }
+  const result = await answered
+  if (result.kind !== 'handed') return result
+  const job = await resolveHandOver(options.jobStore, queue, result.message)
+  return job === null ? { kind: 'empty' } : { kind: 'claimed', job }
+}
 
-  // Ends our own waiting poll now and asks its owner to stop serving it, so the owner does not
-  // claim a job for a poll nobody waits for (that job would wait out a claim lapse).
-  function cancel(pollId: string): void {
-    const owner = sentTo.get(pollId)
-    settleWaiting(pollId, { kind: 'empty' })
-    if (owner !== undefined) send(owner, { kind: 'cancel', pollId })
+// The job a `claimed` answer hands over, if it is still claimed with its token; read back when the
+// message carried it by reference.
+async function resolveHandOver(jobStore: JobStore, queue: string, message: ClaimedMessage): Promise<JobRecord | null> {
+  const job = message.job ?? (await jobStore.getJob({ queue, id: message.jobId }))
+  return job !== null && job.queue === queue && job.id === message.jobId && job.claimToken === message.claimToken && job.state === 'processing' ? job : null
+}
+
+// Handles one message from the bus, on either side.
+function onMessage(state: ForwardingState, message: JsonValue): void {
+  if (!isRecord(message) || typeof message.pollId !== 'string') return
+  const pollId = message.pollId
+  switch (message.kind) {
+    case 'poll':
+      if (typeof message.from === 'string' && typeof message.queue === 'string' && typeof message.waitMs === 'number') {
+        void serve(state, pollId, message.from, message.queue, Math.max(0, message.waitMs), message.lazy === true)
+      }
+      return
+    case 'claimed':
+      return onClaimed(state, pollId, message)
+    case 'empty':
+      return settleWaiting(state, pollId, message.refused === true ? { kind: 'refused' } : { kind: 'empty' })
+    case 'cancel': {
+      const entry = state.served.get(pollId)
+      if (entry === undefined) return
+      entry.cancelled.abort()
+      state.options.wakeLocal(entry.queue)
+      return
+    }
   }
+}
+
+// A `claimed` answer to this engine's poll `pollId`: hands it to the waiting poll, or gives the
+// claim back when the poll gave up.
+function onClaimed(state: ForwardingState, pollId: string, message: { readonly [key: string]: JsonValue }): void {
+  if (typeof message.jobId !== 'string' || typeof message.claimToken !== 'string') return
+  const claimed: ClaimedMessage = {
+    kind: 'claimed',
+    pollId,
+    jobId: message.jobId,
+    claimToken: message.claimToken,
+    ...(isRecord(message.job ?? null) ? { job: message.job as unknown as JobRecord } : {}),
+  }
+  const entry = state.waiting.get(pollId)
+  if (entry !== undefined) {
+    state.waiting.delete(pollId)
+    return entry.settle({ kind: 'handed', message: claimed })
+  }
+  // Its poll gave up: give the claim back, so the job is due again at once.
+  state.options.release({ id: claimed.jobId, claimToken: claimed.claimToken }, claimed.job?.queue)
+}
+
+// The owner's side: claims through this engine's partitions for `from`'s poll and answers it.
+async function serve(state: ForwardingState, pollId: string, from: string, queue: string, waitMs: number, lazy: boolean): Promise<void> {
+  const { options, served } = state
+  if (state.closed || served.size >= forwardedPollsMax) return send(state, from, { kind: 'empty', pollId, refused: true })
+  const entry = { queue, cancelled: new AbortController() }
+  served.set(pollId, entry)
+  try {
+    await options.routing.load(queue)
+    if (!options.routing.owns(queue)) return send(state, from, { kind: 'empty', pollId, refused: true })
+    const job = await options.serveLocally(queue, waitMs, lazy, from, entry.cancelled.signal)
+    if (job === null) return send(state, from, { kind: 'empty', pollId, refused: false })
+    const full = { kind: 'claimed', pollId, jobId: job.id, claimToken: job.claimToken as string, job: job as unknown as JsonValue }
+    // A job too large for one message goes by reference; the poller reads it back.
+    const fits = Buffer.byteLength(JSON.stringify({ to: from, message: full }), 'utf8') <= busMessageBytesMax
+    send(state, from, fits ? full : { kind: 'claimed', pollId, jobId: job.id, claimToken: job.claimToken as string })
+  } catch (error) {
+    if (!isMatchboxError(error)) options.onDefect(error)
+    send(state, from, { kind: 'empty', pollId, refused: true })
+  } finally {
+    served.delete(pollId)
+  }
+}
+
+function settleWaiting(state: ForwardingState, pollId: string, result: ForwardedPollResult): void {
+  const entry = state.waiting.get(pollId)
+  state.sentTo.delete(pollId)
+  if (entry === undefined) return
+  state.waiting.delete(pollId)
+  entry.settle(result)
+}
+
+// Ends our own waiting poll now and asks its owner to stop serving it, so the owner does not
+// claim a job for a poll nobody waits for (that job would wait out a claim lapse).
+function cancel(state: ForwardingState, pollId: string): void {
+  const owner = state.sentTo.get(pollId)
+  settleWaiting(state, pollId, { kind: 'empty' })
+  if (owner !== undefined) send(state, owner, { kind: 'cancel', pollId })
 }

@@ -7,7 +7,7 @@
  * each waiter settles once (its timer is cancelled when it is woken); once `isClosed` holds, a
  * new wait settles at once as 'woken'.
  *
- * Does not: decide when to wake (DueDriver.ts does).
+ * Does not: decide when to wake (DueDriver.ts and its passes, DuePass.ts, do).
  */
 import type { Clock } from '../kernel/Clock.ts'
 

@@ -15,7 +15,8 @@ import type { Clock } from '../kernel/Clock.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { DispatchMachine } from '../machines/DispatchMachine.ts'
 import type { ClaimRef, JobStore } from '../persistence/jobs/JobStore.ts'
-import { type AckHook, type Dispatches, type DispatchStepListener, makeDispatches } from './Dispatch.ts'
+import type { AckHook, Dispatches, DispatchStepListener } from './Dispatch.ts'
+import { makeDispatches } from './DispatchRunner.ts'
 
 export type { AckHook }
 import { jobBatchesInFlightMax, jobBatchSizeMax } from '../kernel/Limits.ts'

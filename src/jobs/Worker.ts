@@ -36,13 +36,14 @@
  */
 import { setMaxListeners } from 'node:events'
 import { InvalidInput, isMatchboxError } from '../domain/errors.ts'
+import type { Clock } from '../kernel/Clock.ts'
 import { workerClaimWaitMs, workerConcurrencyMax } from '../kernel/Limits.ts'
 import { claimNext } from './Claimer.ts'
 import { ackAndClaimNext, canClaimSeveral, claimSeveral } from './StoreClaims.ts'
-import { makeHeartbeats } from './Heartbeats.ts'
+import { type Heartbeats, makeHeartbeats } from './Heartbeats.ts'
 import { abortStopped, ackHookOf, type JobHandle, makeJobHandle } from './JobHandle.ts'
 import { makeLocalQueue } from './LocalQueue.ts'
-import { makeOutageBackoff } from './OutageBackoff.ts'
+import { makeOutageBackoff, type OutageBackoff } from './OutageBackoff.ts'
 import { secondsToMs } from './QueueOptions.ts'
 import type { JobsRuntime } from './Runtime.ts'
 
@@ -90,12 +91,70 @@ export type StopWork = (options?: StopOptions) => Promise<void>
 // The options `work` takes.
 const workOptionKeys = ['concurrency', 'batch', 'onError']
 
+// How a handler ended.
+type HandlerOutcome = { ok: true } | { ok: false; error: unknown }
+
+// One worker's state, shared by its loops (or its local queue), its heartbeats and its stop.
+interface WorkerState {
+  readonly runtime: JobsRuntime
+  readonly queue: string
+  readonly handler: (job: JobHandle) => Promise<unknown>
+  readonly options: WorkOptions
+  readonly partitions: number | undefined
+  stopping: boolean
+  readonly isStopping: () => boolean
+  // Shared by the loops: while the store fails they wait out one back-off and report once per step.
+  readonly outage: OutageBackoff
+  readonly heartbeats: Heartbeats
+  // The jobs whose handler is running: those a stop that gives up aborts.
+  readonly handling: Set<JobHandle>
+  readonly stopped: AbortController
+}
+
 /**
  * Starts the loops; returns `stop`. `partitions` is the handle's partition count, if it names one.
- * Past 120 lines because the loops, their shared outage back-off, heartbeats and stop flag are one
- * worker's state; each part is a named closure over it.
+ * The loops, their shared outage back-off, heartbeats and stop flag are one worker's state
+ * (`WorkerState`); each part is a module function over it.
  */
 export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job: JobHandle) => Promise<unknown>, options: WorkOptions = {}, partitions?: number): StopWork {
+  const { concurrency, batch } = checkWorkOptions(handler, options)
+  const outage = makeOutageBackoff(runtime.random)
+  const worker: WorkerState = {
+    runtime,
+    queue,
+    handler,
+    options,
+    partitions,
+    stopping: false,
+    isStopping: () => worker.stopping,
+    outage,
+    heartbeats: makeHeartbeats(runtime.clock, () => runtime.now(), (error, job, startedMs) => report(worker, error, job, startedMs)),
+    handling: new Set<JobHandle>(),
+    stopped: new AbortController(),
+  }
+  // Every claiming loop's wait listens on this signal: one per loop, not a leak.
+  setMaxListeners(Math.max(10, batch ?? concurrency), worker.stopped.signal)
+  const local =
+    batch === undefined
+      ? null
+      : makeLocalQueue(batch, {
+          running: () => running(worker),
+          claimOne: () => claim(worker),
+          canClaimSeveral: () => canClaimSeveral(runtime, queue),
+          claimSeveral: (count, acks) => claimMany(worker, count, acks),
+          handle: (job) => runHandler(worker, job),
+          acks: (outcome) => outcome.ok,
+          finish: (job, outcome) => finish(worker, job, outcome),
+          now: () => runtime.now(),
+        })
+  const loops = local === null ? Array.from({ length: concurrency }, () => loop(worker)) : [local.run(concurrency)]
+  const stop: StopWork = (stopOptions) => stopWorker(worker, stop, loops, local, stopOptions)
+  runtime.workers.add(stop)
+  return stop
+}
+
+// The validated `concurrency` and `batch` of `work`'s options; InvalidInput for a bad handler or option.
+function checkWorkOptions(handler: unknown, options: WorkOptions): { readonly concurrency: number; readonly batch: number | undefined } {
   if (typeof handler !== 'function') throw new InvalidInput({ field: 'handler', reason: 'must be a function' })
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
   // A misspelt option would otherwise be ignored (`concurency: 8` running one loop).
@@ -109,201 +168,201 @@ export function startWorkers(runtime: JobsRuntime, queue: string, handler: (job:
   if (batch !== undefined && (!Number.isInteger(batch) || batch < 1 || batch > workerConcurrencyMax)) {
     throw new InvalidInput({ field: 'options.batch', reason: `must be an integer in 1…${workerConcurrencyMax}` })
   }
-  let stopping = false
-  // Shared by the loops: while the store fails they wait out one back-off and report once per step.
-  const outage = makeOutageBackoff(runtime.random)
-  const report = (error: unknown, job: JobHandle | null, startedMs: number): void => {
-    let suppressed = 0
-    if (isMatchboxError(error)) {
-      const step = outage.failed(startedMs, runtime.now())
-      if (step.report === null) return
-      suppressed = step.report.suppressed
-    }
-    if (options.onError !== undefined) return options.onError(error, job, { suppressed })
-    if (!isMatchboxError(error)) {
-      queueMicrotask(() => {
-        throw error
-      })
-    }
-  }
+  return { concurrency, batch }
+}
 
-  const heartbeats = makeHeartbeats(runtime.clock, () => runtime.now(), report)
-  // The jobs whose handler is running: those a stop that gives up aborts.
-  const handling = new Set<JobHandle>()
-  // Runs the handler, heartbeating for it; says how it ended.
-  const runHandler = async (job: JobHandle): Promise<{ ok: true } | { ok: false; error: unknown }> => {
-    heartbeats.start(job)
-    handling.add(job)
-    try {
-      let running: Promise<unknown>
-      try {
-        running = handler(job)
-      } finally {
-        // Started: the queue's line polls beyond its parked workers end now, behind it.
-        runtime.dispatch.of(queue).endIdlePolls()
-      }
-      await running
-      return { ok: true }
-    } catch (error) {
-      return { ok: false, error }
-    } finally {
-      handling.delete(job)
-      heartbeats.stop(job)
-    }
+// Hands a failure to `onError`, at most one store error per back-off step; a defect without
+// `onError` is rethrown asynchronously.
+function report(worker: WorkerState, error: unknown, job: JobHandle | null, startedMs: number): void {
+  const { options } = worker
+  let suppressed = 0
+  if (isMatchboxError(error)) {
+    const step = worker.outage.failed(startedMs, worker.runtime.now())
+    if (step.report === null) return
+    suppressed = step.report.suppressed
   }
-  // Acks or retries a job whose handler ended; a store failure goes to onError (the job lapses).
-  const finish = async (job: JobHandle, outcome: { ok: true } | { ok: false; error: unknown }): Promise<void> => {
-    const settleStartedMs = runtime.now()
-    try {
-      if (outcome.ok) await job.ack()
-      else await job.retry(outcome.error)
-    } catch (error) {
-      report(error, job, settleStartedMs)
-    }
-  }
-
-  const stopped = new AbortController()
-  // Every claiming loop's wait listens on this signal: one per loop, not a leak.
-  setMaxListeners(Math.max(10, batch ?? concurrency), stopped.signal)
-  // Runs one claim attempt for the loops: a failure is reported (a defect also paces the loops
-  // like a store failure, and is reported every time) and answers `empty`, as does a closed engine.
-  const attemptClaim = async <T>(attempt: () => Promise<T>, empty: T, succeeded: (got: T) => boolean): Promise<T> => {
-    const startedMs = runtime.now()
-    try {
-      const got = await attempt()
-      if (succeeded(got)) outage.succeeded()
-      return got
-    } catch (error) {
-      if (runtime.isClosed()) return empty
-      report(error, null, startedMs)
-      if (!isMatchboxError(error)) outage.failed(startedMs, runtime.now())
-      return empty
-    }
-  }
-  // Claims the next job, pacing the loops while the store fails; null when none came (or stopping).
-  const claim = async (): Promise<JobHandle | null> => {
-    // While the store is failing, wait out the back-off step (a stop wakes the wait).
-    if (outage.retryAtMs() > runtime.now()) {
-      await runtime.driver.waitForDelivery(queue, outage.retryAtMs())
-      return null
-    }
-    return attemptClaim(() => claimNext(runtime, queue, workerClaimWaitMs, false, () => stopping, stopped.signal, partitions), null, () => true)
-  }
-  // The local queue's claim of several jobs in one statement, which also acks `acks`, paced and
-  // reported like `claim`; undefined when the store could not serve it that way (the claim loops
-  // then park polls, whose claim waits out a back-off, and the acks go alone). A failed statement
-  // is reported as each ack's failure too (those jobs lapse and are delivered again).
-  const claimMany = async (count: number, acks: ReadonlyArray<JobHandle>): Promise<ReadonlyArray<JobHandle> | undefined> => {
-    if (outage.retryAtMs() > runtime.now()) return undefined
-    const startedMs = runtime.now()
-    const answer = await attemptClaim(
-      () => claimSeveral(runtime, queue, count, partitions, acks).catch((error: unknown) => {
-        for (const job of acks) report(error, job, startedMs)
-        throw error
-      }),
-      null,
-      (got) => (got?.claimed.length ?? 0) > 0,
-    )
-    if (answer === undefined) return undefined
-    return (answer?.claimed ?? []).map((job) => makeJobHandle(runtime, job))
-  }
-  const running = (): boolean => !stopping && !runtime.isClosed()
-  // A loop claims its next job while the previous one's ack or retry is on its way to the store,
-  // so the two round trips overlap; at most one settle per loop is in flight, and the loop ends
-  // only once its last one has landed.
-  const loop = async (): Promise<void> => {
-    let settling: Promise<void> = Promise.resolve()
-    let next: JobHandle | null = null
-    while (running()) {
-      const job = next ?? (await claim())
-      next = null
-      if (job === null) continue
-      const outcome = await runHandler(job)
-      await settling
-      if (outcome.ok && running()) {
-        const ridden = await ackRidingNextClaim(job)
-        if (ridden !== undefined) {
-          next = ridden
-          continue
-        }
-      }
-      settling = finish(job, outcome)
-    }
-    await settling
-    // Claimed by the statement that acked the last job, after the worker began to stop: its
-    // claim goes back to the store rather than waiting out its visibility timeout.
-    if (next !== null) await releaseUnrun(next)
-  }
-  const releaseUnrun = async (job: JobHandle): Promise<void> => {
-    try {
-      await runtime.jobStore.release({ claims: [ackHookOf(job).ref], nowMs: runtime.now() })
-      runtime.announceDue(queue, runtime.now(), true)
-    } catch (error) {
-      // The claim lapses at its deadline and the job is delivered again.
-      report(error, job, runtime.now())
-    }
-  }
-  // A loop acks a job in the statement that claims its next one (shared with the turn's other
-  // loops), when that claim goes straight to the store: one round trip a job instead of two.
-  // Undefined when it does not (the loop acks and claims apart); a store failure fails both,
-  // reported as the ack's (the job lapses and is delivered again).
-  const ackRidingNextClaim = async (job: JobHandle): Promise<JobHandle | null | undefined> => {
-    const startedMs = runtime.now()
-    try {
-      const answer = await ackAndClaimNext(runtime, queue, job)
-      if (answer === undefined) return undefined
-      outage.succeeded()
-      return answer.next === null ? null : makeJobHandle(runtime, answer.next)
-    } catch (error) {
-      report(error, job, startedMs)
-      return null
-    }
-  }
-
-  const local =
-    batch === undefined
-      ? null
-      : makeLocalQueue(batch, {
-          running,
-          claimOne: claim,
-          canClaimSeveral: () => canClaimSeveral(runtime, queue),
-          claimSeveral: claimMany,
-          handle: runHandler,
-          acks: (outcome) => outcome.ok,
-          finish,
-          now: () => runtime.now(),
-        })
-  const loops = local === null ? Array.from({ length: concurrency }, () => loop()) : [local.run(concurrency)]
-  // Resolves true once `graceMs` has passed on the engine's clock with `ended` still unsettled.
-  const outlasts = (ended: Promise<unknown>, graceMs: number): Promise<boolean> =>
-    new Promise((resolve) => {
-      const cancel = runtime.clock.setTimer(graceMs, () => resolve(true))
-      void ended.then(() => {
-        cancel()
-        resolve(false)
-      })
+  if (options.onError !== undefined) return options.onError(error, job, { suppressed })
+  if (!isMatchboxError(error)) {
+    queueMicrotask(() => {
+      throw error
     })
-  const stop: StopWork = async (stopOptions = {}) => {
-    if (typeof stopOptions !== 'object' || stopOptions === null) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
-    const graceMs = stopOptions.graceS === undefined ? null : secondsToMs('options.graceS', stopOptions.graceS, false)
-    stopping = true
-    // Ends the loops' waits, and with them the queue's line polls.
-    stopped.abort()
-    const dispatch = runtime.dispatch.of(queue)
-    dispatch.endIdlePolls()
-    // Jobs kept for the next claim go back to the store: no loop of this worker will take them.
-    dispatch.expireKept()
-    runtime.driver.wake(queue)
-    runtime.forwarding?.wake(queue)
-    local?.wake()
-    const ended = Promise.all(loops)
-    if (graceMs === null) await ended
-    else if (await outlasts(ended, graceMs)) {
-      for (const job of handling) abortStopped(job, `the worker's stop gave up waiting for its handler after ${graceMs} ms`)
-    }
-    heartbeats.close()
-    runtime.workers.delete(stop)
   }
-  runtime.workers.add(stop)
-  return stop
+}
+
+// Runs the handler, heartbeating for it; says how it ended.
+async function runHandler(worker: WorkerState, job: JobHandle): Promise<HandlerOutcome> {
+  const { handler, heartbeats, handling, runtime } = worker
+  heartbeats.start(job)
+  handling.add(job)
+  try {
+    let running: Promise<unknown>
+    try {
+      running = handler(job)
+    } finally {
+      // Started: the queue's line polls beyond its parked workers end now, behind it.
+      runtime.dispatch.of(worker.queue).endIdlePolls()
+    }
+    await running
+    return { ok: true }
+  } catch (error) {
+    return { ok: false, error }
+  } finally {
+    handling.delete(job)
+    heartbeats.stop(job)
+  }
+}
+
+// Acks or retries a job whose handler ended; a store failure goes to onError (the job lapses).
+async function finish(worker: WorkerState, job: JobHandle, outcome: HandlerOutcome): Promise<void> {
+  const settleStartedMs = worker.runtime.now()
+  try {
+    if (outcome.ok) await job.ack()
+    else await job.retry(outcome.error)
+  } catch (error) {
+    report(worker, error, job, settleStartedMs)
+  }
+}
+
+// Runs one claim attempt for the loops: a failure is reported (a defect also paces the loops
+// like a store failure, and is reported every time) and answers `empty`, as does a closed engine.
+async function attemptClaim<T>(worker: WorkerState, attempt: () => Promise<T>, empty: T, succeeded: (got: T) => boolean): Promise<T> {
+  const { runtime, outage } = worker
+  const startedMs = runtime.now()
+  try {
+    const got = await attempt()
+    if (succeeded(got)) outage.succeeded()
+    return got
+  } catch (error) {
+    if (runtime.isClosed()) return empty
+    report(worker, error, null, startedMs)
+    if (!isMatchboxError(error)) outage.failed(startedMs, runtime.now())
+    return empty
+  }
+}
+
+// Claims the next job, pacing the loops while the store fails; null when none came (or stopping).
+async function claim(worker: WorkerState): Promise<JobHandle | null> {
+  const { runtime, outage, queue } = worker
+  // While the store is failing, wait out the back-off step (a stop wakes the wait).
+  if (outage.retryAtMs() > runtime.now()) {
+    await runtime.driver.waitForDelivery(queue, outage.retryAtMs())
+    return null
+  }
+  return attemptClaim(worker, () => claimNext(runtime, queue, workerClaimWaitMs, false, worker.isStopping, worker.stopped.signal, worker.partitions), null, () => true)
+}
+
+// The local queue's claim of several jobs in one statement, which also acks `acks`, paced and
+// reported like `claim`; undefined when the store could not serve it that way (the claim loops
+// then park polls, whose claim waits out a back-off, and the acks go alone). A failed statement
+// is reported as each ack's failure too (those jobs lapse and are delivered again).
+async function claimMany(worker: WorkerState, count: number, acks: ReadonlyArray<JobHandle>): Promise<ReadonlyArray<JobHandle> | undefined> {
+  const { runtime, outage, queue } = worker
+  if (outage.retryAtMs() > runtime.now()) return undefined
+  const startedMs = runtime.now()
+  const answer = await attemptClaim(
+    worker,
+    () => claimSeveral(runtime, queue, count, worker.partitions, acks).catch((error: unknown) => {
+      for (const job of acks) report(worker, error, job, startedMs)
+      throw error
+    }),
+    null,
+    (got) => (got?.claimed.length ?? 0) > 0,
+  )
+  if (answer === undefined) return undefined
+  return (answer?.claimed ?? []).map((job) => makeJobHandle(runtime, job))
+}
+
+function running(worker: WorkerState): boolean {
+  return !worker.stopping && !worker.runtime.isClosed()
+}
+
+// A loop claims its next job while the previous one's ack or retry is on its way to the store,
+// so the two round trips overlap; at most one settle per loop is in flight, and the loop ends
+// only once its last one has landed.
+async function loop(worker: WorkerState): Promise<void> {
+  let settling: Promise<void> = Promise.resolve()
+  let next: JobHandle | null = null
+  while (running(worker)) {
+    const job = next ?? (await claim(worker))
+    next = null
+    if (job === null) continue
+    const outcome = await runHandler(worker, job)
+    await settling
+    if (outcome.ok && running(worker)) {
+      const ridden = await ackRidingNextClaim(worker, job)
+      if (ridden !== undefined) {
+        next = ridden
+        continue
+      }
+    }
+    settling = finish(worker, job, outcome)
+  }
+  await settling
+  // Claimed by the statement that acked the last job, after the worker began to stop: its
+  // claim goes back to the store rather than waiting out its visibility timeout.
+  if (next !== null) await releaseUnrun(worker, next)
+}
+
+async function releaseUnrun(worker: WorkerState, job: JobHandle): Promise<void> {
+  const { runtime } = worker
+  try {
+    await runtime.jobStore.release({ claims: [ackHookOf(job).ref], nowMs: runtime.now() })
+    runtime.announceDue(worker.queue, runtime.now(), true)
+  } catch (error) {
+    // The claim lapses at its deadline and the job is delivered again.
+    report(worker, error, job, runtime.now())
+  }
+}
+
+// A loop acks a job in the statement that claims its next one (shared with the turn's other
+// loops), when that claim goes straight to the store: one round trip a job instead of two.
+// Undefined when it does not (the loop acks and claims apart); a store failure fails both,
+// reported as the ack's (the job lapses and is delivered again).
+async function ackRidingNextClaim(worker: WorkerState, job: JobHandle): Promise<JobHandle | null | undefined> {
+  const { runtime } = worker
+  const startedMs = runtime.now()
+  try {
+    const answer = await ackAndClaimNext(runtime, worker.queue, job)
+    if (answer === undefined) return undefined
+    worker.outage.succeeded()
+    return answer.next === null ? null : makeJobHandle(runtime, answer.next)
+  } catch (error) {
+    report(worker, error, job, startedMs)
+    return null
+  }
+}
+
+// Resolves true once `graceMs` has passed on `clock` with `ended` still unsettled.
+function outlasts(clock: Clock, ended: Promise<unknown>, graceMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const cancel = clock.setTimer(graceMs, () => resolve(true))
+    void ended.then(() => {
+      cancel()
+      resolve(false)
+    })
+  })
+}
+
+// `stop` of the worker whose loops (or local queue) are `loops`: see `StopOptions`.
+async function stopWorker(worker: WorkerState, stop: StopWork, loops: ReadonlyArray<Promise<void>>, local: { wake(): void } | null, stopOptions: StopOptions = {}): Promise<void> {
+  const { runtime, queue } = worker
+  if (typeof stopOptions !== 'object' || stopOptions === null) throw new InvalidInput({ field: 'options', reason: 'must be an object' })
+  const graceMs = stopOptions.graceS === undefined ? null : secondsToMs('options.graceS', stopOptions.graceS, false)
+  worker.stopping = true
+  // Ends the loops' waits, and with them the queue's line polls.
+  worker.stopped.abort()
+  const dispatch = runtime.dispatch.of(queue)
+  dispatch.endIdlePolls()
+  // Jobs kept for the next claim go back to the store: no loop of this worker will take them.
+  dispatch.expireKept()
+  runtime.driver.wake(queue)
+  runtime.forwarding?.wake(queue)
+  local?.wake()
+  const ended = Promise.all(loops)
+  if (graceMs === null) await ended
+  else if (await outlasts(runtime.clock, ended, graceMs)) {
+    for (const job of worker.handling) abortStopped(job, `the worker's stop gave up waiting for its handler after ${graceMs} ms`)
+  }
+  worker.heartbeats.close()
+  runtime.workers.delete(stop)
 }

@@ -406,7 +406,7 @@ export const dashboardReplaysKept = 8
 
 /**
  * Queues a SQL job store remembers as having concurrency keys, whose claims it runs under the
- * key guard from the first (SqlJobStore.ts's keyed queues): ten thousand queue names is a few
+ * key guard from the first (SqlJobClaims.ts's keyed queues): ten thousand queue names is a few
  * hundred KiB; past it the store forgets them all and learns each again at one extra round trip.
  */
 export const keyedQueuesKnownMax = 10_000

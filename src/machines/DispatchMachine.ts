@@ -3,7 +3,7 @@
  * XState 5 machine: the claim protocol of the queue's owner (DESIGN.md §1). The jobs table is
  * the queue's backlog; this machine decides who is handed a job, when the store is asked, and
  * when Matching is. It does no I/O: hand-overs, line polls and due-time passes are commands
- * (DispatchProtocol.ts) that its runner (jobs/Dispatch.ts) carries out, answering with events.
+ * (DispatchProtocol.ts) that its runner (jobs/DispatchRunner.ts) carries out, answering with events.
  *
  * Context: the claims waiting in line (first come, first served), the claims set aside for a
  * job an enqueue is inserting already claimed, the jobs claimed for a claimant that left (kept

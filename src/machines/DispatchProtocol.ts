@@ -1,6 +1,6 @@
 /**
  * DispatchProtocol — the events a job queue's dispatch machine accepts and the commands it asks
- * its runner to carry out (DispatchMachine.ts; the runner is jobs/Dispatch.ts). As with the
+ * its runner to carry out (DispatchMachine.ts; the runner is jobs/DispatchRunner.ts). As with the
  * physical queue (PhysicalQueueProtocol.ts), commands are named XState actions without an
  * implementation, so a step returns them as data.
  *

@@ -2,7 +2,7 @@
  * jobRows — decoding the rows of the job tables into contract records, with the contract's shape
  * invariants asserted after every read, and the parameters of the enqueue statement.
  *
- * Does not: run statements (SqlJobStore.ts does) or validate caller input (JobInput.ts does).
+ * Does not: run statements (SqlJobStore.ts and its parts do) or validate caller input (JobInput.ts does).
  */
 import { assert } from '../../../kernel/assert.ts'
 import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
