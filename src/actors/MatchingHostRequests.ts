@@ -14,9 +14,11 @@
  *   its family. A poll that finds its partition unloading or its queue taken answers empty.
  * - A poll waiting on one of several owned partitions is registered with the host's waiting
  *   polls (MatchingHostWaiting.ts): an add stored on another partition of its family moves it
- *   there, so a task and an idle poll of one host never wait on different partitions.
+ *   there, so an added task and an idle poll of one host do not wait on different partitions.
  *
- * Does not: forward requests to other hosts. A family none of whose partitions is ours fails
+ * Does not: move a poll for tasks a partition reads from its backlog after the poll chose
+ * (a poll warms every owned partition before it chooses, so only a partition loaded later has
+ * them), or forward requests to other hosts. A family none of whose partitions is ours fails
  * with a retryable `Unavailable`; a router in front of the hosts picks the host.
  */
 import { getMaxListeners, setMaxListeners } from 'node:events'
