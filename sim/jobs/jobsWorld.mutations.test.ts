@@ -80,7 +80,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // Not caught within 100 seeds: the claims it strands are served within the bound by the next
   // pass or claim of their queue (DispatchMutations.test.ts shows the step it changes).
   droppedWithClaimsInLine: null,
-  slotFreedSilent: 88,
+  slotFreedSilent: 62,
 }
 
 // One mutant run: caught when any checker reports a violation.
