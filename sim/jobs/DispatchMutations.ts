@@ -2,9 +2,9 @@
  * DispatchMutations — bugs planted in the claim protocol itself: each is the dispatch machine
  * (src/machines/DispatchMachine.ts) with one named guard or action replaced through `provide`,
  * as a developer might get that piece of the protocol wrong. Every one of them is a stall, not a
- * loss: the job is still delivered once a later scan, lapse or timeout repairs it, so only the
- * prompt-delivery and claims-reach-a-worker checkers can see them (a poll left matching jobs for
- * nobody costs statements, not time: no checker sees it).
+ * loss: the job is still delivered once a later scan, lapse or timeout repairs it, so the
+ * prompt-delivery and claims-reach-a-worker checkers see them, and a poll left matching jobs for
+ * nobody, which costs statements rather than time, the dispatch checker (DispatchChecker.ts).
  *
  * The simulator hands the variant to every engine of a world (`dispatchMachine` of the engine's
  * parts); the unmutated machine is `dispatchMachine` itself.

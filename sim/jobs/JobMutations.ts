@@ -117,7 +117,7 @@
  * - the eight bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`): every engine of the world runs its queues by
- *   the dispatch machine with that bug (prompt delivery, claims reach a worker).
+ *   the dispatch machine with that bug (prompt delivery, claims reach a worker, poll for nobody ends).
  *
  * Does not: change reads or schedules.
  */

@@ -42,6 +42,7 @@ import type { Random } from '../../src/kernel/Random.ts'
 import type { Bus } from '../../src/persistence/bus/Bus.ts'
 import type { JobStore } from '../../src/persistence/jobs/JobStore.ts'
 import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
+import type { DispatchCommand, DispatchEvent } from '../../src/machines/DispatchProtocol.ts'
 import type { MembershipStore } from '../../src/persistence/membership/MembershipStore.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
 import type { BoundaryListener } from '../core/Boundary.ts'
@@ -92,6 +93,8 @@ export interface JobsHostDeps {
   readonly dispatchMachine?: DispatchMachine
   /** Makes the Matching host's book of waiting polls (a planted bug); absent: the real one. */
   readonly matchingWaitingPolls?: () => HostWaitingPolls
+  /** Hears every step of this incarnation's dispatch machines (DispatchChecker.ts). */
+  readonly onDispatchStep?: (incarnation: number, queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => void
   /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
   readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
   /** Hears every change of this host's membership view (for the trace). */
@@ -183,6 +186,7 @@ export class JobsHost {
   #start(): Matchbox {
     const deps = this.#deps
     const clock = deps.clock
+    const incarnation = this.incarnation
     const bus = makeSimBus(deps.hostId, deps.wrapBus?.(deps.hostId, deps.bus) ?? deps.bus, deps.gate)
     const membership = makeDynamicMembership({
       hostId: deps.hostId,
@@ -212,6 +216,7 @@ export class JobsHost {
       ...(deps.dispatchMachine === undefined ? {} : { dispatchMachine: deps.dispatchMachine }),
       ...(deps.matchingWaitingPolls === undefined ? {} : { matchingWaitingPolls: deps.matchingWaitingPolls }),
       onDefect: (where, defect) => deps.onDefect(deps.hostId, where, defect),
+      ...(deps.onDispatchStep === undefined ? {} : { onDispatchStep: (queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => deps.onDispatchStep?.(incarnation, queue, event, commands) }),
       onQueueStep: (_queue, _event, commands) => {
         for (const command of commands) {
           if (command.type !== 'history.recordStart') continue

@@ -39,7 +39,8 @@
  *
  * Judged by JobCheckers.ts (from the JobStore boundary and the clients), RateChecker.ts, FairnessChecker.ts, FenceChecker.ts, HandlerCheckers.ts (what
  * the work loops' handlers were given), ControlCheckers.ts (pauses, cancels of running jobs and
- * their handlers' signals), OwnershipChecker.ts
+ * their handlers' signals), DispatchChecker.ts (a line poll matched for nobody ends, read from
+ * each engine's dispatch steps), OwnershipChecker.ts
  * (only a partition's owner delivers) and the Matching checkers (fencing, id uniqueness, ack
  * safety) over the Matching Store boundary.
  *
@@ -74,6 +75,7 @@ import { HandlerCheckers } from './HandlerCheckers.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
 import { type HandlerEvent, JobsHost, type JobsHostDeps } from './JobsHost.ts'
 import { ControlCheckers } from './ControlCheckers.ts'
+import { DispatchChecker } from './DispatchChecker.ts'
 import { type JobsFaultName, jobsFaultNames, type JobsSwarmOptions } from './JobsSwarm.ts'
 import { type OwnershipCounts, OwnershipChecker } from './OwnershipChecker.ts'
 import { busLabelPrefix } from './SimBus.ts'
@@ -220,6 +222,7 @@ export class JobsWorld {
   readonly #ownership = new OwnershipChecker()
   readonly #handlers = new HandlerCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), claimOf: (id) => this.#checkers.claimOf(id) })
   readonly #controls = new ControlCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), queueOf: (id) => this.#checkers.queueOf(id) })
+  readonly #dispatches = new DispatchChecker({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence) })
   // The operators' own decisions (JobsSwarm.ts `control`): a stream apart from the world's, so a
   // seed whose controls are off draws exactly what it drew before they existed.
   readonly #operator: Decisions
@@ -296,6 +299,7 @@ export class JobsWorld {
           handlerMs: (queue) => this.#decide.int(0, this.#options.handlerMsMax[queue] ?? 0),
           honourSignal: this.#options.control.honourSignal && this.#controlsOn(),
           onHandler: (event) => this.#onHandler(event),
+          onDispatchStep: (incarnation, queue, event, commands) => this.#dispatches.step(hostId, incarnation, queue, event, commands, this.#clock.now() - epochMs),
           ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
           ...(config.mutant?.wrapEngineJobStore === undefined ? {} : { wrapEngineJobStore: config.mutant.wrapEngineJobStore }),
           ...(config.mutant?.dispatchMachine === undefined ? {} : { dispatchMachine: config.mutant.dispatchMachine }),

@@ -76,14 +76,11 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   setAsideClaimLost: null,
   drainedStaysDrained: 2,
   parkedPollNotArmed: 50,
-  // Not caught within 100 seeds: the lingering poll costs a claim and a release per kept-job hold
-  // (100 ms) while a forwarded poll waits, and delays no job past the bound
-  // (DispatchMachine.test.ts and DispatchMutations.test.ts show the step it changes).
-  matchedPollLingers: null,
+  matchedPollLingers: 16,
   // Not caught within 100 seeds: the claims it strands are served within the bound by the next
   // pass or claim of their queue (DispatchMutations.test.ts shows the step it changes).
   droppedWithClaimsInLine: null,
-  slotFreedSilent: 88,
+  slotFreedSilent: 62,
 }
 
 // One mutant run: caught when any checker reports a violation.
