@@ -114,6 +114,10 @@
  *   another that stored a task (MatchingHostWaiting.ts), so a task stored where no poll of the
  *   host waits sits there while an idle poll waits on another partition of its family until its
  *   wait runs out (prompt delivery);
+ * - `ownerByFirstPartition`: an engine that owns a queue's first partition sends no due signal
+ *   for it (the bus each engine sends on), as if owning one partition made it the queue's owner:
+ *   the owners of its other partitions, which may hold the claim that waits, hear nothing until
+ *   their scan (prompt delivery);
  * - the eight bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`): every engine of the world runs its queues by
@@ -124,6 +128,7 @@
 import type { HostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
 import type { JsonValue } from '../../src/domain/Json.ts'
 import type { EngineGroup } from '../../src/jobs/Matchbox.ts'
+import { jobsNamespace, jobTaskType } from '../../src/jobs/QueueRouting.ts'
 import type { Bus } from '../../src/persistence/bus/Bus.ts'
 import type { BusTap } from '../../src/persistence/bus/MemoryBus.ts'
 import type { ClaimFence, ClaimOutcome, ClaimRef, JobRecord, JobStore, RateLimit } from '../../src/persistence/jobs/JobStore.ts'
@@ -137,7 +142,7 @@ export const jobMutationNames = [
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
   'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
-  'shortReservationEndsPass', 'pollsStayPut', ...dispatchMutations,
+  'shortReservationEndsPass', 'pollsStayPut', 'ownerByFirstPartition', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -202,6 +207,26 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
           },
         }),
       }
+    case 'ownerByFirstPartition': {
+      // An engine that owns a queue's first partition counts itself as the queue's owner and
+      // sends no due signal, though the owners of its other partitions may hold the waiting claim.
+      const views = new Map<string, EngineGroup['membership']>()
+      return {
+        wrapJobStore: plain,
+        wrapMembership: (hostId, membership) => (views.set(hostId, membership), membership),
+        wrapBus: (hostId, bus) => ({
+          ...bus,
+          kind: bus.kind,
+          subscribe: (subscriber, handlers) => bus.subscribe(subscriber, handlers),
+          close: () => bus.close(),
+          send: (to, message) => bus.send(to, message),
+          signalDue: (queue, dueMs) => {
+            const first = { namespace: jobsNamespace, family: queue, type: jobTaskType, partition: 0 } as const
+            return views.get(hostId)?.ownerOf(first) === hostId ? Promise.resolve() : bus.signalDue(queue, dueMs)
+          },
+        }),
+      }
+    }
     case 'pollsStayPut':
       // A Matching host never moves a poll: a task stored on one of its partitions waits while its idle poll waits on another.
       return { wrapJobStore: plain, matchingWaitingPolls: () => ({ add: () => () => {}, taskStored: () => {}, size: () => 0 }) }
