@@ -85,6 +85,15 @@ const generatedRuns = 60
 
 /** Registers the edge tests of the job rules. */
 export function describeJobRulesConformance(fixture: JobFixture): void {
+  const helpers = rulesHelpers(fixture)
+  describe('job rules at their edges (domain/JobRules.ts)', () => {
+    claimAndHandleEdges(helpers)
+    sweepAndDueEdges(helpers)
+  })
+}
+
+// What every group of these tests uses.
+function rulesHelpers(fixture: JobFixture) {
   const store = () => fixture.store()
   const arrange = (queue: string, c: JobCase): Promise<JobRecord> =>
     c.held ? fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 1_000, ...c.job }, 'holder') : store().enqueue({ job: fixture.job(queue, c.job), nowMs: 1_000 })
@@ -93,122 +102,129 @@ export function describeJobRulesConformance(fixture: JobFixture): void {
     const due = await take(queue, nowMs)
     await store().confirmDelivered({ deliveries: due.map((job) => ({ id: job.id, revision: job.revision })) })
   }
+  return { fixture, store, arrange, take, deliver }
+}
 
-  describe('job rules at their edges (domain/JobRules.ts)', () => {
-    for (const via of ['claim', 'claimMany'] as const) {
-      it(`${via} at runAt, deadline and expiresAt exactly`, async () => {
-        const queue = fixture.queue(`edges-${via}`)
-        for (const c of claimCases) {
-          const job = await arrange(queue, c)
-          expect(predictedClaim(job, c.nowMs), c.name).toBe(c.expected)
-          const claim = { id: job.id, claimToken: 'next' }
-          const outcome = via === 'claim' ? await store().claim({ ...claim, nowMs: c.nowMs }) : (await store().claimMany({ claims: [claim], nowMs: c.nowMs }))[0]
-          expect(verdictOf(outcome), c.name).toBe(c.expected)
-          const after = await store().getJob({ queue, id: job.id })
-          if (c.expected === 'claimed') expect(after, c.name).toMatchObject({ state: 'processing', claimToken: 'next', attempts: job.attempts + 1, deadlineMs: c.nowMs + job.visibilityTimeoutMs })
-          else if (c.expected === 'exhausted') expect(after, c.name).toMatchObject({ state: 'dead', lastError: deadReasonExhausted, diedAtMs: job.deadlineMs })
-          else expect(after, c.name).toEqual(job)
-        }
-      })
-    }
+type RulesHelpers = ReturnType<typeof rulesHelpers>
 
-    it('claim, then sweep, agree with the domain for generated jobs and times around their edges', async () => {
-      console.log(`JobStore conformance ${fixture.name}: rules property seed ${fixture.seed} (replay with SIM_SEED=${fixture.seed}), ${generatedRuns} runs`)
-      await fc.assert(
-        fc.asyncProperty(generatedJob, async ({ held, nowMs, ...shape }) => {
-          const queue = fixture.queue('edges-generated')
-          const job = await arrange(queue, { name: 'generated', held, job: held ? { ...shape, runAtMs: 1_000 } : shape, nowMs })
-          const verdict = predictedClaim(job, nowMs)
-          expect(verdictOf(await store().claim({ id: job.id, claimToken: 'next', nowMs }))).toBe(verdict)
-          const claimed = await store().getJob({ queue, id: job.id })
-          if (verdict === 'claimed') expect(claimed).toMatchObject({ state: 'processing', claimToken: 'next', attempts: job.attempts + 1, deadlineMs: nowMs + job.visibilityTimeoutMs })
-          else if (verdict === 'exhausted') expect(claimed).toMatchObject({ state: 'dead', lastError: deadReasonExhausted, diedAtMs: job.deadlineMs })
-          else expect(claimed).toEqual(job)
-          if (claimed === null || claimed.state === 'dead') return
-          const death = isExpired(claimed, nowMs) ? sweptDeath(claimed, nowMs) : null
-          expect(await store().sweepExpired({ queue, nowMs })).toEqual({ dead: death === null ? 0 : 1, purged: 0 })
-          const swept = await store().getJob({ queue, id: job.id })
-          if (death === null) expect(swept).toEqual(claimed)
-          else expect(swept).toMatchObject({ state: 'dead', lastError: death.reason, diedAtMs: death.diedAtMs })
-        }),
-        { seed: fixture.seed, numRuns: generatedRuns },
-      )
-    })
-
-    it('every handle operation is valid 1 ms before the deadline with the current token, and not at the deadline', async () => {
-      const queue = fixture.queue('edges-handle')
-      const ops: Record<string, (ref: { id: string; claimToken: string }, nowMs: number) => Promise<boolean>> = {
-        ack: (ref, nowMs) => store().ack({ ...ref, nowMs }),
-        ackBatch: async (ref, nowMs) => (await store().ackBatch({ claims: [ref], nowMs })) === 1,
-        ackMany: async (ref, nowMs) => (await store().ackMany({ claims: [ref], nowMs })).length === 1,
-        heartbeat: async (ref, nowMs) => (await store().heartbeat({ ...ref, extendMs: null, nowMs })) !== null,
-        retry: async (ref, nowMs) => (await store().retry({ ...ref, error: 'e', delayMs: 0, nowMs })) !== null,
-        fail: (ref, nowMs) => store().fail({ ...ref, error: 'e', nowMs }),
-      }
-      for (const [name, op] of Object.entries(ops)) {
-        for (const [nowMs, claimToken] of [[1_999, 'holder'], [2_000, 'holder'], [1_999, 'stranger']] as const) {
-          const job = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 1_000 }, 'holder')
-          const valid = isValidClaim(job, claimToken, nowMs)
-          expect(valid, `${name} at ${nowMs} as ${claimToken}`).toBe(nowMs === 1_999 && claimToken === 'holder')
-          expect(await op({ id: job.id, claimToken }, nowMs), `${name} at ${nowMs} as ${claimToken}`).toBe(valid)
-          if (!valid) expect(await store().getJob({ queue, id: job.id })).toEqual(job)
-        }
-      }
-    })
-
-    it('the sweep takes jobs from expiresAt on, with the exhaustion rule’s verdict at the deadline edges', async () => {
-      for (const c of sweepCases) {
-        const queue = fixture.queue('edges-sweep')
+// Claims and handle operations at their edges, and the generated property.
+function claimAndHandleEdges({ fixture, store, arrange }: RulesHelpers): void {
+  for (const via of ['claim', 'claimMany'] as const) {
+    it(`${via} at runAt, deadline and expiresAt exactly`, async () => {
+      const queue = fixture.queue(`edges-${via}`)
+      for (const c of claimCases) {
         const job = await arrange(queue, c)
-        const predicted = isExpired(job, c.nowMs) ? sweptDeath(job, c.nowMs) : null
-        expect(predicted && { lastError: predicted.reason, diedAtMs: predicted.diedAtMs }, c.name).toEqual(c.expected)
-        expect(await store().sweepExpired({ queue, nowMs: c.nowMs }), c.name).toEqual({ dead: c.expected === null ? 0 : 1, purged: 0 })
+        expect(predictedClaim(job, c.nowMs), c.name).toBe(c.expected)
+        const claim = { id: job.id, claimToken: 'next' }
+        const outcome = via === 'claim' ? await store().claim({ ...claim, nowMs: c.nowMs }) : (await store().claimMany({ claims: [claim], nowMs: c.nowMs }))[0]
+        expect(verdictOf(outcome), c.name).toBe(c.expected)
         const after = await store().getJob({ queue, id: job.id })
-        if (c.expected === null) expect(after, c.name).toEqual(job)
-        else expect(after, c.name).toMatchObject({ state: 'dead', ...c.expected })
+        if (c.expected === 'claimed') expect(after, c.name).toMatchObject({ state: 'processing', claimToken: 'next', attempts: job.attempts + 1, deadlineMs: c.nowMs + job.visibilityTimeoutMs })
+        else if (c.expected === 'exhausted') expect(after, c.name).toMatchObject({ state: 'dead', lastError: deadReasonExhausted, diedAtMs: job.deadlineMs })
+        else expect(after, c.name).toEqual(job)
       }
     })
+  }
 
-    it('takeDue hands out at runAt and deadline, buries the exhausted there, and skips what expires then', async () => {
-      const queue = fixture.queue('edges-due')
-      const runnable = await store().enqueue({ job: fixture.job(queue, { runAtMs: 2_000 }), nowMs: 1_000 })
-      const expiring = await store().enqueue({ job: fixture.job(queue, { runAtMs: 2_000, expiresAtMs: 2_000 }), nowMs: 1_000 })
-      const exhausted = await fixture.claimed(queue, 1_000, { maxAttempts: 1, visibilityTimeoutMs: 1_000 })
-      const lapsed = await fixture.claimed(queue, 1_000, { maxAttempts: 2, visibilityTimeoutMs: 1_000 })
-      expect(await take(queue, 1_999)).toEqual([])
-      expect((await store().getJob({ queue, id: exhausted.id }))?.state).toBe('processing')
-      const handedOut = (await take(queue, 2_000)).map((due) => due.id)
-      expect(handedOut).toEqual([runnable.id, lapsed.id])
-      const predicted = [runnable, expiring, exhausted, lapsed].filter((job) => !isExpired(job, 2_000) && !isExhausted(job, 2_000)).map((job) => job.id)
-      expect(predicted).toEqual(handedOut)
-      expect(await store().getJob({ queue, id: exhausted.id })).toMatchObject({ state: 'dead', lastError: deadReasonExhausted, diedAtMs: 2_000 })
-      expect((await store().getJob({ queue, id: expiring.id }))?.state).toBe('pending')
-    })
+  it('claim, then sweep, agree with the domain for generated jobs and times around their edges', async () => {
+    console.log(`JobStore conformance ${fixture.name}: rules property seed ${fixture.seed} (replay with SIM_SEED=${fixture.seed}), ${generatedRuns} runs`)
+    await fc.assert(
+      fc.asyncProperty(generatedJob, async ({ held, nowMs, ...shape }) => {
+        const queue = fixture.queue('edges-generated')
+        const job = await arrange(queue, { name: 'generated', held, job: held ? { ...shape, runAtMs: 1_000 } : shape, nowMs })
+        const verdict = predictedClaim(job, nowMs)
+        expect(verdictOf(await store().claim({ id: job.id, claimToken: 'next', nowMs }))).toBe(verdict)
+        const claimed = await store().getJob({ queue, id: job.id })
+        if (verdict === 'claimed') expect(claimed).toMatchObject({ state: 'processing', claimToken: 'next', attempts: job.attempts + 1, deadlineMs: nowMs + job.visibilityTimeoutMs })
+        else if (verdict === 'exhausted') expect(claimed).toMatchObject({ state: 'dead', lastError: deadReasonExhausted, diedAtMs: job.deadlineMs })
+        else expect(claimed).toEqual(job)
+        if (claimed === null || claimed.state === 'dead') return
+        const death = isExpired(claimed, nowMs) ? sweptDeath(claimed, nowMs) : null
+        expect(await store().sweepExpired({ queue, nowMs })).toEqual({ dead: death === null ? 0 : 1, purged: 0 })
+        const swept = await store().getJob({ queue, id: job.id })
+        if (death === null) expect(swept).toEqual(claimed)
+        else expect(swept).toMatchObject({ state: 'dead', lastError: death.reason, diedAtMs: death.diedAtMs })
+      }),
+      { seed: fixture.seed, numRuns: generatedRuns },
+    )
+  })
 
-    it('nextDueMs and dueQueues count a row until its expiresAt, not at it', async () => {
-      const queue = fixture.queue('edges-next-due')
-      await store().enqueue({ job: fixture.job(queue, { runAtMs: 3_000, expiresAtMs: 3_000 }), nowMs: 1_000 })
-      expect(await store().nextDueMs({ nowMs: 2_999, queues: [queue] })).toBe(3_000)
-      expect(await store().nextDueMs({ nowMs: 3_000, queues: [queue] })).toBeNull()
-      const ours = async (nowMs: number) => (await store().dueQueues({ nowMs, limit: 10_000 })).filter((entry) => entry.queue === queue)
-      expect(await ours(2_999)).toEqual([{ queue, nextDueMs: 3_000 }])
-      expect(await ours(3_000)).toEqual([])
-    })
-
-    it('deliverableCount counts what is claimable: not what expires now, and a lapsed claim from its deadline', async () => {
-      const queue = fixture.queue('edges-deliverable')
-      const jobs = [
-        await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 }),
-        await store().enqueue({ job: fixture.job(queue, { expiresAtMs: 2_000 }), nowMs: 1_000 }),
-        await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 1_000 }),
-        await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 1_000 }),
-      ]
-      await deliver(queue, 1_000)
-      await deliver(queue, 2_000)
-      for (const [nowMs, expected] of [[1_999, 2], [2_000, 3]] as const) {
-        expect(jobs.filter((job) => isClaimable(job, nowMs)).length, `at ${nowMs}`).toBe(expected)
-        expect(await store().deliverableCount({ queue, nowMs, limit: 10 }), `at ${nowMs}`).toBe(expected)
+  it('every handle operation is valid 1 ms before the deadline with the current token, and not at the deadline', async () => {
+    const queue = fixture.queue('edges-handle')
+    const ops: Record<string, (ref: { id: string; claimToken: string }, nowMs: number) => Promise<boolean>> = {
+      ack: (ref, nowMs) => store().ack({ ...ref, nowMs }),
+      ackBatch: async (ref, nowMs) => (await store().ackBatch({ claims: [ref], nowMs })) === 1,
+      ackMany: async (ref, nowMs) => (await store().ackMany({ claims: [ref], nowMs })).length === 1,
+      heartbeat: async (ref, nowMs) => (await store().heartbeat({ ...ref, extendMs: null, nowMs })) !== null,
+      retry: async (ref, nowMs) => (await store().retry({ ...ref, error: 'e', delayMs: 0, nowMs })) !== null,
+      fail: (ref, nowMs) => store().fail({ ...ref, error: 'e', nowMs }),
+    }
+    for (const [name, op] of Object.entries(ops)) {
+      for (const [nowMs, claimToken] of [[1_999, 'holder'], [2_000, 'holder'], [1_999, 'stranger']] as const) {
+        const job = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 1_000 }, 'holder')
+        const valid = isValidClaim(job, claimToken, nowMs)
+        expect(valid, `${name} at ${nowMs} as ${claimToken}`).toBe(nowMs === 1_999 && claimToken === 'holder')
+        expect(await op({ id: job.id, claimToken }, nowMs), `${name} at ${nowMs} as ${claimToken}`).toBe(valid)
+        if (!valid) expect(await store().getJob({ queue, id: job.id })).toEqual(job)
       }
-    })
+    }
+  })
+}
+
+// The sweep and the due-time reads at their edges.
+function sweepAndDueEdges({ fixture, store, arrange, take, deliver }: RulesHelpers): void {
+  it('the sweep takes jobs from expiresAt on, with the exhaustion rule’s verdict at the deadline edges', async () => {
+    for (const c of sweepCases) {
+      const queue = fixture.queue('edges-sweep')
+      const job = await arrange(queue, c)
+      const predicted = isExpired(job, c.nowMs) ? sweptDeath(job, c.nowMs) : null
+      expect(predicted && { lastError: predicted.reason, diedAtMs: predicted.diedAtMs }, c.name).toEqual(c.expected)
+      expect(await store().sweepExpired({ queue, nowMs: c.nowMs }), c.name).toEqual({ dead: c.expected === null ? 0 : 1, purged: 0 })
+      const after = await store().getJob({ queue, id: job.id })
+      if (c.expected === null) expect(after, c.name).toEqual(job)
+      else expect(after, c.name).toMatchObject({ state: 'dead', ...c.expected })
+    }
+  })
+
+  it('takeDue hands out at runAt and deadline, buries the exhausted there, and skips what expires then', async () => {
+    const queue = fixture.queue('edges-due')
+    const runnable = await store().enqueue({ job: fixture.job(queue, { runAtMs: 2_000 }), nowMs: 1_000 })
+    const expiring = await store().enqueue({ job: fixture.job(queue, { runAtMs: 2_000, expiresAtMs: 2_000 }), nowMs: 1_000 })
+    const exhausted = await fixture.claimed(queue, 1_000, { maxAttempts: 1, visibilityTimeoutMs: 1_000 })
+    const lapsed = await fixture.claimed(queue, 1_000, { maxAttempts: 2, visibilityTimeoutMs: 1_000 })
+    expect(await take(queue, 1_999)).toEqual([])
+    expect((await store().getJob({ queue, id: exhausted.id }))?.state).toBe('processing')
+    const handedOut = (await take(queue, 2_000)).map((due) => due.id)
+    expect(handedOut).toEqual([runnable.id, lapsed.id])
+    const predicted = [runnable, expiring, exhausted, lapsed].filter((job) => !isExpired(job, 2_000) && !isExhausted(job, 2_000)).map((job) => job.id)
+    expect(predicted).toEqual(handedOut)
+    expect(await store().getJob({ queue, id: exhausted.id })).toMatchObject({ state: 'dead', lastError: deadReasonExhausted, diedAtMs: 2_000 })
+    expect((await store().getJob({ queue, id: expiring.id }))?.state).toBe('pending')
+  })
+
+  it('nextDueMs and dueQueues count a row until its expiresAt, not at it', async () => {
+    const queue = fixture.queue('edges-next-due')
+    await store().enqueue({ job: fixture.job(queue, { runAtMs: 3_000, expiresAtMs: 3_000 }), nowMs: 1_000 })
+    expect(await store().nextDueMs({ nowMs: 2_999, queues: [queue] })).toBe(3_000)
+    expect(await store().nextDueMs({ nowMs: 3_000, queues: [queue] })).toBeNull()
+    const ours = async (nowMs: number) => (await store().dueQueues({ nowMs, limit: 10_000 })).filter((entry) => entry.queue === queue)
+    expect(await ours(2_999)).toEqual([{ queue, nextDueMs: 3_000 }])
+    expect(await ours(3_000)).toEqual([])
+  })
+
+  it('deliverableCount counts what is claimable: not what expires now, and a lapsed claim from its deadline', async () => {
+    const queue = fixture.queue('edges-deliverable')
+    const jobs = [
+      await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 }),
+      await store().enqueue({ job: fixture.job(queue, { expiresAtMs: 2_000 }), nowMs: 1_000 }),
+      await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 1_000 }),
+      await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 1_000 }),
+    ]
+    await deliver(queue, 1_000)
+    await deliver(queue, 2_000)
+    for (const [nowMs, expected] of [[1_999, 2], [2_000, 3]] as const) {
+      expect(jobs.filter((job) => isClaimable(job, nowMs)).length, `at ${nowMs}`).toBe(expected)
+      expect(await store().deliverableCount({ queue, nowMs, limit: 10 }), `at ${nowMs}`).toBe(expected)
+    }
   })
 }
