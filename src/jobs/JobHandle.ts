@@ -209,21 +209,14 @@ function safeStringify(value: unknown): string {
   }
 }
 
-// What `ackWith` needs of a handle this module made: its claim, and the ack's event.
-const ackHooks = new WeakMap<object, AckHook>()
-// Each handle's abort with a `WorkerStopped` reason, for the worker whose stop gave up on it.
-const stopAborts = new WeakMap<object, (why: string) => void>()
-
 /** Aborts `job.signal` with a `WorkerStopped` reason saying `why` (no-op once aborted). */
 export function abortStopped(job: JobHandle<unknown>, why: string): void {
-  stopAborts.get(job)?.(why)
+  ClaimedJob.abortStopped(job, why)
 }
 
 /** The ack hook of a handle this engine made (to ack it with `ackWith`). */
 export function ackHookOf(job: JobHandle<unknown>): AckHook {
-  const hook = ackHooks.get(job)
-  if (hook === undefined) throw new Error(`job ${job.id}: not a handle of this engine`)
-  return hook
+  return ClaimedJob.hookOf(job)
 }
 
 /**
@@ -262,91 +255,163 @@ export async function ackWith<R extends { readonly acked: ReadonlyArray<string> 
 
 /** Wraps a claimed record into a handle bound to `runtime`; emits `job.started`. */
 export function makeJobHandle<T = JsonValue>(runtime: JobsRuntime, claimed: JobRecord): JobHandle<T> {
-  const { jobStore, driver, events } = runtime
-  const ref = { id: claimed.id, claimToken: claimed.claimToken as string }
-  const claimedAtMs = claimed.claimedAtMs ?? runtime.now()
-  const about = { queue: claimed.queue, id: claimed.id, attempt: claimed.attempts }
-  events.emit({ type: 'job.started', ...about, maxAttempts: claimed.maxAttempts, lagMs: Math.max(0, claimedAtMs - claimed.runAtMs), at: runtime.now() })
-  let deadline = claimed.deadlineMs as number
-  const lost = new AbortController()
-  const abort = (why: string): void => {
-    if (!lost.signal.aborted) lost.abort(new ClaimLost({ id: claimed.id, message: `job ${claimed.id}: ${why}` }))
+  return new ClaimedJob<T>(runtime, claimed)
+}
+
+/**
+ * A handle as this engine makes one for every claimed job: its operations are methods and its
+ * engine-side state private fields, so a claim costs one object (no closure per operation), and
+ * its `signal`'s AbortController is made only when a handler asks for the signal or the claim
+ * is lost (most jobs end without either). An abort before the signal was asked for is kept and
+ * applied when it is: the signal a handler reads is aborted with the same reason either way.
+ */
+class ClaimedJob<T> implements JobHandle<T> {
+  readonly id: string
+  readonly queue: string
+  readonly payload: T
+  readonly attempts: number
+  readonly maxAttempts: number
+  readonly priority: number
+  readonly claimToken: string
+  readonly #runtime: JobsRuntime
+  readonly #claimed: JobRecord
+  readonly #claimedAtMs: number
+  #deadline: number
+  #lost: AbortController | undefined
+  #lostReason: ClaimLost | WorkerStopped | undefined
+  #hook: AckHook | undefined
+
+  constructor(runtime: JobsRuntime, claimed: JobRecord) {
+    this.id = claimed.id
+    this.queue = claimed.queue
+    this.payload = claimed.payload as T
+    this.attempts = claimed.attempts
+    this.maxAttempts = claimed.maxAttempts
+    this.priority = claimed.priority
+    this.claimToken = claimed.claimToken as string
+    this.#runtime = runtime
+    this.#claimed = claimed
+    this.#claimedAtMs = claimed.claimedAtMs ?? runtime.now()
+    this.#deadline = claimed.deadlineMs as number
+    runtime.events.emit({
+      type: 'job.started',
+      queue: claimed.queue,
+      id: claimed.id,
+      attempt: claimed.attempts,
+      maxAttempts: claimed.maxAttempts,
+      lagMs: Math.max(0, this.#claimedAtMs - claimed.runAtMs),
+      at: runtime.now(),
+    })
   }
+
+  /** The ack hook of `job`, a handle this class made. */
+  static hookOf(job: JobHandle<unknown>): AckHook {
+    if (!(job instanceof ClaimedJob)) throw new Error(`job ${job.id}: not a handle of this engine`)
+    job.#hook ??= { ref: { id: job.id, claimToken: job.claimToken }, completed: (nowMs) => job.#completed(nowMs) }
+    return job.#hook
+  }
+
+  /** Aborts `job`'s signal as the worker's stop gave up on it (no-op once aborted, or for a handle of another kind). */
+  static abortStopped(job: JobHandle<unknown>, why: string): void {
+    if (job instanceof ClaimedJob) job.#abort(new WorkerStopped({ id: job.id, message: `job ${job.id}: ${why}` }))
+  }
+
+  get deadline(): number {
+    return this.#deadline
+  }
+
+  get signal(): AbortSignal {
+    if (this.#lost === undefined) {
+      this.#lost = new AbortController()
+      if (this.#lostReason !== undefined) this.#lost.abort(this.#lostReason)
+    }
+    return this.#lost.signal
+  }
+
+  ack(): Promise<boolean> {
+    return ackAlone(this.#runtime, ClaimedJob.hookOf(this))
+  }
+
+  async heartbeat(extendS?: number): Promise<boolean> {
+    const runtime = this.#runtime
+    runtime.refuseIfStoresClosed()
+    const extendMs = extendS === undefined ? null : secondsToMs('extendS', extendS, true)
+    let renewed: JobRecord | null
+    try {
+      renewed = await runtime.jobStore.heartbeat({ id: this.id, claimToken: this.claimToken, extendMs, nowMs: runtime.now() })
+    } catch (error) {
+      // The store did not answer; once the deadline has passed the claim is gone either way.
+      if (runtime.now() >= this.#deadline) this.#claimLost('its claim lapsed (the deadline passed while the store did not answer)')
+      throw error
+    }
+    if (renewed === null) {
+      this.#claimLost('its claim is gone: the job was cancelled, its deadline passed, or another claim took it')
+      return false
+    }
+    this.#deadline = renewed.deadlineMs as number
+    runtime.driver.notifyDue(this.#deadline, this.queue)
+    return true
+  }
+
+  async retry(error: unknown, delayS?: number): Promise<boolean> {
+    const runtime = this.#runtime
+    const claimed = this.#claimed
+    runtime.refuseIfStoresClosed()
+    const delayMs =
+      delayS === undefined
+        ? equalJitterDelayMs(claimed.backoffBaseMs, claimed.attempts, runtime.random.float(), retryDelayCapMs)
+        : secondsToMs('delayS', delayS, false)
+    const nowMs = runtime.now()
+    const text = errorText(error)
+    const outcome = await runtime.jobStore.retry({ id: this.id, claimToken: this.claimToken, error: text, stack: errorStack(error), delayMs, nowMs })
+    if (outcome !== null) this.#left()
+    if (outcome?.kind === 'retried') {
+      runtime.announceDue(this.queue, outcome.runAtMs, false)
+      runtime.events.emit({ type: 'job.retried', queue: this.queue, id: this.id, attempt: this.attempts, durationMs: nowMs - this.#claimedAtMs, delayMs, error: text, at: nowMs })
+    } else if (outcome?.kind === 'dead') {
+      runtime.events.emit({ type: 'job.dead', queue: this.queue, id: this.id, attempt: this.attempts, durationMs: nowMs - this.#claimedAtMs, reason: deadReasonExhausted, error: text, at: nowMs })
+    }
+    return outcome !== null
+  }
+
+  async progress(value: JsonValue): Promise<boolean> {
+    const runtime = this.#runtime
+    runtime.refuseIfStoresClosed()
+    return runtime.jobStore.setProgress({ id: this.id, claimToken: this.claimToken, progress: value, nowMs: runtime.now() })
+  }
+
+  async fail(error: unknown): Promise<boolean> {
+    const runtime = this.#runtime
+    runtime.refuseIfStoresClosed()
+    const nowMs = runtime.now()
+    const text = errorText(error)
+    const failed = await runtime.jobStore.fail({ id: this.id, claimToken: this.claimToken, error: text, stack: errorStack(error), nowMs })
+    if (failed) {
+      this.#left()
+      runtime.events.emit({ type: 'job.dead', queue: this.queue, id: this.id, attempt: this.attempts, durationMs: nowMs - this.#claimedAtMs, reason: 'failed', error: text, at: nowMs })
+    }
+    return failed
+  }
+
+  // The ack took effect: the key's slot is free and `job.completed` is heard.
+  #completed(nowMs: number): void {
+    this.#left()
+    this.#runtime.events.emit({ type: 'job.completed', queue: this.queue, id: this.id, attempt: this.attempts, durationMs: nowMs - this.#claimedAtMs, at: nowMs })
+  }
+
   // A job leaving processing on a queue limited per key frees its key's slot for the next job.
-  const left = (): void => {
-    if (runtime.limitedQueues.has(claimed.queue)) runtime.dispatch.of(claimed.queue).slotFreed()
+  #left(): void {
+    if (this.#runtime.limitedQueues.has(this.queue)) this.#runtime.dispatch.of(this.queue).slotFreed()
   }
-  const completed = (nowMs: number): void => {
-    left()
-    events.emit({ type: 'job.completed', ...about, durationMs: nowMs - claimedAtMs, at: nowMs })
+
+  #claimLost(why: string): void {
+    this.#abort(new ClaimLost({ id: this.id, message: `job ${this.id}: ${why}` }))
   }
-  const handle: JobHandle<T> = {
-    id: claimed.id,
-    queue: claimed.queue,
-    payload: claimed.payload as T,
-    attempts: claimed.attempts,
-    maxAttempts: claimed.maxAttempts,
-    priority: claimed.priority,
-    claimToken: ref.claimToken,
-    get deadline() {
-      return deadline
-    },
-    signal: lost.signal,
-    ack: () => ackAlone(runtime, { ref, completed }),
-    async heartbeat(extendS) {
-      runtime.refuseIfStoresClosed()
-      const extendMs = extendS === undefined ? null : secondsToMs('extendS', extendS, true)
-      let renewed: JobRecord | null
-      try {
-        renewed = await jobStore.heartbeat({ ...ref, extendMs, nowMs: runtime.now() })
-      } catch (error) {
-        // The store did not answer; once the deadline has passed the claim is gone either way.
-        if (runtime.now() >= deadline) abort('its claim lapsed (the deadline passed while the store did not answer)')
-        throw error
-      }
-      if (renewed === null) {
-        abort('its claim is gone: the job was cancelled, its deadline passed, or another claim took it')
-        return false
-      }
-      deadline = renewed.deadlineMs as number
-      driver.notifyDue(deadline, claimed.queue)
-      return true
-    },
-    async retry(error, delayS) {
-      runtime.refuseIfStoresClosed()
-      const delayMs =
-        delayS === undefined
-          ? equalJitterDelayMs(claimed.backoffBaseMs, claimed.attempts, runtime.random.float(), retryDelayCapMs)
-          : secondsToMs('delayS', delayS, false)
-      const nowMs = runtime.now()
-      const text = errorText(error)
-      const outcome = await jobStore.retry({ ...ref, error: text, stack: errorStack(error), delayMs, nowMs })
-      if (outcome !== null) left()
-      if (outcome?.kind === 'retried') {
-        runtime.announceDue(claimed.queue, outcome.runAtMs, false)
-        events.emit({ type: 'job.retried', ...about, durationMs: nowMs - claimedAtMs, delayMs, error: text, at: nowMs })
-      } else if (outcome?.kind === 'dead') {
-        events.emit({ type: 'job.dead', ...about, durationMs: nowMs - claimedAtMs, reason: deadReasonExhausted, error: text, at: nowMs })
-      }
-      return outcome !== null
-    },
-    async progress(value) {
-      runtime.refuseIfStoresClosed()
-      return jobStore.setProgress({ ...ref, progress: value, nowMs: runtime.now() })
-    },
-    async fail(error) {
-      runtime.refuseIfStoresClosed()
-      const nowMs = runtime.now()
-      const text = errorText(error)
-      const failed = await jobStore.fail({ ...ref, error: text, stack: errorStack(error), nowMs })
-      if (failed) left()
-      if (failed) events.emit({ type: 'job.dead', ...about, durationMs: nowMs - claimedAtMs, reason: 'failed', error: text, at: nowMs })
-      return failed
-    },
+
+  // The first abort wins; a signal not yet asked for takes it when it is.
+  #abort(reason: ClaimLost | WorkerStopped): void {
+    if (this.#lostReason !== undefined) return
+    this.#lostReason = reason
+    this.#lost?.abort(reason)
   }
-  ackHooks.set(handle, { ref, completed })
-  stopAborts.set(handle, (why) => {
-    if (!lost.signal.aborted) lost.abort(new WorkerStopped({ id: claimed.id, message: `job ${claimed.id}: ${why}` }))
-  })
-  return handle
 }

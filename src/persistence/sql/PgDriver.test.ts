@@ -3,14 +3,15 @@
  * startup and then goes silent, and a statement the real server cancels — each fails as a typed
  * `Unavailable` within its bound (small timeouts passed in) instead of hanging; a backend
  * terminated as it becomes ready fails the statement instead of crashing the process. A caller's Pool
- * keeps its own settings; a malformed timeout is `InvalidInput` naming the option.
+ * keeps its own settings; a malformed timeout is `InvalidInput` naming the option. Arrays of plain
+ * strings travel as array literals and arrive as the same arrays.
  */
 import { createServer, type Server, type Socket } from 'node:net'
 import pg from 'pg'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { freshDatabase } from '../../../test/harness/database.ts'
 import { InvalidInput, Unavailable } from '../../domain/errors.ts'
-import { makePgDriver } from './PgDriver.ts'
+import { makePgDriver, withArrayLiterals } from './PgDriver.ts'
 import { openSqlStore } from '../queues/sql/openSqlStore.ts'
 import { makeSqlSession } from './SqlSession.ts'
 
@@ -173,6 +174,27 @@ describe('PgDriver on a real server', () => {
     await driver.exec('SELECT 1; SELECT 2')
     const prepared = await driver.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements')
     expect(prepared.rows).toEqual([{ name: expect.stringMatching(/^matchbox_[0-9a-f]{24}$/), statement: 'SELECT $1::int AS n' }])
+  })
+
+  it('sends arrays of plain strings as array literals that the server reads as the arrays themselves', async () => {
+    const pool = new pg.Pool({ connectionString, max: 1 })
+    const driver = makePgDriver({ pool })
+    drivers.push({ close: async () => {
+      await driver.close()
+      await pool.end()
+    } })
+    const plain = ['0mfn5x2a1Zq-4~b', 'tok.1f', 'a:b_c', 'nulls', 'NUL']
+    const quoted = ['a,b', 'say "hi"', 'back\\slash', ' padded ', '{brace}', 'NULL', 'null', '', 'ü']
+    // The literal replaces only an array whose every element reads as itself unquoted.
+    expect(withArrayLiterals([plain, 7, null])).toEqual([`{${plain.join(',')}}`, 7, null])
+    expect(withArrayLiterals([quoted])[0]).toBe(quoted)
+    expect(withArrayLiterals([[]])).toEqual(['{}'])
+    const params: unknown[] = ['x']
+    expect(withArrayLiterals(params)).toBe(params)
+    for (const value of [plain, quoted, [...plain, ...quoted], []]) {
+      const { rows } = await driver.query<{ value: string[]; n: number }>('SELECT $1::text[] AS value, cardinality($1::text[]) AS n', [value])
+      expect(rows).toEqual([{ value, n: value.length }])
+    }
   })
 
   it('sets statement_timeout: the server cancels a long statement and the driver stays usable', { timeout: 10_000 }, async () => {
