@@ -4,9 +4,11 @@
  * flight, and is filled two ways:
  *
  * - **Several at once**, while the store can serve them (`canClaimSeveral`: this engine delivers
- *   the queue and it is not drained): one claim loop at a time takes up to the free room in one
- *   statement, once the room reaches half the queue or the queue ran empty. A short answer means
- *   no other row is due, and the loops go on to park.
+ *   the queue and it is not drained): a claim loop takes up to the free room in one statement,
+ *   once the room reaches half the queue or the queue ran empty. Up to `localClaimsInFlightMax`
+ *   such statements are at the store at once, so the server claims the next jobs while this
+ *   process decodes and runs the last ones (rows one statement holds, the other skips). A short
+ *   answer means no other row is due, and the loops go on to park.
  * - **One poll per free slot** otherwise: each claim loop parks a poll (`claimNext`), which an
  *   enqueue or a due-time pass serves (for every poll waiting, in one statement) or another
  *   engine serves by forwarding.
@@ -27,6 +29,7 @@
  * Once `running()` turns false the claim loops end (`wake` ends their sleep), the handler loops
  * run what is left, and `run` resolves once every settle has landed.
  */
+import { localClaimsInFlightMax } from '../kernel/Limits.ts'
 import type { JobHandle } from './JobHandle.ts'
 
 /** What the local queue needs from its worker. */
@@ -65,18 +68,19 @@ function resumeFirst(sleepers: Array<() => void>, count: number): void {
 }
 
 // Whether a claim loop has work: acks waiting to ride, a free slot to park a poll in, or (while
-// the store serves several) room enough for a several-job claim with none in flight.
+// the store serves several) room enough for a several-job claim, with fewer than the most at the
+// store (`severalFull` when that many are).
 // (Positional, as it runs on every wake-up: no object per call.)
 function isClaimWanted(
   source: Pick<LocalQueueSource<unknown>, 'running' | 'canClaimSeveral'>,
-  severalInFlight: boolean,
+  severalFull: boolean,
   riders: number,
   room: number,
   queued: number,
   refillRoom: number,
 ): boolean {
   if (!source.running()) return true
-  const several = !severalInFlight && source.canClaimSeveral()
+  const several = !severalFull && source.canClaimSeveral()
   if (several && riders > 0) return true
   if (room <= 0) return false
   if (!source.canClaimSeveral()) return true
@@ -103,7 +107,7 @@ function ridersOnePerJob<R extends { readonly job: JobHandle }>(riders: Readonly
 export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<Outcome>): { run(concurrency: number): Promise<void>; wake(): void } {
   const queued: JobHandle[] = []
   let claiming = 0
-  let severalInFlight = false
+  let severalInFlight = 0
   let claimersDone = false
   const claimerSleepers: Array<() => void> = []
   const handlerSleepers: Array<() => void> = []
@@ -112,7 +116,7 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
   const settleSleepers: Array<() => void> = []
   let riders: Array<Rider<Outcome>> = []
 
-  const claimWanted = (): boolean => isClaimWanted(source, severalInFlight, riders.length, batch - queued.length - claiming, queued.length, refillRoom)
+  const claimWanted = (): boolean => isClaimWanted(source, severalInFlight >= localClaimsInFlightMax, riders.length, batch - queued.length - claiming, queued.length, refillRoom)
   const wakeClaimer = (): void => {
     if (claimerSleepers.length > 0 && claimWanted()) (claimerSleepers.shift() as () => void)()
   }
@@ -150,8 +154,8 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
         continue
       }
       const room = Math.max(0, batch - queued.length - claiming)
-      if (!severalInFlight && source.canClaimSeveral()) {
-        severalInFlight = true
+      if (severalInFlight < localClaimsInFlightMax && source.canClaimSeveral()) {
+        severalInFlight++
         claiming += room
         const aboard = takeRiders()
         let jobs: ReadonlyArray<JobHandle> | undefined
@@ -162,7 +166,7 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
           )
         } finally {
           claiming -= room
-          severalInFlight = false
+          severalInFlight--
           if (jobs === undefined) settleAlone(aboard)
           else for (const rider of aboard) rider.done()
         }
@@ -201,7 +205,7 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
       if (job.deadline <= source.now()) continue
       const outcome = await source.handle(job)
       while (settling.size >= batch) await new Promise<void>((resume) => settleSleepers.push(resume))
-      if (severalInFlight && source.acks(outcome) && source.running()) ride(job, outcome)
+      if (severalInFlight > 0 && source.acks(outcome) && source.running()) ride(job, outcome)
       else track(source.finish(job, outcome))
     }
   }

@@ -368,6 +368,14 @@ export const jobBatchSizeMax = 256
 export const jobBatchesInFlightMax = 2
 
 /**
+ * Several-job claims one `work({ batch })` worker has at the store at once (LocalQueue.ts). Two
+ * let the server claim the next jobs while this process decodes and runs the last ones; each
+ * waits for room of half the worker's batch (or an empty local queue), so more would only make
+ * statements smaller.
+ */
+export const localClaimsInFlightMax = 2
+
+/**
  * Jobs one job store enqueues before it refreshes PostgreSQL's planner statistics of its jobs
  * table (`ANALYZE`); the count doubles after each refresh up to `jobStatsRefreshRowsMax`. A
  * backlog enqueued into a table the statistics still call empty would otherwise be claimed
