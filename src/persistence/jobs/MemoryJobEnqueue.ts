@@ -57,6 +57,8 @@ export function makeMemoryJobEnqueue(state: MemoryJobState): Pick<JobStore, 'enq
       refuseTx(tx)
       const jobs = checkNewJobs(params.jobs)
       const nowMs = checkTime('nowMs', params.nowMs)
+      // All or nothing: every id is free before the first insert (a later job holding an earlier
+      // one's key answers with it, as a second enqueue would).
       for (const job of jobs) assert(!live.has(job.id) && !dead.has(job.id), `job id ${job.id} is already taken`)
       return jobs.map((job) => insert(state, job, nowMs)).map(({ id, runAtMs }) => ({ id, runAtMs }))
     },
@@ -64,10 +66,11 @@ export function makeMemoryJobEnqueue(state: MemoryJobState): Pick<JobStore, 'enq
     async enqueue(params, tx) {
       refuseTx(tx)
       const { job, nowMs, claimToken, fence } = checkEnqueue(params)
+      // A limited or rated job is inserted pending, its claim token and the fence guarding it
+      // dropped; any other job of a queue with rate buckets is inserted pending (its fence held).
       const limited = (job.concurrencyKey !== undefined && job.concurrencyKey !== null) || isRated(job)
       if (!limited) state.holdFence(fence)
       const record = insert(state, job, nowMs)
-      // Any job of a queue with rate buckets is inserted pending (its fence held).
       if (state.buckets.hasBuckets(job.queue)) return record
       // Inserted claimed (not a key's holder, not in a paused queue, not limited): as `claim` leaves a row.
       return claimToken === null || record.id !== job.id || state.paused.has(job.queue) || limited ? record : copy(claimRow(state, live.get(job.id) as LiveRow, claimToken, nowMs))

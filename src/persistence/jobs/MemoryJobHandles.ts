@@ -74,9 +74,11 @@ async function retry(state: MemoryJobState, params: Parameters<JobStore['retry']
   return { kind: 'retried', runAtMs }
 }
 
+type Handles = Pick<JobStore, 'heartbeat' | 'ack' | 'setProgress' | 'ackMany' | 'ackBatch' | 'release' | 'retry' | 'fail'>
+
 /** The holder's operations over `state`. */
-export function makeMemoryJobHandles(state: MemoryJobState): Pick<JobStore, 'heartbeat' | 'ack' | 'setProgress' | 'ackMany' | 'ackBatch' | 'release' | 'retry' | 'fail'> {
-  const handles: Pick<JobStore, 'heartbeat' | 'ack' | 'setProgress' | 'ackMany' | 'ackBatch' | 'release' | 'retry' | 'fail'> = {
+export function makeMemoryJobHandles(state: MemoryJobState): Handles {
+  const handles: Handles = {
     async heartbeat(params) {
       const { id, claimToken } = checkClaimRef(params)
       const nowMs = checkTime('nowMs', params.nowMs)
