@@ -6,8 +6,7 @@
  */
 import { checkListLimit, checkName, checkState } from './JobInput.ts'
 import type { JobRecord, JobStore } from './JobStore.ts'
-
-const copy = <T>(value: T): T => structuredClone(value)
+import { copy } from './MemoryJobRows.ts'
 
 /** The admin reads over `live` (pending and processing jobs) and `dead` jobs. */
 export function makeMemoryJobAdmin(live: () => ReadonlyArray<JobRecord>, dead: () => Iterable<JobRecord>): Pick<JobStore, 'countJobs' | 'countQueues' | 'listJobs'> {

@@ -1,7 +1,8 @@
 /**
  * MemoryJobPauses — pausing and resuming queues on the memory job store (JobStore.ts's "Paused
- * queues"). The map of paused queues belongs to MemoryJobStore.ts, whose claims read it in the
- * same synchronous step as the claim; this module only changes and lists it.
+ * queues"). The map of paused queues belongs to the store's state record (MemoryJobRows.ts),
+ * which every claim reads in the same synchronous step as the claim; this module only changes
+ * and lists it.
  *
  * Invariants: inputs validated first; each operation completes synchronously inside its promise.
  */

@@ -10,8 +10,7 @@ import { InvalidInput } from '../../domain/errors.ts'
 import { validateJson } from '../../domain/Json.ts'
 import { checkCount, checkDurationMs, checkName, checkNewJob, checkScheduleKeys, checkTime, checkTimezone, scheduleKeyFields } from './JobInput.ts'
 import type { JobRecord, JobStore, NewJob, ScheduleRecord } from './JobStore.ts'
-
-const copy = <T>(value: T): T => structuredClone(value)
+import { copy } from './MemoryJobRows.ts'
 
 // JSON with object keys sorted: equal exactly when PostgreSQL's jsonb values are equal.
 const canonical = (value: unknown): string =>
