@@ -1,7 +1,9 @@
 /**
  * SqlJobEnqueue — the inserting half of the SQL job store (SqlJobStore.ts): `enqueue` and
- * `enqueueMany`, each ONE statement (jobSql.ts) that runs on the store's driver or, given `tx`,
- * on the caller's open transaction, where the jobs exist iff it commits and the due signal
+ * `enqueueMany`, each ONE statement (jobSql.ts; a batch goes in several only past one statement's
+ * parameters, where a fairness key's jobs (the implicit key's too) change priority, or after the unkeyed form's refusal,
+ * which writes nothing) that runs on the store's driver or, given `tx`, on the caller's open
+ * transaction, where the jobs exist iff it commits and the due signal
  * (NOTIFY) is delivered at that commit. `insertMany` is enqueueMany's insert over any statement
  * runner, so `fireSchedule` inserts its occurrences the same way inside its own transaction.
  *
