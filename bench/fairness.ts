@@ -6,6 +6,10 @@
  *   workers start after both. Prints B's p99 wait (enqueue → handler start), the time the
  *   workers took for A's backlog, and how many starts came before B's last one — with fairness
  *   keys, and the same jobs without keys (the baseline measured in the same run).
+ * - unkeyed and keyed: tenant A enqueues N jobs without a key, then tenant B 100 with one. Run
+ *   twice: on a queue that already has keys (B's key's state, from one job of B's enqueued and
+ *   worked before A's backlog), where A's jobs take the implicit key's turns, and on a queue that
+ *   has none until B's first job, where A's jobs keep their ready times. Prints the same figures.
  * - weights 3:1 under saturation: 2,000 jobs of each of two keys, weights 3 and 1; of the first
  *   1,000 starts, the ratio of the heavy-weight key's to the other's (3.0 is exact).
  *
@@ -63,19 +67,37 @@ async function drain(mb: Matchbox, total: number): Promise<{ starts: Array<{ ten
   return { starts, elapsedMs }
 }
 
-async function heavyAndLight(databaseUrl: string, keyed: boolean): Promise<void> {
-  const mb = await open({ store: { databaseUrl }, schema: `bench_fair_${keyed ? 'keys' : 'plain'}` })
-  await fill(mb, 'A', heavyJobs, keyed)
-  await fill(mb, 'B', lightJobs, keyed)
+// Drains A's and B's jobs and prints B's figures after `label`.
+async function drainAndReport(mb: Matchbox, label: string): Promise<void> {
   const { starts, elapsedMs } = await drain(mb, heavyJobs + lightJobs)
   const waits = starts.filter((start) => start.tenant === 'B').map((start) => start.waitMs).sort((a, b) => a - b)
   const lastB = starts.map((start) => start.tenant).lastIndexOf('B') + 1
   // The bound: B's jobs all start within the time the workers take for 2 × B's count of jobs.
   const bound = starts[2 * lightJobs - 1]?.atMs ?? Number.NaN
   console.log(
-    `${keyed ? 'with keys   ' : 'without keys'}: B p99 wait ${percentile(waits, 99)} ms; A's backlog drained in ${elapsedMs} ms; ` +
+    `${label}: B p99 wait ${percentile(waits, 99)} ms; A's backlog drained in ${elapsedMs} ms; ` +
       `B's last start was start ${lastB} of ${starts.length}, ${starts[lastB - 1]?.atMs ?? Number.NaN} ms after the workers began (the first ${2 * lightJobs} starts took ${bound} ms)`,
   )
+}
+
+async function heavyAndLight(databaseUrl: string, keyed: boolean): Promise<void> {
+  const mb = await open({ store: { databaseUrl }, schema: `bench_fair_${keyed ? 'keys' : 'plain'}` })
+  await fill(mb, 'A', heavyJobs, keyed)
+  await fill(mb, 'B', lightJobs, keyed)
+  await drainAndReport(mb, keyed ? 'with keys   ' : 'without keys')
+  await mb.close()
+}
+
+// B's wait behind A's unkeyed backlog; `hasKeys`: B's key has state in the queue before A's backlog.
+async function unkeyedAndKeyed(databaseUrl: string, hasKeys: boolean): Promise<void> {
+  const mb = await open({ store: { databaseUrl }, schema: `bench_fair_implicit_${hasKeys ? 'keys' : 'none'}` })
+  if (hasKeys) {
+    await fill(mb, 'B', 1, true)
+    await drain(mb, 1)
+  }
+  await fill(mb, 'A', heavyJobs, false)
+  await fill(mb, 'B', lightJobs, true)
+  await drainAndReport(mb, `A unkeyed, B keyed, ${hasKeys ? 'queue with keys' : 'queue without keys until B'}`)
   await mb.close()
 }
 
@@ -95,6 +117,8 @@ try {
   console.log(`fairness bench: node ${process.version}, PostgreSQL, A ${heavyJobs} jobs then B ${lightJobs}, 16 workers`)
   await heavyAndLight(database.url, false)
   await heavyAndLight(database.url, true)
+  await unkeyedAndKeyed(database.url, true)
+  await unkeyedAndKeyed(database.url, false)
   await weights(database.url)
 } finally {
   await database.drop()

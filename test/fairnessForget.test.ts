@@ -13,8 +13,8 @@ import { openSqlJobStore } from '../src/persistence/jobs/sql/SqlJobStore.ts'
 import { makePgliteDriver } from '../src/persistence/sql/PgliteDriver.ts'
 import type { Driver } from '../src/persistence/sql/Driver.ts'
 
-const job = (queue: string, id: string, fairnessKey: string, runAtMs: number): NewJob => ({
-  id, queue, payload: null, priority: 0, runAtMs, expiresAtMs: null, maxAttempts: 3, visibilityTimeoutMs: 30_000, backoffBaseMs: 1_000, deadLetterRetentionMs: null, fairnessKey, fairnessWeight: 1,
+const job = (queue: string, id: string, fairnessKey: string | null, runAtMs: number): NewJob => ({
+  id, queue, payload: null, priority: 0, runAtMs, expiresAtMs: null, maxAttempts: 3, visibilityTimeoutMs: 30_000, backoffBaseMs: 1_000, deadLetterRetentionMs: null, ...(fairnessKey === null ? {} : { fairnessKey, fairnessWeight: 1 }),
 })
 
 interface Bound {
@@ -66,6 +66,30 @@ for (const [name, bind] of bindings) {
       expect(await bound.keys(queue)).toBe(1)
       await store.enqueue({ job: job(queue, 'idle-2', 'idle', later), nowMs: later })
       expect((await store.getJob({ queue, id: 'idle-2' }))?.fairPass).toBe(later)
+    })
+
+    it("forgets the implicit key's row by the same rule; once no real key is left, an unkeyed job writes no key state", async () => {
+      const { store } = bound
+      const queue = 'forget-implicit'
+      const t0 = 1_000
+      // The memory store counts the other case's queue too: count from what it holds.
+      const others = await bound.keys(queue)
+      const keys = async () => (await bound.keys(queue)) - others
+      // A keyed job gives the queue keys, so the unkeyed job after it takes the implicit key's turn.
+      await store.enqueue({ job: job(queue, 'keyed-1', 'a', t0), nowMs: t0 })
+      await store.enqueue({ job: job(queue, 'plain-1', null, t0), nowMs: t0 })
+      expect(await keys()).toBe(2)
+      for (const claimed of await store.claimDue({ queue, nowMs: t0, claimTokens: ['t-1', 't-2'] })) {
+        expect(await store.ack({ id: claimed.id, claimToken: claimed.claimToken as string, nowMs: t0 })).toBe(true)
+      }
+      await store.sweepExpired({ queue, nowMs: t0 + fairnessStrideMax - 1 })
+      expect(await keys()).toBe(2)
+      const later = t0 + fairnessStrideMax
+      await store.sweepExpired({ queue, nowMs: later })
+      expect(await keys()).toBe(0)
+      await store.enqueue({ job: job(queue, 'plain-2', null, later), nowMs: later })
+      expect((await store.getJob({ queue, id: 'plain-2' }))?.fairPass).toBeUndefined()
+      expect(await keys()).toBe(0)
     })
   })
 }

@@ -77,6 +77,9 @@ describe('jobs API: fairness keys', () => {
     await expect(q.enqueue(1, { fairnessKey: 'x', fairnessWeight: 0 })).rejects.toBeInstanceOf(InvalidInput)
     await expect(q.enqueueMany([{ payload: 1 }, { payload: 2, fairnessKey: 'x'.repeat(65) }])).rejects.toMatchObject({ field: 'jobs[1].fairnessKey' })
     expect(() => mb.queue('refusals', { fairnessWeights: { x: 2000 } })).toThrow(InvalidInput)
+    // The empty name is the implicit key's (the unkeyed jobs' turns): neither a job nor a handle can name it.
+    await expect(q.enqueue(1, { fairnessKey: '' })).rejects.toBeInstanceOf(InvalidInput)
+    expect(() => mb.queue('refusals', { fairnessWeights: { '': 2 } })).toThrow(InvalidInput)
     const tooMany = Object.fromEntries(Array.from({ length: 1001 }, (_, n) => [`k${n}`, 1]))
     expect(() => mb.queue('refusals', { fairnessWeights: tooMany })).toThrow(InvalidInput)
     expect(await q.claim()).toBeNull()

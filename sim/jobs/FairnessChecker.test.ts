@@ -11,6 +11,15 @@ const keyed = (id: string, nowMs: number, fairnessKey: string, fairPass: number,
   op: 'enqueue', ...at(nowMs), job: job(id, nowMs), fairnessKey, fairnessWeight, fairPass,
 })
 
+// An unkeyed enqueue at `nowMs`, with the pass the store gave it (absent: none).
+const unkeyed = (id: string, nowMs: number, fairPass?: number): JobBoundaryRecord => ({
+  op: 'enqueue', ...at(nowMs), job: job(id, nowMs), ...(fairPass === undefined ? {} : { fairPass }),
+})
+const sweep: JobBoundaryRecord = { op: 'sweep', ...at(2_000), queue: 'q', dead: 0, purged: 0 }
+
+// A claim of `id`'s job.
+const claimOf = (id: string): JobBoundaryRecord => ({ op: 'claim', ...at(1_000), id, claimToken: 't', outcome: { kind: 'claimed', job: job(id, 1_000) }, ownership: null })
+
 // Replays `records` and answers the violations.
 function judge(records: ReadonlyArray<JobBoundaryRecord>): string[] {
   const violations: string[] = []
@@ -47,5 +56,27 @@ describe('FairnessChecker', () => {
     expect(judge([keyed('a1', 1_000, 'a', 1_000, 4), claimA1, keyed('a2', 3_000, 'a', 3_000, 4), keyed('b1', 3_000, 'b', 3_000)])).toEqual([])
     // Without the claim, a1 is still pending at 1 000, so a new key cannot enter at 3 000.
     expect(judge([keyed('a1', 1_000, 'a', 1_000, 4), keyed('b1', 3_000, 'b', 3_000)])).toHaveLength(1)
+  })
+
+  it('passes unkeyed jobs without a pass in a queue without keys, and the implicit key\'s passes once it has keys', () => {
+    expect(judge([unkeyed('u1', 1_000), keyed('a1', 1_000, 'a', 1_000), unkeyed('u2', 1_000, 1_000), unkeyed('u3', 1_000, 2_000), keyed('a2', 1_000, 'a', 2_000)])).toEqual([])
+    // u4, due at 1 000, entered at the head's 2 000 and sorts there: a new key entering at 2 000 is not behind it.
+    expect(judge([keyed('a1', 1_000, 'a', 1_000), keyed('a2', 1_000, 'a', 2_000), claimOf('a1'), unkeyed('u4', 1_000, 2_000), keyed('b1', 1_000, 'b', 2_000)])).toEqual([])
+  })
+
+  it('judges an unkeyed job with a pass by the rules of a key of weight 1 (its surely pending jobs sort by their passes)', () => {
+    // u3 steps by 500 only: the implicit key ran ahead of weight 1's share.
+    const violations = judge([keyed('a1', 1_000, 'a', 1_000), unkeyed('u2', 1_000, 1_000), unkeyed('u3', 1_000, 1_500)])
+    expect(violations).toHaveLength(1)
+    expect(violations[0]).toContain('the implicit key, weight 1, stride 1000')
+    // A new key entering at 2 000 behind u3's pass 2 000: nothing sorts before it (u3 sorts by its pass, not its due time).
+    expect(judge([keyed('a1', 1_000, 'a', 1_000), unkeyed('u2', 1_000, 1_000), claimOf('a1'), claimOf('u2'), unkeyed('u3', 1_000, 2_000), keyed('b1', 1_000, 'b', 2_000)])).toEqual([])
+  })
+
+  it('fails an unkeyed job without a pass in a queue with keys (the implicit key ignored), and one with a pass in a queue that never had keys', () => {
+    expect(judge([keyed('a1', 1_000, 'a', 1_000), unkeyed('u1', 1_000)])[0]).toContain('the implicit key was ignored')
+    expect(judge([unkeyed('u1', 1_000, 1_000)])[0]).toContain('a queue without keys gave it')
+    // After a sweep the queue may have forgotten its keys: either answer passes.
+    expect(judge([keyed('a1', 1_000, 'a', 1_000), sweep, unkeyed('u1', 2_000)])).toEqual([])
   })
 })

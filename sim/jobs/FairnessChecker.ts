@@ -19,6 +19,13 @@
  * - a key is kept: a keyed job the store wrote has a pass (a store that dropped the key would
  *   order it by its due time alone).
  *
+ * The implicit key: an unkeyed job of a queue with keys takes the turn of one more key of weight
+ * 1 (JobStore.ts's `fairnessKey`), and is judged by the two rules above as that key's job. Whether
+ * its queue has keys the checker knows until a sweep (which may forget them): none before the
+ * queue's first keyed job was written, so an unkeyed job then has no pass; some from it on until
+ * a sweep of the queue, so an unkeyed job then has a pass (a store that ignored the implicit key
+ * would order it by its due time, ahead of the keys' turns).
+ *
  * A weight the store ignores breaks one rule or the other as soon as a key enqueues again while
  * its previous job waits: stepping by too little breaks the first, by too much the second.
  *
@@ -36,6 +43,9 @@ interface SurelyPending {
   readonly orderKey: number
 }
 
+// The implicit key's name, which no job's key can have (keys are not empty).
+const implicitKey = ''
+
 // One key's name in a queue.
 const keyName = (queue: string, key: string): string => `${queue}\u0000${key}`
 
@@ -46,6 +56,8 @@ export class FairnessChecker {
   readonly #lastPass = new Map<string, number>()
   // Jobs surely pending since their enqueue (see the header), by id.
   readonly #pending = new Map<string, SurelyPending>()
+  // Queues with a keyed job written: surely with keys until a sweep of theirs, `true`; after one, `false` (either).
+  readonly #keyed = new Map<string, boolean>()
 
   /** `fail` records a violation of "fair pass". */
   constructor(fail: (sentence: string) => void) {
@@ -76,6 +88,7 @@ export class FairnessChecker {
         return
       case 'sweep':
         for (const [id, row] of this.#pending) if (row.queue === record.queue) this.#pending.delete(id)
+        if (this.#keyed.has(record.queue)) this.#keyed.set(record.queue, false)
         return
       default:
         return
@@ -87,22 +100,29 @@ export class FairnessChecker {
     const dueMs = Math.max(job.runAtMs, record.nowMs)
     const pass = record.fairPass
     if (record.fairnessKey !== undefined && pass === undefined) this.#fail(`job ${job.id} of ${job.queue} was enqueued with fairness key ${record.fairnessKey}, yet the store keeps no pass for it: the key was dropped`)
-    if (record.fairnessKey !== undefined && pass !== undefined) this.#judge(record, pass)
+    if (record.fairnessKey !== undefined && pass !== undefined) {
+      this.#judge(record, record.fairnessKey, record.fairnessWeight ?? 1, pass)
+      this.#keyed.set(job.queue, true)
+    }
+    if (record.fairnessKey === undefined) {
+      const keyed = this.#keyed.get(job.queue)
+      if (keyed === undefined && pass !== undefined) this.#fail(`unkeyed job ${job.id} of ${job.queue} got pass ${pass}, yet no keyed job of its queue was written: a queue without keys gave it the implicit key's turn`)
+      if (keyed === true && pass === undefined) this.#fail(`unkeyed job ${job.id} of ${job.queue} got no pass, yet its queue has keys: the implicit key was ignored`)
+      if (pass !== undefined) this.#judge(record, implicitKey, 1, pass)
+    }
     if (job.state === 'pending' && job.expiresAtMs === null) {
       this.#pending.set(job.id, { queue: job.queue, priority: job.priority, orderKey: pass === undefined ? dueMs : Math.max(pass, dueMs) })
     }
   }
 
-  // Judges the pass `pass` the store wrote for the keyed job of `record`.
-  #judge(record: JobBoundaryRecord & { readonly op: 'enqueue' }, pass: number): void {
+  // Judges the pass `pass` the store wrote for the job of `record`, of `key` with `weight`.
+  #judge(record: JobBoundaryRecord & { readonly op: 'enqueue' }, key: string, weight: number, pass: number): void {
     const { job } = record
-    const key = record.fairnessKey as string
-    const weight = record.fairnessWeight ?? 1
     const stride = fairnessStride(weight)
     const name = keyName(job.queue, key)
     const last = this.#lastPass.get(name)
     this.#lastPass.set(name, pass)
-    const what = `job ${job.id} of ${job.queue} (key ${key}, weight ${weight}, stride ${stride}) got pass ${pass}`
+    const what = `job ${job.id} of ${job.queue} (${key === implicitKey ? 'the implicit key' : `key ${key}`}, weight ${weight}, stride ${stride}) got pass ${pass}`
     if (last !== undefined && pass < last + stride) {
       this.#fail(`${what}, below its key's last pass ${last} + its stride: the key ran ahead of its weight's share`)
       return

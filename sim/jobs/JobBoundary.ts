@@ -62,7 +62,8 @@ export type JobBoundaryRecord =
   /**
    * A job written; `slot` names its concurrency key and the limit the enqueue gave it (absent: the
    * job takes no slot), `fairnessKey` its fairness key (absent: none) with the weight the engine
-   * gave the store, and `fairPass` the pass the store wrote for it (read around a keyed enqueue).
+   * gave the store, and `fairPass` the pass the store wrote for it (read around every enqueue: an
+   * unkeyed job of a queue with keys has the implicit key's).
    */
   | (Stamped & {
       readonly op: 'enqueue'

@@ -92,6 +92,10 @@
  *   key's next enqueue is given a weight that many strides lighter: the same pass) — the
  *   observable bug of a pass written before the duplicate is found: a key enqueued again and
  *   again under one job key is pushed behind the others (fair pass);
+ * - `implicitKeyIgnored`: an unkeyed job of a queue with keys gets no pass, as in a queue without
+ *   keys (KeyMutations.ts; emulated on reads of the job, not in the store's claim order) — the
+ *   observable bug of a store that orders unkeyed jobs by their due time alone, ahead of the
+ *   keys' turns, in a queue that mixes them (fair pass);
  * - `lapsedSlotKept`: a lapsed claim keeps its concurrency slot even from its own job, whose next
  *   claim by a Matching delivery then needs a slot of its own and is refused as `limited` while
  *   the key's processing jobs, the lapsed one among them, fill its limit (KeyMutations.ts) — the
@@ -134,14 +138,14 @@ import type { BusTap } from '../../src/persistence/bus/MemoryBus.ts'
 import type { ClaimFence, ClaimOutcome, ClaimRef, JobRecord, JobStore, RateLimit } from '../../src/persistence/jobs/JobStore.ts'
 import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
 import { type DispatchMutation, dispatchMutations, mutatedDispatchMachine } from './DispatchMutations.ts'
-import { dedupStepsPassStore, type KeyedJob, lapsedSlotKeptStore, weightIgnoredStore } from './KeyMutations.ts'
+import { dedupStepsPassStore, implicitKeyIgnoredStore, type KeyedJob, lapsedSlotKeptStore, weightIgnoredStore } from './KeyMutations.ts'
 
 /** The deliberate bugs, by name. */
 export const jobMutationNames = [
   'ackAfterDeadline', 'doubleGrant', 'dropEnqueue', 'dropHandOver', 'stealPartitions',
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
-  'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
+  'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'implicitKeyIgnored', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
   'shortReservationEndsPass', 'pollsStayPut', 'ownerByFirstPartition', ...dispatchMutations,
 ] as const
 
@@ -542,6 +546,8 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
       return weightIgnoredStore(base, inner)
     case 'dedupStepsPass':
       return dedupStepsPassStore(base, inner)
+    case 'implicitKeyIgnored':
+      return implicitKeyIgnoredStore(base, inner)
     case 'limitNotInStore': {
       const lifted = <J extends { readonly concurrencyLimit?: number }>(job: J): J => (job.concurrencyLimit === undefined ? job : { ...job, concurrencyLimit: liftedLimit })
       return {

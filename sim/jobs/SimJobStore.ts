@@ -14,8 +14,9 @@
  * the claims riding with them), so the checkers judge every job a batch touched.
  *
  * `ackBatch` is read around (each named job before and after, on the store underneath) so the
- * checkers learn exactly which claims it acked, not only how many; a keyed `enqueue`, and each
- * keyed job an `enqueueMany` wrote, is read after, for the fairness pass the store wrote.
+ * checkers learn exactly which claims it acked, not only how many; an `enqueue`, and each job an
+ * `enqueueMany` wrote, is read after, for the fairness pass the store wrote (a keyed job's, or an
+ * unkeyed one's in a queue with keys: the implicit key's).
  *
  * Wrap, don't fork: the store underneath is the real one (memory or SQL), possibly wrapped by
  * a mutant (sim/jobs/JobMutations.ts). Does not: judge anything or inject faults (the world does).
@@ -57,11 +58,11 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
       park(`job.enqueueMany ×${params.jobs.length}${params.jobs.some((job) => job.key != null) ? ' keyed' : ''}`, true, async () => {
         const answers = await inner.enqueueMany(params, tx)
         // A job answered by its own id was written; one answered by another's (a key's holder) was
-        // not. A keyed job's pass is read before any other call runs, as after a keyed enqueue;
+        // not. A job's pass is read before any other call runs, as after an enqueue;
         // the batch's jobs are recorded in its order, the order the store drew their passes in.
         for (const [i, job] of params.jobs.entries()) {
           if (answers[i]?.id !== job.id) continue
-          const fairPass = job.fairnessKey == null ? undefined : (await inner.getJob({ queue: job.queue, id: job.id }))?.fairPass
+          const fairPass = (await inner.getJob({ queue: job.queue, id: job.id }))?.fairPass
           record({ op: 'enqueue', ...stamp(params.nowMs), job: insertedJobRecord(job, params.nowMs, null, job.payload), ...keysOf(job), ...(fairPass == null ? {} : { fairPass }) })
         }
         return answers
@@ -98,8 +99,8 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         const job = await inner.enqueue(params, tx)
         // A key's live holder answers in its place: nothing was written.
         if (job.id !== params.job.id) return job
-        // A keyed job's pass, read before any other call runs.
-        const fairPass = params.job.fairnessKey == null ? undefined : (await inner.getJob({ queue: job.queue, id: job.id }))?.fairPass
+        // The job's pass (none without a key in a queue without keys), read before any other call runs.
+        const fairPass = (await inner.getJob({ queue: job.queue, id: job.id }))?.fairPass
         record({ op: 'enqueue', ...stamp(params.nowMs), job, ...keysOf(params.job), ...(fairPass == null ? {} : { fairPass }), ...fenceOf(params.fence) })
         return job
       }),

@@ -54,6 +54,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   rateNotInStore: 1,
   weightIgnored: 3,
   dedupStepsPass: 3,
+  implicitKeyIgnored: 2,
   lapsedSlotKept: 26,
   // Not caught within 100 seeds: it needs a batch claim whose head one key fills up while other
   // jobs are due behind it and no pass comes soon; the pinned world below catches it.

@@ -108,7 +108,9 @@ export interface EnqueueOptions {
   /**
    * The job's fairness key (a tenant, a customer; at most 64 UTF-8 bytes): within a priority the
    * queue's keys take turns in proportion to their weights, FIFO within a key, so one key's
-   * backlog does not hold back another's jobs. Without it the job is ordered by its due time.
+   * backlog does not hold back another's jobs. Without it the job takes the turns of one more
+   * key of weight 1 that all unkeyed jobs share, in a queue that has keys; in a queue without
+   * any it is ordered by its due time.
    * In `enqueueMany` each job takes its own key and weight, ordered as that many `enqueue` calls
    * in the array's order would be.
    */

@@ -140,7 +140,9 @@ export interface NewJob extends JobStamps {
   /**
    * Fairness key (at most 64 UTF-8 bytes): within a priority, the queue's keys are claimed in
    * proportion to their weights (stride scheduling, `fairnessStride`), FIFO within a key. Absent
-   * or null = none: the job is ordered by its due time, as in a queue without keys.
+   * or null = none: in a queue with some key's state the job takes the implicit key's turn (one
+   * more key of weight 1, shared by the unkeyed jobs, FIFO among them); in a queue without, it
+   * is ordered by its due time.
    */
   readonly fairnessKey?: string | null
   /** The key's weight for this job, 0.001…1000 (default 1); ignored without a fairness key. */
@@ -237,10 +239,11 @@ export interface JobRecord extends NewJob {
   /** When `progress` was stored; null with it (absent read as null, as `claims`). */
   readonly progressAtMs?: number | null
   /**
-   * A keyed job's place in its queue's fair order: its stride pass, in due-time milliseconds
-   * (`fairnessStride`). Within a priority, jobs are claimed in order of the later of this and
-   * their due time. `getJob` fills it, with `fairnessKey` and `concurrencyKey`, for a live job
-   * that has them; absent otherwise (no key, a dead job, the records claims answer).
+   * A job's place in its queue's fair order: its stride pass, in due-time milliseconds
+   * (`fairnessStride`), its key's or, for an unkeyed job of a queue with keys, the implicit
+   * key's. Within a priority, jobs are claimed in order of the later of this and their due time.
+   * `getJob` fills it, with `fairnessKey` and `concurrencyKey`, for a live job that has them;
+   * absent otherwise (no pass, a dead job, the records claims answer).
    */
   readonly fairPass?: number | null
 }

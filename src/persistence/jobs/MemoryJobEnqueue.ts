@@ -2,8 +2,8 @@
  * MemoryJobEnqueue — the inserting half of the memory job store (MemoryJobStore.ts): `enqueue`
  * and `enqueueMany`, the mirror of SqlJobEnqueue.ts, and `insert`, the one way a pending row
  * enters, which schedules fire through too (MemoryJobSchedules.ts). An insert records its
- * job's concurrency limit and rate limits, draws a keyed job's fairness pass
- * (MemoryClaimOrder.ts), and takes the next ready order.
+ * job's concurrency limit and rate limits, draws a job's fairness pass in its
+ * turn (MemoryFairPasses.ts, MemoryClaimOrder.ts), and takes the next ready order.
  *
  * Keys: a keyed job whose key a live job holds answers with the holder and writes nothing; in a
  * batch, a later job holding an earlier one's key answers with it, as a second enqueue would.
@@ -20,6 +20,7 @@ import { assert } from '../../kernel/assert.ts'
 import { checkEnqueue, checkNewJobs, checkTime, isRated } from './JobInput.ts'
 import { insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
 import { nextPass } from './MemoryClaimOrder.ts'
+import { turnOf } from './MemoryFairPasses.ts'
 import { claimRow } from './MemoryJobClaims.ts'
 import { copy, holderOf, keysOfRow, type LiveRow, type MemoryJobState } from './MemoryJobRows.ts'
 
@@ -32,10 +33,9 @@ export function insert(state: MemoryJobState, job: NewJob, nowMs: number): JobRe
   const record = insertedJobRecord(job, nowMs, null, copy(job.payload))
   const dueMs = Math.max(job.runAtMs, nowMs)
   const row: LiveRow = { job: record, dueMs, readySeq: ++state.readySeq, revision: 1 }
-  if (job.fairnessKey !== undefined && job.fairnessKey !== null) {
-    row.fairPass = nextPass(state, job, dueMs)
-    row.fairnessKey = job.fairnessKey
-  }
+  const turn = turnOf(state.lastPasses, job)
+  if (turn !== null) row.fairPass = nextPass(state, job, dueMs, turn)
+  if (job.fairnessKey !== undefined && job.fairnessKey !== null) row.fairnessKey = job.fairnessKey
   state.buckets.setLimits(job, nowMs)
   if (job.concurrencyKey !== undefined && job.concurrencyKey !== null) {
     row.concurrencyKey = job.concurrencyKey

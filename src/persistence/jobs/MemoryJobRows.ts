@@ -27,7 +27,7 @@ export interface LiveRow {
   dueMs: number | null
   readySeq: number
   revision: number
-  /** A keyed job's fairness pass (jobSql's migration 010 says how it is drawn); absent without a key. */
+  /** The job's fairness pass (jobSql's migration 010 says how it is drawn); absent when it took no turn (MemoryFairPasses.ts). */
   fairPass?: number
   /** A limited job's concurrency key (JobStore.ts's "Concurrency keys"); absent without one. */
   concurrencyKey?: string
@@ -95,7 +95,8 @@ export function holderOf(state: MemoryJobState, queue: string, key: string | nul
 /** A live row's keys and pass, as getJob answers them. */
 export function keysOfRow(row: LiveRow): Pick<JobRecord, 'fairnessKey' | 'fairPass' | 'concurrencyKey'> {
   return {
-    ...(row.fairnessKey === undefined ? {} : { fairnessKey: row.fairnessKey, fairPass: row.fairPass as number }),
+    ...(row.fairnessKey === undefined ? {} : { fairnessKey: row.fairnessKey }),
+    ...(row.fairPass === undefined ? {} : { fairPass: row.fairPass }),
     ...(row.concurrencyKey === undefined ? {} : { concurrencyKey: row.concurrencyKey }),
   }
 }

@@ -1,8 +1,9 @@
 /**
  * JobFairnessConformance — weighted fairness keys on a job store: within a priority, the keys of
  * a queue are claimed in proportion to their weights (stride scheduling on the queue's virtual
- * time), FIFO within a key; a job without a key is ordered by its due time as in a queue without
- * keys; a key's state carries over between its jobs; bad keys and weights are refused with
+ * time), FIFO within a key; a job without a key takes the turns of one more key of weight 1 (the
+ * implicit key) in a queue that has a key's state, and is ordered by its due time in a queue
+ * without; a key's state carries over between its jobs; bad keys and weights are refused with
  * nothing written.
  *
  * Setup shared by the cases: jobs are enqueued at 1 000 ms, due then, and claimed with claimDue
@@ -10,7 +11,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { InvalidInput } from '../../../domain/errors.ts'
-import type { NewJob } from '../JobStore.ts'
+import { fairnessStrideMax, type NewJob } from '../JobStore.ts'
 import type { JobFixture } from './JobFixture.ts'
 
 /** Registers the fairness cases on `fixture`'s store. */
@@ -97,16 +98,74 @@ export function describeJobFairnessConformance(fixture: JobFixture): void {
       ])
     })
 
-    it('getJob shows a live job its keys and pass: a key\'s passes step by its stride, an unkeyed job has none', async () => {
+    it('getJob shows a live job its keys and pass: a key\'s passes step by its stride, an unkeyed job has none in a queue without keys', async () => {
       const queue = fixture.queue('fair-read')
+      const [pure] = await enqueueKeyed(queue, null, 1)
       const heavy = await enqueueKeyed(queue, 'heavy', 3, { fairnessWeight: 4, concurrencyKey: 'c', concurrencyLimit: 5 })
-      const [plain] = await enqueueKeyed(queue, null, 1)
       const read = async (id: string | undefined) => await store().getJob({ queue, id: id as string })
       // Stride 1000 / 4 = 250 from the head's 1 000.
       expect(await Promise.all(heavy.map(async (id) => (await read(id))?.fairPass))).toEqual([1_000, 1_250, 1_500])
       expect(await read(heavy[0])).toMatchObject({ fairnessKey: 'heavy', concurrencyKey: 'c' })
-      const unkeyed = await read(plain)
+      const unkeyed = await read(pure)
       expect([unkeyed?.fairnessKey, unkeyed?.fairPass, unkeyed?.concurrencyKey]).toEqual([undefined, undefined, undefined])
+    })
+
+    it('getJob shows an unkeyed job of a queue with keys the implicit key\'s pass and no fairness key', async () => {
+      const queue = fixture.queue('fair-read-implicit')
+      await enqueueKeyed(queue, 'a', 1)
+      const plain = await enqueueKeyed(queue, null, 2)
+      const read = async (id: string | undefined) => await store().getJob({ queue, id: id as string })
+      // The implicit key enters at the head (1 000), then steps by weight 1's stride.
+      expect(await Promise.all(plain.map(async (id) => (await read(id))?.fairPass))).toEqual([1_000, 2_000])
+      const unkeyed = await read(plain[0])
+      expect([unkeyed?.fairnessKey, unkeyed?.concurrencyKey]).toEqual([undefined, undefined])
+    })
+
+    it('in a queue with keys, unkeyed jobs take turns with the keys as one more key of weight 1, FIFO among themselves', async () => {
+      const queue = fixture.queue('fair-implicit')
+      // One keyed job, done, gives the queue fairness state: from then on it mixes keyed and unkeyed jobs.
+      await enqueueKeyed(queue, 'seed', 1)
+      await drainOneByOne(queue, 1)
+      await enqueueKeyed(queue, null, 20)
+      await enqueueKeyed(queue, 'b', 3)
+      const order = await drainOneByOne(queue, 23)
+      expect(order.slice(0, 6)).toEqual([
+        { key: null, n: 0 },
+        { key: 'b', n: 0 },
+        { key: null, n: 1 },
+        { key: 'b', n: 1 },
+        { key: null, n: 2 },
+        { key: 'b', n: 2 },
+      ])
+      expect(order.filter((job) => job.key === null).map((job) => job.n)).toEqual(Array.from({ length: 20 }, (_, n) => n))
+    })
+
+    it('a queue without keyed state keeps unkeyed jobs in due order with no pass, whatever their priority and runAt', async () => {
+      const queue = fixture.queue('fair-pure')
+      const ids = [
+        (await store().enqueue({ job: fixture.job(queue, { payload: { n: 0 }, runAtMs: 900 }), nowMs })).id,
+        (await store().enqueue({ job: fixture.job(queue, { payload: { n: 1 }, priority: 2 }), nowMs })).id,
+        (await store().enqueue({ job: fixture.job(queue, { payload: { n: 2 }, runAtMs: 500 }), nowMs })).id,
+      ]
+      const more = await store().enqueueMany({ jobs: [fixture.job(queue, { payload: { n: 3 }, runAtMs: 700 }), fixture.job(queue, { payload: { n: 4 } })], nowMs })
+      ids.push(...more.map((job) => job.id))
+      expect((await Promise.all(ids.map(async (id) => (await store().getJob({ queue, id }))?.fairPass)))).toEqual([undefined, undefined, undefined, undefined, undefined])
+      const claimed = await store().claimDue({ queue, nowMs, claimTokens: Array.from({ length: 5 }, () => fixture.id('t')) })
+      // Priority first, then due time (runAt, or now when earlier), then enqueue order.
+      expect(claimed.map((job) => (job.payload as { n: number }).n)).toEqual([1, 0, 2, 3, 4])
+    })
+
+    it('the sweep forgets the implicit key by the rule of every key: a queue whose keys are all forgotten is without keys again', async () => {
+      const queue = fixture.queue('fair-implicit-sweep')
+      await enqueueKeyed(queue, 'a', 1)
+      const [plain] = await enqueueKeyed(queue, null, 1)
+      expect((await store().getJob({ queue, id: plain as string }))?.fairPass).toBe(1_000)
+      const claimed = await store().claimDue({ queue, nowMs, claimTokens: [fixture.id('t'), fixture.id('t')] })
+      for (const job of claimed) await store().ack({ id: job.id, claimToken: job.claimToken as string, nowMs })
+      const later = nowMs + fairnessStrideMax
+      await store().sweepExpired({ queue, nowMs: later })
+      const next = await store().enqueue({ job: fixture.job(queue, { payload: { n: 1 } }), nowMs: later })
+      expect((await store().getJob({ queue, id: next.id }))?.fairPass).toBeUndefined()
     })
 
     it('an enqueue answered by its job key\'s live holder leaves the fairness key\'s pass where it was', async () => {
@@ -224,6 +283,37 @@ function describeFairBatchCases(fixture: JobFixture): void {
       ]
       const { singles, batch } = await singlesAndBatch('fair-mixed', setup, items)
       expect(batch).toEqual(singles)
+    })
+
+    it('a batch of unkeyed jobs in a queue with keys gets the implicit key\'s passes and claim order of the same enqueues one by one', async () => {
+      const setup: BatchItem[] = [0, 1, 2, 3].map((n) => ({ name: `heavy${n}`, fairnessKey: 'heavy' }))
+      const items: BatchItem[] = [
+        { name: 'p0' },
+        { name: 'p1', runAtMs: 1_500 },
+        { name: 'p2', priority: 2 },
+        { name: 'p3', priority: 2, runAtMs: 3_000 },
+        { name: 'p4' },
+        { name: 'p5' },
+      ]
+      const { singles, batch } = await singlesAndBatch('fair-implicit-many', setup, items)
+      expect(batch).toEqual(singles)
+      // One key of weight 1 across priorities, entering at the head (heavy1's 2 000).
+      expect(singles?.passes.map((job) => job.fairPass)).toEqual([2_000, 3_000, 4_000, 5_000, 6_000, 7_000])
+    })
+
+    it('a batch whose first keyed job gives a queue without keys its fairness state: the unkeyed jobs after it take the implicit key\'s turns, as one by one', async () => {
+      const setup: BatchItem[] = [0, 1, 2].map((n) => ({ name: `plain${n}` }))
+      const items: BatchItem[] = [
+        { name: 'p0' },
+        { name: 'k0', fairnessKey: 'k' },
+        { name: 'p1' },
+        { name: 'p2', priority: 2 },
+        { name: 'k1', fairnessKey: 'k' },
+        { name: 'p3' },
+      ]
+      const { singles, batch } = await singlesAndBatch('fair-turns-mixed', setup, items)
+      expect(batch).toEqual(singles)
+      expect(singles?.passes.map((job) => job.fairPass)).toEqual([undefined, 1_000, 1_000, 2_000, 2_000, 3_000])
     })
 
     it("chains a key's passes within the batch, FIFO within the key, and the key's next enqueue continues from the batch's last", async () => {

@@ -1,7 +1,9 @@
 /**
  * SqlJobEnqueue — the inserting half of the SQL job store (SqlJobStore.ts): `enqueue` and
- * `enqueueMany`, each ONE statement (jobSql.ts) that runs on the store's driver or, given `tx`,
- * on the caller's open transaction, where the jobs exist iff it commits and the due signal
+ * `enqueueMany`, each ONE statement (jobSql.ts; a batch goes in several only past one statement's
+ * parameters, where a fairness key's jobs (the implicit key's too) change priority, or after the unkeyed form's refusal,
+ * which writes nothing) that runs on the store's driver or, given `tx`, on the caller's open
+ * transaction, where the jobs exist iff it commits and the due signal
  * (NOTIFY) is delivered at that commit. `insertMany` is enqueueMany's insert over any statement
  * runner, so `fireSchedule` inserts its occurrences the same way inside its own transaction.
  *
@@ -12,7 +14,10 @@
  *
  * Fairness keys: a batch with keyed jobs runs enqueueManySql's keyed form, which gives them the
  * passes the same enqueues one by one would (fairBatchSql.ts); a batch without runs the form
- * that touches no key state.
+ * that touches no key state, and when it refuses (a queue of the batch has keys, so its unkeyed
+ * jobs take the implicit key's turns) the batch runs again in the keyed form. The refusal costs
+ * a second statement only on queues with keys; a batch on a queue without keys runs one
+ * statement, with one probe of fairness_passes more than the key state it never touches.
  *
  * A claimed insert may carry the owner's range fence: it runs enqueueSql's fenced form, and a
  * refusal (no row at all) is `OwnershipLost` with nothing inserted.
@@ -158,20 +163,23 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
   }
 }
 
-// Where a fairness key's passes chain: its queue and key.
-const fairnessKeyOf = (job: NewJob): string | null => (job.fairnessKey === undefined || job.fairnessKey === null ? null : JSON.stringify([job.queue, job.fairnessKey]))
+// Where a fairness key's passes chain: its queue and key; with `implicit`, an unkeyed job's are
+// its queue's implicit key's (it may take that key's turn: fairBatchSql.ts).
+const fairnessKeyOf = (job: NewJob, implicit = false): string | null =>
+  job.fairnessKey === undefined || job.fairnessKey === null ? (implicit ? JSON.stringify([job.queue, '']) : null) : JSON.stringify([job.queue, job.fairnessKey])
 
 // `jobs` in runs of at most enqueueBatchSizeMax jobs and enqueueBatchBytesMax payload bytes, in
 // order: one statement's parameters each (a single job always fits; payloads are ≤ 1 MiB). A
 // fairness key's jobs in one run share one priority (fairBatchSql.ts draws a key's passes at one
-// priority's head): a job of a key the run has at another priority starts the next run.
-function* batchesOf(jobs: ReadonlyArray<NewJob>): Generator<ReadonlyArray<NewJob>> {
+// priority's head): a job of a key the run has at another priority starts the next run. With
+// `implicit` (runs for the keyed form) a queue's unkeyed jobs count as one key too.
+function* batchesOf(jobs: ReadonlyArray<NewJob>, implicit = false): Generator<ReadonlyArray<NewJob>> {
   let batch: NewJob[] = []
   let bytes = 0
   const priorities = new Map<string, number>()
   for (const job of jobs) {
     const size = Buffer.byteLength(JSON.stringify(job.payload), 'utf8')
-    const fairnessKey = fairnessKeyOf(job)
+    const fairnessKey = fairnessKeyOf(job, implicit)
     const priority = fairnessKey === null ? undefined : priorities.get(fairnessKey)
     if (batch.length > 0 && (batch.length === enqueueBatchSizeMax || bytes + size > enqueueBatchBytesMax || (priority !== undefined && priority !== job.priority))) {
       yield batch
@@ -188,11 +196,12 @@ function* batchesOf(jobs: ReadonlyArray<NewJob>): Generator<ReadonlyArray<NewJob
 
 /**
  * Inserts validated `jobs` as `enqueueMany` answers them, running `enqueueManySql` through `run`
- * (the store's own write, or a statement on a transaction in progress; `fair` when some job of
- * the statement has a fairness key, for the form that draws passes): each (queue, key) goes
- * into a statement once and later jobs with it answer as the first; a batch too large for one
- * statement's parameters goes in several, in order; a keyed job that raced its holder is sent
- * again. Returns one answer per job, in the order of `jobs`.
+ * (the store's own write, or a statement on a transaction in progress; `fair` for the keyed form
+ * that draws passes): each (queue, key) goes into a statement once and later jobs with it answer
+ * as the first; a batch too large for one statement's parameters goes in several, in order; a
+ * batch with a fairness key goes in the keyed form, and so does one the unkeyed form refused (a
+ * queue of it has keys); a keyed job that raced its holder is sent again. Returns one answer per
+ * job, in the order of `jobs`.
  */
 export async function insertMany(run: (params: unknown[], fair: boolean) => Promise<ReadonlyArray<Row>>, jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): Promise<ReadonlyArray<EnqueuedJob>> {
   const firstOfKey = new Map<string, NewJob>()
@@ -203,12 +212,17 @@ export async function insertMany(run: (params: unknown[], fair: boolean) => Prom
     sent.push(job)
   }
   const answers = new Map<string, EnqueuedJob>()
-  for (const batch of batchesOf(sent)) {
+  // Sends `batch` until every job of it is answered; answers the jobs the unkeyed form refused.
+  const send = async (batch: ReadonlyArray<NewJob>, fair: boolean): Promise<ReadonlyArray<NewJob>> => {
     let missing = batch
     for (let attempt = 1; missing.length > 0; attempt++) {
       // Only keyed jobs can go unanswered (see enqueueManySql); the next snapshot settles them.
       assert(attempt <= keyedEnqueueAttemptsMax, `enqueueMany found neither the rows nor the key holders of ${missing.length} jobs`)
-      const rows = await run(enqueueManyParams(missing, nowMs, dueChannel), missing.some((job) => fairnessKeyOf(job) !== null))
+      const rows = await run(enqueueManyParams(missing, nowMs, dueChannel), fair)
+      if (rows.some((row) => row.id === null)) {
+        assert(!fair && rows.length === 1, 'only the unkeyed form refuses, with one row and nothing written')
+        return missing
+      }
       const byId = new Map(missing.map((job) => [job.id, job]))
       for (const row of rows) {
         const { askedId, answer } = decodeEnqueued(row, byId)
@@ -217,6 +231,11 @@ export async function insertMany(run: (params: unknown[], fair: boolean) => Prom
       missing = missing.filter((job) => !answers.has(job.id))
       assert(missing.every((job) => job.key !== null), 'enqueueMany lost a job without a key')
     }
+    return []
+  }
+  for (const batch of batchesOf(sent)) {
+    const refused = batch.some((job) => fairnessKeyOf(job) !== null) ? batch : await send(batch, false)
+    for (const keyed of batchesOf(refused, true)) assert((await send(keyed, true)).length === 0, 'the keyed form refuses nothing')
   }
   return jobs.map((job) => {
     const answer = answers.get(job.id) ?? (job.key === null ? undefined : answers.get(firstOfKey.get(keyOf(job))?.id ?? ''))

@@ -22,9 +22,18 @@
  * The key rows are written before the job rows, as a keyed enqueue writes them, so a batch and an
  * enqueue of one key and one job key wait for each other in one order, never in a cycle.
  *
- * Does not: run for a batch without keys (enqueueManySql's unkeyed form has none of this).
+ * The implicit key. A job without a key takes the turn of the implicit key (row '', stride 1000,
+ * weight 1's) in a queue that has a real key's row in the snapshot, or once an earlier job of the
+ * batch in its queue drew a keyed pass (that job's row makes the queue one with keys, as it would
+ * one by one); from there on it is a keyed job of key '' in every step below, though its job row
+ * keeps no fairness key. An unkeyed job before that is ordered by its due time. The caller sends
+ * a queue's unkeyed jobs at one priority per statement too, as it does a key's.
+ *
+ * Does not: run for a batch without keys on queues without keys (enqueueManySql's unkeyed form
+ * has none of this, and refuses a batch that has a queue with keys).
  */
 import type { Schema } from '../../sql/Schema.ts'
+import { fairnessStride } from '../JobStore.ts'
 
 /**
  * The CTEs after `input` (enqueueManySql's, with `fairness_key` and `fair_stride` columns and
@@ -34,10 +43,17 @@ import type { Schema } from '../../sql/Schema.ts'
 export function fairBatchCtes(schema: Schema): string {
   const jobs = `${schema.quoted}.jobs`
   const passes = `${schema.quoted}.fairness_passes`
-  return `fair_input AS (
+  return `fair_sent AS (
   SELECT input.position, input.queue, input.priority, input.fairness_key, input.fair_stride, GREATEST(input.run_at_ms, $2::bigint) AS due_ms
   FROM input
   WHERE input.job_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} AS holder WHERE holder.queue = input.queue AND holder.job_key = input.job_key)
+), fair_input AS (
+  SELECT job.position, job.queue, job.priority,
+    CASE WHEN job.fairness_key IS NOT NULL THEN job.fairness_key
+      WHEN bool_or(job.fairness_key IS NOT NULL) OVER earlier OR EXISTS (SELECT 1 FROM ${passes} AS known WHERE known.queue = job.queue AND known.fairness_key <> '') THEN '' END AS fairness_key,
+    COALESCE(job.fair_stride, ${fairnessStride(1)}) AS fair_stride, job.due_ms
+  FROM fair_sent AS job
+  WINDOW earlier AS (PARTITION BY job.queue ORDER BY job.position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ), fair_head AS (
   SELECT slot.queue, slot.priority, (SELECT GREATEST(fair_pass, due_ms) FROM ${jobs}
     WHERE queue = slot.queue AND priority = slot.priority AND due_ms IS NOT NULL AND state = 'pending'

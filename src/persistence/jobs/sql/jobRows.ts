@@ -40,7 +40,9 @@ function decodeClaims(value: unknown, id: string): ReadonlyArray<ClaimEntry> {
 
 // A whole-row read's keys and fairness pass.
 const decodeKeys = (row: Row): Pick<JobRecord, 'fairnessKey' | 'fairPass' | 'concurrencyKey'> => ({
-  ...(row.fairness_key === null ? {} : { fairnessKey: row.fairness_key as string, fairPass: toSafeInteger(row.fair_pass, 'fair_pass') }),
+  ...(row.fairness_key === null ? {} : { fairnessKey: row.fairness_key as string }),
+  // An unkeyed job of a queue with keys has the implicit key's pass.
+  ...(row.fair_pass === null || row.fair_pass === undefined ? {} : { fairPass: toSafeInteger(row.fair_pass, 'fair_pass') }),
   ...(row.concurrency_key === null ? {} : { concurrencyKey: row.concurrency_key as string }),
 })
 

@@ -37,7 +37,7 @@
  */
 import { jobAttemptErrorsKept, jobClaimsKept } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
-import { fairnessStrideMax } from '../JobStore.ts'
+import { fairnessStride, fairnessStrideMax } from '../JobStore.ts'
 import { fairBatchCtes } from './fairBatchSql.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
 import { admitCtes, type AdmitOptions, freeSlotsCtes, parkLimitedCtes, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
@@ -161,7 +161,8 @@ const keepUnclaimed = (row: string, now: string): string =>
  *
  * `fair`: the job has a fairness key, `$15` (`$17` when fenced), with stride `$16` (`$18`): its
  * pass is drawn from and written to the key's row of fairness_passes in the same statement
- * (`fairPassCte`). An unkeyed job's text has no such step and writes no other row.
+ * (`fairPassCte`). An unkeyed job's text draws the implicit key's pass the same way, but only in
+ * a queue with a real key's row; in any other it probes fairness_passes once and writes no other row.
  *
  * `limited`: the job has a concurrency key and limit, the two parameters after the fairness
  * ones (`limitParams`); the key's slot row is created if missing, its limit written if it
@@ -185,15 +186,15 @@ export function enqueueSql(schema: Schema, fenced = false, fair = false, limited
    CASE WHEN ${token} IS NULL THEN NULL ELSE $9::bigint END, ${token}, CASE WHEN ${token} IS NULL THEN NULL ELSE $9::bigint + $6::bigint END,
    CASE WHEN ${token} IS NULL THEN NULL ELSE GREATEST($10::bigint, $9::bigint) END,
    CASE WHEN ${token} IS NULL THEN NULL ELSE jsonb_build_array(jsonb_build_object('attempt', 1, 'atMs', $9::bigint)) END${fair ? `,
-   ${fairParams(fenced).key}::text, (SELECT last_pass FROM fair_pass)` : ''}${limited ? `,
+   ${fairParams(fenced).key}::text` : ''}, (SELECT last_pass FROM fair_pass)${limited ? `,
    ${limitParams(fenced, fair).key}::text` : ''}`
   const slotRow = limited ? `${slotRowCte(schema, '$2::text', `${limitParams(fenced, fair).key}::text`, `${limitParams(fenced, fair).limit}::integer`)}, ` : ''
   const bucketRow = rated ? `${bucketRowCte(schema, '$2::text', rateParamsFirst(fenced, fair, limited), '$9::bigint')}, ` : ''
-  const inserted = `${fair ? `${fairPassCte(schema, fenced)}, ` : ''}${slotRow}${bucketRow}inserted AS (
+  const inserted = `${fairPassCte(schema, fenced, fair)}, ${slotRow}${bucketRow}inserted AS (
 INSERT INTO ${schema.quoted}.jobs
   (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
    created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key,
-   claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms, claim_history${fair ? ', fairness_key, fair_pass' : ''}${limited ? ', concurrency_key' : ''})
+   claimed_at_ms, claim_token, deadline_ms, unclaimed_due_ms, claim_history${fair ? ', fairness_key' : ''}, fair_pass${limited ? ', concurrency_key' : ''})
 ${fenced ? `SELECT ${row} FROM fence` : `VALUES (${row})`}
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
 RETURNING id, queue, due_ms, claim_token
@@ -226,24 +227,32 @@ const limitParams = (fenced: boolean, fair: boolean) => {
 // Where a rated enqueue's five rate parameters start (rateSql.ts's `bucketRowCte`): after every other.
 const rateParamsFirst = (fenced: boolean, fair: boolean, limited: boolean): number => 15 + (fenced ? 2 : 0) + (fair ? 2 : 0) + (limited ? 2 : 0)
 
-// A keyed enqueue's pass (enqueueSql's `fair`), as `fair_pass`: V is the claim order key of the
-// head of the queue's pending rows at the job's priority (an index probe of jobs_pending_head),
-// or the job's due time when there is none; a key new to the queue starts at V, a known one at
-// max(V, its last pass + stride). The key's row is written in place, so concurrent enqueues of
-// one key queue behind each other (and only those). An enqueue whose job key (`$13`) a live job
-// holds writes no job, so it leaves the pass alone too: a caller that enqueues the same job key
-// again and again does not push its fairness key back. (Two enqueues of one new job key at once
-// may both step it: the second's duplicate is found only at its insert.)
-const fairPassCte = (schema: Schema, fenced: boolean): string => {
-  const { key, stride } = fairParams(fenced)
+// An enqueue's pass, as `fair_pass`: V is the claim order key of the head of the queue's pending
+// rows at the job's priority (an index probe of jobs_pending_head), or the job's due time when
+// there is none; a key new to the queue starts at V, a known one at max(V, its last pass +
+// stride). The key's row is written in place, so concurrent enqueues of one key queue behind
+// each other (and only those). An enqueue whose job key (`$13`) a live job holds writes no job,
+// so it leaves the pass alone too: a caller that enqueues the same job key again and again does
+// not push its fairness key back. (Two enqueues of one new job key at once may both step it: the
+// second's duplicate is found only at its insert.)
+//
+// A job without a key (`fair` false) takes the implicit key's turn: the row '' (no key can be
+// empty), stride 1000, weight 1's. It does so only in a queue with a real key's row, found by
+// one probe of fairness_passes' primary key; elsewhere the probe fails, the head is not read, no
+// row is locked or written, and the job gets no pass (a null `fair_pass`), as in a queue without
+// keys. (The statement still opens fairness_passes for the insert that writes nothing: a few
+// per cent of an unkeyed enqueue, against a second statement on every enqueue of a queue with keys.)
+const fairPassCte = (schema: Schema, fenced: boolean, fair: boolean): string => {
+  const { key, stride } = fair ? fairParams(fenced) : { key: `''`, stride: `${fairnessStride(1)}` }
   const jobKeyFree = `($13::text IS NULL OR NOT EXISTS (SELECT 1 FROM ${schema.quoted}.jobs WHERE queue = $2::text AND job_key = $13::text))`
+  const mixed = fair ? '' : `EXISTS (SELECT 1 FROM ${schema.quoted}.fairness_passes WHERE queue = $2::text AND fairness_key <> '') AND `
   return `fair_head AS (
   SELECT COALESCE((SELECT GREATEST(fair_pass, due_ms) FROM ${schema.quoted}.jobs
     WHERE queue = $2::text AND priority = $4::smallint AND due_ms IS NOT NULL AND state = 'pending'
     ORDER BY priority DESC, GREATEST(fair_pass, due_ms), ready_seq LIMIT 1), GREATEST($10::bigint, $9::bigint)) AS v
 ), fair_pass AS (
   INSERT INTO ${schema.quoted}.fairness_passes AS known (queue, fairness_key, last_pass)
-  SELECT $2::text, ${key}::text, v FROM fair_head${fenced ? ' CROSS JOIN fence' : ''} WHERE ${jobKeyFree}
+  SELECT $2::text, ${key}::text, v FROM fair_head${fenced ? ' CROSS JOIN fence' : ''} WHERE ${mixed}${jobKeyFree}
   ON CONFLICT (queue, fairness_key) DO UPDATE SET last_pass = GREATEST(EXCLUDED.last_pass, known.last_pass + ${stride}::bigint)
   RETURNING last_pass
 )`
@@ -281,22 +290,41 @@ const fairRateSource = `SELECT DISTINCT ON (queue, per_key, rate_key) queue, per
  * (`rate_per_second` and `rate_burst`, `key_rate_per_second` and `key_rate_burst`) likewise its
  * queue's and its fairness key's buckets (a job without one: the implicit key's bucket).
  *
- * `fair`: some job has a fairness key (`fairness_key`, `fair_stride`; absent for one without):
- * the jobs' passes are drawn as enqueueing them one by one would draw them (fairBatchSql.ts), and
- * each key's row of fairness_passes is written once. A batch without keys runs the text without
- * that step, which reads and writes no other row.
+ * `fair`: some job has a fairness key (`fairness_key`, `fair_stride`; absent for one without),
+ * or some queue of the batch has keys: the jobs' passes are drawn as enqueueing them one by one
+ * would draw them (fairBatchSql.ts; an unkeyed job of a queue with keys takes the implicit key's
+ * turn), and each key's row of fairness_passes is written once. A batch without keys runs the
+ * text without that step, which reads no other row but one probe of fairness_passes per queue:
+ * when a queue of the batch has a real key's row it writes nothing and answers one row of nulls
+ * (the refusal), to be sent again in the keyed form. A refusal and a second statement, rather
+ * than the keyed form's steps made conditional in this text, because a batch of a queue without
+ * keys is the common case, and this text runs as fast as it did without the probe, within the
+ * noise of runs of one text, while the keyed form on the same batch is much slower.
  */
 export function enqueueManySql(schema: Schema, fair = false): string {
   const fairColumns = fair ? ', fairness_key text, fair_stride bigint' : ''
   // The keyed form joins the passes, so it names input's columns; the unkeyed form is the text it always was.
   const of = fair ? 'input.' : ''
-  return `
-WITH input AS (
-  SELECT * FROM json_to_recordset($1::json)
+  const given = `SELECT * FROM json_to_recordset($1::json)
     AS input(id text, queue text, payload jsonb, priority smallint, max_attempts integer, visibility_timeout_ms bigint, backoff_base_ms bigint,
              dead_letter_retention_ms bigint, run_at_ms bigint, expires_at_ms bigint, job_key text, concurrency_key text, concurrency_limit integer,
-             rate_per_second double precision, rate_burst integer, key_rate_per_second double precision, key_rate_burst integer, position integer${fairColumns})
-), ${fair ? `${fairBatchCtes(schema)}, ` : ''}${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, ${bucketRowsCtes(schema, fair ? fairRateSource : rateSource, '$2::bigint')}, inserted AS (
+             rate_per_second double precision, rate_burst integer, key_rate_per_second double precision, key_rate_burst integer, position integer${fairColumns})`
+  // The unkeyed form refuses a batch with a queue that has a real key's row (one probe of
+  // fairness_passes' primary key per queue of the batch): it writes nothing and answers one row
+  // of nulls, and the caller sends the batch again in the keyed form.
+  const input = fair
+    ? `input AS (
+  ${given}
+)`
+    : `given AS (
+  ${given}
+), refused AS (
+  SELECT EXISTS (SELECT 1 FROM ${schema.quoted}.fairness_passes AS known WHERE known.queue IN (SELECT queue FROM given) AND known.fairness_key <> '') AS mixed
+), input AS (
+  SELECT * FROM given WHERE NOT (SELECT mixed FROM refused)
+)`
+  return `
+WITH ${input}, ${fair ? `${fairBatchCtes(schema)}, ` : ''}${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, ${bucketRowsCtes(schema, fair ? fairRateSource : rateSource, '$2::bigint')}, inserted AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
      created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, concurrency_key${fair ? ', fairness_key, fair_pass' : ''})
@@ -317,7 +345,9 @@ FROM inserted CROSS JOIN (
 UNION ALL
 SELECT holder.id, holder.run_at_ms, input.id AS asked_id
 FROM input JOIN ${schema.quoted}.jobs AS holder ON holder.queue = input.queue AND holder.job_key = input.job_key
-WHERE input.job_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = input.id)`
+WHERE input.job_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = input.id)${fair ? '' : `
+UNION ALL
+SELECT NULL::text, NULL::bigint, NULL::text FROM refused WHERE mixed`}`
 }
 
 /** `$1` id, `$2` queue. The job in either table. */
