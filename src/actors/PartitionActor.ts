@@ -137,6 +137,8 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     const restarts: RestartBook = options.restarts ?? new Map()
     const handled = new WeakSet<PhysicalQueueActor>()
     let queueGeneration = 0
+    // Version slots whose retirement is moving their backlog (onRetire): no queue is made for them.
+    const retiring = new Set<string>()
     let unloaded = false
     const name = encodePartitionKey(options.partition)
 
@@ -151,6 +153,9 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       // message: settle its death now, so no request resurrects it (or a dead partition).
       if (existing?.finalProgress != null) onQueueUnloaded(existing, existing.finalProgress)
       if (unloaded) return refusal(() => new Unavailable({ operation: 'route', detail: `partition ${name} unloaded`, maybeCommitted: false }))
+      // A version being retired gets no new queue until its backlog has moved: one made meanwhile
+      // would hold the version's range against the retirement's fence.
+      if (retiring.has(slot)) return refusal(() => new Unavailable({ operation: 'load', detail: `${name}${slot} is being retired`, maybeCommitted: false }))
       const notBefore = restarts.get(slot)?.notBeforeMs ?? 0
       if (options.clock.now() < notBefore) {
         return refusal(() => new Unavailable({ operation: 'load', detail: `${name}${slot} restarts at ${notBefore}`, maybeCommitted: false, retryAtMs: notBefore }))
@@ -283,8 +288,17 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
 
     const onRetire = async (version: string): Promise<number> => {
       const slot = versionSlot(version)
-      await queues.get(slot)?.drain(`version ${version} retired`)
-      queues.delete(slot)
+      retiring.add(slot)
+      try {
+        return await retire(version, slot)
+      } finally {
+        retiring.delete(slot)
+      }
+    }
+    const retire = async (version: string, slot: string): Promise<number> => {
+      const retired = queues.get(slot)
+      await retired?.drain(`version ${version} retired`)
+      if (queues.get(slot) === retired) queues.delete(slot)
       const target = queueFor(null)
       if (target instanceof Unavailable) throw target
       // Take the retired queue's fence (range +1) so no stale owner can write it while we move its rows.
