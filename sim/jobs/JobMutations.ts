@@ -118,6 +118,9 @@
  *   another that stored a task (MatchingHostWaiting.ts), so a task stored where no poll of the
  *   host waits sits there while an idle poll waits on another partition of its family until its
  *   wait runs out (prompt delivery);
+ * - `idlePollsStayPut`: a Matching host never moves a poll that waits idle on a partition whose
+ *   ready task turned out stale to another partition with a task ready (MatchingHostWaiting.ts
+ *   `pollsIdle`), so the task waits while the poll waits out its wait (prompt delivery);
  * - `ownerByFirstPartition`: an engine that owns a queue's first partition sends no due signal
  *   for it (the bus each engine sends on), as if owning one partition made it the queue's owner:
  *   the owners of its other partitions, which may hold the claim that waits, hear nothing until
@@ -129,7 +132,7 @@
  *
  * Does not: change reads or schedules.
  */
-import type { HostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
+import { type HostWaitingPolls, makeHostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
 import type { JsonValue } from '../../src/domain/Json.ts'
 import type { EngineGroup } from '../../src/jobs/Matchbox.ts'
 import { jobsNamespace, jobTaskType } from '../../src/jobs/QueueRouting.ts'
@@ -146,7 +149,7 @@ export const jobMutationNames = [
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
   'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'implicitKeyIgnored', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
-  'shortReservationEndsPass', 'pollsStayPut', 'ownerByFirstPartition', ...dispatchMutations,
+  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -233,7 +236,16 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
     }
     case 'pollsStayPut':
       // A Matching host never moves a poll: a task stored on one of its partitions waits while its idle poll waits on another.
-      return { wrapJobStore: plain, matchingWaitingPolls: () => ({ add: () => () => {}, taskStored: () => {}, size: () => 0 }) }
+      return { wrapJobStore: plain, matchingWaitingPolls: () => ({ add: () => () => {}, taskStored: () => {}, pollsIdle: () => {}, size: () => 0 }) }
+    case 'idlePollsStayPut':
+      // A partition's idle polls stay where they are, though another partition of the family has a task ready.
+      return {
+        wrapJobStore: plain,
+        matchingWaitingPolls: () => {
+          const book = makeHostWaitingPolls()
+          return { ...book, pollsIdle: () => {} }
+        },
+      }
     case 'shortReservationEndsPass':
       // A pass's second reservation round (the one that names keys to pass over) finds nothing.
       return { wrapJobStore: plain, wrapEngineJobStore: (_hostId, store) => ({ ...passThrough(store), takeDue: (params) => (params.skipConcurrencyKeys === undefined ? store.takeDue(params) : Promise.resolve([])) }) }

@@ -90,6 +90,19 @@ it('worlds 8, 142 and 1465537180: a batch’s later jobs and a short reservation
 // task. World 1760812923 [0, 0, 20] (2,000 steps): a handler started in the instant of the heal
 // on a host that crashed before it stopped with the host, and its claim lapsing is no
 // heartbeat's failure.
+// World 18 [0, 2715, 160, 320, 320, 40, 20] (2,000 steps, found by this property): the owner's
+// pass gave a due job to Matching on partition 1 of the two it owns, while the poll another
+// engine forwarded chose partition 0, whose ready task turned out stale (its job had started
+// elsewhere); the poll waited there with nothing while the job waited on partition 1. A
+// partition whose polls wait idle after a delivery that started nothing now sends one to a
+// partition of the family with a task ready.
+it('world 18, script [0, 2715, 160, 320, 320, 40, 20]: a poll left idle by a stale task moves to a partition with a task ready', async () => {
+  console.log('world 18 script [0,2715,160,320,320,40,20]')
+  const { result } = await runJobsSeed({ seed: 18, store: 'memory', script: [0, 2715, 160, 320, 320, 40, 20], overrides: { steps } })
+  expect(result.violations).toEqual([])
+  expect(result.knownFailing).toEqual([])
+})
+
 it('worlds 32, 241, 408 and 1760812923 [0, 0, 20]: a task and an idle poll of one host meet across its partitions; a crashed host runs no handler', async () => {
   for (const [seed, script, worldSteps] of [[32, undefined, 1_000], [241, undefined, 1_000], [408, undefined, 1_000], [1760812923, [0, 0, 20], steps]] as const) {
     console.log(`world ${seed}${script === undefined ? '' : ` script [${script.join(',')}]`}`)

@@ -25,7 +25,7 @@ const seedsMax = 100
 /** Each bug's first catching seed among 1…100 on memory (known-failing seeds skipped); null: none. */
 export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   ackAfterDeadline: 19,
-  doubleGrant: 6,
+  doubleGrant: 2,
   dropEnqueue: 1,
   dropHandOver: 1,
   stealPartitions: 1,
@@ -43,7 +43,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   pauseIgnored: 1,
   cancelKeepsClaim: 1,
   refusalKeepsSignal: 2,
-  historyClaimUnfenced: 3,
+  historyClaimUnfenced: 2,
   claimFenceIgnored: 3,
   matchingFirstBlocksQueue: 80,
   // Not caught within 100 seeds: a partition waiting out its restart delay while idle workers
@@ -65,6 +65,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // (test/jobsDueAcrossEngines.test.ts fails on the same step without the second round).
   shortReservationEndsPass: null,
   pollsStayPut: 32,
+  idlePollsStayPut: null,
   // Not caught within 100 seeds (nor in 101…500), though it drops a due signal on most seeds:
   // the claims those signals were for are served within the bound by a pass, a claim or a scan
   // (test/jobsDueAcrossEngines.test.ts fails on two engines without the fix it stands for).

@@ -76,14 +76,15 @@ function makeHostParts(options: MatchingHostOptions, scope: Scope.Closeable): Ho
   let closed = false
   const shuttingDown = (): ShuttingDown => new ShuttingDown({ component: `matching host ${options.hostId}` })
   const closedRefusal = (): ShuttingDown | null => (closed ? shuttingDown() : null)
-  const partitions = makeHostPartitions({ host: options, clock, random, routing, scope, onInstanceGone: (name) => fences.forget(name) })
+  const waiting = options.waitingPolls?.() ?? makeHostWaitingPolls()
+  const partitions = makeHostPartitions({ host: options, clock, random, routing, scope, onInstanceGone: (name) => fences.forget(name), onPollsIdle: (key) => waiting.pollsIdle(key) })
   const fences = makeHostFences({ clock, routing, partitions, refusal: closedRefusal, runOptions })
   const close: Effect.Effect<void> = Effect.suspend(() => {
     if (closed) return Effect.void
     closed = true
     return Effect.promise(() => partitions.closeAll('host closing'))
   })
-  return { host: options, clock, random, routing, partitions, closedRefusal, waiting: options.waitingPolls?.() ?? makeHostWaitingPolls(), fences, run: (effect) => Effect.runPromise(effect, runOptions), close }
+  return { host: options, clock, random, routing, partitions, closedRefusal, waiting, fences, run: (effect) => Effect.runPromise(effect, runOptions), close }
 }
 
 // Runs a synchronous validation: a catalogue error fails, anything else is a defect.

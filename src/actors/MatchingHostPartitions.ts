@@ -23,6 +23,7 @@
  */
 import { Cause, Deferred, Effect, Exit, Fiber, Scope } from 'effect'
 import { MixedScheduler, type Scheduler } from 'effect/Scheduler'
+import type { PartitionKey } from '../domain/QueueKey.ts'
 import { assert } from '../kernel/assert.ts'
 import type { Clock } from '../kernel/Clock.ts'
 import { membershipUnloadDelayMs } from '../kernel/Limits.ts'
@@ -63,6 +64,8 @@ export interface HostPartitionsOptions {
   readonly scope: Scope.Closeable
   /** Called when an instance of partition `name` left the book (the fence cache forgets it). */
   readonly onInstanceGone: (name: string) => void
+  /** Polls wait on partition `key` with no task ready there (PartitionActor's `onPollsIdle`). */
+  readonly onPollsIdle?: (key: PartitionKey) => void
 }
 
 // What every instance of a host's partitions shares.
@@ -151,6 +154,7 @@ function startPartition(book: Book, { key, name }: Route, instance: number): Par
         },
         ...(host.onStep === undefined ? {} : { onStep: host.onStep }),
         onDefect: book.onDefect,
+        ...(options.onPollsIdle === undefined ? {} : { onPollsIdle: () => options.onPollsIdle?.(key) }),
       })
       yield* Deferred.await(released)
       yield* actor.unload('unloaded')

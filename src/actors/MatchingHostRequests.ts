@@ -252,6 +252,7 @@ function waitMovable(
       movedTo = partition
       wait.abort()
     },
+    readyElsewhere: () => actors.find((actor) => actor !== chosen && actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady()))?.partition.partition,
   })
   chosen.requests.poll(poller, deadlineMs, wait.signal, (exit) => {
     remove()

@@ -2,7 +2,8 @@
  * The host's book of waiting polls: a task stored on a partition moves one poll of its family
  * that waits on another partition and may take from it, never a poll of the same partition, of
  * another family or task type, or one already moved; a family whose polls all answered holds
- * no entry.
+ * no entry. A partition whose polls wait with nothing ready moves one of them to a partition
+ * of the family that has a task ready, if any.
  */
 import { describe, expect, it } from 'vitest'
 import type { PartitionKey } from '../domain/QueueKey.ts'
@@ -14,7 +15,7 @@ describe('MatchingHostWaiting', () => {
   it('moves one poll waiting on another partition of the family, once', () => {
     const book = makeHostWaitingPolls()
     const moved: Array<[string, number]> = []
-    const poll = (name: string, partition: number, canTake = true) => ({ partition, canTakeFrom: () => canTake, moveTo: (to: number) => void moved.push([name, to]) })
+    const poll = (name: string, partition: number, canTake = true) => ({ partition, canTakeFrom: () => canTake, moveTo: (to: number) => void moved.push([name, to]), readyElsewhere: () => undefined })
     book.add(key(0), poll('same', 1))
     book.add(key(0), poll('cannot', 2, false))
     book.add(key(0, 'other'), poll('other family', 3))
@@ -30,9 +31,27 @@ describe('MatchingHostWaiting', () => {
     expect(moved).toHaveLength(2)
   })
 
+  it('moves one poll of a partition whose polls wait idle to a partition with a task ready, if there is one', () => {
+    const book = makeHostWaitingPolls()
+    const moved: Array<[string, number]> = []
+    const poll = (name: string, partition: number, ready: number | undefined) => ({ partition, canTakeFrom: () => true, moveTo: (to: number) => void moved.push([name, to]), readyElsewhere: () => ready })
+    book.add(key(0), poll('nothing ready elsewhere', 0, undefined))
+    book.add(key(0), poll('a', 0, 2))
+    book.add(key(0), poll('b', 0, 2))
+    book.add(key(0), poll('on another partition', 1, 2))
+    book.add(key(0, 'other'), poll('other family', 0, 2))
+    book.pollsIdle(key(0))
+    expect(moved).toEqual([['a', 2]])
+    book.pollsIdle(key(0))
+    expect(moved).toEqual([['a', 2], ['b', 2]])
+    // Left: a poll with nowhere to go, and polls of other partitions and families.
+    book.pollsIdle(key(0))
+    expect(moved).toHaveLength(2)
+  })
+
   it('forgets a family once its polls answered', () => {
     const book = makeHostWaitingPolls()
-    const removes = [0, 1].map((partition) => book.add(key(partition), { partition, canTakeFrom: () => true, moveTo: () => {} }))
+    const removes = [0, 1].map((partition) => book.add(key(partition), { partition, canTakeFrom: () => true, moveTo: () => {}, readyElsewhere: () => undefined }))
     expect(book.size()).toBe(1)
     for (const remove of removes) remove()
     expect(book.size()).toBe(0)

@@ -11,7 +11,10 @@
  * not matched), the host moves one poll waiting on another partition of the family: it cancels
  * that poll's wait there (a task already with History still reaches it) and polls again on the
  * partition that stored the task, within the poll's own deadline. One stored task moves at most
- * one poll.
+ * one poll. Likewise a poll that chose a partition whose ready task turned out to be stale (its
+ * job already started elsewhere, so the delivery started nothing) and waits there with nothing
+ * while another partition of the family has a task ready: when the partition reports its polls
+ * idle, one of them moves to that partition.
  *
  * Invariants: an entry lives exactly while its partition wait does (the poll's answer removes
  * it); a moved entry is never moved again; families with no waiting poll hold no entry.
@@ -28,6 +31,8 @@ export interface WaitingPoll {
   readonly canTakeFrom: (partition: number) => boolean
   /** Cancels its wait and sends it to `partition`; called at most once. */
   readonly moveTo: (partition: number) => void
+  /** Another partition of its family it may take from that has a task ready now, if any. */
+  readonly readyElsewhere: () => number | undefined
 }
 
 /** The waiting polls of a host, by family and task type. */
@@ -36,6 +41,11 @@ export interface HostWaitingPolls {
   add(key: PartitionKey, poll: WaitingPoll): () => void
   /** A task was stored on `key`'s partition: moves one poll waiting on another partition of its family there. */
   taskStored(key: PartitionKey): void
+  /**
+   * Polls wait on `key`'s partition with no task ready there (a delivery started nothing): moves
+   * one of them to another partition of its family that has a task ready.
+   */
+  pollsIdle(key: PartitionKey): void
   /** Families with waiting polls (diagnostics, kernel/Sizes.ts). */
   size(): number
 }
@@ -65,6 +75,18 @@ export function makeHostWaitingPolls(): HostWaitingPolls {
         polls.delete(poll)
         if (polls.size === 0) byFamily.delete(waitKey(key))
         return poll.moveTo(key.partition)
+      }
+    },
+    pollsIdle(key) {
+      const polls = byFamily.get(waitKey(key))
+      if (polls === undefined) return
+      for (const poll of polls) {
+        if (poll.partition !== key.partition) continue
+        const target = poll.readyElsewhere()
+        if (target === undefined) continue
+        polls.delete(poll)
+        if (polls.size === 0) byFamily.delete(waitKey(key))
+        return poll.moveTo(target)
       }
     },
     size: () => byFamily.size,

@@ -59,6 +59,8 @@ export interface PartitionActorOptions {
   readonly onStep?: (queue: PhysicalQueueActor, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
   /** A defect in a queue; the partition unloads that queue and reports it here. */
   readonly onDefect?: (queue: string, defect: unknown) => void
+  /** Polls wait in one of its queues with no task ready after a delivery that started nothing (PhysicalQueueActor's `onPollsIdle`). */
+  readonly onPollsIdle?: () => void
 }
 
 /** Hears a request's answer: its value, a catalogue error, or a defect. */
@@ -181,6 +183,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
           void queue.drain('defect')
         },
         ...(options.onStep === undefined ? {} : { onStep: (event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => options.onStep?.(queue, event, commands) }),
+        ...(options.onPollsIdle === undefined ? {} : { onPollsIdle: options.onPollsIdle }),
       })
       queues.set(slot, queue)
       queue.start()

@@ -50,6 +50,11 @@ export interface PhysicalQueueActorOptions {
   readonly onDefect?: (defect: unknown) => void
   /** Observes every event and the commands it produced (traces, the simulator). */
   readonly onStep?: (event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
+  /**
+   * Called when a delivery ended without a start (its task obsolete, or to be retried) and polls
+   * wait here with no task ready: the host may send one to another partition that has one.
+   */
+  readonly onPollsIdle?: () => void
 }
 
 /** The lifecycle state, as callers see it. */
@@ -318,6 +323,7 @@ export class PhysicalQueueActor {
     const answer = (outcome: StartOutcome): void => {
       if (this.#done) return this.#answerOrphan(pollId, task, taskId, outcome)
       this.#send({ type: 'dispatch.completed', nowMs: this.#now(), deliveryId, outcome })
+      if (outcome.kind !== 'started' && this.hasPollers() && !this.hasReady()) this.#options.onPollsIdle?.()
     }
     const retryable = (reason: string): StartOutcome => {
       const attempt = retryKey === null ? 1 : (this.#retryAttempts.get(retryKey) ?? 0) + 1
