@@ -1,9 +1,9 @@
 /**
- * Million-job soak — `npx tsx bench/millionSoak.ts [--jobs 1000000] [--rate 10000] [--mode stream|backlog]`.
+ * Million-job soak — `npx tsx bench/millionSoak.ts [--jobs 1000000] [--rate 10000] [--mode stream|backlog] [--durable]`.
  *
  * Does a queue decay as a million jobs pass through it? One engine on a fresh PostgreSQL database
- * (bench/BenchDatabase.ts: DATABASE_URL's server, else a throwaway cluster with fsync off and
- * autovacuum at the server's defaults), one queue, 16 no-op workers (`work({ concurrency: 16 })`).
+ * (bench/BenchDatabase.ts: DATABASE_URL's server, else a throwaway cluster with fsync off, or on
+ * with `--durable`), one queue, 16 no-op workers (`work({ concurrency: 16 })`).
  *
  * - `stream` (default): a producer enqueues up to `--rate` jobs a second in batches of 100
  *   (`enqueueMany`) while the workers drain, until `--jobs` have been enqueued; the producer
@@ -56,7 +56,8 @@ async function tableStats(client: pg.Client, schema: string): Promise<TableStats
   return { table: Number(row?.table), indexes: Number(row?.indexes), dead: Number(row?.dead ?? 0), autovacuums: Number(row?.autovacuums ?? 0) }
 }
 
-const database = await openBenchDatabase('soak')
+const durable = process.argv.includes('--durable')
+const database = await openBenchDatabase('soak', { durable })
 const schema = 'soak'
 const stats = new pg.Client({ connectionString: database.url })
 await stats.connect()
@@ -64,7 +65,7 @@ const cpu = makeCpuWatch([postmasterPidOf(database.url)].filter((pid): pid is nu
 try {
   const engine = await open({ store: { databaseUrl: database.url }, schema })
   const queue = engine.queue<{ n: number }>('soak')
-  console.log(`million-job soak: node ${process.version}, PostgreSQL, ${total.toLocaleString('en-US')} jobs, mode ${mode}${mode === 'stream' ? `, ${rate}/s offered` : ''}, 16 workers`)
+  console.log(`million-job soak: node ${process.version}, PostgreSQL, ${total.toLocaleString('en-US')} jobs, ${durable ? 'durable profile (fsync on), ' : ''}mode ${mode}${mode === 'stream' ? `, ${rate}/s offered` : ''}, 16 workers`)
 
   let enqueued = 0
   const enqueueBatch = async (size: number): Promise<void> => {

@@ -1,11 +1,11 @@
 /**
- * Peers bench — `npx tsx bench/peers.ts [--quick] [--jobs N] [--workloads a,b]`: Matchbox beside graphile-worker
+ * Peers bench — `npx tsx bench/peers.ts [--quick] [--durable] [--jobs N] [--workloads a,b]`: Matchbox beside graphile-worker
  * and pg-boss on one throwaway PostgreSQL, and beside a floor: the drains' work in hand-written
  * SQL with no library (peerFloor.ts), so each drain row reads Matchbox ÷ graphile-worker and
  * Matchbox ÷ what the server does for that work at all. Matchbox runs as users run it, from its
  * compiled package in dist/, built at the start (bench/built.ts; `MATCHBOX_BENCH_SOURCE=src` for src/).
  *
- * One cluster per run (test/harness/PostgresCluster.ts, fsync off), restarted once with
+ * One cluster per run (test/harness/PostgresCluster.ts, fsync off; `--durable`: on), restarted once with
  * `pg_stat_statements` preloaded; each library gets a database of its own and a pool of at most
  * `poolMax` connections per process. Workloads, each library's number the median of `rounds`
  * rounds run A B C, A B C… so drift hits every library alike:
@@ -75,11 +75,13 @@ import {
 const workloadKeys = ['enqueue-one', 'enqueue-batch', 'drain-1', 'drain-16', 'drain-batch', 'latency-process', 'latency-same'] as const
 const given = new Command()
   .option('--quick', 'small sizes, one round: a smoke run')
+  .option('--durable', 'run the server with fsync, synchronous_commit and full_page_writes on (default: off, the fast profile)')
   .option('--jobs <n>', 'jobs per drain (default 10000, 500 with --quick)')
   .option('--workloads <list>', `comma-separated subset of ${workloadKeys.join(', ')}`, workloadKeys.join(','))
   .parse()
-  .opts<{ quick?: boolean; jobs?: string; workloads: string }>()
+  .opts<{ quick?: boolean; durable?: boolean; jobs?: string; workloads: string }>()
 const quick = given.quick === true
+const durable = given.durable === true
 const jobs = given.jobs !== undefined ? Number(given.jobs) : quick ? 500 : 10_000
 if (!Number.isInteger(jobs) || jobs < 1) throw new Error('--jobs takes a positive integer')
 const chosenWorkloads = new Set(given.workloads.split(',').map((key) => key.trim()))
@@ -481,7 +483,7 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
 }
 
 try {
-  cluster = startCluster()
+  cluster = startCluster({ durable })
   const statementStatistics = await enableStatementStatistics()
   if (!statementStatistics) countingMethod = 'pg_stat_database xact_commit + xact_rollback'
   admin = await connectAdmin()
@@ -500,7 +502,7 @@ try {
     })
   }
 
-  console.log(`peers bench ${new Date().toISOString()}: node ${process.version}, ${coreCount()} cores, PostgreSQL ${version} (throwaway, fsync off, synchronous_commit off)`)
+  console.log(`peers bench ${new Date().toISOString()}: node ${process.version}, ${coreCount()} cores, PostgreSQL ${version} (throwaway, ${durable ? 'durable profile: fsync, synchronous_commit and full_page_writes on' : 'fast profile: fsync off, synchronous_commit off'})`)
   console.log(`  ${quick ? 'quick: ' : ''}${jobs} jobs per drain, ${rounds} round(s) per workload (median), libraries alternate inside each round, each round starting one library further on; pool max ${poolMax} per library per workload`)
   console.log(`  a step is clean when other processes used ≤ ${othersCpuPercentQuiet}% of the machine's CPU over it (/proc/stat less this bench's and its server's processes; time the hypervisor stole counts, since the libraries lost it too); busy steps shorter than ${retryStepMsMax / 1000} s re-run ≤ ${retriesMax}×`)
   console.log(`  statements per job from ${countingMethod}`)

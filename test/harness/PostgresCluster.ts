@@ -2,7 +2,7 @@
  * PostgresCluster — a throwaway PostgreSQL server for tests, benches and the simulator.
  *
  * Starts the local server binaries (`PG_BIN`, else the newest /usr/lib/postgresql/N/bin) on a
- * Unix socket in a fresh temp directory, with `fsync=off`, and stops it (deleting the data) on
+ * Unix socket in a fresh temp directory, with `fsync=off` (or the durable profile on request), and stops it (deleting the data) on
  * `stop()`. PostgreSQL refuses to run as root, so when we are root the cluster runs as the
  * `postgres` user through `setpriv`. `restart()` bounces the server in place, for fault tests
  * (a test that restarts must start a cluster of its own: the global one is shared by every file).
@@ -65,8 +65,18 @@ export interface RunningCluster {
   stop(): void
 }
 
+/** How a throwaway cluster is started. */
+export interface ClusterOptions {
+  /**
+   * True: the durable profile, as a production server runs (`fsync`, `synchronous_commit` and
+   * `full_page_writes` on), for benches that measure what a commit costs on this disk. Default
+   * false: the fast profile tests use, where a commit never waits for the disk.
+   */
+  readonly durable?: boolean
+}
+
 /** Starts a throwaway cluster; throws with instructions if it cannot. */
-export function startCluster(): RunningCluster {
+export function startCluster(clusterOptions: ClusterOptions = {}): RunningCluster {
   const bin = findBinaries()
   const dir = mkdtempSync(join(tmpdir(), 'matchbox-pg-'))
   const dataDir = join(dir, 'data')
@@ -83,9 +93,7 @@ export function startCluster(): RunningCluster {
   const options = [
     `-k ${dir}`,
     "-c listen_addresses=''",
-    '-c fsync=off',
-    '-c synchronous_commit=off',
-    '-c full_page_writes=off',
+    ...(clusterOptions.durable === true ? ['-c fsync=on', '-c synchronous_commit=on', '-c full_page_writes=on'] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
     '-c max_connections=300',
     '-c shared_buffers=128MB',
   ].join(' ')
