@@ -155,6 +155,7 @@ function startPartition(book: Book, { key, name }: Route, instance: number): Par
         ...(host.onStep === undefined ? {} : { onStep: host.onStep }),
         onDefect: book.onDefect,
         ...(options.onPollsIdle === undefined ? {} : { onPollsIdle: () => options.onPollsIdle?.(key) }),
+        ...(host.partitionCompanion === undefined ? {} : { companion: () => host.partitionCompanion?.(key, instance) }),
       })
       yield* Deferred.await(released)
       yield* actor.unload('unloaded')

@@ -19,6 +19,7 @@ import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { Store, UserData } from '../persistence/queues/Store.ts'
 import type { History } from './History.ts'
 import type { HostWaitingPolls } from './MatchingHostWaiting.ts'
+import type { PartitionCompanion } from './PartitionActor.ts'
 import type { PhysicalQueueActor } from './PhysicalQueueActor.ts'
 
 /** The membership view a host needs (see Membership.ts for static and dynamic ones). */
@@ -58,6 +59,12 @@ export interface MatchingHostOptions {
    * stores a task. The simulator passes one that never moves a poll, to plant that bug.
    */
   readonly waitingPolls?: () => HostWaitingPolls
+  /**
+   * Work each partition instance carries beside its physical queues (PartitionActor.ts's
+   * `PartitionCompanion`): made when the instance starts, closed when it unloads. The job engine
+   * binds each job queue's dispatch to the instances of its partitions this way. Default: none.
+   */
+  readonly partitionCompanion?: (partition: PartitionKey, generation: number) => PartitionCompanion | undefined
 }
 
 /** A task to add. `task.createdAtMs` defaults to now. */

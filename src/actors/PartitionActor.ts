@@ -18,6 +18,10 @@
  * When the last queue unloads idle and no request waits on a drain, the partition unloads too:
  * the partitions of queues that came and went do not stay loaded for the host's life.
  *
+ * A partition instance may carry a companion (`PartitionCompanion`): work of the embedding
+ * service bound to the instance's life, made when it starts and closed when it unloads. The job
+ * engine binds each job queue's dispatch to its partitions' instances so.
+ *
  * The mailbox serializes routing and lifecycle decisions only; an add or a poll completes on
  * its physical queue, so batching and long polls are never blocked behind each other.
  *
@@ -61,6 +65,19 @@ export interface PartitionActorOptions {
   readonly onDefect?: (queue: string, defect: unknown) => void
   /** Polls wait in one of its queues with no task ready after a delivery that started nothing (PhysicalQueueActor's `onPollsIdle`). */
   readonly onPollsIdle?: () => void
+  /** Makes the instance's companion when it starts (MatchingHostOptions `partitionCompanion`). */
+  readonly companion?: () => PartitionCompanion | undefined
+}
+
+/**
+ * Work a partition instance carries beside its physical queues, for as long as it is loaded:
+ * made when the instance starts, closed once when it unloads — whatever unloads it (membership
+ * moved the partition away, its default queue lost its range, it went idle) — or when its scope
+ * closes. A defect in `close` is the partition's defect.
+ */
+export interface PartitionCompanion {
+  /** The instance unloaded: called once, before its queues drain. */
+  close(reason: string): void
 }
 
 /** Hears a request's answer: its value, a catalogue error, or a defect. */
@@ -143,6 +160,12 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     const retiring = new Set<string>()
     let unloaded = false
     const name = encodePartitionKey(options.partition)
+    let companion = options.companion?.()
+    const closeCompanion = (reason: string): void => {
+      const closing = companion
+      companion = undefined
+      closing?.close(reason)
+    }
 
     const keyOf = (version: string | null): QueueKey => ({ ...options.partition, version })
 
@@ -284,6 +307,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     const stop = async (reason: string): Promise<void> => {
       if (!unloaded) {
         unloaded = true
+        closeCompanion(reason)
         options.onUnloaded?.(options.generation)
       }
       await Promise.all([...queues.values()].map((queue) => queue.drain(reason)))
@@ -392,6 +416,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         closed = true
+        closeCompanion('scope closed')
         for (const [reply, refusal] of owed) reply(refusal())
         owed.clear()
       }),

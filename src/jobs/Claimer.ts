@@ -8,7 +8,7 @@
  *   in the queue's line meanwhile so that an enqueue of this engine may hand it a job inserted
  *   already claimed (eager dispatch; the line is the queue's dispatch machine, Dispatch.ts). Finding none due, a
  *   worker stays parked in line, where the queue's one Matching poll for this engine's workers
- *   runs meanwhile (`pollParked`), and a lazy claim waits
+ *   runs meanwhile (`waitInLine`), and a lazy claim waits
  *   (`pollDeliverable`): the due-time pass that makes a job due later claims it straight for the
  *   claims in line (`claimForWaitingWorkers`), and adds to Matching only as many due jobs as
  *   polls wait there that the store cannot serve (`deliveryDemand`: polls other engines
@@ -75,6 +75,8 @@ export async function claimNext(
     if (!hasRemote || (mixed && turn % 2 === 0)) {
       const untilMs = mixed ? Math.min(deadlineMs, runtime.now() + workerClaimWaitMs) : deadlineMs
       const job = await claimLocal(runtime, queue, untilMs, lazy, isStopped, signal)
+      // The queue's partitions left this engine while the claim waited in line: route it again.
+      if (job === partitionsLeft) continue
       if (job !== null || !mixed || overdue()) return job
       continue
     }
@@ -88,47 +90,62 @@ export async function claimNext(
   }
 }
 
-// The local path for a claim of this engine: a worker parks its poll in Matching; a lazy
-// claim polls only for a deliverable job.
-async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, signal: AbortSignal | undefined): Promise<JobHandle | null> {
-  const job = lazy ? await pollDeliverable(runtime, queue, deadlineMs, true, isStopped, runtime.hostId, true) : await pollParked(runtime, queue, deadlineMs, isStopped, runtime.hostId, signal, true)
-  return job === null ? null : makeJobHandle(runtime, job)
+/** What a claim in line answers when the queue's partitions left this engine while it waited. */
+const partitionsLeft = Symbol('partitions left')
+
+// The local path for a claim of this engine: a worker waits in the queue's line; a lazy claim
+// polls only for a deliverable job.
+async function claimLocal(runtime: JobsRuntime, queue: string, deadlineMs: number, lazy: boolean, isStopped: () => boolean, signal: AbortSignal | undefined): Promise<JobHandle | null | typeof partitionsLeft> {
+  const job = lazy ? await pollDeliverable(runtime, queue, deadlineMs, true, isStopped, runtime.hostId, true) : await waitInLine(runtime, queue, deadlineMs, isStopped, signal)
+  return job === null || job === partitionsLeft ? job : makeJobHandle(runtime, job)
 }
 
 /**
- * A worker's poll, as upstream Matching pollers do it: parked until a task arrives (a new task
- * sync-matches it without touching the backlog), its wait ends, or `signal` aborts (the worker
- * stopping). No store statement per poll.
- *
- * This engine's own worker (`eager`) first takes a job kept from an earlier hand-over, then the
- * head of the due rows straight from the store, and finding none parks in the queue's line (Dispatch.ts):
- * an enqueue of this engine, a due-time pass, or the line's one Matching poll hands it a job
- * already claimed. A poll another engine forwarded here parks its own Matching poll, so that
- * Matching serves it in its turn.
+ * A worker of this engine waits for a job of a queue it delivers: it first takes a job kept
+ * from an earlier hand-over, then the head of the due rows straight from the store, and finding
+ * none parks in the queue's line (Dispatch.ts) until an enqueue of this engine, a due-time pass,
+ * or the line's one Matching poll hands it a job already claimed, its wait ends, or `signal`
+ * aborts (the worker stopping). No store statement per idle wait. When the queue's last
+ * partition instance on this engine unloads while it is parked (membership moved the queue), it
+ * answers `partitionsLeft` — unless this engine delivers the queue again by then — so that its
+ * claim goes to the queue's new owner at once.
  */
-export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined, eager = false): Promise<JobRecord | null> {
+async function waitInLine(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, signal: AbortSignal | undefined): Promise<JobRecord | null | typeof partitionsLeft> {
   const ended = (): boolean => isStopped() || signal?.aborted === true
   const dispatch = runtime.dispatch.of(queue)
   for (;;) {
     runtime.refuseIfClosed()
     if (ended()) return null
-    if (eager) {
-      // Joining the line takes a job kept from an earlier hand-over first.
-      const place = dispatch.join()
-      if (place.job() !== null) return place.job()
-      // Due rows are not with Matching unless a poll waits there for them: take the head directly.
-      const direct = await claimDirectInLine(runtime, dispatch, place)
-      if (direct !== null) return direct
-      try {
-        await dispatch.park(place, deadlineMs, signal)
-      } finally {
-        place.leave()
-      }
-      const offered = place.job()
-      if (offered !== null) return offered
-      if (ended() || runtime.now() >= deadlineMs) return null
-      continue
+    // Joining the line takes a job kept from an earlier hand-over first.
+    const place = dispatch.join()
+    if (place.job() !== null) return place.job()
+    // Due rows are not with Matching unless a poll waits there for them: take the head directly.
+    const direct = await claimDirectInLine(runtime, dispatch, place)
+    if (direct !== null) return direct
+    try {
+      await dispatch.park(place, deadlineMs, signal)
+    } finally {
+      place.leave()
     }
+    const offered = place.job()
+    if (offered !== null) return offered
+    if (ended() || runtime.now() >= deadlineMs) return null
+    if (place.wasRerouted() && !runtime.routing.owns(queue)) return partitionsLeft
+  }
+}
+
+/**
+ * A poll another engine forwarded here for a worker, as upstream Matching pollers do it: parked
+ * in this engine's Matching partitions until a task arrives (a new task sync-matches it without
+ * touching the backlog), its wait ends, or `signal` aborts, so that Matching serves it in its
+ * turn. No store statement per poll.
+ */
+export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined): Promise<JobRecord | null> {
+  const ended = (): boolean => isStopped() || signal?.aborted === true
+  const dispatch = runtime.dispatch.of(queue)
+  for (;;) {
+    runtime.refuseIfClosed()
+    if (ended()) return null
     const pollWaitMs = Math.max(0, Math.min(claimPollWaitMs, deadlineMs - runtime.now()))
     const pollDeadlineMs = runtime.now() + pollWaitMs
     const polled = await runtime.matching.poll({ namespace: jobsNamespace, family: queue, type: jobTaskType, identity, waitMs: pollWaitMs, ...(signal === undefined ? {} : { signal }) })

@@ -10,6 +10,11 @@
  * parked claim, and when the store is skipped (drained) or left to Matching (polls forwarded
  * here wait).
  *
+ * Partitions: each instance of one of the queue's partitions that this engine's Matching host
+ * loads binds itself to the queue's dispatch (`partitionLoaded`, the instance's companion) and
+ * unbinds when it unloads, so the dispatch knows whether this engine delivers the queue; when
+ * the last instance unloads, the claims parked here go to the queue's new owner at once.
+ *
  * Lifetime: a dispatch that has held nothing (the machine's `use` region `empty`) for
  * `dispatchIdleUnloadMs`, with no store statement of its own in flight, is dropped at the next
  * due-time pass; the queue's next use makes a new one. Callers hold the handle `of` gives, which
@@ -19,6 +24,7 @@
  * decide ordering (the machine).
  */
 import type { MatchingHost } from '../actors/MatchingHost.ts'
+import type { PartitionCompanion } from '../actors/PartitionActor.ts'
 import type { Clock } from '../kernel/Clock.ts'
 import type { DispatchCommand, DispatchEvent } from '../machines/DispatchProtocol.ts'
 import type { ClaimRef, JobRecord, JobStore } from '../persistence/jobs/JobStore.ts'
@@ -55,6 +61,11 @@ export interface PlaceInLine {
   job(): JobRecord | null
   /** Takes the claim out of line; later hand-overs pass it by. */
   leave(): void
+  /**
+   * True when the claim's wait was ended because the queue's partitions left this engine (their
+   * last instance here unloaded): it should be routed again rather than park here once more.
+   */
+  wasRerouted(): boolean
 }
 
 /** The dispatch of one queue on this engine. */
@@ -151,6 +162,14 @@ export interface Dispatches {
   prune(nowMs: number): void
   /** How many dispatches are kept now (diagnostics). */
   size(): number
+  /**
+   * Binds `queue`'s dispatch to `instance`, an instance of one of its partitions just loaded on
+   * this engine (the companion the Matching host makes for it): the answer's `close` is called
+   * when the instance unloads. While one is loaded the dispatch's `delivery` region is `here`;
+   * when the last one closes, the claims parked on the queue's line are routed again. A dispatch
+   * made later starts with the instances loaded then.
+   */
+  partitionLoaded(queue: string, instance: string): PartitionCompanion
 }
 
 /** Hears every step of a queue's dispatch machine with the commands it asked for (simulators, traces, tests). */

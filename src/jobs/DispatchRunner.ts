@@ -32,6 +32,8 @@ interface KeptDispatch {
   readonly dispatch: QueueDispatch
   readonly handle: QueueDispatch
   mayDrop(nowMs: number): boolean
+  /** Steps the dispatch with `event` (the partition instances' news). */
+  send(event: DispatchEvent): void
 }
 
 /**
@@ -41,15 +43,31 @@ interface KeptDispatch {
 export function makeDispatches(runtime: () => DispatchRuntime, machine: DispatchMachine, onStep?: DispatchStepListener): Dispatches {
   const stepper = makeDispatchStepper(machine)
   const byQueue = new Map<string, KeptDispatch>()
+  // The partition instances loaded on this engine, per queue: what a dispatch made later starts with.
+  const instances = new Map<string, Set<string>>()
   const live = (queue: string): KeptDispatch => {
     let kept = byQueue.get(queue)
     if (kept === undefined) {
-      kept = makeQueueDispatch(runtime(), stepper, queue, onStep, () => live(queue).dispatch)
+      kept = makeQueueDispatch(runtime(), stepper, queue, onStep, () => live(queue).dispatch, [...(instances.get(queue) ?? [])])
       byQueue.set(queue, kept)
     }
     return kept
   }
   return {
+    partitionLoaded(queue, instance) {
+      let loaded = instances.get(queue)
+      if (loaded === undefined) instances.set(queue, (loaded = new Set()))
+      loaded.add(instance)
+      byQueue.get(queue)?.send({ type: 'partition.loaded', instance })
+      return {
+        close() {
+          const current = instances.get(queue)
+          if (current?.delete(instance) !== true) return
+          if (current.size === 0) instances.delete(queue)
+          byQueue.get(queue)?.send({ type: 'partition.unloaded', instance })
+        },
+      }
+    },
     of: (queue) => live(queue).handle,
     *all() {
       for (const kept of byQueue.values()) yield kept.dispatch
@@ -101,6 +119,14 @@ interface Claim {
   handed: JobRecord | null
   settle: (() => void) | null
   readonly onOffer: () => void
+  rerouted: boolean
+}
+
+// How a parked claim's wait ends besides a hand-over: its line poll failed, or the queue's
+// partitions left this engine.
+interface ParkedEnds {
+  readonly fail: (error: unknown) => void
+  readonly reroute: () => void
 }
 
 // Kept jobs no claim took go back to the store, those of one turn in one statement; the pass
@@ -163,7 +189,7 @@ interface QueueDispatchState {
   stepping: boolean
   readonly pending: DispatchEvent[]
   readonly claims: Map<number, Claim>
-  readonly parkedFails: Map<number, (error: unknown) => void>
+  readonly parkedEnds: Map<number, ParkedEnds>
   readonly polls: Map<number, AbortController>
   readonly releaseLater: (job: JobRecord) => Promise<void>
   readonly statementDone: () => void
@@ -172,13 +198,20 @@ interface QueueDispatchState {
 }
 
 // One queue's dispatch: its state, the face over it, and whether it may be dropped now.
-function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, queue: string, onStep: DispatchStepListener | undefined, current: () => QueueDispatch): KeptDispatch {
+function makeQueueDispatch(
+  runtime: DispatchRuntime,
+  stepper: DispatchStepper,
+  queue: string,
+  onStep: DispatchStepListener | undefined,
+  current: () => QueueDispatch,
+  partitions: ReadonlyArray<string>,
+): KeptDispatch {
   const state: QueueDispatchState = {
     runtime,
     stepper,
     queue,
     onStep,
-    snapshot: stepper.start(queue),
+    snapshot: stepper.start(queue, partitions),
     emptySinceMs: runtime.now(),
     statementsInFlight: 0,
     direct: null,
@@ -188,7 +221,7 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
     stepping: false,
     pending: [],
     claims: new Map<number, Claim>(),
-    parkedFails: new Map<number, (error: unknown) => void>(),
+    parkedEnds: new Map<number, ParkedEnds>(),
     polls: new Map<number, AbortController>(),
     releaseLater: makeReleaser(runtime, queue),
     statementDone: () => void state.statementsInFlight--,
@@ -199,6 +232,7 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
     dispatch: faceOf(state),
     handle: handleOf(queue, current),
     mayDrop: (nowMs) => !state.stepping && state.statementsInFlight === 0 && state.emptySinceMs !== null && nowMs - state.emptySinceMs >= dispatchIdleUnloadMs,
+    send: state.send,
   }
 }
 
@@ -308,7 +342,10 @@ function execute(state: QueueDispatchState, command: DispatchCommand): void {
       return runtime.driver.notifyDue(nowMs + Math.max(0, Math.min(jobKeptHoldMs, Math.floor(leftMs / 2))), queue)
     }
     case 'claims.fail':
-      for (const claimId of command.params.claimIds) state.parkedFails.get(claimId)?.(command.params.error)
+      for (const claimId of command.params.claimIds) state.parkedEnds.get(claimId)?.fail(command.params.error)
+      return
+    case 'claims.reroute':
+      for (const claimId of command.params.claimIds) state.parkedEnds.get(claimId)?.reroute()
       return
     case 'linePoll.start':
       return runLinePoll(state, command.params.pollId)
@@ -347,7 +384,7 @@ function runLinePoll(state: QueueDispatchState, pollId: number): void {
 function join(state: QueueDispatchState, onOffer: () => void = () => {}): PlaceInLine {
   const { claims, send } = state
   const claimId = state.nextClaimId++
-  const claim: Claim = { handed: null, settle: null, onOffer }
+  const claim: Claim = { handed: null, settle: null, onOffer, rerouted: false }
   claims.set(claimId, claim)
   let offered: Promise<void> | null = null
   send({ type: 'claim.queued', claimId })
@@ -358,6 +395,7 @@ function join(state: QueueDispatchState, onOffer: () => void = () => {}): PlaceI
       return offered
     },
     job: () => claim.handed,
+    wasRerouted: () => claim.rerouted,
     leave() {
       if (!claims.delete(claimId)) return
       send({ type: 'claim.left', claimId })
@@ -367,7 +405,7 @@ function join(state: QueueDispatchState, onOffer: () => void = () => {}): PlaceI
 
 // Parks the claim at `place` on the line polls (QueueDispatch's `park`).
 async function park(state: QueueDispatchState, place: PlaceInLine, deadlineMs: number, signal: AbortSignal | undefined): Promise<void> {
-  const { runtime, parkedFails, send } = state
+  const { runtime, parkedEnds, send } = state
   // Settles when the wait ends: resolved by the deadline or the signal, rejected by the line poll's failure.
   let fail: (error: unknown) => void = () => {}
   let wake: () => void = () => {}
@@ -382,14 +420,19 @@ async function park(state: QueueDispatchState, place: PlaceInLine, deadlineMs: n
     signal?.removeEventListener('abort', wake)
     return
   }
-  parkedFails.set(place.claimId, fail)
+  const reroute = (): void => {
+    const claim = state.claims.get(place.claimId)
+    if (claim !== undefined) claim.rerouted = true
+    wake()
+  }
+  parkedEnds.set(place.claimId, { fail, reroute })
   send({ type: 'claim.parked', claimId: place.claimId })
   try {
     await Promise.race([place.offered(), ended])
   } finally {
     cancelTimer()
     signal?.removeEventListener('abort', wake)
-    parkedFails.delete(place.claimId)
+    parkedEnds.delete(place.claimId)
     // Handed a job, the claim ends the extra polls once its handler has started (`endIdlePolls`).
     send({ type: 'claim.unparked', claimId: place.claimId, handed: place.job() !== null })
   }

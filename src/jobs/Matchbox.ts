@@ -55,7 +55,7 @@ import {
   resolveQueueOptions,
   validateQueueName,
 } from './QueueOptions.ts'
-import { jobsNamespace, makeQueueRouting, type RenewingMembershipView } from './QueueRouting.ts'
+import { jobsNamespace, jobTaskType, makeQueueRouting, type RenewingMembershipView } from './QueueRouting.ts'
 import { type JobsRuntime, makeRuntime } from './Runtime.ts'
 import { makeSignalCoalescer } from './SignalCoalescer.ts'
 import { armNextToken } from './StoreClaims.ts'
@@ -214,6 +214,10 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     ...(parts.onDefect === undefined ? {} : { onDefect: parts.onDefect }),
     ...(parts.onQueueStep === undefined ? {} : { onStep: parts.onQueueStep }),
     ...(parts.matchingWaitingPolls === undefined ? {} : { waitingPolls: parts.matchingWaitingPolls }),
+    // Each job queue's dispatch knows the instances of its partitions loaded here (Dispatch.ts):
+    // they start after the runtime below exists, at the first request that routes to them.
+    partitionCompanion: (partition, generation) =>
+      partition.namespace === jobsNamespace && partition.type === jobTaskType ? runtime.dispatch.partitionLoaded(partition.family, `${partition.partition}#${generation}`) : undefined,
   })
   // The driver draws only while the store is failing, from the retry-jitter stream.
   const driver = makeDueDriver({

@@ -7,7 +7,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { initialTransition, transition } from 'xstate'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
-import { type DispatchSnapshot, dispatchMachine, isDrained, isEmpty, isMatchingHolding, isStoreServing } from './DispatchMachine.ts'
+import { type DispatchSnapshot, dispatchMachine, isDeliveredHere, isDrained, isEmpty, isMatchingHolding, isStoreServing } from './DispatchMachine.ts'
 import { type DispatchCommand, type DispatchEvent, dispatchCommandsOf } from './DispatchProtocol.ts'
 import { makeDispatchStepper } from './DispatchStepper.ts'
 
@@ -178,6 +178,46 @@ describe('DispatchMachine', () => {
     expect(back.context.forwardedWaiting).toBe(0)
   })
 
+  it('delivers here while a partition instance of the queue is loaded; when the last unloads, parked claims are rerouted, kept jobs go back and the store serves again', () => {
+    const [loaded] = steps(start(), { type: 'partition.loaded', instance: '0#1' }, { type: 'partition.loaded', instance: '1#2' })
+    expect(isDeliveredHere(loaded)).toBe(true)
+    expect(loaded.context.partitions).toEqual(['0#1', '1#2'])
+    // Two claims park on the line poll after the store answered short: the store is drained.
+    const [busy] = steps(
+      loaded,
+      { type: 'claim.queued', claimId: 1 },
+      { type: 'claim.queued', claimId: 2 },
+      { type: 'store.answered', generation: 0, asked: 2, claimed: 0 },
+      { type: 'claim.parked', claimId: 1 },
+      { type: 'claim.parked', claimId: 2 },
+    )
+    expect(busy.context.parked).toEqual([1, 2])
+    expect(isDrained(busy)).toBe(true)
+    const [one, oneCommands] = steps(busy, { type: 'partition.unloaded', instance: '0#1' })
+    expect(isDeliveredHere(one)).toBe(true)
+    expect(oneCommands).toEqual([])
+    // An instance this dispatch never heard of changes nothing.
+    const [, strayCommands] = steps(one, { type: 'partition.unloaded', instance: '7#9' })
+    expect(strayCommands).toEqual([])
+    const [gone, goneCommands] = steps(one, { type: 'partition.unloaded', instance: '1#2' })
+    expect(isDeliveredHere(gone)).toBe(false)
+    expect(gone.context.partitions).toEqual([])
+    expect(goneCommands).toEqual([{ type: 'claims.reroute', params: { claimIds: [1, 2] } }])
+    expect(isDrained(gone)).toBe(false)
+    // A job kept for nobody when the last instance unloads goes back to the store.
+    const [kept] = steps(start(), { type: 'partition.loaded', instance: '0#1' }, { type: 'job.handed', job: job('x'), claimId: null })
+    expect(kept.context.spare).toEqual([job('x')])
+    const [released, releaseCommands] = steps(kept, { type: 'partition.unloaded', instance: '0#1' })
+    expect(releaseCommands).toEqual([{ type: 'job.release', params: { job: job('x') } }])
+    expect(released.context.spare).toEqual([])
+    // Loaded again (membership gave the queue back): delivered here once more.
+    const [back] = steps(gone, { type: 'partition.loaded', instance: '0#3' })
+    expect(isDeliveredHere(back)).toBe(true)
+    // A dispatch made while instances are loaded starts delivering here.
+    const [made] = initialTransition(dispatchMachine, { queue: 'q', partitions: ['0#3'] })
+    expect(isDeliveredHere(made)).toBe(true)
+  })
+
   it('the stepper gives the same snapshots and commands as transition()', () => {
     const seed = Number(process.env.PROPERTY_SEED ?? Date.now() % 1_000_000)
     console.log(`dispatch stepper property: PROPERTY_SEED=${seed}`)
@@ -195,6 +235,8 @@ describe('DispatchMachine', () => {
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.idled', pollId }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.stopped', pollId }) as const),
       fc.record({ generation: fc.integer({ min: 0, max: 2 }), asked: fc.integer({ min: 1, max: 3 }), claimed: fc.integer({ min: 0, max: 3 }) }).map((answer) => ({ type: 'store.answered', ...answer }) as const),
+      fc.constantFrom('0#1', '1#2').map((instance) => ({ type: 'partition.loaded', instance }) as const),
+      fc.constantFrom('0#1', '1#2').map((instance) => ({ type: 'partition.unloaded', instance }) as const),
       fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'kept.expired' }),
     )
     const stepper = makeDispatchStepper(dispatchMachine)

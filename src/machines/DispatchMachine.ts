@@ -27,6 +27,13 @@
  * - **route** — `storeServes`: due jobs go straight from the store to this engine's claims;
  *   `matchingHolds`: polls of other engines wait here, so due jobs go through Matching, which
  *   serves every poller in arrival order.
+ * - **delivery** — `here`: an instance of one of the queue's partitions is loaded on this
+ *   engine (each instance tells the machine when it loads and unloads: it carries a companion,
+ *   PartitionActor.ts, which the runner binds to this machine); `away`: none is. When the last
+ *   one unloads — membership moved the partitions to another engine, or this engine's fence was
+ *   refused — the claims parked here are woken to be routed again, jobs kept here go back to the
+ *   store, and the store region serves again: this engine no longer delivers the queue, and
+ *   whoever does next starts from the store.
  * - **use** — `holding`: a claim, a kept job, a line poll (running, or ended but not yet
  *   answered) or a forwarded or lazy poll is here; `empty`: nothing is, so the runner may drop
  *   the dispatch once it has stayed empty a while (a queue used again gets a new one, which
@@ -73,11 +80,15 @@ export interface DispatchContext {
   readonly lazyPolls: number
   /** Counts the due-time passes over the queue, so a store claim knows whether one started meanwhile. */
   readonly generation: number
+  /** The instances of the queue's partitions loaded on this engine (PartitionActor's companion), by name. */
+  readonly partitions: ReadonlyArray<string>
 }
 
 /** What a new machine needs. */
 export interface DispatchInput {
   readonly queue: string
+  /** The instances of the queue's partitions loaded on this engine when the dispatch is made. */
+  readonly partitions?: ReadonlyArray<string>
 }
 
 // Where a helper puts the commands it asks for (a step's `enqueue`).
@@ -159,6 +170,10 @@ const withCommands = setup({
     passReopensStore: () => true,
     /** Nothing is held (`holdsNothing`): the dispatch may be dropped once it stays so a while. */
     isHoldingNothing: ({ context }) => holdsNothing(context),
+    /** An instance of the queue's partitions is loaded on this engine. */
+    hasPartitionHere: ({ context }) => context.partitions.length > 0,
+    /** The partition instance unloading is the last of the queue's on this engine. */
+    isLastPartition: ({ context, event }) => event.type === 'partition.unloaded' && context.partitions.length === 1 && context.partitions[0] === event.instance,
   },
 })
 const { enqueueActions, raise } = withCommands
@@ -278,6 +293,22 @@ const machineSetup = withCommands.extend({
     }),
     /** The job of a line poll reached its claim: the store may serve what is behind it. */
     reachedThroughMatching: raise({ type: 'matching.reached' }),
+    addPartition: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'partition.loaded' || context.partitions.includes(event.instance)) return
+      enqueue.assign({ partitions: [...context.partitions, event.instance] })
+    }),
+    removePartition: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'partition.unloaded' || !context.partitions.includes(event.instance)) return
+      enqueue.assign({ partitions: context.partitions.filter((instance) => instance !== event.instance) })
+    }),
+    /**
+     * The queue's last partition instance here unloaded: the claims parked on its line polls are
+     * woken to be routed again (to the partitions' new owners), rather than wait out their polls
+     * on an engine that no longer delivers the queue.
+     */
+    rerouteParked: enqueueActions(({ context, enqueue }) => {
+      if (context.parked.length > 0) enqueue({ type: 'claims.reroute', params: { claimIds: context.parked } })
+    }),
   },
 })
 
@@ -285,7 +316,20 @@ const machineSetup = withCommands.extend({
 export const dispatchMachine = machineSetup.createMachine({
   id: 'dispatch',
   type: 'parallel',
-  context: ({ input }) => ({ queue: input.queue, waiting: [], reserved: [], spare: [], parked: [], linePolls: [], closingPolls: [], nextPollId: 1, forwardedWaiting: 0, lazyPolls: 0, generation: 0 }),
+  context: ({ input }) => ({
+    queue: input.queue,
+    waiting: [],
+    reserved: [],
+    spare: [],
+    parked: [],
+    linePolls: [],
+    closingPolls: [],
+    nextPollId: 1,
+    forwardedWaiting: 0,
+    lazyPolls: 0,
+    generation: 0,
+    partitions: input.partitions ?? [],
+  }),
   on: {
     'claim.queued': { actions: 'queueClaim' },
     'claim.left': { actions: 'dropClaim' },
@@ -315,6 +359,8 @@ export const dispatchMachine = machineSetup.createMachine({
           on: {
             'pass.started': [{ guard: 'passReopensStore', target: 'serving', actions: ['countPass', 'releaseKept'] }, { actions: ['countPass', 'releaseKept'] }],
             'matching.reached': [{ guard: 'hasClaimsWaiting', target: 'serving', actions: 'requestPass' }, { target: 'serving' }],
+            // Whoever delivers the queue next starts from the store, not from this engine's last answer.
+            'partition.unloaded': { guard: 'isLastPartition', target: 'serving' },
           },
         },
       },
@@ -344,6 +390,21 @@ export const dispatchMachine = machineSetup.createMachine({
           on: {
             'forwarded.arrived': { actions: ['countForwarded', 'releaseKept'] },
             'forwarded.left': [{ guard: 'isLastForwarded', target: 'storeServes', actions: 'countForwarded' }, { actions: 'countForwarded' }],
+          },
+        },
+      },
+    },
+    delivery: {
+      initial: 'away',
+      states: {
+        away: {
+          always: { guard: 'hasPartitionHere', target: 'here' },
+          on: { 'partition.loaded': { target: 'here', actions: 'addPartition' } },
+        },
+        here: {
+          on: {
+            'partition.loaded': { actions: 'addPartition' },
+            'partition.unloaded': [{ guard: 'isLastPartition', target: 'away', actions: ['removePartition', 'rerouteParked', 'releaseKept'] }, { actions: 'removePartition' }],
           },
         },
       },
@@ -378,6 +439,11 @@ export function isDrained(snapshot: DispatchSnapshot): boolean {
 /** True when the dispatch holds nothing (its `use` region is `empty`): its runner may drop it once it has stayed so a while. */
 export function isEmpty(snapshot: DispatchSnapshot): boolean {
   return (snapshot.value as { readonly use: string }).use === 'empty'
+}
+
+/** True while an instance of the queue's partitions is loaded on this engine (the machine's `delivery` region is `here`). */
+export function isDeliveredHere(snapshot: DispatchSnapshot): boolean {
+  return (snapshot.value as { readonly delivery: string }).delivery === 'here'
 }
 
 /** True while polls forwarded by other engines wait here (Matching serves in arrival order). */

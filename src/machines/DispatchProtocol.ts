@@ -70,6 +70,10 @@ export type DispatchEvent =
    * back short (the store drained) does not look for on its own.
    */
   | { readonly type: 'slot.freed' }
+  /** An instance of one of the queue's partitions was loaded on this engine (`instance`: its name and generation). */
+  | { readonly type: 'partition.loaded'; readonly instance: string }
+  /** That instance unloaded. */
+  | { readonly type: 'partition.unloaded'; readonly instance: string }
 
 /** The event type names. */
 export type DispatchEventType = DispatchEvent['type']
@@ -95,6 +99,8 @@ export type DispatchCommand =
   | { readonly type: 'pass.request'; readonly params: Record<string, never> }
   /** Have the queue's owner run a due-time pass now (this engine's driver, or the owner's over the bus): a slot freed. */
   | { readonly type: 'slot.announce'; readonly params: Record<string, never> }
+  /** Wake the parked claims `claimIds` with no job, to be routed again: the queue's partitions left this engine. */
+  | { readonly type: 'claims.reroute'; readonly params: { readonly claimIds: ReadonlyArray<number> } }
 
 /** The command type names. */
 export type DispatchCommandType = DispatchCommand['type']
@@ -116,6 +122,7 @@ export const dispatchCommandActions = {
   'linePoll.end': command<'linePoll.end'>(),
   'pass.request': command<'pass.request'>(),
   'slot.announce': command<'slot.announce'>(),
+  'claims.reroute': command<'claims.reroute'>(),
 }
 const commandTypes: ReadonlySet<string> = new Set(Object.keys(dispatchCommandActions))
 

@@ -17,12 +17,25 @@ const open: Matchbox[] = []
  * The two engines and their clock; `ownerOf` names each partition's owner (default: h1 owns
  * every partition).
  */
-export function twoEngines(ownerOf: (partition: PartitionKey) => string = () => 'h1'): { readonly h1: Matchbox; readonly h2: Matchbox; readonly clock: ManualClock } {
+export function twoEngines(ownerOf: (partition: PartitionKey) => string = () => 'h1'): {
+  readonly h1: Matchbox
+  readonly h2: Matchbox
+  readonly clock: ManualClock
+  readonly membershipChanged: () => void
+} {
   const store = makeMemoryStore()
   const jobStore = makeMemoryJobStore({ queueRanges: store })
   const bus = makeMemoryBus()
   const clock = new ManualClock(1_700_000_000_000)
-  const membership = { ownerOf, hosts: () => ['h1', 'h2'], subscribe: () => () => {} }
+  const listeners = new Set<() => void>()
+  const membership = {
+    ownerOf,
+    hosts: () => ['h1', 'h2'],
+    subscribe: (listener: () => void) => {
+      listeners.add(listener)
+      return () => void listeners.delete(listener)
+    },
+  }
   const engine = (hostId: string, seed: number): Matchbox =>
     makeMatchbox({
       hostId,
@@ -41,7 +54,7 @@ export function twoEngines(ownerOf: (partition: PartitionKey) => string = () => 
   const h1 = engine('h1', 7)
   const h2 = engine('h2', 8)
   open.push(h2, h1)
-  return { h1, h2, clock }
+  return { h1, h2, clock, membershipChanged: () => [...listeners].forEach((listener) => listener()) }
 }
 
 /** Closes every engine `twoEngines` made, h2 before h1. */
