@@ -88,11 +88,14 @@ export interface QueueDispatch {
   /** A job handed to a claim that had meanwhile got another one: the next claim gets it, or it is kept. */
   returnJob(job: JobRecord): void
   /**
-   * Ends the line polls beyond one per parked claim: a worker calls it once the handler of a job
-   * handed to it has started (ending a poll steps the partition's queue machine, which need not
-   * stand between a job and its handler), and a stopping worker calls it too.
+   * Ends the line polls beyond one per parked claim, but the line's one poll while the store
+   * serves the queue (the worker's next claim parks on it again): a worker calls it once the
+   * handler of a job handed to it has started (ending a poll steps the partition's queue machine,
+   * which need not stand between a job and its handler). No step when there is nothing to end.
    */
   endIdlePolls(): void
+  /** A worker of the queue is stopping: every line poll beyond the claims still parked ends. */
+  workerStopping(): void
   /** A job that came through Matching reached its claimant: the store may serve rows behind it again. */
   matchingReached(): void
   /** A job of the queue left processing on this engine while a handle limits the queue per key. */

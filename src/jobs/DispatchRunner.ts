@@ -19,7 +19,7 @@
 import type { CancelTimer } from '../kernel/Clock.ts'
 import { claimPollWaitMs, claimRetryDelayMs, dispatchIdleUnloadMs, jobBatchesInFlightMax, jobBatchSizeMax, jobKeptHoldMs } from '../kernel/Limits.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
-import { type DispatchMachine, type DispatchSnapshot, isDrained, isEmpty, isMatchingHolding } from '../machines/DispatchMachine.ts'
+import { type DispatchMachine, type DispatchSnapshot, hasPollsToEndAtHandlerStart, isDrained, isEmpty, isMatchingHolding } from '../machines/DispatchMachine.ts'
 import type { DispatchCommand, DispatchEvent } from '../machines/DispatchProtocol.ts'
 import { type DispatchStepper, makeDispatchStepper } from '../machines/DispatchStepper.ts'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
@@ -90,6 +90,7 @@ function handleOf(queue: string, current: () => QueueDispatch): QueueDispatch {
     handOver: (job, claimId) => current().handOver(job, claimId),
     returnJob: (job) => current().returnJob(job),
     endIdlePolls: () => current().endIdlePolls(),
+    workerStopping: () => current().workerStopping(),
     matchingReached: () => current().matchingReached(),
     slotFreed: () => current().slotFreed(),
     passStarted: () => current().passStarted(),
@@ -254,7 +255,10 @@ function faceOf(state: QueueDispatchState): QueueDispatch {
     returnJob: (job) => send({ type: 'job.returned', job }),
     endIdlePolls() {
       // Nothing to end: no step (the common case, a loop whose claims go straight to the store).
-      if (state.snapshot.context.linePolls.length > state.snapshot.context.parked.length) send({ type: 'handler.started' })
+      if (hasPollsToEndAtHandlerStart(state.snapshot)) send({ type: 'handler.started' })
+    },
+    workerStopping() {
+      if (state.snapshot.context.linePolls.length > state.snapshot.context.parked.length) send({ type: 'worker.stopping' })
     },
     matchingReached: () => send({ type: 'matching.reached' }),
     slotFreed: () => send({ type: 'slot.freed' }),

@@ -352,7 +352,7 @@ async function stopWorker(worker: WorkerState, stop: StopWork, loops: ReadonlyAr
   // Ends the loops' waits, and with them the queue's line polls.
   worker.stopped.abort()
   const dispatch = runtime.dispatch.of(queue)
-  dispatch.endIdlePolls()
+  dispatch.workerStopping()
   // Jobs kept for the next claim go back to the store: no loop of this worker will take them.
   dispatch.expireKept()
   runtime.driver.wake(queue)

@@ -218,6 +218,35 @@ describe('DispatchMachine', () => {
     expect(isDeliveredHere(made)).toBe(true)
   })
 
+  it('while the store serves the queue, the line’s one poll stays through a handler and the next claim parks on it again', () => {
+    const [parked, parkCommands] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 })
+    expect(parkCommands).toEqual([{ type: 'linePoll.start', params: { pollId: 1 } }])
+    const [running, runCommands] = steps(parked, { type: 'job.handed', job: job('a'), claimId: null }, { type: 'claim.unparked', claimId: 1, handed: true }, { type: 'handler.started' })
+    expect(runCommands).toEqual([{ type: 'claim.handOver', params: { claimId: 1, job: job('a') } }])
+    expect(running.context.linePolls).toEqual([1])
+    const [again, againCommands] = steps(running, { type: 'claim.queued', claimId: 2 }, { type: 'claim.parked', claimId: 2 })
+    expect(againCommands).toEqual([])
+    expect(again.context.parked).toEqual([2])
+    // With nobody parked, it ends once it waited its whole time for nothing, or once a poll of another engine waits here.
+    const [, idledCommands] = steps(running, { type: 'linePoll.idled', pollId: 1 })
+    expect(idledCommands).toEqual([{ type: 'linePoll.end', params: { pollId: 1 } }])
+    const [, forwardedCommands] = steps(running, { type: 'forwarded.arrived' })
+    expect(forwardedCommands).toEqual([{ type: 'linePoll.end', params: { pollId: 1 } }])
+    // A worker stopping ends it.
+    const [, stoppingCommands] = steps(running, { type: 'worker.stopping' })
+    expect(stoppingCommands).toEqual([{ type: 'linePoll.end', params: { pollId: 1 } }])
+    // With a claim parked on it, the last poll keeps polling after a whole wait.
+    const [, parkedIdleCommands] = steps(parked, { type: 'linePoll.idled', pollId: 1 })
+    expect(parkedIdleCommands).toEqual([])
+    // While Matching holds the queue (polls of other engines wait), a handler's start ends it.
+    const [holding] = steps(parked, { type: 'forwarded.arrived' })
+    const [, heldCommands] = steps(holding, { type: 'job.handed', job: job('b'), claimId: null }, { type: 'claim.unparked', claimId: 1, handed: true }, { type: 'handler.started' })
+    expect(heldCommands).toEqual([
+      { type: 'claim.handOver', params: { claimId: 1, job: job('b') } },
+      { type: 'linePoll.end', params: { pollId: 1 } },
+    ])
+  })
+
   it('the stepper gives the same snapshots and commands as transition()', () => {
     const seed = Number(process.env.PROPERTY_SEED ?? Date.now() % 1_000_000)
     console.log(`dispatch stepper property: PROPERTY_SEED=${seed}`)
@@ -237,7 +266,7 @@ describe('DispatchMachine', () => {
       fc.record({ generation: fc.integer({ min: 0, max: 2 }), asked: fc.integer({ min: 1, max: 3 }), claimed: fc.integer({ min: 0, max: 3 }) }).map((answer) => ({ type: 'store.answered', ...answer }) as const),
       fc.constantFrom('0#1', '1#2').map((instance) => ({ type: 'partition.loaded', instance }) as const),
       fc.constantFrom('0#1', '1#2').map((instance) => ({ type: 'partition.unloaded', instance }) as const),
-      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'kept.expired' }),
+      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'worker.stopping' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'kept.expired' }),
     )
     const stepper = makeDispatchStepper(dispatchMachine)
     fc.assert(

@@ -20,7 +20,9 @@
  *   claimed nothing behind it, so if claims still wait, a pass runs now for them (otherwise
  *   they would wait for the next scan).
  * - **line** — `onePoll`: the parked claims share one Matching poll (tasks of the queue come
- *   from the store, and an idle worker costs no queue-machine step); `pollPerWorker`: a task
+ *   from the store, and an idle worker costs no queue-machine step), which stays through the
+ *   handler of a job handed to a parked claim while the store serves the queue, so the worker's
+ *   next claim parks on it again; `pollPerWorker`: a task
  *   came through Matching, so there is a poll per parked claim and the next tasks sync-match
  *   side by side. A job handed over from the store, or a poll that waited its whole time for
  *   nothing, goes back to `onePoll`.
@@ -41,12 +43,14 @@
  *
  * Invariants: a claim is in at most one of the line, the set-aside list; a job handed over
  * reaches exactly one claim, or is kept and then reaches one or is released; line polls never outnumber the parked claims
- * except between a hand-over and its handler's start (`handler.started` ends the extra ones).
+ * except between a hand-over and its handler's start (`handler.started` ends the extra ones),
+ * and except the line's one poll, which stays while the store serves the queue and no poll of
+ * another engine waits here (until a task it is matched finds nobody, or it waits its whole time).
  *
  * Named guards and actions are the seams where the simulator plants its dispatch bugs
  * (`provide`), so each planted bug is one named piece of this protocol gone wrong.
  */
-import { not, setup, type SnapshotFrom } from 'xstate'
+import { and, not, setup, type SnapshotFrom, stateIn } from 'xstate'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { type DispatchCommand, dispatchCommandActions, type DispatchEvent } from './DispatchProtocol.ts'
 
@@ -164,6 +168,8 @@ const withCommands = setup({
      * handler will start for it.
      */
     nobodyWaitsForMatch: ({ context }) => context.waiting.length === 0,
+    /** One line poll runs and no claim is parked on it. */
+    isLonePoll: ({ context }) => context.linePolls.length === 1 && context.parked.length === 0,
     /** The forwarded poll leaving is the last one waiting. */
     isLastForwarded: ({ context }) => context.forwardedWaiting <= 1,
     /** A pass started, so rows may be due that the last store claim did not find: the store serves again. */
@@ -256,9 +262,10 @@ const machineSetup = withCommands.extend({
       if (event.type !== 'linePoll.matched' || !context.linePolls.includes(event.pollId)) return
       enqueue.assign(startingPolls(context, context.parked.length, enqueue))
     }),
-    /** A poll that waited its whole time for nothing ends, unless it is the last. */
+    /** A poll that waited its whole time for nothing ends, unless it is the last and a claim is parked on it. */
     endIdledPoll: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'linePoll.idled' || context.linePolls.length <= 1 || !context.linePolls.includes(event.pollId)) return
+      if (event.type !== 'linePoll.idled' || !context.linePolls.includes(event.pollId)) return
+      if (context.linePolls.length <= 1 && context.parked.length > 0) return
       enqueue({ type: 'linePoll.end', params: { pollId: event.pollId } })
       enqueue.assign({ linePolls: without(context.linePolls, event.pollId), closingPolls: [...context.closingPolls, event.pollId] })
     }),
@@ -337,7 +344,11 @@ export const dispatchMachine = machineSetup.createMachine({
     'claim.released': { actions: 'releaseClaim' },
     'job.returned': { actions: 'returnJob' },
     'claim.unparked': { actions: 'unparkClaim' },
-    'handler.started': { actions: 'endIdlePolls' },
+    // While the store serves the queue, the line's one poll stays through the handler: the
+    // worker's next claim parks on it again, and no queue machine is stepped to end it and start
+    // another per job. Polls beyond it (a task came through Matching) end.
+    'handler.started': [{ guard: and([stateIn('#dispatch.route.storeServes'), 'isLonePoll']), actions: [] }, { actions: 'endIdlePolls' }],
+    'worker.stopping': { actions: 'endIdlePolls' },
     'linePoll.stopped': { actions: 'forgetPoll' },
     'linePoll.failed': { actions: 'failParked' },
     'lazyPoll.started': { actions: 'countLazyPoll' },
@@ -385,7 +396,9 @@ export const dispatchMachine = machineSetup.createMachine({
     route: {
       initial: 'storeServes',
       states: {
-        storeServes: { on: { 'forwarded.arrived': { target: 'matchingHolds', actions: ['countForwarded', 'releaseKept'] } } },
+        // A line poll with no claim parked on it ends once polls of other engines wait here: it
+        // would take tasks Matching holds for them.
+        storeServes: { on: { 'forwarded.arrived': { target: 'matchingHolds', actions: ['countForwarded', 'releaseKept', 'endIdlePolls'] } } },
         matchingHolds: {
           on: {
             'forwarded.arrived': { actions: ['countForwarded', 'releaseKept'] },
@@ -444,6 +457,17 @@ export function isEmpty(snapshot: DispatchSnapshot): boolean {
 /** True while an instance of the queue's partitions is loaded on this engine (the machine's `delivery` region is `here`). */
 export function isDeliveredHere(snapshot: DispatchSnapshot): boolean {
   return (snapshot.value as { readonly delivery: string }).delivery === 'here'
+}
+
+/**
+ * True when a handler's start (`handler.started`) would end line polls: more run than claims
+ * are parked, beyond the line's one poll that stays while the store serves the queue. A runner
+ * sends the event only then, so a worker's job costs no step for it.
+ */
+export function hasPollsToEndAtHandlerStart(snapshot: DispatchSnapshot): boolean {
+  const { linePolls, parked } = snapshot.context
+  if (linePolls.length <= parked.length) return false
+  return !(linePolls.length === 1 && parked.length === 0 && (snapshot.value as { readonly route: string }).route === 'storeServes')
 }
 
 /** True while polls forwarded by other engines wait here (Matching serves in arrival order). */

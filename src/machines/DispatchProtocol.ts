@@ -34,8 +34,10 @@ export type DispatchEvent =
    * to `claimId` when given and still waiting, else to the claim waiting longest, else kept for the next claim.
    */
   | { readonly type: 'job.handed'; readonly job: JobRecord; readonly claimId: number | null }
-  /** A job handed to a parked claim reached its handler: line polls beyond the parked claims end. */
+  /** A job handed to a parked claim reached its handler: line polls beyond the parked claims end (but the line's one poll while the store serves). */
   | { readonly type: 'handler.started' }
+  /** A worker of the queue on this engine is stopping: every line poll beyond the parked claims ends. */
+  | { readonly type: 'worker.stopping' }
   /** A line poll was matched a task whose job History claimed for this engine. */
   | { readonly type: 'linePoll.matched'; readonly pollId: number; readonly job: JobRecord }
   /** A line poll waited its whole time for nothing. */

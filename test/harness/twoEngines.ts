@@ -5,6 +5,7 @@
  */
 import type { PartitionKey } from '../../src/domain/QueueKey.ts'
 import { ManualClock, Random } from '../../src/index.ts'
+import type { DispatchStepListener } from '../../src/jobs/Dispatch.ts'
 import { type Matchbox, makeMatchbox } from '../../src/jobs/Matchbox.ts'
 import { makeMemoryBus } from '../../src/persistence/bus/MemoryBus.ts'
 import { makeMemoryJobStore } from '../../src/persistence/jobs/MemoryJobStore.ts'
@@ -17,7 +18,10 @@ const open: Matchbox[] = []
  * The two engines and their clock; `ownerOf` names each partition's owner (default: h1 owns
  * every partition).
  */
-export function twoEngines(ownerOf: (partition: PartitionKey) => string = () => 'h1'): {
+export function twoEngines(
+  ownerOf: (partition: PartitionKey) => string = () => 'h1',
+  hooks: { readonly onDispatchStep?: (hostId: string) => DispatchStepListener; readonly onQueueStep?: () => void } = {},
+): {
   readonly h1: Matchbox
   readonly h2: Matchbox
   readonly clock: ManualClock
@@ -44,6 +48,8 @@ export function twoEngines(ownerOf: (partition: PartitionKey) => string = () => 
       clock,
       random: Random.make(seed),
       group: { membership, bus, storeSignalsDue: false, leave: async () => {} },
+      ...(hooks.onDispatchStep === undefined ? {} : { onDispatchStep: hooks.onDispatchStep(hostId) }),
+      ...(hooks.onQueueStep === undefined ? {} : { onQueueStep: hooks.onQueueStep }),
       // h1 closes last (closeEngines closes in order), and closes the shared stores.
       closeStores: async () => {
         if (hostId !== 'h1') return
