@@ -125,9 +125,9 @@
  *   for it (the bus each engine sends on), as if owning one partition made it the queue's owner:
  *   the owners of its other partitions, which may hold the claim that waits, hear nothing until
  *   their scan (prompt delivery);
- * - the eight bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
+ * - the nine bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
- *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`): every engine of the world runs its queues by
+ *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`, `parkedStayAfterMove`): every engine of the world runs its queues by
  *   the dispatch machine with that bug (prompt delivery, claims reach a worker, poll for nobody ends).
  *
  * Does not: change reads or schedules.

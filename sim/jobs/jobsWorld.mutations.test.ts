@@ -87,6 +87,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // pass or claim of their queue (DispatchMutations.test.ts shows the step it changes).
   droppedWithClaimsInLine: null,
   slotFreedSilent: 62,
+  parkedStayAfterMove: null,
 }
 
 // One mutant run: caught when any checker reports a violation.

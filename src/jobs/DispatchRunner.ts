@@ -48,8 +48,10 @@ export function makeDispatches(runtime: () => DispatchRuntime, machine: Dispatch
   const live = (queue: string): KeptDispatch => {
     let kept = byQueue.get(queue)
     if (kept === undefined) {
-      kept = makeQueueDispatch(runtime(), stepper, queue, onStep, () => live(queue).dispatch, [...(instances.get(queue) ?? [])])
+      kept = makeQueueDispatch(runtime(), stepper, queue, onStep, () => live(queue).dispatch)
       byQueue.set(queue, kept)
+      // A dispatch made while partition instances of its queue are loaded here starts delivering.
+      for (const instance of instances.get(queue) ?? []) kept.send({ type: 'partition.loaded', instance })
     }
     return kept
   }
@@ -199,20 +201,13 @@ interface QueueDispatchState {
 }
 
 // One queue's dispatch: its state, the face over it, and whether it may be dropped now.
-function makeQueueDispatch(
-  runtime: DispatchRuntime,
-  stepper: DispatchStepper,
-  queue: string,
-  onStep: DispatchStepListener | undefined,
-  current: () => QueueDispatch,
-  partitions: ReadonlyArray<string>,
-): KeptDispatch {
+function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, queue: string, onStep: DispatchStepListener | undefined, current: () => QueueDispatch): KeptDispatch {
   const state: QueueDispatchState = {
     runtime,
     stepper,
     queue,
     onStep,
-    snapshot: stepper.start(queue, partitions),
+    snapshot: stepper.start(queue),
     emptySinceMs: runtime.now(),
     statementsInFlight: 0,
     direct: null,

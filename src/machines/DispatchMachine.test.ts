@@ -213,9 +213,6 @@ describe('DispatchMachine', () => {
     // Loaded again (membership gave the queue back): delivered here once more.
     const [back] = steps(gone, { type: 'partition.loaded', instance: '0#3' })
     expect(isDeliveredHere(back)).toBe(true)
-    // A dispatch made while instances are loaded starts delivering here.
-    const [made] = initialTransition(dispatchMachine, { queue: 'q', partitions: ['0#3'] })
-    expect(isDeliveredHere(made)).toBe(true)
   })
 
   it('while the store serves the queue, the line’s one poll stays through a handler and the next claim parks on it again', () => {

@@ -91,8 +91,6 @@ export interface DispatchContext {
 /** What a new machine needs. */
 export interface DispatchInput {
   readonly queue: string
-  /** The instances of the queue's partitions loaded on this engine when the dispatch is made. */
-  readonly partitions?: ReadonlyArray<string>
 }
 
 // Where a helper puts the commands it asks for (a step's `enqueue`).
@@ -176,8 +174,6 @@ const withCommands = setup({
     passReopensStore: () => true,
     /** Nothing is held (`holdsNothing`): the dispatch may be dropped once it stays so a while. */
     isHoldingNothing: ({ context }) => holdsNothing(context),
-    /** An instance of the queue's partitions is loaded on this engine. */
-    hasPartitionHere: ({ context }) => context.partitions.length > 0,
     /** The partition instance unloading is the last of the queue's on this engine. */
     isLastPartition: ({ context, event }) => event.type === 'partition.unloaded' && context.partitions.length === 1 && context.partitions[0] === event.instance,
   },
@@ -335,7 +331,7 @@ export const dispatchMachine = machineSetup.createMachine({
     forwardedWaiting: 0,
     lazyPolls: 0,
     generation: 0,
-    partitions: input.partitions ?? [],
+    partitions: [],
   }),
   on: {
     'claim.queued': { actions: 'queueClaim' },
@@ -410,10 +406,7 @@ export const dispatchMachine = machineSetup.createMachine({
     delivery: {
       initial: 'away',
       states: {
-        away: {
-          always: { guard: 'hasPartitionHere', target: 'here' },
-          on: { 'partition.loaded': { target: 'here', actions: 'addPartition' } },
-        },
+        away: { on: { 'partition.loaded': { target: 'here', actions: 'addPartition' } } },
         here: {
           on: {
             'partition.loaded': { actions: 'addPartition' },

@@ -21,8 +21,8 @@ export type DispatchStep = readonly [snapshot: DispatchSnapshot, commands: Dispa
 
 /** Steps one dispatch machine definition. */
 export interface DispatchStepper {
-  /** A new machine's first snapshot (it asks for nothing); `partitions`: the queue's partition instances loaded on this engine. */
-  start(queue: string, partitions?: ReadonlyArray<string>): DispatchSnapshot
+  /** A new machine's first snapshot (it asks for nothing). */
+  start(queue: string): DispatchSnapshot
   /** The snapshot after `event`, and the commands the step asks for. */
   step(snapshot: DispatchSnapshot, event: DispatchEvent): DispatchStep
 }
@@ -34,9 +34,9 @@ export function makeDispatchStepper(machine: DispatchMachine): DispatchStepper {
     if (isDispatchCommandType(action.type)) commands.push({ type: action.type, params: action.params } as DispatchCommand)
   })
   return {
-    start(queue, partitions) {
+    start(queue) {
       commands = []
-      return machine.getInitialSnapshot(scope, partitions === undefined ? { queue } : { queue, partitions })
+      return machine.getInitialSnapshot(scope, { queue })
     },
     step(snapshot, event) {
       commands = []
