@@ -126,6 +126,8 @@ export interface QueueDispatch {
   isDrained(): boolean
   /** Polls forwarded here wait: due jobs go through Matching, which serves pollers in arrival order. */
   isMatchingHolding(): boolean
+  /** An instance of one of the queue's partitions is loaded on this engine (the machine's `delivery` region is `here`). */
+  isDeliveredHere(): boolean
   /** A job handed over found no claim and is kept for the next one to join. */
   hasSpare(): boolean
   /** Machine steps taken so far (what a job costs the protocol). */

@@ -19,7 +19,7 @@
 import type { CancelTimer } from '../kernel/Clock.ts'
 import { claimPollWaitMs, claimRetryDelayMs, dispatchIdleUnloadMs, jobBatchesInFlightMax, jobBatchSizeMax, jobKeptHoldMs } from '../kernel/Limits.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
-import { type DispatchMachine, type DispatchSnapshot, hasPollsToEndAtHandlerStart, isDrained, isEmpty, isMatchingHolding } from '../machines/DispatchMachine.ts'
+import { type DispatchMachine, type DispatchSnapshot, hasPollsToEndAtHandlerStart, isDeliveredHere, isDrained, isEmpty, isMatchingHolding } from '../machines/DispatchMachine.ts'
 import type { DispatchCommand, DispatchEvent } from '../machines/DispatchProtocol.ts'
 import { type DispatchStepper, makeDispatchStepper } from '../machines/DispatchStepper.ts'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
@@ -109,6 +109,7 @@ function handleOf(queue: string, current: () => QueueDispatch): QueueDispatch {
     expireKept: () => current().expireKept(),
     isDrained: () => current().isDrained(),
     isMatchingHolding: () => current().isMatchingHolding(),
+    isDeliveredHere: () => current().isDeliveredHere(),
     hasSpare: () => current().hasSpare(),
     steps: () => current().steps(),
     directClaims: (make) => current().directClaims(make),
@@ -273,6 +274,7 @@ function faceOf(state: QueueDispatchState): QueueDispatch {
     generation: () => state.snapshot.context.generation,
     isDrained: () => isDrained(state.snapshot),
     isMatchingHolding: () => isMatchingHolding(state.snapshot),
+    isDeliveredHere: () => isDeliveredHere(state.snapshot),
     hasSpare: () => state.snapshot.context.spare.length > 0,
     expireKept() {
       if (state.snapshot.context.spare.length > 0) send({ type: 'kept.expired' })

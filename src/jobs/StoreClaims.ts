@@ -171,8 +171,9 @@ export async function armNextToken(runtime: JobsRuntime, queue: string): Promise
 export async function fenced<T>(runtime: JobsRuntime, queue: string, claim: (fence: ClaimFence) => Promise<T>, otherwise: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     const fence = await fenceOf(runtime, queue)
-    // The fence may have taken a load: claim only if this engine still delivers the queue.
-    if (fence === null || !runtime.routing.owns(queue)) return otherwise()
+    // The fence may have taken a load: claim only if this engine still delivers the queue, by its
+    // membership view and by its partition instances (the one that lent the fence is loaded).
+    if (fence === null || !runtime.routing.owns(queue) || !runtime.dispatch.of(queue).isDeliveredHere()) return otherwise()
     try {
       return await claim(fence)
     } catch (error) {
