@@ -41,4 +41,24 @@ describe('a queue whose partition moves to another engine', () => {
     void stop()
     releaseEveryHeld()
   })
+
+  it('a worker whose poll waits at the old owner, forwarded there, is routed to the new owner (itself) once the partition left', async () => {
+    let owner = 'h1'
+    const { h2, clock, membershipChanged } = twoEngines(() => owner)
+    const { handler, gates } = heldByKey<string>(() => 'all')
+    // h2's worker forwards its claim to h1, the owner, where it waits in h1's Matching partition.
+    const stop = h2.queue<string>('moving').work(handler)
+    await settle(50)
+    const forwardedAt = clock.now()
+    owner = 'h2'
+    membershipChanged()
+    await settle(20)
+    clock.advance(membershipUnloadDelayMs)
+    await settle(50)
+    await h2.queue<string>('moving').enqueue('after the move')
+    await until(() => gates.length === 1, 'the job starts on h2’s worker, now the owner')
+    expect(clock.now() - forwardedAt).toBeLessThan(workerClaimWaitMs)
+    void stop()
+    releaseEveryHeld()
+  })
 })

@@ -47,7 +47,7 @@ const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchE
   },
   droppedWithClaimsInLine: { events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }], holds: (after) => (after.value as { use: string }).use === 'holding' },
   slotFreedSilent: { events: [...drainedWithClaim, { type: 'slot.freed' }], holds: (after) => after.commands.includes('slot.announce') },
-  parkedStayAfterMove: {
+  partitionUnloadUnheard: {
     events: [{ type: 'partition.loaded', instance: '0#1' }, { type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }, { type: 'partition.unloaded', instance: '0#1' }],
     holds: (after) => after.commands.includes('claims.reroute'),
   },

@@ -35,20 +35,21 @@ export type DispatchMutation =
   /** A freed concurrency slot is not announced: the jobs of its key wait for the next scan while workers idle. */
   | 'slotFreedSilent'
   /**
-   * The queue's last partition instance on an engine unloads (its partitions moved away) and the
-   * claims parked in its line are not woken: they wait out their claim there, while jobs wait at
-   * the new owner.
+   * The dispatch never hears that the queue's last partition instance on its engine unloaded (its
+   * partitions moved away): the claims parked in its line and the polls other engines forwarded
+   * there wait out their claims on an engine that no longer delivers the queue, while jobs wait
+   * at the new owner.
    */
-  | 'parkedStayAfterMove'
+  | 'partitionUnloadUnheard'
 
 /** Every dispatch mutation, in the menu's order. */
-export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'parkedStayAfterMove']
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard']
 
 /** The dispatch machine with `mutation` planted. */
 export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
   switch (mutation) {
-    case 'parkedStayAfterMove':
-      return dispatchMachine.provide({ actions: { rerouteParked: () => {} } }) as DispatchMachine
+    case 'partitionUnloadUnheard':
+      return dispatchMachine.provide({ guards: { isLastPartition: () => false } }) as DispatchMachine
     case 'noPassBehindMatching':
       return dispatchMachine.provide({ actions: { requestPass: () => {} } }) as DispatchMachine
     case 'passIgnoresForwarded':

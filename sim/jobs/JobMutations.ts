@@ -127,7 +127,7 @@
  *   their scan (prompt delivery);
  * - the nine bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
- *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`, `parkedStayAfterMove`): every engine of the world runs its queues by
+ *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`, `partitionUnloadUnheard`): every engine of the world runs its queues by
  *   the dispatch machine with that bug (prompt delivery, claims reach a worker, poll for nobody ends).
  *
  * Does not: change reads or schedules.

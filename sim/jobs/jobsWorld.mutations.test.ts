@@ -87,7 +87,11 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // pass or claim of their queue (DispatchMutations.test.ts shows the step it changes).
   droppedWithClaimsInLine: null,
   slotFreedSilent: 62,
-  parkedStayAfterMove: null,
+  // Not caught within 100 seeds: a claim or poll left on an engine its queue moved away from waits
+  // at most its own claim (a second), inside the seconds after a membership change that prompt
+  // delivery does not judge, and no world moves membership once healed (test/jobsPartitionMoves.test.ts
+  // catches it on two engines).
+  partitionUnloadUnheard: null,
 }
 
 // One mutant run: caught when any checker reports a violation.

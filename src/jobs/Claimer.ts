@@ -138,7 +138,8 @@ async function waitInLine(runtime: JobsRuntime, queue: string, deadlineMs: numbe
  * A poll another engine forwarded here for a worker, as upstream Matching pollers do it: parked
  * in this engine's Matching partitions until a task arrives (a new task sync-matches it without
  * touching the backlog), its wait ends, or `signal` aborts, so that Matching serves it in its
- * turn. No store statement per poll.
+ * turn. No store statement per poll. Once the queue's partitions have left this engine it
+ * answers null at once, so the poller routes its claim to the new owner.
  */
 export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs: number, isStopped: () => boolean, identity: string, signal: AbortSignal | undefined): Promise<JobRecord | null> {
   const ended = (): boolean => isStopped() || signal?.aborted === true
@@ -156,7 +157,9 @@ export async function pollParked(runtime: JobsRuntime, queue: string, deadlineMs
     }
     if (ended() || runtime.now() >= deadlineMs) return null
     // Back before its deadline, the poll was refused (its partition unloading or changing owner;
-    // Matching itself waits out a queue's idle unload): pause rather than spin.
+    // Matching itself waits out a queue's idle unload). The queue's partitions left this engine:
+    // the poller routes its claim again, to the new owner. Otherwise pause rather than spin.
+    if (!runtime.dispatch.of(queue).isDeliveredHere() && !runtime.routing.owns(queue)) return null
     if (runtime.now() < pollDeadlineMs) await runtime.driver.waitForDelivery(queue, Math.min(deadlineMs, runtime.now() + claimRetryDelayMs))
   }
 }
