@@ -26,12 +26,21 @@ import type { SimRateLimit } from './RateChecker.ts'
  * so its handlers outlive their claims and their acks come back after the job was taken again),
  * and a worker cut off from the job store for a while (`store.cut`: its heartbeats fail, the
  * claims of its running handlers lapse, and its other loops may claim those jobs again once it is
- * back, while the first handler still runs).
+ * back, while the first handler still runs), and a heartbeat held back (`heartbeat.held`: its
+ * statement waits on its row's lock for one to three visibility timeouts, then gives up, while
+ * the worker's other statements go on; only in the worlds of `heldHeartbeats`).
  */
-export const jobsFaultNames = ['crash.beforeStore', 'crash.afterCommit', 'restart', 'clock.jump', 'store.unavailable', 'store.maybeCommitted', 'store.latency', 'bus.drop', 'bus.delay', 'membership.cut', 'host.pause', 'store.cut'] as const
+export const jobsFaultNames = ['crash.beforeStore', 'crash.afterCommit', 'restart', 'clock.jump', 'store.unavailable', 'store.maybeCommitted', 'store.latency', 'bus.drop', 'bus.delay', 'membership.cut', 'host.pause', 'store.cut', 'heartbeat.held'] as const
 
-// Drawn after every other option, so that adding them kept every earlier option of a seed.
+// Drawn after the work loops' options, so that adding them kept every earlier option of a seed.
 const lateFaults: ReadonlyArray<JobsFaultName> = ['host.pause', 'store.cut']
+
+// Chance that a heartbeat of a `heldHeartbeats` world is held back: often enough that long
+// handlers lose their claims, seldom enough that the loop which claims such a job again keeps its
+// own claim, which the first handler's ack then meets (0.16 and 0.8 gave fewer such acks).
+const heldHeartbeatChance = 0.4
+// Share of seeds that run a `heldHeartbeats` world.
+const heldHeartbeatsWorldChance = 0.25
 
 /** One end-to-end fault's name. */
 export type JobsFaultName = (typeof jobsFaultNames)[number]
@@ -128,6 +137,18 @@ export interface JobsSwarmOptions {
    * (a job handed to a waiting claim, a key already held, a producer on another engine).
    */
   readonly healedEnqueues: number
+  /**
+   * A world whose only fault is a held heartbeat (`heartbeat.held`, per heartbeat with its
+   * chance), drawn after everything else (a seed without it runs the world it ran before): no
+   * operators, four `work` loops per queue without `batch`, handlers of up to three visibility
+   * timeouts that honour `job.signal`. A handler whose heartbeat is held past its deadline
+   * outlives its claim while its engine goes on serving, so the job is claimed again — often by
+   * a sibling loop — while the first handler still runs, and that handler's ack then travels on
+   * its loop's next claim (`ackAndClaimDue`). An ack rides only while the engine's due-time
+   * passes are quiet, and with the other faults on a pass is in flight at nearly every moment a
+   * handler returns.
+   */
+  readonly heldHeartbeats: boolean
 }
 
 /** The tenants whose names the world's jobs carry as concurrency and fairness keys. */
@@ -148,7 +169,7 @@ export interface JobsSwarmOverrides {
 /** Draws an end-to-end run's options from its seed. */
 export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {}): JobsSwarmOptions {
   const random = Random.make(seed ^ 0x10b5)
-  const faults = { ...drawFaultChances(random, jobsFaultNames.filter((name) => !lateFaults.includes(name)), overrides.faultsOff === true), 'host.pause': 0, 'store.cut': 0 }
+  const faults = { ...drawFaultChances(random, jobsFaultNames.filter((name) => !lateFaults.includes(name) && name !== 'heartbeat.held'), overrides.faultsOff === true), 'host.pause': 0, 'store.cut': 0, 'heartbeat.held': 0 }
   const queueCount = random.int(1, 2)
   const queues: Record<string, SimQueueOptions> = {}
   for (let q = 0; q < queueCount; q++) {
@@ -203,7 +224,12 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
   // Drawn after everything else, for the same reason.
   const drawnHealedEnqueues = random.pick([0, 4, 12, 24])
   const healedEnqueues = overrides.enqueueAfterHeal === false ? 0 : drawnHealedEnqueues
-  return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues }
+  // Drawn after everything else, for the same reason; it then overrides the faults and the work loops drawn above.
+  const heldHeartbeats = overrides.faultsOff !== true && random.chance(heldHeartbeatsWorldChance)
+  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats }
+  for (const name of jobsFaultNames) faults[name] = name === 'heartbeat.held' ? heldHeartbeatChance : 0
+  const longHandlersMs = Object.fromEntries(Object.entries(queues).map(([name, queue]) => [name, queue.visibilityTimeoutS * 3_000]))
+  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats }
 }
 
 /** One line per option, for the run's header. */
@@ -224,6 +250,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `faults ${describeFaults(options.faults)}`,
     `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
     `operators pause chance ${options.control.pauseChance} · cancel running chance ${options.control.cancelRunningChance} · handlers ${options.control.honourSignal ? 'honour' : 'ignore'} job.signal`,
-    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues}`,
+    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues}${options.heldHeartbeats ? ' · held heartbeats world' : ''}`,
   ]
 }

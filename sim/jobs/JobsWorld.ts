@@ -7,7 +7,7 @@
  * loop's virtual clock (each host through its own HostClock) and seeded decisions, and clients
  * using the public job API (JobClients.ts). The loop runs the phases, the I/O faults and the
  * trace; this file gives it the hosts, the faults of a group of engines (cuts, pauses, bus
- * messages lost or late, `stop()`), the clients, the checkers and the final phase. Workers own the partitions
+ * messages lost or late, heartbeats held on a row's lock, `stop()`), the clients, the checkers and the final phase. Workers own the partitions
  * membership gives them; producers own nothing; claims on a worker that does not own the queue
  * are forwarded to the owner, which claims and hands the job over on the bus. A seed may also
  * give every worker `work` loops on each queue (JobsHost.ts), whose handlers fail when the
@@ -15,8 +15,9 @@
  *
  * Phases: a safety phase of `steps` decisions with faults (crash before a store call, crash after
  * a commit, restart, clock jumps, outages, ambiguous commits, latency, bus messages lost or
- * late, a worker cut off from the membership table); then heal (restart every host, faults off,
- * membership settles) and a liveness phase in which clients ack what they hold and the work
+ * late, a worker cut off from the membership table; in a held-heartbeats world only heartbeats
+ * held back, which give up at the end of their hold or at the heal); then heal (restart every
+ * host, faults off, membership settles) and a liveness phase in which clients ack what they hold and the work
  * loops deliver the rest, while virtual time advances in steps no longer than the shortest
  * pending timer — never over pending work, so a job that waits for a scan, a lapse or a retry
  * shows as waiting — until no live job can be delivered any more (or a bound passes); then
@@ -192,6 +193,8 @@ const pauseMsMin = 500
 const pauseMsMax = 40_000
 // Bus faults strike a message with this many times the seed's drawn chance (0.016–0.256 when on).
 const busFaultScale = 8
+// The held heartbeats' stream of decisions is seeded apart from the world's (JobsSwarm.ts `heldHeartbeats`).
+const heartbeatHoldSeedMask = 0x0b3a
 
 // Every store, membership and bus call meets the same I/O faults; any call may be slow for up to 2 s.
 function ioFaultChancesOf(faults: JobsSwarmOptions['faults']): IoFaultChances<JobsFaultName> {
@@ -228,6 +231,12 @@ export class JobsWorld {
   readonly #operator: Decisions
   // The producers after the heal (JobsSwarm.ts `healedEnqueues`): their stream, and how many enqueues are left.
   readonly #healedProducer: Decisions
+  // Which heartbeats are held back, and for how long (JobsSwarm.ts `heldHeartbeats`): a stream
+  // apart from the world's, so a seed without them draws what it drew before they existed.
+  readonly #heartbeatHolds: Decisions
+  // The last heartbeat call decided (call ids rise with arrival), and those held back, until when.
+  #heartbeatsSeenId = 0
+  readonly #heldUntilMs = new Map<number, number>()
   #healedLeft: number
   // Queues an operator paused and has not resumed (as the operators believe), and every queue ever paused.
   readonly #pausedByOperator = new Set<string>()
@@ -272,6 +281,7 @@ export class JobsWorld {
     this.#decide = this.#loop.decide
     this.#operator = new Decisions(config.options.seed ^ operatorSeedMask)
     this.#healedProducer = new Decisions(config.options.seed ^ healedProducerSeedMask)
+    this.#heartbeatHolds = new Decisions(config.options.seed ^ heartbeatHoldSeedMask)
     this.#healedLeft = config.options.healedEnqueues
     this.#clock = this.#loop.clock
     this.#gate = this.#loop.gate
@@ -297,7 +307,7 @@ export class JobsWorld {
           // A handler fails one time in five: the job is retried on its queue's curve.
           handlerFails: () => this.#decide.chance(0.2),
           handlerMs: (queue) => this.#decide.int(0, this.#options.handlerMsMax[queue] ?? 0),
-          honourSignal: this.#options.control.honourSignal && this.#controlsOn(),
+          honourSignal: this.#options.control.honourSignal && (this.#controlsOn() || this.#options.heldHeartbeats),
           onHandler: (event) => this.#onHandler(event),
           onDispatchStep: (incarnation, queue, event, commands) => this.#dispatches.step(hostId, incarnation, queue, event, commands, this.#clock.now() - epochMs),
           ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
@@ -432,9 +442,29 @@ export class JobsWorld {
     const paused = new Set(this.#hosts.filter((host) => host.paused()).map((host) => host.id))
     const indices: number[] = []
     this.#gate.pending().forEach((io, index) => {
-      if (!paused.has(io.hostId)) indices.push(index)
+      if (!this.#heldBack(io) && !paused.has(io.hostId)) indices.push(index)
     })
     return indices
+  }
+
+  // Whether `io`, a heartbeat, is held back now: its statement waits on its row's lock, for one
+  // to three visibility timeouts of its job's queue, while the host's other calls go on; then it
+  // gives up (#interceptIo). Decided once per call, when the world first sees it parked.
+  #heldBack(io: PendingIo): boolean {
+    if (!io.label.startsWith(heartbeatLabelPrefix)) return false
+    const nowMs = this.#clock.now()
+    if (io.id > this.#heartbeatsSeenId) {
+      this.#heartbeatsSeenId = io.id
+      const chance = this.#loop.faultsOn ? this.#options.faults['heartbeat.held'] : 0
+      if (!this.#heartbeatHolds.chance(chance)) return false
+      const id = io.label.slice(heartbeatLabelPrefix.length).split(' ')[0] as string
+      const visibilityMs = (this.#options.queues[this.#checkers.queueOf(id) ?? '']?.visibilityTimeoutS ?? 1) * 1_000
+      const ms = this.#heartbeatHolds.int(visibilityMs, 3 * visibilityMs)
+      this.#heldUntilMs.set(io.id, nowMs + ms)
+      this.#loop.fault('heartbeat.held', `${io.hostId} ${io.label} waits on its row's lock for ${ms} ms; the host's other calls go on`, io.hostId)
+    }
+    const untilMs = this.#heldUntilMs.get(io.id)
+    return untilMs !== undefined && untilMs > nowMs && this.#loop.faultsOn
   }
 
   #crash(host: JobsHost): number {
@@ -456,6 +486,12 @@ export class JobsWorld {
   // late) while faults are on; true when it settled the call.
   #interceptIo(io: PendingIo): boolean {
     const operation = io.label.split(' ')[0] as string
+    // A held heartbeat runs once its hold ended, or at the heal: it gave up waiting for the lock.
+    if (this.#heldUntilMs.delete(io.id)) {
+      this.#log(`${io.hostId} ${io.label} gave up waiting for its row's lock`)
+      io.reject(new Unavailable({ operation, detail: 'lock wait timed out', maybeCommitted: false }))
+      return true
+    }
     if (io.label.startsWith(membershipLabelPrefix) && this.#isCut(io.hostId)) {
       this.#log(`${io.hostId} ${io.label} cannot reach the membership table`)
       io.reject(new Unavailable({ operation, detail: 'cut off from the membership table', maybeCommitted: false }))

@@ -29,10 +29,10 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   dropEnqueue: 1,
   dropHandOver: 1,
   stealPartitions: 1,
-  // Not caught within 100 seeds: it needs a handler whose claim lapsed and was taken again to ack
-  // by riding on a claim of its queue, which the seeds that draw concurrency keys made rarer (the
-  // JobStore conformance suite's riding-ack cases catch it).
-  ridingAckIgnoresToken: null,
+  // Caught on a held-heartbeats world (JobsSwarm.ts `heldHeartbeats`): a handler outlives its
+  // claim, a sibling loop claims the job again, and the first handler's ack rides on its loop's
+  // next claim.
+  ridingAckIgnoresToken: 11,
   handOverTwice: 2,
   handOverLost: 1,
   enqueueManyDuplicateKey: 3,
