@@ -72,8 +72,9 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   ownerByFirstPartition: null,
   // Not caught within 100 seeds: the world reaches its step on few seeds (27 of 1…300), and on
   // all but two of those a pass already due at that instant serves the waiting claims, so the run
-  // is the same; on the other two a job waits for the next scan in the instants after the heal,
-  // before prompt delivery is judged (test/jobsBehindMatching.test.ts catches it on one engine).
+  // is the same; of the other two, one starts the same jobs at the same instants in another order,
+  // and on one a job waits for the next scan in the instants after the heal, before prompt
+  // delivery is judged (test/jobsBehindMatching.test.ts catches it on one engine).
   noPassBehindMatching: null,
   // Not caught within 100 seeds: no world of 1…300 reaches its step (a job through Matching while
   // the queue is drained, with polls forwarded here waiting and no claim of this engine), every run
