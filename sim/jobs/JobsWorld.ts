@@ -27,8 +27,10 @@
  *
  * Prompt delivery, judged in the liveness phase once membership settled: a due job (JobCheckers'
  * `dueJobs`) of a queue on which some live worker's loops have a free handler starts within
- * `promptDeliveryBoundMs` of the later of the two. A queue one of whose partitions found its
- * range taken (or failed to acquire) is judged again only once that partition may have waited
+ * `promptDeliveryBoundMs` of the later of the two; judged at every step of time, and since
+ * nothing changes between two steps, a job seen waiting at one step waited until the next, so
+ * one that starts only as time moves past the bound is late too. A queue one of whose
+ * partitions found its range taken (or failed to acquire) is judged again only once that partition may have waited
  * out its restart back-off (the Matching ownership-loss rule makes it wait). A rate-limited
  * queue's jobs wait for tokens and are not judged (RateChecker.ts judges the rate). Producers go
  * on enqueueing after the heal (JobsSwarm.ts `healedEnqueues`), so jobs also arrive while workers
@@ -246,6 +248,8 @@ export class JobsWorld {
   // Per queue: since when some live worker's loops have had a free handler (absent: none has).
   readonly #idleSince = new Map<string, number>()
   readonly #promptTold = new Set<string>()
+  // The jobs the last prompt judgement saw waiting with a worker idle on their queue.
+  #promptWaiting: Array<{ readonly id: string; readonly queue: string; readonly dueSinceMs: number; readonly idleSince: number; readonly fromMs: number; readonly told: string }> = []
   #promptFromMs = Number.POSITIVE_INFINITY
   // Per queue: when prompt delivery is judged again after one of its partitions lost its range.
   readonly #promptFromOfQueue = new Map<string, number>()
@@ -574,6 +578,7 @@ export class JobsWorld {
       const settled = this.#clients.unsettled().length === 0 && !running
       if ((settled && this.#healedLeft === 0 && this.#checkers.liveDeliverable(this.#clock.now()).length === 0) || this.#clock.now() >= this.#lastClaimMs + livenessMsMax) break
       this.#maybeStopWork()
+      this.#promptBeforeStep()
       this.#step1()
     }
     if (steps - progressStep >= this.#options.livenessStepsMax) {
@@ -620,12 +625,15 @@ export class JobsWorld {
     return steps
   }
 
-  // Prompt delivery at this instant (see the header).
+  // Prompt delivery at this instant (see the header): the jobs due now, then those seen waiting at
+  // the last judgement that are not due any more.
   #judgePrompt(): void {
     const now = this.#clock.now()
+    const waited = this.#promptWaiting
+    this.#promptWaiting = []
     if (now < this.#promptFromMs) return
     for (const queue of Object.keys(this.#options.queues)) {
-      const idle = this.#hosts.some((host) => host.alive && host.role === 'worker' && host.working(queue) && (this.#busy.get(`${host.id}/${host.incarnation}/${queue}`) ?? 0) < this.#options.workLoops)
+      const idle = this.#isIdle(queue)
       if (!idle) this.#idleSince.delete(queue)
       else if (!this.#idleSince.has(queue)) this.#idleSince.set(queue, now)
     }
@@ -633,12 +641,40 @@ export class JobsWorld {
       const idleSince = this.#idleSince.get(due.queue)
       // A rate-limited queue's jobs wait for tokens: how soon they start is the rate's, not judged here.
       if (idleSince === undefined || this.#isRated(due.queue)) continue
-      const fromMs = Math.max(due.dueSinceMs, idleSince, this.#promptFromMs, this.#promptFromOfQueue.get(due.queue) ?? Number.NEGATIVE_INFINITY)
+      const fromMs = this.#promptFrom(due.queue, Math.max(due.dueSinceMs, idleSince))
       const told = `${due.id}@${due.dueSinceMs}`
-      if (now - fromMs <= promptDeliveryBoundMs || this.#promptTold.has(told)) continue
+      if (this.#promptTold.has(told)) continue
+      this.#promptWaiting.push({ id: due.id, queue: due.queue, dueSinceMs: due.dueSinceMs, idleSince, fromMs, told })
+      if (now - fromMs <= promptDeliveryBoundMs) continue
       this.#promptTold.add(told)
       this.#checkers.fail('prompt delivery', `job ${due.id} of ${due.queue}, due since ${due.dueSinceMs - epochMs}, still waits at ${now - epochMs} though a worker has been idle on its queue since ${idleSince - epochMs} (bound ${promptDeliveryBoundMs} ms)`)
     }
+    // Nothing changes between two steps of time, so each job seen waiting at the last judgement
+    // (its queue still idle when time moved) waited on until this instant: one that started (or
+    // stopped being due) only now, past the bound, was as late as one still waiting.
+    for (const wait of waited) {
+      const fromMs = this.#promptFrom(wait.queue, wait.fromMs)
+      if (now - fromMs <= promptDeliveryBoundMs || this.#promptTold.has(wait.told)) continue
+      this.#promptTold.add(wait.told)
+      this.#checkers.fail('prompt delivery', `job ${wait.id} of ${wait.queue}, due since ${wait.dueSinceMs - epochMs}, waited until ${now - epochMs} though a worker had been idle on its queue since ${wait.idleSince - epochMs} (bound ${promptDeliveryBoundMs} ms)`)
+    }
+  }
+
+  // Just before time moves: the jobs seen waiting go on waiting only on queues a worker still idles on
+  // (the world may have stopped loops since the judgement).
+  #promptBeforeStep(): void {
+    this.#promptWaiting = this.#promptWaiting.filter((wait) => this.#isIdle(wait.queue))
+  }
+
+  // When a due job's wait counts from, given when it and its queue's idle worker met: never before
+  // prompt delivery is judged, nor before its queue is judged again after a partition lost its range.
+  #promptFrom(queue: string, metMs: number): number {
+    return Math.max(metMs, this.#promptFromMs, this.#promptFromOfQueue.get(queue) ?? Number.NEGATIVE_INFINITY)
+  }
+
+  // True when some live worker's loops on `queue` have a free handler.
+  #isIdle(queue: string): boolean {
+    return this.#hosts.some((host) => host.alive && host.role === 'worker' && host.working(queue) && (this.#busy.get(`${host.id}/${host.incarnation}/${queue}`) ?? 0) < this.#options.workLoops)
   }
 
   #isRated(queue: string): boolean {

@@ -70,21 +70,28 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // the claims those signals were for are served within the bound by a pass, a claim or a scan
   // (test/jobsDueAcrossEngines.test.ts fails on two engines without the fix it stands for).
   ownerByFirstPartition: null,
-  // Not caught within 100 seeds: a claim straight from the store takes a job with Matching in its
-  // place, so a claim left waiting behind a Matching job is served by the next claim of its queue
-  // well within the bound (DispatchMutations.test.ts shows the step it changes).
+  // Not caught within 100 seeds: the world reaches its step on few seeds (27 of 1…300), and on
+  // all but two of those a pass already due at that instant serves the waiting claims, so the run
+  // is the same; of the other two, one starts the same jobs at the same instants in another order,
+  // and on one a job waits for the next scan in the instants after the heal, before prompt
+  // delivery is judged (test/jobsBehindMatching.test.ts catches it on one engine).
   noPassBehindMatching: null,
-  // Not caught within 100 seeds, for the same reason as noPassBehindMatching.
+  // Not caught within 100 seeds: no world of 1…300 reaches its step (a job through Matching while
+  // the queue is drained, with polls forwarded here waiting and no claim of this engine), every run
+  // is the same as without it, and the engine's tests pass with it.
   passIgnoresForwarded: null,
-  // Not caught within 100 seeds: the seeds where a set-aside claim waits long enough are those
-  // where a due signal reached only some of a queue's partition owners, which the engine mends
-  // (test/jobsEagerDispatch.test.ts catches it on one engine).
+  // Not caught within 100 seeds: a claim it loses waits only until its own one-second claim wait
+  // ends and then joins the line again, and a world rarely enqueues, on the engine whose idle
+  // worker's claim is the one set aside, a key a live job holds and then another job within that
+  // second (test/jobsEagerDispatch.test.ts catches it on one engine).
   setAsideClaimLost: null,
   drainedStaysDrained: 2,
   parkedPollNotArmed: 50,
   matchedPollLingers: 16,
-  // Not caught within 100 seeds: the claims it strands are served within the bound by the next
-  // pass or claim of their queue (DispatchMutations.test.ts shows the step it changes).
+  // Not caught within 100 seeds: a dispatch goes only after it has seemed empty for a minute, and
+  // the worker claims it strands then wait only until their own one-second claim wait ends and join
+  // the queue's new dispatch; no seed brings a job due in that window (src/machines/DispatchMachine.test.ts
+  // and test/jobsIdleQueues.test.ts catch it).
   droppedWithClaimsInLine: null,
   slotFreedSilent: 62,
   // Not caught within 100 seeds: a claim or poll left on an engine its queue moved away from waits
