@@ -309,7 +309,7 @@ export function deliveryDemand(runtime: JobsRuntime): ReadonlyMap<string, number
 async function claimDirectInLine(runtime: JobsRuntime, dispatch: QueueDispatch, line: PlaceInLine): Promise<JobRecord | null> {
   let direct: JobRecord | null
   try {
-    direct = await claimDirect(runtime, dispatch, () => line.job() !== null, line.offered())
+    direct = await claimDirect(runtime, dispatch, () => line.job() !== null)
   } catch (error) {
     line.leave()
     const offered = line.job()

@@ -42,16 +42,14 @@ export function claimTokensFor(random: Random, count: number): string[] {
  * the claim got a job meanwhile, or while the queue is `drained`: the last direct claim found no
  * due row, and no due-time pass over the queue has started since. Rows become due through a pass
  * (a due time's timer, a due signal, the scan), which serves the claims waiting by then, so an
- * idle poll costs no statement. `offered` resolves when a job is handed to the claim in line.
+ * idle poll costs no statement.
  */
-export async function claimDirect(runtime: JobsRuntime, dispatch: QueueDispatch, served: () => boolean = () => false, offered?: Promise<void>): Promise<JobRecord | null> {
+export async function claimDirect(runtime: JobsRuntime, dispatch: QueueDispatch, served: () => boolean = () => false): Promise<JobRecord | null> {
   const { queue } = dispatch
   if (dispatch.isDrained() || !runtime.routing.owns(queue)) return null
   // A pass on its way may be adding older jobs to Matching, which come first: let it finish
-  // (only the passes asked for so far: under a stream of due signals there is always a next one),
-  // unless a job is handed to this claim meanwhile (`offered`): its visibility timeout runs from
-  // its hand-over, so the claim takes it at once rather than wait for the pass's other work.
-  if (!runtime.driver.isQuiet()) await (offered === undefined ? runtime.driver.settled() : Promise.race([runtime.driver.settled(), offered]))
+  // (only the passes asked for so far: under a stream of due signals there is always a next one).
+  if (!runtime.driver.isQuiet()) await runtime.driver.settled()
   if (served()) return null
   return (await directOf(runtime, dispatch)(null)).job
 }
