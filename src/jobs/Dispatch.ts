@@ -41,6 +41,11 @@ export interface DispatchRuntime {
   now(): number
   /** Has the queue's owner run a pass now: a slot of it freed (Runtime.ts's `announceSlotFreed`). */
   announceSlotFreed(queue: string): void
+  /**
+   * Rows of `queue` became due at `dueMs` through this engine (Runtime.ts's `announceDue`): its
+   * own driver hears it, and the owners of the queue's other partitions when it owns only some.
+   */
+  announceDue(queue: string, dueMs: number, byEnqueue: boolean): void
 }
 
 /**

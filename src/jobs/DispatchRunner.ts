@@ -134,14 +134,16 @@ interface ParkedEnds {
 }
 
 // Kept jobs no claim took go back to the store, those of one turn in one statement; the pass
-// asked for then serves the claims that joined meanwhile. A release that fails leaves its job to
-// lapse at its deadline and be delivered again, as any unsettled claim.
+// asked for then serves the claims that joined meanwhile — on this engine, and on the owners of
+// the queue's other partitions, where a claim (their own, or one forwarded to them) may wait for
+// it. A release that fails leaves its job to lapse at its deadline and be delivered again, as any
+// unsettled claim.
 function makeReleaser(runtime: DispatchRuntime, queue: string): (job: JobRecord) => Promise<void> {
   const released = makeMicroBatcher<JobRecord, void>({
     async run(jobs) {
       const claims = jobs.map((job) => ({ id: job.id, claimToken: job.claimToken as string }))
       await runtime.jobStore.release({ claims, nowMs: runtime.now() })
-      runtime.driver.notifyDue(runtime.now(), queue)
+      runtime.announceDue(queue, runtime.now(), false)
       return jobs.map(() => undefined)
     },
     sizeMax: jobBatchSizeMax,
