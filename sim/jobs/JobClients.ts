@@ -3,7 +3,8 @@
  * enqueue (priority, runAt, expiresAt, maxAttempts, and on some seeds concurrency and fairness
  * keys, drawn from the seed), workers claim and then
  * ack, heartbeat, retry (with or without a delay), fail, drop the handle (the claim lapses) or
- * act late (after the deadline); others cancel, ack in batches, read jobs and sweep; operators
+ * act late (after the deadline); others cancel, ack in batches, read jobs and sweep; after the
+ * heal, producers may send waves of several jobs at one instant, headed by one tenant's; operators
  * pause and resume queues and cancel jobs that handlers are running (when the world says so). Every call
  * is fire-and-forget: it parks in the gate and settles when the world runs its I/O. What each
  * call returned is reported to the job checkers.
@@ -14,6 +15,9 @@
  * own view gives it none of the queue's partitions, so the poll is forwarded to the owner.
  *
  * Does not: move time, run I/O or inject faults (JobsWorld.ts does).
+ *
+ * Length: a little past 400 lines, as one class: every client action shares the tracking of calls
+ * in flight and the handles held, which live here alone.
  */
 import type { JobHandle } from '../../src/jobs/JobHandle.ts'
 import type { ManualClock } from '../../src/kernel/Clock.ts'
@@ -52,6 +56,16 @@ const keysMax = 4
 // Chance that an enqueue is a batch (`enqueueMany` of 2…4), and that a job carries a key.
 const enqueueManyChance = 0.3
 const keyChance = 0.3
+// A wave's head of one tenant's jobs, the other jobs behind it, and how much later than now a
+// wave that is not due at once comes due.
+const waveHeadMin = 2
+const waveHeadMax = 4
+const waveTailMin = 1
+const waveTailMax = 6
+const waveLaterMsMin = 200
+const waveLaterMsMax = 3_000
+// The priority of a wave's head when it is urgent (ahead of every other due job of its queue).
+const waveHeadPriority = 9
 
 /** The options one simulated enqueue passes. */
 interface DrawnEnqueue {
@@ -121,24 +135,51 @@ export class JobClients {
    */
   enqueue(host: JobsHost, decide: Decisions = this.#deps.decide): boolean {
     const queue = decide.pick(this.#queueNames)
-    if (!decide.chance(enqueueManyChance)) {
-      const { n, options } = this.#drawJob(decide)
-      this.#deps.log(`enqueue #${n} → ${host.id} ${queue} ${JSON.stringify(options)}`)
-      this.#track(host, `enqueue #${n}`, host.queue(queue).enqueue({ n }, options), (id) => {
-        this.#deps.checkers.clientEnqueued(id)
-        this.#deps.log(`enqueued #${n} as ${id}`)
-      })
-      return true
-    }
-    const jobs = Array.from({ length: decide.int(2, 4) }, () => this.#drawJob(decide))
-    this.#deps.log(`enqueueMany ${jobs.map((job) => `#${job.n}`).join(',')} → ${host.id} ${queue} ${JSON.stringify(jobs.map((job) => job.options))}`)
+    if (!decide.chance(enqueueManyChance)) this.#enqueueOne(host, queue, this.#drawJob(decide))
+    else this.#enqueueBatch(host, queue, Array.from({ length: decide.int(2, 4) }, () => this.#drawJob(decide)))
+    return true
+  }
+
+  /**
+   * A wave (the world's `healedWaves`): several jobs of `queue` enqueued through `host` at one
+   * instant, as one batch or one by one — a head of one tenant's jobs, then other tenants' and
+   * unkeyed ones — each carrying its tenant as concurrency key on a queue limited per key, as
+   * fairness key on a seed that names fairness keys (else no key), the head sometimes urgent (a
+   * priority above every other job); all due now or all at one moment a little later. Drawn from
+   * `decide` (the waves' own stream).
+   */
+  enqueueWave(host: JobsHost, queue: string, decide: Decisions): void {
+    const limited = this.#deps.options.queues[queue]?.concurrencyPerKey !== undefined
+    const fair = this.#deps.options.keyChances.fairnessKey > 0
+    const head = decide.pick(simTenants)
+    const headCount = decide.int(waveHeadMin, waveHeadMax)
+    const tenants = [...Array.from({ length: headCount }, () => head), ...Array.from({ length: decide.int(waveTailMin, waveTailMax) }, () => (decide.chance(0.5) ? decide.pick(simTenants.filter((tenant) => tenant !== head)) : null))]
+    const runAt = decide.chance(0.5) ? {} : { runAt: this.#deps.clock.now() + decide.int(waveLaterMsMin, waveLaterMsMax) }
+    const urgent = decide.chance(0.5) ? { priority: waveHeadPriority } : {}
+    const jobs = tenants.map((tenant, index) => ({
+      n: ++this.#payloads,
+      options: { ...runAt, ...(index < headCount ? urgent : {}), ...(tenant === null ? {} : limited ? { concurrencyKey: tenant } : fair ? { fairnessKey: tenant } : {}) } as DrawnEnqueue,
+    }))
+    if (decide.chance(0.5)) this.#enqueueBatch(host, queue, jobs, 'wave: ')
+    else for (const job of jobs) this.#enqueueOne(host, queue, job, 'wave: ')
+  }
+
+  // One job enqueued through `host`; its log line starts with `prefix`.
+  #enqueueOne(host: JobsHost, queue: string, { n, options }: { readonly n: number; readonly options: DrawnEnqueue }, prefix = ''): void {
+    this.#deps.log(`${prefix}enqueue #${n} → ${host.id} ${queue} ${JSON.stringify(options)}`)
+    this.#track(host, `enqueue #${n}`, host.queue(queue).enqueue({ n }, options), (id) => {
+      this.#deps.checkers.clientEnqueued(id)
+      this.#deps.log(`enqueued #${n} as ${id}`)
+    })
+  }
+
+  // Jobs enqueued through `host` as one batch; its log line starts with `prefix`.
+  #enqueueBatch(host: JobsHost, queue: string, jobs: ReadonlyArray<{ readonly n: number; readonly options: DrawnEnqueue }>, prefix = ''): void {
+    this.#deps.log(`${prefix}enqueueMany ${jobs.map((job) => `#${job.n}`).join(',')} → ${host.id} ${queue} ${JSON.stringify(jobs.map((job) => job.options))}`)
     this.#track(host, `enqueueMany #${jobs[0]?.n}`, host.queue(queue).enqueueMany(jobs.map((job) => ({ payload: { n: job.n }, ...job.options }))), (ids) => {
-      for (const id of ids) {
-        this.#deps.checkers.clientEnqueued(id)
-      }
+      for (const id of ids) this.#deps.checkers.clientEnqueued(id)
       this.#deps.log(`enqueuedMany ${jobs.map((job) => `#${job.n}`).join(',')} as ${ids.join(',')}`)
     })
-    return true
   }
 
   // One job's payload number and enqueue options, drawn from the seed's chances (for a single

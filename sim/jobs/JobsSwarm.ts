@@ -149,6 +149,19 @@ export interface JobsSwarmOptions {
    * handler returns.
    */
   readonly heldHeartbeats: boolean
+  /**
+   * Waves of enqueues once the faults healed (0 when the run asks for no enqueues after the heal,
+   * `enqueueAfterHeal: false`): each comes after a quiet spell of a few seconds in which only
+   * timers run, and enqueues several jobs of one queue at one instant through one host — a head
+   * of one tenant's jobs (its concurrency key on a queue limited per key), then other tenants' and
+   * unkeyed jobs — due at once or together a moment later. What a wave holds and when it comes
+   * are drawn at run time on a stream of their own (so a seed with 0 runs the world it ran
+   * before they existed): a backlog that lands while every engine's workers wait idle, on
+   * whichever partitions and owners the queue has — or, for half the waves, while every worker's
+   * loops on the queue are stopped, each worker's starting again at a moment of its own, all its
+   * loops at once (a rolling deploy).
+   */
+  readonly healedWaves: number
 }
 
 /** The tenants whose names the world's jobs carry as concurrency and fairness keys. */
@@ -164,6 +177,8 @@ export interface JobsSwarmOverrides {
    * delivers what the safety phase left; by default they go on (drawn from the seed).
    */
   readonly enqueueAfterHeal?: boolean
+  /** Pins how many waves come after the heal (`healedWaves`; 0: none, as in worlds pinned before waves existed). */
+  readonly healedWaves?: number
 }
 
 /** Draws an end-to-end run's options from its seed. */
@@ -224,12 +239,16 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
   // Drawn after everything else, for the same reason.
   const drawnHealedEnqueues = random.pick([0, 4, 12, 24])
   const healedEnqueues = overrides.enqueueAfterHeal === false ? 0 : drawnHealedEnqueues
-  // Drawn after everything else, for the same reason; it then overrides the faults and the work loops drawn above.
+  // Drawn after everything else, for the same reason.
   const heldHeartbeats = overrides.faultsOff !== true && random.chance(heldHeartbeatsWorldChance)
-  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats }
+  // Drawn after everything else, for the same reason.
+  const drawnHealedWaves = random.pick([0, 2, 4, 8])
+  const healedWaves = overrides.enqueueAfterHeal === false ? 0 : (overrides.healedWaves ?? drawnHealedWaves)
+  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats, healedWaves }
+  // A held-heartbeats world overrides the faults and the work loops drawn above.
   for (const name of jobsFaultNames) faults[name] = name === 'heartbeat.held' ? heldHeartbeatChance : 0
   const longHandlersMs = Object.fromEntries(Object.entries(queues).map(([name, queue]) => [name, queue.visibilityTimeoutS * 3_000]))
-  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats }
+  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats, healedWaves }
 }
 
 /** One line per option, for the run's header. */
@@ -250,6 +269,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `faults ${describeFaults(options.faults)}`,
     `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
     `operators pause chance ${options.control.pauseChance} · cancel running chance ${options.control.cancelRunningChance} · handlers ${options.control.honourSignal ? 'honour' : 'ignore'} job.signal`,
-    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues}${options.heldHeartbeats ? ' · held heartbeats world' : ''}`,
+    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues} · waves ${options.healedWaves}${options.heldHeartbeats ? ' · held heartbeats world' : ''}`,
   ]
 }

@@ -34,7 +34,10 @@
  * out its restart back-off (the Matching ownership-loss rule makes it wait). A rate-limited
  * queue's jobs wait for tokens and are not judged (RateChecker.ts judges the rate). Producers go
  * on enqueueing after the heal (JobsSwarm.ts `healedEnqueues`), so jobs also arrive while workers
- * wait idle.
+ * wait idle, and on some seeds send waves (JobsSwarm.ts `healedWaves`, on a stream of their own):
+ * after a quiet spell in which only timers run, several jobs of one queue at one instant, headed
+ * by one tenant's; half of them land while every worker's loops on the queue are stopped, and
+ * each worker's start again at a moment of its own, all at once (a rolling deploy).
  *
  * Operators (on seeds that draw them, JobsSwarm.ts `control`) pause and resume queues and cancel
  * jobs that handlers are running, drawn on a decision stream of their own after every fault
@@ -189,6 +192,14 @@ const operatorSeedMask = 0x0c7a
 const healedProducerSeedMask = 0x0e4c
 // Chance, per final-phase step, that one of those enqueues comes now.
 const healedEnqueueChance = 0.1
+// The waves after the heal (JobsSwarm.ts `healedWaves`) draw from a stream of their own, seeded
+// so; each comes after a quiet spell this long, from when prompt delivery is judged or the last wave.
+const waveSeedMask = 0x0a7e
+const waveQuietMsMin = 2_000
+const waveQuietMsMax = 8_000
+// How long a held wave keeps each worker's loops on its queue stopped (and until their stop() resolved).
+const waveHoldMsMin = 200
+const waveHoldMsMax = 3_000
 // How long a worker's stop-the-world pause lasts: from shorter than the shortest visibility
 // timeout (nobody notices) to past the longest (30 s) and a membership row's lifetime.
 const pauseMsMin = 500
@@ -206,6 +217,14 @@ function ioFaultChancesOf(faults: JobsSwarmOptions['faults']): IoFaultChances<Jo
     crash: { name: 'crash.afterCommit', chances: [faults['crash.afterCommit']] },
     maybeCommitted: { name: 'store.maybeCommitted', chance: faults['store.maybeCommitted'] },
   }
+}
+
+// One worker's loops a held wave stopped: ready once its stop() resolved, started again from `untilMs`.
+interface HeldLoops {
+  readonly host: JobsHost
+  readonly incarnation: number
+  readonly untilMs: number
+  resolved: boolean
 }
 
 /** One end-to-end run; `run()` once. */
@@ -240,6 +259,12 @@ export class JobsWorld {
   #heartbeatsSeenId = 0
   readonly #heldUntilMs = new Map<number, number>()
   #healedLeft: number
+  // The waves after the heal: their stream, how many are left, and when the next one comes.
+  readonly #wave: Decisions
+  #wavesLeft: number
+  #nextWaveMs = Number.POSITIVE_INFINITY
+  // A held wave's queue and the workers' loops on it that it stopped and has not started again.
+  #held: { readonly queue: string; readonly loops: Array<HeldLoops> } | null = null
   // Queues an operator paused and has not resumed (as the operators believe), and every queue ever paused.
   readonly #pausedByOperator = new Set<string>()
   readonly #everPaused = new Set<string>()
@@ -287,6 +312,8 @@ export class JobsWorld {
     this.#healedProducer = new Decisions(config.options.seed ^ healedProducerSeedMask)
     this.#heartbeatHolds = new Decisions(config.options.seed ^ heartbeatHoldSeedMask)
     this.#healedLeft = config.options.healedEnqueues
+    this.#wave = new Decisions(config.options.seed ^ waveSeedMask)
+    this.#wavesLeft = config.options.healedWaves
     this.#clock = this.#loop.clock
     this.#gate = this.#loop.gate
     const random = this.#decide.fork()
@@ -559,6 +586,7 @@ export class JobsWorld {
       steps += await this.#runAllIo()
     }
     this.#promptFromMs = this.#clock.now() + promptJudgedAfterMs
+    if (this.#wavesLeft > 0) this.#nextWaveMs = this.#promptFromMs + this.#wave.int(waveQuietMsMin, waveQuietMsMax)
     this.#lastClaimMs = this.#clock.now()
     // The step budget, like the time bound, counts from the last claim: a world still working
     // through a backlog (one loop, long handlers) is not stuck.
@@ -571,12 +599,14 @@ export class JobsWorld {
       }
       this.#clients.ackAll()
       this.#maybeEnqueueHealed()
+      this.#restartHeld()
+      this.#maybeWave()
       steps += 1 + (await this.#runAllIo())
       this.#judgePrompt()
       // A crashed incarnation's handlers never return (its timers died with it): only live ones count.
       const running = this.#hosts.some((host) => host.alive && Object.keys(this.#options.queues).some((queue) => (this.#busy.get(`${host.id}/${host.incarnation}/${queue}`) ?? 0) > 0))
       const settled = this.#clients.unsettled().length === 0 && !running
-      if ((settled && this.#healedLeft === 0 && this.#checkers.liveDeliverable(this.#clock.now()).length === 0) || this.#clock.now() >= this.#lastClaimMs + livenessMsMax) break
+      if ((settled && this.#healedLeft === 0 && this.#wavesLeft === 0 && this.#held === null && this.#checkers.liveDeliverable(this.#clock.now()).length === 0) || this.#clock.now() >= this.#lastClaimMs + livenessMsMax) break
       this.#maybeStopWork()
       this.#promptBeforeStep()
       this.#step1()
@@ -595,7 +625,9 @@ export class JobsWorld {
   #step1(): void {
     const now = this.#clock.now()
     const next = this.#clock.nextDueMs()
-    const target = next === undefined ? now + idleStepMs : Math.max(now, Math.min(next, now + idleStepMs))
+    // Never past the next wave's moment or a held wave's restart, so that they come when drawn.
+    const moments = [this.#nextWaveMs, ...(this.#held?.loops.map((loop) => loop.untilMs) ?? [])].filter((ms) => ms > now)
+    const target = Math.min(next === undefined ? now + idleStepMs : Math.max(now, Math.min(next, now + idleStepMs)), ...moments)
     if (target > now) this.#log(`time +${target - now}`)
     this.#clock.advanceTo(target)
     this.#handlers.tick(this.#clock.now())
@@ -689,6 +721,61 @@ export class JobsWorld {
     if (alive.length === 0) return
     this.#healedLeft--
     this.#clients.enqueue(this.#healedProducer.pick(alive), this.#healedProducer)
+  }
+
+  // The next wave after the heal, once its quiet spell has passed, through any live host.
+  #maybeWave(): void {
+    if (this.#wavesLeft === 0 || this.#clock.now() < this.#nextWaveMs) return
+    const alive = this.#hosts.filter((host) => host.alive)
+    if (alive.length === 0) return
+    this.#wavesLeft--
+    this.#nextWaveMs = this.#wavesLeft === 0 ? Number.POSITIVE_INFINITY : this.#clock.now() + this.#wave.int(waveQuietMsMin, waveQuietMsMax)
+    // Half the time on a queue limited per key, when the seed has one.
+    const queues = Object.keys(this.#options.queues)
+    const limited = queues.filter((name) => this.#options.queues[name]?.concurrencyPerKey !== undefined)
+    const queue = this.#wave.pick(limited.length > 0 && this.#wave.chance(0.5) ? limited : queues)
+    if (this.#held === null && this.#wave.chance(0.5)) this.#holdWork(queue)
+    this.#clients.enqueueWave(this.#wave.pick(alive), queue, this.#wave)
+  }
+
+  // A held wave: every live worker's loops on `queue` are stopped as it lands (a rolling deploy),
+  // and each worker's start again a moment later, all its loops at once, with the wave's jobs due
+  // and no due signal to come.
+  #holdWork(queue: string): void {
+    const now = this.#clock.now()
+    const held = { queue, loops: [] as HeldLoops[] }
+    for (const host of this.#hosts.filter((candidate) => candidate.alive && candidate.role === 'worker' && candidate.working(queue))) {
+      const loop = { host, incarnation: host.incarnation, untilMs: now + this.#wave.int(waveHoldMsMin, waveHoldMsMax), resolved: false }
+      held.loops.push(loop)
+      this.#log(`hold → ${host.id} work on ${queue}`)
+      this.#handlers.stopCalled(host.id, now)
+      this.#config.mutant?.onWorkStopped?.(host.id, true)
+      host.stopWork(queue).then(
+        () => {
+          if (host.incarnation !== loop.incarnation) return
+          loop.resolved = true
+          this.#handlers.stopResolved(host.id, loop.incarnation, queue, this.#clock.now())
+        },
+        (error: unknown) => this.#checkers.fail('other', `stop() of ${host.id}'s loops on ${queue} failed: ${String(error)}`),
+      )
+    }
+    this.#held = held
+  }
+
+  // Starts again every worker's loops a held wave stopped whose moment passed and whose stop() resolved.
+  #restartHeld(): void {
+    const held = this.#held
+    if (held === null) return
+    const now = this.#clock.now()
+    // Loops of an incarnation that died are gone with it; the others wait for their moment and stop().
+    const waiting = held.loops.filter((loop) => loop.host.incarnation === loop.incarnation && !(loop.resolved && now >= loop.untilMs))
+    for (const loop of held.loops) {
+      if (loop.host.incarnation !== loop.incarnation || waiting.includes(loop)) continue
+      this.#log(`held ${loop.host.id} work on ${held.queue} starts again`)
+      this.#config.mutant?.onWorkStopped?.(loop.host.id, false)
+      loop.host.startWork(held.queue)
+    }
+    this.#held = waiting.length === 0 ? null : { queue: held.queue, loops: waiting }
   }
 
   // With the seed's chance, one worker's loops on one queue get `stop()`, and start again once it resolves.
