@@ -15,6 +15,10 @@
  *
  * Does not: claim from the store (StoreClaims.ts), decide ordering (the machine), or keep time:
  * deadlines are timers on the injected clock.
+ *
+ * Length: past 400 lines because every command the machine asks for is carried out here, beside
+ * the state those commands touch (claims, parked claims' ends, line polls, statements in flight);
+ * the face other files call (`handleOf`) is a list of one-line forwards.
  */
 import type { CancelTimer } from '../kernel/Clock.ts'
 import { claimPollWaitMs, claimRetryDelayMs, dispatchIdleUnloadMs, jobBatchesInFlightMax, jobBatchSizeMax, jobKeptHoldMs } from '../kernel/Limits.ts'

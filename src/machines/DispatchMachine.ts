@@ -49,6 +49,10 @@
  *
  * Named guards and actions are the seams where the simulator plants its dispatch bugs
  * (`provide`), so each planted bug is one named piece of this protocol gone wrong.
+ *
+ * Length: past 400 lines because the five regions share one context and one set of named guards
+ * and actions (a step of one region reads what another's actions wrote); split by region, each
+ * file would re-declare the context and the seams the simulator plants into.
  */
 import { and, not, setup, type SnapshotFrom, stateIn } from 'xstate'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
