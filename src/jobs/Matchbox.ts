@@ -19,11 +19,13 @@
  * Does not: open stores (open.ts does), or sweep, or run schedules on its own.
  *
  * Length: past 400 lines because the engine's public interface, with the doc comments its users
- * read, sits beside the wiring it describes; the wiring's parts (the History, the forwarding,
- * what the group tells the engine, the engine's faces) are module functions below it.
+ * read, sits beside the wiring it describes; the wiring's parts (the History, the Matching host,
+ * the forwarding, what the group tells the engine, the engine's faces) are module functions
+ * below it.
  */
 import { makeMatchingHost } from '../actors/MatchingHost.ts'
-import type { MatchingHostOptions } from '../actors/MatchingHostProtocol.ts'
+import type { History } from '../actors/History.ts'
+import type { MatchingHost, MatchingHostOptions } from '../actors/MatchingHostProtocol.ts'
 import type { PhysicalQueueActor } from '../actors/PhysicalQueueActor.ts'
 import { isMatchboxError } from '../domain/errors.ts'
 import { validateName } from '../domain/QueueKey.ts'
@@ -201,24 +203,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
       updateUserData: (namespace, family, expectedVersion, data) => parts.store.updateUserData({ namespace, family, expectedVersion, data, nowMs: Math.floor(parts.clock.now()) }),
     },
   })
-  const matching = makeMatchingHost({
-    hostId: parts.hostId,
-    store: parts.store,
-    history,
-    clock: parts.clock,
-    random: parts.random.fork(),
-    ...(routing.membership === undefined ? {} : { membership: routing.membership }),
-    partitionCount: (namespace, family) => (namespace === jobsNamespace ? routing.partitionCount(family) : partitionCountDefault),
-    ...(parts.matchingLimits === undefined ? {} : { limits: parts.matchingLimits }),
-    ...(parts.scheduler === undefined ? {} : { scheduler: parts.scheduler }),
-    ...(parts.onDefect === undefined ? {} : { onDefect: parts.onDefect }),
-    ...(parts.onQueueStep === undefined ? {} : { onStep: parts.onQueueStep }),
-    ...(parts.matchingWaitingPolls === undefined ? {} : { waitingPolls: parts.matchingWaitingPolls }),
-    // Each job queue's dispatch knows the instances of its partitions loaded here (Dispatch.ts):
-    // they start after the runtime below exists, at the first request that routes to them.
-    partitionCompanion: (partition, generation) =>
-      partition.namespace === jobsNamespace && partition.type === jobTaskType ? runtime.dispatch.partitionLoaded(partition.family, `${partition.partition}#${generation}`) : undefined,
-  })
+  const matching = matchingHostOf(parts, history, routing, () => runtime)
   // The driver draws only while the store is failing, from the retry-jitter stream.
   const driver = makeDueDriver({
     jobStore: parts.jobStore,
@@ -291,6 +276,28 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
   // Its sizes (kernel/Sizes.ts): what the engine keeps per queue and per partition, for the
   // long-soak bench and the tests that check they shrink back once queues go idle.
   return registerSizes(engine, () => ({ dispatches: runtime.dispatch.size(), ...sizesOf(routing), ...sizesOf(driver), ...sizesOf(matching) }))
+}
+
+// The engine's Matching host: job queues route by the partition counts routing stores, and each
+// job queue's dispatch knows the instances of its partitions loaded here (Dispatch.ts); they
+// start at the first request that routes to them, after the runtime exists.
+function matchingHostOf(parts: MatchboxParts, history: History, routing: ReturnType<typeof makeQueueRouting>, runtime: () => JobsRuntime): MatchingHost {
+  return makeMatchingHost({
+    hostId: parts.hostId,
+    store: parts.store,
+    history,
+    clock: parts.clock,
+    random: parts.random.fork(),
+    ...(routing.membership === undefined ? {} : { membership: routing.membership }),
+    partitionCount: (namespace, family) => (namespace === jobsNamespace ? routing.partitionCount(family) : partitionCountDefault),
+    ...(parts.matchingLimits === undefined ? {} : { limits: parts.matchingLimits }),
+    ...(parts.scheduler === undefined ? {} : { scheduler: parts.scheduler }),
+    ...(parts.onDefect === undefined ? {} : { onDefect: parts.onDefect }),
+    ...(parts.onQueueStep === undefined ? {} : { onStep: parts.onQueueStep }),
+    ...(parts.matchingWaitingPolls === undefined ? {} : { waitingPolls: parts.matchingWaitingPolls }),
+    partitionCompanion: (partition, generation) =>
+      partition.namespace === jobsNamespace && partition.type === jobTaskType ? runtime().dispatch.partitionLoaded(partition.family, `${partition.partition}#${generation}`) : undefined,
+  })
 }
 
 // The forwarding of polls between the engines of `group` (`runtime` is read only once calls come).
