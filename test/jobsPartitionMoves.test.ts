@@ -18,47 +18,41 @@ afterEach(async () => {
   await closeEngines()
 })
 
+// h1 owns queue `moving` until the test moves it to h2; `worker` names the engine whose worker
+// waits (on h1's line, or forwarded to h1). Once the worker waits, membership gives the queue to
+// h2 and the clock moves on by the host's unload delay (h1's instance unloads then), well before
+// the worker's own claim wait ends; then h2 enqueues one job with the clock standing still.
+async function moveThenEnqueue(worker: 'h1' | 'h2'): Promise<{ readonly startedAfterMs: number }> {
+  let owner = 'h1'
+  const engines = twoEngines(() => owner)
+  const { clock, membershipChanged } = engines
+  const { handler, gates } = heldByKey<string>(() => 'all')
+  const stop = engines[worker].queue<string>('moving').work(handler)
+  await settle(50)
+  const waitingSince = clock.now()
+  owner = 'h2'
+  membershipChanged()
+  await settle(20)
+  clock.advance(membershipUnloadDelayMs)
+  await settle(50)
+  await engines.h2.queue<string>('moving').enqueue('after the move')
+  await until(() => gates.length === 1, `the job starts on ${worker}’s worker`)
+  const startedAfterMs = clock.now() - waitingSince
+  void stop()
+  releaseEveryHeld()
+  return { startedAfterMs }
+}
+
 describe('a queue whose partition moves to another engine', () => {
   it('the old owner’s idle worker is routed to the new owner when its partition instance unloads, and gets the next job there at once', async () => {
-    let owner = 'h1'
-    const { h1, h2, clock, membershipChanged } = twoEngines(() => owner)
-    const { handler, gates } = heldByKey<string>(() => 'all')
-    // The worker's claim joins h1's line, finds nothing due and parks there.
-    const stop = h1.queue<string>('moving').work(handler)
-    await settle(50)
-    const parkedAt = clock.now()
-    owner = 'h2'
-    membershipChanged()
-    await settle(20)
-    // The instance unloads after the host's delay, well before the parked claim's own wait ends.
-    clock.advance(membershipUnloadDelayMs)
-    await settle(50)
-    expect(clock.now() - parkedAt).toBeLessThan(workerClaimWaitMs)
-    await h2.queue<string>('moving').enqueue('after the move')
-    // The clock stands still: only a claim already forwarded to h2 can take the job now.
-    await until(() => gates.length === 1, 'the job starts on h1’s worker, through h2')
-    expect(clock.now() - parkedAt).toBeLessThan(workerClaimWaitMs)
-    void stop()
-    releaseEveryHeld()
+    // Its claim parked in h1's line; only a claim already forwarded to h2 can take the job now.
+    const { startedAfterMs } = await moveThenEnqueue('h1')
+    expect(startedAfterMs).toBeLessThan(workerClaimWaitMs)
   })
 
   it('a worker whose poll waits at the old owner, forwarded there, is routed to the new owner (itself) once the partition left', async () => {
-    let owner = 'h1'
-    const { h2, clock, membershipChanged } = twoEngines(() => owner)
-    const { handler, gates } = heldByKey<string>(() => 'all')
-    // h2's worker forwards its claim to h1, the owner, where it waits in h1's Matching partition.
-    const stop = h2.queue<string>('moving').work(handler)
-    await settle(50)
-    const forwardedAt = clock.now()
-    owner = 'h2'
-    membershipChanged()
-    await settle(20)
-    clock.advance(membershipUnloadDelayMs)
-    await settle(50)
-    await h2.queue<string>('moving').enqueue('after the move')
-    await until(() => gates.length === 1, 'the job starts on h2’s worker, now the owner')
-    expect(clock.now() - forwardedAt).toBeLessThan(workerClaimWaitMs)
-    void stop()
-    releaseEveryHeld()
+    // h2's worker forwarded its claim to h1, where it waited in h1's Matching partition.
+    const { startedAfterMs } = await moveThenEnqueue('h2')
+    expect(startedAfterMs).toBeLessThan(workerClaimWaitMs)
   })
 })
