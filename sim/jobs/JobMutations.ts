@@ -125,6 +125,9 @@
  *   for it (the bus each engine sends on), as if owning one partition made it the queue's owner:
  *   the owners of its other partitions, which may hold the claim that waits, hear nothing until
  *   their scan (prompt delivery);
+ * - `releaseUnannounced`: a kept job given back to the store is announced to the releasing
+ *   engine's own driver only (the bus signal that follows the release is dropped), so a claim
+ *   waiting at another owner of the queue's partitions waits for that owner's scan (prompt delivery);
  * - the nine bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`, `partitionUnloadUnheard`): every engine of the world runs its queues by
@@ -149,7 +152,7 @@ export const jobMutationNames = [
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
   'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'implicitKeyIgnored', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
-  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', ...dispatchMutations,
+  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', 'releaseUnannounced', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -231,6 +234,42 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
             const first = { namespace: jobsNamespace, family: queue, type: jobTaskType, partition: 0 } as const
             return views.get(hostId)?.ownerOf(first) === hostId ? Promise.resolve() : bus.signalDue(queue, dueMs)
           },
+        }),
+      }
+    }
+    case 'releaseUnannounced': {
+      // A kept job given back to the store is announced to the releasing engine's driver only:
+      // the due signal its release sends next on the bus (no store call between) is dropped.
+      const released = new Set<string>()
+      return {
+        wrapJobStore: plain,
+        // Any other store call of the host first forgets the release, so only its own signal drops.
+        wrapEngineJobStore: (hostId, store) =>
+          new Proxy(passThrough(store), {
+            get(target, name, receiver) {
+              const value: unknown = Reflect.get(target, name, receiver)
+              if (typeof value !== 'function') return value
+              if (name !== 'release') {
+                return (...args: unknown[]) => {
+                  released.delete(hostId)
+                  return (value as (...args: unknown[]) => unknown).apply(target, args)
+                }
+              }
+              return async (params: Parameters<JobStore['release']>[0]) => {
+                released.delete(hostId)
+                const answer = await store.release(params)
+                released.add(hostId)
+                return answer
+              }
+            },
+          }),
+        wrapBus: (hostId, bus) => ({
+          ...bus,
+          kind: bus.kind,
+          subscribe: (subscriber, handlers) => bus.subscribe(subscriber, handlers),
+          close: () => bus.close(),
+          send: (to, message) => bus.send(to, message),
+          signalDue: (queue, dueMs) => (released.delete(hostId) ? Promise.resolve() : bus.signalDue(queue, dueMs)),
         }),
       }
     }
