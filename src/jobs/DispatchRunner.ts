@@ -130,11 +130,11 @@ interface Claim {
   rerouted: boolean
 }
 
-// How a parked claim's wait ends besides a hand-over: its line poll failed, or the queue's
-// partitions left this engine.
+// How a parked claim's wait ends besides a hand-over: its line poll failed (`fail`), or it is
+// woken with nothing (`wake`: the queue's partitions left this engine).
 interface ParkedEnds {
   readonly fail: (error: unknown) => void
-  readonly reroute: () => void
+  readonly wake: () => void
 }
 
 // Kept jobs no claim took go back to the store, those of one turn in one statement; the pass
@@ -352,7 +352,11 @@ function execute(state: QueueDispatchState, command: DispatchCommand): void {
       for (const claimId of command.params.claimIds) state.parkedEnds.get(claimId)?.fail(command.params.error)
       return
     case 'claims.reroute':
-      for (const claimId of command.params.claimIds) state.parkedEnds.get(claimId)?.reroute()
+      for (const claimId of command.params.claimIds) {
+        const claim = state.claims.get(claimId)
+        if (claim !== undefined) claim.rerouted = true
+        state.parkedEnds.get(claimId)?.wake()
+      }
       return
     case 'linePoll.start':
       return runLinePoll(state, command.params.pollId)
@@ -413,7 +417,7 @@ function join(state: QueueDispatchState, onOffer: () => void = () => {}): PlaceI
 // Parks the claim at `place` on the line polls (QueueDispatch's `park`).
 async function park(state: QueueDispatchState, place: PlaceInLine, deadlineMs: number, signal: AbortSignal | undefined): Promise<void> {
   const { runtime, parkedEnds, send } = state
-  // Settles when the wait ends: resolved by the deadline or the signal, rejected by the line poll's failure.
+  // Settles when the wait ends: resolved by the deadline, the signal or a reroute, rejected by the line poll's failure.
   let fail: (error: unknown) => void = () => {}
   let wake: () => void = () => {}
   const ended = new Promise<void>((resolve, reject) => {
@@ -427,12 +431,7 @@ async function park(state: QueueDispatchState, place: PlaceInLine, deadlineMs: n
     signal?.removeEventListener('abort', wake)
     return
   }
-  const reroute = (): void => {
-    const claim = state.claims.get(place.claimId)
-    if (claim !== undefined) claim.rerouted = true
-    wake()
-  }
-  parkedEnds.set(place.claimId, { fail, reroute })
+  parkedEnds.set(place.claimId, { fail, wake })
   send({ type: 'claim.parked', claimId: place.claimId })
   try {
     await Promise.race([place.offered(), ended])
