@@ -32,20 +32,7 @@ import { getUserDataSql, insertUserDataSql, updateUserDataSql } from './userData
 
 /** Makes a Store over an already migrated schema. Closing the store closes the driver. */
 export function makeSqlStore(driver: Driver, schema: Schema): Store {
-  const sql = {
-    acquire: acquireSql(schema),
-    currentQueue: currentQueueSql(schema),
-    currentRanges: currentRangesSql(schema),
-    inspect: inspectSql(schema),
-    list: listSql(schema),
-    append: appendSql(schema),
-    read: readSql(schema),
-    checkpoint: checkpointSql(schema),
-    relocate: relocateSql(schema),
-    getUserData: getUserDataSql(schema),
-    insertUserData: insertUserDataSql(schema),
-    updateUserData: updateUserDataSql(schema),
-  }
+  const sql = statementsOf(schema)
 
   const { write, read, validated, close } = makeSqlSession(driver)
 
@@ -92,14 +79,7 @@ export function makeSqlStore(driver: Driver, schema: Schema): Store {
       const queue = encodeQueueKey(key)
       const [row] = await write<QueueRow & { deleted_rows: unknown }>('checkpoint', sql.checkpoint, [queue, rangeId, JSON.stringify(ackLevels), Math.floor(nowMs)])
       if (row !== undefined) return { metadata: decodeMetadata(key, row), deletedRows: toSafeInteger(row.deleted_rows, 'deleted_rows') }
-      const current = await currentRange('checkpoint', queue)
-      if (current === null || current.rangeId !== rangeId) throw new OwnershipLost({ queue, rangeId, currentRangeId: current?.rangeId ?? null })
-      const index = ackLevels.findIndex((entry) => entry.ackLevel > current.lastTaskId)
-      // index < 0: an append under this same range raised lastTaskId between our two statements.
-      throw new InvalidInput({
-        field: index < 0 ? 'ackLevels' : `ackLevels[${index}].ackLevel`,
-        reason: `must be at most the queue's lastTaskId (${index < 0 ? 'as of the checkpoint' : current.lastTaskId})`,
-      })
+      return checkpointRefused(await currentRange('checkpoint', queue), queue, rangeId, ackLevels)
     },
 
     async relocate(params) {
@@ -116,15 +96,7 @@ export function makeSqlStore(driver: Driver, schema: Schema): Store {
       assert(rows.length >= 1, 'relocate returned no row')
       if (rows[0]?.fenced !== true) {
         const current = await read<{ queue_key: string; range_id: unknown }>('relocate', sql.currentRanges, [fromQueue, toQueue])
-        const rangeOf = (queue: string): number | null => {
-          const row = current.find((candidate) => candidate.queue_key === queue)
-          return row === undefined ? null : toSafeInteger(row.range_id, 'range_id')
-        }
-        const fromCurrent = rangeOf(fromQueue)
-        if (fromCurrent !== fromRangeId) throw new OwnershipLost({ queue: fromQueue, rangeId: fromRangeId, currentRangeId: fromCurrent })
-        const toCurrent = rangeOf(toQueue)
-        assert(toCurrent !== toRangeId, `relocate ${fromQueue} → ${toQueue} under current ranges matched nothing`)
-        throw new OwnershipLost({ queue: toQueue, rangeId: toRangeId, currentRangeId: toCurrent })
+        return relocateRefused(current, { queue: fromQueue, rangeId: fromRangeId }, { queue: toQueue, rangeId: toRangeId })
       }
       const moved = rows.filter((row) => row.from_task_id !== null)
       assert(moved.length === 0 || toSafeInteger(rows[0]?.inserted_rows, 'inserted_rows') === moved.length, 'relocate inserted a different number of rows than it deleted')
@@ -169,6 +141,49 @@ export function makeSqlStore(driver: Driver, schema: Schema): Store {
 
     close,
   }
+}
+
+// The store's statement texts for `schema`, built once per store.
+function statementsOf(schema: Schema) {
+  return {
+    acquire: acquireSql(schema),
+    currentQueue: currentQueueSql(schema),
+    currentRanges: currentRangesSql(schema),
+    inspect: inspectSql(schema),
+    list: listSql(schema),
+    append: appendSql(schema),
+    read: readSql(schema),
+    checkpoint: checkpointSql(schema),
+    relocate: relocateSql(schema),
+    getUserData: getUserDataSql(schema),
+    insertUserData: insertUserDataSql(schema),
+    updateUserData: updateUserDataSql(schema),
+  }
+}
+
+// Why a checkpoint matched no row, from the queue's current range and last task id: its range was
+// taken (OwnershipLost), or an ack level is past the last task id (InvalidInput).
+function checkpointRefused(current: { rangeId: number; lastTaskId: number } | null, queue: string, rangeId: number, ackLevels: ReadonlyArray<{ readonly ackLevel: number }>): never {
+  if (current === null || current.rangeId !== rangeId) throw new OwnershipLost({ queue, rangeId, currentRangeId: current?.rangeId ?? null })
+  const index = ackLevels.findIndex((entry) => entry.ackLevel > current.lastTaskId)
+  // index < 0: an append under this same range raised lastTaskId between our two statements.
+  throw new InvalidInput({
+    field: index < 0 ? 'ackLevels' : `ackLevels[${index}].ackLevel`,
+    reason: `must be at most the queue's lastTaskId (${index < 0 ? 'as of the checkpoint' : current.lastTaskId})`,
+  })
+}
+
+// Which side's range a refused relocation found taken, from both queues' current ranges.
+function relocateRefused(current: ReadonlyArray<{ queue_key: string; range_id: unknown }>, from: { queue: string; rangeId: number }, to: { queue: string; rangeId: number }): never {
+  const rangeOf = (queue: string): number | null => {
+    const row = current.find((candidate) => candidate.queue_key === queue)
+    return row === undefined ? null : toSafeInteger(row.range_id, 'range_id')
+  }
+  const fromCurrent = rangeOf(from.queue)
+  if (fromCurrent !== from.rangeId) throw new OwnershipLost({ queue: from.queue, rangeId: from.rangeId, currentRangeId: fromCurrent })
+  const toCurrent = rangeOf(to.queue)
+  assert(toCurrent !== to.rangeId, `relocate ${from.queue} → ${to.queue} under current ranges matched nothing`)
+  throw new OwnershipLost({ queue: to.queue, rangeId: to.rangeId, currentRangeId: toCurrent })
 }
 
 // A stored key that is not canonical is a tampered or corrupted row.
