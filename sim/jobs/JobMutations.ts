@@ -441,6 +441,8 @@ function passThrough(inner: JobStore): JobStore {
     kind: inner.kind,
     enqueue: (params, tx) => inner.enqueue(params, tx),
     enqueueMany: (params, tx) => inner.enqueueMany(params, tx),
+    addWaiter: (params) => inner.addWaiter(params),
+    removeWaiter: (params) => inner.removeWaiter(params),
     getJob: (params) => inner.getJob(params),
     claim: (params) => inner.claim(params),
     heartbeat: (params) => inner.heartbeat(params),

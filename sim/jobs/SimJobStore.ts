@@ -95,15 +95,19 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
       })
     },
     enqueue: (params, tx) =>
-      park(`job.enqueue ${params.job.queue} ${params.job.id} p${params.job.priority}`, true, async () => {
-        const job = await inner.enqueue(params, tx)
+      park(`job.enqueue ${params.job.queue} ${params.job.id} p${params.job.priority}${params.toWaiter === true ? ' to a waiter' : ''}`, true, async () => {
+        const answer = await inner.enqueue(params, tx)
         // A key's live holder answers in its place: nothing was written.
-        if (job.id !== params.job.id) return job
+        if (answer.id !== params.job.id) return answer
         // The job's pass (none without a key in a queue without keys), read before any other call runs.
-        const fairPass = (await inner.getJob({ queue: job.queue, id: job.id }))?.fairPass
-        record({ op: 'enqueue', ...stamp(params.nowMs), job, ...keysOf(params.job), ...(fairPass == null ? {} : { fairPass }), ...fenceOf(params.fence) })
-        return job
+        const fairPass = (await inner.getJob({ queue: answer.queue, id: answer.id }))?.fairPass
+        // A job handed to a waiter is claimed under the waiter's fence, its engine's range.
+        const { handedTo, ...job } = answer
+        record({ op: 'enqueue', ...stamp(params.nowMs), job, ...keysOf(params.job), ...(fairPass == null ? {} : { fairPass }), ...fenceOf(params.fence ?? handedTo?.fence) })
+        return answer
       }),
+    addWaiter: (params) => park(`job.addWaiter ${params.queue} ${params.claimToken}`, true, () => inner.addWaiter(params)),
+    removeWaiter: (params) => park(`job.removeWaiter ${params.claimToken}`, true, () => inner.removeWaiter(params)),
     getJob: (params) =>
       park(`job.get ${params.id}`, false, async () => {
         const job = await inner.getJob(params)

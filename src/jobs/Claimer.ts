@@ -122,10 +122,13 @@ async function waitInLine(runtime: JobsRuntime, queue: string, deadlineMs: numbe
     // Due rows are not with Matching unless a poll waits there for them: take the head directly.
     const direct = await claimDirectInLine(runtime, dispatch, place)
     if (direct !== null) return direct
+    // Registered as a waiter, an enqueue on another engine may hand it a job (HandOvers.ts).
+    const registration = runtime.handOvers?.register(queue, place, deadlineMs)
     try {
       await dispatch.park(place, deadlineMs, signal)
     } finally {
       place.leave()
+      registration?.withdraw()
     }
     const offered = place.job()
     if (offered !== null) return offered

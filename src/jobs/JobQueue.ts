@@ -105,6 +105,12 @@ export function makeJobQueue<T = JsonValue>(
       if (resolved.tx === undefined) {
         const handed = await enqueueToWaitingWorker(runtime, name, job, nowMs)
         if (handed !== null) return handed
+        // Another engine's claim may wait for it (HandOvers.ts): then it is claimed for that claim.
+        const answer = await runtime.handOvers?.enqueue(job, nowMs)
+        if (answer !== undefined && answer !== null) {
+          if (answer.handedTo === undefined) runtime.announceDue(name, Math.max(answer.runAtMs, nowMs), true)
+          return answer.id
+        }
       }
       const stored = await jobStore.enqueue({ job, nowMs }, resolved.tx)
       // With tx the row is invisible until the caller commits: the store's own signal (raised

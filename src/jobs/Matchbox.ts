@@ -58,9 +58,10 @@ import {
   validateQueueName,
 } from './QueueOptions.ts'
 import { jobsNamespace, jobTaskType, makeQueueRouting, type RenewingMembershipView } from './QueueRouting.ts'
+import { type HandOvers, makeHandOvers } from './HandOvers.ts'
 import { type JobsRuntime, makeRuntime } from './Runtime.ts'
 import { makeSignalCoalescer } from './SignalCoalescer.ts'
-import { armNextToken } from './StoreClaims.ts'
+import { armNextToken, fenced } from './StoreClaims.ts'
 import { describeSchedules, registerSchedule, runSchedules, type ScheduleInfo, type ScheduleOptions, unregisterSchedule } from './Schedules.ts'
 import { type EventHub, type Logger, makeEventHub, type MatchboxEvent } from './Events.ts'
 import { type MaintenanceOptions, startMaintenance } from './Maintenance.ts'
@@ -154,8 +155,13 @@ export interface EngineGroup {
   /** Which engine owns each partition (a non-member view for an engine that owns nothing). */
   readonly membership: RenewingMembershipView & { hosts(): ReadonlyArray<string> }
   readonly bus: Bus
-  /** True when the store raises the due signal itself on every enqueue (the SQL stores do, at commit). */
+  /** True when the store raises the due signal itself on every enqueue (the SQL stores do, at commit), and the hand-over's message (HandOvers.ts). */
   readonly storeSignalsDue: boolean
+  /**
+   * True when claims parked here register as waiters and enqueues here hand jobs to other
+   * engines' waiters (HandOvers.ts): the engines of one PostgreSQL database do. Absent: false.
+   */
+  readonly handOverAcrossEngines?: boolean
   /** Leaves the group (stops heartbeating, removes this engine's row); called by `close` after Matching has drained. */
   readonly leave: () => Promise<void>
 }
@@ -231,6 +237,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
   })
   driverRef = driver
   const forwarding = group === undefined ? null : forwardingOf(parts, group, routing, driver, () => runtime, report('forwarding'))
+  const handOvers = group?.handOverAcrossEngines === true ? makeHandOvers(() => runtime, { bus: group.bus, storeSends: group.storeSignalsDue, fenced: (queue, write, otherwise) => fenced(runtime, queue, write, otherwise), onDefect: report('hand-over') }) : null
   const slotSignals = makeSignalCoalescer((error) => {
     if (!isMatchboxError(error)) report('due signal')(error)
   })
@@ -244,6 +251,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     driver,
     routing,
     forwarding,
+    handOvers,
     announceDue(queue, dueMs, byEnqueue) {
       driver.notifyDue(dueMs, queue)
       // The owners hear it from the store when the store signals enqueues itself. An engine that
@@ -266,7 +274,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     ...(parts.onDispatchStep === undefined ? {} : { onDispatchStep: parts.onDispatchStep }),
   })
   runtimeRef = runtime
-  const { unsubscribeMembership, subscription } = listenToGroup(parts.hostId, group, driver, forwarding)
+  const { unsubscribeMembership, subscription } = listenToGroup(parts.hostId, group, driver, forwarding, handOvers)
 
   const ready = subscription.then(() => {})
   // Awaited by open; an engine built directly may ignore it without an unhandled rejection.
@@ -441,6 +449,7 @@ function listenToGroup(
   group: EngineGroup | undefined,
   driver: ReturnType<typeof makeDueDriver>,
   forwarding: ReturnType<typeof makeForwarding> | null,
+  handOvers: HandOvers | null,
 ): { readonly unsubscribeMembership: (() => void) | undefined; readonly subscription: Promise<(() => Promise<void>) | null> } {
   const unsubscribeMembership = group?.membership.subscribe(() => {
     driver.ownersChanged()
@@ -451,7 +460,7 @@ function listenToGroup(
       ? Promise.resolve(null)
       : group.bus.subscribe(hostId, {
           onDue: (queue, dueMs) => (dueMs === null ? driver.kick(queue) : driver.notifyDue(dueMs, queue)),
-          onMessage: (message) => forwarding?.onMessage(message),
+          onMessage: (message) => handOvers?.onMessage(message) === true || forwarding?.onMessage(message),
           onGap: () => driver.kick(),
         })
   return { unsubscribeMembership, subscription }

@@ -24,6 +24,7 @@ import type { DueDriver } from './DueDriver.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
 import type { EventHub } from './Events.ts'
 import type { Forwarding } from './Forwarding.ts'
+import type { HandOvers } from './HandOvers.ts'
 import type { QueueRouting } from './QueueRouting.ts'
 
 /** The shared parts of one engine. */
@@ -41,6 +42,8 @@ export interface JobsRuntime {
   readonly routing: QueueRouting
   /** Polls forwarded to other engines; null for an engine alone on its store. */
   readonly forwarding: Forwarding | null
+  /** Hand-overs at enqueue to and from other engines' claims (HandOvers.ts); null unless the group makes them. */
+  readonly handOvers: HandOvers | null
   /**
    * Rows of `queue` became due at `dueMs` through this engine (`byEnqueue`: an enqueue, else a
    * retry): tells this engine's driver, and the queue's owner when that is another engine and

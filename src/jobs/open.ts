@@ -189,7 +189,7 @@ export async function openWith(options: OpenOptions, wrapJobStore: (jobStore: Jo
   const membership = makeDynamicMembership({ hostId, store: membershipStore, clock, member: options.role !== 'producer' })
   await membership.ready
   const bus = makeSqlBus({ driver, schema: schema.name, clock })
-  const group = { membership, bus, storeSignalsDue: true, leave: () => membership.close() }
+  const group = { membership, bus, storeSignalsDue: true, handOverAcrossEngines: true, leave: () => membership.close() }
   return engineReady(
     attachInternals(makeMatchbox({
       ...hooks,

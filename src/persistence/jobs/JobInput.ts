@@ -14,7 +14,7 @@ import { type JsonValue, validateJson } from '../../domain/Json.ts'
 import { makeQueueKey, validateName } from '../../domain/QueueKey.ts'
 import { validatePriority } from '../../domain/Task.ts'
 import { ackBatchSizeMax, enqueueBatchBytesMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax, jobProgressBytesMax } from '../../kernel/Limits.ts'
-import type { ClaimFence, ClaimRef, JobState, NewJob, RateLimit, ScheduleJobKeys, SqlClient } from './JobStore.ts'
+import type { ClaimFence, ClaimRef, JobState, NewJob, RateLimit, ScheduleJobKeys, SqlClient, Waiter } from './JobStore.ts'
 
 const durationMsMax = jobDurationSMax * 1000
 
@@ -249,24 +249,44 @@ export function checkFence(fence: ClaimFence | undefined): ClaimFence | null {
  * claimable at `nowMs` may carry (runAt not after it, not expired by it), with an optional fence,
  * which only a claim token may carry (a producer's enqueue owns nothing to fence).
  */
-export function checkEnqueue(params: { readonly job: NewJob; readonly nowMs: number; readonly claimToken?: string; readonly fence?: ClaimFence }): {
+export function checkEnqueue(params: { readonly job: NewJob; readonly nowMs: number; readonly claimToken?: string; readonly fence?: ClaimFence; readonly toWaiter?: boolean }): {
   job: NewJob
   nowMs: number
   claimToken: string | null
   fence: ClaimFence | null
+  toWaiter: boolean
 } {
   const job = checkNewJob(params.job)
   const nowMs = checkTime('nowMs', params.nowMs)
   const fence = checkFence(params.fence)
+  const toWaiter = params.toWaiter ?? false
+  if (typeof toWaiter !== 'boolean') throw new InvalidInput({ field: 'toWaiter', reason: 'must be a boolean' })
   if (params.claimToken === undefined) {
     if (fence !== null) throw new InvalidInput({ field: 'fence', reason: 'fences a claimed insert only: give a claimToken, or no fence' })
-    return { job, nowMs, claimToken: null, fence }
+    return { job, nowMs, claimToken: null, fence, toWaiter }
   }
+  if (toWaiter) throw new InvalidInput({ field: 'toWaiter', reason: "takes a waiter's claim token: give it or a claimToken, not both" })
   const claimToken = validateName('claimToken', params.claimToken)
   if (job.runAtMs > nowMs || (job.expiresAtMs !== null && job.expiresAtMs <= nowMs)) {
     throw new InvalidInput({ field: 'claimToken', reason: 'only a job claimable now (runAt reached, not expired) can be enqueued claimed' })
   }
-  return { job, nowMs, claimToken, fence }
+  return { job, nowMs, claimToken, fence, toWaiter }
+}
+
+const refuseMissingFence = (): never => {
+  throw new InvalidInput({ field: 'fence', reason: "is required: a waiter is the owner's claim, fenced by its partition's range" })
+}
+
+/** A waiter to register (`addWaiter`): names, times as epoch ms, and its fence. */
+export function checkWaiter(params: Waiter & { readonly nowMs: number }): Waiter & { readonly nowMs: number } {
+  return {
+    queue: validateName('queue', params.queue),
+    claimToken: validateName('claimToken', params.claimToken),
+    hostId: validateName('hostId', params.hostId),
+    untilMs: checkTime('untilMs', params.untilMs),
+    nowMs: checkTime('nowMs', params.nowMs),
+    fence: checkFence(params.fence) ?? refuseMissingFence(),
+  }
 }
 
 /**

@@ -268,6 +268,18 @@ export function insertedJobRecord(job: NewJob, nowMs: number, claimToken: string
   }
 }
 
+/** A claim registered as a waiter (HandOver.ts): its token, its engine, its queue, until when it waits (epoch ms), and the range fence of its engine's partition. */
+export interface Waiter {
+  readonly queue: string
+  readonly claimToken: string
+  readonly hostId: string
+  readonly untilMs: number
+  readonly fence: ClaimFence
+}
+
+/** What `enqueue` answers: the job (or its key's holder); `handedTo`, the waiter a `toWaiter` enqueue handed it to: its engine and fence. */
+export type EnqueueAnswer = JobRecord & { readonly handedTo?: { readonly hostId: string; readonly fence: ClaimFence } }
+
 /** Jobs of one queue by state. */
 export interface JobCounts {
   readonly pending: number
@@ -377,8 +389,35 @@ export interface JobStore {
    * Only a job claimable now can be: runAt ≤ now and not expired, else `InvalidInput`. A key's
    * holder is returned unclaimed, as without the token. Such an insert is a claim: with `fence`
    * (only beside a claim token, else `InvalidInput`) a stale range inserts nothing.
+   *
+   * With `toWaiter` (a producer's enqueue; not beside a claim token, nor with `tx`, else
+   * `InvalidInput`), a job that HandOver.ts's `isHandOverCandidate` allows goes to the queue's
+   * waiter registered first, when one still waits under a current fence, no other row of the
+   * queue is claimable now and the queue is not paused: the waiter is taken and the job inserted
+   * claimed with its token, without the due signal, and the answer's `handedTo` names the
+   * waiter's engine and the fence it carried. A SQL store
+   * sends that engine the `handed` message in the same statement (at commit); the memory store
+   * leaves it to the caller.
    */
-  enqueue(params: { readonly job: NewJob; readonly nowMs: number; readonly claimToken?: string; readonly fence?: ClaimFence }, tx?: SqlClient): Promise<JobRecord>
+  enqueue(params: { readonly job: NewJob; readonly nowMs: number; readonly claimToken?: string; readonly fence?: ClaimFence; readonly toWaiter?: boolean }, tx?: SqlClient): Promise<EnqueueAnswer>
+
+  /**
+   * Registers a claim of engine `hostId` waiting for a job of `queue` until `untilMs`
+   * (HandOver.ts): an enqueue with `toWaiter` elsewhere may insert its job claimed with
+   * `claimToken`. The waiter carries the range `fence` of the queue's partition its engine owns,
+   * and an enqueue takes it only while that range is still the partition's: the claim is the
+   * owner's, fenced as its own claims are, though another engine's statement makes it.
+   * Registering forgets the queue's waiters whose time has passed (an engine that died leaves
+   * its own). At most one waiter per token.
+   */
+  addWaiter(params: Waiter & { readonly nowMs: number }): Promise<void>
+
+  /**
+   * Takes the waiter of `claimToken` back: true when it was still registered; false when an
+   * enqueue took it (a job claimed with its token is on its way, or its message was lost) or it
+   * never was.
+   */
+  removeWaiter(params: { readonly claimToken: string }): Promise<boolean>
 
   /**
    * `enqueue` of every job in `jobs`, in order, all or nothing: one statement on SQL stores (on

@@ -20,6 +20,7 @@
  * - conformance/JobFairnessConformance.ts — fairness keys: weighted stride order, FIFO within a key.
  * - conformance/JobConcurrencyConformance.ts — per-key concurrency limits: held by every claim, across two stores, freed by every exit from processing.
  * - conformance/JobRateLimitConformance.ts — rate limits: token buckets per queue and per fairness key, taken by every claim, across two stores, by the callers' clocks.
+ * - conformance/JobWaiterConformance.ts — the hand-over at enqueue to a claim waiting on another engine: fenced, first come first served, never past an older job.
  *
  * The suite opens one job store — with the Matching store beside it, whose acquires move the
  * ranges claims are fenced by — through the binding's `open` before its tests and closes it after;
@@ -46,6 +47,7 @@ import { describeJobFenceConformance } from './conformance/JobFenceConformance.t
 import { describeJobReleaseConformance } from './conformance/JobReleaseConformance.ts'
 import { describeJobPauseConformance } from './conformance/JobPauseConformance.ts'
 import { describeJobHistoryConformance } from './conformance/JobHistoryConformance.ts'
+import { describeJobWaiterConformance } from './conformance/JobWaiterConformance.ts'
 import type { Store } from '../queues/Store.ts'
 import type { JobStore } from './JobStore.ts'
 
@@ -106,5 +108,6 @@ export function describeJobStoreConformance(name: string, open: () => Promise<Jo
     describeJobFairnessConformance(fixture)
     describeJobConcurrencyConformance(fixture)
     describeJobRateLimitConformance(fixture)
+    describeJobWaiterConformance(fixture)
   })
 }

@@ -13,12 +13,19 @@
  * synchronous step, unless the job is limited or rated (it is then inserted pending, its claim
  * token and fence dropped).
  *
+ * Waiters (HandOver.ts): `addWaiter` and `removeWaiter` keep the claims registered as waiting,
+ * and an enqueue with `toWaiter` takes the first of its queue as the SQL statement does; the
+ * `handed` message is the caller's to send (this store has no transport).
+ *
  * Does not: join a caller's transaction — a `tx` is `InvalidInput` here, since there is none.
  */
 import { InvalidInput } from '../../domain/errors.ts'
 import { assert } from '../../kernel/assert.ts'
-import { checkEnqueue, checkNewJobs, checkTime, isRated } from './JobInput.ts'
-import { insertedJobRecord, type JobRecord, type JobStore, type NewJob } from './JobStore.ts'
+import { isClaimable } from '../../domain/JobRules.ts'
+import { validateName } from '../../domain/QueueKey.ts'
+import { isHandOverCandidate } from './HandOver.ts'
+import { checkEnqueue, checkNewJobs, checkTime, checkWaiter, isRated } from './JobInput.ts'
+import { insertedJobRecord, type JobRecord, type JobStore, type NewJob, type Waiter } from './JobStore.ts'
 import { nextPass } from './MemoryClaimOrder.ts'
 import { turnOf } from './MemoryFairPasses.ts'
 import { claimRow } from './MemoryJobClaims.ts'
@@ -45,14 +52,55 @@ export function insert(state: MemoryJobState, job: NewJob, nowMs: number): JobRe
   return copy(record)
 }
 
+/**
+ * The waiter `job` goes to (HandOver.ts), taken out of the store's waiters: the queue's first
+ * registered that still waits, when its fence is current, the job may be handed over, the queue
+ * is neither paused nor rated, and no other row of it is claimable now.
+ */
+function takeWaiter(state: MemoryJobState, job: NewJob, nowMs: number): Waiter | undefined {
+  const { queue } = job
+  if (!isHandOverCandidate(job, nowMs, Buffer.byteLength(JSON.stringify(job.payload), 'utf8')) || state.paused.has(queue) || state.buckets.hasBuckets(queue)) return undefined
+  for (const row of state.live.values()) if (row.job.queue === queue && (row.dueMs === null || row.dueMs <= nowMs) && isClaimable(row.job, nowMs)) return undefined
+  // The first waiter of the queue still waiting is the only candidate, as SQL's LIMIT 1: when its
+  // fence is stale, no job is handed over until its engine takes it back.
+  for (const waiter of state.waiters.values()) {
+    if (waiter.queue !== queue || waiter.untilMs <= nowMs) continue
+    if (!isFenceCurrent(state, waiter)) return undefined
+    state.waiters.delete(waiter.claimToken)
+    return waiter
+  }
+  return undefined
+}
+
+// Whether the waiter's fence is still its partition's range (the check `holdFence` makes, as a boolean).
+function isFenceCurrent(state: MemoryJobState, waiter: Waiter): boolean {
+  try {
+    state.holdFence(waiter.fence)
+    return true
+  } catch {
+    return false
+  }
+}
+
 const refuseTx = (tx: unknown): void => {
   if (tx !== undefined) throw new InvalidInput({ field: 'tx', reason: 'needs a PostgreSQL store; the memory store has no transaction to join' })
 }
 
 /** The insert operations over `state`. */
-export function makeMemoryJobEnqueue(state: MemoryJobState): Pick<JobStore, 'enqueue' | 'enqueueMany'> {
+export function makeMemoryJobEnqueue(state: MemoryJobState): Pick<JobStore, 'enqueue' | 'enqueueMany' | 'addWaiter' | 'removeWaiter'> {
   const { live, dead } = state
   return {
+    async addWaiter(params) {
+      const { nowMs, ...waiter } = checkWaiter(params)
+      for (const [token, known] of state.waiters) if (known.queue === waiter.queue && known.untilMs <= nowMs) state.waiters.delete(token)
+      state.waiters.delete(waiter.claimToken)
+      state.waiters.set(waiter.claimToken, waiter)
+    },
+
+    async removeWaiter(params) {
+      return state.waiters.delete(validateName('claimToken', params.claimToken))
+    },
+
     async enqueueMany(params, tx) {
       refuseTx(tx)
       const jobs = checkNewJobs(params.jobs)
@@ -65,7 +113,12 @@ export function makeMemoryJobEnqueue(state: MemoryJobState): Pick<JobStore, 'enq
 
     async enqueue(params, tx) {
       refuseTx(tx)
-      const { job, nowMs, claimToken, fence } = checkEnqueue(params)
+      const { job, nowMs, claimToken, fence, toWaiter } = checkEnqueue(params)
+      const waiter = toWaiter ? takeWaiter(state, job, nowMs) : undefined
+      if (waiter !== undefined) {
+        insert(state, job, nowMs)
+        return { ...copy(claimRow(state, live.get(job.id) as LiveRow, waiter.claimToken, nowMs)), handedTo: { hostId: waiter.hostId, fence: waiter.fence } }
+      }
       // A limited or rated job is inserted pending, its claim token and the fence guarding it
       // dropped; any other job of a queue with rate buckets is inserted pending (its fence held).
       const limited = (job.concurrencyKey !== undefined && job.concurrencyKey !== null) || isRated(job)

@@ -16,7 +16,7 @@
  * (domain/JobRules.ts does).
  */
 import { isValidClaim } from '../../domain/JobRules.ts'
-import { type ClaimFence, type JobRecord } from './JobStore.ts'
+import { type ClaimFence, type JobRecord, type Waiter } from './JobStore.ts'
 import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.ts'
 import { makeMemorySlots, type MemorySlots } from './MemoryConcurrencySlots.ts'
 import { makeMemoryBuckets, type MemoryBuckets } from './MemoryRateBuckets.ts'
@@ -57,6 +57,8 @@ export interface MemoryJobState {
   readonly slots: MemorySlots
   /** The rate guard. */
   readonly buckets: MemoryBuckets
+  /** Claims registered as waiters (HandOver.ts), by claim token, in the order they registered. */
+  readonly waiters: Map<string, Waiter>
 }
 
 /** Makes an empty store state whose fences are checked against `queueRanges` (absent: every fence is refused). */
@@ -72,6 +74,7 @@ export function makeMemoryJobState(queueRanges: QueueRangeReader | undefined): M
     holdFence: makeMemoryFenceCheck(queueRanges),
     slots: makeMemorySlots(live),
     buckets: makeMemoryBuckets(),
+    waiters: new Map(),
   }
 }
 

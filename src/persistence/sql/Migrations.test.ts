@@ -290,6 +290,25 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect(await jobs.putSchedule({ ...nightly, fairnessKey: 'tenant', nowMs: 300 })).toEqual({ ...nightly, fairnessKey: 'tenant', anchorMs: 300, lastFiredMs: null, revision: 2 })
     },
   },
+  14: {
+    // Jobs enqueued before there were waiters: an enqueue that may go to a waiter finds none and
+    // enqueues as before; once a worker registers, the next such enqueue is claimed for it.
+    async seed(driver, schema) {
+      await dataAtVersion[13]?.seed(driver, schema)
+    },
+    async verify(store, membership, jobs) {
+      await dataAtVersion[13]?.verify(store, membership, jobs)
+      const job = { id: 'job-to-waiter', queue: 'waited', payload: { n: 1 }, priority: 0, runAtMs: 400, expiresAtMs: null, maxAttempts: 3, visibilityTimeoutMs: 30_000, backoffBaseMs: 5_000, deadLetterRetentionMs: null }
+      expect((await jobs.enqueue({ job, nowMs: 400, toWaiter: true })).state).toBe('pending')
+      const queueKey = { namespace: 'jobs', family: 'waited', type: 'activity' as const, partition: 0, version: null }
+      const { rangeId } = await store.acquire({ key: queueKey, nowMs: 400 })
+      await jobs.addWaiter({ queue: 'waited', claimToken: 'waiting', hostId: 'host-up', untilMs: 5_000, nowMs: 400, fence: { queueKey, rangeId } })
+      // The job enqueued first is claimed: nothing older stands before the next one.
+      expect(await jobs.claimDue({ queue: 'waited', nowMs: 400, claimTokens: ['first'] })).toHaveLength(1)
+      const handed = await jobs.enqueue({ job: { ...job, id: 'job-handed' }, nowMs: 500, toWaiter: true })
+      expect(handed).toMatchObject({ state: 'processing', claimToken: 'waiting', handedTo: { hostId: 'host-up' } })
+    },
+  },
 }
 
 describe('migrations on PostgreSQL', () => {

@@ -10,24 +10,17 @@
  * checked; a fence on an enqueue without a claim token is `InvalidInput`.
  */
 import { describe, expect, it } from 'vitest'
-import { encodeQueueKey, type QueueKey } from '../../../domain/QueueKey.ts'
+import { encodeQueueKey } from '../../../domain/QueueKey.ts'
 import type { ClaimFence, JobRecord } from '../JobStore.ts'
-import type { JobFixture } from './JobFixture.ts'
+import { type JobFixture, ownedQueue } from './JobFixture.ts'
 
 // The fixture and the helpers the claim fence cases share.
 function fenceKitOf(fixture: JobFixture) {
   const store = () => fixture.store()
 
   // A job queue, the physical queue its claims go through, acquired once: the owner's fence.
-  const owned = async (label: string) => {
-    const queue = fixture.queue(label)
-    const queueKey: QueueKey = { namespace: 'jobs', family: queue, type: 'activity', partition: 0, version: null }
-    const { rangeId } = await fixture.queues().acquire({ key: queueKey, nowMs: 500 })
-    const fence: ClaimFence = { queueKey, rangeId }
-    // Another owner acquires the queue: `fence` is stale from then on.
-    const takeOver = async () => (await fixture.queues().acquire({ key: queueKey, nowMs: 600 })).rangeId
-    return { queue, queueKey, fence, takeOver }
-  }
+  const owned = (label: string) => ownedQueue(fixture, label)
+
   const lost = (fence: ClaimFence, currentRangeId: number | null) => ({
     _tag: 'OwnershipLost',
     queue: encodeQueueKey(fence.queueKey),

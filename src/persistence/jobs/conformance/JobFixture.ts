@@ -10,7 +10,8 @@
  */
 import { expect } from 'vitest'
 import type { Store } from '../../queues/Store.ts'
-import type { JobRecord, JobStore, NewJob } from '../JobStore.ts'
+import type { QueueKey } from '../../../domain/QueueKey.ts'
+import type { ClaimFence, JobRecord, JobStore, NewJob } from '../JobStore.ts'
 
 /** Shared state and tools of one conformance run. */
 export interface JobFixture {
@@ -72,4 +73,16 @@ export function makeJobFixture(
     },
   }
   return fixture
+}
+
+/**
+ * A job queue of `fixture` whose physical queue is acquired once: its owner's fence, and
+ * `takeOver`, another owner's acquire, after which `fence` is stale (answers the new range id).
+ */
+export async function ownedQueue(fixture: JobFixture, label: string): Promise<{ readonly queue: string; readonly queueKey: QueueKey; readonly fence: ClaimFence; readonly takeOver: () => Promise<number> }> {
+  const queue = fixture.queue(label)
+  const queueKey: QueueKey = { namespace: 'jobs', family: queue, type: 'activity', partition: 0, version: null }
+  const { rangeId } = await fixture.queues().acquire({ key: queueKey, nowMs: 500 })
+  const takeOver = async () => (await fixture.queues().acquire({ key: queueKey, nowMs: 600 })).rangeId
+  return { queue, queueKey, fence: { queueKey, rangeId }, takeOver }
 }

@@ -19,6 +19,11 @@
  * a second statement only on queues with keys; a batch on a queue without keys runs one
  * statement, with one probe of fairness_passes more than the key state it never touches.
  *
+ * Waiters (jobs/HandOver.ts, waiterSql.ts): `addWaiter` and `removeWaiter` register and take
+ * back a claim waiting on another engine, and an enqueue with `toWaiter` of a job that may be
+ * handed over runs enqueueSql's waiter form: one statement still, which raises the `handed`
+ * message itself when it took a waiter.
+ *
  * A claimed insert may carry the owner's range fence: it runs enqueueSql's fenced form, and a
  * refusal (no row at all) is `OwnershipLost` with nothing inserted.
  *
@@ -32,11 +37,16 @@ import { enqueueBatchBytesMax, enqueueBatchSizeMax, jobStatsRefreshRowsFirst, jo
 import { toDriverError } from '../../sql/Driver.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import { type SqlSession, toStoreError } from '../../sql/SqlSession.ts'
-import { checkEnqueue, checkNewJobs, checkTime, checkTx, isRated } from '../JobInput.ts'
-import { type EnqueuedJob, fairnessStride, insertedJobRecord, type JobStore, type NewJob, type SqlClient } from '../JobStore.ts'
+import { decodeQueueKey } from '../../../domain/QueueKey.ts'
+import { hostChannelOf } from '../../bus/Channels.ts'
+import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
+import { handOverMessageStem, isHandOverCandidate } from '../HandOver.ts'
+import { checkEnqueue, checkName, checkNewJobs, checkTime, checkTx, checkWaiter, isRated } from '../JobInput.ts'
+import { type EnqueueAnswer, type EnqueuedJob, fairnessStride, insertedJobRecord, type JobStore, type NewJob, type SqlClient } from '../JobStore.ts'
 import { fenceRefusal, fenceValues } from './claimFenceSql.ts'
 import { decodeEnqueued, decodeJob, enqueueManyParams, enqueueParams, enqueuePayloadParam } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
+import { addWaiterSql, removeWaiterSql } from './waiterSql.ts'
 
 type Row = Record<string, unknown>
 
@@ -69,11 +79,14 @@ const rateValues = (job: NewJob): unknown[] => [
 const keyOf = (job: NewJob): string => JSON.stringify([job.queue, job.key])
 
 /** The enqueue operations over `session`'s migrated `schema`; `dueChannel` is the store's due signal. */
-export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany'> {
+export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany' | 'addWaiter' | 'removeWaiter'> {
   const sql = {
     enqueueMany: jobSql.enqueueManySql(schema),
     enqueueManyFair: jobSql.enqueueManySql(schema, true),
     getJob: jobSql.getJobSql(schema),
+    enqueueToWaiter: jobSql.enqueueSql(schema, false, false, false, false, true),
+    addWaiter: addWaiterSql(schema),
+    removeWaiter: removeWaiterSql(schema),
     analyze: `ANALYZE ${schema.quoted}.jobs`,
   }
   const { validated } = session
@@ -102,6 +115,20 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
     session.write('analyze', sql.analyze, []).catch(() => {})
   }
 
+  // An enqueue that may go to a waiter (HandOver.ts): one statement takes the queue's first
+  // waiter, inserts the job claimed with its token and raises the `handed` message; or, none
+  // taken, inserts it pending with the due signal, as any enqueue.
+  const enqueueToWaiter = async (job: NewJob, nowMs: number, payloadText: string): Promise<EnqueueAnswer> => {
+    const values = enqueueParams(job, nowMs, dueChannel, JSON.stringify(handOverMessageStem(job, nowMs)))
+    values[enqueuePayloadParam] = payloadText
+    const [row] = await session.write<Row>('enqueue', sql.enqueueToWaiter, values)
+    assert(row?.was_inserted === true, `enqueue of ${job.id} (no key) answered no insert`)
+    inserted(1)
+    if (typeof row.handed_token !== 'string' || typeof row.handed_to !== 'string' || typeof row.handed_queue_key !== 'string') return insertedJobRecord(job, nowMs, null, job.payload)
+    const fence = { queueKey: decodeQueueKey(row.handed_queue_key), rangeId: toSafeInteger(row.handed_range_id, 'handed_range_id') }
+    return { ...insertedJobRecord(job, nowMs, row.handed_token, JSON.parse(payloadText)), handedTo: { hostId: row.handed_to, fence } }
+  }
+
   // A statement on the caller's transaction when there is one, else a write of the store's own.
   const runOn = async (tx: SqlClient | undefined, operation: string, text: string, params: unknown[]): Promise<ReadonlyArray<Row>> => {
     if (tx === undefined) return session.write<Row>(operation, text, params)
@@ -117,6 +144,11 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
       const checked = validated('enqueue', () => checkEnqueue(params))
       const { job, nowMs } = checked
       checkTx('tx', tx)
+      if (checked.toWaiter) {
+        if (tx !== undefined) throw new InvalidInput({ field: 'toWaiter', reason: "hands a job over at once, which a caller's transaction would hold until it commits: enqueue without tx" })
+        const payloadText = JSON.stringify(job.payload)
+        if (isHandOverCandidate(job, nowMs, Buffer.byteLength(payloadText, 'utf8'))) return enqueueToWaiter(job, nowMs, payloadText)
+      }
       // A limited job is inserted pending, so that its claim goes through the key's guard: a
       // claim token (and the fence that guards it) is dropped, as a paused queue drops it.
       // So is a rated job: its claim takes its buckets' tokens.
@@ -151,6 +183,16 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
         // Only a keyed insert can find no row (see enqueueSql), or a holder that went away since.
         assert(job.key !== null && attempt < keyedEnqueueAttemptsMax, `enqueue of ${job.id} found neither its row nor the holder of key ${String(job.key)}`)
       }
+    },
+
+    addWaiter: async (params) => {
+      const { claimToken, queue, hostId, untilMs, nowMs, fence } = validated('addWaiter', () => checkWaiter(params))
+      await session.write('addWaiter', sql.addWaiter, [claimToken, queue, hostId, hostChannelOf(schema.name, hostId), untilMs, nowMs, ...fenceValues(fence)])
+    },
+
+    removeWaiter: async (params) => {
+      const claimToken = validated('removeWaiter', () => checkName('claimToken', params.claimToken))
+      return (await session.write('removeWaiter', sql.removeWaiter, [claimToken])).length === 1
     },
 
     async enqueueMany(params, tx) {

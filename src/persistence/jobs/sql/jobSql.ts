@@ -42,6 +42,7 @@ import { fairBatchCtes } from './fairBatchSql.ts'
 import { fenceCte, fenceHeld } from './claimFenceSql.ts'
 import { admitCtes, type AdmitOptions, freeSlotsCtes, parkLimitedCtes, slotHasRoom, slotRowCte, slotRowsCtes } from './concurrencySql.ts'
 import { notPaused } from './pauseSql.ts'
+import { handedNotify, waiterTokenCtes } from './waiterSql.ts'
 import { bucketRowCte, bucketRowsCtes, nextTokenSql, parkRatedCtes, queueHasBuckets, queueTokensCap, rateAdmitCtes, rateHasToken } from './rateSql.ts'
 
 /** Columns of a live row, as every statement returns them (followed by the two dead-only ones). */
@@ -169,17 +170,26 @@ const keepUnclaimed = (row: string, now: string): string =>
  * differs (concurrencySql.ts's `slotRowCte`). The caller
  * never gives such a job a claim token: it is inserted pending and claimed under the guard.
  *
+ * `toWaiter` (unfenced, without fairness, limit or rate only): `$14` is not a claim token but the
+ * `handed` message's stem (jobs/HandOver.ts); the job goes to the queue's first waiter when one
+ * still waits and nothing else of the queue is claimable (waiterSql.ts), inserted claimed with
+ * its token, and the statement raises the message on the waiter's channel instead of the due
+ * signal. The answer's `handed_to` is the waiter's engine, `handed_token` its token and
+ * `handed_queue_key`, `handed_range_id` its fence (nulls when none was taken).
+ *
  * `rated`: the job carries rate limits, the five parameters after all the others
  * (`rateParamsFirst`): its queue's and its key's buckets are created if missing, their limits
  * written if they differ (rateSql.ts's `bucketRowCte`). Whatever the form, a claim token is
  * ignored in a queue with buckets: the job is inserted pending and claimed under the guard.
  */
-export function enqueueSql(schema: Schema, fenced = false, fair = false, limited = false, rated = false): string {
+export function enqueueSql(schema: Schema, fenced = false, fair = false, limited = false, rated = false, toWaiter = false): string {
   // The claim token the row is inserted with: none when the queue is paused (a CASE's branches
   // are tried in order, so an unclaimed insert never reads the pauses).
   const token = `(SELECT token FROM claim_token)`
   // A queue with rate buckets never gets a job inserted claimed: its claims take tokens.
-  const claimToken = `claim_token AS (SELECT CASE WHEN $14::text IS NULL THEN NULL WHEN ${notPaused(schema, '$2::text')} AND NOT ${queueHasBuckets(schema, '$2::text')} THEN $14::text END AS token)`
+  const claimToken = toWaiter
+    ? waiterTokenCtes(schema)
+    : `claim_token AS (SELECT CASE WHEN $14::text IS NULL THEN NULL WHEN ${notPaused(schema, '$2::text')} AND NOT ${queueHasBuckets(schema, '$2::text')} THEN $14::text END AS token)`
   const row = `$1::text, $2::text, CASE WHEN ${token} IS NULL THEN 'pending' ELSE 'processing' END, $3::jsonb, $4::smallint,
    CASE WHEN ${token} IS NULL THEN 0 ELSE 1 END, $5::integer, $6::bigint, $7::bigint, $8::bigint,
    $9::bigint, $10::bigint, $11::bigint, CASE WHEN ${token} IS NULL THEN GREATEST($10::bigint, $9::bigint) ELSE $9::bigint + $6::bigint END, $13::text,
@@ -199,10 +209,10 @@ ${fenced ? `SELECT ${row} FROM fence` : `VALUES (${row})`}
 ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
 RETURNING id, queue, due_ms, claim_token
 )`
-  const holder = `SELECT id, false AS was_inserted, false AS was_claimed FROM ${schema.quoted}.jobs
+  const holder = `SELECT id, false AS was_inserted, false AS was_claimed${toWaiter ? ', NULL::text AS handed_to, NULL::text AS handed_token, NULL::text AS handed_queue_key, NULL::bigint AS handed_range_id' : ''} FROM ${schema.quoted}.jobs
 WHERE $13::text IS NOT NULL AND queue = $2::text AND job_key = $13::text AND NOT EXISTS (SELECT 1 FROM inserted)`
-  const answer = `SELECT inserted.id, true AS was_inserted, inserted.claim_token IS NOT NULL AS was_claimed FROM inserted
-LEFT JOIN LATERAL (SELECT pg_notify($12::text, ${dueSignal('inserted.queue', 'inserted.due_ms')}) WHERE inserted.claim_token IS NULL) AS signal ON true
+  const answer = `SELECT inserted.id, true AS was_inserted, inserted.claim_token IS NOT NULL AS was_claimed${toWaiter ? ', (SELECT host_id FROM waiter) AS handed_to, inserted.claim_token AS handed_token, (SELECT queue_key FROM waiter) AS handed_queue_key, (SELECT range_id FROM waiter) AS handed_range_id' : ''} FROM inserted
+LEFT JOIN LATERAL (SELECT pg_notify($12::text, ${dueSignal('inserted.queue', 'inserted.due_ms')}) WHERE inserted.claim_token IS NULL) AS signal ON true${toWaiter ? `\n${handedNotify}` : ''}
 UNION ALL
 ${holder}`
   if (fenced) return `
