@@ -8,9 +8,10 @@
  * - heartbeat keeps claim: once faults are healed, a job whose handler is running never lapses —
  *   no other claim of it commits, and its deadline never passes, while the handler runs (its
  *   work loop heartbeats for it);
- * - claims reach a worker: once faults are healed, every claim issued since reaches a handler or a
- *   client, or is settled with its token (ack, retry, fail), before its deadline — a claim
- *   nobody holds waits for its visibility timeout;
+ * - claims reach a worker: once faults are healed, every claim issued since — an enqueue that
+ *   inserts its job claimed for a waiting claim included — reaches a handler or a client, or is
+ *   settled with its token (ack, retry, fail), before its deadline — a claim nobody holds waits
+ *   for its visibility timeout;
  * - stop releases: the same, for a claim the stopped host's statements made while its loops were
  *   stopping; and when `stop()` resolves, none of that worker's handlers still runs.
  *
@@ -94,6 +95,11 @@ export class HandlerCheckers {
   observe(record: JobBoundaryRecord): void {
     if (record.op === 'ack' || record.op === 'retry' || record.op === 'fail') this.#unheld.delete(`${record.id}:${record.claimToken}`)
     if (record.op === 'ackBatch') for (const claim of record.claims) this.#unheld.delete(`${claim.id}:${claim.claimToken}`)
+    // An enqueue that inserted its job claimed (for a claim waiting here or on another engine) is a claim too.
+    if (record.op === 'enqueue' && record.job.state === 'processing' && record.job.claimToken !== null) {
+      if (this.#healedAtMs !== null && record.nowMs >= this.#healedAtMs) this.#unheld.set(`${record.job.id}:${record.job.claimToken}`, { id: record.job.id, hostId: record.hostId, committedAtMs: record.committedAtMs })
+      return
+    }
     if (record.op !== 'claim' || record.outcome.kind !== 'claimed') return
     const healedAtMs = this.#healedAtMs
     if (healedAtMs === null) return

@@ -128,6 +128,12 @@
  * - `releaseUnannounced`: a kept job given back to the store is announced to the releasing
  *   engine's own driver only (the bus signal that follows the release is dropped), so a claim
  *   waiting at another owner of the queue's partitions waits for that owner's scan (prompt delivery);
+ * - `enqueueHandOverUnsent`: an enqueue that handed its job to another engine's waiting claim
+ *   (src/jobs/HandOvers.ts) never sends that engine the `handed` message, so the job, claimed for
+ *   a claim that never hears of it, waits out its claim (claims reach a worker, prompt delivery);
+ * - `waiterFenceIgnored`: an enqueue hands its job to a queue's first waiting claim whatever the
+ *   waiter's fence says, so an engine that lost the queue's partition while its claim waited still
+ *   gets jobs claimed for it (claims fenced);
  * - the nine bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`, `partitionUnloadUnheard`): every engine of the world runs its queues by
@@ -140,8 +146,9 @@ import type { JsonValue } from '../../src/domain/Json.ts'
 import type { EngineGroup } from '../../src/jobs/Matchbox.ts'
 import { jobsNamespace, jobTaskType } from '../../src/jobs/QueueRouting.ts'
 import type { Bus } from '../../src/persistence/bus/Bus.ts'
+import { handedJobOf, isHandOverCandidate } from '../../src/persistence/jobs/HandOver.ts'
 import type { BusTap } from '../../src/persistence/bus/MemoryBus.ts'
-import type { ClaimFence, ClaimOutcome, ClaimRef, JobRecord, JobStore, RateLimit } from '../../src/persistence/jobs/JobStore.ts'
+import type { ClaimFence, ClaimOutcome, ClaimRef, JobRecord, JobStore, RateLimit, Waiter } from '../../src/persistence/jobs/JobStore.ts'
 import type { DispatchMachine } from '../../src/machines/DispatchMachine.ts'
 import { type DispatchMutation, dispatchMutations, mutatedDispatchMachine } from './DispatchMutations.ts'
 import { dedupStepsPassStore, implicitKeyIgnoredStore, type KeyedJob, lapsedSlotKeptStore, weightIgnoredStore } from './KeyMutations.ts'
@@ -152,7 +159,7 @@ export const jobMutationNames = [
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
   'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'implicitKeyIgnored', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
-  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', 'releaseUnannounced', ...dispatchMutations,
+  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', 'releaseUnannounced', 'enqueueHandOverUnsent', 'waiterFenceIgnored', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -304,6 +311,8 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
       }
     case 'handOverLost':
       return { wrapJobStore: plain, busTap: (message) => (message.kind === 'host' && handedOverJob(message.message) !== null ? 'drop' : 'deliver') }
+    case 'enqueueHandOverUnsent':
+      return { wrapJobStore: plain, busTap: (message) => (message.kind === 'host' && handedJobOf(message.message) !== null ? 'drop' : 'deliver') }
     case 'dueSignalLost':
       return { wrapJobStore: plain, busTap: (message) => (message.kind === 'due' ? 'drop' : 'deliver') }
     case 'handOverTwice':
@@ -484,6 +493,8 @@ function passThrough(inner: JobStore): JobStore {
 function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOvers: ReadonlySet<string>): JobStore {
   const base = passThrough(inner)
   switch (mutation) {
+    case 'waiterFenceIgnored':
+      return waiterFenceIgnoredStore(base, inner)
     case 'matchingFirstBlocksQueue': {
       const blocked = async (queue: string, nowMs: number): Promise<boolean> => (await inner.deliverableCount({ queue, nowMs, limit: 1 })) > 0
       return {
@@ -643,4 +654,33 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
 /** For `runJobsSeed({ wrapJobStore })`: wraps each job store the world opens with `mutation` (store bugs; `makeJobsMutant` for all). */
 export function wrapJobsWith(mutation: JobMutationName): (store: JobStore) => JobStore {
   return (store) => makeMutantJobStore(store, mutation)
+}
+
+// The store of `waiterFenceIgnored`: it keeps its own list of waiters and, when an enqueue to a
+// waiter hands nothing over, gives the job to the queue's first waiter still waiting anyway — its
+// fence unchecked (nor the queue's older rows or pause: a developer who dropped the guard).
+function waiterFenceIgnoredStore(base: JobStore, inner: JobStore): JobStore {
+  const waiters = new Map<string, Waiter>()
+  return {
+    ...base,
+    async addWaiter(params) {
+      await inner.addWaiter(params)
+      waiters.set(params.claimToken, params)
+    },
+    async removeWaiter(params) {
+      waiters.delete(params.claimToken)
+      return inner.removeWaiter(params)
+    },
+    async enqueue(params, tx) {
+      const answer = await inner.enqueue(params, tx)
+      if (answer.handedTo !== undefined) waiters.delete(answer.claimToken as string)
+      const candidate = isHandOverCandidate(params.job, params.nowMs, JSON.stringify(params.job.payload).length)
+      if (params.toWaiter !== true || !candidate || answer.handedTo !== undefined || answer.id !== params.job.id || answer.state !== 'pending') return answer
+      const waiter = [...waiters.values()].find((known) => known.queue === params.job.queue && known.untilMs > params.nowMs)
+      if (waiter === undefined || !(await inner.removeWaiter({ claimToken: waiter.claimToken }))) return answer
+      waiters.delete(waiter.claimToken)
+      const outcome = await inner.claim({ id: answer.id, claimToken: waiter.claimToken, nowMs: params.nowMs })
+      return outcome.kind === 'claimed' ? { ...outcome.job, handedTo: { hostId: waiter.hostId, fence: waiter.fence } } : answer
+    },
+  }
 }

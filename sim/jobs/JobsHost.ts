@@ -97,6 +97,8 @@ export interface JobsHostDeps {
   readonly onDispatchStep?: (incarnation: number, queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => void
   /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
   readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
+  /** Claims register as waiters and enqueues hand jobs to other engines' waiters (JobsSwarm.ts `handOvers`). */
+  readonly handOvers: boolean
   /** Hears every change of this host's membership view (for the trace). */
   readonly onView: (hostId: string, hosts: ReadonlyArray<string>) => void
   readonly onDefect: (hostId: string, where: string, defect: unknown) => void
@@ -228,7 +230,7 @@ export class JobsHost {
         }
       },
       // The simulated store never raises due signals itself: the engine sends them on the bus.
-      group: { membership: deps.wrapMembership?.(deps.hostId, membership) ?? membership, bus, storeSignalsDue: false, leave: () => membership.close() },
+      group: { membership: deps.wrapMembership?.(deps.hostId, membership) ?? membership, bus, storeSignalsDue: false, handOverAcrossEngines: deps.handOvers, leave: () => membership.close() },
       // The world closes the shared stores and bus once, after every engine.
       closeStores: async () => {},
     })

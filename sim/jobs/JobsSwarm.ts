@@ -41,6 +41,10 @@ const lateFaults: ReadonlyArray<JobsFaultName> = ['host.pause', 'store.cut']
 const heldHeartbeatChance = 0.4
 // Share of seeds that run a `heldHeartbeats` world.
 const heldHeartbeatsWorldChance = 0.25
+// Share of seeds whose engines hand jobs over at enqueue across engines, and the mask of the
+// stream that draws it (its own: drawing it moves no other option).
+const handOversChance = 0.5
+const handOversSeedMask = 0x4a0d
 
 /** One end-to-end fault's name. */
 export type JobsFaultName = (typeof jobsFaultNames)[number]
@@ -162,6 +166,13 @@ export interface JobsSwarmOptions {
    * loops at once (a rolling deploy).
    */
   readonly healedWaves: number
+  /**
+   * Claims parked in a queue's line register as waiters, and an enqueue on an engine that does
+   * not deliver the queue alone hands its job to one (the hand-over at enqueue across engines,
+   * src/jobs/HandOvers.ts), as on PostgreSQL. Drawn on a stream of its own, so a seed draws every
+   * other option as it did before it existed.
+   */
+  readonly handOvers: boolean
 }
 
 /** The tenants whose names the world's jobs carry as concurrency and fairness keys. */
@@ -179,6 +190,8 @@ export interface JobsSwarmOverrides {
   readonly enqueueAfterHeal?: boolean
   /** Pins how many waves come after the heal (`healedWaves`; 0: none, as in worlds pinned before waves existed). */
   readonly healedWaves?: number
+  /** Pins the hand-over at enqueue across engines on or off (`handOvers`). */
+  readonly handOvers?: boolean
 }
 
 /** Draws an end-to-end run's options from its seed. */
@@ -244,12 +257,21 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
   // Drawn after everything else, for the same reason.
   const drawnHealedWaves = random.pick([0, 2, 4, 8])
   const healedWaves = overrides.enqueueAfterHeal === false ? 0 : (overrides.healedWaves ?? drawnHealedWaves)
-  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats, healedWaves }
+  const handOvers = overrides.handOvers ?? warmedUp(Random.make(seed ^ handOversSeedMask)).chance(handOversChance)
+  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats, healedWaves, handOvers }
   // A held-heartbeats world overrides the faults and the work loops drawn above.
   for (const name of jobsFaultNames) faults[name] = name === 'heartbeat.held' ? heldHeartbeatChance : 0
   const longHandlersMs = Object.fromEntries(Object.entries(queues).map(([name, queue]) => [name, queue.visibilityTimeoutS * 3_000]))
-  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats, healedWaves }
+  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats, healedWaves, handOvers }
 }
+
+// `random` past its first draws: a stream seeded from a small number (a seed, masked) draws
+// nearly the same first values for neighbouring seeds, which would give a run of seeds one world.
+function warmedUp(random: Random): Random {
+  for (let draw = 0; draw < streamWarmUpDraws; draw++) random.float()
+  return random
+}
+const streamWarmUpDraws = 16
 
 /** One line per option, for the run's header. */
 export function describeJobsOptions(options: JobsSwarmOptions): string[] {
@@ -269,6 +291,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `faults ${describeFaults(options.faults)}`,
     `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
     `operators pause chance ${options.control.pauseChance} · cancel running chance ${options.control.cancelRunningChance} · handlers ${options.control.honourSignal ? 'honour' : 'ignore'} job.signal`,
-    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues} · waves ${options.healedWaves}${options.heldHeartbeats ? ' · held heartbeats world' : ''}`,
+    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues} · waves ${options.healedWaves}${options.heldHeartbeats ? ' · held heartbeats world' : ''}${options.handOvers ? ' · hand-overs at enqueue' : ''}`,
   ]
 }

@@ -335,6 +335,7 @@ export class JobsWorld {
           queues: this.#options.queues,
           workLoops: this.#options.workLoops,
           workBatch: this.#options.workBatch,
+          handOvers: this.#options.handOvers,
           // A handler fails one time in five: the job is retried on its queue's curve.
           handlerFails: () => this.#decide.chance(0.2),
           handlerMs: (queue) => this.#decide.int(0, this.#options.handlerMsMax[queue] ?? 0),

@@ -107,6 +107,8 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // over seeds 1…40): a claim waiting at another owner is served by that owner's own pass or
   // claim within the bound; src/jobs/DispatchRunner.test.ts fails on the fix it stands for.
   releaseUnannounced: null,
+  enqueueHandOverUnsent: 7,
+  waiterFenceIgnored: null,
 }
 
 // One mutant run: caught when any checker reports a violation.
