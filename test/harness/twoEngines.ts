@@ -1,13 +1,14 @@
 /**
  * twoEngines — two engines of one group on shared memory stores and bus, with one ManualClock:
  * by default h1 owns every partition, so h2 forwards its claims to it and signals h1 the due
- * times of what it enqueues. The tests close them with `closeEngines` (the last closes the shared stores).
+ * times of what it enqueues (or, with `handOverAcrossEngines`, hands a job to h1's waiting claim
+ * at enqueue). The tests close them with `closeEngines` (the last closes the shared stores).
  */
 import type { PartitionKey } from '../../src/domain/QueueKey.ts'
 import { ManualClock, Random } from '../../src/index.ts'
 import type { DispatchStepListener } from '../../src/jobs/Dispatch.ts'
 import { type Matchbox, makeMatchbox } from '../../src/jobs/Matchbox.ts'
-import { makeMemoryBus } from '../../src/persistence/bus/MemoryBus.ts'
+import { makeMemoryBus, type MemoryBus } from '../../src/persistence/bus/MemoryBus.ts'
 import { makeMemoryJobStore } from '../../src/persistence/jobs/MemoryJobStore.ts'
 import { makeMemoryStore } from '../../src/persistence/queues/MemoryStore.ts'
 
@@ -20,12 +21,14 @@ const open: Matchbox[] = []
  */
 export function twoEngines(
   ownerOf: (partition: PartitionKey) => string = () => 'h1',
-  hooks: { readonly onDispatchStep?: (hostId: string) => DispatchStepListener; readonly onQueueStep?: () => void } = {},
+  hooks: { readonly onDispatchStep?: (hostId: string) => DispatchStepListener; readonly onQueueStep?: () => void; readonly handOverAcrossEngines?: boolean } = {},
 ): {
   readonly h1: Matchbox
   readonly h2: Matchbox
   readonly clock: ManualClock
   readonly membershipChanged: () => void
+  /** The shared bus: a tap on it drops messages. */
+  readonly bus: MemoryBus
 } {
   const store = makeMemoryStore()
   const jobStore = makeMemoryJobStore({ queueRanges: store })
@@ -47,7 +50,7 @@ export function twoEngines(
       jobStore,
       clock,
       random: Random.make(seed),
-      group: { membership, bus, storeSignalsDue: false, leave: async () => {} },
+      group: { membership, bus, storeSignalsDue: false, handOverAcrossEngines: hooks.handOverAcrossEngines ?? false, leave: async () => {} },
       ...(hooks.onDispatchStep === undefined ? {} : { onDispatchStep: hooks.onDispatchStep(hostId) }),
       ...(hooks.onQueueStep === undefined ? {} : { onQueueStep: hooks.onQueueStep }),
       // h1 closes last (closeEngines closes in order), and closes the shared stores.
@@ -60,7 +63,7 @@ export function twoEngines(
   const h1 = engine('h1', 7)
   const h2 = engine('h2', 8)
   open.push(h2, h1)
-  return { h1, h2, clock, membershipChanged: () => [...listeners].forEach((listener) => listener()) }
+  return { h1, h2, clock, bus, membershipChanged: () => [...listeners].forEach((listener) => listener()) }
 }
 
 /** Closes every engine `twoEngines` made, h2 before h1. */

@@ -1,0 +1,52 @@
+/**
+ * The hand-over at enqueue across engines (HandOvers.ts) on the memory stores, two engines of
+ * one group on one ManualClock: h1 owns the queue and its worker waits idle; h2 enqueues. The
+ * enqueue inserts the job claimed for h1's registered claim and h1's handler starts with the
+ * clock standing still. A `handed` message lost on the bus costs the job one claim lapse — it is
+ * delivered again once its visibility timeout passes — never the job.
+ *
+ * No sleeps: waits are on conditions, bounded by event-loop turns; time moves only when advanced.
+ */
+import { afterEach, expect, it } from 'vitest'
+import { handedJobOf } from '../src/persistence/jobs/HandOver.ts'
+import { closeEngines, twoEngines } from './harness/twoEngines.ts'
+import { settle, until } from './harness/settle.ts'
+
+afterEach(closeEngines)
+
+it("an enqueue on another engine is claimed for the owner's waiting worker and reaches its handler with the clock standing still", async () => {
+  const { h1, h2 } = twoEngines(undefined, { handOverAcrossEngines: true })
+  const started: Array<{ readonly id: string; readonly attempts: number }> = []
+  const stop = h1.queue('q').work(async (job) => {
+    started.push({ id: job.id, attempts: job.attempts })
+  })
+  await settle()
+  const id = await h2.queue('q').enqueue({ n: 1 })
+  // Claimed by the enqueue itself: the job is processing as soon as the enqueue answers.
+  expect((await h2.queue('q').getJob(id))?.state).toBe('processing')
+  await until(() => started.length === 1, 'the handler started')
+  expect(started).toEqual([{ id, attempts: 1 }])
+  await stop()
+})
+
+it('a handed message lost on the bus costs the job one claim lapse, never the job', async () => {
+  const { h1, h2, clock, bus } = twoEngines(undefined, { handOverAcrossEngines: true })
+  let dropped = 0
+  bus.setTap((message) => (message.kind === 'host' && handedJobOf(message.message) !== null && ++dropped > 0 ? 'drop' : 'deliver'))
+  const started: Array<{ readonly id: string; readonly attempts: number }> = []
+  const stop = h1.queue('q').work(async (job) => {
+    started.push({ id: job.id, attempts: job.attempts })
+  })
+  await settle()
+  const id = await h2.queue('q', { visibilityTimeoutS: 5 }).enqueue({ n: 1 })
+  await settle()
+  expect(dropped).toBe(1)
+  expect(started).toEqual([])
+  expect((await h2.queue('q').getJob(id))?.state).toBe('processing')
+  bus.setTap(null)
+  // Its claim lapses at the visibility timeout; the owner delivers it again, as attempt 2.
+  clock.advance(5_000)
+  await until(() => started.length === 1, 'the job was delivered again after its claim lapsed')
+  expect(started).toEqual([{ id, attempts: 2 }])
+  await stop()
+})
