@@ -50,3 +50,25 @@ it('a handed message lost on the bus costs the job one claim lapse, never the jo
   expect(started).toEqual([{ id, attempts: 2 }])
   await stop()
 })
+
+it('an idle worker loop keeps one registration across its claims, and its stop takes it back', async () => {
+  const calls = { added: 0, removed: 0 }
+  const { h1, clock } = twoEngines(undefined, {
+    handOverAcrossEngines: true,
+    wrapJobStore: (store) => ({
+      ...store,
+      addWaiter: (params) => (calls.added++, store.addWaiter(params)),
+      removeWaiter: (params) => (calls.removed++, store.removeWaiter(params)),
+    }),
+  })
+  const stop = h1.queue('q').work(async () => {})
+  await settle()
+  // Ten claim waits of one second each, idle: one registration serves them all.
+  for (let second = 0; second < 10; second++) {
+    clock.advance(1_000)
+    await settle()
+  }
+  expect(calls).toEqual({ added: 1, removed: 0 })
+  await stop()
+  expect(calls).toEqual({ added: 1, removed: 1 })
+})

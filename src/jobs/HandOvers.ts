@@ -2,27 +2,31 @@
  * HandOvers — this engine's side of the hand-over at enqueue across engines
  * (persistence/jobs/HandOver.ts), both ways:
  * - **waiting**: a claim of this engine parked in its queue's line (Claimer.ts's `waitInLine`)
- *   registers as a waiter in the store under the fence of the queue's partition this engine owns,
- *   and takes the registration back when it stops waiting; a `handed` message for its token hands
- *   the job to it if it still waits, else to the claim of the queue waiting longest (or keeps it
- *   for the next, as any hand-over: Dispatch.ts);
+ *   registers as a waiter in the store under the fence of the queue's partition this engine owns.
+ *   When it stops waiting its registration stays in the store, idle in the queue's pool here,
+ *   and the loop's next claim takes it up again with no statement; registrations last
+ *   `waiterLeaseMs` and are taken back when the queue's workers here stop. A `handed` message
+ *   for a token hands the job to the claim holding it if it still waits, else to the claim of
+ *   the queue waiting longest (or keeps it for the next, as any hand-over: Dispatch.ts);
  * - **enqueueing**: an enqueue of this engine for a queue it does not deliver alone (a producer's)
  *   asks the store for a waiter; a job the store handed over without raising the message itself
  *   (the memory store) is announced here, over the bus.
  *
- * A registration costs two statements per park (register, take back), none while the store
- * serves claims at once (a drain never parks). A lost `handed` message, or one that arrives
- * after every claim of the queue stopped waiting, costs the job one claim lapse — it is claimed
- * under a token nobody holds — never the job.
+ * An idle worker loop costs about one statement per lease; a drain, whose claims never park,
+ * none. A lost `handed` message costs the job one claim lapse — it is claimed under a token
+ * nobody holds — never the job; one for an idle registration is handed to the claim waiting
+ * longest, or kept for the next to join (released by the next pass if none does).
  *
- * Invariants: a token is registered at most once and forgotten when its claim stops waiting;
- * registrations in flight are bounded by the claims in line; no timer.
+ * Invariants: registrations here are bounded by the most claims of a queue that waited at once
+ * (each park takes an idle one first); every one is either attached to one claim or idle in its
+ * queue's pool; no timer.
  *
  * Does not: choose the job a waiter gets (the producer's statement does), or retry.
  */
 import { isMatchboxError } from '../domain/errors.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { randomId } from '../kernel/Ids.ts'
+import { waiterLeaseMs } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { Bus } from '../persistence/bus/Bus.ts'
 import { handedJobOf, handOverMessage, isHandOverCandidate } from '../persistence/jobs/HandOver.ts'
@@ -31,15 +35,21 @@ import type { Dispatches, PlaceInLine } from './Dispatch.ts'
 import type { DueDriver } from './DueDriver.ts'
 import type { QueueRouting } from './QueueRouting.ts'
 
-/** A claim's registration as a waiter: `withdraw` once it stops waiting. */
+/** A claim's registration as a waiter: `withdraw` once it stops waiting (the registration goes back to its queue's pool). */
 export interface WaiterRegistration {
   withdraw(): void
 }
 
 /** The hand-overs at enqueue of one engine in a group. */
 export interface HandOvers {
-  /** Registers the claim at `place` in `queue`'s line as a waiter until `untilMs`. */
+  /**
+   * Registers the claim at `place` in `queue`'s line as a waiter until at least `untilMs`: with
+   * an idle registration of the queue that lasts that long (no statement), else a new one for
+   * `waiterLeaseMs`.
+   */
   register(queue: string, place: PlaceInLine, untilMs: number): WaiterRegistration
+  /** The queue's workers here stopped: its idle registrations are taken back from the store; resolves once they are. */
+  workersStopped(queue: string): Promise<void>
   /** An enqueue of `job` that may go to another engine's waiter: the store's answer, or null when this engine does not ask (it delivers the queue alone, or the job may not be handed over). */
   enqueue(job: NewJob, nowMs: number): Promise<EnqueueAnswer | null>
   /** A host message: true when it was a `handed` message (taken care of here). */
@@ -75,38 +85,70 @@ export interface HandOversOptions {
 
 /** Makes the hand-overs of the engine `engineOf` gives (read only once calls come: the engine is built after). */
 export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOversOptions): HandOvers {
-  // This engine's claims registered as waiters, by token.
-  const waiting = new Map<string, { readonly queue: string; readonly claimId: number }>()
+  // Registrations by token: attached to a claim in line (its queue and claim id), or idle in
+  // their queue's pool (`claimId` null) for the next claim of that queue to take.
+  const registrations = new Map<string, Registration>()
+  const pools = new Map<string, Registration[]>()
   const swallow = (error: unknown): void => {
     if (!isMatchboxError(error)) options.onDefect(error)
   }
-  return {
-    register(queue, place, untilMs) {
-      const runtime = engineOf()
-      const claimToken = randomId(runtime.random)
-      waiting.set(claimToken, { queue, claimId: place.claimId })
-      const added = options.fenced(
-        queue,
-        (fence) => runtime.jobStore.addWaiter({ queue, claimToken, hostId: runtime.hostId, untilMs, nowMs: runtime.now(), fence }).then(() => true),
-        async () => false,
-      ).catch((error: unknown) => {
+  // Registers a new token for `queue` until `untilMs` under the queue's fence.
+  const registered = (engine: HandOverEngine, queue: string, untilMs: number): Registration => {
+    const claimToken = randomId(engine.random)
+    const added = options
+      .fenced(queue, (fence) => engine.jobStore.addWaiter({ queue, claimToken, hostId: engine.hostId, untilMs, nowMs: engine.now(), fence }).then(() => true), async () => false)
+      .catch((error: unknown) => {
         swallow(error)
         return false
       })
+    return { queue, claimToken, untilMs, added, claimId: null }
+  }
+  // Deletes a registration here and, once it is in the store, there (a failure only leaves it to expire).
+  const takeBack = (engine: HandOverEngine, registration: Registration): Promise<unknown> => {
+    registrations.delete(registration.claimToken)
+    return registration.added.then((added) => (added ? engine.jobStore.removeWaiter({ claimToken: registration.claimToken }) : false)).catch(swallow)
+  }
+  return {
+    register(queue, place, untilMs) {
+      const engine = engineOf()
+      const nowMs = engine.now()
+      // The pool's freshest registration that outlasts this wait, else a new one for a lease.
+      const pool = pools.get(queue) ?? []
+      let registration: Registration | undefined
+      while (registration === undefined && pool.length > 0) {
+        const pooled = pool.pop() as Registration
+        if (pooled.untilMs >= untilMs) registration = pooled
+        else void takeBack(engine, pooled)
+      }
+      if (pool.length === 0) pools.delete(queue)
+      registration ??= registered(engine, queue, Math.max(untilMs, nowMs + waiterLeaseMs))
+      registration.claimId = place.claimId
+      registrations.set(registration.claimToken, registration)
+      const held = registration
       return {
         withdraw() {
-          // Still known here: no `handed` message came for it, so take it back from the store
-          // (a false answer means an enqueue took it meanwhile: its message is on its way).
-          if (!waiting.delete(claimToken)) return
-          void added.then((registered) => (registered ? runtime.jobStore.removeWaiter({ claimToken }) : false)).catch(swallow)
+          // Handed over meanwhile (its `handed` message came): nothing is left to take back.
+          if (registrations.get(held.claimToken) !== held) return
+          // Back to the pool, still registered: the loop's next claim takes it with no statement.
+          held.claimId = null
+          const back = pools.get(queue) ?? []
+          back.push(held)
+          pools.set(queue, back)
         },
       }
     },
 
+    async workersStopped(queue) {
+      const engine = engineOf()
+      const pooled = pools.get(queue) ?? []
+      pools.delete(queue)
+      await Promise.all(pooled.map((registration) => takeBack(engine, registration)))
+    },
+
     async enqueue(job, nowMs) {
-      const runtime = engineOf()
-      if (runtime.routing.ownsEvery(job.queue) || !isHandOverCandidate(job, nowMs, Buffer.byteLength(JSON.stringify(job.payload), 'utf8'))) return null
-      const answer = await runtime.jobStore.enqueue({ job, nowMs, toWaiter: true })
+      const engine = engineOf()
+      if (engine.routing.ownsEvery(job.queue) || !isHandOverCandidate(job, nowMs, Buffer.byteLength(JSON.stringify(job.payload), 'utf8'))) return null
+      const answer = await engine.jobStore.enqueue({ job, nowMs, toWaiter: true })
       if (answer.handedTo !== undefined && !options.storeSends) {
         options.bus.send(answer.handedTo.hostId, handOverMessage(job, nowMs, answer.claimToken as string)).catch(swallow)
       }
@@ -116,12 +158,27 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
     onMessage(message) {
       const job = handedJobOf(message)
       if (job === null) return false
-      const runtime = engineOf()
-      const entry = waiting.get(job.claimToken as string)
-      waiting.delete(job.claimToken as string)
-      runtime.driver.notifyDue(job.deadlineMs as number, job.queue)
-      runtime.dispatch.of(job.queue).handOver(job, entry?.queue === job.queue ? entry.claimId : null)
+      const engine = engineOf()
+      const registration = registrations.get(job.claimToken as string)
+      if (registration !== undefined) {
+        // Taken by the enqueue: out of the books, and out of its queue's pool if it was idle there.
+        registrations.delete(registration.claimToken)
+        const pool = pools.get(registration.queue)
+        if (pool !== undefined && pool.includes(registration)) pools.set(registration.queue, pool.filter((pooled) => pooled !== registration))
+      }
+      engine.driver.notifyDue(job.deadlineMs as number, job.queue)
+      const claimId = registration?.queue === job.queue ? registration.claimId : null
+      engine.dispatch.of(job.queue).handOver(job, claimId)
       return true
     },
   }
+}
+
+// A token registered as a waiter: its queue, until when, whether the store took it, and the claim it serves now (null: idle in its pool).
+interface Registration {
+  readonly queue: string
+  readonly claimToken: string
+  readonly untilMs: number
+  readonly added: Promise<boolean>
+  claimId: number | null
 }

@@ -418,3 +418,10 @@ export const dashboardReplaysKept = 8
  * hundred KiB; past it the store forgets them all and learns each again at one extra round trip.
  */
 export const keyedQueuesKnownMax = 10_000
+
+/**
+ * How long a claim's registration as a waiter lasts (HandOvers.ts): a worker loop that waits idle
+ * claim after claim keeps one registration, renewed once it has less than a claim's wait left,
+ * so an idle loop costs about one statement per this long rather than two per claim.
+ */
+export const waiterLeaseMs = 30_000

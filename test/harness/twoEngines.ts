@@ -9,6 +9,7 @@ import { ManualClock, Random } from '../../src/index.ts'
 import type { DispatchStepListener } from '../../src/jobs/Dispatch.ts'
 import { type Matchbox, makeMatchbox } from '../../src/jobs/Matchbox.ts'
 import { makeMemoryBus, type MemoryBus } from '../../src/persistence/bus/MemoryBus.ts'
+import type { JobStore } from '../../src/persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../../src/persistence/jobs/MemoryJobStore.ts'
 import { makeMemoryStore } from '../../src/persistence/queues/MemoryStore.ts'
 
@@ -21,7 +22,7 @@ const open: Matchbox[] = []
  */
 export function twoEngines(
   ownerOf: (partition: PartitionKey) => string = () => 'h1',
-  hooks: { readonly onDispatchStep?: (hostId: string) => DispatchStepListener; readonly onQueueStep?: () => void; readonly handOverAcrossEngines?: boolean } = {},
+  hooks: { readonly onDispatchStep?: (hostId: string) => DispatchStepListener; readonly onQueueStep?: () => void; readonly handOverAcrossEngines?: boolean; readonly wrapJobStore?: (store: JobStore) => JobStore } = {},
 ): {
   readonly h1: Matchbox
   readonly h2: Matchbox
@@ -31,7 +32,7 @@ export function twoEngines(
   readonly bus: MemoryBus
 } {
   const store = makeMemoryStore()
-  const jobStore = makeMemoryJobStore({ queueRanges: store })
+  const jobStore = (hooks.wrapJobStore ?? ((inner: JobStore) => inner))(makeMemoryJobStore({ queueRanges: store }))
   const bus = makeMemoryBus()
   const clock = new ManualClock(1_700_000_000_000)
   const listeners = new Set<() => void>()

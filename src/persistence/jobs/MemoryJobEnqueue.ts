@@ -61,11 +61,10 @@ function takeWaiter(state: MemoryJobState, job: NewJob, nowMs: number): Waiter |
   const { queue } = job
   if (!isHandOverCandidate(job, nowMs, Buffer.byteLength(JSON.stringify(job.payload), 'utf8')) || state.paused.has(queue) || state.buckets.hasBuckets(queue)) return undefined
   for (const row of state.live.values()) if (row.job.queue === queue && (row.dueMs === null || row.dueMs <= nowMs) && isClaimable(row.job, nowMs)) return undefined
-  // The first waiter of the queue still waiting is the only candidate, as SQL's LIMIT 1: when its
-  // fence is stale, no job is handed over until its engine takes it back.
+  // The first waiter of the queue still waiting under its partition's current range; one whose
+  // engine lost the partition is passed over (its engine takes it back, or it expires).
   for (const waiter of state.waiters.values()) {
-    if (waiter.queue !== queue || waiter.untilMs <= nowMs) continue
-    if (!isFenceCurrent(state, waiter)) return undefined
+    if (waiter.queue !== queue || waiter.untilMs <= nowMs || !isFenceCurrent(state, waiter)) continue
     state.waiters.delete(waiter.claimToken)
     return waiter
   }

@@ -7,9 +7,9 @@
  * Across two stores on one database, a waiter registered through one is taken through the other,
  * and two enqueues racing for one waiter hand over one job.
  *
- * Readings pinned here: a waiter taken is gone (`removeWaiter` answers false); the first waiter
- * of a queue under a stale fence hands nothing over (it is not skipped); a registration again
- * under one token renews it in place of the old.
+ * Readings pinned here: a waiter taken is gone (`removeWaiter` answers false); a waiter under a
+ * stale fence is passed over, not taken; a registration again under one token renews it in place
+ * of the old.
  */
 import { describe, expect, it } from 'vitest'
 import type { ClaimFence, JobRecord } from '../JobStore.ts'
@@ -105,11 +105,16 @@ function refusalCases(kit: ReturnType<typeof waiterKitOf>): void {
     expect(older.state).toBe('pending')
   })
 
-  it('nothing is handed over under a stale fence, to a waiter whose time passed, or in a paused queue', async () => {
+  it('nothing is handed over under a stale fence, to a waiter whose time passed, or in a paused queue; a waiter under a stale fence is passed over', async () => {
     const stale = await owned('waiter-stale')
     await wait(stale.queue, stale.fence, 'stale')
-    await stale.takeOver()
+    const current = await stale.takeOver()
     expectPending(await handOver(stale.queue))
+    // The new owner's waiter, registered after, is taken (once the job just enqueued is claimed,
+    // nothing older stands before the next); the stale one stays for its engine to take back.
+    expect(await store().claimDue({ queue: stale.queue, nowMs: 2_000, claimTokens: ['first'] })).toHaveLength(1)
+    await wait(stale.queue, { ...stale.fence, rangeId: current }, 'current')
+    expect((await handOver(stale.queue, 2_100)).claimToken).toBe('current')
     expect(await store().removeWaiter({ claimToken: 'stale' })).toBe(true)
 
     const late = await owned('waiter-late')

@@ -36,33 +36,31 @@ export function removeWaiterSql(schema: Schema): string {
 
 /**
  * An enqueue's `waiter` and `claim_token` CTEs (enqueueSql's parameters: `$2` queue, `$9` now):
- * the queue's first waiter still waiting (`candidate`; rows another transaction holds are
- * skipped, so two producers take two waiters) is deleted and its token is the insert's, when its
- * fence is still its partition's range (`waiter_fence`, claimFenceSql.ts's lock: an acquire of the
- * partition waits for this statement or refuses it), the queue is neither paused nor rated, and
- * no row of the queue is claimable now — pending and due, with Matching, or a lapsed claim — so
- * that an older job is never passed by. A first waiter under a stale fence hands nothing over
- * until its engine takes it back.
+ * the queue's first waiter still waiting under its partition's current range (`candidate`, its
+ * physical queue's row locked FOR SHARE as claimFenceSql.ts's fence is: an acquire of the
+ * partition waits for this statement, or this statement passes the waiter over) is deleted and
+ * its token is the insert's — when the queue is neither paused nor rated and no row of it is
+ * claimable now (pending and due, with Matching, or a lapsed claim), so that an older job is never
+ * passed by. Waiters another transaction holds are skipped, so two producers take two waiters; a
+ * waiter whose engine lost the partition is passed over.
  */
 export function waiterTokenCtes(schema: Schema): string {
   const jobs = `${schema.quoted}.jobs`
   const claimableNow = `attempts < max_attempts AND (expires_at_ms IS NULL OR expires_at_ms > $9::bigint)`
   return `candidate AS MATERIALIZED (
-  SELECT claim_token, queue_key, range_id FROM ${schema.quoted}.job_waiters
-  WHERE queue = $2::text AND until_ms > $9::bigint AND ${notPaused(schema, '$2::text')} AND NOT ${queueHasBuckets(schema, '$2::text')}
+  SELECT waiter.claim_token FROM ${schema.quoted}.job_waiters AS waiter
+  JOIN ${schema.quoted}.task_queues AS task_queue ON task_queue.queue_key = waiter.queue_key AND task_queue.range_id = waiter.range_id
+  WHERE waiter.queue = $2::text AND waiter.until_ms > $9::bigint AND ${notPaused(schema, '$2::text')} AND NOT ${queueHasBuckets(schema, '$2::text')}
     AND NOT EXISTS (SELECT 1 FROM ${jobs} WHERE queue = $2::text AND state = 'pending' AND due_ms <= $9::bigint AND run_at_ms <= $9::bigint AND ${claimableNow})
     AND NOT EXISTS (SELECT 1 FROM ${jobs} WHERE queue = $2::text AND due_ms IS NULL AND ${claimableNow}
       AND ((state = 'pending' AND run_at_ms <= $9::bigint) OR (state = 'processing' AND deadline_ms <= $9::bigint)))
     AND NOT EXISTS (SELECT 1 FROM ${jobs} WHERE queue = $2::text AND state = 'processing' AND due_ms <= $9::bigint AND deadline_ms <= $9::bigint AND ${claimableNow})
-  ORDER BY seq
+  ORDER BY waiter.seq
   LIMIT 1
-  FOR UPDATE SKIP LOCKED
-), waiter_fence AS MATERIALIZED (
-  SELECT task_queue.range_id FROM ${schema.quoted}.task_queues AS task_queue JOIN candidate
-    ON task_queue.queue_key = candidate.queue_key AND task_queue.range_id = candidate.range_id
+  FOR UPDATE OF waiter SKIP LOCKED
   FOR SHARE OF task_queue
 ), waiter AS (
-  DELETE FROM ${schema.quoted}.job_waiters WHERE claim_token = (SELECT claim_token FROM candidate) AND EXISTS (SELECT 1 FROM waiter_fence)
+  DELETE FROM ${schema.quoted}.job_waiters WHERE claim_token = (SELECT claim_token FROM candidate)
   RETURNING claim_token, host_id, channel, queue_key, range_id
 ), claim_token AS (SELECT (SELECT claim_token FROM waiter) AS token)`
 }
