@@ -47,18 +47,26 @@ export function removeWaiterSql(schema: Schema): string {
 export function waiterTokenCtes(schema: Schema): string {
   const jobs = `${schema.quoted}.jobs`
   const claimableNow = `attempts < max_attempts AND (expires_at_ms IS NULL OR expires_at_ms > $9::bigint)`
-  return `candidate AS MATERIALIZED (
-  SELECT waiter.claim_token FROM ${schema.quoted}.job_waiters AS waiter
+  // The probes read the first waiter's queue, so they run only when a waiter was found (an
+  // enqueue with nobody waiting pays one index probe of job_waiters). The pending probe reads the
+  // queue's head in claim order (and `due_ms + 0` keeps the every-queue due index out), as the
+  // head claims do (jobSql.ts's claimHeadCtes): a generic plan otherwise scanned the whole table.
+  return `first_waiter AS MATERIALIZED (
+  SELECT waiter.claim_token, waiter.queue FROM ${schema.quoted}.job_waiters AS waiter
   JOIN ${schema.quoted}.task_queues AS task_queue ON task_queue.queue_key = waiter.queue_key AND task_queue.range_id = waiter.range_id
-  WHERE waiter.queue = $2::text AND waiter.until_ms > $9::bigint AND ${notPaused(schema, '$2::text')} AND NOT ${queueHasBuckets(schema, '$2::text')}
-    AND NOT EXISTS (SELECT 1 FROM ${jobs} WHERE queue = $2::text AND state = 'pending' AND due_ms <= $9::bigint AND run_at_ms <= $9::bigint AND ${claimableNow})
-    AND NOT EXISTS (SELECT 1 FROM ${jobs} WHERE queue = $2::text AND due_ms IS NULL AND ${claimableNow}
-      AND ((state = 'pending' AND run_at_ms <= $9::bigint) OR (state = 'processing' AND deadline_ms <= $9::bigint)))
-    AND NOT EXISTS (SELECT 1 FROM ${jobs} WHERE queue = $2::text AND state = 'processing' AND due_ms <= $9::bigint AND deadline_ms <= $9::bigint AND ${claimableNow})
+  WHERE waiter.queue = $2::text AND waiter.until_ms > $9::bigint
   ORDER BY waiter.seq
   LIMIT 1
   FOR UPDATE OF waiter SKIP LOCKED
   FOR SHARE OF task_queue
+), candidate AS MATERIALIZED (
+  SELECT claim_token FROM first_waiter AS waiter
+  WHERE ${notPaused(schema, 'waiter.queue')} AND NOT ${queueHasBuckets(schema, 'waiter.queue')}
+    AND NOT EXISTS (SELECT 1 FROM (SELECT id FROM ${jobs} WHERE queue = waiter.queue AND state = 'pending' AND due_ms IS NOT NULL AND due_ms + 0 <= $9::bigint AND run_at_ms <= $9::bigint AND ${claimableNow}
+      ORDER BY priority DESC, GREATEST(fair_pass, due_ms), ready_seq LIMIT 1) AS pending_head)
+    AND NOT EXISTS (SELECT 1 FROM ${jobs} WHERE queue = waiter.queue AND due_ms IS NULL AND ${claimableNow}
+      AND ((state = 'pending' AND run_at_ms <= $9::bigint) OR (state = 'processing' AND deadline_ms <= $9::bigint)))
+    AND NOT EXISTS (SELECT 1 FROM ${jobs} WHERE queue = waiter.queue AND state = 'processing' AND due_ms <= $9::bigint AND deadline_ms <= $9::bigint AND ${claimableNow})
 ), waiter AS (
   DELETE FROM ${schema.quoted}.job_waiters WHERE claim_token = (SELECT claim_token FROM candidate)
   RETURNING claim_token, host_id, channel, queue_key, range_id
