@@ -3,11 +3,13 @@
  * one group on one ManualClock: h1 owns the queue and its worker waits idle; h2 enqueues. The
  * enqueue inserts the job claimed for h1's registered claim and h1's handler starts with the
  * clock standing still. A `handed` message lost on the bus costs the job one claim lapse — it is
- * delivered again once its visibility timeout passes — never the job.
+ * delivered again once its visibility timeout passes — never the job. An idle worker loop keeps
+ * one registration across its claims; its stop, or its partition leaving the engine, takes it back.
  *
  * No sleeps: waits are on conditions, bounded by event-loop turns; time moves only when advanced.
  */
 import { afterEach, expect, it } from 'vitest'
+import { membershipUnloadDelayMs } from '../src/kernel/Limits.ts'
 import { handedJobOf } from '../src/persistence/jobs/HandOver.ts'
 import { closeEngines, twoEngines } from './harness/twoEngines.ts'
 import { settle, until } from './harness/settle.ts'
@@ -71,4 +73,27 @@ it('an idle worker loop keeps one registration across its claims, and its stop t
   expect(calls).toEqual({ added: 1, removed: 0 })
   await stop()
   expect(calls).toEqual({ added: 1, removed: 1 })
+})
+
+it("an engine whose partition of the queue left takes its idle registrations back (they carry that partition's fence)", async () => {
+  let owner = 'h1'
+  const calls = { added: 0, removed: 0 }
+  const { h1, clock, membershipChanged } = twoEngines(() => owner, {
+    handOverAcrossEngines: true,
+    wrapJobStore: (store) => ({
+      ...store,
+      addWaiter: (params) => (calls.added++, store.addWaiter(params)),
+      removeWaiter: (params) => (calls.removed++, store.removeWaiter(params)),
+    }),
+  })
+  const stop = h1.queue('q').work(async () => {})
+  await settle(50)
+  expect(calls).toEqual({ added: 1, removed: 0 })
+  owner = 'h2'
+  membershipChanged()
+  await settle(20)
+  clock.advance(membershipUnloadDelayMs)
+  await settle(50)
+  expect(calls.removed).toBe(1)
+  await stop()
 })

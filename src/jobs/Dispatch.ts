@@ -46,6 +46,8 @@ export interface DispatchRuntime {
    * own driver hears it, and the owners of the queue's other partitions when it owns only some.
    */
   announceDue(queue: string, dueMs: number, byEnqueue: boolean): void
+  /** The last instance of `queue`'s partitions on this engine unloaded: what this engine keeps as its owner goes (HandOvers.ts's idle registrations). */
+  partitionsLeft(queue: string): void
 }
 
 /**

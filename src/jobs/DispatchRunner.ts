@@ -71,6 +71,7 @@ export function makeDispatches(runtime: () => DispatchRuntime, machine: Dispatch
           if (current?.delete(instance) !== true) return
           if (current.size === 0) instances.delete(queue)
           byQueue.get(queue)?.send({ type: 'partition.unloaded', instance })
+          if (current.size === 0) runtime().partitionsLeft(queue)
         },
       }
     },

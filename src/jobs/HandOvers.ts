@@ -5,7 +5,8 @@
  *   registers as a waiter in the store under the fence of the queue's partition this engine owns.
  *   When it stops waiting its registration stays in the store, idle in the queue's pool here,
  *   and the loop's next claim takes it up again with no statement; registrations last
- *   `waiterLeaseMs` and are taken back when the queue's workers here stop. A `handed` message
+ *   `waiterLeaseMs` and are taken back when the queue's workers here stop or its partitions leave
+ *   this engine. A `handed` message
  *   for a token hands the job to the claim holding it if it still waits, else to the claim of
  *   the queue waiting longest (or keeps it for the next, as any hand-over: Dispatch.ts);
  * - **enqueueing**: an enqueue of this engine for a queue it does not deliver alone (a producer's)
@@ -48,8 +49,11 @@ export interface HandOvers {
    * `waiterLeaseMs`.
    */
   register(queue: string, place: PlaceInLine, untilMs: number): WaiterRegistration
-  /** The queue's workers here stopped: its idle registrations are taken back from the store; resolves once they are. */
-  workersStopped(queue: string): Promise<void>
+  /**
+   * Takes the queue's idle registrations back from the store (its workers here stopped, or its
+   * partitions left this engine, whose fence they carry); resolves once they are.
+   */
+  takeBackIdle(queue: string): Promise<void>
   /** An enqueue of `job` that may go to another engine's waiter: the store's answer, or null when this engine does not ask (it delivers the queue alone, or the job may not be handed over). */
   enqueue(job: NewJob, nowMs: number): Promise<EnqueueAnswer | null>
   /** A host message: true when it was a `handed` message (taken care of here). */
@@ -101,7 +105,9 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
         swallow(error)
         return false
       })
-    return { queue, claimToken, untilMs, added, claimId: null }
+    const registration: Registration = { queue, claimToken, untilMs, added, claimId: null, refused: false }
+    void added.then((ok) => (registration.refused = !ok))
+    return registration
   }
   // Deletes a registration here and, once it is in the store, there (a failure only leaves it to expire).
   const takeBack = (engine: HandOverEngine, registration: Registration): Promise<unknown> => {
@@ -117,7 +123,8 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
       let registration: Registration | undefined
       while (registration === undefined && pool.length > 0) {
         const pooled = pool.pop() as Registration
-        if (pooled.untilMs >= untilMs) registration = pooled
+        // One the store never took (no fence to give then) is dropped: a new one may get it now.
+        if (pooled.untilMs >= untilMs && !pooled.refused) registration = pooled
         else void takeBack(engine, pooled)
       }
       if (pool.length === 0) pools.delete(queue)
@@ -129,6 +136,11 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
         withdraw() {
           // Handed over meanwhile (its `handed` message came): nothing is left to take back.
           if (registrations.get(held.claimToken) !== held) return
+          // The queue's partitions left this engine: its fence is stale, so it goes.
+          if (!engineOf().dispatch.of(queue).isDeliveredHere()) {
+            void takeBack(engineOf(), held)
+            return
+          }
           // Back to the pool, still registered: the loop's next claim takes it with no statement.
           held.claimId = null
           const back = pools.get(queue) ?? []
@@ -138,7 +150,7 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
       }
     },
 
-    async workersStopped(queue) {
+    async takeBackIdle(queue) {
       const engine = engineOf()
       const pooled = pools.get(queue) ?? []
       pools.delete(queue)
@@ -181,4 +193,6 @@ interface Registration {
   readonly untilMs: number
   readonly added: Promise<boolean>
   claimId: number | null
+  /** The store did not take it (this engine had no fence of the queue to give, or the write failed). */
+  refused: boolean
 }

@@ -58,6 +58,8 @@ export interface JobsRuntime {
    * signal per queue in flight.
    */
   announceSlotFreed(queue: string): void
+  /** The last instance of `queue`'s partitions here unloaded: the hand-overs' idle registrations of it are taken back (HandOvers.ts). */
+  partitionsLeft(queue: string): void
   /** Queues a handle on this engine opened with `concurrencyPerKey`. */
   readonly limitedQueues: Set<string>
   /** Each queue's dispatch on this engine: its claims in line, hand-overs and line polls (Dispatch.ts). */
@@ -93,7 +95,7 @@ export interface JobsRuntime {
 }
 
 /** Builds a runtime; `isClosed` reads the engine's flag. */
-export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'dispatch' | 'workers' | 'ack' | 'limitedQueues' | 'rateLimited'> & { readonly dispatchMachine: DispatchMachine; readonly onDispatchStep?: DispatchStepListener }): JobsRuntime {
+export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'dispatch' | 'workers' | 'ack' | 'limitedQueues' | 'rateLimited' | 'partitionsLeft'> & { readonly dispatchMachine: DispatchMachine; readonly onDispatchStep?: DispatchStepListener }): JobsRuntime {
   const refusal = () => new ShuttingDown({ component: `matchbox ${parts.hostId}`, closed: true })
   const ack = makeMicroBatcher<ClaimRef & { readonly nowMs: number }, boolean>({
     async run(claims) {
@@ -119,6 +121,9 @@ export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 
     limitedQueues: new Set(),
     rateLimited: new Set(),
     now: () => Math.floor(parts.clock.now()),
+    partitionsLeft(queue) {
+      void parts.handOvers?.takeBackIdle(queue)
+    },
     refuseIfClosed() {
       if (parts.isClosed()) throw refusal()
     },

@@ -364,7 +364,7 @@ async function stopWorker(worker: WorkerState, stop: StopWork, loops: ReadonlyAr
     for (const job of worker.handling) abortStopped(job, `the worker's stop gave up waiting for its handler after ${graceMs} ms`)
   }
   // No loop waits any more: its registrations as a waiter go, so no enqueue elsewhere hands it a job.
-  await runtime.handOvers?.workersStopped(queue)
+  await runtime.handOvers?.takeBackIdle(queue)
   worker.heartbeats.close()
   runtime.workers.delete(stop)
 }
