@@ -38,10 +38,12 @@ async function takeDue(state: MemoryJobState, params: Parameters<JobStore['takeD
   const skipped = new Set(checkSkipKeys(params.skipConcurrencyKeys))
   const inScope = (row: LiveRow) => queues === null || queues.includes(row.job.queue)
   for (const row of live.values()) {
-    if (!inScope(row) || row.dueMs === null || row.dueMs > nowMs) continue
-    if (isExhausted(row.job, nowMs)) bury(state, row, deadReasonExhausted, row.job.deadlineMs as number)
-    // A keyed job's lapsed claim that expired holds its slot until buried: buried now, as takeDueSql does.
-    else if (row.concurrencyKey !== undefined && isLapsedExpired(row.job, nowMs)) bury(state, row, deadReasonExpired, nowMs)
+    if (!inScope(row)) continue
+    const isDue = row.dueMs !== null && row.dueMs <= nowMs
+    if (isDue && isExhausted(row.job, nowMs)) bury(state, row, deadReasonExhausted, row.job.deadlineMs as number)
+    // A keyed job's lapsed claim that expired holds its slot until buried: buried now, as takeDueSql
+    // does — whether its row is due or its task is with Matching (due null), whose claim may never come.
+    else if ((isDue || row.dueMs === null) && row.concurrencyKey !== undefined && isLapsedExpired(row.job, nowMs)) bury(state, row, deadReasonExpired, nowMs)
   }
   // A pending job of a key at its limit is passed over, and of a key with room only as many
   // are reserved as it has room for, as the SQL statement does.

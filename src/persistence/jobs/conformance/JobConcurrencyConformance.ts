@@ -267,6 +267,23 @@ function concurrencyCases3(kit: ReturnType<typeof concurrencyKitOf>): void {
     // freed one, so the pass itself may or may not have reserved it; either way it is due by now).
     expect((await claimDue(queue, 2, lapsedAt + 1)).map((job) => job.id)).toEqual([waiting?.id])
   })
+  it('a lapsed claim handed to Matching again that then expired frees its slot at the next due-time pass too', async () => {
+    const queue = fixture.queue('limit-expired-with-matching')
+    const [expiring] = await enqueue(queue, 1, { ...limited('k', 1), expiresAtMs: 40_000 })
+    const [waiting] = await enqueue(queue, 1, limited('k', 1))
+    expect((await claimDue(queue, 2)).map((job) => job.id)).toEqual([expiring?.id])
+    // Its claim lapses at 31,000, before its expiry: a pass hands it to Matching (due null).
+    const lapsedAt = nowMs + 30_000
+    const reserved = await store().takeDue({ nowMs: lapsedAt, reserveUntilMs: lapsedAt + 1_000, limit: 10, queues: [queue] })
+    expect(reserved.map((due) => due.id)).toEqual([expiring?.id])
+    expect(await store().confirmDelivered({ deliveries: reserved.map(({ id, revision }) => ({ id, revision })) })).toBe(1)
+    // Expired since, it can never run again; its task's claim may never come. The next pass buries it.
+    const passAt = 45_000
+    await store().takeDue({ nowMs: passAt, reserveUntilMs: passAt + 1, limit: 10, queues: [queue] })
+    expect(await store().getJob({ queue, id: (expiring as JobRecord).id })).toMatchObject({ state: 'dead', lastError: 'expired', diedAtMs: passAt })
+    expect((await claimDue(queue, 2, passAt + 1)).map((job) => job.id)).toEqual([waiting?.id])
+  })
+
   it('retryDead gives a dead job back with its key, limited as before', async () => {
     const queue = fixture.queue('limit-retry-dead')
     const [dying] = await enqueue(queue, 1, limited('k', 1))

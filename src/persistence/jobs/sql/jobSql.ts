@@ -887,7 +887,8 @@ SELECT (SELECT count(*) FROM buried) AS dead, (SELECT count(*) FROM purged) AS p
  * jobs are passed over (empty for none).
  * One round trip for the due-time driver's pass: dead-letters every lapsed row the exhaustion
  * rule covers, and every lapsed claim of a job with a concurrency key that expired (as a sweep
- * would: its slot would otherwise stay held until one, and no engine sweeps unless asked), and reserves the first due unexpired rows that rule does not cover, in claim order
+ * would: its slot would otherwise stay held until one, and no engine sweeps unless asked) — due,
+ * or with its task handed to Matching (due null), whose claim may never come — and reserves the first due unexpired rows that rule does not cover, in claim order
  * (rows another connection holds are skipped), returning them with their previous due time. The
  * two sets are disjoint, so the statement never touches a row twice. A pending job whose
  * concurrency key is at its limit is passed over (concurrencySql.ts's `slotHasRoom`), and of a key
@@ -904,7 +905,7 @@ export function takeDueSql(schema: Schema, queues: QueueFilter): string {
   return `
 WITH moved AS (
   DELETE FROM ${schema.quoted}.jobs
-  WHERE due_ms <= $1::bigint AND ${queueFilter(queues, '$4')} AND (${exhausted('$1::bigint')} OR ${lapsedExpiredKeyed('$1::bigint')})
+  WHERE ${queueFilter(queues, '$4')} AND ((due_ms <= $1::bigint AND (${exhausted('$1::bigint')} OR ${lapsedExpiredKeyed('$1::bigint')})) OR (due_ms IS NULL AND ${lapsedExpiredKeyed('$1::bigint')}))
   RETURNING *
 ), ${freeSlotsCtes(schema, movedOut)}, buried AS (
   ${bury(schema, `CASE WHEN ${exhausted('$1::bigint')} THEN $5::text ELSE $6::text END`, `CASE WHEN ${exhausted('$1::bigint')} THEN deadline_ms ELSE $1::bigint END`)}
