@@ -47,6 +47,16 @@ it('world 42126770, script [40, 40, 40]: line polls with no claim parked end, an
   expect(result.knownFailing).toEqual([])
 })
 
+// World -2078778638 (a held-heartbeats world, one job per key): a job of key tenant-c whose claim
+// lapsed was handed to Matching again, and expired before its task's claim came (none came); it
+// held its key's slot while every other tenant-c job waited, until a sweep the world never ran.
+it('world -2078778638: a lapsed claim that expired while its task was with Matching frees its key at the next pass', async () => {
+  console.log('world -2078778638')
+  const { result } = await runJobsSeed({ seed: -2078778638, store: 'memory', overrides: { steps } })
+  expect(result.violations).toEqual([])
+  expect(result.knownFailing).toEqual([])
+})
+
 // World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the
 // one whose write then finds its range taken waits out a restart back-off of several seconds
 // (the Matching ownership rule) while workers idle; prompt delivery is judged after it. World
