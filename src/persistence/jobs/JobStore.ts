@@ -62,6 +62,12 @@
  * statement on SQL, across connections. A physical queue never acquired refuses every fence.
  * Without a fence a call claims as it always did (a producer's enqueue owns nothing).
  *
+ * Waiters (HandOver.ts): a claim of the queue's owner waiting idle may be registered
+ * (`addWaiter`, under its partition's fence) so that an enqueue on another engine (`toWaiter`)
+ * inserts its job claimed with the waiter's token, in one statement, only while the waiter's
+ * range is current and nothing older of the queue is claimable; a SQL store raises the `handed`
+ * message in that statement. Taken, a waiter is gone; `removeWaiter` takes one back.
+ *
  * Paused queues: while `queue` is paused (`pauseQueue` until `resumeQueue`) no claim of the
  * store claims a job of it — `claim` and `claimMany` answer `obsolete` ('paused') for a job they
  * would have claimed, `claimDue` and `ackAndClaimDue` claim nothing (their acks still apply), a
