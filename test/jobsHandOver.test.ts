@@ -59,8 +59,8 @@ it('an idle worker loop keeps one registration across its claims, and its stop t
     handOverAcrossEngines: true,
     wrapJobStore: (store) => ({
       ...store,
-      addWaiter: (params) => (calls.added++, store.addWaiter(params)),
-      removeWaiter: (params) => (calls.removed++, store.removeWaiter(params)),
+      addWaiters: (params) => (calls.added++, store.addWaiters(params)),
+      removeWaiters: (params) => (calls.removed++, store.removeWaiters(params)),
     }),
   })
   const stop = h1.queue('q').work(async () => {})
@@ -82,8 +82,8 @@ it("an engine whose partition of the queue left takes its idle registrations bac
     handOverAcrossEngines: true,
     wrapJobStore: (store) => ({
       ...store,
-      addWaiter: (params) => (calls.added++, store.addWaiter(params)),
-      removeWaiter: (params) => (calls.removed++, store.removeWaiter(params)),
+      addWaiters: (params) => (calls.added++, store.addWaiters(params)),
+      removeWaiters: (params) => (calls.removed++, store.removeWaiters(params)),
     }),
   })
   const stop = h1.queue('q').work(async () => {})

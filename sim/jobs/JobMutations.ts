@@ -450,8 +450,8 @@ function passThrough(inner: JobStore): JobStore {
     kind: inner.kind,
     enqueue: (params, tx) => inner.enqueue(params, tx),
     enqueueMany: (params, tx) => inner.enqueueMany(params, tx),
-    addWaiter: (params) => inner.addWaiter(params),
-    removeWaiter: (params) => inner.removeWaiter(params),
+    addWaiters: (params) => inner.addWaiters(params),
+    removeWaiters: (params) => inner.removeWaiters(params),
     getJob: (params) => inner.getJob(params),
     claim: (params) => inner.claim(params),
     heartbeat: (params) => inner.heartbeat(params),
@@ -663,13 +663,14 @@ function waiterFenceIgnoredStore(base: JobStore, inner: JobStore): JobStore {
   const waiters = new Map<string, Waiter>()
   return {
     ...base,
-    async addWaiter(params) {
-      await inner.addWaiter(params)
-      waiters.set(params.claimToken, params)
+    async addWaiters(params) {
+      await inner.addWaiters(params)
+      const { claimTokens, nowMs: _nowMs, ...waiter } = params
+      for (const claimToken of claimTokens) waiters.set(claimToken, { ...waiter, claimToken })
     },
-    async removeWaiter(params) {
-      waiters.delete(params.claimToken)
-      return inner.removeWaiter(params)
+    async removeWaiters(params) {
+      for (const claimToken of params.claimTokens) waiters.delete(claimToken)
+      return inner.removeWaiters(params)
     },
     async enqueue(params, tx) {
       const answer = await inner.enqueue(params, tx)
@@ -677,7 +678,7 @@ function waiterFenceIgnoredStore(base: JobStore, inner: JobStore): JobStore {
       const candidate = isHandOverCandidate(params.job, params.nowMs, JSON.stringify(params.job.payload).length)
       if (params.toWaiter !== true || !candidate || answer.handedTo !== undefined || answer.id !== params.job.id || answer.state !== 'pending') return answer
       const waiter = [...waiters.values()].find((known) => known.queue === params.job.queue && known.untilMs > params.nowMs)
-      if (waiter === undefined || !(await inner.removeWaiter({ claimToken: waiter.claimToken }))) return answer
+      if (waiter === undefined || (await inner.removeWaiters({ claimTokens: [waiter.claimToken] })).length === 0) return answer
       waiters.delete(waiter.claimToken)
       const outcome = await inner.claim({ id: answer.id, claimToken: waiter.claimToken, nowMs: params.nowMs })
       return outcome.kind === 'claimed' ? { ...outcome.job, handedTo: { hostId: waiter.hostId, fence: waiter.fence } } : answer

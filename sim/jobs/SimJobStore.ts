@@ -106,8 +106,8 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         record({ op: 'enqueue', ...stamp(params.nowMs), job, ...keysOf(params.job), ...(fairPass == null ? {} : { fairPass }), ...fenceOf(params.fence ?? handedTo?.fence) })
         return answer
       }),
-    addWaiter: (params) => park(`job.addWaiter ${params.queue} ${params.claimToken}`, true, () => inner.addWaiter(params)),
-    removeWaiter: (params) => park(`job.removeWaiter ${params.claimToken}`, true, () => inner.removeWaiter(params)),
+    addWaiters: (params) => park(`job.addWaiters ${params.queue} ${params.claimTokens.join(',')}`, true, () => inner.addWaiters(params)),
+    removeWaiters: (params) => park(`job.removeWaiters ${params.claimTokens.join(',')}`, true, () => inner.removeWaiters(params)),
     getJob: (params) =>
       park(`job.get ${params.id}`, false, async () => {
         const job = await inner.getJob(params)

@@ -2,7 +2,10 @@
  * HandOvers — this engine's side of the hand-over at enqueue across engines
  * (persistence/jobs/HandOver.ts), both ways:
  * - **waiting**: a claim of this engine parked in its queue's line (Claimer.ts's `waitInLine`)
- *   registers as a waiter in the store under the fence of the queue's partition this engine owns.
+ *   registers as a waiter in the store under the fence of the queue's partition this engine owns;
+ *   finding none idle, it registers as many tokens as claims of the queue wait here, in one
+ *   statement, and pools the spares, so a stream of hand-overs costs one registration per that
+ *   many jobs (a token taken while no claim holds it goes to the claim waiting longest).
  *   When it stops waiting its registration stays in the store, idle in the queue's pool here,
  *   and the loop's next claim takes it up again with no statement; registrations last
  *   `waiterLeaseMs` and are taken back when the queue's workers here stop or its partitions leave
@@ -14,20 +17,20 @@
  *   (the memory store) is announced here, over the bus.
  *
  * An idle worker loop costs about one statement per lease; a drain, whose claims never park,
- * none. A lost `handed` message costs the job one claim lapse — it is claimed under a token
+ * none; a stream of hand-overs, about one per as many jobs as claims wait here. A lost `handed` message costs the job one claim lapse — it is claimed under a token
  * nobody holds — never the job; one for an idle registration is handed to the claim waiting
  * longest, or kept for the next to join (released by the next pass if none does).
  *
- * Invariants: registrations here are bounded by the most claims of a queue that waited at once
- * (each park takes an idle one first); every one is either attached to one claim or idle in its
- * queue's pool; no timer.
+ * Invariants: registrations here are at most twice the most claims of a queue that waited at once
+ * (a park takes an idle one first, and a batch is as large as the claims attached plus one);
+ * every one is either attached to one claim or idle in its queue's pool; no timer.
  *
  * Does not: choose the job a waiter gets (the producer's statement does), or retry.
  */
 import { isMatchboxError } from '../domain/errors.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { randomId } from '../kernel/Ids.ts'
-import { waiterLeaseMs } from '../kernel/Limits.ts'
+import { waiterLeaseMs, waiterTokensMax } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { Bus } from '../persistence/bus/Bus.ts'
 import { handedJobOf, handOverMessage, isHandOverCandidate } from '../persistence/jobs/HandOver.ts'
@@ -96,41 +99,62 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
   const swallow = (error: unknown): void => {
     if (!isMatchboxError(error)) options.onDefect(error)
   }
-  // Registers a new token for `queue` until `untilMs` under the queue's fence.
-  const registered = (engine: HandOverEngine, queue: string, untilMs: number): Registration => {
-    const claimToken = randomId(engine.random)
+  // Registers `count` new tokens for `queue` until `untilMs` under the queue's fence, in one statement.
+  const registeredBatch = (engine: HandOverEngine, queue: string, count: number, untilMs: number): Registration[] => {
+    const claimTokens = Array.from({ length: count }, () => randomId(engine.random))
     const added = options
-      .fenced(queue, (fence) => engine.jobStore.addWaiter({ queue, claimToken, hostId: engine.hostId, untilMs, nowMs: engine.now(), fence }).then(() => true), async () => false)
+      .fenced(queue, (fence) => engine.jobStore.addWaiters({ queue, claimTokens, hostId: engine.hostId, untilMs, nowMs: engine.now(), fence }).then(() => true), async () => false)
       .catch((error: unknown) => {
         swallow(error)
         return false
       })
-    const registration: Registration = { queue, claimToken, untilMs, added, claimId: null, refused: false }
-    void added.then((ok) => (registration.refused = !ok))
-    return registration
+    const batch = claimTokens.map((claimToken): Registration => ({ queue, claimToken, untilMs, added, claimId: null, refused: false }))
+    void added.then((ok) => {
+      for (const registration of batch) registration.refused = !ok
+    })
+    for (const registration of batch) registrations.set(registration.claimToken, registration)
+    return batch
   }
-  // Deletes a registration here and, once it is in the store, there (a failure only leaves it to expire).
-  const takeBack = (engine: HandOverEngine, registration: Registration): Promise<unknown> => {
-    registrations.delete(registration.claimToken)
-    return registration.added.then((added) => (added ? engine.jobStore.removeWaiter({ claimToken: registration.claimToken }) : false)).catch(swallow)
+  // Deletes registrations here and, those the store took, there in one statement (a failure only leaves them to expire).
+  const takeBack = (engine: HandOverEngine, taken: ReadonlyArray<Registration>): Promise<unknown> => {
+    for (const registration of taken) registrations.delete(registration.claimToken)
+    return Promise.all(taken.map(async (registration) => ((await registration.added) ? [registration.claimToken] : [])))
+      .then((tokens) => (tokens.flat().length === 0 ? [] : engine.jobStore.removeWaiters({ claimTokens: tokens.flat() })))
+      .catch(swallow)
+  }
+  const pool = (registration: Registration): void => {
+    registration.claimId = null
+    const kept = pools.get(registration.queue) ?? []
+    kept.push(registration)
+    pools.set(registration.queue, kept)
+  }
+  // How many registrations of `queue` serve a claim now.
+  const attached = (queue: string): number => {
+    let count = 0
+    for (const registration of registrations.values()) if (registration.queue === queue && registration.claimId !== null) count++
+    return count
   }
   return {
     register(queue, place, untilMs) {
       const engine = engineOf()
       const nowMs = engine.now()
-      // The pool's freshest registration that outlasts this wait, else a new one for a lease.
-      const pool = pools.get(queue) ?? []
+      // The pool's freshest registration that outlasts this wait, else a new batch for a lease:
+      // as many tokens as claims of the queue wait here with this one, the rest pooled for them.
+      const idle = pools.get(queue) ?? []
       let registration: Registration | undefined
-      while (registration === undefined && pool.length > 0) {
-        const pooled = pool.pop() as Registration
+      while (registration === undefined && idle.length > 0) {
+        const pooled = idle.pop() as Registration
         // One the store never took (no fence to give then) is dropped: a new one may get it now.
         if (pooled.untilMs >= untilMs && !pooled.refused) registration = pooled
-        else void takeBack(engine, pooled)
+        else void takeBack(engine, [pooled])
       }
-      if (pool.length === 0) pools.delete(queue)
-      registration ??= registered(engine, queue, Math.max(untilMs, nowMs + waiterLeaseMs))
+      if (idle.length === 0) pools.delete(queue)
+      if (registration === undefined) {
+        const [first, ...rest] = registeredBatch(engine, queue, Math.min(waiterTokensMax, attached(queue) + 1), Math.max(untilMs, nowMs + waiterLeaseMs))
+        for (const spare of rest) pool(spare)
+        registration = first as Registration
+      }
       registration.claimId = place.claimId
-      registrations.set(registration.claimToken, registration)
       const held = registration
       return {
         withdraw() {
@@ -138,23 +162,19 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
           if (registrations.get(held.claimToken) !== held) return
           // The queue's partitions left this engine: its fence is stale, so it goes.
           if (!engineOf().dispatch.of(queue).isDeliveredHere()) {
-            void takeBack(engineOf(), held)
+            void takeBack(engineOf(), [held])
             return
           }
           // Back to the pool, still registered: the loop's next claim takes it with no statement.
-          held.claimId = null
-          const back = pools.get(queue) ?? []
-          back.push(held)
-          pools.set(queue, back)
+          pool(held)
         },
       }
     },
 
     async takeBackIdle(queue) {
-      const engine = engineOf()
       const pooled = pools.get(queue) ?? []
       pools.delete(queue)
-      await Promise.all(pooled.map((registration) => takeBack(engine, registration)))
+      if (pooled.length > 0) await takeBack(engineOf(), pooled)
     },
 
     async enqueue(job, nowMs) {

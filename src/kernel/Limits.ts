@@ -425,3 +425,10 @@ export const keyedQueuesKnownMax = 10_000
  * so an idle loop costs about one statement per this long rather than two per claim.
  */
 export const waiterLeaseMs = 30_000
+
+/**
+ * Most waiter tokens one registration writes (HandOvers.ts): an engine registers as many as its
+ * claims of the queue waiting at once, so a stream of hand-overs costs one registration per that
+ * many jobs rather than one each.
+ */
+export const waiterTokensMax = 64

@@ -13,7 +13,7 @@ import { assert } from '../../kernel/assert.ts'
 import { type JsonValue, validateJson } from '../../domain/Json.ts'
 import { makeQueueKey, validateName } from '../../domain/QueueKey.ts'
 import { validatePriority } from '../../domain/Task.ts'
-import { ackBatchSizeMax, enqueueBatchBytesMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax, jobProgressBytesMax } from '../../kernel/Limits.ts'
+import { ackBatchSizeMax, enqueueBatchBytesMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax, jobProgressBytesMax, waiterTokensMax } from '../../kernel/Limits.ts'
 import type { ClaimFence, ClaimRef, JobState, NewJob, RateLimit, ScheduleJobKeys, SqlClient, Waiter } from './JobStore.ts'
 
 const durationMsMax = jobDurationSMax * 1000
@@ -273,15 +273,23 @@ export function checkEnqueue(params: { readonly job: NewJob; readonly nowMs: num
   return { job, nowMs, claimToken, fence, toWaiter }
 }
 
+// 1…waiterTokensMax distinct names: each registers one waiter.
+function checkWaiterTokens(tokens: ReadonlyArray<string>): ReadonlyArray<string> {
+  if (!Array.isArray(tokens) || tokens.length === 0 || tokens.length > waiterTokensMax) throw new InvalidInput({ field: 'claimTokens', reason: `must be an array of 1 to ${waiterTokensMax} tokens` })
+  const checked = Array.from(tokens, (token, index) => validateName(`claimTokens[${index}]`, token))
+  if (new Set(checked).size !== checked.length) throw new InvalidInput({ field: 'claimTokens', reason: 'must not name a token twice' })
+  return checked
+}
+
 const refuseMissingFence = (): never => {
   throw new InvalidInput({ field: 'fence', reason: "is required: a waiter is the owner's claim, fenced by its partition's range" })
 }
 
-/** A waiter to register (`addWaiter`): names, times as epoch ms, and its fence. */
-export function checkWaiter(params: Waiter & { readonly nowMs: number }): Waiter & { readonly nowMs: number } {
+/** Waiters to register (`addWaiters`): names, 1…waiterTokensMax distinct tokens, times as epoch ms, and their fence. */
+export function checkWaiters(params: Omit<Waiter, 'claimToken'> & { readonly claimTokens: ReadonlyArray<string>; readonly nowMs: number }): Omit<Waiter, 'claimToken'> & { readonly claimTokens: ReadonlyArray<string>; readonly nowMs: number } {
   return {
     queue: validateName('queue', params.queue),
-    claimToken: validateName('claimToken', params.claimToken),
+    claimTokens: checkWaiterTokens(params.claimTokens),
     hostId: validateName('hostId', params.hostId),
     untilMs: checkTime('untilMs', params.untilMs),
     nowMs: checkTime('nowMs', params.nowMs),

@@ -63,10 +63,10 @@
  * Without a fence a call claims as it always did (a producer's enqueue owns nothing).
  *
  * Waiters (HandOver.ts): a claim of the queue's owner waiting idle may be registered
- * (`addWaiter`, under its partition's fence) so that an enqueue on another engine (`toWaiter`)
+ * (`addWaiters`, under its partition's fence) so that an enqueue on another engine (`toWaiter`)
  * inserts its job claimed with the waiter's token, in one statement, only while the waiter's
  * range is current and nothing older of the queue is claimable; a SQL store raises the `handed`
- * message in that statement. Taken, a waiter is gone; `removeWaiter` takes one back.
+ * message in that statement. Taken, a waiter is gone; `removeWaiters` takes some back.
  *
  * Paused queues: while `queue` is paused (`pauseQueue` until `resumeQueue`) no claim of the
  * store claims a job of it — `claim` and `claimMany` answer `obsolete` ('paused') for a job they
@@ -408,22 +408,22 @@ export interface JobStore {
   enqueue(params: { readonly job: NewJob; readonly nowMs: number; readonly claimToken?: string; readonly fence?: ClaimFence; readonly toWaiter?: boolean }, tx?: SqlClient): Promise<EnqueueAnswer>
 
   /**
-   * Registers a claim of engine `hostId` waiting for a job of `queue` until `untilMs`
-   * (HandOver.ts): an enqueue with `toWaiter` elsewhere may insert its job claimed with
-   * `claimToken`. The waiter carries the range `fence` of the queue's partition its engine owns,
+   * Registers `claimTokens` (1…`waiterTokensMax`, in order), each a claim of engine `hostId`
+   * waiting for a job of `queue` until `untilMs` (HandOver.ts): an enqueue with `toWaiter`
+   * elsewhere may insert its job claimed with one of them. The waiter carries the range `fence` of the queue's partition its engine owns,
    * and an enqueue takes it only while that range is still the partition's: the claim is the
    * owner's, fenced as its own claims are, though another engine's statement makes it.
    * Registering forgets the queue's waiters whose time has passed (an engine that died leaves
-   * its own). At most one waiter per token.
+   * its own). At most one waiter per token: a token registered again is renewed, last in order.
    */
-  addWaiter(params: Waiter & { readonly nowMs: number }): Promise<void>
+  addWaiters(params: Omit<Waiter, 'claimToken'> & { readonly claimTokens: ReadonlyArray<string>; readonly nowMs: number }): Promise<void>
 
   /**
-   * Takes the waiter of `claimToken` back: true when it was still registered; false when an
-   * enqueue took it (a job claimed with its token is on its way, or its message was lost) or it
-   * never was.
+   * Takes the waiters of `claimTokens` back; answers those that were still registered. One not
+   * among them was taken by an enqueue (a job claimed with its token is on its way, or its
+   * message was lost) or never registered.
    */
-  removeWaiter(params: { readonly claimToken: string }): Promise<boolean>
+  removeWaiters(params: { readonly claimTokens: ReadonlyArray<string> }): Promise<ReadonlyArray<string>>
 
   /**
    * `enqueue` of every job in `jobs`, in order, all or nothing: one statement on SQL stores (on

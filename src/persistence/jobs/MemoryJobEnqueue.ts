@@ -13,7 +13,7 @@
  * synchronous step, unless the job is limited or rated (it is then inserted pending, its claim
  * token and fence dropped).
  *
- * Waiters (HandOver.ts): `addWaiter` and `removeWaiter` keep the claims registered as waiting,
+ * Waiters (HandOver.ts): `addWaiters` and `removeWaiters` keep the claims registered as waiting,
  * and an enqueue with `toWaiter` takes the first of its queue as the SQL statement does; the
  * `handed` message is the caller's to send (this store has no transport).
  *
@@ -24,7 +24,7 @@ import { assert } from '../../kernel/assert.ts'
 import { isClaimable } from '../../domain/JobRules.ts'
 import { validateName } from '../../domain/QueueKey.ts'
 import { isHandOverCandidate } from './HandOver.ts'
-import { checkEnqueue, checkNewJobs, checkTime, checkWaiter, isRated } from './JobInput.ts'
+import { checkEnqueue, checkNewJobs, checkTime, checkWaiters, isRated } from './JobInput.ts'
 import { insertedJobRecord, type JobRecord, type JobStore, type NewJob, type Waiter } from './JobStore.ts'
 import { nextPass } from './MemoryClaimOrder.ts'
 import { turnOf } from './MemoryFairPasses.ts'
@@ -86,18 +86,21 @@ const refuseTx = (tx: unknown): void => {
 }
 
 /** The insert operations over `state`. */
-export function makeMemoryJobEnqueue(state: MemoryJobState): Pick<JobStore, 'enqueue' | 'enqueueMany' | 'addWaiter' | 'removeWaiter'> {
+export function makeMemoryJobEnqueue(state: MemoryJobState): Pick<JobStore, 'enqueue' | 'enqueueMany' | 'addWaiters' | 'removeWaiters'> {
   const { live, dead } = state
   return {
-    async addWaiter(params) {
-      const { nowMs, ...waiter } = checkWaiter(params)
+    async addWaiters(params) {
+      const { nowMs, claimTokens, ...waiter } = checkWaiters(params)
       for (const [token, known] of state.waiters) if (known.queue === waiter.queue && known.untilMs <= nowMs) state.waiters.delete(token)
-      state.waiters.delete(waiter.claimToken)
-      state.waiters.set(waiter.claimToken, waiter)
+      for (const claimToken of claimTokens) {
+        state.waiters.delete(claimToken)
+        state.waiters.set(claimToken, { ...waiter, claimToken })
+      }
     },
 
-    async removeWaiter(params) {
-      return state.waiters.delete(validateName('claimToken', params.claimToken))
+    async removeWaiters(params) {
+      if (!Array.isArray(params.claimTokens)) throw new InvalidInput({ field: 'claimTokens', reason: 'must be an array of tokens' })
+      return params.claimTokens.map((token, index) => validateName(`claimTokens[${index}]`, token)).filter((token) => state.waiters.delete(token))
     },
 
     async enqueueMany(params, tx) {

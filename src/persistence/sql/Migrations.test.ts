@@ -302,7 +302,7 @@ const dataAtVersion: Record<number, VersionFixture> = {
       expect((await jobs.enqueue({ job, nowMs: 400, toWaiter: true })).state).toBe('pending')
       const queueKey = { namespace: 'jobs', family: 'waited', type: 'activity' as const, partition: 0, version: null }
       const { rangeId } = await store.acquire({ key: queueKey, nowMs: 400 })
-      await jobs.addWaiter({ queue: 'waited', claimToken: 'waiting', hostId: 'host-up', untilMs: 5_000, nowMs: 400, fence: { queueKey, rangeId } })
+      await jobs.addWaiters({ queue: 'waited', claimTokens: ['waiting'], hostId: 'host-up', untilMs: 5_000, nowMs: 400, fence: { queueKey, rangeId } })
       // The job enqueued first is claimed: nothing older stands before the next one.
       expect(await jobs.claimDue({ queue: 'waited', nowMs: 400, claimTokens: ['first'] })).toHaveLength(1)
       const handed = await jobs.enqueue({ job: { ...job, id: 'job-handed' }, nowMs: 500, toWaiter: true })

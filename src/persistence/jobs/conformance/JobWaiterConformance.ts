@@ -22,7 +22,7 @@ function waiterKitOf(fixture: JobFixture) {
   const owned = (label: string) => ownedQueue(fixture, label)
 
   const wait = (queue: string, fence: ClaimFence, claimToken: string, hostId = 'worker-host', untilMs = 10_000) =>
-    store().addWaiter({ queue, claimToken, hostId, untilMs, nowMs: 1_000, fence })
+    store().addWaiters({ queue, claimTokens: [claimToken], hostId, untilMs, nowMs: 1_000, fence })
   const handOver = (queue: string, nowMs = 2_000, overrides = {}) => store().enqueue({ job: fixture.job(queue, { runAtMs: nowMs, ...overrides }), nowMs, toWaiter: true })
   const expectPending = (job: JobRecord & { readonly handedTo?: unknown }) => {
     expect(job.state).toBe('pending')
@@ -55,24 +55,33 @@ function handOverCases(kit: ReturnType<typeof waiterKitOf>): void {
     expect(await store().claimDue({ queue, nowMs: 2_000, claimTokens: ['other'] })).toEqual([])
     expect(await store().ack({ id: job.id, claimToken: 'first', nowMs: 2_001 })).toBe(true)
     // The waiter taken is gone; the next enqueue takes the next waiter.
-    expect(await store().removeWaiter({ claimToken: 'first' })).toBe(false)
+    expect(await store().removeWaiters({ claimTokens: ['first'] })).toEqual([])
     expect((await handOver(queue, 2_100)).handedTo?.hostId).toBe('host-b')
     expectPending(await handOver(queue, 2_200))
+  })
+
+  it('tokens registered in one call are waiters in their order, taken back together', async () => {
+    const { queue, fence } = await owned('waiter-batch')
+    await store().addWaiters({ queue, claimTokens: ['b1', 'b2', 'b3'], hostId: 'host', untilMs: 10_000, nowMs: 1_000, fence })
+    expect((await handOver(queue, 2_000)).claimToken).toBe('b1')
+    expect(await store().removeWaiters({ claimTokens: ['b1', 'b3', 'never'] })).toEqual(['b3'])
+    expect((await handOver(queue, 2_100)).claimToken).toBe('b2')
+    expect(await store().removeWaiters({ claimTokens: [] })).toEqual([])
   })
 
   it('a waiter taken back is not handed anything; one registered again is renewed in its place', async () => {
     const { queue, fence } = await owned('waiter-removed')
     await wait(queue, fence, 'gone')
-    expect(await store().removeWaiter({ claimToken: 'gone' })).toBe(true)
-    expect(await store().removeWaiter({ claimToken: 'gone' })).toBe(false)
-    expect(await store().removeWaiter({ claimToken: 'never-registered' })).toBe(false)
+    expect(await store().removeWaiters({ claimTokens: ['gone'] })).toEqual(['gone'])
+    expect(await store().removeWaiters({ claimTokens: ['gone'] })).toEqual([])
+    expect(await store().removeWaiters({ claimTokens: ['never-registered'] })).toEqual([])
     expectPending(await handOver(queue))
     // Registered twice under one token: one waiter, its later time.
     const other = fixture.queue('waiter-renewed')
     await wait(other, fence, 'twice', 'host', 1_500)
     await wait(other, fence, 'twice', 'host', 9_000)
     expect((await handOver(other, 2_000)).claimToken).toBe('twice')
-    expect(await store().removeWaiter({ claimToken: 'twice' })).toBe(false)
+    expect(await store().removeWaiters({ claimTokens: ['twice'] })).toEqual([])
   })
 
   it('across two stores on one database: a waiter registered through one is taken through the other, and two racing enqueues hand over one job', async () => {
@@ -96,7 +105,7 @@ function refusalCases(kit: ReturnType<typeof waiterKitOf>): void {
     const older = await store().enqueue({ job: fixture.job(queue, { runAtMs: 1_500 }), nowMs: 1_500 })
     await wait(queue, fence, 'kept')
     expectPending(await handOver(queue))
-    expect(await store().removeWaiter({ claimToken: 'kept' })).toBe(true)
+    expect(await store().removeWaiters({ claimTokens: ['kept'] })).toEqual(['kept'])
     // A job due later does not stand in the way.
     const later = fixture.queue('waiter-later-behind')
     await store().enqueue({ job: fixture.job(later, { runAtMs: 50_000 }), nowMs: 1_500 })
@@ -115,7 +124,7 @@ function refusalCases(kit: ReturnType<typeof waiterKitOf>): void {
     expect(await store().claimDue({ queue: stale.queue, nowMs: 2_000, claimTokens: ['first'] })).toHaveLength(1)
     await wait(stale.queue, { ...stale.fence, rangeId: current }, 'current')
     expect((await handOver(stale.queue, 2_100)).claimToken).toBe('current')
-    expect(await store().removeWaiter({ claimToken: 'stale' })).toBe(true)
+    expect(await store().removeWaiters({ claimTokens: ['stale'] })).toEqual(['stale'])
 
     const late = await owned('waiter-late')
     await wait(late.queue, late.fence, 'late', 'host', 2_000)
@@ -125,7 +134,7 @@ function refusalCases(kit: ReturnType<typeof waiterKitOf>): void {
     await wait(paused.queue, paused.fence, 'paused')
     await store().pauseQueue({ queue: paused.queue, nowMs: 1_000 })
     expectPending(await handOver(paused.queue))
-    expect(await store().removeWaiter({ claimToken: 'paused' })).toBe(true)
+    expect(await store().removeWaiters({ claimTokens: ['paused'] })).toEqual(['paused'])
   })
 
   it('a job guarded at its claim, not yet due, or too large for one message is enqueued as any other, the waiter kept', async () => {
@@ -135,12 +144,15 @@ function refusalCases(kit: ReturnType<typeof waiterKitOf>): void {
     expectPending(await handOver(queue, 2_000, { key: fixture.id('key') }))
     expectPending(await handOver(queue, 2_000, { fairnessKey: 'tenant' }))
     expectPending(await handOver(queue, 2_000, { payload: 'x'.repeat(5_000) }))
-    expect(await store().removeWaiter({ claimToken: 'kept' })).toBe(true)
+    expect(await store().removeWaiters({ claimTokens: ['kept'] })).toEqual(['kept'])
   })
 
   it('bad input is InvalidInput: a waiter without a fence, a hand-over beside a claim token', async () => {
     const queue = fixture.queue('waiter-input')
-    await expect(store().addWaiter({ queue, claimToken: 't', hostId: 'h', untilMs: 2_000, nowMs: 1_000 } as never)).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'fence' })
+    await expect(store().addWaiters({ queue, claimTokens: ['t'], hostId: 'h', untilMs: 2_000, nowMs: 1_000 } as never)).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'fence' })
+    const { fence } = await ownedQueue(fixture, 'waiter-input-tokens')
+    await expect(store().addWaiters({ queue, claimTokens: [], hostId: 'h', untilMs: 2_000, nowMs: 1_000, fence })).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'claimTokens' })
+    await expect(store().addWaiters({ queue, claimTokens: ['t', 't'], hostId: 'h', untilMs: 2_000, nowMs: 1_000, fence })).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'claimTokens' })
     await expect(store().enqueue({ job: fixture.job(queue), nowMs: 2_000, claimToken: 't', toWaiter: true })).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'toWaiter' })
   })
 }

@@ -19,7 +19,7 @@
  * a second statement only on queues with keys; a batch on a queue without keys runs one
  * statement, with one probe of fairness_passes more than the key state it never touches.
  *
- * Waiters (jobs/HandOver.ts, waiterSql.ts): `addWaiter` and `removeWaiter` register and take
+ * Waiters (jobs/HandOver.ts, waiterSql.ts): `addWaiters` and `removeWaiters` register and take
  * back a claim waiting on another engine, and an enqueue with `toWaiter` of a job that may be
  * handed over runs enqueueSql's waiter form: one statement still, which raises the `handed`
  * message itself when it took a waiter.
@@ -41,12 +41,12 @@ import { decodeQueueKey } from '../../../domain/QueueKey.ts'
 import { hostChannelOf } from '../../bus/Channels.ts'
 import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
 import { handOverMessageStem, isHandOverCandidate } from '../HandOver.ts'
-import { checkEnqueue, checkName, checkNewJobs, checkTime, checkTx, checkWaiter, isRated } from '../JobInput.ts'
+import { checkEnqueue, checkName, checkNewJobs, checkTime, checkTx, checkWaiters, isRated } from '../JobInput.ts'
 import { type EnqueueAnswer, type EnqueuedJob, fairnessStride, insertedJobRecord, type JobStore, type NewJob, type SqlClient } from '../JobStore.ts'
 import { fenceRefusal, fenceValues } from './claimFenceSql.ts'
 import { decodeEnqueued, decodeJob, enqueueManyParams, enqueueParams, enqueuePayloadParam } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
-import { addWaiterSql, removeWaiterSql } from './waiterSql.ts'
+import { addWaitersSql, removeWaitersSql } from './waiterSql.ts'
 
 type Row = Record<string, unknown>
 
@@ -79,14 +79,14 @@ const rateValues = (job: NewJob): unknown[] => [
 const keyOf = (job: NewJob): string => JSON.stringify([job.queue, job.key])
 
 /** The enqueue operations over `session`'s migrated `schema`; `dueChannel` is the store's due signal. */
-export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany' | 'addWaiter' | 'removeWaiter'> {
+export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany' | 'addWaiters' | 'removeWaiters'> {
   const sql = {
     enqueueMany: jobSql.enqueueManySql(schema),
     enqueueManyFair: jobSql.enqueueManySql(schema, true),
     getJob: jobSql.getJobSql(schema),
     enqueueToWaiter: jobSql.enqueueSql(schema, false, false, false, false, true),
-    addWaiter: addWaiterSql(schema),
-    removeWaiter: removeWaiterSql(schema),
+    addWaiters: addWaitersSql(schema),
+    removeWaiters: removeWaitersSql(schema),
     analyze: `ANALYZE ${schema.quoted}.jobs`,
   }
   const { validated } = session
@@ -185,14 +185,18 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
       }
     },
 
-    addWaiter: async (params) => {
-      const { claimToken, queue, hostId, untilMs, nowMs, fence } = validated('addWaiter', () => checkWaiter(params))
-      await session.write('addWaiter', sql.addWaiter, [claimToken, queue, hostId, hostChannelOf(schema.name, hostId), untilMs, nowMs, ...fenceValues(fence)])
+    addWaiters: async (params) => {
+      const { claimTokens, queue, hostId, untilMs, nowMs, fence } = validated('addWaiters', () => checkWaiters(params))
+      await session.write('addWaiters', sql.addWaiters, [claimTokens, queue, hostId, hostChannelOf(schema.name, hostId), untilMs, nowMs, ...fenceValues(fence)])
     },
 
-    removeWaiter: async (params) => {
-      const claimToken = validated('removeWaiter', () => checkName('claimToken', params.claimToken))
-      return (await session.write('removeWaiter', sql.removeWaiter, [claimToken])).length === 1
+    removeWaiters: async (params) => {
+      const claimTokens = validated('removeWaiters', () => {
+        if (!Array.isArray(params.claimTokens)) throw new InvalidInput({ field: 'claimTokens', reason: 'must be an array of tokens' })
+        return params.claimTokens.map((token, index) => checkName(`claimTokens[${index}]`, token))
+      })
+      if (claimTokens.length === 0) return []
+      return (await session.write<Row>('removeWaiters', sql.removeWaiters, [claimTokens])).map((row) => row.claim_token as string)
     },
 
     async enqueueMany(params, tx) {

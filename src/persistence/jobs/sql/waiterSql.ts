@@ -12,26 +12,26 @@ import { notPaused } from './pauseSql.ts'
 import { queueHasBuckets } from './rateSql.ts'
 
 /**
- * `$1` claim token, `$2` queue, `$3` host id, `$4` its host channel, `$5` until (ms), `$6` now,
+ * `$1` claim tokens, `$2` queue, `$3` host id, `$4` its host channel, `$5` until (ms), `$6` now,
  * `$7` the fence's encoded physical queue key, `$8` its range id.
- * Forgets the queue's waiters whose time has passed, then registers this one (again, if the
- * token is known: its time and place are renewed).
+ * Forgets the queue's waiters whose time has passed, then registers one per token, in order
+ * (again, if the token is known: its time and place are renewed).
  */
-export function addWaiterSql(schema: Schema): string {
+export function addWaitersSql(schema: Schema): string {
   return `
 WITH gone AS (
-  DELETE FROM ${schema.quoted}.job_waiters WHERE queue = $2::text AND until_ms <= $6::bigint AND claim_token <> $1::text
+  DELETE FROM ${schema.quoted}.job_waiters WHERE queue = $2::text AND until_ms <= $6::bigint AND claim_token <> ALL($1::text[])
 )
 INSERT INTO ${schema.quoted}.job_waiters AS waiter (claim_token, queue, host_id, channel, until_ms, queue_key, range_id)
-VALUES ($1::text, $2::text, $3::text, $4::text, $5::bigint, $7::text, $8::bigint)
+SELECT token, $2::text, $3::text, $4::text, $5::bigint, $7::text, $8::bigint FROM unnest($1::text[]) WITH ORDINALITY AS given(token, position) ORDER BY position
 ON CONFLICT (claim_token) DO UPDATE SET queue = EXCLUDED.queue, host_id = EXCLUDED.host_id, channel = EXCLUDED.channel, until_ms = EXCLUDED.until_ms,
   queue_key = EXCLUDED.queue_key, range_id = EXCLUDED.range_id,
   seq = nextval(pg_get_serial_sequence('${schema.quoted}.job_waiters', 'seq'))`
 }
 
-/** `$1` claim token. Deletes its waiter; answers the row when it was still there. */
-export function removeWaiterSql(schema: Schema): string {
-  return `DELETE FROM ${schema.quoted}.job_waiters WHERE claim_token = $1::text RETURNING claim_token`
+/** `$1` claim tokens. Deletes their waiters; answers the tokens that were still there. */
+export function removeWaitersSql(schema: Schema): string {
+  return `DELETE FROM ${schema.quoted}.job_waiters WHERE claim_token = ANY($1::text[]) RETURNING claim_token`
 }
 
 /**
