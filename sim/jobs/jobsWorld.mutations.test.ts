@@ -46,10 +46,11 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   historyClaimUnfenced: 2,
   claimFenceIgnored: 2,
   matchingFirstBlocksQueue: 7,
-  // Not caught, and no world can catch it as prompt delivery is judged: Matching refuses an add
-  // only while a partition lost its range, failed to acquire or unloads, and prompt delivery of
-  // that queue is judged again only once its restart back-off (≤ 10 s) and 2.5 s more passed, so
-  // a job given back a second late is never judged waiting (on seeds 1…100, none waited at all).
+  // Not caught within 100 seeds, membership moves after the heal included: with faults off Matching
+  // refuses an add only while a partition unloads or lost its range, which after the heal happens
+  // only during a move, before every view agreed (the old owner's unload takes no virtual time),
+  // and a queue whose range its owner lost is judged again only after the restart back-off; on
+  // seeds 1…100 with the bug no job waited at all in a judged window.
   refusedAddWaits: null,
   limitNotInStore: 4,
   rateNotInStore: 1,
@@ -98,14 +99,19 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // and test/jobsIdleQueues.test.ts catch it).
   droppedWithClaimsInLine: null,
   slotFreedSilent: 17,
-  // Not caught within 100 seeds: a claim or poll left on an engine its queue moved away from waits
-  // at most its own claim (a second), inside the seconds after a membership change that prompt
-  // delivery does not judge, and no world moves membership once healed (test/jobsPartitionMoves.test.ts
+  // Not caught within 100 seeds, membership moves after the heal included (a join that takes a
+  // queue's every partition from an engine, its loops starting later, jobs arriving as the views
+  // agree): a claim or poll left on the old owner waits at most its own claim, a second from when
+  // it parked, before its engine's view changed, and any worker whose view changed first already
+  // claims at the new owner; prompt delivery is judged again 500 ms after every view agreed, and on
+  // seeds 1…100 with the bug no job waited past 117 ms there (test/jobsPartitionMoves.test.ts
   // catches it on two engines).
   partitionUnloadUnheard: null,
-  // Not caught within 100 seeds, though it drops a released job's due signal on most seeds (75
-  // over seeds 1…40): a claim waiting at another owner is served by that owner's own pass or
-  // claim within the bound; src/jobs/DispatchRunner.test.ts fails on the fix it stands for.
+  // Not caught within 100 seeds, membership moves after the heal included, though it drops a
+  // released job's due signal on most seeds: a claim waiting at another owner is served by that
+  // owner's own pass or claim within the bound, in the windows after a move too (on seeds 1…100
+  // with the bug no job waited there at all); src/jobs/DispatchRunner.test.ts fails on the fix it
+  // stands for.
   releaseUnannounced: null,
 }
 
