@@ -7,10 +7,11 @@
  *
  * A worker joins dynamic membership and owns the partitions it is given; a producer watches
  * membership (`member: false`) and owns nothing. Every queue is opened with the seed's partition
- * count. Crashing the host drops its parked I/O and timers (so its heartbeats stop and its row
- * expires), cuts its bus subscriptions, and abandons the engine and every handle its clients
- * held; restarting builds a fresh engine and membership over the same shared stores and bus, as
- * a new process would.
+ * count. A worker may also leave the group gracefully (its engine's `close()`) and come back
+ * later as a new process, its `work` loops starting when the world says. Crashing the host drops
+ * its parked I/O and timers (so its heartbeats stop and its row expires), cuts its bus
+ * subscriptions, and abandons the engine and every handle its clients held; restarting builds a
+ * fresh engine and membership over the same shared stores and bus, as a new process would.
  *
  * Records, for the ownership checker, what its own membership view says about a job's queue at
  * the moment its Matching hands the job's task to a poll (History's recordStart), and when that
@@ -99,6 +100,8 @@ export interface JobsHostDeps {
   readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
   /** Claims register as waiters and enqueues hand jobs to other engines' waiters (JobsSwarm.ts `handOvers`). */
   readonly handOvers: boolean
+  /** A worker's `work` loops wait for `startAllWork` instead of starting with the engine (a process that joins once healed). */
+  readonly loopsLater?: boolean
   /** Hears every change of this host's membership view (for the trace). */
   readonly onView: (hostId: string, hosts: ReadonlyArray<string>) => void
   readonly onDefect: (hostId: string, where: string, defect: unknown) => void
@@ -121,6 +124,8 @@ export class JobsHost {
   readonly id: string
   readonly role: HostRole
   alive = true
+  /** True once the process left the group gracefully (`leave`), until it comes back (`restart`). */
+  left = false
   /** Bumped on every crash and restart: answers to an earlier incarnation are ignored. */
   incarnation = 0
   mb: Matchbox
@@ -142,7 +147,7 @@ export class JobsHost {
     this.id = deps.hostId
     this.role = deps.role
     this.#clock = new HostClock(deps.clock)
-    this.mb = this.#start()
+    this.mb = this.#start(deps.loopsLater !== true)
   }
 
   /** The hosts this incarnation's membership view shows now. */
@@ -185,7 +190,7 @@ export class JobsHost {
     return queue
   }
 
-  #start(): Matchbox {
+  #start(loops: boolean): Matchbox {
     const deps = this.#deps
     const clock = deps.clock
     const incarnation = this.incarnation
@@ -236,8 +241,14 @@ export class JobsHost {
     })
     this.queues = new Map(Object.entries(deps.queues).map(([name, options]) => [name, mb.queue(name, options)]))
     this.#stops = new Map()
-    if (this.role === 'worker' && deps.workLoops > 0) for (const queue of this.queues.keys()) this.startWork(queue)
+    if (loops) this.startAllWork()
     return mb
+  }
+
+  /** Starts the `work` loops of every queue whose loops are not running (a worker's; none on a producer). */
+  startAllWork(): void {
+    if (this.role !== 'worker' || this.#deps.workLoops === 0) return
+    for (const queue of this.queues.keys()) if (!this.working(queue)) this.startWork(queue)
   }
 
   #engineJobStore(): JobStore {
@@ -247,13 +258,19 @@ export class JobsHost {
     return deps.wrapEngineJobStore?.(deps.hostId, gated) ?? gated
   }
 
+  /** Whether this incarnation's engine still hears bus messages (an engine that left stops before its membership row goes). */
+  listening(): boolean {
+    return this.#bus?.listening() ?? false
+  }
+
   /** Whether `queue`'s `work` loops run on this incarnation (not stopped, not stopping). */
   working(queue: string): boolean {
     return this.alive && (this.#stops.get(queue) ?? null) !== null
   }
 
-  /** Starts `queue`'s `work` loops (a worker whose loops are not running). */
+  /** Starts `queue`'s `work` loops (a worker whose loops are not running; none once the process left). */
   startWork(queue: string): void {
+    if (!this.alive) return
     const deps = this.#deps
     const incarnation = this.incarnation
     const handle = this.queue(queue)
@@ -320,11 +337,23 @@ export class JobsHost {
     return this.#deps.gate.dropHost(this.id)
   }
 
-  /** A new process takes the host's place, with fresh memory. */
-  restart(): void {
+  /**
+   * The process leaves the group gracefully: its engine closes (its `work` loops stop, its
+   * partitions unload with their final checkpoints, its membership row goes) and the process is
+   * gone from then on, until a `restart`. Resolves once the close did.
+   */
+  leave(): Promise<void> {
+    this.alive = false
+    this.left = true
+    return this.mb.close()
+  }
+
+  /** A new process takes the host's place, with fresh memory; `loops` false: its `work` loops wait for `startAllWork`. */
+  restart(loops = true): void {
     this.#clock = new HostClock(this.#deps.clock)
     this.alive = true
+    this.left = false
     this.incarnation++
-    this.mb = this.#start()
+    this.mb = this.#start(loops)
   }
 }

@@ -167,6 +167,18 @@ export interface JobsSwarmOptions {
    */
   readonly healedWaves: number
   /**
+   * Membership moves once the faults healed (0 when the run asks for no enqueues after the heal,
+   * `enqueueAfterHeal: false`): each comes after a quiet spell in which only timers run, while the
+   * workers wait idle, and either a worker engine leaves the group gracefully (its `close()`: its
+   * partitions go to the others) or an engine joins it (one that left comes back, or a new
+   * worker process starts) and takes its rendezvous share of the partitions from their owners,
+   * its `work` loops starting a moment after it joined (a rolling deploy). Jobs of one queue
+   * arrive in the seconds after each move, through any live engine. What a move does and when
+   * are drawn at run time on a stream of their own (so a seed with 0 runs the world it ran
+   * before they existed).
+   */
+  readonly membershipMoves: number
+  /**
    * Claims parked in a queue's line register as waiters, and an enqueue on an engine that does
    * not deliver the queue alone hands its job to one (the hand-over at enqueue across engines,
    * src/jobs/HandOvers.ts), as on PostgreSQL. Drawn on a stream of its own, so a seed draws every
@@ -190,6 +202,8 @@ export interface JobsSwarmOverrides {
   readonly enqueueAfterHeal?: boolean
   /** Pins how many waves come after the heal (`healedWaves`; 0: none, as in worlds pinned before waves existed). */
   readonly healedWaves?: number
+  /** Pins how many membership moves come after the heal (`membershipMoves`; 0: none, as in worlds pinned before moves existed). */
+  readonly membershipMoves?: number
   /** Pins the hand-over at enqueue across engines on or off (`handOvers`). */
   readonly handOvers?: boolean
 }
@@ -257,12 +271,15 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
   // Drawn after everything else, for the same reason.
   const drawnHealedWaves = random.pick([0, 2, 4, 8])
   const healedWaves = overrides.enqueueAfterHeal === false ? 0 : (overrides.healedWaves ?? drawnHealedWaves)
+  // Drawn after everything else, for the same reason.
+  const drawnMembershipMoves = random.pick([0, 1, 2, 4])
+  const membershipMoves = overrides.enqueueAfterHeal === false ? 0 : (overrides.membershipMoves ?? drawnMembershipMoves)
   const handOvers = overrides.handOvers ?? warmedUp(Random.make(seed ^ handOversSeedMask)).chance(handOversChance)
-  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats, healedWaves, handOvers }
+  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, handOvers }
   // A held-heartbeats world overrides the faults and the work loops drawn above.
   for (const name of jobsFaultNames) faults[name] = name === 'heartbeat.held' ? heldHeartbeatChance : 0
   const longHandlersMs = Object.fromEntries(Object.entries(queues).map(([name, queue]) => [name, queue.visibilityTimeoutS * 3_000]))
-  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats, healedWaves, handOvers }
+  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, handOvers }
 }
 
 // `random` past its first draws: a stream seeded from a small number (a seed, masked) draws
@@ -291,6 +308,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `faults ${describeFaults(options.faults)}`,
     `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
     `operators pause chance ${options.control.pauseChance} · cancel running chance ${options.control.cancelRunningChance} · handlers ${options.control.honourSignal ? 'honour' : 'ignore'} job.signal`,
-    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues} · waves ${options.healedWaves}${options.heldHeartbeats ? ' · held heartbeats world' : ''}${options.handOvers ? ' · hand-overs at enqueue' : ''}`,
+    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues} · waves ${options.healedWaves} · membership moves ${options.membershipMoves}${options.heldHeartbeats ? ' · held heartbeats world' : ''}${options.handOvers ? ' · hand-overs at enqueue' : ''}`,
   ]
 }

@@ -37,7 +37,12 @@
  * wait idle, and on some seeds send waves (JobsSwarm.ts `healedWaves`, on a stream of their own):
  * after a quiet spell in which only timers run, several jobs of one queue at one instant, headed
  * by one tenant's; half of them land while every worker's loops on the queue are stopped, and
- * each worker's start again at a moment of its own, all at once (a rolling deploy).
+ * each worker's start again at a moment of its own, all at once (a rolling deploy). On some seeds
+ * membership moves once healed (JobsSwarm.ts `membershipMoves`, MembershipMoves.ts): an engine
+ * leaves the group or joins it while workers wait idle, jobs arrive as the views agree, and
+ * prompt delivery is judged again, with the same bound, from the unload delay after every live
+ * engine's view agreed (a range lost meanwhile holds its queue back only where the loser still
+ * owns the partition then; a poll forwarded to an engine that had left, until its timeout).
  *
  * Operators (on seeds that draw them, JobsSwarm.ts `control`) pause and resume queues and cancel
  * jobs that handlers are running, drawn on a decision stream of their own after every fault
@@ -60,6 +65,7 @@ import { Unavailable } from '../../src/domain/errors.ts'
 import { decodeQueueKey } from '../../src/domain/QueueKey.ts'
 import { jobsNamespace } from '../../src/jobs/QueueRouting.ts'
 import type { ManualClock } from '../../src/kernel/Clock.ts'
+import type { Random } from '../../src/kernel/Random.ts'
 import { acquireRetryMaxMs, jobDueScanIntervalMs, membershipHeartbeatIntervalMs, membershipHostTtlMs, membershipUnloadDelayMs, outageRetryMaxMs } from '../../src/kernel/Limits.ts'
 import { type BusTap, makeMemoryBus } from '../../src/persistence/bus/MemoryBus.ts'
 import type { JobRecord, JobStore } from '../../src/persistence/jobs/JobStore.ts'
@@ -82,7 +88,7 @@ import type { JobBoundaryRecord } from './JobBoundary.ts'
 import { type HandlerEvent, JobsHost, type JobsHostDeps } from './JobsHost.ts'
 import { ControlCheckers } from './ControlCheckers.ts'
 import { DispatchChecker } from './DispatchChecker.ts'
-import { type JobsFaultName, jobsFaultNames, type JobsSwarmOptions } from './JobsSwarm.ts'
+import { type HostRole, type JobsFaultName, jobsFaultNames, type JobsSwarmOptions } from './JobsSwarm.ts'
 import { type OwnershipCounts, OwnershipChecker } from './OwnershipChecker.ts'
 import { busLabelPrefix } from './SimBus.ts'
 import { membershipLabelPrefix } from './SimMembershipStore.ts'
@@ -90,6 +96,7 @@ import { HistoryRecord } from '../core/HistoryRecord.ts'
 import { epochMs } from '../core/Turns.ts'
 import { type FaultEvent, type Workload, WorldLoop } from '../core/WorldLoop.ts'
 import type { JobsMutant } from './JobMutations.ts'
+import { MembershipMoves } from './MembershipMoves.ts'
 
 /** What a finished end-to-end run reports. */
 export interface JobsRunResult {
@@ -151,7 +158,8 @@ export type JobsWorldEvent =
  * take no virtual time; what may legitimately pass is one `claimRetryDelayMs` (100 ms) pause of a
  * claim that lost a race and looks again. 250 ms allows that pause twice over and stays a
  * quarter of the one-second due scan (`jobDueScanIntervalMs`): a job that waited for the scan is
- * caught.
+ * caught. The same bound holds in the windows after a membership move (MembershipMoves.ts), where
+ * the healthy engine's longest wait on seeds 1…300 on memory was 213 ms.
  */
 export const promptDeliveryBoundMs = 250
 // Prompt delivery is judged from this long after membership settled (or last changed): a loop
@@ -290,6 +298,8 @@ export class JobsWorld {
   readonly #forwarding = { polls: 0, routes: new Set<string>(), handOvers: 0 }
   readonly #hosts: JobsHost[] = []
   readonly #clients: JobClients
+  // Membership moves after the heal (JobsSwarm.ts `membershipMoves`) and their windows.
+  readonly #moves: MembershipMoves
   #closing = false
   #finalPhaseRan = false
 
@@ -318,50 +328,64 @@ export class JobsWorld {
     this.#gate = this.#loop.gate
     const random = this.#decide.fork()
     if (config.busTap !== undefined) this.#bus.setTap(config.busTap)
-    for (let i = 1; i <= this.#options.hosts; i++) {
-      const hostId = `host-${i}`
-      this.#hosts.push(
-        new JobsHost({
-          hostId,
-          store: config.storeFor(hostId),
-          jobStore: config.jobStoreFor(hostId),
-          membershipStore: this.#membershipStore,
-          bus: this.#bus,
-          role: this.#options.roles[i - 1] ?? 'worker',
-          ...(config.wrapMembership === undefined ? {} : { wrapMembership: config.wrapMembership }),
-          gate: this.#gate,
-          clock: this.#clock,
-          random: random.fork(),
-          queues: this.#options.queues,
-          workLoops: this.#options.workLoops,
-          workBatch: this.#options.workBatch,
-          handOvers: this.#options.handOvers,
-          // A handler fails one time in five: the job is retried on its queue's curve.
-          handlerFails: () => this.#decide.chance(0.2),
-          handlerMs: (queue) => this.#decide.int(0, this.#options.handlerMsMax[queue] ?? 0),
-          honourSignal: this.#options.control.honourSignal && (this.#controlsOn() || this.#options.heldHeartbeats),
-          onHandler: (event) => this.#onHandler(event),
-          onDispatchStep: (incarnation, queue, event, commands) => this.#dispatches.step(hostId, incarnation, queue, event, commands, this.#clock.now() - epochMs),
-          ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
-          ...(config.mutant?.wrapEngineJobStore === undefined ? {} : { wrapEngineJobStore: config.mutant.wrapEngineJobStore }),
-          ...(config.mutant?.dispatchMachine === undefined ? {} : { dispatchMachine: config.mutant.dispatchMachine }),
-          ...(config.mutant?.matchingWaitingPolls === undefined ? {} : { matchingWaitingPolls: config.mutant.matchingWaitingPolls }),
-          recordStore: (record) => this.#observeStore(record),
-          recordJobs: (record) => this.#observeJobs(record),
-          queueOf: (id) => this.#checkers.queueOf(id),
-          onView: (id, hosts) => {
-            this.#log(`view ${id}: ${hosts.join(',') || 'nobody'}`)
-            // A view that changes after the heal (a heartbeat stamped before a pause landing late
-            // lets a row lapse once more) moves partitions: prompt delivery is judged again from
-            // as long after it as after the heal.
-            if (Number.isFinite(this.#promptFromMs)) this.#promptFromMs = Math.max(this.#promptFromMs, this.#clock.now() + promptJudgedAfterMs)
-            config.onEvent?.({ kind: 'view', hostId: id, hosts }, this.#clock.now())
-          },
-          onDefect: (id, where, defect) => this.#checkers.fail('other', `defect on ${id} in ${where}: ${defect instanceof Error ? defect.stack : String(defect)}`),
-        }),
-      )
-    }
+    for (let i = 1; i <= this.#options.hosts; i++) this.#hosts.push(this.#makeHost(`host-${i}`, this.#options.roles[i - 1] ?? 'worker', random, false))
     this.#clients = new JobClients({ options: this.#options, decide: this.#decide, clock: this.#clock, hosts: this.#hosts, checkers: this.#checkers, holds: (id, token) => this.#handlers.clientHolds(id, token), log: (line) => this.#log(line) })
+    this.#moves = new MembershipMoves({
+      seed: config.options.seed,
+      moves: config.options.membershipMoves,
+      clock: this.#clock,
+      queues: config.options.queues,
+      hosts: this.#hosts,
+      clients: this.#clients,
+      makeWorker: (hostId, random) => this.#makeHost(hostId, 'worker', random, true),
+      heldByWorld: (host) => this.#held?.loops.some((loop) => loop.host === host) === true,
+      log: (line) => this.#log(line),
+    })
+  }
+
+  // One host of the world, its engine's ids and tokens drawn from a fork of `random`
+  // (`loopsLater`: a worker whose `work` loops wait for `startAllWork`).
+  #makeHost(hostId: string, role: HostRole, random: Random, loopsLater: boolean): JobsHost {
+    const config = this.#config
+    return new JobsHost({
+      hostId,
+      store: config.storeFor(hostId),
+      jobStore: config.jobStoreFor(hostId),
+      membershipStore: this.#membershipStore,
+      bus: this.#bus,
+      role,
+      ...(loopsLater ? { loopsLater } : {}),
+      ...(config.wrapMembership === undefined ? {} : { wrapMembership: config.wrapMembership }),
+      gate: this.#gate,
+      clock: this.#clock,
+      random: random.fork(),
+      queues: this.#options.queues,
+      workLoops: this.#options.workLoops,
+      workBatch: this.#options.workBatch,
+      handOvers: this.#options.handOvers,
+      // A handler fails one time in five: the job is retried on its queue's curve.
+      handlerFails: () => this.#decide.chance(0.2),
+      handlerMs: (queue) => this.#decide.int(0, this.#options.handlerMsMax[queue] ?? 0),
+      honourSignal: this.#options.control.honourSignal && (this.#controlsOn() || this.#options.heldHeartbeats),
+      onHandler: (event) => this.#onHandler(event),
+      onDispatchStep: (incarnation, queue, event, commands) => this.#dispatches.step(hostId, incarnation, queue, event, commands, this.#clock.now() - epochMs),
+      ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
+      ...(config.mutant?.wrapEngineJobStore === undefined ? {} : { wrapEngineJobStore: config.mutant.wrapEngineJobStore }),
+      ...(config.mutant?.dispatchMachine === undefined ? {} : { dispatchMachine: config.mutant.dispatchMachine }),
+      ...(config.mutant?.matchingWaitingPolls === undefined ? {} : { matchingWaitingPolls: config.mutant.matchingWaitingPolls }),
+      recordStore: (record) => this.#observeStore(record),
+      recordJobs: (record) => this.#observeJobs(record),
+      queueOf: (id) => this.#checkers.queueOf(id),
+      onView: (id, hosts) => {
+        this.#log(`view ${id}: ${hosts.join(',') || 'nobody'}`)
+        // A view that changes after the heal (a heartbeat stamped before a pause landing late
+        // lets a row lapse once more) moves partitions: prompt delivery is judged again from
+        // as long after it as after the heal. A move's own views are judged by its window (MembershipMoves.ts).
+        if (Number.isFinite(this.#promptFromMs) && !this.#moves.moving()) this.#promptFromMs = Math.max(this.#promptFromMs, this.#clock.now() + promptJudgedAfterMs)
+        config.onEvent?.({ kind: 'view', hostId: id, hosts }, this.#clock.now())
+      },
+      onDefect: (id, where, defect) => this.#checkers.fail('other', `defect on ${id} in ${where}: ${defect instanceof Error ? defect.stack : String(defect)}`),
+    })
   }
 
   /** Runs both phases, closes every engine, and audits every job. */
@@ -457,7 +481,7 @@ export class JobsWorld {
       startClosing: () => {
         this.#closing = true
         for (const host of this.#hosts) host.resume()
-        return this.#hosts.filter((host) => host.alive).map((host) => host.mb.close())
+        return [...this.#hosts.filter((host) => host.alive).map((host) => host.mb.close()), ...this.#moves.closing()]
       },
       closeFailed: (unfinished) => this.#checkers.fail('other', `${unfinished} engines never finished closing`),
     }
@@ -556,6 +580,8 @@ export class JobsWorld {
   #countForwarding(hostId: string, label: string): void {
     const sent = /^(?:late )?bus\.send →(\S+) (poll|claimed) /.exec(label)
     if (sent === null) return
+    const poll = /^(?:late )?bus\.send →(\S+) poll (\S+) wait (\d+)/.exec(label)
+    if (poll !== null) this.#moves.pollSent(poll[1] as string, poll[2] as string, Number(poll[3]))
     if (sent[2] === 'claimed') this.#forwarding.handOvers++
     else {
       this.#forwarding.polls++
@@ -588,6 +614,7 @@ export class JobsWorld {
     }
     this.#promptFromMs = this.#clock.now() + promptJudgedAfterMs
     if (this.#wavesLeft > 0) this.#nextWaveMs = this.#promptFromMs + this.#wave.int(waveQuietMsMin, waveQuietMsMax)
+    this.#moves.healed(this.#promptFromMs)
     this.#lastClaimMs = this.#clock.now()
     // The step budget, like the time bound, counts from the last claim: a world still working
     // through a backlog (one loop, long handlers) is not stuck.
@@ -602,12 +629,13 @@ export class JobsWorld {
       this.#maybeEnqueueHealed()
       this.#restartHeld()
       this.#maybeWave()
+      this.#moveMembership()
       steps += 1 + (await this.#runAllIo())
       this.#judgePrompt()
       // A crashed incarnation's handlers never return (its timers died with it): only live ones count.
       const running = this.#hosts.some((host) => host.alive && Object.keys(this.#options.queues).some((queue) => (this.#busy.get(`${host.id}/${host.incarnation}/${queue}`) ?? 0) > 0))
       const settled = this.#clients.unsettled().length === 0 && !running
-      if ((settled && this.#healedLeft === 0 && this.#wavesLeft === 0 && this.#held === null && this.#checkers.liveDeliverable(this.#clock.now()).length === 0) || this.#clock.now() >= this.#lastClaimMs + livenessMsMax) break
+      if ((settled && this.#healedLeft === 0 && this.#wavesLeft === 0 && this.#held === null && this.#moves.done() && this.#checkers.liveDeliverable(this.#clock.now()).length === 0) || this.#clock.now() >= this.#lastClaimMs + livenessMsMax) break
       this.#maybeStopWork()
       this.#promptBeforeStep()
       this.#step1()
@@ -627,7 +655,7 @@ export class JobsWorld {
     const now = this.#clock.now()
     const next = this.#clock.nextDueMs()
     // Never past the next wave's moment or a held wave's restart, so that they come when drawn.
-    const moments = [this.#nextWaveMs, ...(this.#held?.loops.map((loop) => loop.untilMs) ?? [])].filter((ms) => ms > now)
+    const moments = [this.#nextWaveMs, ...(this.#held?.loops.map((loop) => loop.untilMs) ?? []), ...this.#moves.moments()].filter((ms) => ms > now)
     const target = Math.min(next === undefined ? now + idleStepMs : Math.max(now, Math.min(next, now + idleStepMs)), ...moments)
     if (target > now) this.#log(`time +${target - now}`)
     this.#clock.advanceTo(target)
@@ -664,7 +692,7 @@ export class JobsWorld {
     const now = this.#clock.now()
     const waited = this.#promptWaiting
     this.#promptWaiting = []
-    if (now < this.#promptFromMs) return
+    if (now < Math.max(this.#promptFromMs, this.#moves.judgedFromMs())) return
     for (const queue of Object.keys(this.#options.queues)) {
       const idle = this.#isIdle(queue)
       if (!idle) this.#idleSince.delete(queue)
@@ -700,9 +728,21 @@ export class JobsWorld {
   }
 
   // When a due job's wait counts from, given when it and its queue's idle worker met: never before
-  // prompt delivery is judged, nor before its queue is judged again after a partition lost its range.
+  // prompt delivery is judged, nor inside a membership move's window, nor before its queue is
+  // judged again after a partition lost its range.
   #promptFrom(queue: string, metMs: number): number {
-    return Math.max(metMs, this.#promptFromMs, this.#promptFromOfQueue.get(queue) ?? Number.NEGATIVE_INFINITY)
+    return Math.max(metMs, this.#promptFromMs, this.#moves.judgedFromMs(queue), this.#promptFromOfQueue.get(queue) ?? Number.NEGATIVE_INFINITY)
+  }
+
+  // A membership move's step (MembershipMoves.ts); a range its loser still owns once the views
+  // agreed holds its queue's judgement back as any other loss does.
+  #moveMembership(): void {
+    for (const loss of this.#moves.step()) this.#judgeAfterLoss(loss.family, loss.atMs)
+  }
+
+  // `family`'s partition found its range taken (or failed to acquire) at `atMs`: see `promptJudgedAfterLossMs`.
+  #judgeAfterLoss(family: string, atMs: number): void {
+    this.#promptFromOfQueue.set(family, Math.max(this.#promptFromOfQueue.get(family) ?? 0, atMs + promptJudgedAfterLossMs))
   }
 
   // True when some live worker's loops on `queue` have a free handler.
@@ -876,7 +916,7 @@ export class JobsWorld {
   #observeStore(record: BoundaryRecord): void {
     if (record.op === 'answered' && record.afterUnload !== true && (record.lostQueue !== null || (record.call === 'acquire' && record.answer !== 'ok'))) {
       const key = decodeQueueKey(record.queue)
-      if (key.namespace === jobsNamespace) this.#promptFromOfQueue.set(key.family, Math.max(this.#promptFromOfQueue.get(key.family) ?? 0, this.#clock.now() + promptJudgedAfterLossMs))
+      if (key.namespace === jobsNamespace && this.#moves.lost(record.caller.hostId, key.family, key.partition, this.#clock.now())) this.#judgeAfterLoss(key.family, this.#clock.now())
     }
     if (record.op === 'checkpoint') {
       const now = this.#clock.now()

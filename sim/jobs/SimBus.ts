@@ -20,6 +20,8 @@ import type { IoGate } from '../core/IoGate.ts'
 export interface SimBus extends Bus {
   /** The incarnation died: nothing is delivered to it any more. */
   kill(): void
+  /** Whether the incarnation still hears messages (alive, with a subscription not yet stopped). */
+  listening(): boolean
 }
 
 /** The label prefix of every bus step, so the world can tell bus steps from store calls. */
@@ -64,6 +66,7 @@ export function makeSimBus(hostId: string, inner: Bus, gate: IoGate): SimBus {
     async close() {
       for (const stop of stops) await stop()
     },
+    listening: () => !dead && stops.size > 0,
     kill() {
       dead = true
       for (const stop of stops) void stop()
