@@ -25,7 +25,7 @@ const seedsMax = 100
 /** Each bug's first catching seed among 1…100 on memory (known-failing seeds skipped); null: none. */
 export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   ackAfterDeadline: 2,
-  doubleGrant: 2,
+  doubleGrant: 5,
   dropEnqueue: 1,
   dropHandOver: 2,
   stealPartitions: 1,
@@ -61,15 +61,17 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // fills up, with other jobs due behind it and no due signal to come (so does the pinned world below).
   shortBatchEndsQueue: 17,
   batchLaterDueUnheard: 8,
-  // Not caught within 100 seeds, waves after the heal included: it needs a pass that serves two
-  // claims waiting in Matching of a limited queue whose head is one key's, and the claims of an
-  // owner's own loops or a forwarded poll's own claim take such jobs straight from the store first
-  // (on seeds 1…100 no job waited at all; test/jobsDueAcrossEngines.test.ts fails on the step).
+  // Not caught within 100 seeds, waves after the heal included: 25 of seeds 1…100 reach its step (a
+  // pass's second reservation round) and each of those runs differs from the run without it, yet no
+  // due job waits past the bound with a worker idle: the jobs the round leaves behind are of keys at
+  // their limit, or the owner's own claims or a forwarded poll's own claim take them straight from
+  // the store within it (test/jobsDueAcrossEngines.test.ts fails on the step).
   shortReservationEndsPass: null,
   pollsStayPut: 32,
   // Not caught within 100 seeds, waves after the heal included (no job waited at all): it needs a
-  // poll that chose a partition whose ready task turned stale while the job waits on another; the
-  // pinned world 18 [0, 2715, 160, 320, 320, 40, 20] of jobsWorld.memory.test.ts (no waves) catches it.
+  // poll that chose a partition whose ready task turned stale while the job waits on another (76 of
+  // seeds 1…100 reach its step, 24 run differently, none leaves a job waiting); the pinned world 18
+  // [0, 2715, 160, 320, 320, 40, 20] of jobsWorld.memory.test.ts (no waves) catches it.
   idlePollsStayPut: null,
   // A wave after the heal enqueued on the owner of the queue's first partition sends no due
   // signal, and a worker waiting through another owner waits for its forwarded poll to come back.
@@ -84,19 +86,19 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // the queue is drained, with polls forwarded here waiting and no claim of this engine), every run
   // is the same as without it, and the engine's tests pass with it.
   passIgnoresForwarded: null,
-  // Not caught within 100 seeds: a claim it loses waits only until its own one-second claim wait
-  // ends and then joins the line again, and a world rarely enqueues, on the engine whose idle
-  // worker's claim is the one set aside, a key a live job holds and then another job within that
-  // second (test/jobsEagerDispatch.test.ts catches it on one engine).
-  setAsideClaimLost: null,
+  // A keyed wave (JobsSwarm.ts `keyedWaves`) through a worker: its first job carries the key of the
+  // job the last keyed wave scheduled for later, so eager dispatch sets the worker's idle claim
+  // aside and the key's holder answers; the jobs right behind wait until that claim's own
+  // one-second wait ends (test/jobsEagerDispatch.test.ts catches it on one engine).
+  setAsideClaimLost: 4,
   drainedStaysDrained: 4,
   parkedPollNotArmed: 32,
   matchedPollLingers: 33,
-  // Not caught within 100 seeds: a dispatch goes only after it has seemed empty for a minute, and
-  // the worker claims it strands then wait only until their own one-second claim wait ends and join
-  // the queue's new dispatch; no seed brings a job due in that window (src/machines/DispatchMachine.test.ts
-  // and test/jobsIdleQueues.test.ts catch it).
-  droppedWithClaimsInLine: null,
+  // A keyed wave's job scheduled a minute ahead (JobsSwarm.ts `keyedWaves`) comes due after the
+  // waves, as an engine drops the dispatch its idle claims have seemed not to hold for a minute
+  // (they park at staggered moments, so its line poll never ends, and no poll is forwarded to it):
+  // the claims it strands wait out their own one-second waits, and the job with them.
+  droppedWithClaimsInLine: 53,
   slotFreedSilent: 17,
   // Not caught within 100 seeds: a claim or poll left on an engine its queue moved away from waits
   // at most its own claim (a second), inside the seconds after a membership change that prompt
