@@ -4,7 +4,8 @@
  * keys, drawn from the seed), workers claim and then
  * ack, heartbeat, retry (with or without a delay), fail, drop the handle (the claim lapses) or
  * act late (after the deadline); others cancel, ack in batches, read jobs and sweep; after the
- * heal, producers may send waves of several jobs at one instant, headed by one tenant's; operators
+ * heal, producers may send waves of several jobs at one instant, headed by one tenant's (some
+ * behind a job whose key a live job holds); operators
  * pause and resume queues and cancel jobs that handlers are running (when the world says so). Every call
  * is fire-and-forget: it parks in the gate and settles when the world runs its I/O. What each
  * call returned is reported to the job checkers.
@@ -16,7 +17,7 @@
  *
  * Does not: move time, run I/O or inject faults (JobsWorld.ts does).
  *
- * Length: a little past 400 lines, as one class: every client action shares the tracking of calls
+ * Length: past 400 lines, as one class: every client action shares the tracking of calls
  * in flight and the handles held, which live here alone.
  */
 import type { JobHandle } from '../../src/jobs/JobHandle.ts'
@@ -66,6 +67,12 @@ const waveLaterMsMin = 200
 const waveLaterMsMax = 3_000
 // The priority of a wave's head when it is urgent (ahead of every other due job of its queue).
 const waveHeadPriority = 9
+// A keyed wave's job for later is scheduled this far ahead: past the longest quiet spell between
+// waves, so the next keyed wave finds its key held by a live job, and past the last of a world's
+// waves (at most eight, each at most eight seconds after the last), so it takes no worker from one
+// and comes due as idle workers have waited about the minute after which an engine drops a
+// queue's dispatch that seems to hold nothing (`dispatchIdleUnloadMs`).
+const keyedWaveLaterMs = 60_000
 
 /** The options one simulated enqueue passes. */
 interface DrawnEnqueue {
@@ -89,6 +96,8 @@ export class JobClients {
   readonly #claims = new Map<string, number>()
   readonly #calls = new Set<{ readonly host: JobsHost; readonly incarnation: number; readonly what: string }>()
   #payloads = 0
+  // The job key of each job enqueued with one, by id (as its enqueue answered).
+  readonly #keys = new Map<string, string>()
 
   constructor(deps: JobClientsDeps) {
     this.#deps = deps
@@ -164,10 +173,28 @@ export class JobClients {
     else for (const job of jobs) this.#enqueueOne(host, queue, job, 'wave: ')
   }
 
+  /**
+   * A keyed wave's own jobs (JobsSwarm.ts `keyedWaves`), enqueued one by one through `host`: a
+   * job due now under `heldKey` (a key a live job holds), unless null — issued before the wave's,
+   * so that it is the enqueue eager dispatch sets an idle claim aside for — or, once the wave's
+   * are issued, a job scheduled `keyedWaveLaterMs` ahead under `laterKey`, which a later keyed wave
+   * may carry as its held key.
+   */
+  enqueueKeyed(host: JobsHost, queue: string, key: string, later: boolean): void {
+    const options = later ? { key, runAt: this.#deps.clock.now() + keyedWaveLaterMs } : { key }
+    this.#enqueueOne(host, queue, { n: ++this.#payloads, options }, 'keyed wave: ')
+  }
+
+  /** The job key `id` was enqueued with, if any and if the enqueue's answer was heard. */
+  keyOf(id: string): string | undefined {
+    return this.#keys.get(id)
+  }
+
   // One job enqueued through `host`; its log line starts with `prefix`.
   #enqueueOne(host: JobsHost, queue: string, { n, options }: { readonly n: number; readonly options: DrawnEnqueue }, prefix = ''): void {
     this.#deps.log(`${prefix}enqueue #${n} → ${host.id} ${queue} ${JSON.stringify(options)}`)
     this.#track(host, `enqueue #${n}`, host.queue(queue).enqueue({ n }, options), (id) => {
+      if (options.key !== undefined) this.#keys.set(id, options.key)
       this.#deps.checkers.clientEnqueued(id)
       this.#deps.log(`enqueued #${n} as ${id}`)
     })
@@ -177,6 +204,10 @@ export class JobClients {
   #enqueueBatch(host: JobsHost, queue: string, jobs: ReadonlyArray<{ readonly n: number; readonly options: DrawnEnqueue }>, prefix = ''): void {
     this.#deps.log(`${prefix}enqueueMany ${jobs.map((job) => `#${job.n}`).join(',')} → ${host.id} ${queue} ${JSON.stringify(jobs.map((job) => job.options))}`)
     this.#track(host, `enqueueMany #${jobs[0]?.n}`, host.queue(queue).enqueueMany(jobs.map((job) => ({ payload: { n: job.n }, ...job.options }))), (ids) => {
+      ids.forEach((id, index) => {
+        const key = jobs[index]?.options.key
+        if (key !== undefined) this.#keys.set(id, key)
+      })
       for (const id of ids) this.#deps.checkers.clientEnqueued(id)
       this.#deps.log(`enqueuedMany ${jobs.map((job) => `#${job.n}`).join(',')} as ${ids.join(',')}`)
     })

@@ -185,6 +185,17 @@ export interface JobsSwarmOptions {
    * other option as it did before it existed.
    */
   readonly handOvers: boolean
+  /**
+   * The chance that a wave after the heal is keyed, drawn after everything else (a seed with 0
+   * runs the world it ran before), each wave's draw made at run time on a stream of its own
+   * (JobsWorld.ts): the wave as drawn, with a job due now ahead of it whose job key (`key`) a live
+   * job holds — a follow-up a handler enqueues under the key of the job it runs, through that
+   * handler's host, when a job with a key runs; else, through a worker, under the key of the job
+   * the last keyed wave scheduled — and behind it one scheduled for later under a key of its own.
+   * An enqueue answered by its key's holder on an engine whose idle worker's claim eager dispatch
+   * set aside for it, with the wave's jobs right behind, is what such a wave brings.
+   */
+  readonly keyedWaves: number
 }
 
 /** The tenants whose names the world's jobs carry as concurrency and fairness keys. */
@@ -274,12 +285,14 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
   // Drawn after everything else, for the same reason.
   const drawnMembershipMoves = random.pick([0, 1, 2, 4])
   const membershipMoves = overrides.enqueueAfterHeal === false ? 0 : (overrides.membershipMoves ?? drawnMembershipMoves)
+  // Drawn after everything else, for the same reason.
+  const keyedWaves = random.pick([0, 0, 0.5, 1])
   const handOvers = overrides.handOvers ?? warmedUp(Random.make(seed ^ handOversSeedMask)).chance(handOversChance)
-  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, handOvers }
+  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, keyedWaves, handOvers }
   // A held-heartbeats world overrides the faults and the work loops drawn above.
   for (const name of jobsFaultNames) faults[name] = name === 'heartbeat.held' ? heldHeartbeatChance : 0
   const longHandlersMs = Object.fromEntries(Object.entries(queues).map(([name, queue]) => [name, queue.visibilityTimeoutS * 3_000]))
-  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, handOvers }
+  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, keyedWaves, handOvers }
 }
 
 // `random` past its first draws: a stream seeded from a small number (a seed, masked) draws
@@ -308,6 +321,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `faults ${describeFaults(options.faults)}`,
     `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
     `operators pause chance ${options.control.pauseChance} · cancel running chance ${options.control.cancelRunningChance} · handlers ${options.control.honourSignal ? 'honour' : 'ignore'} job.signal`,
-    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues} · waves ${options.healedWaves} · membership moves ${options.membershipMoves}${options.heldHeartbeats ? ' · held heartbeats world' : ''}${options.handOvers ? ' · hand-overs at enqueue' : ''}`,
+    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues} · waves ${options.healedWaves}${options.keyedWaves > 0 ? ` (keyed ${options.keyedWaves})` : ''} · membership moves ${options.membershipMoves}${options.heldHeartbeats ? ' · held heartbeats world' : ''}${options.handOvers ? ' · hand-overs at enqueue' : ''}`,
   ]
 }

@@ -37,9 +37,12 @@
  * wait idle, and on some seeds send waves (JobsSwarm.ts `healedWaves`, on a stream of their own):
  * after a quiet spell in which only timers run, several jobs of one queue at one instant, headed
  * by one tenant's; half of them land while every worker's loops on the queue are stopped, and
- * each worker's start again at a moment of its own, all at once (a rolling deploy). On some seeds
- * membership moves once healed (JobsSwarm.ts `membershipMoves`, MembershipMoves.ts): an engine
- * leaves the group or joins it while workers wait idle, jobs arrive as the views agree, and
+ * each worker's start again at a moment of its own, all at once (a rolling deploy); on some seeds
+ * some are keyed (JobsSwarm.ts `keyedWaves`, on a stream of their own): first a job whose key a
+ * live job holds, through the host whose handler runs that job or through a worker, and last one
+ * scheduled for later under a key of its own, which a later keyed wave's first job carries. On
+ * some seeds membership moves once healed (JobsSwarm.ts `membershipMoves`, MembershipMoves.ts): an
+ * engine leaves the group or joins it while workers wait idle, jobs arrive as the views agree, and
  * prompt delivery is judged again, with the same bound, from the unload delay after every live
  * engine's view agreed (a range lost meanwhile holds its queue back only where the loser still
  * owns the partition then; a poll forwarded to an engine that had left, until its timeout).
@@ -208,6 +211,8 @@ const waveQuietMsMax = 8_000
 // How long a held wave keeps each worker's loops on its queue stopped (and until their stop() resolved).
 const waveHoldMsMin = 200
 const waveHoldMsMax = 3_000
+// Keyed waves (JobsSwarm.ts `keyedWaves`) draw what they add on a stream of their own, seeded so.
+const keyedWaveSeedMask = 0x05a9
 // How long a worker's stop-the-world pause lasts: from shorter than the shortest visibility
 // timeout (nobody notices) to past the longest (30 s) and a membership row's lifetime.
 const pauseMsMin = 500
@@ -271,6 +276,10 @@ export class JobsWorld {
   readonly #wave: Decisions
   #wavesLeft: number
   #nextWaveMs = Number.POSITIVE_INFINITY
+  // Keyed waves: their stream, how many were sent, and per queue the key of the job the last one scheduled for later.
+  readonly #keyedWave: Decisions
+  #keyedWaves = 0
+  readonly #scheduledKeys = new Map<string, string>()
   // A held wave's queue and the workers' loops on it that it stopped and has not started again.
   #held: { readonly queue: string; readonly loops: Array<HeldLoops> } | null = null
   // Queues an operator paused and has not resumed (as the operators believe), and every queue ever paused.
@@ -324,6 +333,7 @@ export class JobsWorld {
     this.#healedLeft = config.options.healedEnqueues
     this.#wave = new Decisions(config.options.seed ^ waveSeedMask)
     this.#wavesLeft = config.options.healedWaves
+    this.#keyedWave = new Decisions(config.options.seed ^ keyedWaveSeedMask)
     this.#clock = this.#loop.clock
     this.#gate = this.#loop.gate
     const random = this.#decide.fork()
@@ -776,7 +786,30 @@ export class JobsWorld {
     const limited = queues.filter((name) => this.#options.queues[name]?.concurrencyPerKey !== undefined)
     const queue = this.#wave.pick(limited.length > 0 && this.#wave.chance(0.5) ? limited : queues)
     if (this.#held === null && this.#wave.chance(0.5)) this.#holdWork(queue)
-    this.#clients.enqueueWave(this.#wave.pick(alive), queue, this.#wave)
+    const host = this.#wave.pick(alive)
+    if (this.#options.keyedWaves === 0 || !this.#keyedWave.chance(this.#options.keyedWaves)) return this.#clients.enqueueWave(host, queue, this.#wave)
+    // A keyed wave's own jobs come from a handler, as a follow-up of the job it runs under that
+    // job's key, when one with a key runs (then through its host, whose other loops may wait in
+    // line); else from a worker, under the key of the job the last keyed wave scheduled, if any.
+    const holder = this.#runningKeyed(queue)
+    const workers = alive.filter((candidate) => candidate.role === 'worker')
+    const through = holder?.host ?? (workers.length > 0 ? this.#keyedWave.pick(workers) : host)
+    const heldKey = holder?.key ?? this.#scheduledKeys.get(queue)
+    if (heldKey !== undefined) this.#clients.enqueueKeyed(through, queue, heldKey, false)
+    this.#clients.enqueueWave(host, queue, this.#wave)
+    const laterKey = `wave-later-${this.#keyedWaves++}`
+    this.#scheduledKeys.set(queue, laterKey)
+    this.#clients.enqueueKeyed(through, queue, laterKey, true)
+  }
+
+  // A job of `queue` with a job key that a live host's handler runs now, and that host, if any (drawn on the keyed waves' stream).
+  #runningKeyed(queue: string): { readonly host: JobsHost; readonly key: string } | null {
+    const running = this.#controls.running().flatMap((event) => {
+      const host = this.#hosts.find((candidate) => candidate.id === event.hostId && candidate.alive && candidate.incarnation === event.incarnation)
+      const key = this.#clients.keyOf(event.id)
+      return event.queue === queue && host !== undefined && key !== undefined ? [{ host, key }] : []
+    })
+    return running.length === 0 ? null : this.#keyedWave.pick(running.sort((a, b) => (a.host.id + a.key).localeCompare(b.host.id + b.key)))
   }
 
   // A held wave: every live worker's loops on `queue` are stopped as it lands (a rolling deploy),
