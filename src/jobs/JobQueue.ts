@@ -266,6 +266,7 @@ async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: 
   const claimId = dispatch.reserveFirst()
   if (claimId === undefined) return null
   const claimToken = randomId(runtime.random)
+  const generation = dispatch.generation()
   let stored
   try {
     // Inserted claimed, it is the owner's claim: fenced as one. Refused, it is enqueued as any other.
@@ -282,6 +283,9 @@ async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: 
     // A live job holds the key: nothing was inserted. The claim goes back to the head of the line.
     dispatch.release(claimId)
     runtime.announceDue(queue, Math.max(stored.runAtMs, nowMs), true)
+    // A pass that ran while the claim was set aside passed it by (it waited for nothing then):
+    // the rows that pass found due are still there for it, so another pass runs now.
+    if (dispatch.generation() !== generation) runtime.driver.notifyDue(runtime.now(), queue)
     return stored.id
   }
   runtime.driver.notifyDue(stored.deadlineMs as number, queue)
