@@ -15,6 +15,7 @@ migration 10 fairness
 migration 11 concurrency_keys
 migration 12 rate_limits
 migration 13 schedule_keys
+migration 14 job_waiters
 
 table concurrency_slots
   column queue text collate "C" not null
@@ -72,6 +73,16 @@ table job_schedules
   column fairness_weight double precision
   column concurrency_key text
   column concurrency_limit integer
+
+table job_waiters
+  column claim_token text collate "C" not null
+  column queue text collate "C" not null
+  column host_id text collate "C" not null
+  column channel text not null
+  column until_ms bigint not null
+  column queue_key text not null
+  column range_id bigint not null
+  column seq bigint not null default nextval('matchbox.job_waiters_seq_seq'::regclass)
 
 table jobs
   column id text collate "C" not null
@@ -171,6 +182,7 @@ constraint job_leases.job_leases_fence_check CHECK ((fence >= 1))
 constraint job_leases.job_leases_pkey PRIMARY KEY (name)
 constraint job_schedules.job_schedules_pkey PRIMARY KEY (name)
 constraint job_schedules.job_schedules_revision_check CHECK ((revision >= 1))
+constraint job_waiters.job_waiters_pkey PRIMARY KEY (claim_token)
 constraint jobs.jobs_attempts_check CHECK ((attempts >= 0))
 constraint jobs.jobs_backoff_base_ms_check CHECK ((backoff_base_ms >= 0))
 constraint jobs.jobs_check CHECK (((state = 'processing'::text) = (claim_token IS NOT NULL)))
@@ -213,6 +225,8 @@ index dead_jobs.dead_jobs_pkey CREATE UNIQUE INDEX dead_jobs_pkey ON matchbox.de
 index fairness_passes.fairness_passes_pkey CREATE UNIQUE INDEX fairness_passes_pkey ON matchbox.fairness_passes USING btree (queue, fairness_key)
 index job_leases.job_leases_pkey CREATE UNIQUE INDEX job_leases_pkey ON matchbox.job_leases USING btree (name)
 index job_schedules.job_schedules_pkey CREATE UNIQUE INDEX job_schedules_pkey ON matchbox.job_schedules USING btree (name)
+index job_waiters.job_waiters_pkey CREATE UNIQUE INDEX job_waiters_pkey ON matchbox.job_waiters USING btree (claim_token)
+index job_waiters.job_waiters_queue CREATE INDEX job_waiters_queue ON matchbox.job_waiters USING btree (queue, seq)
 index jobs.jobs_by_queue CREATE INDEX jobs_by_queue ON matchbox.jobs USING btree (queue, state) WHERE (due_ms IS NULL)
 index jobs.jobs_expiring CREATE INDEX jobs_expiring ON matchbox.jobs USING btree (queue, expires_at_ms) WHERE (expires_at_ms IS NOT NULL)
 index jobs.jobs_live_key CREATE UNIQUE INDEX jobs_live_key ON matchbox.jobs USING btree (queue, job_key) WHERE (job_key IS NOT NULL)

@@ -8,9 +8,9 @@
 -- passed (an engine that died) go at the next registration on the queue.
 -- `{{schema}}` is replaced by the quoted schema.
 CREATE TABLE {{schema}}.job_waiters (
-  claim_token text PRIMARY KEY,
-  queue text NOT NULL,
-  host_id text NOT NULL,
+  claim_token text COLLATE "C" PRIMARY KEY,
+  queue text COLLATE "C" NOT NULL,
+  host_id text COLLATE "C" NOT NULL,
   channel text NOT NULL,
   until_ms bigint NOT NULL,
   queue_key text NOT NULL,
