@@ -24,6 +24,7 @@ import { makeSchema } from '../../src/persistence/sql/Schema.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
 import { checkTwice } from '../core/Determinism.ts'
 import { type BatchObserver, type BatchPlan, type BatchReportBase, type BatchSeedRunner, type DeterminismCheck, planSeedRun, runBatchSeed, runSeedBatch, type SeedOutcomeBase, timed } from '../core/SeedBatch.ts'
+import { joinNamesMax } from './MembershipMoves.ts'
 import { databaseUrlOf, hostIdsFor, type OpenedStores, runSchema, runWorld, type SeedRunBase, worldBasicsOf } from '../core/SeedRun.ts'
 import { type JobCheckerName, jobCheckerNames, type JobsReport } from './JobCheckers.ts'
 import { describeJobsOptions, type JobsFaultName, jobsFaultNames, type JobsSwarmOptions, type JobsSwarmOverrides, jobsSwarmOptions } from './JobsSwarm.ts'
@@ -52,6 +53,13 @@ export interface JobsSeedResult {
 interface JobsStores extends OpenedStores {
   readonly storeFor: (hostId: string) => Store
   readonly jobStoreFor: (hostId: string) => JobStore
+}
+
+// The names a world's membership moves may give the worker processes that join it
+// (MembershipMoves.ts: a few unused names after the last host, for each join): on PostgreSQL each
+// host has a connection of its own, opened with the world.
+function joinerIdsFor(hosts: number, moves: number): ReadonlyArray<string> {
+  return moves === 0 ? [] : Array.from({ length: moves + joinNamesMax }, (_, i) => `host-${hosts + 1 + i}`)
 }
 
 async function openStores(run: JobsSeedRun, hostIds: ReadonlyArray<string>): Promise<JobsStores> {
@@ -95,7 +103,7 @@ export function runJobsSeed(run: JobsSeedRun): Promise<JobsSeedResult> {
   const options = jobsSwarmOptions(run.seed, run.overrides)
   return runWorld(
     options,
-    (hostIds) => openStores(run, hostIds),
+    (hostIds) => openStores(run, [...hostIds, ...joinerIdsFor(hostIds.length, options.membershipMoves)]),
     (stores) =>
       new JobsWorld({
         options,

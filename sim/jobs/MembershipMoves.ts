@@ -54,7 +54,8 @@ const arrivalsMax = 3
 const arrivalMsMax = 1_000
 // A new process is named after the world's last host, one of this many unused names chosen for
 // the partitions it takes (a join that moves nothing tests nothing).
-const joinNamesMax = 8
+/** How many unused names after the world's last host a join chooses its new worker's from. */
+export const joinNamesMax = 8
 
 /** What the moves need from the world. */
 export interface MembershipMovesDeps {
