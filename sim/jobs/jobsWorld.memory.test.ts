@@ -57,6 +57,16 @@ it('world -2078778638: a lapsed claim that expired while its task was with Match
   expect(result.knownFailing).toEqual([])
 })
 
+// World 625411239 (a membership move): host-2 enqueues a job claimed at once for its own idle
+// worker just as it leaves the group; its workers were stopping and no pass of the closing engine
+// gave the kept job back, so the claim lapsed before anyone ran it.
+it('world 625411239, script [2512, 7785, 7764, 851, 633, 9549, 4149, 6312]: an engine closing as its enqueue hands a job over gives the job back', async () => {
+  console.log('world 625411239 script [2512,7785,7764,851,633,9549,4149,6312]')
+  const { result } = await runJobsSeed({ seed: 625411239, store: 'memory', script: [2512, 7785, 7764, 851, 633, 9549, 4149, 6312], overrides: { steps } })
+  expect(result.violations).toEqual([])
+  expect(result.knownFailing).toEqual([])
+})
+
 // World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the
 // one whose write then finds its range taken waits out a restart back-off of several seconds
 // (the Matching ownership rule) while workers idle; prompt delivery is judged after it. World

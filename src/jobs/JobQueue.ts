@@ -288,7 +288,25 @@ async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: 
     if (dispatch.generation() !== generation) runtime.driver.notifyDue(runtime.now(), queue)
     return stored.id
   }
+  if (runtime.isClosed()) {
+    // The engine began closing meanwhile: its workers take nothing more and no pass of its will
+    // give a kept job back, so the job goes back to the store now, due again for another engine.
+    dispatch.release(claimId)
+    await giveBack(runtime, queue, stored.id, claimToken)
+    return stored.id
+  }
   runtime.driver.notifyDue(stored.deadlineMs as number, queue)
   dispatch.handOver(stored, claimId)
   return stored.id
+}
+
+// Gives a job claimed for this closing engine back to the store (its claim released, due now)
+// and tells the queue's owner; a failure leaves the claim to lapse, which delivers it again.
+async function giveBack(runtime: JobsRuntime, queue: string, id: string, claimToken: string): Promise<void> {
+  try {
+    await runtime.jobStore.release({ claims: [{ id, claimToken }], nowMs: runtime.now() })
+    runtime.announceDue(queue, runtime.now(), true)
+  } catch {
+    // The stores may be closing too: the claim lapses instead.
+  }
 }
