@@ -11,10 +11,20 @@
 import { afterEach, expect, it } from 'vitest'
 import { membershipUnloadDelayMs } from '../src/kernel/Limits.ts'
 import { handedJobOf } from '../src/persistence/jobs/HandOver.ts'
+import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import { closeEngines, twoEngines } from './harness/twoEngines.ts'
 import { settle, until } from './harness/settle.ts'
 
 afterEach(closeEngines)
+
+// A job store wrapper that counts the waiter statements into `calls`.
+const countingWaiters =
+  (calls: { added: number; removed: number }) =>
+  (store: JobStore): JobStore => ({
+    ...store,
+    addWaiters: (params) => (calls.added++, store.addWaiters(params)),
+    removeWaiters: (params) => (calls.removed++, store.removeWaiters(params)),
+  })
 
 it("an enqueue on another engine is claimed for the owner's waiting worker and reaches its handler with the clock standing still", async () => {
   const { h1, h2 } = twoEngines(undefined, { handOverAcrossEngines: true })
@@ -55,14 +65,7 @@ it('a handed message lost on the bus costs the job one claim lapse, never the jo
 
 it('an idle worker loop keeps one registration across its claims, and its stop takes it back', async () => {
   const calls = { added: 0, removed: 0 }
-  const { h1, clock } = twoEngines(undefined, {
-    handOverAcrossEngines: true,
-    wrapJobStore: (store) => ({
-      ...store,
-      addWaiters: (params) => (calls.added++, store.addWaiters(params)),
-      removeWaiters: (params) => (calls.removed++, store.removeWaiters(params)),
-    }),
-  })
+  const { h1, clock } = twoEngines(undefined, { handOverAcrossEngines: true, wrapJobStore: countingWaiters(calls) })
   const stop = h1.queue('q').work(async () => {})
   await settle()
   // Ten claim waits of one second each, idle: one registration serves them all.
@@ -78,14 +81,7 @@ it('an idle worker loop keeps one registration across its claims, and its stop t
 it("an engine whose partition of the queue left takes its idle registrations back (they carry that partition's fence)", async () => {
   let owner = 'h1'
   const calls = { added: 0, removed: 0 }
-  const { h1, clock, membershipChanged } = twoEngines(() => owner, {
-    handOverAcrossEngines: true,
-    wrapJobStore: (store) => ({
-      ...store,
-      addWaiters: (params) => (calls.added++, store.addWaiters(params)),
-      removeWaiters: (params) => (calls.removed++, store.removeWaiters(params)),
-    }),
-  })
+  const { h1, clock, membershipChanged } = twoEngines(() => owner, { handOverAcrossEngines: true, wrapJobStore: countingWaiters(calls) })
   const stop = h1.queue('q').work(async () => {})
   await settle(50)
   expect(calls).toEqual({ added: 1, removed: 0 })

@@ -43,6 +43,7 @@ export function describeJobConcurrencyConformance(fixture: JobFixture): void {
     concurrencyCases1(kit)
     concurrencyCases2(kit)
     concurrencyCases3(kit)
+    concurrencyCases4(kit)
   })
 }
 
@@ -252,6 +253,10 @@ function concurrencyCases3(kit: ReturnType<typeof concurrencyKitOf>): void {
   })
 
 
+}
+
+function concurrencyCases4(kit: ReturnType<typeof concurrencyKitOf>): void {
+  const { fixture, store, nowMs, limited, enqueue, claimDue, processingOf } = kit
   it('a lapsed claim that expired frees its slot at the next due-time pass, without a sweep: dead of its expiry', async () => {
     const queue = fixture.queue('limit-expired-lapse')
     const [expiring] = await enqueue(queue, 1, { ...limited('k', 1), expiresAtMs: 5_000 })

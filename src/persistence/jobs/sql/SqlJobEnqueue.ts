@@ -85,8 +85,6 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
     enqueueManyFair: jobSql.enqueueManySql(schema, true),
     getJob: jobSql.getJobSql(schema),
     enqueueToWaiter: jobSql.enqueueSql(schema, false, false, false, false, true),
-    addWaiters: addWaitersSql(schema),
-    removeWaiters: removeWaitersSql(schema),
     analyze: `ANALYZE ${schema.quoted}.jobs`,
   }
   const { validated } = session
@@ -185,19 +183,7 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
       }
     },
 
-    addWaiters: async (params) => {
-      const { claimTokens, queue, hostId, untilMs, nowMs, fence } = validated('addWaiters', () => checkWaiters(params))
-      await session.write('addWaiters', sql.addWaiters, [claimTokens, queue, hostId, hostChannelOf(schema.name, hostId), untilMs, nowMs, ...fenceValues(fence)])
-    },
-
-    removeWaiters: async (params) => {
-      const claimTokens = validated('removeWaiters', () => {
-        if (!Array.isArray(params.claimTokens)) throw new InvalidInput({ field: 'claimTokens', reason: 'must be an array of tokens' })
-        return params.claimTokens.map((token, index) => checkName(`claimTokens[${index}]`, token))
-      })
-      if (claimTokens.length === 0) return []
-      return (await session.write<Row>('removeWaiters', sql.removeWaiters, [claimTokens])).map((row) => row.claim_token as string)
-    },
+    ...makeSqlWaiters(schema, session),
 
     async enqueueMany(params, tx) {
       const { jobs, nowMs } = validated('enqueueMany', () => ({ jobs: checkNewJobs(params.jobs), nowMs: checkTime('nowMs', params.nowMs) }))
@@ -288,4 +274,25 @@ export async function insertMany(run: (params: unknown[], fair: boolean) => Prom
     assert(answer !== undefined, `enqueueMany has no answer for ${job.id}`)
     return answer
   })
+}
+
+// Waiters (jobs/HandOver.ts): registering claims that wait on another engine, and taking them back.
+function makeSqlWaiters(schema: Schema, session: SqlSession): Pick<JobStore, 'addWaiters' | 'removeWaiters'> {
+  const addWaitersText = addWaitersSql(schema)
+  const removeWaitersText = removeWaitersSql(schema)
+  return {
+    addWaiters: async (params) => {
+      const { claimTokens, queue, hostId, untilMs, nowMs, fence } = session.validated('addWaiters', () => checkWaiters(params))
+      await session.write('addWaiters', addWaitersText, [claimTokens, queue, hostId, hostChannelOf(schema.name, hostId), untilMs, nowMs, ...fenceValues(fence)])
+    },
+
+    removeWaiters: async (params) => {
+      const claimTokens = session.validated('removeWaiters', () => {
+        if (!Array.isArray(params.claimTokens)) throw new InvalidInput({ field: 'claimTokens', reason: 'must be an array of tokens' })
+        return params.claimTokens.map((token, index) => checkName(`claimTokens[${index}]`, token))
+      })
+      if (claimTokens.length === 0) return []
+      return (await session.write<Row>('removeWaiters', removeWaitersText, [claimTokens])).map((row) => row.claim_token as string)
+    },
+  }
 }
