@@ -51,6 +51,14 @@ const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchE
     events: [{ type: 'partition.loaded', instance: '0#1' }, { type: 'claim.queued', claimId: 1 }, { type: 'claim.parked', claimId: 1 }, { type: 'partition.unloaded', instance: '0#1' }],
     holds: (after) => after.commands.includes('claims.reroute'),
   },
+  setAsidePassedBy: {
+    events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.reserved', claimId: 1 }, { type: 'pass.started' }, { type: 'claim.released', claimId: 1 }],
+    holds: (after) => after.commands.includes('pass.request'),
+  },
+  closingKeepsHanded: {
+    events: [{ type: 'claim.queued', claimId: 1 }, { type: 'engine.closing' }, { type: 'job.handed', job, claimId: null }],
+    holds: (after) => after.commands.includes('job.release') && !after.commands.includes('claim.handOver'),
+  },
 }
 
 describe('planted dispatch bugs', () => {

@@ -41,13 +41,29 @@ export type DispatchMutation =
    * at the new owner.
    */
   | 'partitionUnloadUnheard'
+  /**
+   * A claim set aside for an enqueue whose key was held goes back to the line without asking for
+   * a pass, though one ran while it was set aside and passed it by: the rows that pass found due
+   * wait for the claim's own next look (a second) or another pass.
+   */
+  | 'setAsidePassedBy'
+  /**
+   * A closing engine keeps what is handed to it as an open one would (a job an enqueue inserted
+   * claimed for its idle worker, a hand-over from another engine's enqueue): no worker of its
+   * takes the job and no pass of its gives it back, so the job waits out its claim.
+   */
+  | 'closingKeepsHanded'
 
 /** Every dispatch mutation, in the menu's order. */
-export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard']
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard', 'setAsidePassedBy', 'closingKeepsHanded']
 
 /** The dispatch machine with `mutation` planted. */
 export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
   switch (mutation) {
+    case 'closingKeepsHanded':
+      return dispatchMachine.provide({ guards: { isEngineClosing: () => false } }) as DispatchMachine
+    case 'setAsidePassedBy':
+      return dispatchMachine.provide({ guards: { passRanWhileSetAside: () => false } }) as DispatchMachine
     case 'partitionUnloadUnheard':
       return dispatchMachine.provide({ guards: { isLastPartition: () => false } }) as DispatchMachine
     case 'noPassBehindMatching':
@@ -59,7 +75,7 @@ export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMach
         actions: {
           releaseClaim: enqueueActions(({ context, event, enqueue }) => {
             if (event.type !== 'claim.released') return
-            enqueue.assign({ reserved: context.reserved.filter((id) => id !== event.claimId) })
+            enqueue.assign({ reserved: context.reserved.filter((claim) => claim.claimId !== event.claimId) })
           }),
         },
       }) as DispatchMachine

@@ -9,6 +9,7 @@
  * The run count is bounded by count, not wall time: 60, 400 in the deep run, or SIM_JOBS_RUNS.
  */
 import { expect, it } from 'vitest'
+import { makeJobsMutant } from './JobMutations.ts'
 import { checkJobsDeterminism, runJobsSeed } from './JobsSimulation.ts'
 import { checkSchedules } from '../core/ScheduleProperty.ts'
 import { deep } from '../../test/harness/depth.ts'
@@ -60,11 +61,15 @@ it('world -2078778638: a lapsed claim that expired while its task was with Match
 // World 625411239 (a membership move): host-2 enqueues a job claimed at once for its own idle
 // worker just as it leaves the group; its workers were stopping and no pass of the closing engine
 // gave the kept job back, so the claim lapsed before anyone ran it.
+// The dispatch plant `closingKeepsHanded` (a closing engine keeps what is handed to it) fails it.
 it('world 625411239, script [2512, 7785, 7764, 851, 633, 9549, 4149, 6312]: an engine closing as its enqueue hands a job over gives the job back', async () => {
   console.log('world 625411239 script [2512,7785,7764,851,633,9549,4149,6312]')
-  const { result } = await runJobsSeed({ seed: 625411239, store: 'memory', script: [2512, 7785, 7764, 851, 633, 9549, 4149, 6312], overrides: { steps } })
+  const world = { seed: 625411239, store: 'memory', script: [2512, 7785, 7764, 851, 633, 9549, 4149, 6312], overrides: { steps } } as const
+  const { result } = await runJobsSeed(world)
   expect(result.violations).toEqual([])
   expect(result.knownFailing).toEqual([])
+  const planted = await runJobsSeed({ ...world, mutant: makeJobsMutant('closingKeepsHanded') })
+  expect(planted.result.violations.join('\n')).toMatch(/claims reach a worker/)
 })
 
 // World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the

@@ -119,6 +119,15 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // A waiter registered before its engine lost the queue's partition is handed a job under the
   // stale range (the claim commits under a fence an acquire moved past).
   waiterFenceIgnored: 63,
+  // A keyed wave (JobsSwarm.ts `keyedWaves`) through a worker whose idle claim eager dispatch set
+  // aside for a job whose key a live job holds: a pass ran meanwhile, and the jobs it found due
+  // wait for the claim's own next look.
+  setAsidePassedBy: 36,
+  // Not caught within 100 seeds: it needs an engine that begins closing while its own enqueue
+  // inserts a job claimed for its idle worker, or while another engine's hand-over reaches it, and
+  // no leave of seeds 1…100 comes at such a moment; the pinned world 625411239 of
+  // jobsWorld.memory.test.ts (a membership leave) catches it, by claims reach a worker.
+  closingKeepsHanded: null,
 }
 
 // One mutant run: caught when any checker reports a violation.

@@ -182,6 +182,11 @@ export interface Dispatches {
    * made later starts with the instances loaded then.
    */
   partitionLoaded(queue: string, instance: string): PartitionCompanion
+  /**
+   * The engine began closing: every dispatch, and each one made from now on, steps into its
+   * `engine` region's `closing`, where what is kept or handed here goes back to the store.
+   */
+  engineClosing(): void
 }
 
 /** Hears every step of a queue's dispatch machine with the commands it asked for (simulators, traces, tests). */

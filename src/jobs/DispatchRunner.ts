@@ -49,17 +49,25 @@ export function makeDispatches(runtime: () => DispatchRuntime, machine: Dispatch
   const byQueue = new Map<string, KeptDispatch>()
   // The partition instances loaded on this engine, per queue: what a dispatch made later starts with.
   const instances = new Map<string, Set<string>>()
+  let closing = false
   const live = (queue: string): KeptDispatch => {
     let kept = byQueue.get(queue)
     if (kept === undefined) {
       kept = makeQueueDispatch(runtime(), stepper, queue, onStep, () => live(queue).dispatch)
       byQueue.set(queue, kept)
-      // A dispatch made while partition instances of its queue are loaded here starts delivering.
+      // A dispatch made while partition instances of its queue are loaded here starts delivering;
+      // one made while the engine closes starts closing.
       for (const instance of instances.get(queue) ?? []) kept.send({ type: 'partition.loaded', instance })
+      if (closing) kept.send({ type: 'engine.closing' })
     }
     return kept
   }
   return {
+    engineClosing() {
+      if (closing) return
+      closing = true
+      for (const kept of byQueue.values()) kept.send({ type: 'engine.closing' })
+    },
     partitionLoaded(queue, instance) {
       let loaded = instances.get(queue)
       if (loaded === undefined) instances.set(queue, (loaded = new Set()))

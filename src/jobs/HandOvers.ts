@@ -74,8 +74,6 @@ export interface HandOverEngine {
   readonly dispatch: Pick<Dispatches, 'of'>
   /** Whole milliseconds of the injected clock. */
   now(): number
-  /** True once the engine began closing: its workers take nothing more. */
-  isClosed(): boolean
 }
 
 /** What the hand-overs need besides their engine. */
@@ -199,12 +197,6 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
         registrations.delete(registration.claimToken)
         const pool = pools.get(registration.queue)
         if (pool !== undefined && pool.includes(registration)) pools.set(registration.queue, pool.filter((pooled) => pooled !== registration))
-      }
-      if (engine.isClosed()) {
-        // No worker here takes it, and no pass of this engine gives a kept job back: it goes back
-        // to the store now (a failure leaves the claim to lapse, which delivers it again).
-        engine.jobStore.release({ claims: [{ id: job.id, claimToken: job.claimToken as string }], nowMs: engine.now() }).catch(swallow)
-        return true
       }
       engine.driver.notifyDue(job.deadlineMs as number, job.queue)
       const claimId = registration?.queue === job.queue ? registration.claimId : null

@@ -266,7 +266,6 @@ async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: 
   const claimId = dispatch.reserveFirst()
   if (claimId === undefined) return null
   const claimToken = randomId(runtime.random)
-  const generation = dispatch.generation()
   let stored
   try {
     // Inserted claimed, it is the owner's claim: fenced as one. Refused, it is enqueued as any other.
@@ -283,30 +282,9 @@ async function enqueueToWaitingWorker(runtime: JobsRuntime, queue: string, job: 
     // A live job holds the key: nothing was inserted. The claim goes back to the head of the line.
     dispatch.release(claimId)
     runtime.announceDue(queue, Math.max(stored.runAtMs, nowMs), true)
-    // A pass that ran while the claim was set aside passed it by (it waited for nothing then):
-    // the rows that pass found due are still there for it, so another pass runs now.
-    if (dispatch.generation() !== generation) runtime.driver.notifyDue(runtime.now(), queue)
-    return stored.id
-  }
-  if (runtime.isClosed()) {
-    // The engine began closing meanwhile: its workers take nothing more and no pass of its will
-    // give a kept job back, so the job goes back to the store now, due again for another engine.
-    dispatch.release(claimId)
-    await giveBack(runtime, queue, stored.id, claimToken)
     return stored.id
   }
   runtime.driver.notifyDue(stored.deadlineMs as number, queue)
   dispatch.handOver(stored, claimId)
   return stored.id
-}
-
-// Gives a job claimed for this closing engine back to the store (its claim released, due now)
-// and tells the queue's owner; a failure leaves the claim to lapse, which delivers it again.
-async function giveBack(runtime: JobsRuntime, queue: string, id: string, claimToken: string): Promise<void> {
-  try {
-    await runtime.jobStore.release({ claims: [{ id, claimToken }], nowMs: runtime.now() })
-    runtime.announceDue(queue, runtime.now(), true)
-  } catch {
-    // The stores may be closing too: the claim lapses instead.
-  }
 }

@@ -280,7 +280,10 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
   // Awaited by open; an engine built directly may ignore it without an unhandled rejection.
   ready.catch(() => {})
 
-  const engine = engineFaces({ parts, runtime, driver, matching, events, ready, subscription, group, forwarding, unsubscribeMembership, setClosed: () => (closed = true), setStoresClosed: () => (storesClosed = true) })
+  const engine = engineFaces({ parts, runtime, driver, matching, events, ready, subscription, group, forwarding, unsubscribeMembership, setClosed: () => {
+      closed = true
+      runtime.dispatch.engineClosing()
+    }, setStoresClosed: () => (storesClosed = true) })
   // Its sizes (kernel/Sizes.ts): what the engine keeps per queue and per partition, for the
   // long-soak bench and the tests that check they shrink back once queues go idle.
   return registerSizes(engine, () => ({ dispatches: runtime.dispatch.size(), ...sizesOf(routing), ...sizesOf(driver), ...sizesOf(matching) }))
@@ -402,13 +405,16 @@ function engineFaces(wiring: EngineWiring): MatchboxEngine {
         await Promise.all([...runtime.workers].map((stop) => stop()))
         forwarding?.close()
         unsubscribeMembership?.()
-        const stopListening = await subscription.catch(() => null)
-        await stopListening?.()
         await driver.close()
         // Final checkpoints while this engine still owns its partitions; then it leaves, and the
         // others take them over at once.
         await matching.close()
         await group?.leave()
+        // Listening until it has left, it answers a poll forwarded here meanwhile with a refusal
+        // (forwarding is closed), so that poller looks again at the view without this engine
+        // instead of waiting out a poll nobody hears; a hand-over reaching it goes back to the store.
+        const stopListening = await subscription.catch(() => null)
+        await stopListening?.()
         setStoresClosed()
         await parts.closeStores()
       })()

@@ -55,14 +55,37 @@ describe('DispatchMachine', () => {
   it('a claim set aside for an enqueue gets its job; released, it is first in line again', () => {
     const [reserved] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.queued', claimId: 2 }, { type: 'claim.reserved', claimId: 1 })
     expect(reserved.context.waiting).toEqual([2])
-    expect(reserved.context.reserved).toEqual([1])
+    expect(reserved.context.reserved).toEqual([{ claimId: 1, generation: 0 }])
     const [, commands] = steps(reserved, { type: 'job.handed', job: job('a'), claimId: 1 })
     expect(commands).toEqual([{ type: 'claim.handOver', params: { claimId: 1, job: job('a') } }])
-    const [released] = steps(reserved, { type: 'claim.released', claimId: 1 })
+    const [released, quiet] = steps(reserved, { type: 'claim.released', claimId: 1 })
     expect(released.context.waiting).toEqual([1, 2])
+    expect(quiet).toEqual([])
     // A set-aside claim that left meanwhile: its job goes to the next claim in line.
     const [, onward] = steps(reserved, { type: 'claim.left', claimId: 1 }, { type: 'job.handed', job: job('a'), claimId: 1 })
     expect(onward).toEqual([{ type: 'claim.handOver', params: { claimId: 2, job: job('a') } }])
+  })
+
+  it('a set-aside claim that a pass passed by asks for another pass as it comes back to the line', () => {
+    const [reserved] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.reserved', claimId: 1 })
+    const [, commands] = steps(reserved, { type: 'pass.started' }, { type: 'claim.released', claimId: 1 })
+    expect(commands).toEqual([{ type: 'pass.request', params: {} }])
+  })
+
+  it('a closing engine gives back what it keeps and what is handed to it; the claim set aside goes back in line', () => {
+    const [kept] = steps(start(), { type: 'job.handed', job: job('a'), claimId: null })
+    const [closing, closingCommands] = steps(kept, { type: 'claim.queued', claimId: 1 }, { type: 'claim.queued', claimId: 2 }, { type: 'claim.reserved', claimId: 2 }, { type: 'engine.closing' })
+    // The kept job went to the first claim to join; nothing is kept as the engine closes.
+    expect(closingCommands).toEqual([{ type: 'claim.handOver', params: { claimId: 1, job: job('a') } }])
+    const [after, commands] = steps(closing, { type: 'job.handed', job: job('b'), claimId: 2 })
+    expect(commands).toEqual([{ type: 'job.release', params: { job: job('b') } }])
+    expect(after.context.waiting).toEqual([2])
+    expect(after.context.reserved).toEqual([])
+    const [, keptThenClosing] = steps(start(), { type: 'job.handed', job: job('c'), claimId: null }, { type: 'engine.closing' })
+    expect(keptThenClosing).toEqual([
+      { type: 'job.kept', params: { job: job('c') } },
+      { type: 'job.release', params: { job: job('c') } },
+    ])
   })
 
   it('drained until a pass starts; a short answer from before the pass does not drain', () => {
@@ -263,7 +286,7 @@ describe('DispatchMachine', () => {
       fc.record({ generation: fc.integer({ min: 0, max: 2 }), asked: fc.integer({ min: 1, max: 3 }), claimed: fc.integer({ min: 0, max: 3 }) }).map((answer) => ({ type: 'store.answered', ...answer }) as const),
       fc.constantFrom('0#1', '1#2').map((instance) => ({ type: 'partition.loaded', instance }) as const),
       fc.constantFrom('0#1', '1#2').map((instance) => ({ type: 'partition.unloaded', instance }) as const),
-      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'worker.stopping' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'kept.expired' }),
+      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'worker.stopping' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'kept.expired' }, { type: 'engine.closing' }),
     )
     const stepper = makeDispatchStepper(dispatchMachine)
     fc.assert(

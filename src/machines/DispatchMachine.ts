@@ -6,13 +6,14 @@
  * (DispatchProtocol.ts) that its runner (jobs/DispatchRunner.ts) carries out, answering with events.
  *
  * Context: the claims waiting in line (first come, first served), the claims set aside for a
- * job an enqueue is inserting already claimed, the jobs claimed for a claimant that left (kept
+ * job an enqueue is inserting already claimed (with the pass generation they were set aside in:
+ * one that comes back to the line after a pass passed it by asks for another), the jobs claimed for a claimant that left (kept
  * for the next claim to join, and given back to the store at the next due-time pass, which the
  * runner has run within a short bound of the keeping: `job.kept`), the claims
  * parked on the line polls, the line polls running, the polls other engines forwarded here, the
  * lazy claims polling Matching, and the generation of due-time passes.
  *
- * Four regions, in parallel:
+ * Six regions, in parallel:
  * - **store** — `serving`: a claim may take the head of the due rows straight from the store;
  *   `drained`: the last such claim found fewer rows than it asked for, and no due-time pass has
  *   started since, so claims skip the store until one does (an idle claim costs no statement).
@@ -36,6 +37,10 @@
  *   refused — the claims parked here are woken to be routed again, jobs kept here go back to the
  *   store, and the store region serves again: this engine no longer delivers the queue, and
  *   whoever does next starts from the store.
+ * - **engine** — `open`, then `closing` once the engine began closing: its workers take nothing
+ *   more and its passes stop, so kept jobs go back to the store at once, and so does a job handed
+ *   here from then on (an enqueue's job inserted claimed for a claim set aside here, or a
+ *   hand-over from another engine's enqueue), rather than wait out its claim.
  * - **use** — `holding`: a claim, a kept job, a line poll (running, or ended but not yet
  *   answered) or a forwarded or lazy poll is here; `empty`: nothing is, so the runner may drop
  *   the dispatch once it has stayed empty a while (a queue used again gets a new one, which
@@ -50,7 +55,7 @@
  * Named guards and actions are the seams where the simulator plants its dispatch bugs
  * (`provide`), so each planted bug is one named piece of this protocol gone wrong.
  *
- * Length: past 400 lines because the five regions share one context and one set of named guards
+ * Length: past 400 lines because the six regions share one context and one set of named guards
  * and actions (a step of one region reads what another's actions wrote); split by region, each
  * file would re-declare the context and the seams the simulator plants into.
  */
@@ -64,7 +69,7 @@ export interface DispatchContext {
   /** Claims in line, first come first served. */
   readonly waiting: ReadonlyArray<number>
   /** Claims taken out of line for a job an enqueue is inserting already claimed for them. */
-  readonly reserved: ReadonlyArray<number>
+  readonly reserved: ReadonlyArray<SetAsideClaim>
   /**
    * Jobs claimed for this engine that found no claim waiting (their claimant left while the claim
    * was at the store): the next claim to join takes one; the next due-time pass, a poll forwarded
@@ -92,6 +97,16 @@ export interface DispatchContext {
   readonly partitions: ReadonlyArray<string>
 }
 
+/**
+ * A claim set aside for an enqueue's job, with the pass generation when it was: a pass that
+ * starts meanwhile passes it by (it waits for no job then), so if it comes back to the line the
+ * rows that pass found due are still there for it.
+ */
+export interface SetAsideClaim {
+  readonly claimId: number
+  readonly generation: number
+}
+
 /** What a new machine needs. */
 export interface DispatchInput {
   readonly queue: string
@@ -101,15 +116,17 @@ export interface DispatchInput {
 type Enqueue = (command: DispatchCommand) => void
 
 const without = (list: ReadonlyArray<number>, id: number): ReadonlyArray<number> => (list.includes(id) ? list.filter((other) => other !== id) : list)
+const isSetAside = (reserved: ReadonlyArray<SetAsideClaim>, id: number): boolean => reserved.some((claim) => claim.claimId === id)
+const notSetAside = (reserved: ReadonlyArray<SetAsideClaim>, id: number): ReadonlyArray<SetAsideClaim> => (isSetAside(reserved, id) ? reserved.filter((claim) => claim.claimId !== id) : reserved)
 
 // Gives `job` to `claimId` if it waits (in line or set aside), else to the claim waiting longest,
 // else keeps it for the next claim to join: the context after, with the hand-over enqueued.
 function handedOver(context: DispatchContext, job: JobRecord, claimId: number | null, enqueue: Enqueue): DispatchContext {
   let taker: number | undefined
   let { waiting, reserved } = context
-  if (claimId !== null && reserved.includes(claimId)) {
+  if (claimId !== null && isSetAside(reserved, claimId)) {
     taker = claimId
-    reserved = without(reserved, claimId)
+    reserved = notSetAside(reserved, claimId)
   } else if (claimId !== null && waiting.includes(claimId)) {
     taker = claimId
     waiting = without(waiting, claimId)
@@ -172,12 +189,17 @@ const withCommands = setup({
     nobodyWaitsForMatch: ({ context }) => context.waiting.length === 0,
     /** One line poll runs and no claim is parked on it. */
     isLonePoll: ({ context }) => context.linePolls.length === 1 && context.parked.length === 0,
+    /** A due-time pass started while the claim coming back to the line was set aside. */
+    passRanWhileSetAside: ({ context, event }) =>
+      event.type === 'claim.released' && context.reserved.some((claim) => claim.claimId === event.claimId && claim.generation !== context.generation),
     /** The forwarded poll leaving is the last one waiting. */
     isLastForwarded: ({ context }) => context.forwardedWaiting <= 1,
     /** A pass started, so rows may be due that the last store claim did not find: the store serves again. */
     passReopensStore: () => true,
     /** Nothing is held (`holdsNothing`): the dispatch may be dropped once it stays so a while. */
     isHoldingNothing: ({ context }) => holdsNothing(context),
+    /** The engine is closing (the `engine` region): nothing handed here reaches a worker. */
+    isEngineClosing: stateIn('#dispatch.engine.closing'),
     /** The partition instance unloading is the last of the queue's on this engine. */
     isLastPartition: ({ context, event }) => event.type === 'partition.unloaded' && context.partitions.length === 1 && context.partitions[0] === event.instance,
   },
@@ -208,8 +230,21 @@ const machineSetup = withCommands.extend({
     }),
     /** A claim set aside for an enqueue's job that was not inserted goes back to the head of the line. */
     releaseClaim: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'claim.released' || !context.reserved.includes(event.claimId)) return
-      enqueue.assign({ reserved: without(context.reserved, event.claimId), waiting: [event.claimId, ...context.waiting] })
+      if (event.type !== 'claim.released' || !isSetAside(context.reserved, event.claimId)) return
+      enqueue.assign({ reserved: notSetAside(context.reserved, event.claimId), waiting: [event.claimId, ...context.waiting] })
+    }),
+    /**
+     * A job handed to this closing engine (an enqueue's job inserted claimed for a claim set aside
+     * here, or a hand-over from another engine's enqueue) goes back to the store; the claim it was
+     * for goes back to the line, which its worker, stopping, leaves.
+     */
+    giveBackHanded: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'job.handed') return
+      enqueue({ type: 'job.release', params: { job: event.job } })
+      const { claimId } = event
+      if (claimId !== null && isSetAside(context.reserved, claimId)) {
+        enqueue.assign({ reserved: notSetAside(context.reserved, claimId), waiting: [claimId, ...context.waiting] })
+      }
     }),
     /** A job handed to a claim that had already got one goes to the next claim waiting, or is kept. */
     returnJob: enqueueActions(({ context, event, enqueue }) => {
@@ -219,12 +254,12 @@ const machineSetup = withCommands.extend({
     /** A claim leaves the line and the set-aside list without a job. */
     dropClaim: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'claim.left') return
-      enqueue.assign({ waiting: without(context.waiting, event.claimId), reserved: without(context.reserved, event.claimId) })
+      enqueue.assign({ waiting: without(context.waiting, event.claimId), reserved: notSetAside(context.reserved, event.claimId) })
     }),
     /** The claim waiting longest is set aside for the job an enqueue is inserting for it. */
     reserveClaim: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'claim.reserved' || !context.waiting.includes(event.claimId)) return
-      enqueue.assign({ waiting: without(context.waiting, event.claimId), reserved: [...context.reserved, event.claimId] })
+      enqueue.assign({ waiting: without(context.waiting, event.claimId), reserved: [...context.reserved, { claimId: event.claimId, generation: context.generation }] })
     }),
     /** A job claimed from the store for this engine reaches a claim, or is kept. */
     handOver: enqueueActions(({ context, event, enqueue }) => {
@@ -290,7 +325,7 @@ const machineSetup = withCommands.extend({
     countPass: enqueueActions(({ context, enqueue }) => {
       enqueue.assign({ generation: context.generation + 1 })
     }),
-    /** Claims wait behind a job that was with Matching: a pass serves them now. */
+    /** Claims wait behind a job that was with Matching, or came back to the line after a pass passed them by: a pass serves them now. */
     requestPass: enqueueActions(({ enqueue }) => {
       enqueue({ type: 'pass.request', params: {} })
     }),
@@ -341,7 +376,8 @@ export const dispatchMachine = machineSetup.createMachine({
     'claim.queued': { actions: 'queueClaim' },
     'claim.left': { actions: 'dropClaim' },
     'claim.reserved': { actions: 'reserveClaim' },
-    'claim.released': { actions: 'releaseClaim' },
+    // A pass that ran while the claim was set aside passed it by: another runs for it now.
+    'claim.released': [{ guard: 'passRanWhileSetAside', actions: ['releaseClaim', 'requestPass'] }, { actions: 'releaseClaim' }],
     'job.returned': { actions: 'returnJob' },
     'claim.unparked': { actions: 'unparkClaim' },
     // While the store serves the queue, the line's one poll stays through the handler: the
@@ -379,7 +415,7 @@ export const dispatchMachine = machineSetup.createMachine({
     line: {
       initial: 'onePoll',
       on: {
-        'job.handed': { target: '.onePoll', actions: 'handOver' },
+        'job.handed': [{ guard: 'isEngineClosing', actions: 'giveBackHanded' }, { target: '.onePoll', actions: 'handOver' }],
         // Matched for nobody: the job is kept, and the polls beyond the parked claims end now (left
         // running, one would take every job the queue's next pass adds to Matching, for nobody).
         'linePoll.matched': [
@@ -417,6 +453,14 @@ export const dispatchMachine = machineSetup.createMachine({
             'partition.unloaded': [{ guard: 'isLastPartition', target: 'away', actions: ['removePartition', 'rerouteParked', 'releaseKept'] }, { actions: 'removePartition' }],
           },
         },
+      },
+    },
+    engine: {
+      initial: 'open',
+      states: {
+        // Kept jobs go back now: no pass of a closing engine will give them back.
+        open: { on: { 'engine.closing': { target: 'closing', actions: 'releaseKept' } } },
+        closing: {},
       },
     },
     use: {

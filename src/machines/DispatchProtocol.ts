@@ -76,6 +76,11 @@ export type DispatchEvent =
   | { readonly type: 'partition.loaded'; readonly instance: string }
   /** That instance unloaded. */
   | { readonly type: 'partition.unloaded'; readonly instance: string }
+  /**
+   * The engine began closing: its workers take nothing more and its passes stop, so a job kept
+   * or handed here from now on goes back to the store at once (no claim here will take it).
+   */
+  | { readonly type: 'engine.closing' }
 
 /** The event type names. */
 export type DispatchEventType = DispatchEvent['type']

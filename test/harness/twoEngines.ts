@@ -2,7 +2,7 @@
  * twoEngines — two engines of one group on shared memory stores and bus, with one ManualClock:
  * by default h1 owns every partition, so h2 forwards its claims to it and signals h1 the due
  * times of what it enqueues (or, with `handOverAcrossEngines`, hands a job to h1's waiting claim
- * at enqueue). The tests close them with `closeEngines` (the last closes the shared stores).
+ * at enqueue). The tests close them with `closeEngines` (the last to close closes the shared stores).
  */
 import type { PartitionKey } from '../../src/domain/QueueKey.ts'
 import { ManualClock, Random } from '../../src/index.ts'
@@ -22,7 +22,14 @@ const open: Matchbox[] = []
  */
 export function twoEngines(
   ownerOf: (partition: PartitionKey) => string = () => 'h1',
-  hooks: { readonly onDispatchStep?: (hostId: string) => DispatchStepListener; readonly onQueueStep?: () => void; readonly handOverAcrossEngines?: boolean; readonly wrapJobStore?: (store: JobStore) => JobStore } = {},
+  hooks: {
+    readonly onDispatchStep?: (hostId: string) => DispatchStepListener
+    readonly onQueueStep?: () => void
+    readonly handOverAcrossEngines?: boolean
+    readonly wrapJobStore?: (store: JobStore) => JobStore
+    /** What an engine's leaving the group does (default: nothing; the test moves ownership itself). */
+    readonly leave?: (hostId: string) => Promise<void>
+  } = {},
 ): {
   readonly h1: Matchbox
   readonly h2: Matchbox
@@ -44,6 +51,7 @@ export function twoEngines(
       return () => void listeners.delete(listener)
     },
   }
+  let closed = 0
   const engine = (hostId: string, seed: number): Matchbox =>
     makeMatchbox({
       hostId,
@@ -51,12 +59,12 @@ export function twoEngines(
       jobStore,
       clock,
       random: Random.make(seed),
-      group: { membership, bus, storeSignalsDue: false, handOverAcrossEngines: hooks.handOverAcrossEngines ?? false, leave: async () => {} },
+      group: { membership, bus, storeSignalsDue: false, handOverAcrossEngines: hooks.handOverAcrossEngines ?? false, leave: async () => await hooks.leave?.(hostId) },
       ...(hooks.onDispatchStep === undefined ? {} : { onDispatchStep: hooks.onDispatchStep(hostId) }),
       ...(hooks.onQueueStep === undefined ? {} : { onQueueStep: hooks.onQueueStep }),
-      // h1 closes last (closeEngines closes in order), and closes the shared stores.
+      // The engine that closes last closes the shared stores.
       closeStores: async () => {
-        if (hostId !== 'h1') return
+        if (++closed < 2) return
         await bus.close()
         await store.close()
       },
