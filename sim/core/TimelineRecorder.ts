@@ -88,15 +88,18 @@ export type SharedWorldEvent = { readonly kind: 'fault'; readonly name: string; 
 
 /** The axis, marks, down spans and heal of one run; a workload's recorder holds one. */
 export class TimelineRecorder<Mark extends TimelineMarkBase<string>> {
-  readonly #hosts: ReadonlyArray<string>
+  readonly #hosts: string[]
   readonly #marks: Mark[] = []
   readonly #down = new DownSpans()
   readonly #timeAt: number[] = []
   #healOrder: number | null = null
 
-  /** @param hosts the run's host ids, in lane order. */
+  /**
+   * @param hosts the run's host ids at its start, in lane order; a host that joins later (a new
+   * process of a membership move) gets a lane below them at its first mark.
+   */
   constructor(hosts: ReadonlyArray<string>) {
-    this.#hosts = hosts
+    this.#hosts = [...hosts]
   }
 
   /** One record arrived at virtual `nowMs`: its order on the axis and its time as the trace prints it. */
@@ -108,6 +111,7 @@ export class TimelineRecorder<Mark extends TimelineMarkBase<string>> {
 
   /** Adds a mark. */
   mark(mark: Mark): void {
+    if (mark.hostId !== undefined && !this.#hosts.includes(mark.hostId)) this.#hosts.push(mark.hostId)
     this.#marks.push(mark)
   }
 
@@ -137,6 +141,6 @@ export class TimelineRecorder<Mark extends TimelineMarkBase<string>> {
   /** What was recorded; down spans still open end at the last record. */
   frame(): TimelineFrame<Mark> {
     const orderEnd = this.orderEnd
-    return { hosts: this.#hosts, marks: this.#marks, down: this.#down.spans(orderEnd), healOrder: this.#healOrder, orderEnd, timeAt: this.#timeAt }
+    return { hosts: [...this.#hosts], marks: this.#marks, down: this.#down.spans(orderEnd), healOrder: this.#healOrder, orderEnd, timeAt: this.#timeAt }
   }
 }

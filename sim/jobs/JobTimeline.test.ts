@@ -2,7 +2,7 @@
  * JobTimeline on a real end-to-end run (memory store): some job's life reads enqueue →
  * claim → ack in commit order, its claim bar ends at the ack, every work handler's run is drawn
  * on its job's row with the claim it was given, and the page draws them and rings a job a
- * violation names.
+ * violation names; an engine that joins later gets a lane.
  */
 import { describe, expect, it } from 'vitest'
 import { jobsHostIdsOf, runJobsSeed } from './JobsSimulation.ts'
@@ -15,7 +15,8 @@ describe('JobTimeline', () => {
     const { result } = await runJobsSeed({ ...run, onJobs: recorder.onJobs, onEvent: recorder.onEvent })
     expect(result.ok).toBe(true)
     const data = recorder.data()
-    expect(data.hosts).toEqual(jobsHostIdsOf(run))
+    // The world's hosts first, in order (an engine that joins later comes after them).
+    expect(data.hosts.slice(0, jobsHostIdsOf(run).length)).toEqual(jobsHostIdsOf(run))
     expect(data.healOrder).not.toBeNull()
     const acked = data.jobs.filter((life) => life.end === 'acked')
     expect(acked.length).toBeGreaterThan(0)
@@ -53,5 +54,16 @@ describe('JobTimeline', () => {
     expect(html).toContain(`enqueued ${life.id}`)
     expect(html).toContain(`claimed ${life.id}`)
     expect(html).toContain(`acked ${life.id}`)
+  })
+
+  it('gives an engine that joins after the heal a lane of its own', async () => {
+    // Seed 1 moves membership once healed: a new worker process joins.
+    const run = { seed: 1, store: 'memory' as const }
+    const recorder = new JobsTimelineRecorder(jobsHostIdsOf(run))
+    await runJobsSeed({ ...run, onJobs: recorder.onJobs, onEvent: recorder.onEvent })
+    const data = recorder.data()
+    const joined = data.hosts.filter((host) => !jobsHostIdsOf(run).includes(host))
+    expect(joined).toHaveLength(1)
+    expect(data.marks.some((mark) => mark.hostId === joined[0] && mark.kind === 'view')).toBe(true)
   })
 })
