@@ -55,6 +55,7 @@ const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchE
     events: [{ type: 'claim.queued', claimId: 1 }, { type: 'claim.reserved', claimId: 1 }, { type: 'pass.started' }, { type: 'claim.released', claimId: 1 }],
     holds: (after) => after.commands.includes('pass.request'),
   },
+  staleDeliveryUnheard: { events: [{ type: 'forwarded.arrived' }, { type: 'delivery.stale' }], holds: (after) => after.commands.includes('pass.request') },
   closingKeepsHanded: {
     events: [{ type: 'claim.queued', claimId: 1 }, { type: 'engine.closing' }, { type: 'job.handed', job, claimId: null }],
     holds: (after) => after.commands.includes('job.release') && !after.commands.includes('claim.handOver'),

@@ -53,13 +53,21 @@ export type DispatchMutation =
    * takes the job and no pass of its gives it back, so the job waits out its claim.
    */
   | 'closingKeepsHanded'
+  /**
+   * A Matching delivery whose job a claim straight from the store took first asks for no pass: the
+   * poll it was for (another engine's, forwarded here) waits on, a row short, while jobs are due
+   * behind it, until its own timeout or the next pass.
+   */
+  | 'staleDeliveryUnheard'
 
 /** Every dispatch mutation, in the menu's order. */
-export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard', 'setAsidePassedBy', 'closingKeepsHanded']
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard', 'setAsidePassedBy', 'closingKeepsHanded', 'staleDeliveryUnheard']
 
 /** The dispatch machine with `mutation` planted. */
 export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
   switch (mutation) {
+    case 'staleDeliveryUnheard':
+      return dispatchMachine.provide({ actions: { passForStale: () => {} } }) as DispatchMachine
     case 'closingKeepsHanded':
       return dispatchMachine.provide({ guards: { isEngineClosing: () => false } }) as DispatchMachine
     case 'setAsidePassedBy':

@@ -134,10 +134,10 @@
  * - `waiterFenceIgnored`: an enqueue hands its job to a queue's first waiting claim whatever the
  *   waiter's fence says, so an engine that lost the queue's partition while its claim waited still
  *   gets jobs claimed for it (claims fenced);
- * - the eleven bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
+ * - the twelve bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`, `partitionUnloadUnheard`,
- *   `setAsidePassedBy`, `closingKeepsHanded`): every engine of the world runs its queues by
+ *   `setAsidePassedBy`, `closingKeepsHanded`, `staleDeliveryUnheard`): every engine of the world runs its queues by
  *   the dispatch machine with that bug (prompt delivery, claims reach a worker, poll for nobody ends).
  *
  * Does not: change reads or schedules.

@@ -61,6 +61,17 @@ it('world -2078778638: a lapsed claim that expired while its task was with Match
 // World 625411239 (a membership move): host-2 enqueues a job claimed at once for its own idle
 // worker just as it leaves the group; its workers were stopping and no pass of the closing engine
 // gave the kept job back, so the claim lapsed before anyone ran it.
+// World -41608940 (2,000 steps, a wave through the owner while a worker of another engine
+// waits forwarded there): the owner's own worker claims straight from the store the row the pass
+// had added to Matching for the forwarded poll, whose delivery then finds the job started; with
+// no pass after it the poll waited out its wait while six jobs were due.
+it('world -41608940: a stale delivery brings a pass for the forwarded poll it was for', async () => {
+  console.log('world -41608940 script []')
+  const { result } = await runJobsSeed({ seed: -41608940, store: 'memory', overrides: { steps } })
+  expect(result.violations).toEqual([])
+  expect(result.knownFailing).toEqual([])
+})
+
 // The dispatch plant `closingKeepsHanded` (a closing engine keeps what is handed to it) fails it.
 it('world 625411239, script [2512, 7785, 7764, 851, 633, 9549, 4149, 6312]: an engine closing as its enqueue hands a job over gives the job back', async () => {
   console.log('world 625411239 script [2512,7785,7764,851,633,9549,4149,6312]')

@@ -107,6 +107,8 @@ export interface QueueDispatch {
   matchingReached(): void
   /** A job of the queue left processing on this engine while a handle limits the queue per key. */
   slotFreed(): void
+  /** A Matching delivery of the queue found its job already claimed or gone. */
+  deliveryStale(): void
   /** A due-time pass over the queue started. */
   passStarted(): void
   /** A claim statement straight from the store, made in pass generation `generation`, asked for `asked` rows and got `claimed`. */

@@ -108,6 +108,7 @@ function handleOf(queue: string, current: () => QueueDispatch): QueueDispatch {
     workerStopping: () => current().workerStopping(),
     matchingReached: () => current().matchingReached(),
     slotFreed: () => current().slotFreed(),
+    deliveryStale: () => current().deliveryStale(),
     passStarted: () => current().passStarted(),
     storeAnswered: (generation, asked, claimed) => current().storeAnswered(generation, asked, claimed),
     forwardedArrived: () => current().forwardedArrived(),
@@ -273,6 +274,7 @@ function faceOf(state: QueueDispatchState): QueueDispatch {
     },
     matchingReached: () => send({ type: 'matching.reached' }),
     slotFreed: () => send({ type: 'slot.freed' }),
+    deliveryStale: () => send({ type: 'delivery.stale' }),
     passStarted() {
       state.passMarker = state.nextClaimId
       send({ type: 'pass.started' })

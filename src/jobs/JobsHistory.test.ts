@@ -3,7 +3,8 @@
  * the delivery comes from: once another engine has acquired that partition (its range moved), a
  * claim with the old range writes nothing and answers `retryable`, while a claim of the same turn
  * from a partition still held commits. A delivery Matching kept retrying while the job store was
- * unreachable would otherwise claim the job long after its engine lost the queue.
+ * unreachable would otherwise claim the job long after its engine lost the queue. A delivery
+ * whose job was taken first or is gone is reported stale, so the engine can serve the poll again.
  */
 import { describe, expect, it } from 'vitest'
 import type { PollerInfo } from '../actors/History.ts'
@@ -44,5 +45,24 @@ describe('JobsHistory', () => {
     expect((await jobStore.getJob({ queue: 'q', id: 'stale' }))?.state).toBe('pending')
     expect(fresh.kind).toBe('started')
     expect((await jobStore.getJob({ queue: 'q', id: 'fresh' }))?.state).toBe('processing')
+  })
+
+  it('a delivery whose job was claimed first, or is gone, is reported stale for its queue; a claim of a paused queue is not', async () => {
+    const store = makeMemoryStore()
+    const jobStore = makeMemoryJobStore({ queueRanges: store })
+    const stale: string[] = []
+    const history = makeJobsHistory({ jobStore, clock: new ManualClock(nowMs), random: Random.make(3), onStale: (queue) => stale.push(queue) })
+    const { rangeId } = await store.acquire({ key: partition(0), nowMs })
+    const origin = { key: partition(0), rangeId }
+    await jobStore.enqueue({ job: job('taken'), nowMs })
+    // A claim straight from the store takes the row the task was added for.
+    await jobStore.claimDue({ queue: 'q', nowMs, claimTokens: ['direct'] })
+    expect((await history.recordTaskStarted(makeTask({ jobId: 'taken', createdAtMs: nowMs }), poller, origin)).kind).toBe('already-started')
+    expect((await history.recordTaskStarted(makeTask({ jobId: 'missing', createdAtMs: nowMs }), poller, origin)).kind).toBe('obsolete')
+    expect(stale).toEqual(['q', 'q'])
+    await jobStore.enqueue({ job: job('paused'), nowMs })
+    await jobStore.pauseQueue({ queue: 'q', nowMs })
+    expect((await history.recordTaskStarted(makeTask({ jobId: 'paused', createdAtMs: nowMs }), poller, origin)).kind).toBe('obsolete')
+    expect(stale).toEqual(['q', 'q'])
   })
 })

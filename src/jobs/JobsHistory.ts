@@ -40,6 +40,13 @@ export interface JobsHistoryOptions {
   readonly onClaimed?: (job: JobRecord) => void
   /** Called with the queue of every claim refused for a limit (the job is due again later: the engine arms its driver then). */
   readonly onLimited?: (queue: string) => void
+  /**
+   * Called with the queue of every delivery whose job another claim started first (a claim
+   * straight from the store took the row the task was added for) or that is gone (acked,
+   * cancelled, dead, not due, expired): the poll it was for still waits, and only a due-time pass
+   * gives it one of the rows due behind. Not for a refusal by a limit (`onLimited`) or a pause.
+   */
+  readonly onStale?: (queue: string) => void
 }
 
 /** The task kind Jobs adds to Matching; other kinds are obsolete to this History. */
@@ -71,9 +78,12 @@ export function makeJobsHistory(options: JobsHistoryOptions): History {
           options.onClaimed?.(outcome.job)
           return { kind: 'started', response: outcome.job as unknown as JsonValue }
         case 'already-started':
+          options.onStale?.(origin.key.family)
           return { kind: 'already-started' }
         case 'obsolete':
           if (outcome.reason === 'limited') options.onLimited?.(origin.key.family)
+          // A paused queue claims nothing, so a pass could serve nobody.
+          else if (outcome.reason !== 'paused') options.onStale?.(origin.key.family)
           return { kind: 'obsolete' }
       }
     },

@@ -424,7 +424,8 @@ function engineFaces(wiring: EngineWiring): MatchboxEngine {
 }
 
 // The History role of the engine's Matching host: its deliveries claim from the job store
-// (`notifyDue` hears each claim's deadline; `runtimeOf` is read only once a delivery is refused).
+// (`notifyDue` hears each claim's deadline; `runtimeOf` is read only once a delivery is refused
+// or stale).
 function historyOf(
   parts: MatchboxParts,
   random: Random,
@@ -437,6 +438,9 @@ function historyOf(
     clock: parts.clock,
     random,
     onClaimed: (job) => notifyDue(job.deadlineMs as number, job.queue),
+    // A delivery whose job was claimed first or is gone: the queue's dispatch decides whether a
+    // pass must serve the polls still waiting.
+    onStale: (queue) => runtimeOf().dispatch.of(queue).deliveryStale(),
     // A delivery refused for a rate limit: the job is due at its next token, which the driver must know.
     onLimited: (queue) => {
       armNextToken(runtimeOf(), queue).catch((error: unknown) => {

@@ -88,6 +88,15 @@ describe('DispatchMachine', () => {
     ])
   })
 
+  it('a stale delivery asks for a pass while claims or forwarded polls wait, and for nothing otherwise', () => {
+    const [, forwarded] = steps(start(), { type: 'forwarded.arrived' }, { type: 'delivery.stale' })
+    expect(forwarded).toEqual([{ type: 'pass.request', params: {} }])
+    const [, own] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'delivery.stale' })
+    expect(own).toEqual([{ type: 'pass.request', params: {} }])
+    const [, none] = steps(start(), { type: 'delivery.stale' })
+    expect(none).toEqual([])
+  })
+
   it('drained until a pass starts; a short answer from before the pass does not drain', () => {
     const serving = start()
     expect(isStoreServing(serving)).toBe(true)
@@ -286,7 +295,7 @@ describe('DispatchMachine', () => {
       fc.record({ generation: fc.integer({ min: 0, max: 2 }), asked: fc.integer({ min: 1, max: 3 }), claimed: fc.integer({ min: 0, max: 3 }) }).map((answer) => ({ type: 'store.answered', ...answer }) as const),
       fc.constantFrom('0#1', '1#2').map((instance) => ({ type: 'partition.loaded', instance }) as const),
       fc.constantFrom('0#1', '1#2').map((instance) => ({ type: 'partition.unloaded', instance }) as const),
-      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'worker.stopping' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'kept.expired' }, { type: 'engine.closing' }),
+      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'worker.stopping' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'kept.expired' }, { type: 'engine.closing' }, { type: 'delivery.stale' }),
     )
     const stepper = makeDispatchStepper(dispatchMachine)
     fc.assert(

@@ -329,6 +329,10 @@ const machineSetup = withCommands.extend({
     requestPass: enqueueActions(({ enqueue }) => {
       enqueue({ type: 'pass.request', params: {} })
     }),
+    /** A delivery's row was taken or gone while claims or forwarded polls wait: a pass serves them the rows due behind. */
+    passForStale: enqueueActions(({ enqueue }) => {
+      enqueue({ type: 'pass.request', params: {} })
+    }),
     /** A slot freed: the owner's pass serves the claims its key's limit held off, here or forwarded there. */
     announceSlot: enqueueActions(({ enqueue }) => {
       enqueue({ type: 'slot.announce', params: {} })
@@ -391,6 +395,8 @@ export const dispatchMachine = machineSetup.createMachine({
     'lazyPoll.ended': { actions: 'countLazyPoll' },
     'kept.expired': { actions: 'releaseKept' },
     'slot.freed': { actions: 'announceSlot' },
+    // Only a pass adds the rows due behind it to Matching for the polls still waiting.
+    'delivery.stale': { guard: 'hasClaimsWaiting', actions: 'passForStale' },
   },
   states: {
     store: {

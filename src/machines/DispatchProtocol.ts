@@ -67,6 +67,12 @@ export type DispatchEvent =
   /** A job that came through Matching reached its claimant: the store may serve rows behind it again. */
   | { readonly type: 'matching.reached' }
   /**
+   * A Matching delivery of the queue found its job already claimed or gone (a claim straight from
+   * the store took the row its task was added for, or the job ended meanwhile): the poll it was
+   * for waits on, a row short of what the pass reserved for the polls waiting.
+   */
+  | { readonly type: 'delivery.stale' }
+  /**
    * A job of the queue, which is limited per key, left processing on this engine (acked, retried or
    * failed): the slot it freed may let a due job of its key run, which a claim the full keys sent
    * back short (the store drained) does not look for on its own.
