@@ -72,6 +72,17 @@ it('world -41608940: a stale delivery brings a pass for the forwarded poll it wa
   expect(result.knownFailing).toEqual([])
 })
 
+// World 2024272930 (2,000 steps, a join after the heal): the joining engine takes the queue's
+// one partition from its owner, whose queue, its range taken, waits out a restart delay; the polls
+// other engines forwarded to the old owner meanwhile were held for that delay and outlived the
+// partition's unload, so they waited out their whole wait while jobs were due at the new owner.
+it('world 2024272930, script [6233, 1995, 6042]: polls held through a restart delay are answered when the partition unloads', async () => {
+  console.log('world 2024272930 script [6233,1995,6042]')
+  const { result } = await runJobsSeed({ seed: 2024272930, store: 'memory', script: [6233, 1995, 6042], overrides: { steps } })
+  expect(result.violations).toEqual([])
+  expect(result.knownFailing).toEqual([])
+})
+
 // The dispatch plant `closingKeepsHanded` (a closing engine keeps what is handed to it) fails it.
 it('world 625411239, script [2512, 7785, 7764, 851, 633, 9549, 4149, 6312]: an engine closing as its enqueue hands a job over gives the job back', async () => {
   console.log('world 625411239 script [2512,7785,7764,851,633,9549,4149,6312]')

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { makeGate } from '../../test/harness/gate.ts'
 import { settle, until } from '../../test/harness/settle.ts'
 import { ManualClock } from '../kernel/Clock.ts'
-import { idleUnloadMs } from '../kernel/Limits.ts'
+import { idleUnloadMs, membershipUnloadDelayMs } from '../kernel/Limits.ts'
 import { Random } from '../kernel/Random.ts'
 import { sizesOf } from '../kernel/Sizes.ts'
 import { makeMemoryStore } from '../persistence/queues/MemoryStore.ts'
@@ -386,6 +386,29 @@ describe('MatchingHost as an Effect layer', () => {
     const next = await host.claimFence(family.namespace, family.family, family.type)
     expect(next?.queueKey.partition).toBe(1)
     expect(next?.rangeId).toBe(store.rangeIdOf(next?.queueKey as NonNullable<typeof next>['queueKey']))
+    await host.close()
+  })
+
+  it('a poll held while its queue waits out a restart delay is answered when membership moves the partition away', async () => {
+    const clock = new ManualClock(1_000)
+    const store = makeMemoryStore()
+    const view = viewOf('h1')
+    const host = makeMatchingHost({ hostId: 'h1', store, history: startedHistory, clock, random: Random.make(1), partitionCount: 1, membership: view.view })
+    const fence = await host.claimFence(family.namespace, family.family, family.type)
+    // Another host takes the partition's range: its queue dies and waits out a restart delay.
+    await store.acquire({ key: fence?.queueKey as NonNullable<typeof fence>['queueKey'], nowMs: 1_000 })
+    await host.fenceRefused(fence as NonNullable<typeof fence>)
+    let answered: unknown = 'waiting'
+    void host.poll({ ...family, identity: 'w1', waitMs: 60_000 }).then((polled) => (answered = polled))
+    await settle()
+    expect(answered).toBe('waiting')
+    // Membership gives the partition to the host that took it: once the instance unloads, the
+    // held poll answers at once (empty), so its poller looks at the new owner rather than wait.
+    view.set('h2')
+    clock.advance(membershipUnloadDelayMs)
+    await settle()
+    expect(answered).toBeNull()
+    expect(clock.now()).toBe(1_000 + membershipUnloadDelayMs)
     await host.close()
   })
 

@@ -159,6 +159,9 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     // Version slots whose retirement is moving their backlog (onRetire): no queue is made for them.
     const retiring = new Set<string>()
     let unloaded = false
+    // Polls held while every queue they may take from waits out a restart delay: the unload
+    // answers them at once (the partition is gone from here; the poller looks again elsewhere).
+    const heldPolls = new Set<() => void>()
     const name = encodePartitionKey(options.partition)
     let companion = options.companion?.()
     const closeCompanion = (reason: string): void => {
@@ -249,11 +252,15 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         // than answer at once, which would turn a patient poller into a busy loop.
         const wakeMs = Math.min(deadlineMs, ...versions.map((version) => restarts.get(versionSlot(version))?.notBeforeMs ?? deadlineMs))
         return new Promise((resolve) => {
-          const cancel = options.clock.setTimer(wakeMs - options.clock.now(), () => resolve({ kind: 'none' }))
-          signal?.addEventListener('abort', () => {
+          const answer = (result: PollResult): void => {
+            heldPolls.delete(refuseHeld)
             cancel()
-            resolve({ kind: 'none' })
-          }, { once: true })
+            resolve(result)
+          }
+          const refuseHeld = (): void => answer({ kind: 'failed', error: refused() })
+          const cancel = options.clock.setTimer(wakeMs - options.clock.now(), () => answer({ kind: 'none' }))
+          heldPolls.add(refuseHeld)
+          signal?.addEventListener('abort', () => answer({ kind: 'none' }), { once: true })
         })
       }
       // A poll that meets a queue unloading on its own has not been served: it goes to the fresh
@@ -309,6 +316,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         unloaded = true
         closeCompanion(reason)
         options.onUnloaded?.(options.generation)
+        for (const refuseHeld of [...heldPolls]) refuseHeld()
       }
       await Promise.all([...queues.values()].map((queue) => queue.drain(reason)))
     }
