@@ -76,6 +76,8 @@ export interface HandOverEngine {
   now(): number
   /** True once the engine began closing: its workers take nothing more. */
   isClosed(): boolean
+  /** Rows of `queue` became due at `dueMs` through this engine: tells its driver and the queue's other owners (Runtime.ts). */
+  announceDue(queue: string, dueMs: number, byEnqueue: boolean): void
 }
 
 /** What the hand-overs need besides their engine. */
@@ -202,8 +204,12 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
       }
       if (engine.isClosed()) {
         // No worker here takes it, and no pass of this engine gives a kept job back: it goes back
-        // to the store now (a failure leaves the claim to lapse, which delivers it again).
-        engine.jobStore.release({ claims: [{ id: job.id, claimToken: job.claimToken as string }], nowMs: engine.now() }).catch(swallow)
+        // to the store now, and the queue's owners are told, as any give-back of a kept job (a
+        // failure leaves the claim to lapse, which delivers it again).
+        engine.jobStore
+          .release({ claims: [{ id: job.id, claimToken: job.claimToken as string }], nowMs: engine.now() })
+          .then(() => engine.announceDue(job.queue, engine.now(), false))
+          .catch(swallow)
         return true
       }
       engine.driver.notifyDue(job.deadlineMs as number, job.queue)
