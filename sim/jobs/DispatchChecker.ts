@@ -10,7 +10,7 @@
  * - `poll for nobody ends`: after a step in which a line poll's job found no claim (the step
  *   keeps it), the queue's line polls running on that engine do not outnumber its claims parked
  *   on them (a claim handed a job stays parked until its wait ends, so a poll may stay for it).
- * - `moved partition lets go`: once the last instance of a queue's partitions loaded on an engine
+ * - `moved queue lets go`: once the last instance of a queue's partitions loaded on an engine
  *   unloaded (membership moved them away, or the engine's fence was refused), every claim parked
  *   in that engine's line for the queue then stops waiting there, and every job kept there then
  *   goes back to the store, within `letGoBoundMs`: the engine no longer delivers the queue, so a
@@ -34,7 +34,7 @@
 import type { DispatchCommand, DispatchEvent } from '../../src/machines/DispatchProtocol.ts'
 
 /** The names this checker reports under (JobCheckers.ts lists them with the others). */
-export const dispatchCheckerNames = ['poll for nobody ends', 'moved partition lets go'] as const
+export const dispatchCheckerNames = ['poll for nobody ends', 'moved queue lets go'] as const
 
 /** One dispatch checker's name. */
 export type DispatchCheckerName = (typeof dispatchCheckerNames)[number]
@@ -121,6 +121,6 @@ export class DispatchChecker {
     const due = toLetGo.get(id)
     if (due === undefined) return
     toLetGo.delete(id)
-    if (nowMs > due.byMs) this.#deps.fail('moved partition lets go', sentence(due.sinceMs))
+    if (nowMs > due.byMs) this.#deps.fail('moved queue lets go', sentence(due.sinceMs))
   }
 }

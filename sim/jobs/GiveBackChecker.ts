@@ -14,7 +14,7 @@
  *   release's commit — unless the world's faults lost a due signal of that queue from that engine
  *   sent after it, or the engine crashed. Judged at the end of the run (`finish`), so a signal the
  *   gate holds back however long is not late.
- * - `given back as announced`: the due signal an engine sends for a give-back of refused
+ * - `give-back as announced`: the due signal an engine sends for a give-back of refused
  *   Matching adds (`unreserve` of the queue's jobs committed at the same instant, the engine's
  *   last store call) announces a time at which those jobs are due: the give-back's due time is at
  *   most the signal's. A signal that announces jobs not yet due sends the owners to the store for
@@ -27,7 +27,7 @@
 import type { JobBoundaryRecord } from './JobBoundary.ts'
 
 /** The names this checker reports under (JobCheckers.ts lists them with the others). */
-export const giveBackCheckerNames = ['release announced', 'given back as announced'] as const
+export const giveBackCheckerNames = ['release announced', 'give-back as announced'] as const
 
 /** One give-back checker's name. */
 export type GiveBackCheckerName = (typeof giveBackCheckerNames)[number]
@@ -83,8 +83,8 @@ export class GiveBackChecker {
     // A signal without a time sends the owners to read the next due time themselves.
     if (dueMs === null || giveBack.untilMs <= dueMs) return
     this.#deps.fail(
-      'given back as announced',
-      `${hostId} gave ${giveBack.ids.join(', ')} of ${queue} back to the store at ${nowMs}, due at ${giveBack.untilMs}, and announced them due at ${dueMs}: the owners it told find nothing due, and the jobs wait for a scan`,
+      'give-back as announced',
+      `${hostId} gave ${giveBack.ids.length === 1 ? 'job' : 'jobs'} ${giveBack.ids.join(', ')} of ${queue} back to the store at ${nowMs}, due at ${giveBack.untilMs}, and announced ${giveBack.ids.length === 1 ? 'it' : 'them'} due at ${dueMs}: the owners it told find nothing due yet, and the give-back waits for a scan`,
     )
   }
 
@@ -108,7 +108,7 @@ export class GiveBackChecker {
     for (const release of this.#unannounced.splice(0)) {
       this.#deps.fail(
         'release announced',
-        `${release.hostId} gave ${release.ids.join(', ')} of ${release.queue} back to the store at ${release.atMs} while its view gave it only some of the queue's partitions, and no due signal of ${release.queue} from it reached the bus after: a claim waiting at another owner waits for that owner's scan`,
+        `${release.hostId} gave ${release.ids.length === 1 ? 'job' : 'jobs'} ${release.ids.join(', ')} of ${release.queue} back to the store at ${release.atMs} while its view gave it only some of the queue's partitions, and no due signal of ${release.queue} from it reached the bus after: a claim waiting at another owner waits for that owner's scan`,
       )
     }
   }
