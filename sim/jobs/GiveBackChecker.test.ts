@@ -21,7 +21,7 @@ const unreserve = (hostId: string, ids: ReadonlyArray<string>, atMs: number, unt
 
 function checker(soleOwner = 'host-9'): { readonly checker: GiveBackChecker; readonly failed: string[] } {
   const failed: string[] = []
-  const c = new GiveBackChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`), queueOf: () => 'q', ownsEvery: (hostId) => hostId === soleOwner })
+  const c = new GiveBackChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`), queueOf: () => 'q', ownsEvery: (hostId) => hostId === soleOwner, epochMs: 0 })
   return { checker: c, failed }
 }
 

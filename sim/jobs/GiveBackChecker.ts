@@ -39,6 +39,8 @@ export interface GiveBackCheckerDeps {
   readonly queueOf: (id: string) => string | undefined
   /** Whether host `hostId`'s own membership view gives it every partition of `queue` now. */
   readonly ownsEvery: (hostId: string, queue: string) => boolean
+  /** The world's start on the clock: sentences give times from it, as the trace does. */
+  readonly epochMs: number
 }
 
 // A release whose announcement has not reached the bus yet.
@@ -84,7 +86,7 @@ export class GiveBackChecker {
     if (dueMs === null || giveBack.untilMs <= dueMs) return
     this.#deps.fail(
       'give-back as announced',
-      `${hostId} gave ${giveBack.ids.length === 1 ? 'job' : 'jobs'} ${giveBack.ids.join(', ')} of ${queue} back to the store at ${nowMs}, due at ${giveBack.untilMs}, and announced ${giveBack.ids.length === 1 ? 'it' : 'them'} due at ${dueMs}: the owners it told find nothing due yet, and the give-back waits for a scan`,
+      `${hostId} gave ${giveBack.ids.length === 1 ? 'job' : 'jobs'} ${giveBack.ids.join(', ')} of ${queue} back to the store at ${nowMs - this.#deps.epochMs}, due at ${giveBack.untilMs - this.#deps.epochMs}, and announced ${giveBack.ids.length === 1 ? 'it' : 'them'} due at ${dueMs - this.#deps.epochMs}: the owners it told find nothing due yet, and the give-back waits for a scan`,
     )
   }
 
@@ -108,7 +110,7 @@ export class GiveBackChecker {
     for (const release of this.#unannounced.splice(0)) {
       this.#deps.fail(
         'release announced',
-        `${release.hostId} gave ${release.ids.length === 1 ? 'job' : 'jobs'} ${release.ids.join(', ')} of ${release.queue} back to the store at ${release.atMs} while its view gave it only some of the queue's partitions, and no due signal of ${release.queue} from it reached the bus after: a claim waiting at another owner waits for that owner's scan`,
+        `${release.hostId} gave ${release.ids.length === 1 ? 'job' : 'jobs'} ${release.ids.join(', ')} of ${release.queue} back to the store at ${release.atMs - this.#deps.epochMs} while its view gave it only some of the queue's partitions, and no due signal of ${release.queue} from it reached the bus after: a claim waiting at another owner waits for that owner's scan`,
       )
     }
   }

@@ -265,6 +265,7 @@ export class JobsWorld {
     fail: (checker, sentence) => this.#checkers.fail(checker, sentence),
     queueOf: (id) => this.#checkers.queueOf(id),
     ownsEvery: (hostId, queue) => this.#hosts.find((host) => host.id === hostId)?.ownedPartitions(queue).length === (this.#options.queues[queue]?.partitions ?? 1),
+    epochMs,
   })
   // The operators' own decisions (JobsSwarm.ts `control`): a stream apart from the world's, so a
   // seed whose controls are off draws exactly what it drew before they existed.
