@@ -16,7 +16,9 @@
  * Records, for the ownership checker, what its own membership view says about a job's queue at
  * the moment its Matching hands the job's task to a poll (History's recordStart), and when that
  * view last took the queue's last partition away; a claim takes the oldest view recorded for its
- * job.
+ * job. Reports every due signal its engine sends twice, for the give-back checker: as the
+ * engine sends it, and as it reaches the world's shared bus (below the gate, and below any bus
+ * bug the mutation menu plants there).
  *
  * Every worker host runs `work` loops on every queue (the seed's `workLoops` as their
  * concurrency, its `workBatch` as their `batch`), whose handler takes the virtual time the world

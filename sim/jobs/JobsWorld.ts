@@ -53,8 +53,10 @@
  *
  * Judged by JobCheckers.ts (from the JobStore boundary and the clients), RateChecker.ts, FairnessChecker.ts, FenceChecker.ts, HandlerCheckers.ts (what
  * the work loops' handlers were given), ControlCheckers.ts (pauses, cancels of running jobs and
- * their handlers' signals), DispatchChecker.ts (a line poll matched for nobody ends, read from
- * each engine's dispatch steps), OwnershipChecker.ts
+ * their handlers' signals), DispatchChecker.ts (a line poll matched for nobody ends, and a queue
+ * that moved away lets its parked claims and kept jobs go, read from each engine's dispatch
+ * steps), GiveBackChecker.ts (give-backs announced to the queue's owners, and due by the time
+ * announced, read from the store boundary and each engine's due signals), OwnershipChecker.ts
  * (only a partition's owner delivers) and the Matching checkers (fencing, id uniqueness, ack
  * safety) over the Matching Store boundary.
  *
