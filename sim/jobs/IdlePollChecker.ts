@@ -24,10 +24,9 @@
  * of the host reads tasks of its backlog that are ready at once, and the host moves no poll to
  * them (MatchingHostWaiting.ts moves one only when an add is stored, or a delivery started
  * nothing): the poll waits out its wait (a second; 3.5 s on seed 44) while the tasks wait on the
- * other partition. Moving a waiting poll to tasks such a read made ready (as a stored add does)
- * mends four of the ten; the other six keep an idle poll, which may be one that chose its
- * partition while the host owned no other partition of the family (such a poll waits unmovable:
- * MatchingHostRequests.ts). Once the engine moves a poll in both cases, the world hands it each host's
+ * other partition; and a poll that chose its partition while the host owned no other partition of
+ * the family is not movable at all (MatchingHostRequests.ts registers no such wait). Once the
+ * engine moves such polls to tasks a read made ready, the world hands it each host's
  * physical queues after their steps (the engine's `onQueueStep` gives the queue's actor) and
  * lists its name with the other checkers' (JobCheckers.ts); with `idlePollsStayPut` planted,
  * seed 2 then fails it (a poll left on partition 0 of queue-1 for its whole second).
