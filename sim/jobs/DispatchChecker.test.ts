@@ -2,12 +2,15 @@
  * The dispatch checker on hand-made dispatch steps: a line poll matched a job no claim waits for
  * passes when the step ends it (or a claim is still parked on it), and fails when the poll is
  * left running with no claim parked, as a poll that would go on taking jobs for nobody; the
- * counts are per host incarnation and queue.
+ * counts are per host incarnation and queue. Once the last partition instance of a queue on an
+ * engine unloads, the claims parked and jobs kept there must be let go within `letGoBoundMs`: the
+ * step that hears the unload rerouting and releasing them passes, a claim left parked or a job
+ * left kept past the bound fails, and an unload that leaves an instance loaded asks for nothing.
  */
 import { describe, expect, it } from 'vitest'
 import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
 import type { DispatchCommand, DispatchEvent } from '../../src/machines/DispatchProtocol.ts'
-import { DispatchChecker } from './DispatchChecker.ts'
+import { DispatchChecker, letGoBoundMs } from './DispatchChecker.ts'
 
 // The checker reads only the id of a kept job.
 const job = { id: 'job-1' } as JobRecord
@@ -59,5 +62,52 @@ describe('DispatchChecker', () => {
     // The next incarnation's dispatch starts from nothing.
     step({ type: 'claim.parked', claimId: 1 }, [start(1)], 1)
     expect(failed).toEqual([])
+  })
+
+  describe('moved queue lets go', () => {
+    function at(): { readonly failed: string[]; readonly step: (event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>, nowMs: number) => void } {
+      const failed: string[] = []
+      const c = new DispatchChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`) })
+      return { failed, step: (event, commands, nowMs) => c.step('host-1', 0, 'q', event, commands, nowMs) }
+    }
+    const loaded = (instance: string): DispatchEvent => ({ type: 'partition.loaded', instance })
+    const unloaded = (instance: string): DispatchEvent => ({ type: 'partition.unloaded', instance })
+    const release: DispatchCommand = { type: 'job.release', params: { job } }
+
+    it('the step that hears the last unload rerouting the parked claims and releasing the kept jobs passes', () => {
+      const { failed, step } = at()
+      step(loaded('p0'), [], 0)
+      step(loaded('p1'), [], 0)
+      step({ type: 'claim.parked', claimId: 1 }, [start(1)], 10)
+      step({ type: 'job.returned', job }, [kept], 20)
+      // One instance of two unloads: the queue is still delivered here.
+      step(unloaded('p0'), [], 100)
+      step(unloaded('p1'), [{ type: 'claims.reroute', params: { claimIds: [1] } }, release], 200)
+      step({ type: 'claim.unparked', claimId: 1, handed: false }, [end(1)], 200)
+      expect(failed).toEqual([])
+    })
+
+    it('a claim left parked past the bound fails, and so does a job left kept', () => {
+      const { failed, step } = at()
+      step(loaded('p0'), [], 0)
+      step({ type: 'claim.parked', claimId: 1 }, [start(1)], 10)
+      step({ type: 'job.returned', job }, [kept], 20)
+      step(unloaded('p0'), [], 100)
+      // Its own wait ends a second after it parked; the next pass gives the job back.
+      step({ type: 'claim.unparked', claimId: 1, handed: false }, [end(1)], 1_010)
+      step({ type: 'pass.started' }, [release], 100 + letGoBoundMs + 1)
+      expect(failed).toHaveLength(2)
+      expect(failed[0]).toMatch(/^moved queue lets go: claim 1 of host-1 stayed parked in q's line from 100 until 1010/)
+      expect(failed[1]).toMatch(/^moved queue lets go: job job-1 stayed kept on host-1 for q from 100 until 151/)
+    })
+
+    it('a claim that parks after the unload, while the queue is away, is not judged', () => {
+      const { failed, step } = at()
+      step(loaded('p0'), [], 0)
+      step(unloaded('p0'), [], 100)
+      step({ type: 'claim.parked', claimId: 2 }, [start(1)], 120)
+      step({ type: 'claim.unparked', claimId: 2, handed: false }, [end(1)], 1_120)
+      expect(failed).toEqual([])
+    })
   })
 })

@@ -10,12 +10,23 @@
  * - `poll for nobody ends`: after a step in which a line poll's job found no claim (the step
  *   keeps it), the queue's line polls running on that engine do not outnumber its claims parked
  *   on them (a claim handed a job stays parked until its wait ends, so a poll may stay for it).
+ * - `moved queue lets go`: once the last instance of a queue's partitions loaded on an engine
+ *   unloaded (membership moved them away, or the engine's fence was refused), every claim parked
+ *   in that engine's line for the queue then stops waiting there, and every job kept there then
+ *   goes back to the store, within `letGoBoundMs`: the engine no longer delivers the queue, so a
+ *   claim left parked waits out its own wait while jobs wait at the new owner, and a kept job
+ *   waits for the next pass. The partition's move itself may be invisible to every delivery
+ *   checker (a worker whose view changed first already claims at the new owner), so it is judged
+ *   from the steps.
  *
- * Polls and parked claims are counted per host incarnation and queue, from the steps alone:
- * a poll runs from its `linePoll.start` command until its `linePoll.end` command or its
- * `linePoll.stopped` or `linePoll.failed` event; a claim is parked from `claim.parked` until
- * `claim.unparked`. A dispatch the engine dropped held none of either, so a later one of the
- * same queue counts on from zero.
+ * Polls, parked claims, kept jobs and loaded partition instances are counted per host
+ * incarnation and queue, from the steps alone: a poll runs from its `linePoll.start` command
+ * until its `linePoll.end` command or its `linePoll.stopped` or `linePoll.failed` event; a claim
+ * is parked from `claim.parked` until `claim.unparked`; a job is kept from its `job.kept`
+ * command until a `claim.handOver` or `job.release` command names it; an instance is loaded from
+ * `partition.loaded` until `partition.unloaded`. A dispatch the engine dropped held no poll,
+ * claim or job, so a later one of the same queue counts on from zero (its instances are sent to
+ * it again when it is made).
  *
  * Does not: judge who gets a job or when (the delivery checkers in JobsWorld.ts and
  * HandlerCheckers.ts do), or read the machine's context.
@@ -23,7 +34,7 @@
 import type { DispatchCommand, DispatchEvent } from '../../src/machines/DispatchProtocol.ts'
 
 /** The names this checker reports under (JobCheckers.ts lists them with the others). */
-export const dispatchCheckerNames = ['poll for nobody ends'] as const
+export const dispatchCheckerNames = ['poll for nobody ends', 'moved queue lets go'] as const
 
 /** One dispatch checker's name. */
 export type DispatchCheckerName = (typeof dispatchCheckerNames)[number]
@@ -33,10 +44,27 @@ export interface DispatchCheckerDeps {
   readonly fail: (checker: DispatchCheckerName, sentence: string) => void
 }
 
-// One engine incarnation's queue: the line polls running and the claims parked on them.
+/**
+ * How long after the last partition instance of a queue unloaded on an engine a claim may stay
+ * parked there, or a job kept there, in virtual time. The dispatch wakes the parked claims and
+ * gives the kept jobs back in the very step that hears the unload (`claims.reroute`,
+ * `job.release`), and a woken claim leaves the line polls within the same instant; on memory seeds
+ * 1…300 none took any virtual time. Far below a claim's own wait (a second) and the bound a kept
+ * job waits for a pass (`jobKeptHoldMs`), which is what a dispatch that never heard the unload
+ * costs.
+ */
+export const letGoBoundMs = 50
+
+// One engine incarnation's queue: the line polls running, the claims parked on them, the jobs
+// kept, the partition instances loaded, and what an unload of the last of those left to let go
+// (claim id or job id → by when).
 interface QueueLine {
   readonly polls: Set<number>
   readonly parked: Set<number>
+  readonly kept: Set<string>
+  readonly partitions: Set<string>
+  readonly claimsToLetGo: Map<number, { readonly byMs: number; readonly sinceMs: number }>
+  readonly jobsToLetGo: Map<string, { readonly byMs: number; readonly sinceMs: number }>
 }
 
 /** Judges the dispatch steps of every engine of a world (see the header). */
@@ -53,22 +81,46 @@ export class DispatchChecker {
     const key = `${hostId}/${incarnation}/${queue}`
     let line = this.#lines.get(key)
     if (line === undefined) {
-      line = { polls: new Set(), parked: new Set() }
+      line = { polls: new Set(), parked: new Set(), kept: new Set(), partitions: new Set(), claimsToLetGo: new Map(), jobsToLetGo: new Map() }
       this.#lines.set(key, line)
     }
     if (event.type === 'claim.parked') line.parked.add(event.claimId)
-    if (event.type === 'claim.unparked') line.parked.delete(event.claimId)
+    if (event.type === 'claim.unparked') {
+      line.parked.delete(event.claimId)
+      this.#letGo(line.claimsToLetGo, event.claimId, nowMs, (since) => `claim ${event.claimId} of ${hostId} stayed parked in ${queue}'s line from ${since} until ${nowMs}${event.handed ? ' (then handed a job there)' : ''}, though the last of the queue's partition instances on ${hostId} had unloaded at ${since}: a claim left parked on an engine that no longer delivers the queue waits out its own wait while jobs wait at the new owner`)
+    }
     if (event.type === 'linePoll.stopped' || event.type === 'linePoll.failed') line.polls.delete(event.pollId)
+    if (event.type === 'partition.loaded') line.partitions.add(event.instance)
     let keptJob: string | null = null
     for (const command of commands) {
       if (command.type === 'linePoll.start') line.polls.add(command.params.pollId)
       else if (command.type === 'linePoll.end') line.polls.delete(command.params.pollId)
-      else if (command.type === 'job.kept') keptJob = command.params.job.id
+      else if (command.type === 'job.kept') {
+        keptJob = command.params.job.id
+        line.kept.add(keptJob)
+      } else if (command.type === 'claim.handOver' || command.type === 'job.release') {
+        const id = command.params.job.id
+        line.kept.delete(id)
+        this.#letGo(line.jobsToLetGo, id, nowMs, (since) => `job ${id} stayed kept on ${hostId} for ${queue} from ${since} until ${nowMs} (then ${command.type === 'job.release' ? 'given back to the store' : 'handed to a claim there'}), though the last of the queue's partition instances on ${hostId} had unloaded at ${since}: a kept job of a queue that moved away waits for a pass instead of going back to the store at once`)
+      }
+    }
+    if (event.type === 'partition.unloaded' && line.partitions.delete(event.instance) && line.partitions.size === 0) {
+      // Judged after the step's commands: the step that hears the unload is the one that lets go.
+      for (const claimId of line.parked) line.claimsToLetGo.set(claimId, { byMs: nowMs + letGoBoundMs, sinceMs: nowMs })
+      for (const id of line.kept) line.jobsToLetGo.set(id, { byMs: nowMs + letGoBoundMs, sinceMs: nowMs })
     }
     if (event.type !== 'linePoll.matched' || keptJob === null || line.polls.size <= line.parked.size) return
     this.#deps.fail(
       'poll for nobody ends',
       `job ${keptJob} of ${queue}, matched to line poll ${event.pollId} of ${hostId} at ${nowMs} with no claim waiting, was kept while ${line.polls.size} line poll${line.polls.size === 1 ? '' : 's'} ran on ${line.parked.size} claim${line.parked.size === 1 ? '' : 's'} parked: a poll left running takes the next jobs for nobody`,
     )
+  }
+
+  // `id` let go at `nowMs`: fails when an unload had asked for that by an earlier time.
+  #letGo<K>(toLetGo: Map<K, { readonly byMs: number; readonly sinceMs: number }>, id: K, nowMs: number, sentence: (sinceMs: number) => string): void {
+    const due = toLetGo.get(id)
+    if (due === undefined) return
+    toLetGo.delete(id)
+    if (nowMs > due.byMs) this.#deps.fail('moved queue lets go', sentence(due.sinceMs))
   }
 }

@@ -3,8 +3,9 @@
  * (src/machines/DispatchMachine.ts) with one named guard or action replaced through `provide`,
  * as a developer might get that piece of the protocol wrong. Every one of them is a stall, not a
  * loss: the job is still delivered once a later scan, lapse or timeout repairs it, so the
- * prompt-delivery and claims-reach-a-worker checkers see them, and a poll left matching jobs for
- * nobody, which costs statements rather than time, the dispatch checker (DispatchChecker.ts).
+ * prompt-delivery and claims-reach-a-worker checkers see them, and the dispatch checker
+ * (DispatchChecker.ts) a poll left matching jobs for nobody, which costs statements rather than
+ * time, and claims left parked on an engine the queue's partitions left.
  *
  * The simulator hands the variant to every engine of a world (`dispatchMachine` of the engine's
  * parts); the unmutated machine is `dispatchMachine` itself.

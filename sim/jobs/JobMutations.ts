@@ -73,7 +73,8 @@
  * - `refusedAddWaits`: a due-time pass gives the jobs Matching refused back a second later than
  *   it asks (the job store one engine sees moves `releaseDelivered`'s due time), so a job whose
  *   partition waits out its restart delay is out of every claim's reach meanwhile, though idle
- *   workers elsewhere could take it straight from the store (prompt delivery);
+ *   workers elsewhere could take it straight from the store, while the due signal that follows
+ *   the give-back announces it due at once (give-back as announced);
  * - `limitNotInStore`: the store is told no concurrency limit a user would notice (every enqueue's
  *   limit is raised to 10,000 below the boundary log), so a key's limit holds only as far as each
  *   engine's own claims happen to keep it — the observable bug of a limit checked by each engine
@@ -127,7 +128,7 @@
  *   their scan (prompt delivery);
  * - `releaseUnannounced`: a kept job given back to the store is announced to the releasing
  *   engine's own driver only (the bus signal that follows the release is dropped), so a claim
- *   waiting at another owner of the queue's partitions waits for that owner's scan (prompt delivery);
+ *   waiting at another owner of the queue's partitions waits for that owner's scan (release announced);
  * - `enqueueHandOverUnsent`: an enqueue that handed its job to another engine's waiting claim
  *   (src/jobs/HandOvers.ts) never sends that engine the `handed` message, so the job, claimed for
  *   a claim that never hears of it, waits out its claim (claims reach a worker, prompt delivery);
@@ -137,8 +138,9 @@
  * - the twelve bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`, `partitionUnloadUnheard`,
- *   `setAsidePassedBy`, `closingKeepsHanded`, `staleDeliveryUnheard`): every engine of the world runs its queues by
- *   the dispatch machine with that bug (prompt delivery, claims reach a worker, poll for nobody ends).
+ *   `setAsidePassedBy`, `closingKeepsHanded`, `staleDeliveryUnheard`): every engine of the world
+ *   runs its queues by the dispatch machine with that bug (prompt delivery, claims reach a worker,
+ *   poll for nobody ends, moved queue lets go).
  *
  * Does not: change reads or schedules.
  */

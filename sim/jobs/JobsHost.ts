@@ -16,7 +16,9 @@
  * Records, for the ownership checker, what its own membership view says about a job's queue at
  * the moment its Matching hands the job's task to a poll (History's recordStart), and when that
  * view last took the queue's last partition away; a claim takes the oldest view recorded for its
- * job.
+ * job. Reports every due signal its engine sends twice, for the give-back checker: as the
+ * engine sends it, and as it reaches the world's shared bus (below the gate, and below any bus
+ * bug the mutation menu plants there).
  *
  * Every worker host runs `work` loops on every queue (the seed's `workLoops` as their
  * concurrency, its `workBatch` as their `batch`), whose handler takes the virtual time the world
@@ -94,6 +96,11 @@ export interface JobsHostDeps {
   readonly dispatchMachine?: DispatchMachine
   /** Makes the Matching host's book of waiting polls (a planted bug); absent: the real one. */
   readonly matchingWaitingPolls?: () => HostWaitingPolls
+  /**
+   * Hears every due signal this host's engine sends, as it sends it (`sent`, above the gate), and
+   * as it reaches the world's shared bus (`reached`, below the gate and any planted bus bug): GiveBackChecker.ts.
+   */
+  readonly onDueSignal?: (hostId: string, queue: string, dueMs: number | null, at: 'sent' | 'reached') => void
   /** Hears every step of this incarnation's dispatch machines (DispatchChecker.ts). */
   readonly onDispatchStep?: (incarnation: number, queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => void
   /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
@@ -117,6 +124,20 @@ export interface HandlerEvent {
   readonly started: boolean
   /** The handler's `job.signal` (aborted once the engine learned the claim is gone). */
   readonly signal: AbortSignal
+}
+
+// `bus`, telling `hear` of every due signal sent through it before passing it on.
+function hearingDue(bus: Bus, hear: (queue: string, dueMs: number | null) => void): Bus {
+  return {
+    kind: bus.kind,
+    signalDue: (queue, dueMs) => {
+      hear(queue, dueMs)
+      return bus.signalDue(queue, dueMs)
+    },
+    send: (to, message) => bus.send(to, message),
+    subscribe: (subscriber, handlers) => bus.subscribe(subscriber, handlers),
+    close: () => bus.close(),
+  }
 }
 
 /** A simulated engine host, alive or crashed. */
@@ -194,7 +215,10 @@ export class JobsHost {
     const deps = this.#deps
     const clock = deps.clock
     const incarnation = this.incarnation
-    const bus = makeSimBus(deps.hostId, deps.wrapBus?.(deps.hostId, deps.bus) ?? deps.bus, deps.gate)
+    const onDue = deps.onDueSignal
+    const shared = onDue === undefined ? deps.bus : hearingDue(deps.bus, (queue, dueMs) => onDue(deps.hostId, queue, dueMs, 'reached'))
+    const bus = makeSimBus(deps.hostId, deps.wrapBus?.(deps.hostId, shared) ?? shared, deps.gate)
+    const engineBus = onDue === undefined ? bus : hearingDue(bus, (queue, dueMs) => onDue(deps.hostId, queue, dueMs, 'sent'))
     const membership = makeDynamicMembership({
       hostId: deps.hostId,
       store: makeSimMembershipStore(deps.hostId, deps.membershipStore, deps.gate),
@@ -235,7 +259,7 @@ export class JobsHost {
         }
       },
       // The simulated store never raises due signals itself: the engine sends them on the bus.
-      group: { membership: deps.wrapMembership?.(deps.hostId, membership) ?? membership, bus, storeSignalsDue: false, handOverAcrossEngines: deps.handOvers, leave: () => membership.close() },
+      group: { membership: deps.wrapMembership?.(deps.hostId, membership) ?? membership, bus: engineBus, storeSignalsDue: false, handOverAcrossEngines: deps.handOvers, leave: () => membership.close() },
       // The world closes the shared stores and bus once, after every engine.
       closeStores: async () => {},
     })

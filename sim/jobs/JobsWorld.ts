@@ -53,8 +53,10 @@
  *
  * Judged by JobCheckers.ts (from the JobStore boundary and the clients), RateChecker.ts, FairnessChecker.ts, FenceChecker.ts, HandlerCheckers.ts (what
  * the work loops' handlers were given), ControlCheckers.ts (pauses, cancels of running jobs and
- * their handlers' signals), DispatchChecker.ts (a line poll matched for nobody ends, read from
- * each engine's dispatch steps), OwnershipChecker.ts
+ * their handlers' signals), DispatchChecker.ts (a line poll matched for nobody ends, and a queue
+ * that moved away lets its parked claims and kept jobs go, read from each engine's dispatch
+ * steps), GiveBackChecker.ts (give-backs announced to the queue's owners, and due by the time
+ * announced, read from the store boundary and each engine's due signals), OwnershipChecker.ts
  * (only a partition's owner delivers) and the Matching checkers (fencing, id uniqueness, ack
  * safety) over the Matching Store boundary.
  *
@@ -91,6 +93,7 @@ import type { JobBoundaryRecord } from './JobBoundary.ts'
 import { type HandlerEvent, JobsHost, type JobsHostDeps } from './JobsHost.ts'
 import { ControlCheckers } from './ControlCheckers.ts'
 import { DispatchChecker } from './DispatchChecker.ts'
+import { GiveBackChecker } from './GiveBackChecker.ts'
 import { type HostRole, type JobsFaultName, jobsFaultNames, type JobsSwarmOptions } from './JobsSwarm.ts'
 import { type OwnershipCounts, OwnershipChecker } from './OwnershipChecker.ts'
 import { busLabelPrefix } from './SimBus.ts'
@@ -260,6 +263,12 @@ export class JobsWorld {
   readonly #handlers = new HandlerCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), claimOf: (id) => this.#checkers.claimOf(id) })
   readonly #controls = new ControlCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), queueOf: (id) => this.#checkers.queueOf(id) })
   readonly #dispatches = new DispatchChecker({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence) })
+  readonly #giveBacks = new GiveBackChecker({
+    fail: (checker, sentence) => this.#checkers.fail(checker, sentence),
+    queueOf: (id) => this.#checkers.queueOf(id),
+    ownsEvery: (hostId, queue) => this.#hosts.find((host) => host.id === hostId)?.ownedPartitions(queue).length === (this.#options.queues[queue]?.partitions ?? 1),
+    epochMs,
+  })
   // The operators' own decisions (JobsSwarm.ts `control`): a stream apart from the world's, so a
   // seed whose controls are off draws exactly what it drew before they existed.
   readonly #operator: Decisions
@@ -379,6 +388,7 @@ export class JobsWorld {
       honourSignal: this.#options.control.honourSignal && (this.#controlsOn() || this.#options.heldHeartbeats),
       onHandler: (event) => this.#onHandler(event),
       onDispatchStep: (incarnation, queue, event, commands) => this.#dispatches.step(hostId, incarnation, queue, event, commands, this.#clock.now() - epochMs),
+      onDueSignal: (id, queue, dueMs, at) => (at === 'sent' ? this.#giveBacks.sent(id, queue, dueMs, this.#clock.now()) : this.#giveBacks.reached(id, queue, dueMs)),
       ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
       ...(config.mutant?.wrapEngineJobStore === undefined ? {} : { wrapEngineJobStore: config.mutant.wrapEngineJobStore }),
       ...(config.mutant?.dispatchMachine === undefined ? {} : { dispatchMachine: config.mutant.dispatchMachine }),
@@ -403,6 +413,7 @@ export class JobsWorld {
     const loop = this.#loop
     const livenessSteps = await loop.run(this.#workload())
     this.#controls.finish(this.#clock.now())
+    this.#giveBacks.finish()
     await this.#bus.close()
     // Stopped early by a violation, the final phase left live jobs behind it: expected, not stranded.
     const jobs = this.#checkers.audit(await this.#finalRows(), this.#finalPhaseRan && !this.#failed(), this.#clock.now())
@@ -535,6 +546,7 @@ export class JobsWorld {
 
   #crash(host: JobsHost): number {
     this.#clients.forget(host)
+    this.#giveBacks.crashed(host.id)
     this.#controls.crashed(host.id)
     this.#handlers.crashed(host.id, host.incarnation)
     return host.crash()
@@ -575,6 +587,8 @@ export class JobsWorld {
     const faults = this.#options.faults
     if (this.#decide.chance(faults['bus.drop'] * busFaultScale)) {
       this.#loop.fault('bus.drop', `${io.hostId} ${io.label} is lost in transit`, io.hostId)
+      const due = /^(?:late )?bus\.due (\S+)$/.exec(io.label)
+      if (due !== null) this.#giveBacks.lost(io.hostId, due[1] as string)
       io.resolve(undefined)
       return true
     }
@@ -943,6 +957,7 @@ export class JobsWorld {
     this.#fences.observeJobs(record)
     this.#controls.observe(record)
     this.#handlers.observe(record)
+    this.#giveBacks.observe(record, this.#clock.now())
     this.#config.onJobs?.(record, this.#clock.now())
   }
 

@@ -46,12 +46,11 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   historyClaimUnfenced: 1,
   claimFenceIgnored: 2,
   matchingFirstBlocksQueue: 30,
-  // Not caught within 100 seeds, membership moves after the heal included: with faults off Matching
-  // refuses an add only while a partition unloads or lost its range, which after the heal happens
-  // only during a move, before every view agreed (the old owner's unload takes no virtual time),
-  // and a queue whose range its owner lost is judged again only after the restart back-off; on
-  // seeds 1…100 with the bug no job waited at all in a judged window.
-  refusedAddWaits: null,
+  // Judged where the give-back is made (GiveBackChecker.ts): Matching refuses adds under the safety
+  // phase's faults, and the due signal that follows the give-back announces jobs the store holds a
+  // second longer. Prompt delivery does not see it: after the heal Matching refuses an add only
+  // during a move, before every view agreed, where delivery is not judged.
+  refusedAddWaits: 3,
   limitNotInStore: 4,
   rateNotInStore: 1,
   weightIgnored: 3,
@@ -71,7 +70,10 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // Not caught within 100 seeds, waves after the heal included (no job waited at all): it needs a
   // poll that chose a partition whose ready task turned stale while the job waits on another (76 of
   // seeds 1…100 reach its step, 24 run differently, none leaves a job waiting); the pinned world 18
-  // [0, 2715, 160, 320, 320, 40, 20] of jobsWorld.memory.test.ts (no waves) catches it.
+  // [0, 2715, 160, 320, 320, 40, 20] of jobsWorld.memory.test.ts (no waves) catches it. Judged where
+  // the host makes its promise (IdlePollChecker.ts), seed 2 leaves a poll idle beside a ready task
+  // for a second, but the world does not run that checker: the engine without the bug breaks it
+  // too, on 26 of seeds 1…300 (polls left idle beside tasks a partition's backlog read made ready).
   idlePollsStayPut: null,
   // A wave after the heal enqueued on the owner of the queue's first partition sends no due
   // signal, and a worker waiting through another owner waits for its forwarded poll to come back.
@@ -99,20 +101,17 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // the claims it strands wait out their own one-second waits, and the job with them.
   droppedWithClaimsInLine: 8,
   slotFreedSilent: 11,
-  // Not caught within 100 seeds, membership moves after the heal included (a join that takes a
-  // queue's every partition from an engine, its loops starting later, jobs arriving as the views
-  // agree): a claim or poll left on the old owner waits at most its own claim, a second from when
-  // it parked, before its engine's view changed, and any worker whose view changed first already
-  // claims at the new owner; prompt delivery is judged again 500 ms after every view agreed, and on
-  // seeds 1…100 with the bug no job waited past 117 ms there (test/jobsPartitionMoves.test.ts
+  // Judged from the dispatch steps (DispatchChecker.ts): a partition unloads under the safety
+  // phase's faults with a claim parked on the queue's line, which stays parked until its own wait
+  // ends. Prompt delivery does not see it: around a move after the heal such a claim waits at most
+  // its own claim, inside the window delivery is not judged (test/jobsPartitionMoves.test.ts
   // catches it on two engines).
-  partitionUnloadUnheard: null,
-  // Not caught within 100 seeds, membership moves after the heal included, though it drops a
-  // released job's due signal on most seeds: a claim waiting at another owner is served by that
-  // owner's own pass or claim within the bound, in the windows after a move too (on seeds 1…100
-  // with the bug no job waited there at all); src/jobs/DispatchRunner.test.ts fails on the fix it
-  // stands for.
-  releaseUnannounced: null,
+  partitionUnloadUnheard: 3,
+  // Judged where the release is made (GiveBackChecker.ts): a kept job given back by an engine that
+  // owns only some of the queue's partitions is never announced on the bus. Prompt delivery does not
+  // see it: a claim waiting at another owner is served by that owner's own pass or claim within the
+  // bound (src/jobs/DispatchRunner.test.ts fails on the fix it stands for).
+  releaseUnannounced: 4,
   // Worlds with hand-overs at enqueue across engines (JobsSwarm.ts `handOvers`): a producer's job
   // claimed for a waiting claim that never hears of it waits out its claim.
   enqueueHandOverUnsent: 2,

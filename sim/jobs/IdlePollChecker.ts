@@ -1,0 +1,122 @@
+/**
+ * IdlePollChecker — the judge of how a Matching host spreads the polls that wait on a family of
+ * which it owns several partitions, read from every physical queue of every host after each of
+ * its steps (the engine's `onQueueStep`: the queue's key and state, whether a poll waits in it,
+ * whether a task is ready in it). A poll waits on one partition, and partitions do not forward
+ * tasks to each other: a poll left waiting on a partition with nothing while another partition of
+ * the host holds a task ready for it waits out its wait while the task waits for another poll.
+ * The host moves such a poll (MatchingHostWaiting.ts) when a task is stored elsewhere, and when a
+ * delivery on the poll's partition started nothing (its ready task was stale); a job whose poll
+ * is stuck so is often served another way (a claim straight from the store) within what prompt
+ * delivery allows, so it is judged here, where the promise is made.
+ *
+ * - `idle poll moves`: on one host incarnation, a default queue of a family with a poll waiting and
+ *   no task ready, while the default queue of another partition of that family on the same host
+ *   has a task ready, stays so no longer than `idlePollBoundMs` of virtual time.
+ *
+ * Judged at each step of a queue of the family on that host (the state changes only at steps):
+ * when the condition ends, or is seen still holding past the bound. A queue is forgotten once
+ * unloaded; a crashed incarnation's queues take no more steps, and are not judged.
+ *
+ * Not run by the world: the current engine breaks it on 26 of memory seeds 1…300 (22, 34, 40, 44,
+ * 49, 69, 75, 77, 94 and 99 among 1…100), so it would fail healthy seeds. On eight of those ten a
+ * partition acquired, or read again, while a poll of its family waits idle on another partition
+ * of the host reads tasks of its backlog that are ready at once, and the host moves no poll to
+ * them (MatchingHostWaiting.ts moves one only when an add is stored, or a delivery started
+ * nothing): the poll waits out its wait (a second; 3.5 s on seed 44) while the tasks wait on the
+ * other partition; and a poll that chose its partition while the host owned no other partition of
+ * the family is not movable at all (MatchingHostRequests.ts registers no such wait). Once the
+ * engine moves such polls to tasks a read made ready, the world hands it each host's
+ * physical queues after their steps (the engine's `onQueueStep` gives the queue's actor) and
+ * lists its name with the other checkers' (JobCheckers.ts); with `idlePollsStayPut` planted,
+ * seed 2 then fails it (a poll left on partition 0 of queue-1 for its whole second).
+ *
+ * Does not: judge versioned queues (a poll of one version takes only its own version's tasks), polls
+ * across hosts (forwarding is DispatchChecker's and the delivery checkers' business), or which
+ * poll gets a task.
+ */
+import type { QueueKey } from '../../src/domain/QueueKey.ts'
+
+/** The names this checker reports under (JobCheckers.ts lists them with the others). */
+export const idlePollCheckerNames = ['idle poll moves'] as const
+
+/** One idle-poll checker's name. */
+export type IdlePollCheckerName = (typeof idlePollCheckerNames)[number]
+
+/**
+ * How long a host may leave a poll waiting idle on one partition of a family while another of
+ * its partitions has a task ready, in virtual time. The host moves the poll in the very step that
+ * leaves it idle (a task stored elsewhere, a delivery that started nothing), so the state need not
+ * outlive its instant; far below a poll's wait (a second), which is what a poll that is never
+ * moved costs.
+ */
+export const idlePollBoundMs = 100
+
+/** What the checker reads of a physical queue (PhysicalQueueActor's public face). */
+export interface QueueView {
+  readonly key: QueueKey
+  readonly state: 'loading' | 'owned' | 'draining' | 'unloaded'
+  hasPollers(): boolean
+  hasReady(): boolean
+}
+
+/** What the checker needs from the world. */
+export interface IdlePollCheckerDeps {
+  readonly fail: (checker: IdlePollCheckerName, sentence: string) => void
+}
+
+// Since when a family of one host incarnation has held an idle poll beside a ready task, on which partitions, and whether that was told.
+interface Stuck {
+  readonly sinceMs: number
+  readonly idle: number
+  readonly ready: number
+  told: boolean
+}
+
+/** Judges the physical queues of every host of a world (see the header). */
+export class IdlePollChecker {
+  readonly #deps: IdlePollCheckerDeps
+  // Per host incarnation: its queues that took a step and have not unloaded.
+  readonly #queues = new Map<string, Set<QueueView>>()
+  // Per host incarnation and family: the stuck state now, if any.
+  readonly #stuck = new Map<string, Stuck>()
+
+  constructor(deps: IdlePollCheckerDeps) {
+    this.#deps = deps
+  }
+
+  /** Physical queue `queue` of host `hostId`'s incarnation `incarnation` took a step, at world time `nowMs`. */
+  step(hostId: string, incarnation: number, queue: QueueView, nowMs: number): void {
+    const host = `${hostId}/${incarnation}`
+    let queues = this.#queues.get(host)
+    if (queues === undefined) this.#queues.set(host, (queues = new Set()))
+    if (queue.state === 'unloaded') queues.delete(queue)
+    else queues.add(queue)
+    const family = queue.key.family
+    const ofFamily = [...queues].filter((other) => other.key.family === family && other.key.version === null)
+    const idle = ofFamily.find((other) => other.hasPollers() && !other.hasReady() && ofFamily.some((ready) => ready.key.partition !== other.key.partition && ready.hasReady()))
+    const key = `${host}/${family}`
+    const stuck = this.#stuck.get(key)
+    if (idle === undefined) {
+      if (stuck === undefined) return
+      this.#stuck.delete(key)
+      this.#judge(hostId, family, stuck, nowMs, false)
+      return
+    }
+    if (stuck === undefined) {
+      const ready = ofFamily.find((other) => other.key.partition !== idle.key.partition && other.hasReady()) as QueueView
+      this.#stuck.set(key, { sinceMs: nowMs, idle: idle.key.partition, ready: ready.key.partition, told: false })
+      return
+    }
+    this.#judge(hostId, family, stuck, nowMs, true)
+  }
+
+  #judge(hostId: string, family: string, stuck: Stuck, nowMs: number, holding: boolean): void {
+    if (stuck.told || nowMs - stuck.sinceMs <= idlePollBoundMs) return
+    stuck.told = true
+    this.#deps.fail(
+      'idle poll moves',
+      `a poll waited on partition ${stuck.idle} of ${family} on ${hostId} with no task ready from ${stuck.sinceMs} ${holding ? 'still at' : 'until'} ${nowMs}, while its partition ${stuck.ready} had a task ready: the poll waits out its wait while the task waits for another`,
+    )
+  }
+}
