@@ -22,8 +22,8 @@
  * range taken during a move waits out its restart back-off only where the engine that lost it is
  * still the partition's owner once the views agree (a partition that moved away may lose its
  * range to its new owner before its old one unloads it: nobody waits for that). A poll forwarded
- * to an engine that left, sent after it stopped listening, is lost, and its queue is judged again
- * once the poll's timeout passed (the cost Forwarding.ts documents for a poll lost in transit).
+ * to an engine that left, sent after it stopped listening (its row gone, the sender's view not yet
+ * changed), is lost, and its queue is judged again once the poll's timeout passed (the cost Forwarding.ts documents for a poll lost in transit).
  *
  * Does not: judge anything itself (JobsWorld.ts judges prompt delivery), or touch the world's
  * other streams.
@@ -130,8 +130,8 @@ export class MembershipMoves {
 
   /**
    * A poll of `queue` waiting `waitMs` went to `toHostId`. One sent to an engine that left the
-   * group once it stopped listening is lost (it stops before its membership row goes, and the
-   * sender's view still shows it until its next beat), and its claim waits until the poll's
+   * group once it stopped listening is lost (it stops listening once its membership row is gone,
+   * and the sender's view still shows it until its next beat), and its claim waits until the poll's
    * timeout, as the engine documents for a poll lost in transit (Forwarding.ts): its queue is
    * judged again from then.
    */
