@@ -23,7 +23,7 @@ function queue(family: string, partition: number, version: string | null = null)
 
 function checker(): { readonly failed: string[]; readonly step: (hostId: string, q: FakeQueue, nowMs: number) => void } {
   const failed: string[] = []
-  const c = new IdlePollChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`) })
+  const c = new IdlePollChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`), owns: () => true, judgedFrom: () => 0 })
   return { failed, step: (hostId, q, nowMs) => c.step(hostId, 0, q, nowMs) }
 }
 

@@ -5,8 +5,9 @@
  * whether a task is ready in it). A poll waits on one partition, and partitions do not forward
  * tasks to each other: a poll left waiting on a partition with nothing while another partition of
  * the host holds a task ready for it waits out its wait while the task waits for another poll.
- * The host moves such a poll (MatchingHostWaiting.ts) when a task is stored elsewhere, and when a
- * delivery on the poll's partition started nothing (its ready task was stale); a job whose poll
+ * The host moves such a poll (MatchingHostWaiting.ts) when tasks are ready on a partition where no
+ * poll waits (a task stored, a backlog page read), and when polls wait with nothing ready (a
+ * delivery that started nothing, several polls that chose one partition for one task); a job whose poll
  * is stuck so is often served another way (a claim straight from the store) within what prompt
  * delivery allows, so it is judged here, where the promise is made.
  *
@@ -18,18 +19,10 @@
  * when the condition ends, or is seen still holding past the bound. A queue is forgotten once
  * unloaded; a crashed incarnation's queues take no more steps, and are not judged.
  *
- * Not run by the world: the current engine breaks it on 26 of memory seeds 1…300 (22, 34, 40, 44,
- * 49, 69, 75, 77, 94 and 99 among 1…100), so it would fail healthy seeds. On eight of those ten a
- * partition acquired, or read again, while a poll of its family waits idle on another partition
- * of the host reads tasks of its backlog that are ready at once, and the host moves no poll to
- * them (MatchingHostWaiting.ts moves one only when an add is stored, or a delivery started
- * nothing): the poll waits out its wait (a second; 3.5 s on seed 44) while the tasks wait on the
- * other partition; and a poll that chose its partition while the host owned no other partition of
- * the family is not movable at all (MatchingHostRequests.ts registers no such wait). Once the
- * engine moves such polls to tasks a read made ready, the world hands it each host's
- * physical queues after their steps (the engine's `onQueueStep` gives the queue's actor) and
- * lists its name with the other checkers' (JobCheckers.ts); with `idlePollsStayPut` planted,
- * seed 2 then fails it (a poll left on partition 0 of queue-1 for its whole second).
+ * Judged where prompt delivery is (once healed, outside a membership move's window: before
+ * that a host may be paused, cut off or settling its view), and only over partitions the host's
+ * view gives it now (one moving away is nobody's to move a poll to). The world hands it each
+ * host's physical queues after their steps (the engine's `onQueueStep` gives the queue's actor).
  *
  * Does not: judge versioned queues (a poll of one version takes only its own version's tasks), polls
  * across hosts (forwarding is DispatchChecker's and the delivery checkers' business), or which
@@ -63,6 +56,16 @@ export interface QueueView {
 /** What the checker needs from the world. */
 export interface IdlePollCheckerDeps {
   readonly fail: (checker: IdlePollCheckerName, sentence: string) => void
+  /**
+   * True when host `hostId`'s membership view gives it partition `partition` of `family` now: a
+   * partition moving away (unloaded after the unload delay) is nobody's to move a poll to.
+   */
+  readonly owns: (hostId: string, family: string, partition: number) => boolean
+  /**
+   * World time from which `family` is judged (as prompt delivery judges it: once healed, outside
+   * a membership move's window); before it a host may be paused, cut off or settling its view.
+   */
+  readonly judgedFrom: (family: string) => number
 }
 
 // Since when a family of one host incarnation has held an idle poll beside a ready task, on which partitions, and whether that was told.
@@ -93,7 +96,7 @@ export class IdlePollChecker {
     if (queue.state === 'unloaded') queues.delete(queue)
     else queues.add(queue)
     const family = queue.key.family
-    const ofFamily = [...queues].filter((other) => other.key.family === family && other.key.version === null)
+    const ofFamily = [...queues].filter((other) => other.key.family === family && other.key.version === null && this.#deps.owns(hostId, family, other.key.partition))
     const idle = ofFamily.find((other) => other.hasPollers() && !other.hasReady() && ofFamily.some((ready) => ready.key.partition !== other.key.partition && ready.hasReady()))
     const key = `${host}/${family}`
     const stuck = this.#stuck.get(key)
@@ -112,7 +115,7 @@ export class IdlePollChecker {
   }
 
   #judge(hostId: string, family: string, stuck: Stuck, nowMs: number, holding: boolean): void {
-    if (stuck.told || nowMs - stuck.sinceMs <= idlePollBoundMs) return
+    if (stuck.told || nowMs - Math.max(stuck.sinceMs, this.#deps.judgedFrom(family)) <= idlePollBoundMs) return
     stuck.told = true
     this.#deps.fail(
       'idle poll moves',

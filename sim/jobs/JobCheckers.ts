@@ -42,12 +42,13 @@ import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
 import type { ConcurrencySlot, JobBoundaryRecord } from './JobBoundary.ts'
 import { controlCheckerNames } from './ControlCheckers.ts'
 import { dispatchCheckerNames } from './DispatchChecker.ts'
+import { idlePollCheckerNames } from './IdlePollChecker.ts'
 import { giveBackCheckerNames } from './GiveBackChecker.ts'
 
 /** The job checkers, the ownership checker (OwnershipChecker.ts), the dispatch checker (DispatchChecker.ts), the give-back checker (GiveBackChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */
 export const jobCheckerNames = [
   'one valid claim', 'deadline', 'attempt budget', 'none stranded', 'owner delivers', 'owner sees nobody', 'holder settles', 'one live per key',
-  'concurrency per key', 'rate limit', 'fair pass', 'claims fenced', 'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', ...controlCheckerNames, ...dispatchCheckerNames, ...giveBackCheckerNames, 'matching', 'other',
+  'concurrency per key', 'rate limit', 'fair pass', 'claims fenced', 'handler once per claim', 'heartbeat keeps claim', 'claims reach a worker', 'stop releases', 'prompt delivery', ...controlCheckerNames, ...dispatchCheckerNames, ...idlePollCheckerNames, ...giveBackCheckerNames, 'matching', 'other',
 ] as const
 
 

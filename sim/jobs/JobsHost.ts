@@ -31,6 +31,7 @@
  *
  * Does not: choose what clients do (JobsWorld.ts) or judge anything.
  */
+import type { PhysicalQueueActor } from '../../src/actors/PhysicalQueueActor.ts'
 import type { HostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
 import { MixedScheduler } from 'effect/Scheduler'
 import { type DynamicMembership, makeDynamicMembership } from '../../src/actors/Membership.ts'
@@ -103,6 +104,8 @@ export interface JobsHostDeps {
   readonly onDueSignal?: (hostId: string, queue: string, dueMs: number | null, at: 'sent' | 'reached') => void
   /** Hears every step of this incarnation's dispatch machines (DispatchChecker.ts). */
   readonly onDispatchStep?: (incarnation: number, queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => void
+  /** Hears each step of every physical queue of this host's engine (the queue's actor, after the step). */
+  readonly onQueueStep?: (incarnation: number, queue: PhysicalQueueActor) => void
   /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
   readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
   /** Claims register as waiters and enqueues hand jobs to other engines' waiters (JobsSwarm.ts `handOvers`). */
@@ -248,7 +251,8 @@ export class JobsHost {
       ...(deps.matchingWaitingPolls === undefined ? {} : { matchingWaitingPolls: deps.matchingWaitingPolls }),
       onDefect: (where, defect) => deps.onDefect(deps.hostId, where, defect),
       ...(deps.onDispatchStep === undefined ? {} : { onDispatchStep: (queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => deps.onDispatchStep?.(incarnation, queue, event, commands) }),
-      onQueueStep: (_queue, _event, commands) => {
+      onQueueStep: (queue, _event, commands) => {
+        deps.onQueueStep?.(incarnation, queue)
         for (const command of commands) {
           if (command.type !== 'history.recordStart') continue
           const view = this.#viewOf(command.params.task.jobId)

@@ -93,6 +93,7 @@ import type { JobBoundaryRecord } from './JobBoundary.ts'
 import { type HandlerEvent, JobsHost, type JobsHostDeps } from './JobsHost.ts'
 import { ControlCheckers } from './ControlCheckers.ts'
 import { DispatchChecker } from './DispatchChecker.ts'
+import { IdlePollChecker } from './IdlePollChecker.ts'
 import { GiveBackChecker } from './GiveBackChecker.ts'
 import { type HostRole, type JobsFaultName, jobsFaultNames, type JobsSwarmOptions } from './JobsSwarm.ts'
 import { type OwnershipCounts, OwnershipChecker } from './OwnershipChecker.ts'
@@ -263,6 +264,11 @@ export class JobsWorld {
   readonly #handlers = new HandlerCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), claimOf: (id) => this.#checkers.claimOf(id) })
   readonly #controls = new ControlCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), queueOf: (id) => this.#checkers.queueOf(id) })
   readonly #dispatches = new DispatchChecker({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence) })
+  readonly #idlePolls = new IdlePollChecker({
+    fail: (checker, sentence) => this.#checkers.fail(checker, sentence),
+    owns: (hostId, queue, partition) => this.#hosts.find((host) => host.id === hostId)?.ownedPartitions(queue).includes(partition) === true,
+    judgedFrom: (queue) => this.#promptFrom(queue, Number.NEGATIVE_INFINITY) - epochMs,
+  })
   readonly #giveBacks = new GiveBackChecker({
     fail: (checker, sentence) => this.#checkers.fail(checker, sentence),
     queueOf: (id) => this.#checkers.queueOf(id),
@@ -388,6 +394,7 @@ export class JobsWorld {
       honourSignal: this.#options.control.honourSignal && (this.#controlsOn() || this.#options.heldHeartbeats),
       onHandler: (event) => this.#onHandler(event),
       onDispatchStep: (incarnation, queue, event, commands) => this.#dispatches.step(hostId, incarnation, queue, event, commands, this.#clock.now() - epochMs),
+      onQueueStep: (incarnation, queue) => this.#idlePolls.step(hostId, incarnation, queue, this.#clock.now() - epochMs),
       onDueSignal: (id, queue, dueMs, at) => (at === 'sent' ? this.#giveBacks.sent(id, queue, dueMs, this.#clock.now()) : this.#giveBacks.reached(id, queue, dueMs)),
       ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
       ...(config.mutant?.wrapEngineJobStore === undefined ? {} : { wrapEngineJobStore: config.mutant.wrapEngineJobStore }),

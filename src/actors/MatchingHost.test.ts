@@ -412,6 +412,34 @@ describe('MatchingHost as an Effect layer', () => {
     await host.close()
   })
 
+  it('a poll waiting on the only partition its host owned moves to tasks a partition the host gains later reads from its backlog', async () => {
+    const clock = new ManualClock(1_000)
+    const store = makeMemoryStore()
+    // h0 owned partition 1 and left three tasks in its backlog.
+    const h0 = makeMatchingHost({ hostId: 'h0', store, history: startedHistory, clock, random: Random.make(1), partitionCount: 2, membership: { ownerOf: (key) => (key.partition === 1 ? 'h0' : 'h1'), subscribe: () => () => {} } })
+    for (const jobId of ['a', 'b', 'c']) expect((await h0.addTask({ ...family, task: { jobId } })).partition).toBe(1)
+    await h0.close()
+    let gained = false
+    const listeners = new Set<() => void>()
+    const membership = { ownerOf: (key: { readonly partition: number }) => (key.partition === 0 || gained ? 'h1' : 'h0'), subscribe: (listener: () => void) => (listeners.add(listener), () => listeners.delete(listener)) }
+    const h1 = makeMatchingHost({ hostId: 'h1', store, history: startedHistory, clock, random: Random.make(2), partitionCount: 2, membership })
+    // A poll waits on partition 0, the only one h1 owns.
+    let first: unknown = 'waiting'
+    void h1.poll({ ...family, identity: 'w1', waitMs: 60_000 }).then((polled) => (first = polled?.task.jobId))
+    await settle()
+    expect(first).toBe('waiting')
+    // h1 gains partition 1; a second poll loads it, reads its backlog and takes one task: the
+    // tasks left ready there draw the first poll, with the clock standing still.
+    gained = true
+    for (const listener of listeners) listener()
+    const second = await h1.poll({ ...family, identity: 'w2', waitMs: 0 })
+    expect(second?.partition).toBe(1)
+    await settle()
+    expect(['a', 'b', 'c']).toContain(first)
+    expect(first).not.toBe(second?.task.jobId)
+    await h1.close()
+  })
+
   it('keeps a partition whose membership view flickered when nobody took it', async () => {
     const clock = new ManualClock(1_000)
     const view = viewOf('h1')

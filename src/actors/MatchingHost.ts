@@ -77,7 +77,7 @@ function makeHostParts(options: MatchingHostOptions, scope: Scope.Closeable): Ho
   const shuttingDown = (): ShuttingDown => new ShuttingDown({ component: `matching host ${options.hostId}` })
   const closedRefusal = (): ShuttingDown | null => (closed ? shuttingDown() : null)
   const waiting = options.waitingPolls?.() ?? makeHostWaitingPolls()
-  const partitions = makeHostPartitions({ host: options, clock, random, routing, scope, onInstanceGone: (name) => fences.forget(name), onPollsIdle: (key) => waiting.pollsIdle(key) })
+  const partitions = makeHostPartitions({ host: options, clock, random, routing, scope, onInstanceGone: (name) => fences.forget(name), onPollsIdle: (key) => waiting.pollsIdle(key), onTasksIdle: (key) => waiting.taskStored(key) })
   const fences = makeHostFences({ clock, routing, partitions, refusal: closedRefusal, runOptions })
   const close: Effect.Effect<void> = Effect.suspend(() => {
     if (closed) return Effect.void

@@ -66,6 +66,8 @@ export interface HostPartitionsOptions {
   readonly onInstanceGone: (name: string) => void
   /** Polls wait on partition `key` with no task ready there (PartitionActor's `onPollsIdle`). */
   readonly onPollsIdle?: (key: PartitionKey) => void
+  /** Tasks are ready on partition `key` with no poll waiting there (PartitionActor's `onTasksIdle`). */
+  readonly onTasksIdle?: (key: PartitionKey) => void
 }
 
 // What every instance of a host's partitions shares.
@@ -155,6 +157,7 @@ function startPartition(book: Book, { key, name }: Route, instance: number): Par
         ...(host.onStep === undefined ? {} : { onStep: host.onStep }),
         onDefect: book.onDefect,
         ...(options.onPollsIdle === undefined ? {} : { onPollsIdle: () => options.onPollsIdle?.(key) }),
+        ...(options.onTasksIdle === undefined ? {} : { onTasksIdle: () => options.onTasksIdle?.(key) }),
         ...(host.partitionCompanion === undefined ? {} : { companion: () => host.partitionCompanion?.(key, instance) }),
       })
       yield* Deferred.await(released)

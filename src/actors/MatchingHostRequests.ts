@@ -12,13 +12,13 @@
  *   past its deadline or abort) for their first backlog pages; then it prefers a partition with
  *   tasks ready now, else rotates through them, so an idle poll looks at the other partitions of
  *   its family. A poll that finds its partition unloading or its queue taken answers empty.
- * - A poll waiting on one of several owned partitions is registered with the host's waiting
- *   polls (MatchingHostWaiting.ts): an add stored on another partition of its family moves it
- *   there, so an added task and an idle poll of one host do not wait on different partitions.
+ * - A poll waiting on a partition of a family of several partitions is registered with the host's
+ *   waiting polls (MatchingHostWaiting.ts): tasks ready on another partition of its family the
+ *   host owns (stored there, or read from its backlog) move it there, so a ready task and an idle
+ *   poll of one host do not wait on different partitions; a moved poll polls the partitions the
+ *   host owns then, the one it moved to first.
  *
- * Does not: move a poll for tasks a partition reads from its backlog after the poll chose
- * (a poll warms every owned partition before it chooses, so only a partition loaded later has
- * them), or forward requests to other hosts. A family none of whose partitions is ours fails
+ * Does not: forward requests to other hosts. A family none of whose partitions is ours fails
  * with a retryable `Unavailable`; a router in front of the hosts picks the host.
  */
 import { getMaxListeners, setMaxListeners } from 'node:events'
@@ -152,7 +152,7 @@ export function pollWith(context: HostRequestsContext, request: PollRequest, don
 
 // Polls the owned partitions of a family once its current version is known: warms the cold
 // ones, then polls the chosen one.
-function pollOwned(context: HostRequestsContext, request: PollRequest, poller: PollerInfo, owned: ReadonlyArray<Route>, done: Reply<PolledTask | null>): void {
+function pollOwned(context: HostRequestsContext, request: PollRequest, poller: PollerInfo, owned: ReadonlyArray<Route>, done: Reply<PolledTask | null>, prefer?: number): void {
   try {
     const actors = owned.map((route) => context.partitions.actorFor(route))
     // The queues this poller may take from: its version's, and the default one when it is
@@ -163,7 +163,7 @@ function pollOwned(context: HostRequestsContext, request: PollRequest, poller: P
     const relevant = (queue: PhysicalQueueActor): boolean => versions.includes(queue.key.version)
     const deadlineMs = context.clock.now() + request.waitMs
     const cold = actors.filter((actor) => actor.loadedQueues().filter(relevant).length < versions.length)
-    const pollChosen = (): void => pollChosenPartition(context, request, poller, actors, relevant, deadlineMs, done)
+    const pollChosen = (): void => pollChosenPartition(context, request, poller, actors, relevant, deadlineMs, done, prefer)
     if (cold.length === 0) return pollChosen()
     warmThen(cold, versions, deadlineMs, request.signal, pollChosen, done)
   } catch (error) {
@@ -221,8 +221,36 @@ function pollChosenPartition(
     const error = errorOf(exit)
     done(error !== undefined && emptyHanded.includes(error._tag) ? Exit.succeed(null) : Exit.failCause(exit.cause))
   }
-  if (actors.length === 1) return chosen.requests.poll(poller, deadlineMs, request.signal, answer)
-  waitMovable(context, request, poller, chosen, actors, relevant, deadlineMs, answer, (partition) => pollChosenPartition(context, request, poller, actors, relevant, deadlineMs, done, partition))
+  // A family of one partition has nowhere to move a poll to.
+  if (actors.length === 1 && context.routing.routesOf(request.namespace, request.family, request.type).length === 1) return chosen.requests.poll(poller, deadlineMs, request.signal, answer)
+  // A moved poll polls the partitions the host owns then (it may have gained the one it moves to).
+  const again = (partition: number): void => pollOwnedNow(context, request, poller, deadlineMs, done, partition)
+  waitMovable(context, request, poller, chosen, loadedOfFamily(context, request, actors), relevant, deadlineMs, answer, again)
+}
+
+// The partition actors of the poll's family the host has loaded and owns now, the poll's own
+// first: a partition it gained after the poll chose its own counts, so the poll may move there.
+function loadedOfFamily(context: HostRequestsContext, request: PollRequest, actors: ReadonlyArray<PartitionActor>): () => ReadonlyArray<PartitionActor> {
+  return () => {
+    const loaded = [...actors]
+    for (const route of context.routing.owned(request.namespace, request.family, request.type)) {
+      const actor = context.partitions.get(route.name)?.actor
+      if (actor !== undefined && !loaded.includes(actor)) loaded.push(actor)
+    }
+    return loaded
+  }
+}
+
+// Polls the family's owned partitions again for what is left of the poll's wait.
+function pollOwnedNow(context: HostRequestsContext, request: PollRequest, poller: PollerInfo, deadlineMs: number, done: Reply<PolledTask | null>, prefer: number): void {
+  let owned: Route[]
+  try {
+    owned = context.routing.owned(request.namespace, request.family, request.type)
+  } catch (error) {
+    return done(exitOf(error))
+  }
+  if (owned.length === 0) return done(Exit.succeed(null))
+  pollOwned(context, { ...request, waitMs: Math.max(0, deadlineMs - context.clock.now()) }, poller, owned, done, prefer)
 }
 
 // Polls `chosen` with a wait the host's waiting polls may move: a moved wait that came back
@@ -233,7 +261,7 @@ function waitMovable(
   request: PollRequest,
   poller: PollerInfo,
   chosen: PartitionActor,
-  actors: ReadonlyArray<PartitionActor>,
+  loaded: () => ReadonlyArray<PartitionActor>,
   relevant: (queue: PhysicalQueueActor) => boolean,
   deadlineMs: number,
   answer: Reply<Polled>,
@@ -247,12 +275,12 @@ function waitMovable(
   let movedTo: number | undefined
   const remove = context.waiting.add(chosen.partition, {
     partition: chosen.partition.partition,
-    canTakeFrom: (partition) => actors.some((actor) => actor.partition.partition === partition && actor.loadedQueues().some(relevant)),
+    canTakeFrom: (partition) => loaded().some((actor) => actor.partition.partition === partition && actor.loadedQueues().some(relevant)),
     moveTo: (partition) => {
       movedTo = partition
       wait.abort()
     },
-    readyElsewhere: () => actors.find((actor) => actor !== chosen && actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady()))?.partition.partition,
+    readyElsewhere: () => loaded().find((actor) => actor !== chosen && actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady()))?.partition.partition,
   })
   chosen.requests.poll(poller, deadlineMs, wait.signal, (exit) => {
     remove()

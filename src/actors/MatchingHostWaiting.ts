@@ -11,10 +11,14 @@
  * not matched), the host moves one poll waiting on another partition of the family: it cancels
  * that poll's wait there (a task already with History still reaches it) and polls again on the
  * partition that stored the task, within the poll's own deadline. One stored task moves at most
- * one poll. Likewise a poll that chose a partition whose ready task turned out to be stale (its
- * job already started elsewhere, so the delivery started nothing) and waits there with nothing
- * while another partition of the family has a task ready: when the partition reports its polls
- * idle, one of them moves to that partition.
+ * one poll. The same holds for tasks a partition makes ready with no poll waiting there (a
+ * backlog page read after an acquire, a retry's back-off ending): the partition reports them
+ * (`taskStored` again) after each such step. Likewise a poll that waits with nothing on a partition
+ * while another partition of the family has a task ready — its ready task turned out to be stale
+ * (its job already started elsewhere, so the delivery started nothing), or several polls chose the
+ * partition for its one ready task — moves there when the partition reports its polls idle.
+ * A poll of a family whose other partitions the host did not own when it chose is registered too:
+ * a partition the host gains later may make tasks ready.
  *
  * Invariants: an entry lives exactly while its partition wait does (the poll's answer removes
  * it); a moved entry is never moved again; families with no waiting poll hold no entry.

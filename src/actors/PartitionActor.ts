@@ -65,6 +65,8 @@ export interface PartitionActorOptions {
   readonly onDefect?: (queue: string, defect: unknown) => void
   /** Polls wait in one of its queues with no task ready after a delivery that started nothing (PhysicalQueueActor's `onPollsIdle`). */
   readonly onPollsIdle?: () => void
+  /** Tasks are ready in one of its queues with no poll waiting there (PhysicalQueueActor's `onTasksIdle`). */
+  readonly onTasksIdle?: () => void
   /** Makes the instance's companion when it starts (MatchingHostOptions `partitionCompanion`). */
   readonly companion?: () => PartitionCompanion | undefined
 }
@@ -210,6 +212,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         },
         ...(options.onStep === undefined ? {} : { onStep: (event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => options.onStep?.(queue, event, commands) }),
         ...(options.onPollsIdle === undefined ? {} : { onPollsIdle: options.onPollsIdle }),
+        ...(options.onTasksIdle === undefined ? {} : { onTasksIdle: options.onTasksIdle }),
       })
       queues.set(slot, queue)
       queue.start()

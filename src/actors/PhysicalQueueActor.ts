@@ -51,10 +51,16 @@ export interface PhysicalQueueActorOptions {
   /** Observes every event and the commands it produced (traces, the simulator). */
   readonly onStep?: (event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
   /**
-   * Called when a delivery ended without a start (its task obsolete, or to be retried) and polls
-   * wait here with no task ready: the host may send one to another partition that has one.
+   * Called when polls wait here with no task ready after a delivery ended without a start (its
+   * task obsolete, or to be retried) or a poll arrived: the host may send one to another
+   * partition that has one.
    */
   readonly onPollsIdle?: () => void
+  /**
+   * Called when tasks are ready here and no poll waits here, after a backlog page was read or a
+   * poll took a task: the host may move here a poll waiting idle on another partition.
+   */
+  readonly onTasksIdle?: () => void
 }
 
 /** The lifecycle state, as callers see it. */
@@ -238,11 +244,22 @@ export class PhysicalQueueActor {
   #carryOut(event: QueueEvent | null, commands: ReadonlyArray<QueueCommand>): void {
     if (event !== null) this.#options.onStep?.(event, commands)
     for (const command of commands) this.#execute(command)
+    this.#reportIdle(event)
     if (this.#ownedWaiters.length > 0 && this.state === 'owned') {
       const rangeId = this.#rangeId()
       for (const waiter of this.#ownedWaiters.splice(0)) waiter.resolve(rangeId)
     }
     if (this.#readWaiters.length > 0 && this.isBacklogRead()) for (const resolve of this.#readWaiters.splice(0)) resolve()
+  }
+
+  // After a step: tasks ready with no poll here may draw an idle poll from another partition of
+  // the host (`onTasksIdle`, any step); a poll that arrived to find nothing ready may move to one
+  // (`onPollsIdle`: several polls that chose this partition for one ready task).
+  #reportIdle(event: QueueEvent | null): void {
+    if (event === null) return
+    const { onTasksIdle, onPollsIdle } = this.#options
+    if (onTasksIdle !== undefined && !this.hasPollers() && this.hasReady()) onTasksIdle()
+    else if (event.type === 'poll.arrived' && onPollsIdle !== undefined && this.hasPollers() && !this.hasReady()) onPollsIdle()
   }
 
   #fail(error: unknown): MatchboxError | undefined {
