@@ -98,7 +98,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     ackAndClaimDue: (params) => {
       // Read at the statement's issue: the view the engine acted on.
       const ownership = deps.viewOf?.(params.queue) ?? null
-      return parkHead(`job.ackAndClaimDue ${params.queue} ack ${params.acks.map((claim) => claim.id).join(',') || 'none'} claim ≤${params.claimTokens.length}`, { queues: [params.queue], rows: params.claimTokens.length, kind: 'claim' }, async () => {
+      return parkHead(`job.ackAndClaimDue ${params.queue} ack ${params.acks.map((claim) => claim.id).join(',') || 'none'} claim ≤${params.claimTokens.length}`, { queues: [params.queue], rows: params.claimTokens.length, kind: 'claim', fence: params.fence ?? null }, async () => {
         const answer = await inner.ackAndClaimDue(params)
         acked(params.nowMs, params.acks, answer.acked)
         for (const job of answer.claimed) claimed(params.nowMs, job, ownership, params.fence)
@@ -137,7 +137,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     },
     claimDue: (params) => {
       const ownership = deps.viewOf?.(params.queue) ?? null
-      return parkHead(`job.claimDue ${params.queue} ≤${params.claimTokens.length}`, { queues: [params.queue], rows: params.claimTokens.length, kind: 'claim' }, async () => {
+      return parkHead(`job.claimDue ${params.queue} ≤${params.claimTokens.length}`, { queues: [params.queue], rows: params.claimTokens.length, kind: 'claim', fence: params.fence ?? null }, async () => {
         const jobs = await inner.claimDue(params)
         for (const job of jobs) claimed(params.nowMs, job, ownership, params.fence)
         return jobs
@@ -195,7 +195,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         return result
       }),
     takeDue: (params) =>
-      parkHead(`job.takeDue ≤${params.limit}`, { queues: params.queues ?? null, rows: params.limit, kind: 'reserve' }, async () => {
+      parkHead(`job.takeDue ≤${params.limit}`, { queues: params.queues ?? null, rows: params.limit, kind: 'reserve', ...(params.skipConcurrencyKeys === undefined ? {} : { skipKeys: params.skipConcurrencyKeys }) }, async () => {
         const due = await inner.takeDue(params)
         if (due.length > 0) record({ op: 'reserve', ...stamp(params.nowMs), ids: due.map((job) => job.id), untilMs: params.reserveUntilMs })
         return due

@@ -16,9 +16,10 @@
  *   (`takeDueSql`: its due branches `FOR UPDATE SKIP LOCKED`);
  * - the holders, those same statements in flight: a claim of n jobs holds the first n of each of
  *   its three branches (due pending rows, rows with Matching, lapsed claims) and claims only the
- *   first n of their merge, so up to 2n rows it never claims stay locked to its end; a takeDue of
- *   n holds the first n of its due pending and due processing rows (MemoryRowLocks.ts computes
- *   exactly those rows, as of the moment the skipping statement runs).
+ *   first n of their merge, so up to 2n rows it never claims stay locked to its end (a fenced
+ *   claim whose fence no longer holds reads, and holds, nothing); a takeDue of n holds the first n
+ *   of its due pending and due processing rows (MemoryRowLocks.ts computes exactly those rows, as
+ *   of the moment the skipping statement runs).
  * Statements that wait for a lock instead of skipping it (claims by id, acks, heartbeats) run
  * after their holder in the gate's order anyway, so they need no window.
  *

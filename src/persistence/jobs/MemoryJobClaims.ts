@@ -2,7 +2,8 @@
  * MemoryJobClaims — the claim operations of the memory job store (MemoryJobStore.ts): `claim`
  * by id, `claimMany`, and the head claims `claimDue` and `ackAndClaimDue`, the mirror of
  * SqlJobClaims.ts. A claim is admitted by the paused queues, then the concurrency slots
- * (MemoryConcurrencySlots.ts), then the rate buckets (MemoryRateBuckets.ts); a claim by id
+ * (MemoryConcurrencySlots.ts), then the rate buckets (MemoryRateBuckets.ts), and the head claims
+ * pass over the rows other transactions hold (MemoryRowLocks.ts); a claim by id
  * refused by a guard parks its row (due again later, its revision moved on), and one of a job
  * whose claim lapsed with its attempts spent buries it.
  *

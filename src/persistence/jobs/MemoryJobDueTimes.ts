@@ -1,8 +1,9 @@
 /**
  * MemoryJobDueTimes — the delivery due-times of the memory job store (JobStore.ts's "Delivery
  * due-times"), the mirror of SqlJobDueTimes.ts: `takeDue` reserves due rows in claim order
- * (MemoryClaimOrder.ts), `confirmDelivered` clears a reservation once Matching holds the task,
- * `releaseDelivered` makes rows due again, and the reads a due-time driver plans by
+ * (MemoryClaimOrder.ts), passing over the rows other transactions hold (MemoryRowLocks.ts),
+ * `confirmDelivered` clears a reservation once Matching holds the task, `releaseDelivered` makes
+ * rows due again, and the reads a due-time driver plans by
  * (`nextDueMs`, `dueQueues`, `deliverableCount`); also the rows a resumed queue makes due again
  * (`rearmResumed`, for MemoryJobPauses.ts).
  *
