@@ -2,9 +2,12 @@
  * The memory job store's row-lock windows (MemoryRowLocks.ts): while the head statements its
  * owner names are in flight, `claimDue`, `ackAndClaimDue` and `takeDue` pass over the rows those
  * hold, as `FOR UPDATE SKIP LOCKED` does on PostgreSQL, so a claim may answer short while a
- * claimable row exists; once nothing is in flight, every row is claimable again.
+ * claimable row exists; once nothing is in flight, every row is claimable again. A claim whose
+ * fence no longer holds, and a reservation's keys to skip, hold nothing, as their SQL reads nothing there.
  */
 import { describe, expect, it } from 'vitest'
+import type { QueueKey } from '../../domain/QueueKey.ts'
+import { makeMemoryStore } from '../queues/MemoryStore.ts'
 import type { NewJob } from './JobStore.ts'
 import { makeMemoryJobStore } from './MemoryJobStore.ts'
 import type { HeldHead } from './MemoryRowLocks.ts'
@@ -23,10 +26,11 @@ const job = (id: string, queue: string, overrides: Partial<NewJob> = {}): NewJob
   ...overrides,
 })
 
-// A store whose in-flight head statements are whatever `held.heads` says at the moment.
+// A store whose in-flight head statements are whatever `held.heads` says at the moment, fenced by `queues`' ranges.
 function storeWithLocks() {
   const held: { heads: ReadonlyArray<HeldHead> } = { heads: [] }
-  return { held, store: makeMemoryJobStore({ heldHeads: () => held.heads }) }
+  const queues = makeMemoryStore()
+  return { held, queues, store: makeMemoryJobStore({ queueRanges: queues, heldHeads: () => held.heads }) }
 }
 
 describe('row-lock windows of the memory job store', () => {
@@ -67,5 +71,17 @@ describe('row-lock windows of the memory job store', () => {
     expect(beside.map((row) => row.id)).toEqual(['b'])
     held.heads = [{ queues: ['other'], rows: 5, kind: 'claim' }]
     expect((await store.claimDue({ queue: 'q', nowMs: 2_000, claimTokens: ['t1'] })).map((row) => row.id)).toEqual(['a'])
+  })
+
+  it('a claim whose fence no longer holds holds nothing; a reservation holds no pending row of a key it skips', async () => {
+    const { held, queues, store } = storeWithLocks()
+    const queueKey: QueueKey = { namespace: 'jobs', family: 'q', type: 'activity', partition: 0, version: null }
+    const stale = { queueKey, rangeId: (await queues.acquire({ key: queueKey, nowMs: 500 })).rangeId }
+    await queues.acquire({ key: queueKey, nowMs: 600 })
+    await store.enqueue({ job: job('keyed', 'q', { concurrencyKey: 'k', concurrencyLimit: 5 }), nowMs: 1_000 })
+    held.heads = [{ queues: ['q'], rows: 1, kind: 'claim', fence: stale }]
+    expect((await store.takeDue({ nowMs: 2_000, reserveUntilMs: 2_000, limit: 1, queues: ['q'] })).map((row) => row.id)).toEqual(['keyed'])
+    held.heads = [{ queues: ['q'], rows: 1, kind: 'reserve', skipKeys: ['k'] }]
+    expect((await store.claimDue({ queue: 'q', nowMs: 2_000, claimTokens: ['t1'] })).map((row) => row.id)).toEqual(['keyed'])
   })
 })
