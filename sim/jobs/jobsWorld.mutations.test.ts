@@ -87,7 +87,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // and on one a job waits for the next scan in the instants after the heal, before prompt
   // delivery is judged (test/jobsBehindMatching.test.ts catches it on one engine). Row-lock
   // windows (JobsSwarm.ts `rowLockChance`) make claims answer short while claimable rows exist,
-  // and reach the step more often: of seeds 1…100 all made to draw them, 16 run differently with
+  // and reach the step more often: of seeds 1…100 all made to draw them, 15 run differently with
   // the bug, yet judged with a 1 ms bound no job waits at all in a judged window, with the bug or
   // without it: the claims left waiting are served at the instant their job is due.
   noPassBehindMatching: null,
