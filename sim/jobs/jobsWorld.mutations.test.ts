@@ -67,7 +67,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // owner's own loops or a forwarded poll's own claim take such jobs straight from the store first
   // (on seeds 1…100 no job waited at all; test/jobsDueAcrossEngines.test.ts fails on the step).
   // Row-lock windows (JobsSwarm.ts `rowLockChance`: a claim beside a head statement in flight skips
-  // the rows it holds) do not change that: of seeds 1…100 all made to draw the windows, 30 run
+  // the rows it holds) do not change that: of seeds 1…100 all made to draw the windows, 29 run
   // differently with the bug, and the longest wait it adds in a judged window is 4 ms (one job, on
   // one seed; judged with a 1 ms bound, the run without it has no wait at all).
   shortReservationEndsPass: null,
