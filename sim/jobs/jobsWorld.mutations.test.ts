@@ -71,7 +71,8 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // differently with the bug, and the longest wait it adds in a judged window is 4 ms (one job, on
   // one seed; judged with a 1 ms bound, the run without it has no wait at all).
   shortReservationEndsPass: null,
-  pollsStayPut: 32,
+  // A world with row-lock windows (JobsSwarm.ts `rowLockChance`).
+  pollsStayPut: 7,
   // Not caught within 100 seeds, waves after the heal included (no job waited at all): it needs a
   // poll that chose a partition whose ready task turned stale while the job waits on another (76 of
   // seeds 1…100 reach its step, 24 run differently, none leaves a job waiting); the pinned world 18
