@@ -73,11 +73,11 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   shortReservationEndsPass: null,
   // A world with row-lock windows (JobsSwarm.ts `rowLockChance`).
   pollsStayPut: 7,
-  // Not caught within 100 seeds, waves after the heal included (no job waited at all): it needs a
-  // poll that chose a partition whose ready task turned stale while the job waits on another (76 of
-  // seeds 1…100 reach its step, 24 run differently, none leaves a job waiting); the pinned world 18
-  // [0, 2715, 160, 320, 320, 40, 20] of jobsWorld.memory.test.ts (no waves) catches it.
-  idlePollsStayPut: null,
+  // Caught on a world with row-lock windows (JobsSwarm.ts `rowLockChance`). It needs a poll that
+  // chose a partition whose ready task turned stale while the job waits on another: without the
+  // windows no seed of 1…100 leaves a job waiting (76 reach its step, 24 run differently); the
+  // pinned world 18 [0, 2715, 160, 320, 320, 40, 20] of jobsWorld.memory.test.ts (no waves) catches it too.
+  idlePollsStayPut: 18,
   // An engine that owns a queue's first partition sends no due signal for it: caught on a world
   // with row-lock windows (JobsSwarm.ts `rowLockChance`) and membership moves after the heal, where
   // a job enqueued in the seconds after a move waits while a worker idles on its queue.
