@@ -7,7 +7,9 @@
  * its own schema) — and says what a `--jobs` batch reports beyond the harness's totals: each
  * job checker's verdict (with the first seed it failed on) and where every enqueued job ended.
  * The group's membership table and bus live in the world itself, in memory on every store
- * kind, so a seed's trace is the same on memory and on PostgreSQL.
+ * kind, so a seed's trace is the same on memory and on PostgreSQL — except on the seeds that draw
+ * row-lock windows (JobsSwarm.ts `rowLockChance`), which only the memory store takes
+ * (SimRowLocks.ts: its `heldHeads` option, through the slot opened here).
  *
  * Does not: print or parse flags (the CLI does), or write failure files: a failing seed is
  * replayed with `--jobs --seed S` on the same store.
