@@ -56,6 +56,7 @@ import type { ClaimOwnership, JobBoundaryListener } from './JobBoundary.ts'
 import type { HostRole, SimQueueOptions } from './JobsSwarm.ts'
 import { makeSimBus, type SimBus } from './SimBus.ts'
 import { makeSimJobStore } from './SimJobStore.ts'
+import type { SimRowLocks } from './SimRowLocks.ts'
 import { makeSimMembershipStore } from './SimMembershipStore.ts'
 import { InstanceTags, makeSimStore } from '../core/SimStore.ts'
 
@@ -110,6 +111,8 @@ export interface JobsHostDeps {
   readonly wrapMembership?: (hostId: string, membership: EngineGroup['membership']) => EngineGroup['membership']
   /** Claims register as waiters and enqueues hand jobs to other engines' waiters (JobsSwarm.ts `handOvers`). */
   readonly handOvers: boolean
+  /** The world's row-lock windows, which this host's head statements pass through (SimRowLocks.ts); absent: none. */
+  readonly rowLocks?: SimRowLocks
   /** A worker's `work` loops wait for `startAllWork` instead of starting with the engine (a process that joins once healed). */
   readonly loopsLater?: boolean
   /** Hears every change of this host's membership view (for the trace). */
@@ -282,7 +285,7 @@ export class JobsHost {
   #engineJobStore(): JobStore {
     const deps = this.#deps
     const clock = deps.clock
-    const gated = makeSimJobStore(deps.jobStore, { hostId: deps.hostId, gate: deps.gate, now: () => clock.now(), record: deps.recordJobs, queueOf: deps.queueOf, ownershipOf: (id) => this.#ownershipOf(id), viewOf: (queue) => this.#viewOfQueue(queue) })
+    const gated = makeSimJobStore(deps.jobStore, { hostId: deps.hostId, gate: deps.gate, now: () => clock.now(), record: deps.recordJobs, queueOf: deps.queueOf, ownershipOf: (id) => this.#ownershipOf(id), viewOf: (queue) => this.#viewOfQueue(queue), ...(deps.rowLocks === undefined ? {} : { rowLocks: deps.rowLocks }) })
     return deps.wrapEngineJobStore?.(deps.hostId, gated) ?? gated
   }
 

@@ -7,7 +7,9 @@
  * its own schema) — and says what a `--jobs` batch reports beyond the harness's totals: each
  * job checker's verdict (with the first seed it failed on) and where every enqueued job ended.
  * The group's membership table and bus live in the world itself, in memory on every store
- * kind, so a seed's trace is the same on memory and on PostgreSQL.
+ * kind, so a seed's trace is the same on memory and on PostgreSQL — except on the seeds that draw
+ * row-lock windows (JobsSwarm.ts `rowLockChance`), which only the memory store takes
+ * (SimRowLocks.ts: its `heldHeads` option, through the slot opened here).
  *
  * Does not: print or parse flags (the CLI does), or write failure files: a failing seed is
  * replayed with `--jobs --seed S` on the same store.
@@ -27,6 +29,7 @@ import { type BatchObserver, type BatchPlan, type BatchReportBase, type BatchSee
 import { joinNamesMax } from './MembershipMoves.ts'
 import { databaseUrlOf, hostIdsFor, type OpenedStores, runSchema, runWorld, type SeedRunBase, worldBasicsOf } from '../core/SeedRun.ts'
 import { type JobCheckerName, jobCheckerNames, type JobsReport } from './JobCheckers.ts'
+import { makeRowLockSlot, type RowLockSlot } from './SimRowLocks.ts'
 import { describeJobsOptions, type JobsFaultName, jobsFaultNames, type JobsSwarmOptions, type JobsSwarmOverrides, jobsSwarmOptions } from './JobsSwarm.ts'
 import type { JobsMutant } from './JobMutations.ts'
 import { type JobsTimelineData, JobsTimelineRecorder } from './JobTimeline.ts'
@@ -53,6 +56,8 @@ export interface JobsSeedResult {
 interface JobsStores extends OpenedStores {
   readonly storeFor: (hostId: string) => Store
   readonly jobStoreFor: (hostId: string) => JobStore
+  /** Where the memory store reads the world's row-lock windows (SimRowLocks.ts); absent on the SQL stores. */
+  readonly rowLockSlot?: RowLockSlot
 }
 
 // The names a world's membership moves may give the worker processes that join it
@@ -66,8 +71,9 @@ async function openStores(run: JobsSeedRun, hostIds: ReadonlyArray<string>): Pro
   const wrap = run.mutant?.wrapJobStore ?? run.wrapJobStore ?? ((store: JobStore) => store)
   if (run.store === 'memory') {
     const store = makeMemoryStore()
-    const jobStore = wrap(makeMemoryJobStore({ queueRanges: store }))
-    return { storeFor: () => store, jobStoreFor: () => jobStore, close: () => store.close() }
+    const rowLockSlot = makeRowLockSlot()
+    const jobStore = wrap(makeMemoryJobStore({ queueRanges: store, heldHeads: () => rowLockSlot.heads }))
+    return { storeFor: () => store, jobStoreFor: () => jobStore, rowLockSlot, close: () => store.close() }
   }
   if (run.store === 'embedded') {
     const driver = await makePgliteDriver()
@@ -110,6 +116,7 @@ export function runJobsSeed(run: JobsSeedRun): Promise<JobsSeedResult> {
         store: run.store,
         storeFor: stores.storeFor,
         jobStoreFor: stores.jobStoreFor,
+        ...(stores.rowLockSlot === undefined ? {} : { rowLockSlot: stores.rowLockSlot }),
         ...worldBasicsOf(run),
         ...(run.mutant?.busTap === undefined ? {} : { busTap: run.mutant.busTap }),
         ...(run.mutant?.wrapMembership === undefined ? {} : { wrapMembership: run.mutant.wrapMembership }),

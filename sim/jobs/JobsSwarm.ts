@@ -10,6 +10,9 @@
  * Matching partitions, and a seed may send most claims to workers that own none of the queue's
  * partitions, so polls are forwarded to the owner and hand-overs come back over the bus.
  *
+ * A seed may also give the shared memory store row-lock windows (`rowLockChance`, SimRowLocks.ts):
+ * head statements in flight side by side, the later skipping the rows the earlier holds.
+ *
  * Does not: draw anything at run time (Decisions.ts does), or include faults the job engine does
  * not claim to survive.
  */
@@ -45,6 +48,11 @@ const heldHeartbeatsWorldChance = 0.25
 // stream that draws it (its own: drawing it moves no other option).
 const handOversChance = 0.5
 const handOversSeedMask = 0x4a0d
+// Share of seeds with row-lock windows (memory only), the chances a world draws among, and the
+// mask of the stream that draws them (its own: drawing them moves no other option).
+const rowLocksWorldChance = 0.5
+const rowLockChances: ReadonlyArray<number> = [0.3, 0.6, 1]
+const rowLocksSeedMask = 0x2f17
 
 /** One end-to-end fault's name. */
 export type JobsFaultName = (typeof jobsFaultNames)[number]
@@ -196,6 +204,14 @@ export interface JobsSwarmOptions {
    * set aside for it, with the wave's jobs right behind, is what such a wave brings.
    */
   readonly keyedWaves: number
+  /**
+   * Row-lock windows (SimRowLocks.ts), on the memory store only: the chance that a head statement
+   * (`claimDue`, `ackAndClaimDue`, `takeDue`) parked while another runs started first and holds
+   * the rows it locks, so the one running skips them (`FOR UPDATE SKIP LOCKED`) and may answer
+   * short while claimable rows exist; 0: none. Drawn on a stream of its own, and its run-time
+   * choices on another (JobsWorld.ts), so a seed with 0 runs the world it ran before they existed.
+   */
+  readonly rowLockChance: number
 }
 
 /** The tenants whose names the world's jobs carry as concurrency and fairness keys. */
@@ -217,6 +233,8 @@ export interface JobsSwarmOverrides {
   readonly membershipMoves?: number
   /** Pins the hand-over at enqueue across engines on or off (`handOvers`). */
   readonly handOvers?: boolean
+  /** Pins the row-lock windows on (`rowLockChance` as drawn, or a chance of its stream when it drew none) or off (0). */
+  readonly rowLocks?: boolean
 }
 
 /** Draws an end-to-end run's options from its seed. */
@@ -288,11 +306,20 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
   // Drawn after everything else, for the same reason.
   const keyedWaves = random.pick([0, 0, 0.5, 1])
   const handOvers = overrides.handOvers ?? warmedUp(Random.make(seed ^ handOversSeedMask)).chance(handOversChance)
-  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, keyedWaves, handOvers }
+  const rowLockChance = drawRowLockChance(seed, overrides.rowLocks)
+  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, keyedWaves, handOvers, rowLockChance }
   // A held-heartbeats world overrides the faults and the work loops drawn above.
   for (const name of jobsFaultNames) faults[name] = name === 'heartbeat.held' ? heldHeartbeatChance : 0
   const longHandlersMs = Object.fromEntries(Object.entries(queues).map(([name, queue]) => [name, queue.visibilityTimeoutS * 3_000]))
-  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, keyedWaves, handOvers }
+  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, keyedWaves, handOvers, rowLockChance }
+}
+
+// The row-lock windows' chance, on a stream of its own (0: none); `pinned` forces them on or off.
+function drawRowLockChance(seed: number, pinned: boolean | undefined): number {
+  const random = warmedUp(Random.make(seed ^ rowLocksSeedMask))
+  const on = random.chance(rowLocksWorldChance)
+  const chance = random.pick(rowLockChances)
+  return pinned === false || (pinned !== true && !on) ? 0 : chance
 }
 
 // `random` past its first draws: a stream seeded from a small number (a seed, masked) draws
@@ -321,6 +348,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `faults ${describeFaults(options.faults)}`,
     `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
     `operators pause chance ${options.control.pauseChance} · cancel running chance ${options.control.cancelRunningChance} · handlers ${options.control.honourSignal ? 'honour' : 'ignore'} job.signal`,
-    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues} · waves ${options.healedWaves}${options.keyedWaves > 0 ? ` (keyed ${options.keyedWaves})` : ''} · membership moves ${options.membershipMoves}${options.heldHeartbeats ? ' · held heartbeats world' : ''}${options.handOvers ? ' · hand-overs at enqueue' : ''}`,
+    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues} · waves ${options.healedWaves}${options.keyedWaves > 0 ? ` (keyed ${options.keyedWaves})` : ''} · membership moves ${options.membershipMoves}${options.heldHeartbeats ? ' · held heartbeats world' : ''}${options.handOvers ? ' · hand-overs at enqueue' : ''}${options.rowLockChance > 0 ? ` · row-lock windows ${options.rowLockChance}` : ''}`,
   ]
 }

@@ -47,6 +47,10 @@
  * engine's view agreed (a range lost meanwhile holds its queue back only where the loser still
  * owns the partition then; a poll forwarded to an engine that had left, until its timeout).
  *
+ * On some seeds the shared memory store's head statements (claims of a queue's head, a pass's
+ * reservations) skip the rows another such statement in flight holds, as PostgreSQL's `FOR UPDATE
+ * SKIP LOCKED` does (JobsSwarm.ts `rowLockChance`, SimRowLocks.ts; decided on a stream of their own).
+ *
  * Operators (on seeds that draw them, JobsSwarm.ts `control`) pause and resume queues and cancel
  * jobs that handlers are running, drawn on a decision stream of their own after every fault
  * strike of a safety step; the heal resumes every queue they paused.
@@ -104,6 +108,7 @@ import { epochMs } from '../core/Turns.ts'
 import { type FaultEvent, type Workload, WorldLoop } from '../core/WorldLoop.ts'
 import type { JobsMutant } from './JobMutations.ts'
 import { MembershipMoves } from './MembershipMoves.ts'
+import { type RowLockSlot, SimRowLocks } from './SimRowLocks.ts'
 
 /** What a finished end-to-end run reports. */
 export interface JobsRunResult {
@@ -146,6 +151,11 @@ export interface JobsWorldConfig {
   readonly wrapMembership?: JobsHostDeps['wrapMembership']
   /** The job mutation menu's bus, engine-store and stop hooks (JobMutations.ts). */
   readonly mutant?: Pick<JobsMutant, 'wrapBus' | 'wrapEngineJobStore' | 'onWorkStopped' | 'dispatchMachine' | 'matchingWaitingPolls'>
+  /**
+   * Where the shared memory store reads which head statements hold rows (SimRowLocks.ts); absent
+   * (the SQL stores): the world makes no row-lock window, whatever the seed drew.
+   */
+  readonly rowLockSlot?: RowLockSlot
   /** Observes every committed JobStore call (timelines). */
   readonly onJobs?: (record: JobBoundaryRecord, nowMs: number) => void
   /** Observes faults, membership views, handler runs and the heal (timelines). */
@@ -225,6 +235,8 @@ const pauseMsMax = 40_000
 const busFaultScale = 8
 // The held heartbeats' stream of decisions is seeded apart from the world's (JobsSwarm.ts `heldHeartbeats`).
 const heartbeatHoldSeedMask = 0x0b3a
+// The row-lock windows' stream of decisions (JobsSwarm.ts `rowLockChance`), likewise.
+const rowLockSeedMask = 0x1c6d
 
 // Every store, membership and bus call meets the same I/O faults; any call may be slow for up to 2 s.
 function ioFaultChancesOf(faults: JobsSwarmOptions['faults']): IoFaultChances<JobsFaultName> {
@@ -324,6 +336,8 @@ export class JobsWorld {
   readonly #clients: JobClients
   // Membership moves after the heal (JobsSwarm.ts `membershipMoves`) and their windows.
   readonly #moves: MembershipMoves
+  // The row-lock windows (JobsSwarm.ts `rowLockChance`), on a stream of their own; absent: none.
+  readonly #rowLocks: SimRowLocks | undefined
   #closing = false
   #finalPhaseRan = false
 
@@ -351,6 +365,10 @@ export class JobsWorld {
     this.#keyedWave = new Decisions(config.options.seed ^ keyedWaveSeedMask)
     this.#clock = this.#loop.clock
     this.#gate = this.#loop.gate
+    this.#rowLocks =
+      config.rowLockSlot === undefined || config.options.rowLockChance === 0
+        ? undefined
+        : new SimRowLocks({ slot: config.rowLockSlot, gate: this.#gate, decide: new Decisions(config.options.seed ^ rowLockSeedMask), chance: config.options.rowLockChance, log: (line) => this.#log(line) })
     const random = this.#decide.fork()
     if (config.busTap !== undefined) this.#bus.setTap(config.busTap)
     for (let i = 1; i <= this.#options.hosts; i++) this.#hosts.push(this.#makeHost(`host-${i}`, this.#options.roles[i - 1] ?? 'worker', random, false))
@@ -388,6 +406,7 @@ export class JobsWorld {
       workLoops: this.#options.workLoops,
       workBatch: this.#options.workBatch,
       handOvers: this.#options.handOvers,
+      ...(this.#rowLocks === undefined ? {} : { rowLocks: this.#rowLocks }),
       // A handler fails one time in five: the job is retried on its queue's curve.
       handlerFails: () => this.#decide.chance(0.2),
       handlerMs: (queue) => this.#decide.int(0, this.#options.handlerMsMax[queue] ?? 0),

@@ -18,12 +18,18 @@
  * `enqueueMany` wrote, is read after, for the fairness pass the store wrote (a keyed job's, or an
  * unkeyed one's in a queue with keys: the implicit key's).
  *
+ * The head statements (`claimDue`, `ackAndClaimDue` with claim tokens, `takeDue` with a limit) pass
+ * through the world's row-lock windows when it has them (SimRowLocks.ts): run beside statements
+ * that started first, they skip the rows those hold.
+ *
  * Wrap, don't fork: the store underneath is the real one (memory or SQL), possibly wrapped by
  * a mutant (sim/jobs/JobMutations.ts). Does not: judge anything or inject faults (the world does).
  */
 import { type ClaimFence, insertedJobRecord, type JobRecord, type JobStore } from '../../src/persistence/jobs/JobStore.ts'
+import type { HeldHead } from '../../src/persistence/jobs/MemoryRowLocks.ts'
 import type { IoGate } from '../core/IoGate.ts'
 import { type ClaimOwnership, type JobBoundaryListener, keysOf } from './JobBoundary.ts'
+import type { SimRowLocks } from './SimRowLocks.ts'
 
 /** What a gated job store needs besides the store it wraps. */
 export interface SimJobStoreDeps {
@@ -38,12 +44,17 @@ export interface SimJobStoreDeps {
   readonly ownershipOf?: (id: string) => ClaimOwnership | null
   /** What this host's membership view says about `queue` now: a claim straight from the store (`claimDue`) is handed out when issued. */
   readonly viewOf?: (queue: string) => ClaimOwnership | null
+  /** The world's row-lock windows (SimRowLocks.ts), which the head statements pass through; absent: none. */
+  readonly rowLocks?: SimRowLocks
 }
 
 /** A host's view of the shared job store, through the gate. */
 export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStore {
   const { hostId, gate, now, record } = deps
   const park = <T>(label: string, isWrite: boolean, run: () => Promise<T>): Promise<T> => gate.park(hostId, label, isWrite, run)
+  // A head statement (one that skips locked rows) runs through the world's row-lock windows, when it has them.
+  const parkHead = <T>(label: string, head: HeldHead, run: () => Promise<T>): Promise<T> =>
+    park(label, true, deps.rowLocks === undefined || head.rows === 0 ? run : deps.rowLocks.statement(hostId, label, head, run))
   const stamp = (nowMs: number) => ({ hostId, nowMs, committedAtMs: now() })
   const fenceOf = (fence: ClaimFence | undefined) => (fence === undefined ? {} : { fence })
   const claimed = (nowMs: number, job: JobRecord, ownership: ClaimOwnership | null, fence: ClaimFence | undefined) =>
@@ -87,7 +98,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     ackAndClaimDue: (params) => {
       // Read at the statement's issue: the view the engine acted on.
       const ownership = deps.viewOf?.(params.queue) ?? null
-      return park(`job.ackAndClaimDue ${params.queue} ack ${params.acks.map((claim) => claim.id).join(',') || 'none'} claim ≤${params.claimTokens.length}`, true, async () => {
+      return parkHead(`job.ackAndClaimDue ${params.queue} ack ${params.acks.map((claim) => claim.id).join(',') || 'none'} claim ≤${params.claimTokens.length}`, { queues: [params.queue], rows: params.claimTokens.length, kind: 'claim', fence: params.fence ?? null }, async () => {
         const answer = await inner.ackAndClaimDue(params)
         acked(params.nowMs, params.acks, answer.acked)
         for (const job of answer.claimed) claimed(params.nowMs, job, ownership, params.fence)
@@ -126,7 +137,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
     },
     claimDue: (params) => {
       const ownership = deps.viewOf?.(params.queue) ?? null
-      return park(`job.claimDue ${params.queue} ≤${params.claimTokens.length}`, true, async () => {
+      return parkHead(`job.claimDue ${params.queue} ≤${params.claimTokens.length}`, { queues: [params.queue], rows: params.claimTokens.length, kind: 'claim', fence: params.fence ?? null }, async () => {
         const jobs = await inner.claimDue(params)
         for (const job of jobs) claimed(params.nowMs, job, ownership, params.fence)
         return jobs
@@ -184,7 +195,7 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         return result
       }),
     takeDue: (params) =>
-      park(`job.takeDue ≤${params.limit}`, true, async () => {
+      parkHead(`job.takeDue ≤${params.limit}`, { queues: params.queues ?? null, rows: params.limit, kind: 'reserve', ...(params.skipConcurrencyKeys === undefined ? {} : { skipKeys: params.skipConcurrencyKeys }) }, async () => {
         const due = await inner.takeDue(params)
         if (due.length > 0) record({ op: 'reserve', ...stamp(params.nowMs), ids: due.map((job) => job.id), untilMs: params.reserveUntilMs })
         return due

@@ -2,7 +2,8 @@
  * MemoryJobClaims — the claim operations of the memory job store (MemoryJobStore.ts): `claim`
  * by id, `claimMany`, and the head claims `claimDue` and `ackAndClaimDue`, the mirror of
  * SqlJobClaims.ts. A claim is admitted by the paused queues, then the concurrency slots
- * (MemoryConcurrencySlots.ts), then the rate buckets (MemoryRateBuckets.ts); a claim by id
+ * (MemoryConcurrencySlots.ts), then the rate buckets (MemoryRateBuckets.ts), and the head claims
+ * pass over the rows other transactions hold (MemoryRowLocks.ts); a claim by id
  * refused by a guard parks its row (due again later, its revision moved on), and one of a job
  * whose claim lapsed with its attempts spent buries it.
  *
@@ -21,6 +22,7 @@ import type { ClaimOutcome, JobRecord, JobStore } from './JobStore.ts'
 import { claimOrder } from './MemoryClaimOrder.ts'
 import { ackValid } from './MemoryJobHandles.ts'
 import { bury, copy, type LiveRow, type MemoryJobState } from './MemoryJobRows.ts'
+import { rowsHeldBy } from './MemoryRowLocks.ts'
 
 /** Claims a claimable row for `claimToken`: an attempt, the deadline from its visibility stamp, due then. Answers the stored record (not a copy). */
 export function claimRow(state: MemoryJobState, row: LiveRow, claimToken: string, nowMs: number): JobRecord {
@@ -73,8 +75,10 @@ function claimDueRows(state: MemoryJobState, queue: string, nowMs: number, token
   // A row whose task is with Matching is claimed here too, in its place: its task, delivered
   // later, finds the job started (or gone) and ends.
   const held = slots.held()
+  // Rows another transaction holds are passed over (FOR UPDATE SKIP LOCKED, MemoryRowLocks.ts).
+  const locked = rowsHeldBy(state, state.heldHeads(), nowMs)
   const head = [...state.live.values()]
-    .filter((row) => row.job.queue === queue && (row.dueMs === null || row.dueMs <= nowMs) && isClaimable(row.job, nowMs) && slots.hasRoom(row, held) && buckets.hasToken(row, nowMs))
+    .filter((row) => row.job.queue === queue && !locked.has(row.job.id) && (row.dueMs === null || row.dueMs <= nowMs) && isClaimable(row.job, nowMs) && slots.hasRoom(row, held) && buckets.hasToken(row, nowMs))
     .sort(claimOrder)
     .slice(0, tokens.length)
   const admitted = head.filter((row) => {

@@ -1,8 +1,9 @@
 /**
  * MemoryJobDueTimes — the delivery due-times of the memory job store (JobStore.ts's "Delivery
  * due-times"), the mirror of SqlJobDueTimes.ts: `takeDue` reserves due rows in claim order
- * (MemoryClaimOrder.ts), `confirmDelivered` clears a reservation once Matching holds the task,
- * `releaseDelivered` makes rows due again, and the reads a due-time driver plans by
+ * (MemoryClaimOrder.ts), passing over the rows other transactions hold (MemoryRowLocks.ts),
+ * `confirmDelivered` clears a reservation once Matching holds the task, `releaseDelivered` makes
+ * rows due again, and the reads a due-time driver plans by
  * (`nextDueMs`, `dueQueues`, `deliverableCount`); also the rows a resumed queue makes due again
  * (`rearmResumed`, for MemoryJobPauses.ts).
  *
@@ -19,6 +20,7 @@ import { checkCount, checkName, checkQueues, checkSkipKeys, checkTime } from './
 import type { DueJob, JobRecord, JobStore } from './JobStore.ts'
 import { claimOrder } from './MemoryClaimOrder.ts'
 import { bury, type LiveRow, type MemoryJobState } from './MemoryJobRows.ts'
+import { rowsHeldBy } from './MemoryRowLocks.ts'
 
 // A lapsed claim past the job's expiry (jobSql.ts's `lapsedExpiredKeyed`, without the key).
 const isLapsedExpired = (job: JobRecord, nowMs: number): boolean => job.state === 'processing' && job.deadlineMs !== null && job.deadlineMs <= nowMs && job.expiresAtMs !== null && job.expiresAtMs <= nowMs
@@ -48,8 +50,10 @@ async function takeDue(state: MemoryJobState, params: Parameters<JobStore['takeD
   // A pending job of a key at its limit is passed over, and of a key with room only as many
   // are reserved as it has room for, as the SQL statement does.
   const held = slots.held()
+  // Rows another transaction holds are passed over (FOR UPDATE SKIP LOCKED, MemoryRowLocks.ts).
+  const locked = rowsHeldBy(state, state.heldHeads(), nowMs)
   const due = [...live.values()]
-    .filter((row) => inScope(row) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue) && !isSkipped(row, skipped) && slots.hasRoom(row, held) && buckets.hasToken(row, nowMs))
+    .filter((row) => inScope(row) && !locked.has(row.job.id) && row.dueMs !== null && row.dueMs <= nowMs && !isExpired(row.job, nowMs) && !paused.has(row.job.queue) && !isSkipped(row, skipped) && slots.hasRoom(row, held) && buckets.hasToken(row, nowMs))
     .sort(claimOrder)
     // One queue's reservations are capped at its queue-wide bucket's whole tokens, as in SQL.
     .slice(0, queues?.length === 1 ? Math.min(limit, buckets.queueTokens(queues[0] as string, nowMs) ?? limit) : limit)

@@ -2,7 +2,8 @@
  * MemoryJobRows — the state of one memory job store (MemoryJobStore.ts) and the row steps its
  * parts share: live rows (pending, processing) and dead rows in two maps, as the SQL store keeps
  * two tables, with the paused queues, the ready order counter, the fairness passes, the claim
- * fence check, the concurrency slots and the rate buckets beside them in one record
+ * fence check, the concurrency slots, the rate buckets and what other transactions hold locked
+ * (MemoryRowLocks.ts) beside them in one record
  * (`MemoryJobState`). Every part of the store (MemoryJobEnqueue.ts, MemoryJobClaims.ts,
  * MemoryJobHandles.ts, MemoryJobDueTimes.ts, …) is module functions over that record, as the SQL
  * store's parts are over their session.
@@ -20,6 +21,7 @@ import { type ClaimFence, type JobRecord, type Waiter } from './JobStore.ts'
 import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.ts'
 import { makeMemorySlots, type MemorySlots } from './MemoryConcurrencySlots.ts'
 import { makeMemoryBuckets, type MemoryBuckets } from './MemoryRateBuckets.ts'
+import type { HeldHead } from './MemoryRowLocks.ts'
 
 /** A pending or processing job with what the store orders and guards it by. */
 export interface LiveRow {
@@ -59,10 +61,15 @@ export interface MemoryJobState {
   readonly buckets: MemoryBuckets
   /** Claims registered as waiters (HandOver.ts), by claim token, in the order they registered. */
   readonly waiters: Map<string, Waiter>
+  /** The head statements of other transactions in flight now, whose rows the skipping statements pass over (MemoryRowLocks.ts). */
+  readonly heldHeads: () => ReadonlyArray<HeldHead>
 }
 
-/** Makes an empty store state whose fences are checked against `queueRanges` (absent: every fence is refused). */
-export function makeMemoryJobState(queueRanges: QueueRangeReader | undefined): MemoryJobState {
+/**
+ * Makes an empty store state whose fences are checked against `queueRanges` (absent: every fence
+ * is refused) and whose rows other transactions hold as `heldHeads` says (absent: none).
+ */
+export function makeMemoryJobState(queueRanges: QueueRangeReader | undefined, heldHeads: () => ReadonlyArray<HeldHead> = () => []): MemoryJobState {
   const live = new Map<string, LiveRow>()
   return {
     live,
@@ -75,6 +82,7 @@ export function makeMemoryJobState(queueRanges: QueueRangeReader | undefined): M
     slots: makeMemorySlots(live),
     buckets: makeMemoryBuckets(),
     waiters: new Map(),
+    heldHeads,
   }
 }
 

@@ -15,7 +15,8 @@
  * - MemoryClaimOrder.ts: the claim order and the fairness passes that place keyed rows in it;
  * - MemoryJobSchedules.ts: schedules and leases; MemoryJobPauses.ts: pausing and resuming queues;
  *   MemoryJobAdmin.ts: the admin reads;
- * - MemoryConcurrencySlots.ts, MemoryRateBuckets.ts, MemoryClaimFence.ts: the guards a claim asks.
+ * - MemoryConcurrencySlots.ts, MemoryRateBuckets.ts, MemoryClaimFence.ts: the guards a claim asks;
+ *   MemoryRowLocks.ts: the rows other transactions hold, which the skipping statements pass over.
  *
  * Every operation validates first (JobInput.ts), then runs to completion synchronously inside
  * its promise, so each one is atomic as the SQL statements are: a fenced call awaits nothing
@@ -34,6 +35,7 @@ import { registerSizes } from '../../kernel/Sizes.ts'
 import { checkJobRef, checkName, checkTime } from './JobInput.ts'
 import type { JobRecord, JobStore } from './JobStore.ts'
 import type { QueueRangeReader } from './MemoryClaimFence.ts'
+import type { HeldHead } from './MemoryRowLocks.ts'
 import { fairnessKeyCount, forgetIdleKeys } from './MemoryClaimOrder.ts'
 import { makeMemoryJobAdmin } from './MemoryJobAdmin.ts'
 import { makeMemoryJobClaims } from './MemoryJobClaims.ts'
@@ -51,6 +53,12 @@ export interface MemoryJobStoreOptions {
    * claim fences are checked; absent: no physical queue is known and every fence is refused.
    */
   readonly queueRanges?: QueueRangeReader
+  /**
+   * The head statements of other transactions in flight at this moment, whose rows `claimDue`,
+   * `ackAndClaimDue` and `takeDue` pass over as `FOR UPDATE SKIP LOCKED` does (MemoryRowLocks.ts):
+   * the simulator's row-lock windows. Absent: no row is ever held, as in one process.
+   */
+  readonly heldHeads?: () => ReadonlyArray<HeldHead>
 }
 
 // Purges `queue`'s dead jobs past retention and buries its expired live ones, then forgets its idle fairness keys.
@@ -108,7 +116,7 @@ async function retryDead(state: MemoryJobState, params: Parameters<JobStore['ret
 
 /** Makes an empty memory job store. */
 export function makeMemoryJobStore(options: MemoryJobStoreOptions = {}): JobStore {
-  const state = makeMemoryJobState(options.queueRanges)
+  const state = makeMemoryJobState(options.queueRanges, options.heldHeads)
   const { live, dead } = state
   const store: JobStore = {
     kind: 'memory',
