@@ -206,6 +206,12 @@ const withCommands = setup({
 })
 const { enqueueActions, raise } = withCommands
 
+// A due-time pass for the queue, now. Each reason for one is an action of its own (below), a seam
+// the simulator can plant a bug into without touching the others.
+const askForPass = enqueueActions(({ enqueue }) => {
+  enqueue({ type: 'pass.request', params: {} })
+})
+
 const machineSetup = withCommands.extend({
   actions: {
     /** A claim joins the line; a job kept from an earlier hand-over goes to it at once. */
@@ -325,14 +331,12 @@ const machineSetup = withCommands.extend({
     countPass: enqueueActions(({ context, enqueue }) => {
       enqueue.assign({ generation: context.generation + 1 })
     }),
-    /** Claims wait behind a job that was with Matching, or came back to the line after a pass passed them by: a pass serves them now. */
-    requestPass: enqueueActions(({ enqueue }) => {
-      enqueue({ type: 'pass.request', params: {} })
-    }),
+    /** A claim came back to the line after a pass passed it by: a pass serves it the rows that one found. */
+    passForSetAside: askForPass,
+    /** Claims wait behind a job that was with Matching: a pass serves them now. */
+    requestPass: askForPass,
     /** A delivery's row was taken or gone while claims or forwarded polls wait: a pass serves them the rows due behind. */
-    passForStale: enqueueActions(({ enqueue }) => {
-      enqueue({ type: 'pass.request', params: {} })
-    }),
+    passForStale: askForPass,
     /** A slot freed: the owner's pass serves the claims its key's limit held off, here or forwarded there. */
     announceSlot: enqueueActions(({ enqueue }) => {
       enqueue({ type: 'slot.announce', params: {} })
@@ -381,7 +385,7 @@ export const dispatchMachine = machineSetup.createMachine({
     'claim.left': { actions: 'dropClaim' },
     'claim.reserved': { actions: 'reserveClaim' },
     // A pass that ran while the claim was set aside passed it by: another runs for it now.
-    'claim.released': [{ guard: 'passRanWhileSetAside', actions: ['releaseClaim', 'requestPass'] }, { actions: 'releaseClaim' }],
+    'claim.released': [{ guard: 'passRanWhileSetAside', actions: ['releaseClaim', 'passForSetAside'] }, { actions: 'releaseClaim' }],
     'job.returned': { actions: 'returnJob' },
     'claim.unparked': { actions: 'unparkClaim' },
     // While the store serves the queue, the line's one poll stays through the handler: the
