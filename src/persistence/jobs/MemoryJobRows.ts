@@ -21,7 +21,17 @@ import { type ClaimFence, type JobRecord, type Waiter } from './JobStore.ts'
 import { makeMemoryFenceCheck, type QueueRangeReader } from './MemoryClaimFence.ts'
 import { makeMemorySlots, type MemorySlots } from './MemoryConcurrencySlots.ts'
 import { makeMemoryBuckets, type MemoryBuckets } from './MemoryRateBuckets.ts'
-import type { HeldHead } from './MemoryRowLocks.ts'
+
+/** A head statement of another transaction in flight (MemoryRowLocks.ts computes the rows it holds): the queues it reads (null: every queue), how many rows it asks for, and whether it claims or reserves. */
+export interface HeldHead {
+  readonly queues: ReadonlyArray<string> | null
+  readonly rows: number
+  readonly kind: 'claim' | 'reserve'
+  /** A claim's fence (JobStore.ts `ClaimFence`): a claim whose fence no longer holds reads, and so locks, no row. */
+  readonly fence?: ClaimFence | null
+  /** A reservation's concurrency keys to pass over (`takeDue`'s `skipConcurrencyKeys`): their pending rows it never reads. */
+  readonly skipKeys?: ReadonlyArray<string>
+}
 
 /** A pending or processing job with what the store orders and guards it by. */
 export interface LiveRow {

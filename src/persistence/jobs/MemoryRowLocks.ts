@@ -22,18 +22,9 @@
 import { isClaimable, isExhausted, isExpired } from '../../domain/JobRules.ts'
 import type { ClaimFence } from './JobStore.ts'
 import { claimOrder } from './MemoryClaimOrder.ts'
-import type { LiveRow, MemoryJobState } from './MemoryJobRows.ts'
+import type { HeldHead, LiveRow, MemoryJobState } from './MemoryJobRows.ts'
 
-/** A head statement of another transaction in flight: the queues it reads (null: every queue), how many rows it asks for, and whether it claims or reserves. */
-export interface HeldHead {
-  readonly queues: ReadonlyArray<string> | null
-  readonly rows: number
-  readonly kind: 'claim' | 'reserve'
-  /** A claim's fence (JobStore.ts `ClaimFence`): a claim whose fence no longer holds reads, and so locks, no row. */
-  readonly fence?: ClaimFence | null
-  /** A reservation's concurrency keys to pass over (`takeDue`'s `skipConcurrencyKeys`): their pending rows it never reads. */
-  readonly skipKeys?: ReadonlyArray<string>
-}
+export type { HeldHead } from './MemoryJobRows.ts'
 
 /** The ids of the live rows the in-flight statements `heads` hold locked at `nowMs` (see the file header). */
 export function rowsHeldBy(state: MemoryJobState, heads: ReadonlyArray<HeldHead>, nowMs: number): ReadonlySet<string> {
