@@ -225,19 +225,20 @@ function pollChosenPartition(
   if (actors.length === 1 && context.routing.routesOf(request.namespace, request.family, request.type).length === 1) return chosen.requests.poll(poller, deadlineMs, request.signal, answer)
   // A moved poll polls the partitions the host owns then (it may have gained the one it moves to).
   const again = (partition: number): void => pollOwnedNow(context, request, poller, deadlineMs, done, partition)
-  waitMovable(context, request, poller, chosen, loadedOfFamily(context, request, actors), relevant, deadlineMs, answer, again)
+  waitMovable(context, request, poller, chosen, actors, gainedOfFamily(context, request, actors), relevant, deadlineMs, answer, again)
 }
 
-// The partition actors of the poll's family the host has loaded and owns now, the poll's own
-// first: a partition it gained after the poll chose its own counts, so the poll may move there.
-function loadedOfFamily(context: HostRequestsContext, request: PollRequest, actors: ReadonlyArray<PartitionActor>): () => ReadonlyArray<PartitionActor> {
+// The partition actors of the poll's family the host has loaded and owns now beyond `actors`
+// (those it had when the poll chose): a partition it gained since counts, so the poll may move
+// there. Read only when `actors` do not answer, so a move costs no routing read in the common case.
+function gainedOfFamily(context: HostRequestsContext, request: PollRequest, actors: ReadonlyArray<PartitionActor>): () => ReadonlyArray<PartitionActor> {
   return () => {
-    const loaded = [...actors]
+    const gained: PartitionActor[] = []
     for (const route of context.routing.owned(request.namespace, request.family, request.type)) {
       const actor = context.partitions.get(route.name)?.actor
-      if (actor !== undefined && !loaded.includes(actor)) loaded.push(actor)
+      if (actor !== undefined && !actors.includes(actor)) gained.push(actor)
     }
-    return loaded
+    return gained
   }
 }
 
@@ -261,7 +262,8 @@ function waitMovable(
   request: PollRequest,
   poller: PollerInfo,
   chosen: PartitionActor,
-  loaded: () => ReadonlyArray<PartitionActor>,
+  actors: ReadonlyArray<PartitionActor>,
+  gained: () => ReadonlyArray<PartitionActor>,
   relevant: (queue: PhysicalQueueActor) => boolean,
   deadlineMs: number,
   answer: Reply<Polled>,
@@ -275,12 +277,18 @@ function waitMovable(
   let movedTo: number | undefined
   const remove = context.waiting.add(chosen.partition, {
     partition: chosen.partition.partition,
-    canTakeFrom: (partition) => loaded().some((actor) => actor.partition.partition === partition && actor.loadedQueues().some(relevant)),
+    canTakeFrom: (partition) => {
+      const actor = actors.find((known) => known.partition.partition === partition) ?? gained().find((known) => known.partition.partition === partition)
+      return actor !== undefined && actor.loadedQueues().some(relevant)
+    },
     moveTo: (partition) => {
       movedTo = partition
       wait.abort()
     },
-    readyElsewhere: () => loaded().find((actor) => actor !== chosen && actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady()))?.partition.partition,
+    readyElsewhere: () => {
+      const isReady = (actor: PartitionActor): boolean => actor !== chosen && actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady())
+      return (actors.find(isReady) ?? gained().find(isReady))?.partition.partition
+    },
   })
   chosen.requests.poll(poller, deadlineMs, wait.signal, (exit) => {
     remove()
