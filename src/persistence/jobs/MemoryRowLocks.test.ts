@@ -8,23 +8,11 @@
 import { describe, expect, it } from 'vitest'
 import type { QueueKey } from '../../domain/QueueKey.ts'
 import { makeMemoryStore } from '../queues/MemoryStore.ts'
-import type { NewJob } from './JobStore.ts'
+import { newJobOf } from './conformance/JobFixture.ts'
 import { makeMemoryJobStore } from './MemoryJobStore.ts'
 import type { HeldHead } from './MemoryRowLocks.ts'
 
-const job = (id: string, queue: string, overrides: Partial<NewJob> = {}): NewJob => ({
-  id,
-  queue,
-  payload: null,
-  priority: 0,
-  runAtMs: 1_000,
-  expiresAtMs: null,
-  maxAttempts: 3,
-  visibilityTimeoutMs: 30_000,
-  backoffBaseMs: 5_000,
-  deadLetterRetentionMs: null,
-  ...overrides,
-})
+const job = newJobOf
 
 // A store whose in-flight head statements are whatever `held.heads` says at the moment, fenced by `queues`' ranges.
 function storeWithLocks() {

@@ -33,6 +33,11 @@ export interface JobFixture {
 }
 
 /** Builds a fixture over a store getter. */
+/** A pending job `id` of `queue` with the fixtures' defaults (due at 1,000, 3 attempts, 30 s visibility), and `overrides`. */
+export function newJobOf(id: string, queue: string, overrides: Partial<NewJob> = {}): NewJob {
+  return { id, queue, payload: null, priority: 0, runAtMs: 1_000, expiresAtMs: null, maxAttempts: 3, visibilityTimeoutMs: 30_000, backoffBaseMs: 5_000, deadLetterRetentionMs: null, ...overrides }
+}
+
 export function makeJobFixture(
   name: string,
   store: () => JobStore,
@@ -52,19 +57,7 @@ export function makeJobFixture(
     queues,
     queue: (label) => `jobconf-${token}-${++counter}-${label}`,
     id: (label) => `job-${token}-${++counter}-${label}`,
-    job: (queue, overrides = {}) => ({
-      id: fixture.id('j'),
-      queue,
-      payload: { n: counter },
-      priority: 0,
-      runAtMs: 1_000,
-      expiresAtMs: null,
-      maxAttempts: 3,
-      visibilityTimeoutMs: 30_000,
-      backoffBaseMs: 5_000,
-      deadLetterRetentionMs: null,
-      ...overrides,
-    }),
+    job: (queue, overrides = {}) => newJobOf(fixture.id('j'), queue, { payload: { n: counter }, ...overrides }),
     async claimed(queue, nowMs, overrides = {}, claimToken = fixture.id('token')) {
       const job = await store().enqueue({ job: fixture.job(queue, { runAtMs: nowMs, ...overrides }), nowMs })
       const outcome = await store().claim({ id: job.id, claimToken, nowMs })
