@@ -25,8 +25,14 @@ const unchecked = <T>(value: unknown): T => value as T
 
 /** Registers the input-validation tests. */
 export function describeInputConformance(fixture: ConformanceFixture): void {
-  const store = () => fixture.store()
+  invalidKeysCases(fixture)
+  invalidQueueOperationsCases(fixture)
+  invalidUserDataAndFiltersCases(fixture)
+}
 
+// The 'invalid keys' cases.
+function invalidKeysCases(fixture: ConformanceFixture): void {
+  const store = () => fixture.store()
   describe('invalid keys', () => {
     const badKeys: ReadonlyArray<{ name: string; field: string; key: (namespace: string) => QueueKey }> = [
       { name: 'an empty namespace', field: 'key.namespace', key: () => fixture.key({ namespace: '' }) },
@@ -54,7 +60,11 @@ export function describeInputConformance(fixture: ConformanceFixture): void {
       expect((await store().acquire({ key, nowMs: 1 })).key).toEqual(key)
     })
   })
+}
 
+// The 'invalid queue operations' cases.
+function invalidQueueOperationsCases(fixture: ConformanceFixture): void {
+  const store = () => fixture.store()
   describe('invalid queue operations', () => {
     const validTask = task('ok')
     const cases: ReadonlyArray<Case> = [
@@ -145,7 +155,11 @@ export function describeInputConformance(fixture: ConformanceFixture): void {
       expect(await store().inspect(key)).toBeNull()
     })
   })
+}
 
+// The 'invalid user data and filters' cases.
+function invalidUserDataAndFiltersCases(fixture: ConformanceFixture): void {
+  const store = () => fixture.store()
   describe('invalid user data and filters', () => {
     const cases: ReadonlyArray<{ name: string; field: string; data: unknown; expectedVersion?: number; family?: string }> = [
       { name: 'a NaN inside the data', field: 'data.ratio', data: { ratio: Number.NaN } },

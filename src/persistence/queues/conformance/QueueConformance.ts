@@ -16,8 +16,16 @@ import { type ConformanceFixture, expectRejection, readAll, stateOf, task, tasks
 
 /** Registers the acquire / append / read tests. */
 export function describeQueueConformance(fixture: ConformanceFixture): void {
-  const store = () => fixture.store()
+  acquireCases(fixture)
+  appendFencingCases(fixture)
+  taskIdsCases(fixture)
+  readCases(fixture)
+  copiesCases(fixture)
+}
 
+// The 'acquire' cases.
+function acquireCases(fixture: ConformanceFixture): void {
+  const store = () => fixture.store()
   describe('acquire', () => {
     it('creates a new queue at range 1, ack 0, last id 0', async () => {
       const key = fixture.key()
@@ -55,7 +63,11 @@ export function describeQueueConformance(fixture: ConformanceFixture): void {
       expect((await store().inspect(key))?.metadata.updatedAtMs).toBe(7_000)
     })
   })
+}
 
+// The 'append fencing' cases.
+function appendFencingCases(fixture: ConformanceFixture): void {
+  const store = () => fixture.store()
   describe('append fencing', () => {
     it('refuses a stale range with OwnershipLost and writes nothing', async () => {
       const key = fixture.key()
@@ -101,7 +113,11 @@ export function describeQueueConformance(fixture: ConformanceFixture): void {
       expect(await store().read({ key, subqueue: 0, afterTaskId: 0, limit: 10 })).toEqual([])
     })
   })
+}
 
+// The 'task ids' cases.
+function taskIdsCases(fixture: ConformanceFixture): void {
+  const store = () => fixture.store()
   describe('task ids', () => {
     it('are consecutive per physical queue and independent across queues', async () => {
       const namespace = fixture.namespace('ids')
@@ -151,7 +167,11 @@ export function describeQueueConformance(fixture: ConformanceFixture): void {
       expect(await store().read({ key, subqueue: 0, afterTaskId: 1024, limit: 10 })).toEqual([])
     })
   })
+}
 
+// The 'read' cases.
+function readCases(fixture: ConformanceFixture): void {
+  const store = () => fixture.store()
   describe('read', () => {
     it('returns tasks deep-equal to what was appended', async () => {
       const key = fixture.key()
@@ -195,7 +215,11 @@ export function describeQueueConformance(fixture: ConformanceFixture): void {
       expect(await store().inspect(key)).toBeNull()
     })
   })
+}
 
+// The 'copies' cases.
+function copiesCases(fixture: ConformanceFixture): void {
+  const store = () => fixture.store()
   describe('copies', () => {
     it('results and arguments are not shared with the store', async () => {
       const key = fixture.key()

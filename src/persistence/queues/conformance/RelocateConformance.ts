@@ -16,24 +16,16 @@ import { type ConformanceFixture, expectRejection, readAll, stateOf, task } from
 
 /** Registers the relocate, inspect and list tests. */
 export function describeRelocateConformance(fixture: ConformanceFixture): void {
+  relocateCases(fixture)
+  inspectAndListCases(fixture)
+}
+
+// The 'relocate' cases.
+function relocateCases(fixture: ConformanceFixture): void {
   const store = () => fixture.store()
-
-  // A versioned source with ids 1–6 (priorities 0,3,0,3,0,0) and a default destination holding 2 rows.
-  async function pair(): Promise<{ from: QueueKey; to: QueueKey }> {
-    const namespace = fixture.namespace('relocate')
-    const from = fixture.key({ namespace, version: 'auto-1' })
-    const to = fixture.key({ namespace })
-    await store().acquire({ key: from, nowMs: 1 })
-    await store().acquire({ key: to, nowMs: 1 })
-    const source = [0, 3, 0, 3, 0, 0].map((priority, index) => task(`src-${index + 1}`, { priority, versionDirective: { kind: 'auto-upgrade' } }))
-    await store().append({ key: from, rangeId: 1, tasks: source, nowMs: 2 })
-    await store().append({ key: to, rangeId: 1, tasks: [task('dst-1'), task('dst-2', { priority: 3 })], nowMs: 2 })
-    return { from, to }
-  }
-
   describe('relocate', () => {
     it('moves rows with fresh destination ids after its last id, in source order, keeping subqueues', async () => {
-      const { from, to } = await pair()
+      const { from, to } = await pair(fixture)
       const moved = await store().relocate({ from, fromRangeId: 1, to, toRangeId: 1, taskIds: [5, 2, 1], nowMs: 3 })
       expect(moved).toEqual([
         { fromTaskId: 1, toTaskId: 3 },
@@ -59,7 +51,7 @@ export function describeRelocateConformance(fixture: ConformanceFixture): void {
     })
 
     it('skips ids that are not stored at the source', async () => {
-      const { from, to } = await pair()
+      const { from, to } = await pair(fixture)
       await store().checkpoint({ key: from, rangeId: 1, ackLevels: [{ subqueue: 0, ackLevel: 3 }], nowMs: 3 })
       const moved = await store().relocate({ from, fromRangeId: 1, to, toRangeId: 1, taskIds: [1, 3, 4, 99], nowMs: 4 })
       expect(moved).toEqual([{ fromTaskId: 4, toTaskId: 3 }])
@@ -82,7 +74,7 @@ export function describeRelocateConformance(fixture: ConformanceFixture): void {
     })
 
     it('is refused with OwnershipLost when the source is stale, moving nothing', async () => {
-      const { from, to } = await pair()
+      const { from, to } = await pair(fixture)
       await store().acquire({ key: from, nowMs: 3 })
       const before = [await stateOf(store(), from), await stateOf(store(), to)]
       await expectRejection(store().relocate({ from, fromRangeId: 1, to, toRangeId: 1, taskIds: [1, 2], nowMs: 4 }), 'OwnershipLost', {
@@ -94,7 +86,7 @@ export function describeRelocateConformance(fixture: ConformanceFixture): void {
     })
 
     it('is refused with OwnershipLost when the destination is stale, moving nothing', async () => {
-      const { from, to } = await pair()
+      const { from, to } = await pair(fixture)
       await store().acquire({ key: to, nowMs: 3 })
       const before = [await stateOf(store(), from), await stateOf(store(), to)]
       await expectRejection(store().relocate({ from, fromRangeId: 1, to, toRangeId: 1, taskIds: [1, 2], nowMs: 4 }), 'OwnershipLost', {
@@ -106,7 +98,7 @@ export function describeRelocateConformance(fixture: ConformanceFixture): void {
     })
 
     it('reports the source when both sides are stale, and a never-acquired destination with null', async () => {
-      const { from, to } = await pair()
+      const { from, to } = await pair(fixture)
       await store().acquire({ key: from, nowMs: 3 })
       await store().acquire({ key: to, nowMs: 3 })
       await expectRejection(store().relocate({ from, fromRangeId: 1, to, toRangeId: 1, taskIds: [1], nowMs: 4 }), 'OwnershipLost', {
@@ -121,10 +113,14 @@ export function describeRelocateConformance(fixture: ConformanceFixture): void {
       expect((await readAll(store(), from, 0)).map((row) => row.taskId)).toEqual([1, 3, 5, 6])
     })
   })
+}
 
+// The 'inspect and list' cases.
+function inspectAndListCases(fixture: ConformanceFixture): void {
+  const store = () => fixture.store()
   describe('inspect and list', () => {
     it('inspect: null for a queue never acquired; stored rows per subqueue otherwise', async () => {
-      const { from } = await pair()
+      const { from } = await pair(fixture)
       expect(await store().inspect(fixture.key())).toBeNull()
       const inspection = await store().inspect(from)
       expect(inspection?.metadata.key).toEqual(from)
@@ -170,4 +166,18 @@ export function describeRelocateConformance(fixture: ConformanceFixture): void {
       for (const key of mine) expect(all).toContain(encodeQueueKey(key))
     })
   })
+}
+
+// A versioned source with ids 1–6 (priorities 0,3,0,3,0,0) and a default destination holding 2 rows.
+async function pair(fixture: ConformanceFixture): Promise<{ from: QueueKey; to: QueueKey }> {
+  const store = () => fixture.store()
+  const namespace = fixture.namespace('relocate')
+  const from = fixture.key({ namespace, version: 'auto-1' })
+  const to = fixture.key({ namespace })
+  await store().acquire({ key: from, nowMs: 1 })
+  await store().acquire({ key: to, nowMs: 1 })
+  const source = [0, 3, 0, 3, 0, 0].map((priority, index) => task(`src-${index + 1}`, { priority, versionDirective: { kind: 'auto-upgrade' } }))
+  await store().append({ key: from, rangeId: 1, tasks: source, nowMs: 2 })
+  await store().append({ key: to, rangeId: 1, tasks: [task('dst-1'), task('dst-2', { priority: 3 })], nowMs: 2 })
+  return { from, to }
 }
