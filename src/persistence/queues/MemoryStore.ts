@@ -119,6 +119,102 @@ function copyUserData(entry: UserDataState): UserData {
   return { namespace: entry.namespace, family: entry.family, version: entry.version, data: structuredClone(entry.data) }
 }
 
+// Creates `key`'s queue at range 1, or moves an existing one to its next range.
+function acquireQueue(queues: Map<string, QueueState>, key: QueueKey, nowMs: number): QueueMetadata {
+  const encoded = encodeQueueKey(key)
+  const existing = queues.get(encoded)
+  if (existing === undefined) {
+    const queue = makeQueueState(key, encoded, Math.floor(nowMs))
+    queues.set(encoded, queue)
+    return metadataOf(queue)
+  }
+  existing.rangeId += 1
+  existing.updatedAtMs = Math.floor(nowMs)
+  return metadataOf(existing)
+}
+
+// Saves `ackLevels` on a fenced queue, deleting the rows they cover (none may pass its last id).
+function checkpointQueue(queue: QueueState, ackLevels: ReadonlyArray<{ readonly subqueue: number; readonly ackLevel: number }>, nowMs: number): CheckpointResult {
+  ackLevels.forEach(({ ackLevel }, index) => {
+    if (ackLevel > queue.lastTaskId) {
+      throw new InvalidInput({ field: `ackLevels[${index}].ackLevel`, reason: `must be at most the queue's lastTaskId (${queue.lastTaskId})` })
+    }
+  })
+  let deletedRows = 0
+  for (const { subqueue, ackLevel } of ackLevels) {
+    const level = Math.max(queue.ackLevels[subqueue] ?? 0, ackLevel)
+    queue.ackLevels[subqueue] = level
+    deletedRows += queue.subqueues[subqueue]?.deleteThrough(level) ?? 0
+  }
+  queue.updatedAtMs = Math.floor(nowMs)
+  return { metadata: metadataOf(queue), deletedRows }
+}
+
+// Moves the stored rows of `taskIds` from `source` to `destination` under fresh ids, in the order given.
+function relocateRows(source: QueueState, destination: QueueState, taskIds: ReadonlyArray<number>): ReadonlyArray<RelocatedTask> {
+  // Find every stored id first (read-only), then move: nothing can fail once moving starts.
+  const found: Array<{ taskId: number; subqueue: number }> = []
+  for (const taskId of taskIds) {
+    const subqueue = source.subqueues.findIndex((rows) => rows?.has(taskId) === true)
+    if (subqueue >= 0) found.push({ taskId, subqueue })
+  }
+  const taken = new Map<number, Task>()
+  for (let subqueue = 0; subqueue < subqueueCount; subqueue++) {
+    const ids = found.filter((row) => row.subqueue === subqueue).map((row) => row.taskId)
+    const tasks = ids.length === 0 ? [] : (source.subqueues[subqueue] as MemorySubqueue).take(ids)
+    ids.forEach((id, index) => taken.set(id, tasks[index] as Task))
+  }
+  return found.map(({ taskId, subqueue }) => {
+    destination.lastTaskId += 1
+    destination.ackLevels[subqueue] ??= 0
+    subqueueOf(destination, subqueue).append(destination.lastTaskId, taken.get(taskId) as Task)
+    return { fromTaskId: taskId, toTaskId: destination.lastTaskId }
+  })
+}
+
+// The store's state as a snapshot: queues by name, their rows by id, user data by family.
+function snapshotOf(queues: ReadonlyMap<string, QueueState>, userData: ReadonlyMap<string, UserDataState>): MemorySnapshot {
+  const ordered = [...queues.values()].sort((a, b) => compareCodeUnits(a.encoded, b.encoded))
+  const tasks: MemorySnapshotTask[] = []
+  for (const queue of ordered) {
+    const rows: MemorySnapshotTask[] = []
+    for (const subqueue of queue.subqueues) {
+      if (subqueue === undefined) continue
+      for (const [taskId, task] of subqueue.rows()) rows.push({ queue: queue.encoded, taskId, task: copyTask(task) })
+    }
+    tasks.push(...rows.sort((a, b) => a.taskId - b.taskId))
+  }
+  return {
+    format: memorySnapshotFormat,
+    version: memorySnapshotVersion,
+    queues: ordered.map((queue) => {
+      const metadata = metadataOf(queue)
+      return { key: queue.encoded, rangeId: metadata.rangeId, lastTaskId: metadata.lastTaskId, ackLevels: metadata.ackLevels, updatedAtMs: metadata.updatedAtMs }
+    }),
+    tasks,
+    userData: [...userData.values()]
+      .sort((a, b) => compareCodeUnits(a.namespace, b.namespace) || compareCodeUnits(a.family, b.family))
+      .map(copyUserData),
+  }
+}
+
+// The queues and user data of a validated snapshot, fresh (the store swaps them in whole).
+function loadSnapshot(snapshot: ValidSnapshot): { queues: Map<string, QueueState>; userData: Map<string, UserDataState> } {
+  const nextQueues = new Map<string, QueueState>()
+  for (const entry of snapshot.queues) {
+    const queue = makeQueueState(entry.key, entry.encoded, entry.updatedAtMs)
+    queue.rangeId = entry.rangeId
+    queue.lastTaskId = entry.lastTaskId
+    entry.ackLevels.forEach((level, subqueue) => (queue.ackLevels[subqueue] = level))
+    nextQueues.set(entry.encoded, queue)
+  }
+  // Tasks arrive sorted by queue then id, so each subqueue receives ascending ids.
+  for (const row of snapshot.tasks) subqueueOf(nextQueues.get(row.queue) as QueueState, row.task.priority).append(row.taskId, row.task)
+  const nextUserData = new Map<string, UserDataState>()
+  for (const entry of snapshot.userData) nextUserData.set(userDataKey(entry.namespace, entry.family), entry)
+  return { queues: nextQueues, userData: nextUserData }
+}
+
 /** A new, empty memory store. Instances share nothing. */
 export function makeMemoryStore(): MemoryStore {
   let queues = new Map<string, QueueState>()
@@ -140,39 +236,13 @@ export function makeMemoryStore(): MemoryStore {
     return queue
   }
 
-  function load(snapshot: ValidSnapshot): void {
-    const nextQueues = new Map<string, QueueState>()
-    for (const entry of snapshot.queues) {
-      const queue = makeQueueState(entry.key, entry.encoded, entry.updatedAtMs)
-      queue.rangeId = entry.rangeId
-      queue.lastTaskId = entry.lastTaskId
-      entry.ackLevels.forEach((level, subqueue) => (queue.ackLevels[subqueue] = level))
-      nextQueues.set(entry.encoded, queue)
-    }
-    // Tasks arrive sorted by queue then id, so each subqueue receives ascending ids.
-    for (const row of snapshot.tasks) subqueueOf(nextQueues.get(row.queue) as QueueState, row.task.priority).append(row.taskId, row.task)
-    const nextUserData = new Map<string, UserDataState>()
-    for (const entry of snapshot.userData) nextUserData.set(userDataKey(entry.namespace, entry.family), entry)
-    queues = nextQueues
-    userData = nextUserData
-  }
-
   return {
     kind: 'memory',
 
     async acquire(params): Promise<QueueMetadata> {
       open('acquire')
       const { key, nowMs } = checkAcquire(params)
-      const encoded = encodeQueueKey(key)
-      const existing = queues.get(encoded)
-      if (existing === undefined) {
-        const queue = makeQueueState(key, encoded, Math.floor(nowMs))
-        queues.set(encoded, queue)
-        return metadataOf(queue)
-      }
-      existing.rangeId += 1
-      existing.updatedAtMs = Math.floor(nowMs)
-      return metadataOf(existing)
+      return acquireQueue(queues, key, nowMs)
     },
 
     async append(params): Promise<AppendResult> {
@@ -199,45 +269,14 @@ export function makeMemoryStore(): MemoryStore {
     async checkpoint(params): Promise<CheckpointResult> {
       open('checkpoint')
       const { key, rangeId, ackLevels, nowMs } = checkCheckpoint(params)
-      const queue = fenced(key, rangeId)
-      ackLevels.forEach(({ ackLevel }, index) => {
-        if (ackLevel > queue.lastTaskId) {
-          throw new InvalidInput({ field: `ackLevels[${index}].ackLevel`, reason: `must be at most the queue's lastTaskId (${queue.lastTaskId})` })
-        }
-      })
-      let deletedRows = 0
-      for (const { subqueue, ackLevel } of ackLevels) {
-        const level = Math.max(queue.ackLevels[subqueue] ?? 0, ackLevel)
-        queue.ackLevels[subqueue] = level
-        deletedRows += queue.subqueues[subqueue]?.deleteThrough(level) ?? 0
-      }
-      queue.updatedAtMs = Math.floor(nowMs)
-      return { metadata: metadataOf(queue), deletedRows }
+      return checkpointQueue(fenced(key, rangeId), ackLevels, nowMs)
     },
 
     async relocate(params): Promise<ReadonlyArray<RelocatedTask>> {
       open('relocate')
       const { from, fromRangeId, to, toRangeId, taskIds } = checkRelocate(params)
       const source = fenced(from, fromRangeId)
-      const destination = fenced(to, toRangeId)
-      // Find every stored id first (read-only), then move: nothing can fail once moving starts.
-      const found: Array<{ taskId: number; subqueue: number }> = []
-      for (const taskId of taskIds) {
-        const subqueue = source.subqueues.findIndex((rows) => rows?.has(taskId) === true)
-        if (subqueue >= 0) found.push({ taskId, subqueue })
-      }
-      const taken = new Map<number, Task>()
-      for (let subqueue = 0; subqueue < subqueueCount; subqueue++) {
-        const ids = found.filter((row) => row.subqueue === subqueue).map((row) => row.taskId)
-        const tasks = ids.length === 0 ? [] : (source.subqueues[subqueue] as MemorySubqueue).take(ids)
-        ids.forEach((id, index) => taken.set(id, tasks[index] as Task))
-      }
-      return found.map(({ taskId, subqueue }) => {
-        destination.lastTaskId += 1
-        destination.ackLevels[subqueue] ??= 0
-        subqueueOf(destination, subqueue).append(destination.lastTaskId, taken.get(taskId) as Task)
-        return { fromTaskId: taskId, toTaskId: destination.lastTaskId }
-      })
+      return relocateRows(source, fenced(to, toRangeId), taskIds)
     },
 
     async inspect(key): Promise<QueueInspection | null> {
@@ -280,32 +319,13 @@ export function makeMemoryStore(): MemoryStore {
     },
 
     exportSnapshot(): MemorySnapshot {
-      const ordered = [...queues.values()].sort((a, b) => compareCodeUnits(a.encoded, b.encoded))
-      const tasks: MemorySnapshotTask[] = []
-      for (const queue of ordered) {
-        const rows: MemorySnapshotTask[] = []
-        for (const subqueue of queue.subqueues) {
-          if (subqueue === undefined) continue
-          for (const [taskId, task] of subqueue.rows()) rows.push({ queue: queue.encoded, taskId, task: copyTask(task) })
-        }
-        tasks.push(...rows.sort((a, b) => a.taskId - b.taskId))
-      }
-      return {
-        format: memorySnapshotFormat,
-        version: memorySnapshotVersion,
-        queues: ordered.map((queue) => {
-          const metadata = metadataOf(queue)
-          return { key: queue.encoded, rangeId: metadata.rangeId, lastTaskId: metadata.lastTaskId, ackLevels: metadata.ackLevels, updatedAtMs: metadata.updatedAtMs }
-        }),
-        tasks,
-        userData: [...userData.values()]
-          .sort((a, b) => compareCodeUnits(a.namespace, b.namespace) || compareCodeUnits(a.family, b.family))
-          .map(copyUserData),
-      }
+      return snapshotOf(queues, userData)
     },
 
     importSnapshot(json: unknown): void {
-      load(validateMemorySnapshot(json))
+      const loaded = loadSnapshot(validateMemorySnapshot(json))
+      queues = loaded.queues
+      userData = loaded.userData
     },
 
     rangeIdOf(key: QueueKey): number | null {
