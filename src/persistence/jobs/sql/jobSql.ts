@@ -86,7 +86,13 @@ const withClaim = (row: string, attempt: string, now: string): string =>
 
 // The rules of domain/JobRules.ts over the columns of `jobs`, for the given SQL expressions.
 const notExpired = (now: string) => `(expires_at_ms IS NULL OR expires_at_ms > ${now})`
-const validClaimOf = (token: string, now: string) => `state = 'processing' AND claim_token = ${token} AND deadline_ms > ${now}`
+// A valid claim: the row is processing under `token` and its deadline has not passed. The token is
+// compared to the row's token while processing (null otherwise) rather than beside a plain
+// `state = 'processing'` test: that test implies the processing index's predicate, and the
+// generic plans of the acks, heartbeats and retries then read that whole index (every claim in
+// flight, and every acked claim's dead entry until a vacuum) for the one row each names, where
+// the primary key finds it in one probe. The same rows match.
+const validClaimOf = (token: string, now: string) => `(CASE WHEN state = 'processing' THEN claim_token END) = ${token} AND deadline_ms > ${now}`
 const validClaim = validClaimOf('$2::text', '$3::bigint')
 /**
  * Which queues a statement covers: every queue, one, or several. Each is its own text because
