@@ -10,7 +10,7 @@
  */
 import { InvalidInput } from '../../domain/errors.ts'
 import { assert } from '../../kernel/assert.ts'
-import { type JsonValue, validateJson } from '../../domain/Json.ts'
+import { type JsonValue, validateJson, validateJsonMeasured } from '../../domain/Json.ts'
 import { makeQueueKey, validateName } from '../../domain/QueueKey.ts'
 import { validatePriority } from '../../domain/Task.ts'
 import { ackBatchSizeMax, enqueueBatchBytesMax, enqueueBatchSizeMax, jobDurationSMax, jobErrorLengthMax, jobErrorStackLengthMax, jobListLimitMax, jobMaxAttemptsMax, jobProgressBytesMax, waiterTokensMax } from '../../kernel/Limits.ts'
@@ -98,11 +98,24 @@ export function checkTimezone(field: string, value: unknown): string | null {
 
 /** A job to enqueue, fully resolved. */
 export function checkNewJob(job: NewJob, field = 'job'): NewJob {
+  return checkNewJobMeasured(job, field).job
+}
+
+/**
+ * `checkNewJob`, also answering an upper bound of its payload's JSON text in UTF-8 bytes
+ * (validateJsonMeasured's), so a batch can bound its total without serialising each payload.
+ */
+export function checkNewJobMeasured(job: NewJob, field = 'job'): { readonly job: NewJob; readonly bytesMax: number } {
   if (typeof job !== 'object' || job === null) throw new InvalidInput({ field, reason: 'must be an object' })
+  const payload = validateJsonMeasured(`${field}.payload`, job.payload)
+  return { job: checkedNewJob(job, field, payload.value), bytesMax: payload.bytesMax }
+}
+
+function checkedNewJob(job: NewJob, field: string, payload: JsonValue): NewJob {
   return {
     id: validateName(`${field}.id`, job.id),
     queue: validateName(`${field}.queue`, job.queue),
-    payload: validateJson(`${field}.payload`, job.payload),
+    payload,
     priority: validatePriority(`${field}.priority`, job.priority),
     runAtMs: checkTime(`${field}.runAtMs`, job.runAtMs),
     expiresAtMs: job.expiresAtMs === null ? null : checkTime(`${field}.expiresAtMs`, job.expiresAtMs),
@@ -307,9 +320,14 @@ export function checkNewJobs(jobs: ReadonlyArray<NewJob>): ReadonlyArray<NewJob>
   if (!Array.isArray(jobs) || jobs.length > enqueueBatchSizeMax) {
     throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${enqueueBatchSizeMax} jobs` })
   }
+  let bytesMax = 0
   // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
-  const checked = Array.from(jobs, (job, index) => checkNewJob(job, `jobs[${index}]`))
-  checkBatchBytes(checked.map((job) => job.payload))
+  const checked = Array.from(jobs, (job, index) => {
+    const measured = checkNewJobMeasured(job, `jobs[${index}]`)
+    bytesMax += measured.bytesMax
+    return measured.job
+  })
+  checkBatchBytes(checked.map((job) => job.payload), bytesMax)
   assert(new Set(checked.map((job) => job.id)).size === checked.length, 'enqueueMany was given two jobs with one id')
   return checked
 }

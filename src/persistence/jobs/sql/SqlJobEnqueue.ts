@@ -188,7 +188,8 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
     async enqueueMany(params, tx) {
       const { jobs, nowMs } = validated('enqueueMany', () => ({ jobs: checkNewJobs(params.jobs), nowMs: checkTime('nowMs', params.nowMs) }))
       checkTx('tx', tx)
-      const enqueued = await insertMany((values, fair) => runOn(tx, 'enqueueMany', fair ? sql.enqueueManyFair : sql.enqueueMany, values), jobs, nowMs, dueChannel)
+      // checkNewJobs refused a batch whose payloads pass enqueueBatchBytesMax in all: none is measured again.
+      const enqueued = await insertMany((values, fair) => runOn(tx, 'enqueueMany', fair ? sql.enqueueManyFair : sql.enqueueMany, values), jobs, nowMs, dueChannel, enqueueBatchBytesMax)
       inserted(enqueued.length)
       return enqueued
     },
@@ -205,12 +206,14 @@ const fairnessKeyOf = (job: NewJob, implicit = false): string | null =>
 // fairness key's jobs in one run share one priority (fairBatchSql.ts draws a key's passes at one
 // priority's head): a job of a key the run has at another priority starts the next run. With
 // `implicit` (runs for the keyed form) a queue's unkeyed jobs count as one key too.
-function* batchesOf(jobs: ReadonlyArray<NewJob>, implicit = false): Generator<ReadonlyArray<NewJob>> {
+// `bytesMax` bounds the payloads' total from above: within enqueueBatchBytesMax none is measured.
+function* batchesOf(jobs: ReadonlyArray<NewJob>, implicit = false, bytesMax = Number.POSITIVE_INFINITY): Generator<ReadonlyArray<NewJob>> {
   let batch: NewJob[] = []
   let bytes = 0
   const priorities = new Map<string, number>()
+  const measured = bytesMax > enqueueBatchBytesMax
   for (const job of jobs) {
-    const size = Buffer.byteLength(JSON.stringify(job.payload), 'utf8')
+    const size = measured ? Buffer.byteLength(JSON.stringify(job.payload), 'utf8') : 0
     const fairnessKey = fairnessKeyOf(job, implicit)
     const priority = fairnessKey === null ? undefined : priorities.get(fairnessKey)
     if (batch.length > 0 && (batch.length === enqueueBatchSizeMax || bytes + size > enqueueBatchBytesMax || (priority !== undefined && priority !== job.priority))) {
@@ -233,9 +236,15 @@ function* batchesOf(jobs: ReadonlyArray<NewJob>, implicit = false): Generator<Re
  * as the first; a batch too large for one statement's parameters goes in several, in order; a
  * batch with a fairness key goes in the keyed form, and so does one the unkeyed form refused (a
  * queue of it has keys); a keyed job that raced its holder is sent again. Returns one answer per
- * job, in the order of `jobs`.
+ * job, in the order of `jobs`. `bytesMax`, when known, bounds the payloads' total from above.
  */
-export async function insertMany(run: (params: unknown[], fair: boolean) => Promise<ReadonlyArray<Row>>, jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): Promise<ReadonlyArray<EnqueuedJob>> {
+export async function insertMany(
+  run: (params: unknown[], fair: boolean) => Promise<ReadonlyArray<Row>>,
+  jobs: ReadonlyArray<NewJob>,
+  nowMs: number,
+  dueChannel: string,
+  bytesMax = Number.POSITIVE_INFINITY,
+): Promise<ReadonlyArray<EnqueuedJob>> {
   const firstOfKey = new Map<string, NewJob>()
   const sent: NewJob[] = []
   for (const job of jobs) {
@@ -265,9 +274,9 @@ export async function insertMany(run: (params: unknown[], fair: boolean) => Prom
     }
     return []
   }
-  for (const batch of batchesOf(sent)) {
+  for (const batch of batchesOf(sent, false, bytesMax)) {
     const refused = batch.some((job) => fairnessKeyOf(job) !== null) ? batch : await send(batch, false)
-    for (const keyed of batchesOf(refused, true)) assert((await send(keyed, true)).length === 0, 'the keyed form refuses nothing')
+    for (const keyed of batchesOf(refused, true, bytesMax)) assert((await send(keyed, true)).length === 0, 'the keyed form refuses nothing')
   }
   return jobs.map((job) => {
     const answer = answers.get(job.id) ?? (job.key === null ? undefined : answers.get(firstOfKey.get(keyOf(job))?.id ?? ''))

@@ -147,32 +147,49 @@ export const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string, cl
  * (each payload inside a one-element array: a JSON null field would read back as SQL NULL).
  */
 export const enqueueManyParams = (jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): unknown[] => [
-  JSON.stringify(
-    jobs.map((job, position) => ({
-      id: job.id,
-      queue: job.queue,
-      payload: [job.payload],
-      priority: job.priority,
-      max_attempts: job.maxAttempts,
-      visibility_timeout_ms: job.visibilityTimeoutMs,
-      backoff_base_ms: job.backoffBaseMs,
-      dead_letter_retention_ms: job.deadLetterRetentionMs,
-      run_at_ms: job.runAtMs,
-      expires_at_ms: job.expiresAtMs,
-      job_key: job.key ?? null,
-      // Only a limited job names its concurrency key: an unlimited one's document is as before.
-      ...(job.concurrencyKey === undefined || job.concurrencyKey === null ? {} : { concurrency_key: job.concurrencyKey, concurrency_limit: job.concurrencyLimit }),
-      // Likewise only a rated job names its limits.
-      ...(job.rateLimit === undefined || job.rateLimit === null ? {} : { rate_per_second: job.rateLimit.perSecond, rate_burst: job.rateLimit.burst }),
-      ...(job.rateLimitPerKey === undefined || job.rateLimitPerKey === null ? {} : { key_rate_per_second: job.rateLimitPerKey.perSecond, key_rate_burst: job.rateLimitPerKey.burst }),
-      // And only a keyed job its fairness key and stride (enqueueManySql's `fair` form reads them).
-      ...(job.fairnessKey === undefined || job.fairnessKey === null ? {} : { fairness_key: job.fairnessKey, fair_stride: fairnessStride(job.fairnessWeight ?? 1) }),
-      position,
-    })),
-  ),
+  JSON.stringify(jobs.map(enqueueManyDocument)),
   nowMs,
   dueChannel,
 ]
+
+// One job of `enqueueManyParams`' document. The optional fields are set only when present, so an
+// ordinary job's object is as small as it can be (and built without spreading).
+function enqueueManyDocument(job: NewJob, position: number): Record<string, unknown> {
+  const document: Record<string, unknown> = {
+    id: job.id,
+    queue: job.queue,
+    payload: [job.payload],
+    priority: job.priority,
+    max_attempts: job.maxAttempts,
+    visibility_timeout_ms: job.visibilityTimeoutMs,
+    backoff_base_ms: job.backoffBaseMs,
+    dead_letter_retention_ms: job.deadLetterRetentionMs,
+    run_at_ms: job.runAtMs,
+    expires_at_ms: job.expiresAtMs,
+    job_key: job.key ?? null,
+    position,
+  }
+  // Only a limited job names its concurrency key.
+  if (job.concurrencyKey !== undefined && job.concurrencyKey !== null) {
+    document.concurrency_key = job.concurrencyKey
+    document.concurrency_limit = job.concurrencyLimit
+  }
+  // Likewise only a rated job names its limits.
+  if (job.rateLimit !== undefined && job.rateLimit !== null) {
+    document.rate_per_second = job.rateLimit.perSecond
+    document.rate_burst = job.rateLimit.burst
+  }
+  if (job.rateLimitPerKey !== undefined && job.rateLimitPerKey !== null) {
+    document.key_rate_per_second = job.rateLimitPerKey.perSecond
+    document.key_rate_burst = job.rateLimitPerKey.burst
+  }
+  // And only a keyed job its fairness key and stride (enqueueManySql's `fair` form reads them).
+  if (job.fairnessKey !== undefined && job.fairnessKey !== null) {
+    document.fairness_key = job.fairnessKey
+    document.fair_stride = fairnessStride(job.fairnessWeight ?? 1)
+  }
+  return document
+}
 
 /**
  * One answer of `enqueueManySql`, as the asked job's id and the job holding its place: the job
