@@ -216,19 +216,35 @@ describe('MatchingHost', () => {
     await host.close()
   })
 
-  it('adds issued together reach every poll waiting on its partitions: a task stored where no poll waits moves a poll that waits elsewhere', async () => {
-    // Two polls wait on two of four partitions; both adds see the first poll's partition as the
-    // one with a poll, so the second is stored there, and the other poll must come for it.
+  it('adds issued together meet the polls waiting on several partitions: each goes where a poll is not yet spoken for', async () => {
+    // Polls wait on several of the four partitions; adds issued at once must each meet one (a
+    // sync match), not all go to the first partition with a poll and be stored behind it.
     const { host, clock } = makeHost()
-    const answers: Array<string | null> = []
-    const polls = [0, 1].map(() => host.poll({ ...family, identity: 'w1', waitMs: 5_000 }).then((polled) => void answers.push(polled?.task.jobId ?? null)))
+    for (const count of [2, 4]) {
+      const answers: Array<string | null> = []
+      const polls = Array.from({ length: count }, () => host.poll({ ...family, identity: 'w1', waitMs: 5_000 }).then((polled) => void answers.push(polled?.task.jobId ?? null)))
+      await settle()
+      const jobIds = Array.from({ length: count }, (_, n) => `${count}-${n}`)
+      const outcomes = await Promise.all(jobIds.map((jobId) => host.addTask({ ...family, task: { jobId } })))
+      expect(outcomes.map((outcome) => outcome.kind), `${count} adds`).toEqual(jobIds.map(() => 'matched'))
+      await Promise.all(polls)
+      expect(answers.sort()).toEqual(jobIds)
+    }
+    clock.advance(1)
+    await host.close()
+  })
+
+  it('a poll and an add issued together meet at once: the add, routed before the poll waits, is stored, and the poll finds it', async () => {
+    // The add sees no poll waiting yet, so it is stored; the poll must still get it without
+    // waiting out its wait. (A poll moved to a task stored on another partition of its host is
+    // MatchingHostWaiting.test.ts's; the jobs simulator plants bugs in that move.)
+    const { host, clock } = makeHost()
+    const polled = host.poll({ ...family, identity: 'w1', waitMs: 5_000 })
+    const outcome = await host.addTask({ ...family, task: { jobId: 'a' } })
+    expect(outcome.kind).toBe('spooled')
     await settle()
-    const outcomes = await Promise.all([host.addTask({ ...family, task: { jobId: 'a' } }), host.addTask({ ...family, task: { jobId: 'b' } })])
-    expect(outcomes.map((outcome) => outcome.kind).sort()).toEqual(['matched', 'spooled'])
-    await settle()
-    // No virtual time passed: both polls answered with a task, neither waited out its 5 s.
-    expect(answers.sort()).toEqual(['a', 'b'])
-    await Promise.all(polls)
+    // No virtual time passed: the poll answered with the task, it did not wait out its 5 s.
+    expect((await polled)?.task.jobId).toBe('a')
     clock.advance(1)
     await host.close()
   })

@@ -84,7 +84,7 @@ function makeHostParts(options: MatchingHostOptions, scope: Scope.Closeable): Ho
     closed = true
     return Effect.promise(() => partitions.closeAll('host closing'))
   })
-  return { host: options, clock, random, routing, partitions, closedRefusal, waiting, fences, run: (effect) => Effect.runPromise(effect, runOptions), close }
+  return { host: options, clock, random, routing, partitions, closedRefusal, waiting, addsInFlight: new Map(), fences, run: (effect) => Effect.runPromise(effect, runOptions), close }
 }
 
 // Runs a synchronous validation: a catalogue error fails, anything else is a defect.

@@ -48,6 +48,8 @@ export interface HostRequestsContext {
   readonly closedRefusal: () => ShuttingDown | null
   /** Its polls waiting on one of several owned partitions of a family (MatchingHostWaiting.ts). */
   readonly waiting: HostWaitingPolls
+  /** Adds sent to each partition instance (by route name) and not yet answered. */
+  readonly addsInFlight: Map<string, number>
 }
 
 // A failure thrown by a synchronous check: a catalogue error fails, anything else is a defect.
@@ -84,17 +86,46 @@ export function addTaskWith(context: HostRequestsContext, request: AddTaskReques
   }
 }
 
-// A partition where a poll of this host waits, else any of `among`, at random.
+// Where an add goes: the partition with the most polls of this host waiting and not yet spoken
+// for by adds on their way there, so that adds issued together spread over the polls waiting on
+// several partitions and each meets one (sync match) instead of all but the first being stored
+// behind one partition's polls. Failing that, a partition where a poll waits, else any of
+// `among`, at random.
 function choosePartition(context: HostRequestsContext, among: ReadonlyArray<Route>): Route {
-  return among.find((candidate) => context.partitions.get(candidate.name)?.actor.loadedQueues().some((queue) => queue.hasPollers()) === true) ?? context.random.pick(among)
+  let best: Route | undefined
+  let bestFree = 0
+  let withPolls: Route | undefined
+  for (const candidate of among) {
+    let polls = 0
+    for (const queue of context.partitions.get(candidate.name)?.actor.loadedQueues() ?? []) polls += queue.pollerCount()
+    if (polls > 0) withPolls ??= candidate
+    const free = polls - (context.addsInFlight.get(candidate.name) ?? 0)
+    if (free > bestFree) {
+      best = candidate
+      bestFree = free
+    }
+  }
+  return best ?? withPolls ?? context.random.pick(among)
+}
+
+// Counts an add on its way to `route` until it is answered.
+function addSent(context: HostRequestsContext, route: Route): () => void {
+  context.addsInFlight.set(route.name, (context.addsInFlight.get(route.name) ?? 0) + 1)
+  return () => {
+    const left = (context.addsInFlight.get(route.name) ?? 1) - 1
+    if (left > 0) context.addsInFlight.set(route.name, left)
+    else context.addsInFlight.delete(route.name)
+  }
 }
 
 // One attempt of an add; a clean refusal of the first goes to another owned partition when
 // there is one: a partition that lost its range waits out a restart delay before it loads again.
 function addTo(context: HostRequestsContext, task: Task, owned: ReadonlyArray<Route>, attemptIndex: number, route: Route, done: Reply<AddTaskOutcome>): void {
   const partition = route.key.partition
+  const answered = addSent(context, route)
   try {
     context.partitions.actorFor(route).requests.addTask(task, (exit) => {
+      answered()
       if (Exit.isSuccess(exit)) {
         const added = exit.value
         // Stored with no poll there: a poll of ours waiting on another partition comes for it.
@@ -110,6 +141,7 @@ function addTo(context: HostRequestsContext, task: Task, owned: ReadonlyArray<Ro
       void Promise.resolve().then(() => addTo(context, task, owned, attemptIndex + 1, others.length > 0 ? choosePartition(context, others) : route, done))
     })
   } catch (error) {
+    answered()
     done(exitOf(error))
   }
 }

@@ -180,7 +180,12 @@ export class PhysicalQueueActor {
 
   /** True when a poll waits in the queue now (never unless owned). */
   hasPollers(): boolean {
-    return this.state === 'owned' && this.#snapshot.context.pollers.length > 0
+    return this.pollerCount() > 0
+  }
+
+  /** How many polls wait in the queue now (none unless owned). */
+  pollerCount(): number {
+    return this.state === 'owned' ? this.#snapshot.context.pollers.length : 0
   }
 
   /** Resolves with the range id once the queue is owned; rejects if it unloads first. */
