@@ -3,7 +3,8 @@
  * that owns only some of the queue's partitions passes once a due signal of the queue from it
  * reaches the bus (or the world lost one, or it crashed) and fails at the end otherwise, while
  * one by an engine that owns every partition asks for nothing; the signal sent right after a
- * give-back of refused adds passes when the jobs are due by its time and fails when they are due later.
+ * give-back of refused adds passes when the jobs are due by its time and fails when they are due later,
+ * and is not taken for the signal of an enqueue that committed after it.
  */
 import { describe, expect, it } from 'vitest'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
@@ -66,5 +67,14 @@ describe('GiveBackChecker', () => {
     c.sent('host-1', 'q', 1_200, 1_200)
     expect(failed).toHaveLength(1)
     expect(failed[0]).toMatch(/^give-back as announced: host-1 gave job job-4 of q back to the store at 1200, due at 2190, and announced it due at 1200/)
+  })
+
+  it('an enqueue answered by its key\'s holder after a give-back is the engine\'s last store call: the signal it sends is its own', () => {
+    const { checker: c, failed } = checker()
+    // Issued at 500, the enqueue committed after the give-back, at the same instant, and announces its job due at 500.
+    c.observe(unreserve('host-1', ['job-1'], 1_000, 900), 1_000)
+    c.observe({ op: 'enqueueAnswered', hostId: 'host-1', nowMs: 500, committedAtMs: 1_000, queue: 'q', id: 'job-0' }, 1_000)
+    c.sent('host-1', 'q', 500, 1_000)
+    expect(failed).toEqual([])
   })
 })

@@ -75,6 +75,8 @@ export type JobBoundaryRecord =
       /** The claim fence the call carried (absent: none), for a job inserted claimed. */
       readonly fence?: ClaimFence
     })
+  /** An enqueue of a job whose key a live job holds, answered by that holder (`id`): nothing was written, yet the call committed. */
+  | (Stamped & { readonly op: 'enqueueAnswered'; readonly queue: string; readonly id: string })
   /** A claim's outcome; `fence` the claim fence its call carried (absent: none). */
   | (Stamped & { readonly op: 'claim'; readonly id: string; readonly claimToken: string; readonly outcome: ClaimOutcome; readonly ownership: ClaimOwnership | null; readonly fence?: ClaimFence })
   | (Stamped & ClaimRef & { readonly op: 'heartbeat'; readonly extendMs: number | null; readonly renewed: JobRecord | null })

@@ -185,6 +185,15 @@ export class JobClients {
     this.#enqueueOne(host, queue, { n: ++this.#payloads, options }, 'keyed wave: ')
   }
 
+  /**
+   * One job of `queue` due now, with no key or limit, through `host` (a leave's race,
+   * MembershipMoves.ts): a job eager dispatch may insert claimed for an idle worker of `host`, or
+   * that an enqueue may hand to another engine's waiting claim.
+   */
+  enqueueDueNow(host: JobsHost, queue: string, prefix: string): void {
+    this.#enqueueOne(host, queue, { n: ++this.#payloads, options: {} }, prefix)
+  }
+
   /** The job key `id` was enqueued with, if any and if the enqueue's answer was heard. */
   keyOf(id: string): string | undefined {
     return this.#keys.get(id)

@@ -12,6 +12,8 @@
  *
  * A seed may also give the shared memory store row-lock windows (`rowLockChance`, SimRowLocks.ts):
  * head statements in flight side by side, the later skipping the rows the earlier holds.
+ * And it may make each leave after the heal race a hand-over to the leaving engine (`leaveRaces`,
+ * MembershipMoves.ts).
  *
  * Does not: draw anything at run time (Decisions.ts does), or include faults the job engine does
  * not claim to survive.
@@ -53,6 +55,10 @@ const handOversSeedMask = 0x4a0d
 const rowLocksWorldChance = 0.5
 const rowLockChances: ReadonlyArray<number> = [0.3, 0.6, 1]
 const rowLocksSeedMask = 0x2f17
+// Share of seeds whose leaves after the heal race a hand-over to the leaving engine, and the mask
+// of the stream that draws it (its own: drawing it moves no other option).
+const leaveRacesChance = 0.5
+const leaveRacesSeedMask = 0x6b21
 
 /** One end-to-end fault's name. */
 export type JobsFaultName = (typeof jobsFaultNames)[number]
@@ -212,6 +218,15 @@ export interface JobsSwarmOptions {
    * choices on another (JobsWorld.ts), so a seed with 0 runs the world it ran before they existed.
    */
   readonly rowLockChance: number
+  /**
+   * Each leave after the heal (`membershipMoves`) races a hand-over to the leaving engine: in the
+   * instant its `close()` begins, a job due now is being enqueued — through the leaver itself, to a
+   * queue it owns with its workers idle in line (eager dispatch inserts it claimed for one of them),
+   * or through another engine, whose enqueue may hand it to a waiter of the leaver's (`handOvers`),
+   * the `handed` message in flight. Drawn on a stream of its own, and what each race does on another
+   * (MembershipMoves.ts), so a seed without it runs the world it ran before it existed.
+   */
+  readonly leaveRaces: boolean
 }
 
 /** The tenants whose names the world's jobs carry as concurrency and fairness keys. */
@@ -235,6 +250,8 @@ export interface JobsSwarmOverrides {
   readonly handOvers?: boolean
   /** Pins the row-lock windows on (`rowLockChance` as drawn, or a chance of its stream when it drew none) or off (0). */
   readonly rowLocks?: boolean
+  /** Pins the races at a leave after the heal on or off (`leaveRaces`). */
+  readonly leaveRaces?: boolean
 }
 
 /** Draws an end-to-end run's options from its seed. */
@@ -307,11 +324,12 @@ export function jobsSwarmOptions(seed: number, overrides: JobsSwarmOverrides = {
   const keyedWaves = random.pick([0, 0, 0.5, 1])
   const handOvers = overrides.handOvers ?? warmedUp(Random.make(seed ^ handOversSeedMask)).chance(handOversChance)
   const rowLockChance = drawRowLockChance(seed, overrides.rowLocks)
-  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, keyedWaves, handOvers, rowLockChance }
+  const leaveRaces = overrides.leaveRaces ?? warmedUp(Random.make(seed ^ leaveRacesSeedMask)).chance(leaveRacesChance)
+  if (!heldHeartbeats) return { ...options, workLoops, workBatch, handlerMsMax, stopChance, control, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, keyedWaves, handOvers, rowLockChance, leaveRaces }
   // A held-heartbeats world overrides the faults and the work loops drawn above.
   for (const name of jobsFaultNames) faults[name] = name === 'heartbeat.held' ? heldHeartbeatChance : 0
   const longHandlersMs = Object.fromEntries(Object.entries(queues).map(([name, queue]) => [name, queue.visibilityTimeoutS * 3_000]))
-  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, keyedWaves, handOvers, rowLockChance }
+  return { ...options, workLoops: 4, workBatch: null, handlerMsMax: longHandlersMs, stopChance, control: { pauseChance: 0, cancelRunningChance: 0, honourSignal: true }, keyChances, healedEnqueues, heldHeartbeats, healedWaves, membershipMoves, keyedWaves, handOvers, rowLockChance, leaveRaces }
 }
 
 // The row-lock windows' chance, on a stream of its own (0: none); `pinned` forces them on or off.
@@ -348,6 +366,6 @@ export function describeJobsOptions(options: JobsSwarmOptions): string[] {
     `faults ${describeFaults(options.faults)}`,
     `work concurrency ${options.workLoops}${options.workBatch === null ? '' : ` batch ${options.workBatch}`} · handlers up to ${Object.entries(options.handlerMsMax).map(([name, ms]) => `${name} ${ms} ms`).join(', ')} · stop chance ${options.stopChance}`,
     `operators pause chance ${options.control.pauseChance} · cancel running chance ${options.control.cancelRunningChance} · handlers ${options.control.honourSignal ? 'honour' : 'ignore'} job.signal`,
-    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues} · waves ${options.healedWaves}${options.keyedWaves > 0 ? ` (keyed ${options.keyedWaves})` : ''} · membership moves ${options.membershipMoves}${options.heldHeartbeats ? ' · held heartbeats world' : ''}${options.handOvers ? ' · hand-overs at enqueue' : ''}${options.rowLockChance > 0 ? ` · row-lock windows ${options.rowLockChance}` : ''}`,
+    `keys concurrency chance ${options.keyChances.concurrencyKey} · fairness chance ${options.keyChances.fairnessKey} · enqueues after the heal ${options.healedEnqueues} · waves ${options.healedWaves}${options.keyedWaves > 0 ? ` (keyed ${options.keyedWaves})` : ''} · membership moves ${options.membershipMoves}${options.membershipMoves > 0 && options.leaveRaces ? ' (leaves race hand-overs)' : ''}${options.heldHeartbeats ? ' · held heartbeats world' : ''}${options.handOvers ? ' · hand-overs at enqueue' : ''}${options.rowLockChance > 0 ? ` · row-lock windows ${options.rowLockChance}` : ''}`,
   ]
 }

@@ -45,7 +45,9 @@
  * engine leaves the group or joins it while workers wait idle, jobs arrive as the views agree, and
  * prompt delivery is judged again, with the same bound, from the unload delay after every live
  * engine's view agreed (a range lost meanwhile holds its queue back only where the loser still
- * owns the partition then; a poll forwarded to an engine that had left, until its timeout).
+ * owns the partition then; a poll forwarded to an engine that had left, until its timeout); on
+ * some of them each leave races a job enqueued in its instant, for the leaver's idle worker or one
+ * of its waiting claims (JobsSwarm.ts `leaveRaces`).
  *
  * On some seeds the shared memory store's head statements (claims of a queue's head, a pass's
  * reservations) skip the rows another such statement in flight holds, as PostgreSQL's `FOR UPDATE
@@ -376,6 +378,7 @@ export class JobsWorld {
     this.#moves = new MembershipMoves({
       seed: config.options.seed,
       moves: config.options.membershipMoves,
+      leaveRaces: config.options.leaveRaces,
       clock: this.#clock,
       queues: config.options.queues,
       hosts: this.#hosts,

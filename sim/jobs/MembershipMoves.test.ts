@@ -2,7 +2,8 @@
  * MembershipMoves' window rule, on stand-in hosts: prompt delivery is not judged from a move's
  * start until every live view agrees, then from the unload delay after; a range lost meanwhile is
  * waited out only where the loser still owns the partition; a poll sent to an engine that left
- * and stopped listening holds its queue back until the poll's timeout.
+ * and stopped listening holds its queue back until the poll's timeout. And a leave races a job
+ * enqueued in its instant only on worlds that draw the races.
  */
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/kernel/Clock.ts'
@@ -36,15 +37,23 @@ function standIn(id: string, view: string[], owned: number[] = []) {
   return host
 }
 
-function world(seed: number) {
+function world(seed: number, leaveRaces = false) {
   const clock = new ManualClock(0)
   const h1 = standIn('host-1', ['host-1', 'host-2'], [0])
   const h2 = standIn('host-2', ['host-1', 'host-2'], [1])
   const hosts = [h1, h2] as unknown as JobsHost[]
-  const clients = { held: [], forget: () => {}, enqueue: () => true } as unknown as JobClients
+  // What the clients were asked, in order, beside each leave (`left host-2`).
+  const calls: string[] = []
+  const leave = h2.leave
+  h2.leave = () => {
+    calls.push('left host-2')
+    return leave()
+  }
+  const clients = { held: [], forget: () => {}, enqueue: () => true, enqueueDueNow: (host: JobsHost, queue: string) => calls.push(`due now → ${host.id} ${queue}`) } as unknown as JobClients
   const moves = new MembershipMoves({
     seed,
     moves: 1,
+    leaveRaces,
     clock,
     queues: { 'queue-0': { visibilityTimeoutS: 1, maxAttempts: 1, backoffBaseS: 1, partitions: 2 } },
     hosts,
@@ -53,7 +62,7 @@ function world(seed: number) {
     heldByWorld: () => false,
     log: () => {},
   })
-  return { clock, h1, h2, hosts, moves }
+  return { clock, h1, h2, hosts, moves, calls }
 }
 
 // Steps time 100 ms at a time until a move has started.
@@ -99,6 +108,30 @@ describe('MembershipMoves', () => {
     // After the views agree, judged at once by the loser's view.
     expect(moves.lost('host-1', 'queue-0', 0, clock.now())).toBe(true)
     expect(moves.lost('host-1', 'queue-0', 1, clock.now())).toBe(false)
+  })
+
+  it('races a leave with an enqueue of a job due now, issued before the leaver begins closing, when the world draws races', () => {
+    const leaves: string[][] = []
+    for (let seed = 1; seed <= 40; seed++) {
+      const { clock, h2, moves, calls } = world(seed, true)
+      moves.healed(0)
+      untilMoving(clock, moves)
+      if (h2.left) leaves.push(calls)
+      else expect(calls).toEqual([])
+    }
+    expect(leaves.length).toBeGreaterThan(0)
+    // host-1 stays; host-2 leaves, and a job of the queue it owns a partition of comes first, through it or through host-1.
+    for (const calls of leaves) expect(calls).toEqual([expect.stringMatching(/^due now → host-[12] queue-0$/), 'left host-2'])
+    expect(new Set(leaves.map((calls) => calls[0])).size).toBe(2)
+  })
+
+  it('makes no race without the world drawing races', () => {
+    for (let seed = 1; seed <= 10; seed++) {
+      const { clock, moves, calls } = world(seed)
+      moves.healed(0)
+      untilMoving(clock, moves)
+      expect(calls.filter((call) => call.startsWith('due now'))).toEqual([])
+    }
   })
 
   it('holds a queue back while a poll sent to an engine that left and stopped listening waits for its timeout', () => {

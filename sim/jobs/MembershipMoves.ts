@@ -14,6 +14,13 @@
  * any live engine. Everything a move does and when is drawn on a stream of its own, so a seed that
  * draws no move runs the world it ran before moves existed.
  *
+ * On seeds that draw races (JobsSwarm.ts `leaveRaces`) a leave races a hand-over to the leaver:
+ * in the instant its `close()` begins, a job due now is being enqueued, through the leaver (to a
+ * queue it owns a partition of, where eager dispatch inserts the job claimed for its idle worker)
+ * or through another engine (whose enqueue may hand the job to a claim of the leaver's waiting
+ * there), so what is handed to a closing engine must go back to the store. What each race does is
+ * drawn on a stream of its own, so the moves draw what they drew without races.
+ *
  * The window rule: from a move's start until every live engine's membership view shows exactly
  * the live workers (the views agree), and then the unload delay more (every engine that lost a
  * partition unloads it within that delay of its own view's change, and the new owner takes it on
@@ -41,6 +48,8 @@ import type { SimQueueOptions } from './JobsSwarm.ts'
 
 // The moves' stream of decisions is seeded apart from the world's (any constant that differs from the other streams' masks).
 const moveSeedMask = 0x3e3b
+// The leaves' races (JobsSwarm.ts `leaveRaces`) draw on a stream of their own, seeded so.
+const raceSeedMask = 0x7d45
 // The quiet spell before each move: from the moment prompt delivery is judged, or the last move's window.
 const moveQuietMsMin = 2_000
 const moveQuietMsMax = 8_000
@@ -62,6 +71,8 @@ export interface MembershipMovesDeps {
   readonly seed: number
   /** How many moves come (JobsSwarm.ts `membershipMoves`). */
   readonly moves: number
+  /** Whether each leave races a hand-over to the leaving engine (JobsSwarm.ts `leaveRaces`). */
+  readonly leaveRaces: boolean
   readonly clock: ManualClock
   readonly queues: Readonly<Record<string, SimQueueOptions>>
   /** The world's hosts, in order; a new process joins at the end. */
@@ -88,6 +99,9 @@ interface Move {
 export class MembershipMoves {
   readonly #deps: MembershipMovesDeps
   readonly #decide: Decisions
+  // What each leave's race does (JobsSwarm.ts `leaveRaces`): a stream apart from the moves', so
+  // the moves draw what they drew without races.
+  readonly #race: Decisions
   #left: number
   #nextMs = Number.POSITIVE_INFINITY
   #move: Move | null = null
@@ -100,6 +114,7 @@ export class MembershipMoves {
   constructor(deps: MembershipMovesDeps) {
     this.#deps = deps
     this.#decide = new Decisions(deps.seed ^ moveSeedMask)
+    this.#race = new Decisions(deps.seed ^ raceSeedMask)
     this.#left = deps.moves
   }
 
@@ -229,6 +244,20 @@ export class MembershipMoves {
     return names.find(takesAll) ?? names.find(takesAny) ?? (names[0] as string)
   }
 
+  // A job due now is enqueued in the instant `leaver` begins closing (its enqueue's I/O runs after
+  // `close()` began): through the leaver itself, to a queue one of whose partitions it owns, where
+  // its idle workers wait in line and eager dispatch inserts the job claimed for one; or through
+  // another live engine, whose enqueue may hand the job to a claim of the leaver's waiting there
+  // (hand-overs at enqueue), its `handed` message reaching a closing engine.
+  #raceLeave(leaver: JobsHost): void {
+    const queues = Object.keys(this.#deps.queues)
+    const owned = queues.filter((queue) => leaver.ownedPartitions(queue).length > 0)
+    const queue = this.#race.pick(owned.length > 0 ? owned : queues)
+    const others = this.#deps.hosts.filter((host) => host.alive && host !== leaver)
+    const through = others.length > 0 && this.#race.chance(0.5) ? this.#race.pick(others) : leaver
+    this.#deps.clients.enqueueDueNow(through, queue, `race with ${leaver.id}'s leave: `)
+  }
+
   // Every live host's view shows exactly the live workers.
   #viewsAgree(): boolean {
     const alive = this.#deps.hosts.filter((host) => host.alive)
@@ -252,6 +281,7 @@ export class MembershipMoves {
       const host = this.#decide.pick(leavers)
       this.#deps.log(`move: ${host.id} leaves the group (close)`)
       this.#deps.clients.forget(host)
+      if (this.#deps.leaveRaces) this.#raceLeave(host)
       this.#closing.push(host.leave())
     } else {
       const away = hosts.filter((host) => host.left)

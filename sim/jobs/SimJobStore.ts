@@ -13,6 +13,10 @@
  * outcomes reach the boundary log one record per job, in the statement's own order (acks before
  * the claims riding with them), so the checkers judge every job a batch touched.
  *
+ * An enqueue (or a batch's job) that a key's live holder answered wrote nothing, and is recorded as
+ * answered (`enqueueAnswered`): the call committed, which a checker reading an engine's last store
+ * call must know.
+ *
  * `ackBatch` is read around (each named job before and after, on the store underneath) so the
  * checkers learn exactly which claims it acked, not only how many; an `enqueue`, and each job an
  * `enqueueMany` wrote, is read after, for the fairness pass the store wrote (a keyed job's, or an
@@ -72,7 +76,11 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         // not. A job's pass is read before any other call runs, as after an enqueue;
         // the batch's jobs are recorded in its order, the order the store drew their passes in.
         for (const [i, job] of params.jobs.entries()) {
-          if (answers[i]?.id !== job.id) continue
+          const answerId = answers[i]?.id
+          if (answerId !== job.id) {
+            if (answerId !== undefined) record({ op: 'enqueueAnswered', ...stamp(params.nowMs), queue: job.queue, id: answerId })
+            continue
+          }
           const fairPass = (await inner.getJob({ queue: job.queue, id: job.id }))?.fairPass
           record({ op: 'enqueue', ...stamp(params.nowMs), job: insertedJobRecord(job, params.nowMs, null, job.payload), ...keysOf(job), ...(fairPass == null ? {} : { fairPass }) })
         }
@@ -109,7 +117,10 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
       park(`job.enqueue ${params.job.queue} ${params.job.id} p${params.job.priority}${params.toWaiter === true ? ' to a waiter' : ''}`, true, async () => {
         const answer = await inner.enqueue(params, tx)
         // A key's live holder answers in its place: nothing was written.
-        if (answer.id !== params.job.id) return answer
+        if (answer.id !== params.job.id) {
+          record({ op: 'enqueueAnswered', ...stamp(params.nowMs), queue: params.job.queue, id: answer.id })
+          return answer
+        }
         // The job's pass (none without a key in a queue without keys), read before any other call runs.
         const fairPass = (await inner.getJob({ queue: answer.queue, id: answer.id }))?.fairPass
         // A job handed to a waiter is claimed under the waiter's fence, its engine's range.

@@ -136,15 +136,21 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // aside for a job whose key a live job holds: a pass ran meanwhile, and the jobs it found due
   // wait for the claim's own next look.
   setAsidePassedBy: 36,
-  // Not caught within 100 seeds: it needs an engine that begins closing while its own enqueue
-  // inserts a job claimed for its idle worker, or while another engine's hand-over reaches it, and
-  // no leave of seeds 1…100 comes at such a moment; the pinned world 625411239 of
-  // jobsWorld.memory.test.ts (a membership leave) catches it, by claims reach a worker.
-  closingKeepsHanded: null,
-  // Not caught within 100 seeds: it needs the owner's own claim straight from the store to take the
-  // row a pass had just added to Matching for a poll another engine forwarded there, between the
-  // task's append and its delivery; seeds 1…100 never order the gate so, and the pinned world
-  // -41608940 of jobsWorld.memory.test.ts (1 of 150 random worlds) catches it, by prompt delivery.
+  // A leave that races a hand-over (JobsSwarm.ts `leaveRaces`): the leaving engine's own enqueue,
+  // issued in the instant its close() begins, inserts a job claimed for its idle worker, and a
+  // closing engine that keeps it lets the claim lapse unrun. The pinned world 625411239 of
+  // jobsWorld.memory.test.ts, where such an enqueue came by chance, catches it too.
+  closingKeepsHanded: 25,
+  // Not caught within 100 seeds. The step itself comes often: after the heal, a claim straight from
+  // the store takes the row a pass had just added to Matching for a poll another engine forwarded
+  // there on 49 of seeds 1…100. It costs a wait only with a backlog behind that row while the
+  // forwarded engine's loops all wait there and the owner's few loops (claiming ahead, `batch`) take
+  // the rest one by one; on those seeds the stale row was the only job due, or the poller's other
+  // polls claim straight from the store, or another pass serves it within the bound. Worlds made to
+  // bring such a backlog catch it seldom: waves 12 unkeyed jobs longer on 1 of seeds 1…100, a
+  // 2,000-step safety phase on seed 7 (with its leave races), row-lock windows drawn on every seed on
+  // seeds 49 and 87. The pinned world -41608940 of jobsWorld.memory.test.ts (1 of 150 random worlds)
+  // catches it, by prompt delivery.
   staleDeliveryUnheard: null,
 }
 
