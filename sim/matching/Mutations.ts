@@ -5,7 +5,8 @@
  *
  * Store-side mutants wrap the shared store, under the boundary log (a broken database);
  * host-side mutants wrap each host process's gated store, above it (a broken client in the
- * host: the boundary log records what the store answered, the host hears the mutant).
+ * host: the boundary log records what the store answered, the host hears the mutant); the one
+ * book mutant replaces each host's book of waiting polls.
  *
  * Each bug fires deterministically (every eligible call, or every n-th by a counter), and is
  * shaped so the runtime keeps running and a checker — not an exception — reports it:
@@ -32,7 +33,11 @@
  *   stale writes instead of unloading (ownership loss: writes after the loss);
  * - `reacquireWithoutBackoff` (host-side): on hearing `OwnershipLost` on an append or checkpoint
  *   the host takes the queue back at once, as a host that forgot its restart delay would
- *   (ownership loss: restart back-off).
+ *   (ownership loss: restart back-off);
+ * - `idleMovesOffReady` (host-side, the host's book of waiting polls): a poll idle in its
+ *   version's queue moves to another partition although its partition's default queue, where it
+ *   waits too, has a task ready; it chooses its partition again for that task and is moved again,
+ *   at one instant without end (BoundedMoves.ts reports the livelock).
  *
  * Mutant state (counters, reported ids) lives in the wrapper: on memory the world shares one
  * wrapper, on PostgreSQL each host's pool gets its own, so cross-host mutants see only their
@@ -46,6 +51,7 @@ import { encodeQueueKey, type QueueKey } from '../../src/domain/QueueKey.ts'
 import type { MemoryStore } from '../../src/persistence/queues/MemoryStore.ts'
 import type { MemorySnapshotTask } from '../../src/persistence/queues/MemorySnapshot.ts'
 import type { AppendResult, CheckpointResult, Store } from '../../src/persistence/queues/Store.ts'
+import { type HostWaitingPolls, makeHostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
 
 /** The deliberate bugs, by name. */
 export const mutationNames = [
@@ -58,6 +64,7 @@ export const mutationNames = [
   'checkpointDeletesOneMore',
   'writeAfterOwnershipLost',
   'reacquireWithoutBackoff',
+  'idleMovesOffReady',
 ] as const
 
 /** One mutation's name. */
@@ -163,6 +170,7 @@ export function makeMutantStore(inner: Store, mutation: MutationName): Store {
       }
     case 'writeAfterOwnershipLost':
     case 'reacquireWithoutBackoff':
+    case 'idleMovesOffReady':
       return inner
   }
 }
@@ -188,9 +196,24 @@ export function makeMutantHostStore(gated: Store, mutation: MutationName): Store
   }
 }
 
-/** For `runSeed({ ...mutate(mutation) })`: the store wrappers that plant `mutation`. */
-export function mutate(mutation: MutationName): { readonly wrapStore: (store: Store) => Store; readonly wrapHostStore: (hostId: string, store: Store) => Store } {
-  return { wrapStore: (store) => makeMutantStore(store, mutation), wrapHostStore: (_hostId, store) => makeMutantHostStore(store, mutation) }
+/** For `runSeed({ ...mutate(mutation) })`: the store wrappers (and host's book of waiting polls) that plant `mutation`. */
+export function mutate(mutation: MutationName): {
+  readonly wrapStore: (store: Store) => Store
+  readonly wrapHostStore: (hostId: string, store: Store) => Store
+  readonly waitingPolls?: () => HostWaitingPolls
+} {
+  return {
+    wrapStore: (store) => makeMutantStore(store, mutation),
+    wrapHostStore: (_hostId, store) => makeMutantHostStore(store, mutation),
+    ...(mutation === 'idleMovesOffReady' ? { waitingPolls: movesOffReady } : {}),
+  }
+}
+
+// The host's book, blind to a task ready in a poll's other queue on its partition: an idle poll
+// moves to another partition even so, where it chooses its own partition again for that task.
+function movesOffReady(): HostWaitingPolls {
+  const book = makeHostWaitingPolls()
+  return { ...book, add: (key, poll) => book.add(key, { ...poll, readyHere: () => false }) }
 }
 
 // A stale write is retried under whatever range the queue has now, as a store that forgot its

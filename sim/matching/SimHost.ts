@@ -7,6 +7,7 @@
 import { MixedScheduler } from 'effect/Scheduler'
 import type { MembershipView } from '../../src/actors/MatchingHost.ts'
 import { type MatchingHost, makeMatchingHost } from '../../src/actors/MatchingHost.ts'
+import type { HostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
 import { ownerOfEncoded } from '../../src/domain/Rendezvous.ts'
 import { encodePartitionKey, type PartitionKey } from '../../src/domain/QueueKey.ts'
 import type { ManualClock } from '../../src/kernel/Clock.ts'
@@ -19,6 +20,7 @@ import type { IoGate } from '../core/IoGate.ts'
 import type { HistoryRecord } from '../core/HistoryRecord.ts'
 import { type HistoryScript, makeScriptedHistory } from './ScriptedHistory.ts'
 import { InstanceTags, makeSimStore } from '../core/SimStore.ts'
+import { boundedMoves } from './BoundedMoves.ts'
 
 /** A membership view over a host list the world can change. */
 class BendableMembership implements MembershipView {
@@ -83,6 +85,10 @@ export interface SimHostDeps {
   readonly record: BoundaryListener
   /** Wraps the gated store each host process sees (the host-side mutations), above the boundary log. */
   readonly wrapHostStore?: (hostId: string, store: Store) => Store
+  /** Makes the host's book of waiting polls (a host-side mutation); default: the host's own. */
+  readonly waitingPolls?: () => HostWaitingPolls
+  /** Hears polls moving between partitions without end (BoundedMoves.ts). */
+  readonly onRunaway: (hostId: string, detail: string) => void
   readonly onStep: (hostId: string, queue: string, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
   readonly onDefect: (hostId: string, queue: string, defect: unknown) => void
 }
@@ -119,6 +125,7 @@ export class SimHost {
       random: deps.random.fork(),
       membership: this.membership,
       partitionCount: deps.partitionCount,
+      waitingPolls: () => boundedMoves(() => deps.clock.now(), (detail) => deps.onRunaway(deps.hostId, detail), deps.waitingPolls?.()),
       scheduler: new MixedScheduler('sync'),
       onStep: (queue, event, commands) => {
         tags.stepped(queue, event.type, commands)

@@ -11,6 +11,7 @@
  *
  * Does not: print or parse flags (the CLI's sim.ts, SimSummary.ts and SimProgress.ts do).
  */
+import type { HostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
@@ -44,6 +45,8 @@ export interface SeedRun extends SeedRunBase<SwarmOverrides> {
   readonly wrapStore?: (store: Store) => Store
   /** Wraps each host process's gated store (the host-side mutations). */
   readonly wrapHostStore?: (hostId: string, store: Store) => Store
+  /** Makes each host's book of waiting polls (a host-side mutation). */
+  readonly waitingPolls?: () => HostWaitingPolls
   readonly onBoundary?: (record: BoundaryRecord, nowMs: number) => void
   /** Observes faults, History answers and the heal (timelines). */
   readonly onEvent?: (event: WorldEvent, nowMs: number) => void
@@ -92,6 +95,7 @@ export function runSeed(run: SeedRun): Promise<SeedResult> {
         ...worldBasicsOf(run),
         ...(run.onBoundary === undefined ? {} : { onBoundary: run.onBoundary }),
         ...(run.wrapHostStore === undefined ? {} : { wrapHostStore: run.wrapHostStore }),
+        ...(run.waitingPolls === undefined ? {} : { waitingPolls: run.waitingPolls }),
         ...(run.onEvent === undefined ? {} : { onEvent: run.onEvent }),
       }).run(),
   )

@@ -16,6 +16,7 @@
  * Clients add tasks, poll, update user data and retire version `v1` of a family (its backlog
  * relocates to the default queue), each drawn from the one decision stream in a fixed order.
  */
+import type { HostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
 import type { TaskType } from '../../src/domain/QueueKey.ts'
 import { ownerOf } from '../../src/domain/Rendezvous.ts'
 import type { ManualClock } from '../../src/kernel/Clock.ts'
@@ -68,6 +69,8 @@ export interface WorldConfig {
   readonly keepTrace?: boolean
   /** Wraps the gated store of each host process (host-side mutations, sim/matching/Mutations.ts). */
   readonly wrapHostStore?: (hostId: string, store: Store) => Store
+  /** Makes each host's book of waiting polls (a host-side mutation); default: the host's own. */
+  readonly waitingPolls?: () => HostWaitingPolls
   /** Observes every store call at the boundary (timelines). */
   readonly onBoundary?: (record: BoundaryRecord, nowMs: number) => void
   /** Observes faults, History answers the hosts heard, and the heal (timelines). */
@@ -133,6 +136,8 @@ export class World {
             config.onBoundary?.(record, this.#clock.now())
           },
           ...(config.wrapHostStore === undefined ? {} : { wrapHostStore: config.wrapHostStore }),
+          ...(config.waitingPolls === undefined ? {} : { waitingPolls: config.waitingPolls }),
+          onRunaway: (id, detail) => this.#checkers.violations.push(`on ${id}: ${detail}`),
           onStep: (id, queue, event, commands) => this.#onStep(id, queue, event, commands),
           onDefect: (id, queue, defect) => this.#checkers.violations.push(`defect on ${id} in ${queue}: ${defect instanceof Error ? defect.stack : String(defect)}`),
         }),

@@ -307,6 +307,7 @@ function waitMovable(
   if (outer?.aborted === true) wait.abort()
   else outer?.addEventListener('abort', abort, { once: true })
   let movedTo: number | undefined
+  const isReady = (actor: PartitionActor): boolean => actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady())
   const remove = context.waiting.add(chosen.partition, {
     partition: chosen.partition.partition,
     canTakeFrom: (partition) => {
@@ -317,10 +318,8 @@ function waitMovable(
       movedTo = partition
       wait.abort()
     },
-    readyElsewhere: () => {
-      const isReady = (actor: PartitionActor): boolean => actor !== chosen && actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady())
-      return (actors.find(isReady) ?? gained().find(isReady))?.partition.partition
-    },
+    readyHere: () => isReady(chosen),
+    readyElsewhere: () => (actors.find((actor) => actor !== chosen && isReady(actor)) ?? gained().find((actor) => actor !== chosen && isReady(actor)))?.partition.partition,
   })
   chosen.requests.poll(poller, deadlineMs, wait.signal, (exit) => {
     remove()

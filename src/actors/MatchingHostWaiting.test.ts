@@ -3,7 +3,8 @@
  * that waits on another partition and may take from it, never a poll of the same partition, of
  * another family or task type, or one already moved; a family whose polls all answered holds
  * no entry. A partition whose polls wait with nothing ready moves one of them to a partition
- * of the family that has a task ready, if any.
+ * of the family that has a task ready, if any, but never a poll with a task ready in another of
+ * its own queues on its partition.
  */
 import { describe, expect, it } from 'vitest'
 import type { PartitionKey } from '../domain/QueueKey.ts'
@@ -15,7 +16,7 @@ describe('MatchingHostWaiting', () => {
   it('moves one poll waiting on another partition of the family, once', () => {
     const book = makeHostWaitingPolls()
     const moved: Array<[string, number]> = []
-    const poll = (name: string, partition: number, canTake = true) => ({ partition, canTakeFrom: () => canTake, moveTo: (to: number) => void moved.push([name, to]), readyElsewhere: () => undefined })
+    const poll = (name: string, partition: number, canTake = true) => ({ partition, canTakeFrom: () => canTake, moveTo: (to: number) => void moved.push([name, to]), readyHere: () => false, readyElsewhere: () => undefined })
     book.add(key(0), poll('same', 1))
     book.add(key(0), poll('cannot', 2, false))
     book.add(key(0, 'other'), poll('other family', 3))
@@ -34,8 +35,10 @@ describe('MatchingHostWaiting', () => {
   it('moves one poll of a partition whose polls wait idle to a partition with a task ready, if there is one', () => {
     const book = makeHostWaitingPolls()
     const moved: Array<[string, number]> = []
-    const poll = (name: string, partition: number, ready: number | undefined) => ({ partition, canTakeFrom: () => true, moveTo: (to: number) => void moved.push([name, to]), readyElsewhere: () => ready })
+    const poll = (name: string, partition: number, ready: number | undefined, readyHere = false) => ({ partition, canTakeFrom: () => true, moveTo: (to: number) => void moved.push([name, to]), readyHere: () => readyHere, readyElsewhere: () => ready })
     book.add(key(0), poll('nothing ready elsewhere', 0, undefined))
+    // Idle in one of its queues while another of them has a task ready: it stays and takes it.
+    book.add(key(0), poll('a task ready in its other queue', 0, 2, true))
     book.add(key(0), poll('a', 0, 2))
     book.add(key(0), poll('b', 0, 2))
     book.add(key(0), poll('on another partition', 1, 2))
@@ -51,7 +54,7 @@ describe('MatchingHostWaiting', () => {
 
   it('forgets a family once its polls answered', () => {
     const book = makeHostWaitingPolls()
-    const removes = [0, 1].map((partition) => book.add(key(partition), { partition, canTakeFrom: () => true, moveTo: () => {}, readyElsewhere: () => undefined }))
+    const removes = [0, 1].map((partition) => book.add(key(partition), { partition, canTakeFrom: () => true, moveTo: () => {}, readyHere: () => false, readyElsewhere: () => undefined }))
     expect(book.size()).toBe(1)
     for (const remove of removes) remove()
     expect(book.size()).toBe(0)

@@ -16,7 +16,9 @@
  * (`taskStored` again) after each such step. Likewise a poll that waits with nothing on a partition
  * while another partition of the family has a task ready — its ready task turned out to be stale
  * (its job already started elsewhere, so the delivery started nothing), or several polls chose the
- * partition for its one ready task — moves there when the partition reports its polls idle.
+ * partition for its one ready task — moves there when the partition reports its polls idle,
+ * unless another of its own queues there has a task ready (a poll waits in its version's queue
+ * and the default one: one idle beside the other's ready task stays, and takes it).
  * A poll of a family whose other partitions the host did not own when it chose is registered too:
  * a partition the host gains later may make tasks ready.
  *
@@ -35,6 +37,8 @@ export interface WaitingPoll {
   readonly canTakeFrom: (partition: number) => boolean
   /** Cancels its wait and sends it to `partition`; called at most once. */
   readonly moveTo: (partition: number) => void
+  /** True when one of its own queues on `partition` has a task ready now (the poll waits in each). */
+  readonly readyHere: () => boolean
   /** Another partition of its family it may take from that has a task ready now, if any. */
   readonly readyElsewhere: () => number | undefined
 }
@@ -85,7 +89,9 @@ export function makeHostWaitingPolls(): HostWaitingPolls {
       const polls = byFamily.get(waitKey(key))
       if (polls === undefined) return
       for (const poll of polls) {
-        if (poll.partition !== key.partition) continue
+        // A poll idle in one of its queues while another of them has a task ready stays: moved,
+        // it would choose this partition again for that task, and be moved again, without end.
+        if (poll.partition !== key.partition || poll.readyHere()) continue
         const target = poll.readyElsewhere()
         if (target === undefined) continue
         polls.delete(poll)
