@@ -75,7 +75,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   shortReservationEndsPass: null,
   // Judged where the host makes its promise (IdlePollChecker.ts): a poll left on a partition with
   // nothing while a task stored on another waits there.
-  pollsStayPut: 7,
+  pollsStayPut: 15,
   // Judged where the host makes its promise (IdlePollChecker.ts): a poll left idle by a stale task
   // beside a task ready on another partition waits out its second. Prompt delivery alone catches
   // it on the pinned world 18 [0, 2715, 160, 320, 320, 40, 20] of jobsWorld.memory.test.ts.
@@ -108,7 +108,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   setAsideClaimLost: 36,
   drainedStaysDrained: 4,
   // A world with row-lock windows (JobsSwarm.ts `rowLockChance`).
-  parkedPollNotArmed: 9,
+  parkedPollNotArmed: 7,
   matchedPollLingers: 19,
   // A keyed wave's job scheduled a minute ahead (JobsSwarm.ts `keyedWaves`) comes due after the
   // waves, as an engine drops the dispatch its idle claims have seemed not to hold for a minute:
@@ -125,7 +125,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // owns only some of the queue's partitions is never announced on the bus. Prompt delivery does not
   // see it: a claim waiting at another owner is served by that owner's own pass or claim within the
   // bound (src/jobs/DispatchRunner.test.ts fails on the fix it stands for).
-  releaseUnannounced: 46,
+  releaseUnannounced: 25,
   // Worlds with hand-overs at enqueue across engines (JobsSwarm.ts `handOvers`): a producer's job
   // claimed for a waiting claim that never hears of it waits out its claim.
   enqueueHandOverUnsent: 2,
