@@ -72,6 +72,7 @@
  * restart, heal, settle membership, final phase) whose steps share the same host table and gate;
  * the clients, checkers, bus, membership store and swarm already live in files of their own.
  */
+import { makeInstantWatchdog } from '../core/InstantWatchdog.ts'
 import { Unavailable } from '../../src/domain/errors.ts'
 import { decodeQueueKey } from '../../src/domain/QueueKey.ts'
 import { jobsNamespace } from '../../src/jobs/QueueRouting.ts'
@@ -267,6 +268,8 @@ export class JobsWorld {
   readonly #clock: ManualClock
   readonly #gate: IoGate
   readonly #checkers: JobCheckers
+  // Ends a run whose machines step without end at one instant (sim/core/InstantWatchdog.ts).
+  readonly #watchdog: ReturnType<typeof makeInstantWatchdog>
   readonly #rates: RateChecker
   readonly #fairness: FairnessChecker
   readonly #fences: FenceChecker
@@ -346,6 +349,7 @@ export class JobsWorld {
   constructor(config: JobsWorldConfig) {
     this.#config = config
     this.#checkers = new JobCheckers(knownFailingCheckersOn(config.store))
+    this.#watchdog = makeInstantWatchdog(() => this.#clock.now(), `jobs world seed ${config.options.seed}`, (detail) => this.#checkers.violations.push(detail))
     this.#options = config.options
     this.#rates = new RateChecker(config.options.queues, (sentence) => this.#checkers.fail('rate limit', sentence))
     this.#fairness = new FairnessChecker((sentence) => this.#checkers.fail('fair pass', sentence))
@@ -415,8 +419,14 @@ export class JobsWorld {
       handlerMs: (queue) => this.#decide.int(0, this.#options.handlerMsMax[queue] ?? 0),
       honourSignal: this.#options.control.honourSignal && (this.#controlsOn() || this.#options.heldHeartbeats),
       onHandler: (event) => this.#onHandler(event),
-      onDispatchStep: (incarnation, queue, event, commands) => this.#dispatches.step(hostId, incarnation, queue, event, commands, this.#clock.now() - epochMs),
-      onQueueStep: (incarnation, queue) => this.#idlePolls.step(hostId, incarnation, queue, this.#clock.now() - epochMs),
+      onDispatchStep: (incarnation, queue, event, commands) => {
+        this.#watchdog.step(() => `${hostId}'s dispatch of ${queue}: ${event.type}`)
+        this.#dispatches.step(hostId, incarnation, queue, event, commands, this.#clock.now() - epochMs)
+      },
+      onQueueStep: (incarnation, queue) => {
+        this.#watchdog.step(() => `${hostId}'s Matching queue ${queue.queue}`)
+        this.#idlePolls.step(hostId, incarnation, queue, this.#clock.now() - epochMs)
+      },
       onDueSignal: (id, queue, dueMs, at) => (at === 'sent' ? this.#giveBacks.sent(id, queue, dueMs, this.#clock.now()) : this.#giveBacks.reached(id, queue, dueMs)),
       ...(config.mutant?.wrapBus === undefined ? {} : { wrapBus: config.mutant.wrapBus }),
       ...(config.mutant?.wrapEngineJobStore === undefined ? {} : { wrapEngineJobStore: config.mutant.wrapEngineJobStore }),

@@ -16,6 +16,7 @@
  * Clients add tasks, poll, update user data and retire version `v1` of a family (its backlog
  * relocates to the default queue), each drawn from the one decision stream in a fixed order.
  */
+import { makeInstantWatchdog } from '../core/InstantWatchdog.ts'
 import type { HostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
 import type { TaskType } from '../../src/domain/QueueKey.ts'
 import { ownerOf } from '../../src/domain/Rendezvous.ts'
@@ -78,8 +79,6 @@ export interface WorldConfig {
 }
 
 const pollsPerHostMax = 4
-/** Machine steps at one virtual instant past which a world is in a livelock (#watchInstant): far above any honest burst. */
-const stepsPerInstantMax = 100_000
 
 /** A simulated world; `run()` once. */
 export class World {
@@ -96,8 +95,8 @@ export class World {
   readonly #families: Array<{ family: string; type: TaskType }> = []
   readonly #owners = new Map<string, string | null>()
   #jobSequence = 0
-  #instantMs = Number.NaN
-  #instantSteps = 0
+  // Ends a run whose machines step without end at one instant (sim/core/InstantWatchdog.ts).
+  readonly #watchdog: ReturnType<typeof makeInstantWatchdog>
 
   constructor(config: WorldConfig) {
     this.#config = config
@@ -117,6 +116,7 @@ export class World {
       alreadyStartedChance: this.#options.faults['history.alreadyStarted'] * 10,
     }
     this.#checkers = new Checkers(this.#history)
+    this.#watchdog = makeInstantWatchdog(() => this.#clock.now(), `Matching world seed ${this.#options.seed}`, (detail) => this.#checkers.violations.push(detail))
     for (let f = 0; f < this.#options.families; f++) for (const type of ['workflow', 'activity'] as const) this.#families.push({ family: `family-${f}`, type })
     const hostIds = Array.from({ length: this.#options.hosts }, (_, i) => `host-${i + 1}`)
     const random = this.#decide.fork()
@@ -390,24 +390,7 @@ export class World {
   #onStep(hostId: string, queue: string, event: QueueEvent, commands: ReadonlyArray<QueueCommand>): void {
     this.#loop.events++
     this.#log(`${hostId} ${queue} ${event.type} → ${commands.map((command) => command.type).join(',')}`)
-    this.#watchInstant(hostId, queue, event)
-  }
-
-  // Machine steps at one virtual instant past `stepsPerInstantMax` are a livelock: steps that let
-  // no time pass and never end would starve the event loop (no timer, no I/O, no test timeout),
-  // and the world would hang without a word. The step that crosses the bound is recorded as a
-  // violation and throws, naming the world's seed: the throw leaves the host's scheduler, which
-  // nothing else can stop, as an uncaught error that fails the run instead of hanging it.
-  #watchInstant(hostId: string, queue: string, event: QueueEvent): void {
-    const nowMs = this.#clock.now()
-    if (nowMs !== this.#instantMs) {
-      this.#instantMs = nowMs
-      this.#instantSteps = 0
-    }
-    if (++this.#instantSteps <= stepsPerInstantMax) return
-    const detail = `livelock in world seed ${this.#options.seed}: more than ${stepsPerInstantMax} machine steps at t=${nowMs} (the last on ${hostId} in ${queue}: ${event.type})`
-    if (this.#instantSteps === stepsPerInstantMax + 1) this.#checkers.violations.push(detail)
-    throw new Error(detail)
+    this.#watchdog.step(() => `${hostId} in ${queue}: ${event.type}`)
   }
 
   #log(line: string): void {
