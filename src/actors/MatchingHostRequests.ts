@@ -310,9 +310,11 @@ function waitMovable(
   const isReady = (actor: PartitionActor): boolean => actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady())
   const remove = context.waiting.add(chosen.partition, {
     partition: chosen.partition.partition,
+    // An instance the poll knew may have unloaded since, and the host loaded the partition again:
+    // the new instance is among `gained`, so a known instance that cannot take does not answer alone.
     canTakeFrom: (partition) => {
-      const actor = actors.find((known) => known.partition.partition === partition) ?? gained().find((known) => known.partition.partition === partition)
-      return actor !== undefined && actor.loadedQueues().some(relevant)
+      const takes = (actor: PartitionActor): boolean => actor.partition.partition === partition && actor.loadedQueues().some(relevant)
+      return actors.some(takes) || gained().some(takes)
     },
     moveTo: (partition) => {
       movedTo = partition
