@@ -17,7 +17,7 @@ interface FakeQueue extends QueueView {
 
 function queue(family: string, partition: number, version: string | null = null): FakeQueue {
   const key = { namespace: 'jobs', family, type: 'job', partition, version } as unknown as QueueKey
-  const fake: FakeQueue = { key, state: 'owned', pollers: false, ready: false, hasPollers: () => fake.pollers, hasReady: () => fake.ready }
+  const fake: FakeQueue = { key, state: 'owned', pollers: false, ready: false, pollerCount: () => (fake.pollers ? 1 : 0), hasReady: () => fake.ready }
   return fake
 }
 

@@ -49,7 +49,8 @@ export const idlePollBoundMs = 100
 export interface QueueView {
   readonly key: QueueKey
   readonly state: 'loading' | 'owned' | 'draining' | 'unloaded'
-  hasPollers(): boolean
+  /** Polls waiting in the queue now (none unless owned). */
+  pollerCount(): number
   hasReady(): boolean
 }
 
@@ -97,7 +98,7 @@ export class IdlePollChecker {
     else queues.add(queue)
     const family = queue.key.family
     const ofFamily = [...queues].filter((other) => other.key.family === family && other.key.version === null && this.#deps.owns(hostId, family, other.key.partition))
-    const idle = ofFamily.find((other) => other.hasPollers() && !other.hasReady() && ofFamily.some((ready) => ready.key.partition !== other.key.partition && ready.hasReady()))
+    const idle = ofFamily.find((other) => other.pollerCount() > 0 && !other.hasReady() && ofFamily.some((ready) => ready.key.partition !== other.key.partition && ready.hasReady()))
     const key = `${host}/${family}`
     const stuck = this.#stuck.get(key)
     if (idle === undefined) {

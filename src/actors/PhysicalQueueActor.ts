@@ -178,11 +178,6 @@ export class PhysicalQueueActor {
     return false
   }
 
-  /** True when a poll waits in the queue now (never unless owned). */
-  hasPollers(): boolean {
-    return this.pollerCount() > 0
-  }
-
   /** How many polls wait in the queue now (none unless owned). */
   pollerCount(): number {
     return this.state === 'owned' ? this.#snapshot.context.pollers.length : 0
@@ -263,8 +258,8 @@ export class PhysicalQueueActor {
   #reportIdle(event: QueueEvent | null): void {
     if (event === null) return
     const { onTasksIdle, onPollsIdle } = this.#options
-    if (onTasksIdle !== undefined && !this.hasPollers() && this.hasReady()) onTasksIdle()
-    else if (event.type === 'poll.arrived' && onPollsIdle !== undefined && this.hasPollers() && !this.hasReady()) onPollsIdle()
+    if (onTasksIdle !== undefined && this.pollerCount() === 0 && this.hasReady()) onTasksIdle()
+    else if (event.type === 'poll.arrived' && onPollsIdle !== undefined && this.pollerCount() > 0 && !this.hasReady()) onPollsIdle()
   }
 
   #fail(error: unknown): MatchboxError | undefined {
@@ -345,7 +340,7 @@ export class PhysicalQueueActor {
     const answer = (outcome: StartOutcome): void => {
       if (this.#done) return this.#answerOrphan(pollId, task, taskId, outcome)
       this.#send({ type: 'dispatch.completed', nowMs: this.#now(), deliveryId, outcome })
-      if (outcome.kind !== 'started' && this.hasPollers() && !this.hasReady()) this.#options.onPollsIdle?.()
+      if (outcome.kind !== 'started' && this.pollerCount() > 0 && !this.hasReady()) this.#options.onPollsIdle?.()
     }
     const retryable = (reason: string): StartOutcome => {
       const attempt = retryKey === null ? 1 : (this.#retryAttempts.get(retryKey) ?? 0) + 1
