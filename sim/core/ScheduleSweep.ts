@@ -46,6 +46,20 @@ export function sweepMasterSeed(): number {
   return fromEnv !== undefined && fromEnv !== '' ? Number(fromEnv) : fastCheckSeed()
 }
 
+/** The one world SIM_SWEEP_WORLD (a seed) and SIM_SWEEP_SCRIPT (decisions, comma-separated) name, for a failure's replay, or null. */
+export function sweepNamedWorld(): Schedule | null {
+  const seed = process.env.SIM_SWEEP_WORLD
+  if (seed === undefined || seed === '') return null
+  const script = process.env.SIM_SWEEP_SCRIPT ?? ''
+  return { seed: Number(seed), script: script === '' ? [] : script.split(',').map(Number) }
+}
+
+/** The command that replays one world of the sweep in test file `file` alone (`sweepNamedWorld` reads it back). */
+export const sweepReplay =
+  (file: string) =>
+  (schedule: Schedule): string =>
+    `SIM_SWEEP_WORLD=${schedule.seed} SIM_SWEEP_SCRIPT=${schedule.script.join(',')} MATCHBOX_DEEP=1 npx vitest run ${file}`
+
 /** Runs every world of the sweep, one after another; returns the failures, in order. */
 export async function runScheduleSweep(run: ScheduleSweepRun): Promise<SweepFailure[]> {
   const failures: SweepFailure[] = []

@@ -12,8 +12,7 @@
  */
 import { expect, it } from 'vitest'
 import { runJobsSeed } from './JobsSimulation.ts'
-import { describeSweepFailure, runScheduleSweep, sweepMasterSeed, sweepSchedules } from '../core/ScheduleSweep.ts'
-import type { Schedule } from '../core/ScheduleProperty.ts'
+import { describeSweepFailure, runScheduleSweep, sweepMasterSeed, sweepNamedWorld, sweepReplay, sweepSchedules } from '../core/ScheduleSweep.ts'
 import { deep } from '../../test/harness/depth.ts'
 
 const file = 'sim/jobs/jobsSweep.deep.memory.test.ts'
@@ -22,18 +21,9 @@ const steps = 2_000
 const scriptLengthMax = 400
 const worlds = Number(process.env.SIM_SWEEP_WORLDS ?? 300)
 
-// One world named by the environment (a failure's replay), or null.
-function namedWorld(): Schedule | null {
-  const seed = process.env.SIM_SWEEP_WORLD
-  if (seed === undefined || seed === '') return null
-  const script = process.env.SIM_SWEEP_SCRIPT ?? ''
-  return { seed: Number(seed), script: script === '' ? [] : script.split(',').map(Number) }
-}
-
-const replay = (schedule: Schedule): string => `SIM_SWEEP_WORLD=${schedule.seed} SIM_SWEEP_SCRIPT=${schedule.script.join(',')} MATCHBOX_DEEP=1 npx vitest run ${file}`
 
 it.runIf(deep)(`random worlds on memory (${worlds}, or the one SIM_SWEEP_WORLD names) pass every checker`, async () => {
-  const named = namedWorld()
+  const named = sweepNamedWorld()
   const masterSeed = sweepMasterSeed()
   console.log(named === null ? `sweep master seed ${masterSeed}: ${worlds} worlds of ${steps} steps (replay with SIM_SWEEP_SEED=${masterSeed})` : `world ${named.seed} script [${named.script.join(',')}]`)
   let passed = 0
@@ -45,7 +35,7 @@ it.runIf(deep)(`random worlds on memory (${worlds}, or the one SIM_SWEEP_WORLD n
       if (result.knownFailing.length > 0) knownFailing.push(`seed ${schedule.seed}: ${result.knownFailing[0]}`)
       return result
     },
-    replay,
+    replay: sweepReplay(file),
     onWorld: (_, __, verdict) => void (verdict.ok && passed++),
   })
   for (const failure of failures) console.log(describeSweepFailure(failure))

@@ -11,8 +11,7 @@
  */
 import { expect, it } from 'vitest'
 import { runSeed } from './Simulation.ts'
-import { describeSweepFailure, runScheduleSweep, sweepMasterSeed, sweepSchedules } from '../core/ScheduleSweep.ts'
-import type { Schedule } from '../core/ScheduleProperty.ts'
+import { describeSweepFailure, runScheduleSweep, sweepMasterSeed, sweepNamedWorld, sweepReplay, sweepSchedules } from '../core/ScheduleSweep.ts'
 import { deep } from '../../test/harness/depth.ts'
 
 const file = 'sim/matching/matchingSweep.deep.memory.test.ts'
@@ -20,25 +19,16 @@ const file = 'sim/matching/matchingSweep.deep.memory.test.ts'
 const scriptLengthMax = 400
 const worlds = Number(process.env.SIM_SWEEP_WORLDS ?? 300)
 
-// One world named by the environment (a failure's replay), or null.
-function namedWorld(): Schedule | null {
-  const seed = process.env.SIM_SWEEP_WORLD
-  if (seed === undefined || seed === '') return null
-  const script = process.env.SIM_SWEEP_SCRIPT ?? ''
-  return { seed: Number(seed), script: script === '' ? [] : script.split(',').map(Number) }
-}
-
-const replay = (schedule: Schedule): string => `SIM_SWEEP_WORLD=${schedule.seed} SIM_SWEEP_SCRIPT=${schedule.script.join(',')} MATCHBOX_DEEP=1 npx vitest run ${file}`
 
 it.runIf(deep)(`random Matching worlds on memory (${worlds}, or the one SIM_SWEEP_WORLD names) pass every checker`, async () => {
-  const named = namedWorld()
+  const named = sweepNamedWorld()
   const masterSeed = sweepMasterSeed()
   console.log(named === null ? `sweep master seed ${masterSeed}: ${worlds} worlds (replay with SIM_SWEEP_SEED=${masterSeed})` : `world ${named.seed} script [${named.script.join(',')}]`)
   let passed = 0
   const failures = await runScheduleSweep({
     schedules: named === null ? sweepSchedules(masterSeed, worlds, scriptLengthMax) : [named],
     runWorld: async (schedule) => (await runSeed({ seed: schedule.seed, store: 'memory', script: schedule.script })).result,
-    replay,
+    replay: sweepReplay(file),
     onWorld: (_, __, verdict) => void (verdict.ok && passed++),
   })
   for (const failure of failures) console.log(describeSweepFailure(failure))
