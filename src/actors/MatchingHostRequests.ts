@@ -321,7 +321,10 @@ function waitMovable(
       wait.abort()
     },
     readyHere: () => isReady(chosen),
-    readyElsewhere: () => (actors.find((actor) => actor !== chosen && isReady(actor)) ?? gained().find((actor) => actor !== chosen && isReady(actor)))?.partition.partition,
+    readyElsewhere: () => {
+      const elsewhere = (actor: PartitionActor): boolean => actor !== chosen && isReady(actor)
+      return (actors.find(elsewhere) ?? gained().find(elsewhere))?.partition.partition
+    },
   })
   chosen.requests.poll(poller, deadlineMs, wait.signal, (exit) => {
     remove()

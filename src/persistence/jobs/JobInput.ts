@@ -107,15 +107,14 @@ export function checkNewJob(job: NewJob, field = 'job'): NewJob {
  */
 export function checkNewJobMeasured(job: NewJob, field = 'job'): { readonly job: NewJob; readonly bytesMax: number } {
   if (typeof job !== 'object' || job === null) throw new InvalidInput({ field, reason: 'must be an object' })
+  // Checked in the order of the fields, so a job with several offenders names the first.
+  const id = validateName(`${field}.id`, job.id)
+  const queue = validateName(`${field}.queue`, job.queue)
   const payload = validateJsonMeasured(`${field}.payload`, job.payload)
-  return { job: checkedNewJob(job, field, payload.value), bytesMax: payload.bytesMax }
-}
-
-function checkedNewJob(job: NewJob, field: string, payload: JsonValue): NewJob {
-  return {
-    id: validateName(`${field}.id`, job.id),
-    queue: validateName(`${field}.queue`, job.queue),
-    payload,
+  const checked: NewJob = {
+    id,
+    queue,
+    payload: payload.value,
     priority: validatePriority(`${field}.priority`, job.priority),
     runAtMs: checkTime(`${field}.runAtMs`, job.runAtMs),
     expiresAtMs: job.expiresAtMs === null ? null : checkTime(`${field}.expiresAtMs`, job.expiresAtMs),
@@ -128,6 +127,7 @@ function checkedNewJob(job: NewJob, field: string, payload: JsonValue): NewJob {
     ...checkConcurrency(field, job),
     ...checkRates(field, job),
   }
+  return { job: checked, bytesMax: payload.bytesMax }
 }
 
 /**
