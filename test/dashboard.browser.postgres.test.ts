@@ -142,9 +142,15 @@ describe('dashboard in a browser (PostgreSQL, mounted under /jobs in Express)', 
 
   it('pauses a queue from its row: the worker stops taking its jobs while another queue runs, and Resume lets them through', async () => {
     const { page } = await freshPage()
-    const ran = new Map<string, () => void>()
-    const done = (id: string) => new Promise<void>((resolve) => ran.set(id, resolve))
-    const handler = async (job: { id: string }) => ran.get(job.id)?.()
+    // A job may start before its enqueue call returns here (handed to the waiting worker at the
+    // enqueue's commit): a job that ran before anyone waited for it counts as done.
+    const ran = new Set<string>()
+    const waiting = new Map<string, () => void>()
+    const done = (id: string) => new Promise<void>((resolve) => (ran.has(id) ? resolve() : waiting.set(id, resolve)))
+    const handler = async (job: { id: string }) => {
+      ran.add(job.id)
+      waiting.get(job.id)?.()
+    }
     const stops = [worker.queue('thumbs').work(handler), worker.queue('audit').work(handler)]
     // A job far in the future keeps the queue on the page.
     await mb.queue('thumbs').enqueue({ later: true }, { delayMs: 86_400_000 })
