@@ -102,10 +102,17 @@ describe('engines sharing one PostgreSQL database', () => {
     // may not be loaded yet, and then a first acquire (range 1) is all that may happen.
     const rangeBefore = await rangeOf(queue)
     const handled = new Map<string, string[]>()
+    // The owner's handlers hold their jobs until the non-owner has started one, so the rest must
+    // reach the non-owner through forwarding (idle, the owner's loops would take every job the
+    // producer hands over at its enqueue, however the machine's load times them).
+    let nonOwnerStarted!: () => void
+    const nonOwnerHasOne = new Promise<void>((resolve) => (nonOwnerStarted = resolve))
     const stops = [w1, w2].map((mb) =>
       mb.queue(queue).work(
         async (job) => {
           handled.set(job.id, [...(handled.get(job.id) ?? []), mb.hostId])
+          if (mb === other) nonOwnerStarted()
+          else await nonOwnerHasOne
         },
         { concurrency: 4 },
       ),
