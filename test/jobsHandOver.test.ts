@@ -3,12 +3,14 @@
  * one group on one ManualClock: h1 owns the queue and its worker waits idle; h2 enqueues. The
  * enqueue inserts the job claimed for h1's registered claim and h1's handler starts with the
  * clock standing still. A `handed` message lost on the bus costs the job one claim lapse — it is
- * delivered again once its visibility timeout passes — never the job. An idle worker loop keeps
+ * delivered again once its visibility timeout passes — never the job; one still on its way when
+ * the worker stops costs nothing: the stop gives the job back. An idle worker loop keeps
  * one registration across its claims; its stop, or its partition leaving the engine, takes it back.
  *
  * No sleeps: waits are on conditions, bounded by event-loop turns; time moves only when advanced.
  */
 import { afterEach, expect, it } from 'vitest'
+import type { JsonValue } from '../src/domain/Json.ts'
 import { membershipUnloadDelayMs } from '../src/kernel/Limits.ts'
 import { handedJobOf } from '../src/persistence/jobs/HandOver.ts'
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
@@ -61,6 +63,38 @@ it('a handed message lost on the bus costs the job one claim lapse, never the jo
   await until(() => started.length === 1, 'the job was delivered again after its claim lapsed')
   expect(started).toEqual([{ id, attempts: 2 }])
   await stop()
+})
+
+it('a worker that stops while the handed message of its job is on its way gives the job back at once, and the late message is dropped', async () => {
+  const { h1, h2, bus } = twoEngines(undefined, { handOverAcrossEngines: true })
+  // The message is held back, as one still on its way when the worker stops.
+  let held: JsonValue | null = null
+  bus.setTap((message) => {
+    if (message.kind !== 'host' || handedJobOf(message.message) === null) return 'deliver'
+    held = message.message
+    return 'drop'
+  })
+  const started: Array<{ readonly id: string; readonly attempts: number }> = []
+  const handler = async (job: { readonly id: string; readonly attempts: number }) => {
+    started.push({ id: job.id, attempts: job.attempts })
+  }
+  const stop = h1.queue('q').work(handler)
+  await settle()
+  const id = await h2.queue('q').enqueue({ n: 1 })
+  await settle()
+  expect(held).not.toBeNull()
+  expect((await h2.queue('q').getJob(id))?.state).toBe('processing')
+  // The stop takes the registration back, finds it taken, and gives the job back: pending, its attempt undone.
+  await stop()
+  expect(await h2.queue('q').getJob(id)).toMatchObject({ state: 'pending', attempts: 0 })
+  bus.setTap(null)
+  // The next worker runs it with the clock standing still; the message, arriving now, starts nothing more.
+  const again = h1.queue('q').work(handler)
+  await until(() => started.length === 1, 'the job given back was delivered')
+  await bus.send('h1', held as unknown as JsonValue)
+  await settle(50)
+  expect(started).toEqual([{ id, attempts: 1 }])
+  await again()
 })
 
 it('an idle worker loop keeps one registration across its claims, and its stop takes it back', async () => {

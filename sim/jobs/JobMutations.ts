@@ -135,6 +135,10 @@
  * - `waiterFenceIgnored`: an enqueue hands its job to a queue's first waiting claim whatever the
  *   waiter's fence says, so an engine that lost the queue's partition while its claim waited still
  *   gets jobs claimed for it (claims fenced);
+ * - `takenWaiterKept`: an engine that takes its waiting claims back and finds one taken by an
+ *   enqueue whose `handed` message has not come gives nothing back (`releaseHandedOver` writes
+ *   nothing): an engine that leaves as a producer hands it a job never hears of it, and the job
+ *   waits out its claim (claims reach a worker);
  * - the twelve bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`, `partitionUnloadUnheard`,
@@ -162,7 +166,7 @@ export const jobMutationNames = [
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
   'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'implicitKeyIgnored', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
-  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', 'releaseUnannounced', 'enqueueHandOverUnsent', 'waiterFenceIgnored', ...dispatchMutations,
+  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', 'releaseUnannounced', 'enqueueHandOverUnsent', 'waiterFenceIgnored', 'takenWaiterKept', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -465,6 +469,7 @@ function passThrough(inner: JobStore): JobStore {
     ackAndClaimDue: (params) => inner.ackAndClaimDue(params),
     ackMany: (params) => inner.ackMany(params),
     release: (params) => inner.release(params),
+    releaseHandedOver: (params) => inner.releaseHandedOver(params),
     retry: (params) => inner.retry(params),
     fail: (params) => inner.fail(params),
     cancel: (params) => inner.cancel(params),
@@ -498,6 +503,8 @@ function mutateJobStore(inner: JobStore, mutation: JobMutationName, lostHandOver
   switch (mutation) {
     case 'waiterFenceIgnored':
       return waiterFenceIgnoredStore(base, inner)
+    case 'takenWaiterKept':
+      return { ...base, releaseHandedOver: async () => [] }
     case 'matchingFirstBlocksQueue': {
       const blocked = async (queue: string, nowMs: number): Promise<boolean> => (await inner.deliverableCount({ queue, nowMs, limit: 1 })) > 0
       return {

@@ -181,6 +181,12 @@ export function makeSimJobStore(inner: JobStore, deps: SimJobStoreDeps): JobStor
         record({ op: 'release', ...stamp(params.nowMs), claims: params.claims, releasedIds })
         return releasedIds
       }),
+    releaseHandedOver: (params) =>
+      park(`job.releaseHandedOver ${params.queue} ${params.claimTokens.join(',')}`, true, async () => {
+        const claims = await inner.releaseHandedOver(params)
+        record({ op: 'release', ...stamp(params.nowMs), claims, releasedIds: claims.map((claim) => claim.id) })
+        return claims
+      }),
     retry: (params) =>
       park(`job.retry ${params.id} ${params.claimToken} +${params.delayMs}ms`, true, async () => {
         const outcome = await inner.retry(params)

@@ -106,6 +106,20 @@ it('world 625411239, script [2512, 7785, 7764, 851, 633, 9549, 4149, 6312]: an e
   expect(planted.result.violations.join('\n')).toMatch(/claims reach a worker/)
 })
 
+// World -1833084966 (2,000 steps): host-14 begins a graceful leave while a loop of it waits as a
+// registered waiter, and in the same instant host-6's enqueue takes that waiter. The leave's
+// take-back finds the waiter gone and gives the job back; the `handed` message reaches host-14
+// after it stopped listening. The plant `takenWaiterKept` (nothing given back) fails it.
+it('world -1833084966, script [5313, 7110, 4540, 3608, 3542]: an engine leaving as an enqueue takes its waiter gives the job back', async () => {
+  console.log('world -1833084966 script [5313,7110,4540,3608,3542]')
+  const world = { seed: -1833084966, store: 'memory', script: [5313, 7110, 4540, 3608, 3542], overrides: { steps } } as const
+  const { result } = await runJobsSeed(world)
+  expect(result.violations).toEqual([])
+  expect(result.knownFailing).toEqual([])
+  const planted = await runJobsSeed({ ...world, mutant: makeJobsMutant('takenWaiterKept') })
+  expect(planted.result.violations.join('\n')).toMatch(/claims reach a worker/)
+})
+
 // World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the
 // one whose write then finds its range taken waits out a restart back-off of several seconds
 // (the Matching ownership rule) while workers idle; prompt delivery is judged after it. World

@@ -17,13 +17,19 @@
  *   (the memory store) is announced here, over the bus.
  *
  * An idle worker loop costs about one statement per lease; a drain, whose claims never park,
- * none; a stream of hand-overs, about one per as many jobs as claims wait here. A lost `handed` message costs the job one claim lapse — it is claimed under a token
- * nobody holds — never the job; one for an idle registration is handed to the claim waiting
- * longest, or kept for the next to join (released by the next pass if none does).
+ * none; a stream of hand-overs, about one per as many jobs as claims wait here. A `handed`
+ * message for an idle registration is handed to the claim waiting longest, or kept for the next
+ * to join (released by the next pass if none does). A registration taken back that the store no
+ * longer has was taken by an enqueue whose message has not come (it is on its way, or lost): that
+ * job goes back to the store at once (`releaseHandedOver`) and its message is dropped should it
+ * come, so an engine that stops waiting as a producer hands it a job leaves the job to the others.
+ * A message lost while its registration is kept here costs the job at most one claim lapse —
+ * it is claimed under a token nobody holds — never the job.
  *
  * Invariants: registrations here are at most twice the most claims of a queue that waited at once
  * (a park takes an idle one first, and a batch is as large as the claims attached plus one);
- * every one is either attached to one claim or idle in its queue's pool; no timer.
+ * every one is either attached to one claim or idle in its queue's pool; a token taken back is
+ * remembered a lease at most; no timer.
  *
  * Does not: choose the job a waiter gets (the producer's statement does), or retry.
  */
@@ -72,6 +78,8 @@ export interface HandOverEngine {
   readonly routing: Pick<QueueRouting, 'ownsEvery'>
   readonly driver: Pick<DueDriver, 'notifyDue'>
   readonly dispatch: Pick<Dispatches, 'of'>
+  /** Tells the queue's claims here and on its other owners that a job is due (Runtime.ts). */
+  announceDue(queue: string, dueMs: number, byEnqueue: boolean): void
   /** Whole milliseconds of the injected clock. */
   now(): number
 }
@@ -115,12 +123,35 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
     for (const registration of batch) registrations.set(registration.claimToken, registration)
     return batch
   }
-  // Deletes registrations here and, those the store took, there in one statement (a failure only leaves them to expire).
+  // Tokens taken back (below) whose `handed` message may still come, with when: the message is
+  // dropped, since the job it names goes back to the store. Kept a lease at most.
+  const takenBack = new Map<string, number>()
+  // Deletes registrations here and, those the store took, there in one statement (a failure only
+  // leaves them to expire). A token the store no longer has was taken by an enqueue whose message
+  // has not come: its job goes back to the store, and the message, should it come, is dropped.
   const takeBack = (engine: HandOverEngine, taken: ReadonlyArray<Registration>): Promise<unknown> => {
-    for (const registration of taken) registrations.delete(registration.claimToken)
-    return Promise.all(taken.map(async (registration) => ((await registration.added) ? [registration.claimToken] : [])))
-      .then((tokens) => (tokens.flat().length === 0 ? [] : engine.jobStore.removeWaiters({ claimTokens: tokens.flat() })))
+    const nowMs = engine.now()
+    for (const [token, atMs] of takenBack) if (atMs + waiterLeaseMs <= nowMs) takenBack.delete(token)
+    for (const registration of taken) {
+      registrations.delete(registration.claimToken)
+      takenBack.set(registration.claimToken, nowMs)
+    }
+    return Promise.all(taken.map(async (registration) => ((await registration.added) ? [registration] : [])))
+      .then(async (added) => {
+        const asked = added.flat()
+        const removed = new Set(asked.length === 0 ? [] : await engine.jobStore.removeWaiters({ claimTokens: asked.map((registration) => registration.claimToken) }))
+        for (const registration of taken) if (removed.has(registration.claimToken) || !asked.includes(registration)) takenBack.delete(registration.claimToken)
+        await giveBackHandedOver(engine, asked.filter((registration) => !removed.has(registration.claimToken)))
+      })
       .catch(swallow)
+  }
+  // Gives back, queue by queue, the jobs enqueues claimed with `lost`'s tokens.
+  const giveBackHandedOver = async (engine: HandOverEngine, lost: ReadonlyArray<Registration>): Promise<void> => {
+    for (const queue of new Set(lost.map((registration) => registration.queue))) {
+      const claimTokens = lost.filter((registration) => registration.queue === queue).map((registration) => registration.claimToken)
+      const released = await engine.jobStore.releaseHandedOver({ queue, claimTokens, nowMs: engine.now() })
+      if (released.length > 0) engine.announceDue(queue, engine.now(), true)
+    }
   }
   const pool = (registration: Registration): void => {
     registration.claimId = null
@@ -190,6 +221,8 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
     onMessage(message) {
       const job = handedJobOf(message)
       if (job === null) return false
+      // Its registration was taken back first: the job goes (or went) back to the store instead.
+      if (takenBack.delete(job.claimToken as string)) return true
       const engine = engineOf()
       const registration = registrations.get(job.claimToken as string)
       if (registration !== undefined) {

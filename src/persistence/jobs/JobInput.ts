@@ -358,6 +358,15 @@ export function checkClaims(claims: ReadonlyArray<ClaimRef>): ReadonlyArray<Clai
   return claims.map((claim, index) => checkClaimRef(claim, `claims[${index}]`))
 }
 
+/** `releaseHandedOver`'s input: a queue name, 0…ackBatchSizeMax waiter tokens, and now. */
+export function checkHandedOver(params: { readonly queue: string; readonly claimTokens: ReadonlyArray<string>; readonly nowMs: number }): {
+  readonly queue: string
+  readonly claimTokens: ReadonlyArray<string>
+  readonly nowMs: number
+} {
+  return { queue: checkName('queue', params.queue), claimTokens: checkTokens(params.claimTokens), nowMs: checkTime('nowMs', params.nowMs) }
+}
+
 /** The claim tokens of `claimDue`: 0…ackBatchSizeMax of them, one per job it may claim. */
 export function checkTokens(tokens: ReadonlyArray<string>): ReadonlyArray<string> {
   if (!Array.isArray(tokens) || tokens.length > ackBatchSizeMax) {

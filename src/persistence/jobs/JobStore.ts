@@ -426,6 +426,16 @@ export interface JobStore {
   removeWaiters(params: { readonly claimTokens: ReadonlyArray<string> }): Promise<ReadonlyArray<string>>
 
   /**
+   * Gives back the jobs enqueues claimed with waiter tokens of `queue` that `removeWaiters` no
+   * longer found (their engine stopped waiting and will not run them), as `release` gives back a
+   * claim: each job of the queue processing under one of `claimTokens`, judged by the validity
+   * predicate. Answers the claims released (id and token), in the order of their tokens; a token
+   * no job holds (never taken, or its job already acked, retried or lapsed) writes nothing. One
+   * statement on SQL stores, which raise the due signal for the queue when they give a job back.
+   */
+  releaseHandedOver(params: { readonly queue: string; readonly claimTokens: ReadonlyArray<string>; readonly nowMs: number }): Promise<ReadonlyArray<ClaimRef>>
+
+  /**
    * `enqueue` of every job in `jobs`, in order, all or nothing: one statement on SQL stores (on
    * the caller's transaction with `tx`). The answer holds one entry per job, in the same order:
    * the id and runAt of the job that answers — the new one, or, when a live job of its queue

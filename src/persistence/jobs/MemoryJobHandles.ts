@@ -1,7 +1,7 @@
 /**
  * MemoryJobHandles — the operations of a claim's holder on the memory job store
  * (MemoryJobStore.ts): `heartbeat`, `ack`, `ackMany`, `ackBatch`, `setProgress`, `release`,
- * `retry` and `fail`, the mirror of SqlJobHandles.ts. Each finds its row by JobStore.ts's
+ * `releaseHandedOver`, `retry` and `fail`, the mirror of SqlJobHandles.ts. Each finds its row by JobStore.ts's
  * validity predicate (processing, deadline not passed, the caller's claim token current) and
  * changes it in the same synchronous step, so a reclaim racing one of them has exactly one winner.
  *
@@ -12,7 +12,7 @@
  */
 import { deadReasonExhausted, isOutOfAttempts } from '../../domain/JobRules.ts'
 import { jobAttemptErrorsKept } from '../../kernel/Limits.ts'
-import { checkClaimRef, checkClaims, checkDurationMs, checkError, checkProgress, checkStack, checkTime } from './JobInput.ts'
+import { checkClaimRef, checkClaims, checkDurationMs, checkHandedOver, checkError, checkProgress, checkStack, checkTime } from './JobInput.ts'
 import type { AttemptError, ClaimRef, JobRecord, JobStore } from './JobStore.ts'
 import { bury, copy, type MemoryJobState, validRow } from './MemoryJobRows.ts'
 
@@ -74,7 +74,7 @@ async function retry(state: MemoryJobState, params: Parameters<JobStore['retry']
   return { kind: 'retried', runAtMs }
 }
 
-type Handles = Pick<JobStore, 'heartbeat' | 'ack' | 'setProgress' | 'ackMany' | 'ackBatch' | 'release' | 'retry' | 'fail'>
+type Handles = Pick<JobStore, 'heartbeat' | 'ack' | 'setProgress' | 'ackMany' | 'ackBatch' | 'release' | 'releaseHandedOver' | 'retry' | 'fail'>
 
 /** The holder's operations over `state`. */
 export function makeMemoryJobHandles(state: MemoryJobState): Handles {
@@ -109,6 +109,21 @@ export function makeMemoryJobHandles(state: MemoryJobState): Handles {
 
     async release(params) {
       return releaseValid(state, checkClaims(params.claims), checkTime('nowMs', params.nowMs))
+    },
+
+    async releaseHandedOver(params) {
+      const { queue, claimTokens, nowMs } = checkHandedOver(params)
+      if (claimTokens.length === 0) return []
+      // The claims these tokens hold, found by a walk of the live rows: a give-back of hand-overs
+      // lost on their way is rare (an engine stopped waiting as an enqueue took its waiter).
+      const byToken = new Map<string, ClaimRef>()
+      for (const [id, row] of state.live) {
+        const token = row.job.claimToken
+        if (row.job.queue === queue && row.job.state === 'processing' && token !== null) byToken.set(token, { id, claimToken: token })
+      }
+      const claims = claimTokens.flatMap((token) => byToken.get(token) ?? [])
+      const released = new Set(releaseValid(state, claims, nowMs))
+      return claims.filter((claim) => released.has(claim.id))
     },
 
     retry: (params) => retry(state, params),

@@ -7,6 +7,9 @@
  * Across two stores on one database, a waiter registered through one is taken through the other,
  * and two enqueues racing for one waiter hand over one job.
  *
+ * A job claimed for a waiter its engine took back meanwhile is given back by its token
+ * (`releaseHandedOver`).
+ *
  * Readings pinned here: a waiter taken is gone (`removeWaiter` answers false); a waiter under a
  * stale fence is passed over, not taken; a registration again under one token renews it in place
  * of the old.
@@ -82,6 +85,28 @@ function handOverCases(kit: ReturnType<typeof waiterKitOf>): void {
     await wait(other, fence, 'twice', 'host', 9_000)
     expect((await handOver(other, 2_000)).claimToken).toBe('twice')
     expect(await store().removeWaiters({ claimTokens: ['twice'] })).toEqual([])
+  })
+
+  it('the job an enqueue claimed for a waiter taken meanwhile is given back by its token, once, and only while its claim holds', async () => {
+    const { queue, fence } = await owned('waiter-given-back')
+    await store().addWaiters({ queue, claimTokens: ['lost', 'acked', 'idle'], hostId: 'host', untilMs: 10_000, nowMs: 1_000, fence })
+    const lost = await handOver(queue, 2_000)
+    const acked = await handOver(queue, 2_000)
+    expect(await store().ack({ id: acked.id, claimToken: 'acked', nowMs: 2_001 })).toBe(true)
+    // Taken back: the idle waiter was still there; the two others were taken by the enqueues.
+    expect(await store().removeWaiters({ claimTokens: ['lost', 'acked', 'idle'] })).toEqual(['idle'])
+    // Another queue's token, one never taken, and an acked job's give nothing back.
+    expect(await store().releaseHandedOver({ queue: fixture.queue('waiter-given-back-other'), claimTokens: ['lost'], nowMs: 2_500 })).toEqual([])
+    expect(await store().releaseHandedOver({ queue, claimTokens: ['idle', 'acked', 'lost', 'never'], nowMs: 2_500 })).toEqual([{ id: lost.id, claimToken: 'lost' }])
+    // Pending again as a release leaves it: the attempt and the claim taken back, claimable at once.
+    expect(await store().getJob({ queue, id: lost.id })).toMatchObject({ state: 'pending', attempts: 0, claimToken: null, deadlineMs: null, claims: [] })
+    expect(await store().releaseHandedOver({ queue, claimTokens: ['lost'], nowMs: 2_600 })).toEqual([])
+    expect((await store().claimDue({ queue, nowMs: 2_700, claimTokens: ['next'] })).map((job) => job.id)).toEqual([lost.id])
+    // A claim that lapsed is not given back.
+    await wait(queue, fence, 'lapsed')
+    const lapsed = await handOver(queue, 3_000)
+    expect(await store().releaseHandedOver({ queue, claimTokens: ['lapsed'], nowMs: lapsed.deadlineMs as number })).toEqual([])
+    await expect(store().releaseHandedOver({ queue, claimTokens: [''], nowMs: 3_000 })).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'claimTokens[0]' })
   })
 
   it('across two stores on one database: a waiter registered through one is taken through the other, and two racing enqueues hand over one job', async () => {

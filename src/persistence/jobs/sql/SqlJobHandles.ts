@@ -1,6 +1,6 @@
 /**
  * SqlJobHandles — the operations of a claim's holder on the SQL job store (SqlJobStore.ts):
- * `heartbeat`, `ack`, `ackMany`, `ackBatch`, `setProgress`, `release`, `retry` and `fail`. Each is
+ * `heartbeat`, `ack`, `ackMany`, `ackBatch`, `setProgress`, `release`, `releaseHandedOver`, `retry` and `fail`. Each is
  * one statement with JobStore.ts's validity predicate inside it (processing, deadline not passed,
  * the caller's claim token current), so a reclaim racing one of them has exactly one winner.
  *
@@ -13,7 +13,7 @@ import { assert } from '../../../kernel/assert.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import type { SqlSession } from '../../sql/SqlSession.ts'
 import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
-import { checkClaimRef, checkClaims, checkDurationMs, checkError, checkProgress, checkStack, checkTime } from '../JobInput.ts'
+import { checkClaimRef, checkClaims, checkDurationMs, checkHandedOver, checkError, checkProgress, checkStack, checkTime } from '../JobInput.ts'
 import type { JobStore } from '../JobStore.ts'
 import { decodeJob } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
@@ -27,11 +27,12 @@ export function makeSqlJobHandles(
   session: SqlSession,
   texts: JobTexts,
   dueChannel: string,
-): Pick<JobStore, 'heartbeat' | 'ack' | 'setProgress' | 'ackMany' | 'ackBatch' | 'release' | 'retry' | 'fail'> {
+): Pick<JobStore, 'heartbeat' | 'ack' | 'setProgress' | 'ackMany' | 'ackBatch' | 'release' | 'releaseHandedOver' | 'retry' | 'fail'> {
   const sql = {
     heartbeat: jobSql.heartbeatSql(schema),
     ack: jobSql.ackSql(schema),
     release: jobSql.releaseSql(schema),
+    releaseHandedOver: jobSql.releaseHandedOverSql(schema),
     setProgress: jobSql.setProgressSql(schema),
     retry: jobSql.retrySql(schema),
     fail: jobSql.failSql(schema),
@@ -78,6 +79,13 @@ export function makeSqlJobHandles(
       if (claims.length === 0) return []
       const rows = await write('release', sql.release, [claims.map((claim) => claim.id), claims.map((claim) => claim.claimToken), nowMs, dueChannel])
       return rows.map((row) => row.id as string)
+    },
+
+    async releaseHandedOver(params) {
+      const { queue, claimTokens, nowMs } = validated('releaseHandedOver', () => checkHandedOver(params))
+      if (claimTokens.length === 0) return []
+      const rows = await write('releaseHandedOver', sql.releaseHandedOver, [queue, claimTokens, nowMs, dueChannel])
+      return rows.map((row) => ({ id: row.id as string, claimToken: row.token as string }))
     },
 
     retry: (params) => retry(session, sql.retry, params),

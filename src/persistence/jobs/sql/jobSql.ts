@@ -795,9 +795,27 @@ SELECT id FROM acked`
  * now. Answers the released ids with their place in the input (`position`), in input order.
  */
 export function releaseSql(schema: Schema): string {
+  return releaseOf(schema, 'SELECT DISTINCT ON (id) id, token, position FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(id, token, position) ORDER BY id, position')
+}
+
+/**
+ * `$1` queue, `$2` waiter tokens, `$3` now, `$4` the due channel. `releaseSql` of the claims the
+ * tokens hold in the queue (found through the queue's processing rows, jobs_processing), answered
+ * in token order with each its token.
+ */
+export function releaseHandedOverSql(schema: Schema): string {
+  return releaseOf(
+    schema,
+    `SELECT job.id, given.token, given.position FROM unnest($2::text[]) WITH ORDINALITY AS given(token, position)
+  JOIN ${schema.quoted}.jobs AS job ON job.queue = $1::text AND job.state = 'processing' AND job.claim_token = given.token`,
+  )
+}
+
+// The give-back of `releaseSql` for the claims `asked` selects (id, token, position).
+function releaseOf(schema: Schema, asked: string): string {
   return `
 WITH asked AS (
-  SELECT DISTINCT ON (id) id, token, position FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS asked(id, token, position) ORDER BY id, position
+  ${asked}
 ), released AS (
   UPDATE ${schema.quoted}.jobs AS job
   SET state = 'pending', attempts = GREATEST(job.attempts - 1, 0), claimed_at_ms = NULL, claim_token = NULL, deadline_ms = NULL,
@@ -805,9 +823,9 @@ WITH asked AS (
       unclaimed_due_ms = NULL, unclaimed_ready_seq = NULL, claim_history = job.claim_history - (-1), revision = job.revision + 1
   FROM asked
   WHERE job.id = asked.id AND ${validClaimOf('asked.token', '$3::bigint')}
-  RETURNING job.id, job.queue, job.concurrency_key, asked.position
+  RETURNING job.id, job.queue, job.concurrency_key, asked.position, asked.token
 ), ${freeSlotsCtes(schema, 'SELECT queue, concurrency_key FROM released')}
-SELECT released.id, released.position
+SELECT released.id, released.position, released.token
 FROM released CROSS JOIN (
   SELECT count(pg_notify($4::text, ${dueSignal('queue', '$3::bigint')})) FROM (SELECT DISTINCT queue FROM released) AS queues
 ) AS signal
