@@ -120,6 +120,17 @@ it('world -1833084966, script [5313, 7110, 4540, 3608, 3542]: an engine leaving 
   expect(planted.result.violations.join('\n')).toMatch(/claims reach a worker/)
 })
 
+// World -1478769223 (2,000 steps): a claim made before the heal, its answer held by the gate,
+// reaches its handler at the heal a millisecond before its deadline. Its first heartbeat must go
+// at once: armed a millisecond out, it reaches the store at the deadline and is refused, and the
+// claim lapses under the running handler (Heartbeats.test.ts has the unit case).
+it('world -1478769223: a job handed to its handler a millisecond before its deadline heartbeats in time', async () => {
+  console.log('world -1478769223 script []')
+  const { result } = await runJobsSeed({ seed: -1478769223, store: 'memory', overrides: { steps } })
+  expect(result.violations).toEqual([])
+  expect(result.knownFailing).toEqual([])
+})
+
 // World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the
 // one whose write then finds its range taken waits out a restart back-off of several seconds
 // (the Matching ownership rule) while workers idle; prompt delivery is judged after it. World

@@ -65,6 +65,18 @@ describe('Heartbeats', () => {
     expect(clock.pendingTimerCount()).toBe(0)
   })
 
+  it('a job that starts with less than a beat’s worth of time left beats at once, before its deadline', async () => {
+    const clock = new ManualClock(start)
+    const beats: string[] = []
+    const heartbeats = makeHeartbeats(clock, () => clock.now(), () => {})
+    heartbeats.start(standIn(clock, 'late', start + 1, beats, () => true))
+    // Due now: the first timer runs at this instant, a millisecond before the deadline.
+    clock.advance(0)
+    await flush()
+    expect(beats).toEqual(['late@0'])
+    heartbeats.close()
+  })
+
   it('stop ends a job’s beats; a refused beat ends them; a failed beat is reported and retried', async () => {
     const clock = new ManualClock(start)
     const beats: string[] = []

@@ -2,7 +2,8 @@
  * Heartbeats — one worker's heartbeats for the jobs its handlers are running, on one timer.
  *
  * A running job beats once its deadline is a `workerHeartbeatDivisor`-th nearer (the remaining
- * time divided by the divisor, at least 1 ms), and again after each beat the store accepted
+ * time divided by the divisor: at once for a job that starts with less than the divisor's
+ * milliseconds left, at least 1 ms after a beat), and again after each beat the store accepted
  * (from the deadline it moved) or that failed; a refused beat (the claim lapsed or the job was
  * cancelled) ends its beats. The worker holds one timer, armed for the earliest beat due: a job
  * starting or ending costs a map entry, not a timer, and a timer that fires for a job that
@@ -34,8 +35,11 @@ export function makeHeartbeats(clock: Clock, now: () => number, failed: (error: 
   let timerAtMs = Number.POSITIVE_INFINITY
   let cancelTimer: CancelTimer = () => {}
 
-  const schedule = (job: JobHandle): void => {
-    const atMs = now() + Math.max(1, Math.floor((job.deadline - now()) / workerHeartbeatDivisor))
+  // `soonestMs` after now at the earliest: 0 for a job's first beat, so that a job handed to its
+  // handler with less than a divisor's worth of milliseconds left beats at once instead of at its
+  // deadline (where the store refuses it); 1 after a beat, so beats never repeat at one instant.
+  const schedule = (job: JobHandle, soonestMs = 1): void => {
+    const atMs = now() + Math.max(soonestMs, Math.floor((job.deadline - now()) / workerHeartbeatDivisor))
     dueAt.set(job, atMs)
     if (atMs < timerAtMs) arm(atMs)
   }
@@ -71,7 +75,7 @@ export function makeHeartbeats(clock: Clock, now: () => number, failed: (error: 
   return {
     start(job) {
       running.add(job)
-      schedule(job)
+      schedule(job, 0)
     },
     stop(job) {
       running.delete(job)
