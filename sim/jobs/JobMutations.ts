@@ -52,10 +52,6 @@
  *   re-armed after one beat (Heartbeats.ts is engine code; the wrapper of the job store one
  *   engine sees gives the same observable bug); long handlers lose their claims (heartbeat
  *   keeps the claim);
- * - `firstBeatLate`: a claim's first heartbeat, sent with a millisecond of the claim left, is
- *   refused — what the store sees of a work loop that arms a job's first beat at least a
- *   millisecond out: a job handed to its handler a millisecond before its deadline beats at the
- *   deadline, is refused, and lapses under its running handler (heartbeat keeps claim);
  * - `lapseFromClaimTime`: a heartbeat moves the deadline the store keeps only as far as the claim
  *   time plus the visibility timeout (the lapse computed from the claim time, not from the
  *   deadline a beat moved), while answering the deadline the beat asked for: the job is taken
@@ -170,7 +166,7 @@ export const jobMutationNames = [
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
   'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'implicitKeyIgnored', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
-  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', 'releaseUnannounced', 'enqueueHandOverUnsent', 'waiterFenceIgnored', 'takenWaiterKept', 'firstBeatLate', ...dispatchMutations,
+  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', 'releaseUnannounced', 'enqueueHandOverUnsent', 'waiterFenceIgnored', 'takenWaiterKept', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -381,8 +377,6 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
           releaseDelivered: ({ deliveries, dueMs }) => store.releaseDelivered({ deliveries, dueMs: dueMs + refusedAddDelayMs }),
         }),
       }
-    case 'firstBeatLate':
-      return { wrapJobStore: firstBeatLateStore }
     case 'heartbeatOnce': {
       const beaten = new Set<string>()
       // Which queue a job id was enqueued on (a heartbeat names only the job).
@@ -455,45 +449,6 @@ export function makeMutantJobStore(inner: JobStore, mutation: JobMutationName, l
 async function ackMissedEarlier(inner: JobStore, claims: ReadonlyArray<ClaimRef>, acked: ReadonlyArray<string>, nowMs: number): Promise<string[]> {
   const missed = claims.filter((claim) => !acked.includes(claim.id))
   return missed.length === 0 ? [...acked] : [...acked, ...(await inner.ackMany({ claims: missed, nowMs: nowMs - backdateMs }))]
-}
-
-// firstBeatLate's store, shared below the I/O gate (so it adds no call a world schedules): the
-// deadline of every claim it answers is noted, and a claim's first heartbeat sent with at most a
-// millisecond of it left is refused, as the store refuses a beat that reaches it at the deadline.
-function firstBeatLateStore(inner: JobStore): JobStore {
-  const deadlines = new Map<string, number>()
-  const beaten = new Set<string>()
-  const note = (value: unknown): void => {
-    if (Array.isArray(value)) return value.forEach(note)
-    if (value === null || typeof value !== 'object') return
-    const record = value as Partial<JobRecord> & { readonly claimed?: unknown; readonly job?: unknown }
-    if (typeof record.claimToken === 'string' && typeof record.deadlineMs === 'number') deadlines.set(`${record.id}:${record.claimToken}`, record.deadlineMs)
-    if (record.claimed !== undefined) note(record.claimed)
-    if (record.job !== undefined) note(record.job)
-  }
-  const noted = <A extends unknown[], R>(call: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-    const answer = await call(...args)
-    note(answer)
-    return answer
-  }
-  return {
-    ...inner,
-    enqueue: noted((params, tx) => inner.enqueue(params, tx)),
-    claim: noted((params) => inner.claim(params)),
-    claimMany: noted((params) => inner.claimMany(params)),
-    claimDue: noted((params) => inner.claimDue(params)),
-    ackAndClaimDue: noted((params) => inner.ackAndClaimDue(params)),
-    async heartbeat(params) {
-      const claim = `${params.id}:${params.claimToken}`
-      const deadlineMs = deadlines.get(claim)
-      if (beaten.has(claim) || deadlineMs === undefined || deadlineMs - params.nowMs > 1) {
-        beaten.add(claim)
-        return inner.heartbeat(params)
-      }
-      beaten.add(claim)
-      return null
-    },
-  }
 }
 
 // Every call passed on to `inner` unchanged: the base each mutant overrides a few calls of.

@@ -133,7 +133,6 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // stale range (the claim commits under a fence an acquire moved past).
   waiterFenceIgnored: 2,
   takenWaiterKept: 72,
-  firstBeatLate: null,
   // A keyed wave (JobsSwarm.ts `keyedWaves`) through a worker whose idle claim eager dispatch set
   // aside for a job whose key a live job holds: a pass ran meanwhile, and the jobs it found due
   // wait for the claim's own next look.
