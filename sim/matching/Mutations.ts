@@ -37,7 +37,12 @@
  * - `idleMovesOffReady` (host-side, the host's book of waiting polls): a poll idle in its
  *   version's queue moves to another partition although its partition's default queue, where it
  *   waits too, has a task ready; it chooses its partition again for that task and is moved again,
- *   at one instant without end (BoundedMoves.ts reports the livelock).
+ *   at one instant without end (BoundedMoves.ts reports the livelock);
+ * - `relocateHeardRefused` (host-side): the host hears every relocation that committed as an
+ *   outage that wrote nothing (`Unavailable`, not maybe committed), as a client that lost the
+ *   answer and guessed wrong would: a version's retirement fails without telling the default
+ *   queue about the rows it moved there, and a default queue that has read that subqueue to its
+ *   end never reads them while it stays loaded (at-least-once).
  *
  * Mutant state (counters, reported ids) lives in the wrapper: on memory the world shares one
  * wrapper, on PostgreSQL each host's pool gets its own, so cross-host mutants see only their
@@ -65,6 +70,7 @@ export const mutationNames = [
   'writeAfterOwnershipLost',
   'reacquireWithoutBackoff',
   'idleMovesOffReady',
+  'relocateHeardRefused',
 ] as const
 
 /** One mutation's name. */
@@ -171,6 +177,7 @@ export function makeMutantStore(inner: Store, mutation: MutationName): Store {
     case 'writeAfterOwnershipLost':
     case 'reacquireWithoutBackoff':
     case 'idleMovesOffReady':
+    case 'relocateHeardRefused':
       return inner
   }
 }
@@ -191,6 +198,14 @@ export function makeMutantHostStore(gated: Store, mutation: MutationName): Store
       }
       return { ...forwarding(gated), append: (params) => gated.append(params).catch(takeBack(params.key, params.nowMs)), checkpoint: (params) => gated.checkpoint(params).catch(takeBack(params.key, params.nowMs)) }
     }
+    case 'relocateHeardRefused':
+      return {
+        ...forwarding(gated),
+        async relocate(params) {
+          await gated.relocate(params)
+          throw new Unavailable({ operation: 'relocate', detail: 'mutant: a committed relocation heard as one that wrote nothing', maybeCommitted: false })
+        },
+      }
     default:
       return gated
   }

@@ -2,6 +2,7 @@ import { Effect, Layer } from 'effect'
 import { describe, expect, it } from 'vitest'
 import { makeGate } from '../../test/harness/gate.ts'
 import { settle, until } from '../../test/harness/settle.ts'
+import { Unavailable } from '../domain/errors.ts'
 import { ManualClock } from '../kernel/Clock.ts'
 import { idleUnloadMs, membershipUnloadDelayMs } from '../kernel/Limits.ts'
 import { Random } from '../kernel/Random.ts'
@@ -281,6 +282,52 @@ describe('MatchingHost', () => {
     expect(drained.sort()).toEqual(['old-1', 'old-2'])
     await host.close()
   })
+
+  // A retirement that fails after moving rows: the default queue, loaded and read to the end of
+  // the subqueue they went to, must still be told, or it never reads them while it stays loaded.
+  type MemoryStore = ReturnType<typeof makeMemoryStore>
+  const failedRetirements: ReadonlyArray<{ name: string; fail: (store: MemoryStore, failing: () => boolean) => MemoryStore }> = [
+    {
+      name: 'its relocation committed but the answer was lost',
+      fail: (inner, failing) => ({
+        ...inner,
+        relocate: async (params) => {
+          const moved = await inner.relocate(params)
+          if (!failing()) return moved
+          throw new Unavailable({ operation: 'relocate', detail: 'connection lost after commit', maybeCommitted: true })
+        },
+      }),
+    },
+    {
+      name: 'the next page could not be read',
+      fail: (inner, failing) => ({
+        ...inner,
+        read: async (params) => {
+          if (failing() && params.key.version === 'v2' && params.afterTaskId > 0) throw new Unavailable({ operation: 'read', detail: 'outage', maybeCommitted: false })
+          return inner.read(params)
+        },
+      }),
+    },
+  ]
+  for (const { name, fail } of failedRetirements) {
+    it(`tells the default queue about rows a retirement moved before it failed: ${name}`, async () => {
+      const inner = makeMemoryStore()
+      let failing = false
+      const { host, clock } = makeHost(fail(inner, () => failing), undefined, 1)
+      await host.addTask({ ...family, task: { jobId: 'plain' } })
+      expect((await pollOnce(host, clock, { waitMs: 10 }))?.task.jobId).toBe('plain')
+      await host.addTask({ ...family, task: { jobId: 'old', versionDirective: { kind: 'pinned', version: 'v2' } } })
+      await host.addTask({ ...family, task: { jobId: 'urgent', priority: 5, versionDirective: { kind: 'pinned', version: 'v2' } } })
+      failing = true
+      await expect(host.retireVersion({ ...family, version: 'v2' })).rejects.toMatchObject({ _tag: 'Unavailable' })
+      failing = false
+      expect((await inner.inspect({ ...family, partition: 0, version: 'v2' }))?.storedRowsBySubqueue[0]).toBeUndefined()
+      // `old` moved (subqueue 0 comes first); the retirement stopped before `urgent` did.
+      expect((await inner.inspect({ ...family, partition: 0, version: 'v2' }))?.storedRowsBySubqueue[5]).toBe(1)
+      expect((await pollOnce(host, clock, { waitMs: 10 }))?.task.jobId).toBe('old')
+      await host.close()
+    })
+  }
 
   it('refuses work after close and rejects bad input with a typed error', async () => {
     const { host } = makeHost()

@@ -38,7 +38,7 @@ import { partitionMailboxSizeMax } from '../kernel/Limits.ts'
 import type { Random } from '../kernel/Random.ts'
 import type { AddResult, PollResult, QueueCommand, QueueEvent, QueueProgress } from '../machines/PhysicalQueueProtocol.ts'
 import type { QueueLimits } from '../machines/QueueContext.ts'
-import type { Store } from '../persistence/queues/Store.ts'
+import type { RelocatedTask, Store } from '../persistence/queues/Store.ts'
 import type { History, PollerInfo } from './History.ts'
 import { PhysicalQueueActor } from './PhysicalQueueActor.ts'
 import { bookQueueEnd, type RestartBook } from './RestartBooks.ts'
@@ -349,7 +349,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
           const page = await options.store.read({ key: keyOf(version), subqueue, afterTaskId, limit: 1_000 })
           if (page.length === 0) break
           afterTaskId = (page.at(-1) as { taskId: number }).taskId
-          const relocated = await options.store.relocate({
+          const relocated = await relocateInto(target, subqueue, {
             from: keyOf(version),
             fromRangeId: source.rangeId,
             to: keyOf(null),
@@ -359,9 +359,23 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
           })
           moved += relocated.length
         }
-        target.backlogGrew([subqueue])
       }
       return moved
+    }
+    // Moves rows into the default queue and tells it at once. The queue reads a subqueue again
+    // only when told it grew, and a retirement that fails later (an outage, a lost fence) never
+    // gets back to tell it: rows moved so would wait unread for as long as the queue stays loaded.
+    // A relocation that failed may have moved its rows too (its answer lost after the commit), so
+    // only a failure that says nothing was written goes untold.
+    const relocateInto = async (target: PhysicalQueueActor, subqueue: number, params: Parameters<Store['relocate']>[0]): Promise<ReadonlyArray<RelocatedTask>> => {
+      try {
+        const relocated = await options.store.relocate(params)
+        if (relocated.length > 0) target.backlogGrew([subqueue])
+        return relocated
+      } catch (error) {
+        if (!isMatchboxError(error) || error.maybeCommitted) target.backlogGrew([subqueue])
+        throw error
+      }
     }
 
     const onWarm = (versions: ReadonlyArray<string | null>, deadlineMs: number, signal: AbortSignal | undefined): Promise<void> => {
