@@ -35,9 +35,10 @@ export function makeHeartbeats(clock: Clock, now: () => number, failed: (error: 
   let timerAtMs = Number.POSITIVE_INFINITY
   let cancelTimer: CancelTimer = () => {}
 
-  // `soonestMs` after now at the earliest: 0 for a job's first beat, so that a job handed to its
-  // handler with less than a divisor's worth of milliseconds left beats at once instead of at its
-  // deadline (where the store refuses it); 1 after a beat, so beats never repeat at one instant.
+  // `soonestMs` after now at the earliest: 0 for the first beat of a job whose claim still holds,
+  // so that a job handed to its handler with less than a divisor's worth of milliseconds left
+  // beats at once instead of at its deadline (where the store refuses it); 1 otherwise, so beats
+  // never repeat at one instant (and a claim already lapsed is not asked about at once).
   const schedule = (job: JobHandle, soonestMs = 1): void => {
     const atMs = now() + Math.max(soonestMs, Math.floor((job.deadline - now()) / workerHeartbeatDivisor))
     dueAt.set(job, atMs)
@@ -75,7 +76,7 @@ export function makeHeartbeats(clock: Clock, now: () => number, failed: (error: 
   return {
     start(job) {
       running.add(job)
-      schedule(job, 0)
+      schedule(job, job.deadline > now() ? 0 : 1)
     },
     stop(job) {
       running.delete(job)
