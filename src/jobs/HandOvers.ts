@@ -139,7 +139,15 @@ export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOvers
     return Promise.all(taken.map(async (registration) => ((await registration.added) ? [registration] : [])))
       .then(async (added) => {
         const asked = added.flat()
-        const removed = new Set(asked.length === 0 ? [] : await engine.jobStore.removeWaiters({ claimTokens: asked.map((registration) => registration.claimToken) }))
+        const removed = new Set(
+          asked.length === 0
+            ? []
+            : await engine.jobStore.removeWaiters({ claimTokens: asked.map((registration) => registration.claimToken) }).catch((error: unknown) => {
+                // Nothing is known of them: a message that comes is handed on here, as before the take-back.
+                for (const registration of taken) takenBack.delete(registration.claimToken)
+                throw error
+              }),
+        )
         for (const registration of taken) if (removed.has(registration.claimToken) || !asked.includes(registration)) takenBack.delete(registration.claimToken)
         await giveBackHandedOver(engine, asked.filter((registration) => !removed.has(registration.claimToken)))
       })
