@@ -329,6 +329,17 @@ describe('MatchingHost', () => {
     })
   }
 
+  it('two retirements of one version at once run one after the other: both succeed and every row moves once', async () => {
+    const { host, clock } = makeHost(undefined, undefined, 1)
+    for (const jobId of ['a', 'b', 'c']) await host.addTask({ ...family, task: { jobId, versionDirective: { kind: 'pinned', version: 'v2' } } })
+    const moved = await Promise.all([host.retireVersion({ ...family, version: 'v2' }), host.retireVersion({ ...family, version: 'v2' })])
+    expect(moved.reduce((sum, count) => sum + count, 0)).toBe(3)
+    const delivered: string[] = []
+    for (let i = 0; i < 4; i++) delivered.push((await pollOnce(host, clock, { waitMs: 10 }))?.task.jobId ?? 'none')
+    expect(delivered.sort()).toEqual(['a', 'b', 'c', 'none'])
+    await host.close()
+  })
+
   it('refuses work after close and rejects bad input with a typed error', async () => {
     const { host } = makeHost()
     await expect(host.poll({ ...family, identity: 'w', waitMs: -1 })).rejects.toMatchObject({ _tag: 'InvalidInput', field: 'waitMs' })

@@ -158,8 +158,9 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
     const restarts: RestartBook = options.restarts ?? new Map()
     const handled = new WeakSet<PhysicalQueueActor>()
     let queueGeneration = 0
-    // Version slots whose retirement is moving their backlog (onRetire): no queue is made for them.
-    const retiring = new Set<string>()
+    // Version slots whose retirement is moving their backlog (onRetire), with the last retirement
+    // asked for: no queue is made for them meanwhile.
+    const retiring = new Map<string, Promise<number>>()
     let unloaded = false
     // Polls held while every queue they may take from waits out a restart delay: the unload
     // answers them at once (the partition is gone from here; the poller looks again elsewhere).
@@ -324,13 +325,17 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       await Promise.all([...queues.values()].map((queue) => queue.drain(reason)))
     }
 
+    // Retirements of one version run one after another: each takes the retired queue's range, so a
+    // second running beside the first would take it from under the first's relocations.
     const onRetire = async (version: string): Promise<number> => {
       const slot = versionSlot(version)
-      retiring.add(slot)
+      const before = retiring.get(slot)
+      const run = (before === undefined ? Promise.resolve() : before.then(() => undefined, () => undefined)).then(() => retire(version, slot))
+      retiring.set(slot, run)
       try {
-        return await retire(version, slot)
+        return await run
       } finally {
-        retiring.delete(slot)
+        if (retiring.get(slot) === run) retiring.delete(slot)
       }
     }
     const retire = async (version: string, slot: string): Promise<number> => {
