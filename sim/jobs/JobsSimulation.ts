@@ -60,11 +60,16 @@ interface JobsStores extends OpenedStores {
   readonly rowLockSlot?: RowLockSlot
 }
 
-// The names a world's membership moves may give the worker processes that join it
-// (MembershipMoves.ts: a few unused names after the last host, for each join): on PostgreSQL each
-// host has a connection of its own, opened with the world.
-function joinerIdsFor(hosts: number, moves: number): ReadonlyArray<string> {
-  return moves === 0 ? [] : Array.from({ length: moves + joinNamesMax }, (_, i) => `host-${hosts + 1 + i}`)
+/**
+ * The names a world's membership moves may give the worker processes that join it
+ * (MembershipMoves.ts: `joinNamesMax` unused names from one past the count of hosts so far, for
+ * each join): on PostgreSQL each host has a connection of its own, opened with the world. Before
+ * the last of `moves` joins, up to `moves - 1` hosts have joined, each adding one to where the
+ * names start and taking one name among them, so the last name is at most
+ * `hosts + 2 * (moves - 1) + joinNamesMax`.
+ */
+export function joinerIdsFor(hosts: number, moves: number): ReadonlyArray<string> {
+  return moves === 0 ? [] : Array.from({ length: 2 * (moves - 1) + joinNamesMax }, (_, i) => `host-${hosts + 1 + i}`)
 }
 
 async function openStores(run: JobsSeedRun, hostIds: ReadonlyArray<string>): Promise<JobsStores> {

@@ -10,7 +10,7 @@
  */
 import { expect, it } from 'vitest'
 import { makeJobsMutant } from './JobMutations.ts'
-import { checkJobsDeterminism, runJobsSeed } from './JobsSimulation.ts'
+import { checkJobsDeterminism, joinerIdsFor, runJobsSeed } from './JobsSimulation.ts'
 import { checkSchedules } from '../core/ScheduleProperty.ts'
 import { deep } from '../../test/harness/depth.ts'
 
@@ -129,6 +129,23 @@ it('world -1478769223: a job handed to its handler a millisecond before its dead
   const { result } = await runJobsSeed({ seed: -1478769223, store: 'memory', overrides: { steps } })
   expect(result.violations).toEqual([])
   expect(result.knownFailing).toEqual([])
+})
+
+// World -2147483633 (1,000 steps; 2 hosts, 4 membership moves): its joiners are host-6, host-10,
+// host-7 and host-16, the last past the first `moves + joinNamesMax` names after the hosts; on
+// PostgreSQL, where each host's connection is opened with the world, that join found none.
+it('world -2147483633: every worker that joins is among the names the world opens stores for', async () => {
+  console.log('world -2147483633 script []')
+  const joined: string[] = []
+  const { result } = await runJobsSeed({ seed: -2147483633, store: 'memory', overrides: { steps: 1_000 }, keepTrace: true })
+  for (const line of result.trace ?? []) {
+    const name = /move: (host-\d+) joins the group \(a new worker process\)/.exec(line)?.[1]
+    if (name !== undefined) joined.push(name)
+  }
+  expect(joined.length).toBeGreaterThan(0)
+  const opened = new Set(joinerIdsFor(2, 4))
+  expect(joined.filter((name) => !opened.has(name))).toEqual([])
+  expect(result.violations).toEqual([])
 })
 
 // World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the
