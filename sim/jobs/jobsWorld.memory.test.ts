@@ -148,6 +148,17 @@ it('world -2147483633: every worker that joins is among the names the world open
   expect(result.violations).toEqual([])
 })
 
+// World -736927372 (2,000 steps): host-2 leaves while its worker's poll waits forwarded at host-1;
+// its cancel reaches host-1 after host-1 claimed a job for the poll and sent the answer, which
+// host-2, gone, never hears. The owner gives such a job back at once (test/jobsLeaveForwarded.test.ts
+// has the engine case).
+it('world -736927372: a forwarded poll cancelled as its answer crossed it leaves no job to wait out its claim', async () => {
+  console.log('world -736927372 script []')
+  const { result } = await runJobsSeed({ seed: -736927372, store: 'memory', overrides: { steps } })
+  expect(result.violations).toEqual([])
+  expect(result.knownFailing).toEqual([])
+})
+
 // World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the
 // one whose write then finds its range taken waits out a restart back-off of several seconds
 // (the Matching ownership rule) while workers idle; prompt delivery is judged after it. World

@@ -15,9 +15,13 @@
  * A message lost in transit costs time, never a job: a lost poll or answer ends at the poller's
  * timeout; a lost hand-over leaves the job claimed by nobody, and its claim lapses and is
  * delivered again (one claim lapse). A hand-over that arrives after its poll gave up is given
- * back to the store at once (due again, its attempt uncounted).
+ * back to the store at once (due again, its attempt uncounted); so is one whose poll's `cancel`
+ * reaches the owner after the owner answered it — the poller, which cancelled, will not run it,
+ * and if it closed it never hears the answer.
  *
- * Invariants: at most `forwardedPollsMax` polls served for others at once; every waiting
+ * Invariants: at most `forwardedPollsMax` polls served for others at once, and the answers with
+ * a job of the last `forwardedPollGraceMs` remembered; a poll id is sent a cancel only while its
+ * poll still waits here, so a poller never runs a job for a poll it cancelled; every waiting
  * forwarded poll ends by its timer, its answer, `wake`, or `close`; the poller's timer runs on
  * the injected clock.
  *
@@ -97,12 +101,15 @@ interface ForwardingState {
   readonly served: Map<string, { readonly queue: string; readonly cancelled: AbortController }>
   // This engine's own forwarded polls, by poll id: where each went, to cancel it.
   readonly sentTo: Map<string, string>
+  // Polls this engine answered with a job in the last `forwardedPollGraceMs`, oldest first: a
+  // cancel that crossed the answer on the bus gives that job back (the poller will not take it).
+  readonly handedFor: Map<string, { readonly claim: ClaimRef; readonly queue: string; readonly atMs: number }>
   closed: boolean
 }
 
 /** Makes the forwarding of one engine. */
 export function makeForwarding(options: ForwardingOptions): Forwarding {
-  const state: ForwardingState = { options, waiting: new Map(), served: new Map(), sentTo: new Map(), closed: false }
+  const state: ForwardingState = { options, waiting: new Map(), served: new Map(), sentTo: new Map(), handedFor: new Map(), closed: false }
   return {
     poll: (queue, ownerHostId, waitMs, lazy) => poll(state, queue, ownerHostId, waitMs, lazy),
     wake(queue) {
@@ -180,9 +187,18 @@ function onMessage(state: ForwardingState, message: JsonValue): void {
       return settleWaiting(state, pollId, message.refused === true ? { kind: 'refused' } : { kind: 'empty' })
     case 'cancel': {
       const entry = state.served.get(pollId)
-      if (entry === undefined) return
-      entry.cancelled.abort()
-      state.options.wakeLocal(entry.queue)
+      if (entry !== undefined) {
+        entry.cancelled.abort()
+        state.options.wakeLocal(entry.queue)
+        return
+      }
+      // Answered already: the poller cancelled before the job reached it, so it will not run it
+      // (a poller that still listens gives it back too; the first give-back wins) — and one that
+      // closed never hears it. Given back here, the job is due again at once.
+      const handed = state.handedFor.get(pollId)
+      if (handed === undefined) return
+      state.handedFor.delete(pollId)
+      state.options.release(handed.claim, handed.queue)
       return
     }
   }
@@ -200,6 +216,7 @@ function onClaimed(state: ForwardingState, pollId: string, message: { readonly [
     ...(isRecord(message.job ?? null) ? { job: message.job as unknown as JobRecord } : {}),
   }
   const entry = state.waiting.get(pollId)
+  state.sentTo.delete(pollId)
   if (entry !== undefined) {
     state.waiting.delete(pollId)
     return entry.settle({ kind: 'handed', message: claimed })
@@ -223,12 +240,24 @@ async function serve(state: ForwardingState, pollId: string, from: string, queue
     // A job too large for one message goes by reference; the poller reads it back.
     const fits = Buffer.byteLength(JSON.stringify({ to: from, message: full }), 'utf8') <= busMessageBytesMax
     send(state, from, fits ? full : { kind: 'claimed', pollId, jobId: job.id, claimToken: job.claimToken as string })
+    rememberHanded(state, pollId, { id: job.id, claimToken: job.claimToken as string }, queue)
   } catch (error) {
     if (!isMatchboxError(error)) options.onDefect(error)
     send(state, from, { kind: 'empty', pollId, refused: true })
   } finally {
     served.delete(pollId)
   }
+}
+
+// Remembers that `pollId` was answered with `claim`, for a cancel that crossed the answer; forgets
+// answers older than `forwardedPollGraceMs` (a cancel comes within a bus round trip of its answer).
+function rememberHanded(state: ForwardingState, pollId: string, claim: ClaimRef, queue: string): void {
+  const nowMs = state.options.clock.now()
+  for (const [answered, handed] of state.handedFor) {
+    if (handed.atMs + forwardedPollGraceMs > nowMs) break
+    state.handedFor.delete(answered)
+  }
+  state.handedFor.set(pollId, { claim, queue, atMs: nowMs })
 }
 
 function settleWaiting(state: ForwardingState, pollId: string, result: ForwardedPollResult): void {
