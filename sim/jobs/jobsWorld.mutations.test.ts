@@ -45,7 +45,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   refusalKeepsSignal: 2,
   historyClaimUnfenced: 1,
   claimFenceIgnored: 2,
-  matchingFirstBlocksQueue: 18,
+  matchingFirstBlocksQueue: 30,
   // Judged where the give-back is made (GiveBackChecker.ts): Matching refuses adds under the safety
   // phase's faults, and the due signal that follows the give-back announces jobs the store holds a
   // second longer. Prompt delivery does not see it: after the heal Matching refuses an add only
@@ -131,7 +131,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   enqueueHandOverUnsent: 2,
   // A waiter registered before its engine lost the queue's partition is handed a job under the
   // stale range (the claim commits under a fence an acquire moved past).
-  waiterFenceIgnored: 2,
+  waiterFenceIgnored: 63,
   takenWaiterKept: 72,
   // A keyed wave (JobsSwarm.ts `keyedWaves`) through a worker whose idle claim eager dispatch set
   // aside for a job whose key a live job holds: a pass ran meanwhile, and the jobs it found due
