@@ -122,6 +122,12 @@
  * - `idlePollsStayPut`: a Matching host never moves a poll that waits idle on a partition whose
  *   ready task turned out stale to another partition with a task ready (MatchingHostWaiting.ts
  *   `pollsIdle`), so the task waits while the poll waits out its wait (prompt delivery);
+ * - `spentPollMoved`: a Matching host's book of waiting polls moves a poll whose wait is up (a
+ *   poll of no wait, forwarded from another engine, stays in its queue until its deadline's timer
+ *   fires at that same instant) as readily as one with time left (MatchingHostWaiting.ts
+ *   `canMove`): the moved poll answers empty instead of polling again, the task's one move is
+ *   spent on it, and a poll with its wait ahead stays idle on another partition while the task
+ *   waits there (idle poll moves);
  * - `ownerByFirstPartition`: an engine that owns a queue's first partition sends no due signal
  *   for it (the bus each engine sends on), as if owning one partition made it the queue's owner:
  *   the owners of its other partitions, which may hold the claim that waits, hear nothing until
@@ -166,7 +172,7 @@ export const jobMutationNames = [
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
   'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'implicitKeyIgnored', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
-  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', 'releaseUnannounced', 'enqueueHandOverUnsent', 'waiterFenceIgnored', 'takenWaiterKept', ...dispatchMutations,
+  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', 'releaseUnannounced', 'enqueueHandOverUnsent', 'waiterFenceIgnored', 'takenWaiterKept', 'spentPollMoved', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -297,6 +303,15 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
         matchingWaitingPolls: () => {
           const book = makeHostWaitingPolls()
           return { ...book, pollsIdle: () => {} }
+        },
+      }
+    case 'spentPollMoved':
+      // Every waiting poll looks movable to the book, one whose wait is up too: moved, it answers where it is.
+      return {
+        wrapJobStore: plain,
+        matchingWaitingPolls: () => {
+          const book = makeHostWaitingPolls()
+          return { ...book, add: (key, poll) => book.add(key, { ...poll, canMove: () => true }) }
         },
       }
     case 'shortReservationEndsPass':

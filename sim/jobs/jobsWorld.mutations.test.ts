@@ -45,7 +45,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   refusalKeepsSignal: 2,
   historyClaimUnfenced: 1,
   claimFenceIgnored: 2,
-  matchingFirstBlocksQueue: 18,
+  matchingFirstBlocksQueue: 30,
   // Judged where the give-back is made (GiveBackChecker.ts): Matching refuses adds under the safety
   // phase's faults, and the due signal that follows the give-back announces jobs the store holds a
   // second longer. Prompt delivery does not see it: after the heal Matching refuses an add only
@@ -131,8 +131,18 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   enqueueHandOverUnsent: 2,
   // A waiter registered before its engine lost the queue's partition is handed a job under the
   // stale range (the claim commits under a fence an acquire moved past).
-  waiterFenceIgnored: 2,
+  waiterFenceIgnored: 63,
   takenWaiterKept: 72,
+  // Not caught within 100 seeds. The step is common: on 20 of seeds 1…100 the book spends a move
+  // on a poll whose wait is up. On 16 of them no other poll of the family waited to be passed
+  // over; on 2, 5 and 40 one was, before the heal, where the host's promise is not judged; on 60,
+  // after it, the poll passed over leaves its partition in the same instant, so no poll stays idle
+  // beside the ready task at all. Random worlds of 2,000 steps (500, the sweep's draw) catch it on
+  // none. With the first heartbeat armed at least a millisecond out, world -473967443 [1391, 7334,
+  // 3010, 3557, 4122, 5976, 6890, 5616, 9811] reaches the step after the heal and catches it: the
+  // task the move was for stays ready a second, as its job cannot start before its queue's rate
+  // limit has a token again, so no other poll or claim takes it either.
+  spentPollMoved: null,
   // A keyed wave (JobsSwarm.ts `keyedWaves`) through a worker whose idle claim eager dispatch set
   // aside for a job whose key a live job holds: a pass ran meanwhile, and the jobs it found due
   // wait for the claim's own next look.

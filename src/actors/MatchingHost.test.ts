@@ -347,6 +347,42 @@ describe('MatchingHost', () => {
     await host.close()
     await expect(host.addTask({ ...family, task: { jobId: 'x' } })).rejects.toMatchObject({ _tag: 'ShuttingDown' })
   })
+
+  it('a task read from the backlog where no poll waits moves a poll with time left, not one whose wait is up', async () => {
+    // A forwarded poll of no wait and a poll of a full wait both wait on other partitions while
+    // an add's task is still being read back on its own: the move goes to the one that can still
+    // poll, which takes the task at once, with the clock standing still.
+    const inner = makeMemoryStore()
+    const reads = makeGate()
+    const clock = new ManualClock(1_000)
+    const { host } = makeHost({ ...inner, read: async (params) => (await reads.pass(), inner.read(params)) }, clock, 3)
+    // Loads and reads every partition: an idle poll's rotation has taken its first turn.
+    expect(await pollOnce(host, clock, { waitMs: 0 })).toBeNull()
+    let turns = 1
+    reads.close()
+    const added = await host.addTask({ ...family, task: { jobId: 'read back' } })
+    expect(added.kind).toBe('spooled')
+    expect(reads.held()).toBe(1)
+    // Empty zero-wait polls take turns of the rotation until the next two land beside the task's partition.
+    while (turns % 3 !== (added.partition + 1) % 3) {
+      expect(await pollOnce(host, clock, { waitMs: 0 })).toBeNull()
+      turns++
+    }
+    const answers: Record<string, unknown> = { spent: 'waiting', waiting: 'waiting' }
+    void host.poll({ ...family, identity: 'spent', waitMs: 0 }).then((polled) => (answers.spent = polled?.task.jobId ?? null))
+    await settle()
+    void host.poll({ ...family, identity: 'waiting', waitMs: 60_000 }).then((polled) => (answers.waiting = polled?.task.jobId ?? null))
+    await settle()
+    expect(answers).toEqual({ spent: 'waiting', waiting: 'waiting' })
+    reads.open()
+    await settle()
+    expect(answers.waiting).toBe('read back')
+    expect(clock.now()).toBe(1_000)
+    clock.advance(0)
+    await settle()
+    expect(answers.spent).toBeNull()
+    await host.close()
+  })
 })
 
 describe('MatchingHost as an Effect layer', () => {

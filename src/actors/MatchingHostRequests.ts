@@ -16,7 +16,7 @@
  *   waiting polls (MatchingHostWaiting.ts): tasks ready on another partition of its family the
  *   host owns (stored there, or read from its backlog) move it there, so a ready task and an idle
  *   poll of one host do not wait on different partitions; a moved poll polls the partitions the
- *   host owns then, the one it moved to first.
+ *   host owns then, the one it moved to first. Only a poll with time left and not aborted moves.
  *
  * Does not: forward requests to other hosts. A family none of whose partitions is ours fails
  * with a retryable `Unavailable`; a router in front of the hosts picks the host.
@@ -307,9 +307,12 @@ function waitMovable(
   if (outer?.aborted === true) wait.abort()
   else outer?.addEventListener('abort', abort, { once: true })
   let movedTo: number | undefined
+  // A poll whose wait is up or whose caller aborted answers where it is: moved, it would not poll again.
+  const canMove = (): boolean => outer?.aborted !== true && context.clock.now() < deadlineMs
   const isReady = (actor: PartitionActor): boolean => actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady())
   const remove = context.waiting.add(chosen.partition, {
     partition: chosen.partition.partition,
+    canMove,
     // An instance the poll knew may have unloaded since, and the host loaded the partition again:
     // the new instance is among `gained`, so a known instance that cannot take does not answer alone.
     canTakeFrom: (partition) => {
@@ -329,7 +332,7 @@ function waitMovable(
   chosen.requests.poll(poller, deadlineMs, wait.signal, (exit) => {
     remove()
     outer?.removeEventListener('abort', abort)
-    const moved = movedTo !== undefined && Exit.isSuccess(exit) && exit.value.kind !== 'task' && outer?.aborted !== true && context.clock.now() < deadlineMs
+    const moved = movedTo !== undefined && Exit.isSuccess(exit) && exit.value.kind !== 'task' && canMove()
     if (moved) return again(movedTo as number)
     answer(exit)
   })

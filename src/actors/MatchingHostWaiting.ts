@@ -20,10 +20,14 @@
  * unless another of its own queues there has a task ready (a poll waits in its version's queue
  * and the default one: one idle beside the other's ready task stays, and takes it).
  * A poll of a family whose other partitions the host did not own when it chose is registered too:
- * a partition the host gains later may make tasks ready.
+ * a partition the host gains later may make tasks ready. A poll whose wait is up (a poll of no
+ * wait stays in its queue until its deadline's timer fires, at that same instant) or whose caller
+ * aborted it is passed over: moved, it would answer empty rather than poll again, and the move
+ * would be spent on it while a poll with time left stays idle.
  *
  * Invariants: an entry lives exactly while its partition wait does (the poll's answer removes
- * it); a moved entry is never moved again; families with no waiting poll hold no entry.
+ * it); a moved entry is never moved again, and only one that can still poll again is moved;
+ * families with no waiting poll hold no entry.
  *
  * Does not: move tasks, forward to other hosts, or order pollers (the partition's queue does).
  */
@@ -33,6 +37,8 @@ import type { PartitionKey } from '../domain/QueueKey.ts'
 export interface WaitingPoll {
   /** The partition number it waits on. */
   readonly partition: number
+  /** True while a move would poll again: its deadline is still ahead and its caller has not aborted it. */
+  readonly canMove: () => boolean
   /** True when the poll may take tasks stored on `partition` of its family (its queues are there). */
   readonly canTakeFrom: (partition: number) => boolean
   /** Cancels its wait and sends it to `partition`; called at most once. */
@@ -79,7 +85,7 @@ export function makeHostWaitingPolls(): HostWaitingPolls {
       const polls = byFamily.get(waitKey(key))
       if (polls === undefined) return
       for (const poll of polls) {
-        if (poll.partition === key.partition || !poll.canTakeFrom(key.partition)) continue
+        if (poll.partition === key.partition || !poll.canMove() || !poll.canTakeFrom(key.partition)) continue
         polls.delete(poll)
         if (polls.size === 0) byFamily.delete(waitKey(key))
         return poll.moveTo(key.partition)
@@ -91,7 +97,7 @@ export function makeHostWaitingPolls(): HostWaitingPolls {
       for (const poll of polls) {
         // A poll idle in one of its queues while another of them has a task ready stays: moved,
         // it would choose this partition again for that task, and be moved again, without end.
-        if (poll.partition !== key.partition || poll.readyHere()) continue
+        if (poll.partition !== key.partition || !poll.canMove() || poll.readyHere()) continue
         const target = poll.readyElsewhere()
         if (target === undefined) continue
         polls.delete(poll)
