@@ -57,12 +57,11 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   dedupStepsPass: 10,
   implicitKeyIgnored: 2,
   lapsedSlotKept: 4,
-  // Not caught within 100 seeds: the held wave of seed 41 (loops starting again at once claim a head
-  // one key fills up, with other jobs due behind it and no due signal to come) caught it until a
-  // Matching delivery found stale asked for a pass (the dispatch's `delivery.stale`); in that world
-  // one does at that instant, and its pass serves the jobs behind the short batch within the bound.
-  // The pinned world 143427015 [0] below still catches it, by prompt delivery.
-  shortBatchEndsQueue: null,
+  // Caught late: a held wave (loops starting again at once claim a head one key fills up, with other
+  // jobs due behind it and no due signal to come) is rare, and a Matching delivery found stale asks
+  // for a pass that often serves the jobs behind the short batch within the bound. The pinned world
+  // 143427015 [0] below catches it too, by prompt delivery.
+  shortBatchEndsQueue: 92,
   batchLaterDueUnheard: 8,
   // Not caught within 100 seeds, waves after the heal included: it needs a pass that serves two
   // claims waiting in Matching of a limited queue whose head is one key's, and the claims of an
