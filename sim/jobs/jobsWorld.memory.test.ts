@@ -35,6 +35,14 @@ it(`the job invariants hold for ${runs} generated schedules on memory`, async ()
   expect(report.runs).toBeGreaterThanOrEqual(process.env.SIM_PATH ? 1 : runs)
 }, 600_000)
 
+// Runs a pinned world on memory, naming it first, and expects every checker to pass.
+async function expectCleanWorld(world: Pick<Parameters<typeof runJobsSeed>[0], 'seed' | 'script' | 'overrides'>): Promise<void> {
+  console.log(`world ${world.seed} script [${(world.script ?? []).join(',')}]`)
+  const { result } = await runJobsSeed({ ...world, store: 'memory' })
+  expect(result.violations).toEqual([])
+  expect(result.knownFailing).toEqual([])
+}
+
 // Worlds the property found, pinned so they run whatever SIM_SEED says, as they were found (no
 // enqueues after the heal). World 42126770: with idle
 // dispatches dropped, a batch worker's line polls outlived its parked claims (their jobs waited in
@@ -42,34 +50,22 @@ it(`the job invariants hold for ${runs} generated schedules on memory`, async ()
 // poll, kept and released each at the next pass in a loop that never let time move, so the
 // forwarded client claim was never answered.
 it('world 42126770, script [40, 40, 40]: line polls with no claim parked end, and every claim is answered', async () => {
-  console.log('world 42126770 script [40,40,40]')
-  const { result } = await runJobsSeed({ seed: 42126770, store: 'memory', script: [40, 40, 40], overrides: { steps, enqueueAfterHeal: false } })
-  expect(result.violations).toEqual([])
-  expect(result.knownFailing).toEqual([])
+  await expectCleanWorld({ seed: 42126770, script: [40, 40, 40], overrides: { steps, enqueueAfterHeal: false } })
 })
 
 // World -2078778638 (a held-heartbeats world, one job per key): a job of key tenant-c whose claim
 // lapsed was handed to Matching again, and expired before its task's claim came (none came); it
 // held its key's slot while every other tenant-c job waited, until a sweep the world never ran.
 it('world -2078778638: a lapsed claim that expired while its task was with Matching frees its key at the next pass', async () => {
-  console.log('world -2078778638')
-  const { result } = await runJobsSeed({ seed: -2078778638, store: 'memory', overrides: { steps, membershipMoves: 0, handOvers: false } })
-  expect(result.violations).toEqual([])
-  expect(result.knownFailing).toEqual([])
+  await expectCleanWorld({ seed: -2078778638, overrides: { steps, membershipMoves: 0, handOvers: false } })
 })
 
-// World 625411239 (a membership move): host-2 enqueues a job claimed at once for its own idle
-// worker just as it leaves the group; its workers were stopping and no pass of the closing engine
-// gave the kept job back, so the claim lapsed before anyone ran it.
 // World -41608940 (2,000 steps, a wave through the owner while a worker of another engine
 // waits forwarded there): the owner's own worker claims straight from the store the row the pass
 // had added to Matching for the forwarded poll, whose delivery then finds the job started; with
 // no pass after it the poll waited out its wait while six jobs were due.
 it('world -41608940: a stale delivery brings a pass for the forwarded poll it was for', async () => {
-  console.log('world -41608940 script []')
-  const { result } = await runJobsSeed({ seed: -41608940, store: 'memory', overrides: { steps } })
-  expect(result.violations).toEqual([])
-  expect(result.knownFailing).toEqual([])
+  await expectCleanWorld({ seed: -41608940, overrides: { steps } })
 })
 
 // World 2024272930 (2,000 steps, a join after the heal): the joining engine takes the queue's
@@ -77,10 +73,7 @@ it('world -41608940: a stale delivery brings a pass for the forwarded poll it wa
 // other engines forwarded to the old owner meanwhile were held for that delay and outlived the
 // partition's unload, so they waited out their whole wait while jobs were due at the new owner.
 it('world 2024272930, script [6233, 1995, 6042]: polls held through a restart delay are answered when the partition unloads', async () => {
-  console.log('world 2024272930 script [6233,1995,6042]')
-  const { result } = await runJobsSeed({ seed: 2024272930, store: 'memory', script: [6233, 1995, 6042], overrides: { steps } })
-  expect(result.violations).toEqual([])
-  expect(result.knownFailing).toEqual([])
+  await expectCleanWorld({ seed: 2024272930, script: [6233, 1995, 6042], overrides: { steps } })
 })
 
 // World 77 (2,000 steps): host-1 gives back the jobs of Matching adds refused under a lost range
@@ -89,12 +82,12 @@ it('world 2024272930, script [6233, 1995, 6042]: polls held through a restart de
 // enqueue as the engine's last store call, that signal passes for the give-back's own (which
 // follows it) and announces the given-back jobs due too early.
 it('world 77 (2,000 steps): the signal of an enqueue answered by its key\'s holder is not taken for a give-back\'s', async () => {
-  console.log('world 77 script []')
-  const { result } = await runJobsSeed({ seed: 77, store: 'memory', overrides: { steps } })
-  expect(result.violations).toEqual([])
-  expect(result.knownFailing).toEqual([])
+  await expectCleanWorld({ seed: 77, overrides: { steps } })
 })
 
+// World 625411239 (a membership move): host-2 enqueues a job claimed at once for its own idle
+// worker just as it leaves the group; its workers were stopping and no pass of the closing engine
+// gave the kept job back, so the claim lapsed before anyone ran it.
 // The dispatch plant `closingKeepsHanded` (a closing engine keeps what is handed to it) fails it.
 it('world 625411239, script [2512, 7785, 7764, 851, 633, 9549, 4149, 6312]: an engine closing as its enqueue hands a job over gives the job back', async () => {
   console.log('world 625411239 script [2512,7785,7764,851,633,9549,4149,6312]')
@@ -113,10 +106,7 @@ it('world 625411239, script [2512, 7785, 7764, 851, 633, 9549, 4149, 6312]: an e
 // it at its own seed). Later changes to the Matching host moved this world off that instant; it
 // stays pinned as a world of leaves racing hand-overs that must pass.
 it('world -1833084966, script [5313, 7110, 4540, 3608, 3542]: leaves racing hand-overs leave no claim unrun', async () => {
-  console.log('world -1833084966 script [5313,7110,4540,3608,3542]')
-  const { result } = await runJobsSeed({ seed: -1833084966, store: 'memory', script: [5313, 7110, 4540, 3608, 3542], overrides: { steps } })
-  expect(result.violations).toEqual([])
-  expect(result.knownFailing).toEqual([])
+  await expectCleanWorld({ seed: -1833084966, script: [5313, 7110, 4540, 3608, 3542], overrides: { steps } })
 })
 
 // World -1478769223 (2,000 steps): a claim made before the heal, its answer held by the gate,
@@ -124,10 +114,7 @@ it('world -1833084966, script [5313, 7110, 4540, 3608, 3542]: leaves racing hand
 // at once: armed a millisecond out, it reaches the store at the deadline and is refused, and the
 // claim lapses under the running handler (Heartbeats.test.ts has the unit case).
 it('world -1478769223: a job handed to its handler a millisecond before its deadline heartbeats in time', async () => {
-  console.log('world -1478769223 script []')
-  const { result } = await runJobsSeed({ seed: -1478769223, store: 'memory', overrides: { steps } })
-  expect(result.violations).toEqual([])
-  expect(result.knownFailing).toEqual([])
+  await expectCleanWorld({ seed: -1478769223, overrides: { steps } })
 })
 
 // World -2147483633 (1,000 steps; 2 hosts, 4 membership moves): its joiners are host-6, host-10,
@@ -152,10 +139,7 @@ it('world -2147483633: every worker that joins is among the names the world open
 // host-2, gone, never hears. The owner gives such a job back at once (test/jobsLeaveForwarded.test.ts
 // has the engine case).
 it('world -736927372: a forwarded poll cancelled as its answer crossed it leaves no job to wait out its claim', async () => {
-  console.log('world -736927372 script []')
-  const { result } = await runJobsSeed({ seed: -736927372, store: 'memory', overrides: { steps } })
-  expect(result.violations).toEqual([])
-  expect(result.knownFailing).toEqual([])
+  await expectCleanWorld({ seed: -736927372, overrides: { steps } })
 })
 
 // World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the
@@ -176,10 +160,7 @@ it('worlds -23 [40, 0] and -29 [80, 20, 80, 80, 2425]: a queue that lost its ran
 // their claim of four comes back with one job, the key it filled holding the rest of the head,
 // while unkeyed jobs are due behind: the short batch must not end the queue for the loops.
 it('world 143427015 [0]: a batch claim a key fills up within claims again for the jobs behind it', async () => {
-  console.log('world 143427015 script [0]')
-  const { result } = await runJobsSeed({ seed: 143427015, store: 'memory', script: [0], overrides: { steps, enqueueAfterHeal: false } })
-  expect(result.violations).toEqual([])
-  expect(result.knownFailing).toEqual([])
+  await expectCleanWorld({ seed: 143427015, script: [0], overrides: { steps, enqueueAfterHeal: false } })
 })
 
 // Worlds whose producers go on enqueueing after the heal (1,000 steps), pinned as found, before
@@ -210,10 +191,7 @@ it('worlds 8, 142 and 1465537180: a batch’s later jobs and a short reservation
 // partition whose polls wait idle after a delivery that started nothing now sends one to a
 // partition of the family with a task ready.
 it('world 18, script [0, 2715, 160, 320, 320, 40, 20]: a poll left idle by a stale task moves to a partition with a task ready', async () => {
-  console.log('world 18 script [0,2715,160,320,320,40,20]')
-  const { result } = await runJobsSeed({ seed: 18, store: 'memory', script: [0, 2715, 160, 320, 320, 40, 20], overrides: { steps, healedWaves: 0, membershipMoves: 0 } })
-  expect(result.violations).toEqual([])
-  expect(result.knownFailing).toEqual([])
+  await expectCleanWorld({ seed: 18, script: [0, 2715, 160, 320, 320, 40, 20], overrides: { steps, healedWaves: 0, membershipMoves: 0 } })
 })
 
 it('worlds 32, 241, 408 and 1760812923 [0, 0, 20]: a task and an idle poll of one host meet across its partitions; a crashed host runs no handler', async () => {

@@ -100,151 +100,176 @@ export interface HandOversOptions {
 
 /** Makes the hand-overs of the engine `engineOf` gives (read only once calls come: the engine is built after). */
 export function makeHandOvers(engineOf: () => HandOverEngine, options: HandOversOptions): HandOvers {
-  // Registrations by token: attached to a claim in line (its queue and claim id), or idle in
-  // their queue's pool (`claimId` null) for the next claim of that queue to take.
-  const registrations = new Map<string, Registration>()
-  const pools = new Map<string, Registration[]>()
-  const swallow = (error: unknown): void => {
-    if (!isMatchboxError(error)) options.onDefect(error)
-  }
-  // Registers `count` new tokens for `queue` until `untilMs` under the queue's fence, in one statement.
-  const registeredBatch = (engine: HandOverEngine, queue: string, count: number, untilMs: number): Registration[] => {
-    const claimTokens = Array.from({ length: count }, () => randomId(engine.random))
-    const added = options
-      .fenced(queue, (fence) => engine.jobStore.addWaiters({ queue, claimTokens, hostId: engine.hostId, untilMs, nowMs: engine.now(), fence }).then(() => true), async () => false)
-      .catch((error: unknown) => {
-        swallow(error)
-        return false
-      })
-    const batch = claimTokens.map((claimToken): Registration => ({ queue, claimToken, untilMs, added, claimId: null, refused: false }))
-    void added.then((ok) => {
-      for (const registration of batch) registration.refused = !ok
-    })
-    for (const registration of batch) registrations.set(registration.claimToken, registration)
-    return batch
-  }
-  // Tokens taken back (below) whose `handed` message may still come, with when: the message is
-  // dropped, since the job it names goes back to the store. Kept a lease at most.
-  const takenBack = new Map<string, number>()
-  // Deletes registrations here and, those the store took, there in one statement (a failure only
-  // leaves them to expire). A token the store no longer has was taken by an enqueue whose message
-  // has not come: its job goes back to the store, and the message, should it come, is dropped.
-  const takeBack = (engine: HandOverEngine, taken: ReadonlyArray<Registration>): Promise<unknown> => {
-    const nowMs = engine.now()
-    for (const [token, atMs] of takenBack) if (atMs + waiterLeaseMs <= nowMs) takenBack.delete(token)
-    for (const registration of taken) {
-      registrations.delete(registration.claimToken)
-      takenBack.set(registration.claimToken, nowMs)
-    }
-    return Promise.all(taken.map(async (registration) => ((await registration.added) ? [registration] : [])))
-      .then(async (added) => {
-        const asked = added.flat()
-        const removed = new Set(
-          asked.length === 0
-            ? []
-            : await engine.jobStore.removeWaiters({ claimTokens: asked.map((registration) => registration.claimToken) }).catch((error: unknown) => {
-                // Nothing is known of them: a message that comes is handed on here, as before the take-back.
-                for (const registration of taken) takenBack.delete(registration.claimToken)
-                throw error
-              }),
-        )
-        for (const registration of taken) if (removed.has(registration.claimToken) || !asked.includes(registration)) takenBack.delete(registration.claimToken)
-        await giveBackHandedOver(engine, asked.filter((registration) => !removed.has(registration.claimToken)))
-      })
-      .catch(swallow)
-  }
-  // Gives back, queue by queue, the jobs enqueues claimed with `lost`'s tokens.
-  const giveBackHandedOver = async (engine: HandOverEngine, lost: ReadonlyArray<Registration>): Promise<void> => {
-    for (const queue of new Set(lost.map((registration) => registration.queue))) {
-      const claimTokens = lost.filter((registration) => registration.queue === queue).map((registration) => registration.claimToken)
-      const released = await engine.jobStore.releaseHandedOver({ queue, claimTokens, nowMs: engine.now() })
-      if (released.length > 0) engine.announceDue(queue, engine.now(), true)
-    }
-  }
-  const pool = (registration: Registration): void => {
-    registration.claimId = null
-    const kept = pools.get(registration.queue) ?? []
-    kept.push(registration)
-    pools.set(registration.queue, kept)
-  }
-  // How many registrations of `queue` serve a claim now.
-  const attached = (queue: string): number => {
-    let count = 0
-    for (const registration of registrations.values()) if (registration.queue === queue && registration.claimId !== null) count++
-    return count
+  const books: HandOverBooks = {
+    engineOf,
+    options,
+    registrations: new Map(),
+    pools: new Map(),
+    takenBack: new Map(),
+    swallow: (error) => {
+      if (!isMatchboxError(error)) options.onDefect(error)
+    },
   }
   return {
-    register(queue, place, untilMs) {
-      const engine = engineOf()
-      const nowMs = engine.now()
-      // The pool's freshest registration that outlasts this wait, else a new batch for a lease:
-      // as many tokens as claims of the queue wait here with this one, the rest pooled for them.
-      const idle = pools.get(queue) ?? []
-      let registration: Registration | undefined
-      while (registration === undefined && idle.length > 0) {
-        const pooled = idle.pop() as Registration
-        // One the store never took (no fence to give then) is dropped: a new one may get it now.
-        if (pooled.untilMs >= untilMs && !pooled.refused) registration = pooled
-        else void takeBack(engine, [pooled])
-      }
-      if (idle.length === 0) pools.delete(queue)
-      if (registration === undefined) {
-        const [first, ...rest] = registeredBatch(engine, queue, Math.min(waiterTokensMax, attached(queue) + 1), Math.max(untilMs, nowMs + waiterLeaseMs))
-        for (const spare of rest) pool(spare)
-        registration = first as Registration
-      }
-      registration.claimId = place.claimId
-      const held = registration
-      return {
-        withdraw() {
-          // Handed over meanwhile (its `handed` message came): nothing is left to take back.
-          if (registrations.get(held.claimToken) !== held) return
-          // The queue's partitions left this engine: its fence is stale, so it goes.
-          if (!engineOf().dispatch.of(queue).isDeliveredHere()) {
-            void takeBack(engineOf(), [held])
-            return
-          }
-          // Back to the pool, still registered: the loop's next claim takes it with no statement.
-          pool(held)
-        },
-      }
-    },
-
+    register: (queue, place, untilMs) => register(books, queue, place, untilMs),
     async takeBackIdle(queue) {
-      const pooled = pools.get(queue) ?? []
-      pools.delete(queue)
-      if (pooled.length > 0) await takeBack(engineOf(), pooled)
+      const pooled = books.pools.get(queue) ?? []
+      books.pools.delete(queue)
+      if (pooled.length > 0) await takeBack(books, engineOf(), pooled)
     },
-
     async enqueue(job, nowMs) {
       const engine = engineOf()
       if (engine.routing.ownsEvery(job.queue) || !isHandOverCandidate(job, nowMs, Buffer.byteLength(JSON.stringify(job.payload), 'utf8'))) return null
       const answer = await engine.jobStore.enqueue({ job, nowMs, toWaiter: true })
       if (answer.handedTo !== undefined && !options.storeSends) {
-        options.bus.send(answer.handedTo.hostId, handOverMessage(job, nowMs, answer.claimToken as string)).catch(swallow)
+        options.bus.send(answer.handedTo.hostId, handOverMessage(job, nowMs, answer.claimToken as string)).catch(books.swallow)
       }
       return answer
     },
+    onMessage: (message) => onHandedMessage(books, message),
+  }
+}
 
-    onMessage(message) {
-      const job = handedJobOf(message)
-      if (job === null) return false
-      // Its registration was taken back first: the job goes (or went) back to the store instead.
-      if (takenBack.delete(job.claimToken as string)) return true
-      const engine = engineOf()
-      const registration = registrations.get(job.claimToken as string)
-      if (registration !== undefined) {
-        // Taken by the enqueue: out of the books, and out of its queue's pool if it was idle there.
-        registrations.delete(registration.claimToken)
-        const pool = pools.get(registration.queue)
-        if (pool !== undefined && pool.includes(registration)) pools.set(registration.queue, pool.filter((pooled) => pooled !== registration))
+// One engine's hand-over books.
+interface HandOverBooks {
+  readonly engineOf: () => HandOverEngine
+  readonly options: HandOversOptions
+  // Registrations by token: attached to a claim in line (its queue and claim id), or idle in
+  // their queue's pool (`claimId` null) for the next claim of that queue to take.
+  readonly registrations: Map<string, Registration>
+  readonly pools: Map<string, Registration[]>
+  // Tokens taken back (`takeBack`) whose `handed` message may still come, with when: the message
+  // is dropped, since the job it names goes back to the store. Kept a lease at most.
+  readonly takenBack: Map<string, number>
+  /** Reports a failure that is not a catalogue error (a defect); a catalogue error only ends the step. */
+  readonly swallow: (error: unknown) => void
+}
+
+// `HandOvers.register`: the pool's freshest registration that outlasts this wait, else a new batch
+// for a lease — as many tokens as claims of the queue wait here with this one, the rest pooled.
+function register(books: HandOverBooks, queue: string, place: PlaceInLine, untilMs: number): WaiterRegistration {
+  const engine = books.engineOf()
+  const nowMs = engine.now()
+  const idle = books.pools.get(queue) ?? []
+  let registration: Registration | undefined
+  while (registration === undefined && idle.length > 0) {
+    const pooled = idle.pop() as Registration
+    // One the store never took (no fence to give then) is dropped: a new one may get it now.
+    if (pooled.untilMs >= untilMs && !pooled.refused) registration = pooled
+    else void takeBack(books, engine, [pooled])
+  }
+  if (idle.length === 0) books.pools.delete(queue)
+  if (registration === undefined) {
+    const [first, ...rest] = registeredBatch(books, engine, queue, Math.min(waiterTokensMax, attached(books, queue) + 1), Math.max(untilMs, nowMs + waiterLeaseMs))
+    for (const spare of rest) pool(books, spare)
+    registration = first as Registration
+  }
+  registration.claimId = place.claimId
+  const held = registration
+  return {
+    withdraw() {
+      // Handed over meanwhile (its `handed` message came): nothing is left to take back.
+      if (books.registrations.get(held.claimToken) !== held) return
+      // The queue's partitions left this engine: its fence is stale, so it goes.
+      if (!books.engineOf().dispatch.of(queue).isDeliveredHere()) {
+        void takeBack(books, books.engineOf(), [held])
+        return
       }
-      engine.driver.notifyDue(job.deadlineMs as number, job.queue)
-      const claimId = registration?.queue === job.queue ? registration.claimId : null
-      engine.dispatch.of(job.queue).handOver(job, claimId)
-      return true
+      // Back to the pool, still registered: the loop's next claim takes it with no statement.
+      pool(books, held)
     },
   }
+}
+
+// Registers `count` new tokens for `queue` until `untilMs` under the queue's fence, in one statement.
+function registeredBatch(books: HandOverBooks, engine: HandOverEngine, queue: string, count: number, untilMs: number): Registration[] {
+  const claimTokens = Array.from({ length: count }, () => randomId(engine.random))
+  const added = books.options
+    .fenced(queue, (fence) => engine.jobStore.addWaiters({ queue, claimTokens, hostId: engine.hostId, untilMs, nowMs: engine.now(), fence }).then(() => true), async () => false)
+    .catch((error: unknown) => {
+      books.swallow(error)
+      return false
+    })
+  const batch = claimTokens.map((claimToken): Registration => ({ queue, claimToken, untilMs, added, claimId: null, refused: false }))
+  void added.then((ok) => {
+    for (const registration of batch) registration.refused = !ok
+  })
+  for (const registration of batch) books.registrations.set(registration.claimToken, registration)
+  return batch
+}
+
+// Deletes registrations here and, those the store took, there in one statement (a failure only
+// leaves them to expire). A token the store no longer has was taken by an enqueue whose message
+// has not come: its job goes back to the store, and the message, should it come, is dropped.
+function takeBack(books: HandOverBooks, engine: HandOverEngine, taken: ReadonlyArray<Registration>): Promise<unknown> {
+  const { registrations, takenBack } = books
+  const nowMs = engine.now()
+  for (const [token, atMs] of takenBack) if (atMs + waiterLeaseMs <= nowMs) takenBack.delete(token)
+  for (const registration of taken) {
+    registrations.delete(registration.claimToken)
+    takenBack.set(registration.claimToken, nowMs)
+  }
+  return Promise.all(taken.map(async (registration) => ((await registration.added) ? [registration] : [])))
+    .then(async (added) => {
+      const asked = added.flat()
+      const removed = new Set(
+        asked.length === 0
+          ? []
+          : await engine.jobStore.removeWaiters({ claimTokens: asked.map((registration) => registration.claimToken) }).catch((error: unknown) => {
+              // Nothing is known of them: a message that comes is handed on here, as before the take-back.
+              for (const registration of taken) takenBack.delete(registration.claimToken)
+              throw error
+            }),
+      )
+      for (const registration of taken) if (removed.has(registration.claimToken) || !asked.includes(registration)) takenBack.delete(registration.claimToken)
+      await giveBackHandedOver(engine, asked.filter((registration) => !removed.has(registration.claimToken)))
+    })
+    .catch(books.swallow)
+}
+
+// Gives back, queue by queue, the jobs enqueues claimed with `lost`'s tokens.
+async function giveBackHandedOver(engine: HandOverEngine, lost: ReadonlyArray<Registration>): Promise<void> {
+  for (const queue of new Set(lost.map((registration) => registration.queue))) {
+    const claimTokens = lost.filter((registration) => registration.queue === queue).map((registration) => registration.claimToken)
+    const released = await engine.jobStore.releaseHandedOver({ queue, claimTokens, nowMs: engine.now() })
+    if (released.length > 0) engine.announceDue(queue, engine.now(), true)
+  }
+}
+
+// Puts `registration` idle in its queue's pool.
+function pool(books: HandOverBooks, registration: Registration): void {
+  registration.claimId = null
+  const kept = books.pools.get(registration.queue) ?? []
+  kept.push(registration)
+  books.pools.set(registration.queue, kept)
+}
+
+// How many registrations of `queue` serve a claim now.
+function attached(books: HandOverBooks, queue: string): number {
+  let count = 0
+  for (const registration of books.registrations.values()) if (registration.queue === queue && registration.claimId !== null) count++
+  return count
+}
+
+// `HandOvers.onMessage`: a `handed` message goes to the claim its token serves if that still
+// waits, else to the queue's claim waiting longest (or is kept); one whose registration was taken
+// back first is dropped, its job given back to the store instead.
+function onHandedMessage(books: HandOverBooks, message: JsonValue): boolean {
+  const job = handedJobOf(message)
+  if (job === null) return false
+  if (books.takenBack.delete(job.claimToken as string)) return true
+  const engine = books.engineOf()
+  const registration = books.registrations.get(job.claimToken as string)
+  if (registration !== undefined) {
+    // Taken by the enqueue: out of the books, and out of its queue's pool if it was idle there.
+    books.registrations.delete(registration.claimToken)
+    const idle = books.pools.get(registration.queue)
+    if (idle !== undefined && idle.includes(registration)) books.pools.set(registration.queue, idle.filter((pooled) => pooled !== registration))
+  }
+  engine.driver.notifyDue(job.deadlineMs as number, job.queue)
+  const claimId = registration?.queue === job.queue ? registration.claimId : null
+  engine.dispatch.of(job.queue).handOver(job, claimId)
+  return true
 }
 
 // A token registered as a waiter: its queue, until when, whether the store took it, and the claim it serves now (null: idle in its pool).

@@ -1,9 +1,10 @@
 /**
  * MemoryJobHandles — the operations of a claim's holder on the memory job store
  * (MemoryJobStore.ts): `heartbeat`, `ack`, `ackMany`, `ackBatch`, `setProgress`, `release`,
- * `releaseHandedOver`, `retry` and `fail`, the mirror of SqlJobHandles.ts. Each finds its row by JobStore.ts's
- * validity predicate (processing, deadline not passed, the caller's claim token current) and
- * changes it in the same synchronous step, so a reclaim racing one of them has exactly one winner.
+ * `releaseHandedOver`, `retry` and `fail`, the mirror of SqlJobHandles.ts. Each finds its row by
+ * JobStore.ts's validity predicate (processing, deadline not passed, the caller's claim token
+ * current) and changes it in the same synchronous step, so a reclaim racing one of them has
+ * exactly one winner.
  *
  * Invariants: inputs validated (JobInput.ts) before any change; a retry or failure keeps the
  * handler's error in the attempt history, the oldest dropped past `jobAttemptErrorsKept`.
@@ -121,7 +122,7 @@ export function makeMemoryJobHandles(state: MemoryJobState): Handles {
         const token = row.job.claimToken
         if (row.job.queue === queue && row.job.state === 'processing' && token !== null) byToken.set(token, { id, claimToken: token })
       }
-      const claims = claimTokens.flatMap((token) => byToken.get(token) ?? [])
+      const claims = [...new Set(claimTokens)].flatMap((token) => byToken.get(token) ?? [])
       const released = new Set(releaseValid(state, claims, nowMs))
       return claims.filter((claim) => released.has(claim.id))
     },
