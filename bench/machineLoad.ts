@@ -6,9 +6,17 @@
  * PostgreSQL server (its postmaster and the postmaster's children). What remains is other
  * processes' share of the machine's capacity, as a percentage of all cores.
  *
+ * Our CPU over a span is summed per process: a process that started meanwhile counts all its
+ * ticks, one that exited meanwhile counts none (subtracting its lifetime's ticks, as a sum of
+ * totals would, charged a whole pool connection's life to others when the pool closed it).
+ *
  * Invariants: a step is `quiet` only if others used at most `othersCpuPercentQuiet` over the
- * whole step; a process of ours that starts and exits between two samples is counted as
- * "others" (the error makes a step look busier, never quieter).
+ * whole step. Errors: a process of ours that exits during a span, or starts and exits between
+ * two samples, has its CPU counted as others' (a step looks busier); /proc truncates each
+ * process's counter to a tick, so each of our deltas may be a tick short, and others are
+ * charged none of that — one tick per process of ours that ran is taken off them, the most
+ * the truncation can add (on a short step with a dozen busy server processes that was most of
+ * what flagged it busy).
  *
  * Does not: wait by itself, nor decide what to do with a busy step (bench/peers.ts does).
  * Off Linux it reports the load as unknown (`othersCpuPercent: NaN`, never quiet).
@@ -25,10 +33,8 @@ interface Sample {
   /** Time the hypervisor ran something else while this machine had work (part of `busyTicks`). */
   readonly stealTicks: number
   readonly totalTicks: number
-  /** This process and its descendants. */
-  readonly benchTicks: number
-  /** The PostgreSQL server's processes. */
-  readonly serverTicks: number
+  /** Our processes' CPU ticks by pid: this process and its descendants, and the PostgreSQL server's (`server`). */
+  readonly ours: ReadonlyMap<number, { readonly ticks: number; readonly server: boolean }>
 }
 
 // Linux's clock ticks per second (USER_HZ), the unit of /proc's CPU times.
@@ -86,7 +92,8 @@ export function makeLoadMeter(): LoadMeter {
   const readable = existsSync('/proc/stat')
   let serverPid: number | null = null
 
-  const oursTicks = (): { benchTicks: number; serverTicks: number } => {
+  // The CPU ticks of every process of ours now, by pid, each marked bench's or the server's.
+  const oursTicks = (): Map<number, { readonly ticks: number; readonly server: boolean }> => {
     const parents = new Map<number, number>()
     const ticks = new Map<number, number>()
     for (const name of readdirSync('/proc')) {
@@ -97,24 +104,37 @@ export function makeLoadMeter(): LoadMeter {
       parents.set(pid, stat.parentPid)
       ticks.set(pid, stat.ticks)
     }
-    let benchTicks = 0
-    let serverTicks = 0
+    const ours = new Map<number, { readonly ticks: number; readonly server: boolean }>()
     for (const [pid, value] of ticks) {
       for (let at: number | undefined = pid, depth = 0; at !== undefined && at > 1 && depth < 64; at = parents.get(at), depth++) {
-        if (at === process.pid) {
-          benchTicks += value
-          break
-        }
-        if (serverPid !== null && at === serverPid) {
-          serverTicks += value
+        if (at === process.pid || (serverPid !== null && at === serverPid)) {
+          ours.set(pid, { ticks: value, server: at !== process.pid })
           break
         }
       }
     }
-    return { benchTicks, serverTicks }
+    return ours
   }
 
-  const sample = (): Sample => ({ ...machineTicks(), ...oursTicks() })
+  const sample = (): Sample => ({ ...machineTicks(), ours: oursTicks() })
+
+  // Our processes' ticks over a span, summed per process: one that started meanwhile counts all
+  // its ticks, one that exited meanwhile counts none (its lifetime's ticks were in the first
+  // sample; subtracting them from the machine's busy time would charge a lifetime to others).
+  // `processes`: how many of them ran, each delta short by up to one tick (/proc truncates).
+  const oursOver = (before: Sample, after: Sample): { bench: number; server: number; processes: number } => {
+    let bench = 0
+    let server = 0
+    let processes = 0
+    for (const [pid, now] of after.ours) {
+      const delta = now.ticks - (before.ours.get(pid)?.ticks ?? 0)
+      if (delta > 0) processes++
+      if (now.server) server += delta
+      else bench += delta
+    }
+    return { bench, server, processes }
+  }
+
 
   return {
     setServerPid(pid) {
@@ -126,9 +146,9 @@ export function makeLoadMeter(): LoadMeter {
       return () => {
         const after = sample()
         const total = after.totalTicks - before.totalTicks
-        const bench = after.benchTicks - before.benchTicks
-        const server = after.serverTicks - before.serverTicks
-        const others = after.busyTicks - before.busyTicks - bench - server
+        const { bench, server, processes } = oursOver(before, after)
+        // Each of our processes that ran may be a tick short: others are given none of that.
+        const others = Math.max(0, after.busyTicks - before.busyTicks - bench - server - processes)
         const othersCpuPercent = total <= 0 ? 0 : Math.max(0, (100 * others) / total)
         return {
           othersCpuPercent,
