@@ -119,6 +119,7 @@ export interface MatchingHostEffects {
   poll(request: PollRequest): Effect.Effect<PolledTask | null, MatchingError>
   getUserData(namespace: string, family: string): Effect.Effect<UserData | null, MatchingError>
   updateUserData(namespace: string, family: string, expectedVersion: number, data: JsonValue): Effect.Effect<UserData, MatchingError>
+  /** `MatchingHost.retireVersion` with its failures in the error channel. */
   retireVersion(request: { namespace: string; family: string; type: TaskType; version: string }): Effect.Effect<number, MatchingError>
   /** Drains every partition (final checkpoints); afterwards every operation fails with `ShuttingDown`. */
   readonly close: Effect.Effect<void>
@@ -133,7 +134,12 @@ export interface MatchingHost {
   poll(request: PollRequest): Promise<PolledTask | null>
   getUserData(namespace: string, family: string): Promise<UserData | null>
   updateUserData(namespace: string, family: string, expectedVersion: number, data: JsonValue): Promise<UserData>
-  /** Moves a retired version's backlog (every owned partition) to the default queues; returns tasks moved. */
+  /**
+   * Moves a retired version's backlog to the default queues in every partition of the family this
+   * host owns now; returns the tasks moved. Partitions other hosts own are not touched: a host
+   * that owns none answers 0 without retiring anything, so call it on every host (or on each
+   * partition's owner) to retire a version everywhere.
+   */
   retireVersion(request: { namespace: string; family: string; type: TaskType; version: string }): Promise<number>
   /** The partition numbers of a family that membership assigns to this host now (all of them without membership). */
   ownedPartitions(namespace: string, family: string, type: TaskType): ReadonlyArray<number>
