@@ -80,6 +80,7 @@ describe('matchbox sim', () => {
       ['user data', 'pass'],
       ['ownership loss', 'pass'],
       ['relocation', 'pass'],
+      ['idle poll moves', 'pass'],
       ['other', 'pass'],
     ])
     expect(report.events).toBeGreaterThan(0)

@@ -42,7 +42,7 @@ import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
 import type { ConcurrencySlot, JobBoundaryRecord } from './JobBoundary.ts'
 import { controlCheckerNames } from './ControlCheckers.ts'
 import { dispatchCheckerNames } from './DispatchChecker.ts'
-import { idlePollCheckerNames } from './IdlePollChecker.ts'
+import { idlePollCheckerNames } from '../core/IdlePollChecker.ts'
 import { giveBackCheckerNames } from './GiveBackChecker.ts'
 
 /** The job checkers, the ownership checker (OwnershipChecker.ts), the dispatch checker (DispatchChecker.ts), the give-back checker (GiveBackChecker.ts) and the Matching checkers the end-to-end world also runs, for verdicts. */

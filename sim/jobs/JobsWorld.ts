@@ -100,7 +100,7 @@ import type { JobBoundaryRecord } from './JobBoundary.ts'
 import { type HandlerEvent, JobsHost, type JobsHostDeps } from './JobsHost.ts'
 import { ControlCheckers } from './ControlCheckers.ts'
 import { DispatchChecker } from './DispatchChecker.ts'
-import { IdlePollChecker } from './IdlePollChecker.ts'
+import { IdlePollChecker } from '../core/IdlePollChecker.ts'
 import { GiveBackChecker } from './GiveBackChecker.ts'
 import { type HostRole, type JobsFaultName, jobsFaultNames, type JobsSwarmOptions } from './JobsSwarm.ts'
 import { type OwnershipCounts, OwnershipChecker } from './OwnershipChecker.ts'
@@ -283,7 +283,7 @@ export class JobsWorld {
   readonly #dispatches = new DispatchChecker({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence) })
   readonly #idlePolls = new IdlePollChecker({
     fail: (checker, sentence) => this.#checkers.fail(checker, sentence),
-    owns: (hostId, queue, partition) => this.#hosts.find((host) => host.id === hostId)?.ownedPartitions(queue).includes(partition) === true,
+    owns: (hostId, queue, _type, partition) => this.#hosts.find((host) => host.id === hostId)?.ownedPartitions(queue).includes(partition) === true,
     judgedFrom: (queue) => this.#promptFrom(queue, Number.NEGATIVE_INFINITY) - epochMs,
   })
   readonly #giveBacks = new GiveBackChecker({

@@ -8,6 +8,7 @@ import { MixedScheduler } from 'effect/Scheduler'
 import type { MembershipView } from '../../src/actors/MatchingHost.ts'
 import { type MatchingHost, makeMatchingHost } from '../../src/actors/MatchingHost.ts'
 import type { HostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
+import type { PhysicalQueueActor } from '../../src/actors/PhysicalQueueActor.ts'
 import { ownerOfEncoded } from '../../src/domain/Rendezvous.ts'
 import { encodePartitionKey, type PartitionKey } from '../../src/domain/QueueKey.ts'
 import type { ManualClock } from '../../src/kernel/Clock.ts'
@@ -89,7 +90,8 @@ export interface SimHostDeps {
   readonly waitingPolls?: () => HostWaitingPolls
   /** Hears polls moving between partitions without end (BoundedMoves.ts). */
   readonly onRunaway: (hostId: string, detail: string) => void
-  readonly onStep: (hostId: string, queue: string, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
+  /** Hears every step of the host's physical queues: the queue's actor after the step, and the host's incarnation then. */
+  readonly onStep: (hostId: string, incarnation: number, queue: PhysicalQueueActor, event: QueueEvent, commands: ReadonlyArray<QueueCommand>) => void
   readonly onDefect: (hostId: string, queue: string, defect: unknown) => void
 }
 
@@ -115,7 +117,8 @@ export class SimHost {
 
   #start(): MatchingHost {
     const deps = this.#deps
-    const tags = new InstanceTags(deps.hostId, this.incarnation, true)
+    const incarnation = this.incarnation
+    const tags = new InstanceTags(deps.hostId, incarnation, true)
     const gated = makeSimStore(deps.hostId, tags, deps.store, deps.gate, deps.record)
     return makeMatchingHost({
       hostId: deps.hostId,
@@ -132,7 +135,7 @@ export class SimHost {
         for (const command of commands) {
           if (command.type === 'queue.unloaded') deps.record({ op: 'unloaded', caller: tags.instanceOf(queue), queue: queue.queue, reason: command.params.reason.kind })
         }
-        deps.onStep(deps.hostId, queue.queue, event, commands)
+        deps.onStep(deps.hostId, incarnation, queue, event, commands)
       },
       onDefect: (queue, defect) => deps.onDefect(deps.hostId, queue, defect),
     })

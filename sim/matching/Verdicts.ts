@@ -9,13 +9,13 @@
 import type { DeliveryReport } from '../core/Checkers.ts'
 
 /** The checkers, in the order a summary lists them; `other` holds defects and stuck closes. */
-export const checkerNames = ['fencing', 'at-least-once', 'ack safety', 'id uniqueness', 'user data', 'ownership loss', 'relocation', 'other'] as const
+export const checkerNames = ['fencing', 'at-least-once', 'ack safety', 'id uniqueness', 'user data', 'ownership loss', 'relocation', 'idle poll moves', 'other'] as const
 
 /** One checker's name. */
 export type CheckerName = (typeof checkerNames)[number]
 
 // Each pattern matches the sentences one checker writes (see Checkers.ts #fence, #checkAck, …,
-// and OwnershipLossChecker.ts).
+// OwnershipLossChecker.ts and IdlePollChecker.ts).
 const patterns: ReadonlyArray<readonly [CheckerName, RegExp]> = [
   ['fencing', /: range \d+ (appended|checkpointed|relocated from|relocated into) (after range|but no acquire)|: acquire returned range|checkpoint was refused for its range, yet deleted/],
   ['id uniqueness', /task id allocated twice/],
@@ -24,6 +24,7 @@ const patterns: ReadonlyArray<readonly [CheckerName, RegExp]> = [
   ['ownership loss', /after its \w+ was answered OwnershipLost|skipping the restart back-off/],
   ['relocation', /^relocate .*(removed row|left row|lost the row|duplicated the row|added a row|rows moved, but)/],
   ['at-least-once', /never delivered|started but never added/],
+  ['idle poll moves', /^a poll waited on partition \d+ of .* had a task ready/],
 ]
 
 /** The checker a violation sentence belongs to. */

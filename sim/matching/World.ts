@@ -17,11 +17,13 @@
  * relocates to the default queue), each drawn from the one decision stream in a fixed order.
  */
 import { makeInstantWatchdog } from '../core/InstantWatchdog.ts'
+import { IdlePollChecker } from '../core/IdlePollChecker.ts'
+import type { PhysicalQueueActor } from '../../src/actors/PhysicalQueueActor.ts'
 import type { HostWaitingPolls } from '../../src/actors/MatchingHostWaiting.ts'
 import type { TaskType } from '../../src/domain/QueueKey.ts'
 import { ownerOf } from '../../src/domain/Rendezvous.ts'
 import type { ManualClock } from '../../src/kernel/Clock.ts'
-import { idleUnloadMs } from '../../src/kernel/Limits.ts'
+import { idleUnloadMs, membershipUnloadDelayMs } from '../../src/kernel/Limits.ts'
 import type { RecordStartResult } from '../../src/actors/History.ts'
 import type { QueueCommand, QueueEvent } from '../../src/machines/PhysicalQueueProtocol.ts'
 import type { Store } from '../../src/persistence/queues/Store.ts'
@@ -97,6 +99,10 @@ export class World {
   #jobSequence = 0
   // Ends a run whose machines step without end at one instant (sim/core/InstantWatchdog.ts).
   readonly #watchdog: ReturnType<typeof makeInstantWatchdog>
+  // How each host spreads its waiting polls over its partitions of a family (sim/core/IdlePollChecker.ts),
+  // judged from `#idleJudgedFromMs` (world time): once healed, and a partition that moved has unloaded.
+  readonly #idlePolls: IdlePollChecker
+  #idleJudgedFromMs = Number.POSITIVE_INFINITY
 
   constructor(config: WorldConfig) {
     this.#config = config
@@ -117,6 +123,11 @@ export class World {
     }
     this.#checkers = new Checkers(this.#history)
     this.#watchdog = makeInstantWatchdog(() => this.#clock.now(), `Matching world seed ${this.#options.seed}`, (detail) => this.#checkers.violations.push(detail))
+    this.#idlePolls = new IdlePollChecker({
+      fail: (_checker, sentence) => this.#checkers.violations.push(sentence),
+      owns: (hostId, family, type, partition) => this.#hosts.find((host) => host.id === hostId)?.membership.ownerOf({ namespace: 'default', family, type, partition }) === hostId,
+      judgedFrom: () => this.#idleJudgedFromMs,
+    })
     for (let f = 0; f < this.#options.families; f++) for (const type of ['workflow', 'activity'] as const) this.#families.push({ family: `family-${f}`, type })
     const hostIds = Array.from({ length: this.#options.hosts }, (_, i) => `host-${i + 1}`)
     const random = this.#decide.fork()
@@ -142,7 +153,7 @@ export class World {
           ...(config.wrapHostStore === undefined ? {} : { wrapHostStore: config.wrapHostStore }),
           ...(config.waitingPolls === undefined ? {} : { waitingPolls: config.waitingPolls }),
           onRunaway: (id, detail) => this.#checkers.violations.push(`on ${id}: ${detail}`),
-          onStep: (id, queue, event, commands) => this.#onStep(id, queue, event, commands),
+          onStep: (id, incarnation, queue, event, commands) => this.#onStep(id, incarnation, queue, event, commands),
           onDefect: (id, queue, defect) => this.#checkers.violations.push(`defect on ${id} in ${queue}: ${defect instanceof Error ? defect.stack : String(defect)}`),
         }),
       )
@@ -358,6 +369,8 @@ export class World {
       host.membership.set(all)
     }
     this.#log(`HEAL: every host up, membership agreed, faults off (polls in flight: ${this.#hosts.map((host) => `${host.id}=${host.pollsInFlight}`).join(' ')})`)
+    // A partition the agreed view moved away is unloaded by its old owner within the unload delay.
+    this.#idleJudgedFromMs = this.#clock.now() - epochMs + membershipUnloadDelayMs
     this.#config.onEvent?.({ kind: 'heal' }, this.#clock.now())
     let steps = 0
     for (; steps < this.#options.livenessStepsMax && this.#checkers.violations.length === 0; steps++) {
@@ -387,10 +400,11 @@ export class World {
 
   // ------------------------------------------------------------ trace
 
-  #onStep(hostId: string, queue: string, event: QueueEvent, commands: ReadonlyArray<QueueCommand>): void {
+  #onStep(hostId: string, incarnation: number, queue: PhysicalQueueActor, event: QueueEvent, commands: ReadonlyArray<QueueCommand>): void {
     this.#loop.events++
-    this.#log(`${hostId} ${queue} ${event.type} → ${commands.map((command) => command.type).join(',')}`)
-    this.#watchdog.step(() => `${hostId} in ${queue}: ${event.type}`)
+    this.#log(`${hostId} ${queue.queue} ${event.type} → ${commands.map((command) => command.type).join(',')}`)
+    this.#watchdog.step(() => `${hostId} in ${queue.queue}: ${event.type}`)
+    this.#idlePolls.step(hostId, incarnation, queue, this.#clock.now() - epochMs)
   }
 
   #log(line: string): void {

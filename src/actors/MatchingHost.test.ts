@@ -259,6 +259,27 @@ describe('MatchingHost', () => {
     await host.close()
   })
 
+  it('a current-version poll answered from its version queue stops waiting on the default queue, so the next default task reaches the next poll', async () => {
+    const { host, clock } = makeHost(undefined, undefined, 1)
+    await host.updateUserData('default', 'emails', 0, { currentVersion: 'v1' })
+    // The v1 poller waits on the v1 queue and the default queue; its pinned task answers it from the first.
+    const first = host.poll({ ...family, identity: 'w1', waitMs: 10_000, version: 'v1' })
+    await settle()
+    await host.addTask({ ...family, task: { jobId: 'pinned', versionDirective: { kind: 'pinned', version: 'v1' } } })
+    await settle()
+    expect((await first)?.task.jobId).toBe('pinned')
+    // Its wait on the default queue ended with it: the next poll there gets the next default task.
+    const second = host.poll({ ...family, identity: 'w2', waitMs: 10_000, version: null })
+    await settle()
+    await host.addTask({ ...family, task: { jobId: 'plain' } })
+    await settle()
+    clock.advance(1)
+    await settle()
+    const got = await Promise.race([second, settle().then(() => 'still waiting' as const)])
+    expect(got === 'still waiting' ? got : got?.task.jobId).toBe('plain')
+    await host.close()
+  })
+
   it('routes pinned tasks to their version, lets a current-version poller drain the default backlog, and relocates a retired version', async () => {
     const { host, store, clock } = makeHost(undefined, undefined, 1)
     await host.addTask({ ...family, task: { jobId: 'pinned', versionDirective: { kind: 'pinned', version: 'v1' } } })

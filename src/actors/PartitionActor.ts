@@ -286,9 +286,18 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
           return afterDrain(queue, () => onPoll(poller, deadlineMs, signal)) ?? (unloaded ? result : onPoll(poller, deadlineMs, signal))
         })
       }
-      // Two queues: the first task wins. A task the other queue starts for this poller in the
-      // same instant goes unreceived; History's timeout delivers it again (at-least-once).
-      return firstTask(targets.map((queue) => queue.poll(poller, deadlineMs, signal)))
+      // Two queues: the first task wins, and the wait on the other ends with it — left waiting,
+      // it would be matched the next task stored there, started for a poller that already has
+      // its answer. A task the other queue starts for this poller in the same instant goes
+      // unreceived; History's timeout delivers it again (at-least-once).
+      const legs = new AbortController()
+      const endLegs = (): void => legs.abort()
+      signal?.addEventListener('abort', endLegs, { once: true })
+      return firstTask(targets.map((queue) => queue.poll(poller, deadlineMs, legs.signal))).then((result) => {
+        signal?.removeEventListener('abort', endLegs)
+        legs.abort()
+        return result
+      })
     }
 
     // Books a queue's end in the restart book, once per queue: a failure starts or lengthens its

@@ -2,7 +2,8 @@
  * The idle-poll checker on hand-made physical queues: a poll left idle on one partition of a
  * family while another partition of the host has a task ready passes when a step within the
  * bound moves it, and fails when it is still so past the bound (once per episode); other hosts,
- * other families and versioned queues do not count, and an unloaded queue is forgotten.
+ * other families, the other task type and versioned queues do not count, and an unloaded queue
+ * is forgotten.
  */
 import { describe, expect, it } from 'vitest'
 import type { QueueKey } from '../../src/domain/QueueKey.ts'
@@ -15,8 +16,8 @@ interface FakeQueue extends QueueView {
   state: QueueView['state']
 }
 
-function queue(family: string, partition: number, version: string | null = null): FakeQueue {
-  const key = { namespace: 'jobs', family, type: 'job', partition, version } as unknown as QueueKey
+function queue(family: string, partition: number, version: string | null = null, type: QueueKey['type'] = 'activity'): FakeQueue {
+  const key = { namespace: 'jobs', family, type, partition, version } as QueueKey
   const fake: FakeQueue = { key, state: 'owned', pollers: false, ready: false, pollerCount: () => (fake.pollers ? 1 : 0), hasReady: () => fake.ready }
   return fake
 }
@@ -52,7 +53,7 @@ describe('IdlePollChecker', () => {
     expect(failed[0]).toMatch(/^idle poll moves: a poll waited on partition 0 of q on host-1 with no task ready from 600 still at 701, while its partition 1 had a task ready/)
   })
 
-  it('other hosts, other families, versioned queues and unloaded queues do not count', () => {
+  it('other hosts, other families, the other task type, versioned queues and unloaded queues do not count', () => {
     const { failed, step } = checker()
     const idle = queue('q', 0)
     idle.pollers = true
@@ -63,6 +64,10 @@ describe('IdlePollChecker', () => {
     const otherFamily = queue('r', 1)
     otherFamily.ready = true
     step('host-1', otherFamily, 0)
+    // A workflow task is no task for an activity poll: the two types are separate queues.
+    const otherType = queue('q', 1, null, 'workflow')
+    otherType.ready = true
+    step('host-1', otherType, 0)
     const versioned = queue('q', 1, 'v1')
     versioned.ready = true
     step('host-1', versioned, 0)
