@@ -8,10 +8,14 @@
  * keeps running at every step. Every engine sees the pause (`isPaused`); a resume from another
  * engine delivers every held job once.
  *
- * Real I/O is waited on by conditions (event-loop turns); time moves only when the test advances it.
+ * Real I/O is waited on by conditions (event-loop turns); time moves only when the test advances it,
+ * a heartbeat at a time, and each advance waits for the membership beats it started: otherwise a
+ * busy machine lets virtual time run a TTL ahead of a beat's read, a live worker drops out of a
+ * view, its queues move, and a job waits out the restart back-off on a clock that stands still.
  * Without a server `freshDatabase` throws: the file fails, never skips.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { internalsOf } from '../src/jobs/EngineInternals.ts'
 import { ManualClock, type Matchbox, type MatchboxEvent, open } from '../src/index.ts'
 import { freshDatabase } from './harness/database.ts'
 
@@ -29,6 +33,14 @@ async function eventually(condition: () => boolean | Promise<boolean>, what: str
     await new Promise<void>((resolve) => setImmediate(resolve))
   }
   throw new Error(`condition never held: ${what}`)
+}
+
+// Moves the clock by `ms` (at most one heartbeat interval) and waits until every engine's
+// membership beat that the move started has finished: each engine then holds rows read at the
+// new time, so the next advance cannot lapse a worker whose beats are current.
+async function advance(ms: number): Promise<void> {
+  clock.advance(ms)
+  await Promise.all(engines.map((mb) => internalsOf(mb)?.membership?.settled()))
 }
 
 async function openEngine(hostId: string, role?: 'producer'): Promise<Matchbox> {
@@ -53,7 +65,7 @@ describe('a paused queue on PostgreSQL with two worker engines', () => {
     const w1 = await openEngine('w1')
     const w2 = await openEngine('w2')
     const producer = await openEngine('p', 'producer')
-    clock.advance(1_000)
+    await advance(1_000)
     await eventually(() => [w1, w2, producer].every((mb) => mb.hosts().join() === 'w1,w2'), 'every engine sees w1 and w2')
 
     const queue = 'pause-reports'
@@ -77,7 +89,9 @@ describe('a paused queue on PostgreSQL with two worker engines', () => {
     // so the engines were live while the paused queue's jobs waited.
     for (let step = 0; step < 20; step++) {
       const id = await producer.queue(control).enqueue({ step })
-      clock.advance(1_000)
+      await advance(1_000)
+      // The beats kept every view whole, so no queue changed owner.
+      expect([w1, w2, producer].map((mb) => mb.hosts().join())).toEqual(['w1,w2', 'w1,w2', 'w1,w2'])
       await eventually(() => handled.has(id), `the control job of step ${step} runs`)
     }
     const startedBeforeResume = started.length

@@ -3,9 +3,11 @@
  * rendezvous and may disagree; dynamic hosts see each other, a host that stops heartbeating
  * drops out of others' views after the TTL (and its partitions move), a host cut off from the
  * store drops out of its own view too, leaving is seen at the next beat, listeners hear each
- * change once, and a hung store never stacks beats.
+ * change once, a hung store never stacks beats, and a clock advanced only once `settled()`
+ * resolves never lapses a live peer however late the store answers.
  */
 import { describe, expect, it } from 'vitest'
+import { makeGate } from '../../test/harness/gate.ts'
 import { settle } from '../../test/harness/settle.ts'
 import { InvalidInput, type MatchboxError, Unavailable } from '../domain/errors.ts'
 import type { PartitionKey } from '../domain/QueueKey.ts'
@@ -222,6 +224,84 @@ describe('dynamic membership', () => {
     await step(clock, intervalMs)
     expect(a.hosts()).toEqual([])
     expect(calls).toBe(before + 1)
+  })
+
+  it('a clock advanced past beats that lag drops live peers; advanced only once settled() resolves, it never does', async () => {
+    // Every store call answers `lagTurns` event-loop turns late, as a busy database would.
+    const lagTurns = 5
+    const lagging = (inner: MembershipStore): MembershipStore => {
+      const late = async <T>(call: () => Promise<T>): Promise<T> => {
+        await settle(lagTurns)
+        return call()
+      }
+      return {
+        kind: inner.kind,
+        heartbeat: (params) => late(() => inner.heartbeat(params)),
+        leave: (params) => late(() => inner.leave(params)),
+        liveHosts: (params) => late(() => inner.liveHosts(params)),
+        close: () => inner.close(),
+      }
+    }
+    const run = async (paced: boolean): Promise<ReadonlyArray<ReadonlyArray<string>>> => {
+      const clock = new ManualClock(0)
+      const store = lagging(makeMemoryMembershipStore())
+      const a = makeDynamicMembership({ hostId: 'host-a', store, clock, heartbeatIntervalMs: intervalMs, ttlMs })
+      const b = makeDynamicMembership({ hostId: 'host-b', store, clock, heartbeatIntervalMs: intervalMs, ttlMs })
+      await Promise.all([a.ready, b.ready])
+      clock.advance(intervalMs)
+      await Promise.all([a.settled(), b.settled()])
+      expect([a.hosts(), b.hosts()]).toEqual([['host-a', 'host-b'], ['host-a', 'host-b']])
+      const heard = counter(b)
+      for (let beat = 0; beat < 4 * (ttlMs / intervalMs); beat++) {
+        clock.advance(intervalMs)
+        // Unpaced, the next advance comes after a few turns, as a test that waits only for its
+        // own work would: both beats are still reading.
+        await (paced ? Promise.all([a.settled(), b.settled()]) : settle())
+      }
+      await a.close()
+      await b.close()
+      return heard.seen
+    }
+    // Both hosts keep beating, yet B's cached rows lapse by the advanced clock: A drops out of
+    // B's view (B too, at times) and comes back at B's next read — ownership flaps each time.
+    const unpaced = await run(false)
+    const dropped = unpaced.findIndex((view) => !view.includes('host-a'))
+    expect(dropped).toBeGreaterThanOrEqual(0)
+    expect(unpaced.slice(dropped)).toContainEqual(['host-a', 'host-b'])
+    expect(await run(true)).toEqual([])
+  })
+
+  it('settled() resolves at once with no beat in flight, and waits for a beat started meanwhile', async () => {
+    const clock = new ManualClock(0)
+    const inner = makeMemoryMembershipStore()
+    const gate = makeGate()
+    const gated: MembershipStore = {
+      kind: inner.kind,
+      heartbeat: async (params) => {
+        await gate.pass()
+        return inner.heartbeat(params)
+      },
+      leave: (params) => inner.leave(params),
+      liveHosts: (params) => inner.liveHosts(params),
+      close: () => inner.close(),
+    }
+    const a = makeDynamicMembership({ hostId: 'host-a', store: gated, clock, heartbeatIntervalMs: intervalMs, ttlMs })
+    await a.ready
+    let settledNow = false
+    await a.settled().then(() => (settledNow = true))
+    expect(settledNow).toBe(true)
+    gate.close()
+    clock.advance(intervalMs)
+    let settledLater = false
+    const waiting = a.settled().then(() => (settledLater = true))
+    await settle()
+    expect(gate.held()).toBe(1)
+    expect(settledLater).toBe(false)
+    gate.open()
+    await waiting
+    expect(settledLater).toBe(true)
+    expect((await inner.liveHosts({ nowMs: clock.now() }))[0]?.lastSeenMs).toBe(intervalMs)
+    await a.close()
   })
 
   it('refuses bad options', () => {

@@ -22,7 +22,8 @@
  * A running host never declares itself dead: after a pause (its timers fire late, its row
  * expired meanwhile) the first tick renews before it publishes, a beat whose row expired while
  * it was written writes it again, and `current()` lets a caller wait for that renewal before it
- * decides what this host owns.
+ * decides what this host owns. `settled()` lets a test that drives the clock wait for the beats
+ * an advance started, so its virtual time never outruns a slow store's answers.
  *
  * Errors: a store failure (a catalogue error) skips that half of the beat and is reported to
  * `onStoreError`; the next tick tries again. Anything else — including a listener that throws —
@@ -85,6 +86,14 @@ export interface DynamicMembership extends Membership {
    * successfully or not. Decide what this host owns after it, not before.
    */
   current(): Promise<void> | null
+  /**
+   * Resolves once no beat is in flight (at once when none is; a beat whose store calls failed
+   * has finished too); rejects with a beat's defect. A test that drives a ManualClock over a real
+   * store waits on it after each advance, so virtual time never runs a TTL ahead of the beats:
+   * a tick that finds a read still running re-filters the rows cached by the advanced clock, and
+   * a live peer whose row was read a TTL of virtual time ago drops out of the view.
+   */
+  settled(): Promise<void>
 }
 
 function sortedUnique(hostIds: ReadonlyArray<string>): ReadonlyArray<string> {
@@ -257,6 +266,10 @@ export function makeDynamicMembership(options: DynamicMembershipOptions): Dynami
       if (!member || closing !== null || ownFresh()) return null
       startBeat()
       return inFlight
+    },
+    async settled() {
+      // A beat started while the one awaited ran (a tick, or `current()`) is waited for too.
+      while (inFlight !== null) await inFlight
     },
     ownerOf: (partition) => owners.ownerOf(partition, view),
     hosts: () => view,

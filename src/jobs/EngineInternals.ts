@@ -1,8 +1,9 @@
 /**
  * EngineInternals — what an opened engine keeps beside its public face for the operator's tools
- * in this package (the dashboard): the raw job store, and, on the SQL stores, the driver and
- * schema its tables live in. `open` attaches them; nothing outside this package can reach them,
- * since the registry is not exported from the package entry.
+ * in this package (the dashboard) and its tests: the raw job store, and, on the SQL stores, the
+ * driver and schema its tables live in; on PostgreSQL, its membership beats. `open` attaches
+ * them; nothing outside this package can reach them, since the registry is not exported from the
+ * package entry.
  *
  * Invariant: the registry holds engines weakly, so a closed and dropped engine is collected.
  *
@@ -20,6 +21,12 @@ export interface EngineInternals {
   readonly sql: { readonly driver: Driver; readonly schema: Schema } | null
   /** The engine's clock, in whole ms. */
   readonly now: () => number
+  /**
+   * On a PostgreSQL store, the engine's membership beats: `settled` resolves once none is in
+   * flight (Membership.ts), for tests that advance a ManualClock a beat at a time. Absent on the
+   * stores one engine owns alone.
+   */
+  readonly membership?: { readonly settled: () => Promise<void> }
 }
 
 const registry = new WeakMap<Matchbox, EngineInternals>()

@@ -204,7 +204,7 @@ export async function openWith(options: OpenOptions, wrapJobStore: (jobStore: Jo
         await bus.close()
         await store.close()
       },
-    }), internals),
+    }), { ...internals, membership: { settled: () => membership.settled() } }),
   )
 }
 
