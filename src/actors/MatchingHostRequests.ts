@@ -35,7 +35,7 @@ import type { HostPartitions } from './MatchingHostPartitions.ts'
 import { familyKey, type HostRouting, type Route } from './MatchingHostRouting.ts'
 import type { PartitionActor, Polled, Reply } from './PartitionActor.ts'
 import type { HostWaitingPolls } from './MatchingHostWaiting.ts'
-import type { PhysicalQueueActor } from './PhysicalQueueActor.ts'
+import type { PhysicalQueueActor, PollWatch } from './PhysicalQueueActor.ts'
 
 /** What the request bodies read of their host. */
 export interface HostRequestsContext {
@@ -308,11 +308,14 @@ function waitMovable(
   else outer?.addEventListener('abort', abort, { once: true })
   let movedTo: number | undefined
   // A poll whose wait is up or whose caller aborted answers where it is: moved, it would not poll again.
-  const canMove = (): boolean => outer?.aborted !== true && context.clock.now() < deadlineMs
+  const canPollAgain = (): boolean => outer?.aborted !== true && context.clock.now() < deadlineMs
+  // Its queues tell whether they have it with History now: a move spent on it then would find it
+  // answered by that task, while an idle poll stayed where it is.
+  const watch: PollWatch = { delivering: 0 }
   const isReady = (actor: PartitionActor): boolean => actor.loadedQueues().some((queue) => relevant(queue) && queue.hasReady())
   const remove = context.waiting.add(chosen.partition, {
     partition: chosen.partition.partition,
-    canMove,
+    canMove: () => watch.delivering === 0 && canPollAgain(),
     // An instance the poll knew may have unloaded since, and the host loaded the partition again:
     // the new instance is among `gained`, so a known instance that cannot take does not answer alone.
     canTakeFrom: (partition) => {
@@ -329,11 +332,17 @@ function waitMovable(
       return (actors.find(elsewhere) ?? gained().find(elsewhere))?.partition.partition
     },
   })
-  chosen.requests.poll(poller, deadlineMs, wait.signal, (exit) => {
-    remove()
-    outer?.removeEventListener('abort', abort)
-    const moved = movedTo !== undefined && Exit.isSuccess(exit) && exit.value.kind !== 'task' && canMove()
-    if (moved) return again(movedTo as number)
-    answer(exit)
-  })
+  chosen.requests.poll(
+    poller,
+    deadlineMs,
+    wait.signal,
+    (exit) => {
+      remove()
+      outer?.removeEventListener('abort', abort)
+      const moved = movedTo !== undefined && Exit.isSuccess(exit) && exit.value.kind !== 'task' && canPollAgain()
+      if (moved) return again(movedTo as number)
+      answer(exit)
+    },
+    watch,
+  )
 }

@@ -21,9 +21,10 @@
  * and the default one: one idle beside the other's ready task stays, and takes it).
  * A poll of a family whose other partitions the host did not own when it chose is registered too:
  * a partition the host gains later may make tasks ready. A poll whose wait is up (a poll of no
- * wait stays in its queue until its deadline's timer fires, at that same instant) or whose caller
- * aborted it is passed over: moved, it would answer empty rather than poll again, and the move
- * would be spent on it while a poll with time left stays idle.
+ * wait stays in its queue until its deadline's timer fires, at that same instant), whose caller
+ * aborted it, or that a queue has with History (a task it was matched, answering it where it is) is
+ * passed over: moved, it would not poll again, and the move would be spent on it while an idle poll
+ * with time left stays where it is.
  *
  * Invariants: an entry lives exactly while its partition wait does (the poll's answer removes
  * it); a moved entry is never moved again, and only one that can still poll again is moved;
@@ -37,7 +38,10 @@ import type { PartitionKey } from '../domain/QueueKey.ts'
 export interface WaitingPoll {
   /** The partition number it waits on. */
   readonly partition: number
-  /** True while a move would poll again: its deadline is still ahead and its caller has not aborted it. */
+  /**
+   * True while a move would poll again: its deadline is still ahead, its caller has not aborted it,
+   * and no queue has it with History (a task on its way would answer it where it is).
+   */
   readonly canMove: () => boolean
   /** True when the poll may take tasks stored on `partition` of its family (its queues are there). */
   readonly canTakeFrom: (partition: number) => boolean

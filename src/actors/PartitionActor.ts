@@ -40,7 +40,7 @@ import type { AddResult, PollResult, QueueCommand, QueueEvent, QueueProgress } f
 import type { QueueLimits } from '../machines/QueueContext.ts'
 import type { RelocatedTask, Store } from '../persistence/queues/Store.ts'
 import type { History, PollerInfo } from './History.ts'
-import { PhysicalQueueActor } from './PhysicalQueueActor.ts'
+import { PhysicalQueueActor, type PollWatch } from './PhysicalQueueActor.ts'
 import { bookQueueEnd, type RestartBook } from './RestartBooks.ts'
 
 /** What a partition actor needs. */
@@ -87,7 +87,7 @@ export type Reply<A> = (exit: Exit.Exit<A, MatchboxError>) => void
 
 type Message =
   | { readonly kind: 'add'; readonly task: Task; readonly reply: Reply<Added> }
-  | { readonly kind: 'poll'; readonly poller: PollerInfo; readonly deadlineMs: number; readonly signal: AbortSignal | undefined; readonly reply: Reply<Polled> }
+  | { readonly kind: 'poll'; readonly poller: PollerInfo; readonly deadlineMs: number; readonly signal: AbortSignal | undefined; readonly reply: Reply<Polled>; readonly watch?: PollWatch }
   | { readonly kind: 'queue.unloaded'; readonly queue: PhysicalQueueActor; readonly progress: QueueProgress }
   | { readonly kind: 'unload'; readonly reason: string; readonly reply: Reply<void> }
   | { readonly kind: 'retire'; readonly version: string; readonly reply: Reply<number> }
@@ -107,7 +107,8 @@ export type Polled = Exclude<PollResult, { readonly kind: 'failed' }>
  */
 export interface PartitionRequests {
   addTask(task: Task, reply: Reply<Added>): void
-  poll(poller: PollerInfo, deadlineMs: number, signal: AbortSignal | undefined, reply: Reply<Polled>): void
+  /** `watch`, if given, counts whether the poll is with History (PhysicalQueueActor's `PollWatch`). */
+  poll(poller: PollerInfo, deadlineMs: number, signal: AbortSignal | undefined, reply: Reply<Polled>, watch?: PollWatch): void
   warm(versions: ReadonlyArray<string | null>, deadlineMs: number, signal: AbortSignal | undefined, reply: Reply<void>): void
 }
 
@@ -246,7 +247,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       return afterDrain(queue, () => onAdd(task)) ?? queue.addTask(task)
     }
 
-    const onPoll = (poller: PollerInfo, deadlineMs: number, signal: AbortSignal | undefined): Promise<PollResult> => {
+    const onPoll = (poller: PollerInfo, deadlineMs: number, signal: AbortSignal | undefined, watch?: PollWatch): Promise<PollResult> => {
       if (signal?.aborted === true) return Promise.resolve({ kind: 'none' })
       if (unloaded) return Promise.resolve({ kind: 'failed', error: refused() })
       const versions: Array<string | null> = poller.version === null ? [null] : poller.version === options.currentVersion() ? [poller.version, null] : [poller.version]
@@ -271,19 +272,19 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       // queue, whose own load counts before the poll's deadline (PhysicalQueueActor.poll), so a
       // zero-wait poll still sees the tasks stored when it arrived.
       const draining = targets.find((queue) => queue.state === 'draining')
-      const waited = draining === undefined ? null : afterDrain(draining, () => onPoll(poller, deadlineMs, signal))
+      const waited = draining === undefined ? null : afterDrain(draining, () => onPoll(poller, deadlineMs, signal, watch))
       if (waited !== null) return waited
       if (targets.length === 1) {
         // A queue that began its idle unload while this poll waited answers early (or refuses a
         // poll that arrived just behind the drain): wait out the drain and poll the fresh queue,
         // so the poller's wait holds whatever the queue does.
         const queue = targets[0] as PhysicalQueueActor
-        return queue.poll(poller, deadlineMs, signal).then((result) => {
+        return queue.poll(poller, deadlineMs, signal, watch).then((result) => {
           if (result.kind === 'task' || signal?.aborted === true || queue.state === 'owned' || queue.state === 'loading') return result
           if (result.kind === 'failed' && result.error._tag !== 'ShuttingDown') return result
           if (result.kind === 'none' && options.clock.now() >= deadlineMs) return result
           if (queue.state === 'unloaded' && queue.finalProgress !== null) onQueueUnloaded(queue, queue.finalProgress)
-          return afterDrain(queue, () => onPoll(poller, deadlineMs, signal)) ?? (unloaded ? result : onPoll(poller, deadlineMs, signal))
+          return afterDrain(queue, () => onPoll(poller, deadlineMs, signal, watch)) ?? (unloaded ? result : onPoll(poller, deadlineMs, signal, watch))
         })
       }
       // Two queues: the first task wins, and the wait on the other ends with it — left waiting,
@@ -293,7 +294,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       const legs = new AbortController()
       const endLegs = (): void => legs.abort()
       signal?.addEventListener('abort', endLegs, { once: true })
-      return firstTask(targets.map((queue) => queue.poll(poller, deadlineMs, legs.signal))).then((result) => {
+      return firstTask(targets.map((queue) => queue.poll(poller, deadlineMs, legs.signal, watch))).then((result) => {
         signal?.removeEventListener('abort', endLegs)
         legs.abort()
         return result
@@ -434,7 +435,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
         case 'add':
           return settleOutcome(message.reply, onAdd(message.task))
         case 'poll':
-          return settleOutcome(message.reply, onPoll(message.poller, message.deadlineMs, message.signal))
+          return settleOutcome(message.reply, onPoll(message.poller, message.deadlineMs, message.signal, message.watch))
         case 'queue.unloaded':
           return onQueueUnloaded(message.queue, message.progress)
         case 'unload':
@@ -512,7 +513,7 @@ export const makePartitionActor = (options: PartitionActorOptions): Effect.Effec
       warm: (versions, deadlineMs, signal) => Effect.orDie(ask<void>((reply) => ({ kind: 'warm', versions, deadlineMs, signal, reply }), () => Exit.void)),
       requests: {
         addTask: (task, reply) => send<Added>((once) => ({ kind: 'add', task, reply: once }), refuse, reply),
-        poll: (poller, deadlineMs, signal, reply) => send<Polled>((once) => ({ kind: 'poll', poller, deadlineMs, signal, reply: once }), refuse, reply),
+        poll: (poller, deadlineMs, signal, reply, watch) => send<Polled>((once) => ({ kind: 'poll', poller, deadlineMs, signal, reply: once, ...(watch === undefined ? {} : { watch }) }), refuse, reply),
         warm: (versions, deadlineMs, signal, reply) => send<void>((once) => ({ kind: 'warm', versions, deadlineMs, signal, reply: once }), () => Exit.void, reply),
       },
       isUnloaded: () => unloaded,

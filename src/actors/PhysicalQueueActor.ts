@@ -17,6 +17,13 @@
  * A failure outside the error catalogue (a defect) — from an I/O call, or an assertion failing
  * inside a step, which then is not applied — is handed to `onDefect`, which the partition actor
  * (the supervisor) turns into a crash of this queue.
+ *
+ * A poll's caller may watch whether the queue has the poll with History (`PollWatch`), read after
+ * every step from the machine's deliveries: the host's book of waiting polls moves only idle polls.
+ *
+ * Length: past 400 lines because each command the machine asks for is carried out here beside
+ * the state it touches (the polls and adds waiting for replies, the timers, History calls in
+ * flight and their retry counts); split, the reply paths of one poll would live in two files.
  */
 import { equalJitterDelayMs } from '../domain/Backoff.ts'
 import { isMatchboxError, type MatchboxError, ShuttingDown } from '../domain/errors.ts'
@@ -66,6 +73,24 @@ export interface PhysicalQueueActorOptions {
 /** The lifecycle state, as callers see it. */
 export type QueueState = 'loading' | 'owned' | 'draining' | 'unloaded'
 
+/**
+ * What a poll's caller may watch of it across the queues it waits in: how many of them have it
+ * with History now. A Matching host moves only a poll that none has (MatchingHostWaiting.ts): a
+ * move spent on one with History would leave an idle poll where it is.
+ */
+export interface PollWatch {
+  delivering: number
+}
+
+// A poll waiting here or with History: how to answer it, and its engagement if watched.
+interface PollEntry {
+  readonly resolve: (result: PollResult) => void
+  readonly poller: PollerInfo
+  readonly cancelDeadline: CancelTimer
+  readonly watch: PollWatch | undefined
+  engaged: boolean
+}
+
 /** A running physical queue. */
 export class PhysicalQueueActor {
   readonly key: QueueKey
@@ -78,7 +103,9 @@ export class PhysicalQueueActor {
   // The commands of the initial step (acquire), carried out on `start`.
   readonly #initialCommands: ReadonlyArray<QueueCommand>
   readonly #adds = new Map<string, (result: AddResult) => void>()
-  readonly #polls = new Map<string, { resolve: (result: PollResult) => void; poller: PollerInfo; cancelDeadline: CancelTimer }>()
+  readonly #polls = new Map<string, PollEntry>()
+  // Polls whose caller watches their engagement (`poll`'s `watch`).
+  #watched = 0
   readonly #timers = new Map<TimerName, CancelTimer>()
   readonly #retryAttempts = new Map<string, number>()
   #sequence = 0
@@ -139,9 +166,10 @@ export class PhysicalQueueActor {
    * The deadline counts only once the queue can answer: a poll that reaches a queue still loading
    * (or reading a backlog page) waits for that first, so even a zero-wait poll sees the tasks
    * stored when it arrived. An aborted `signal` ends the wait at once (a task already with
-   * History still reaches the poll).
+   * History still reaches the poll). `watch` counts, while the poll is here, whether this queue
+   * has it with History (asked History to start a task for it) after each step.
    */
-  poll(poller: PollerInfo, deadlineMs: number, signal?: AbortSignal): Promise<PollResult> {
+  poll(poller: PollerInfo, deadlineMs: number, signal?: AbortSignal, watch?: PollWatch): Promise<PollResult> {
     const pollId = this.#nextId('poll')
     return new Promise((resolve) => {
       if (this.#done) return resolve({ kind: 'failed', error: this.#gone() })
@@ -156,7 +184,8 @@ export class PhysicalQueueActor {
         cancelTimer?.()
         signal?.removeEventListener('abort', cancel)
       }
-      this.#polls.set(pollId, { resolve, poller, cancelDeadline })
+      this.#polls.set(pollId, { resolve, poller, cancelDeadline, watch, engaged: false })
+      if (watch !== undefined) this.#watched++
       const ready = this.isBacklogRead()
       this.#send({ type: 'poll.arrived', nowMs: this.#now(), pollId, identity: poller.identity })
       if (ready) armDeadline()
@@ -244,6 +273,7 @@ export class PhysicalQueueActor {
   #carryOut(event: QueueEvent | null, commands: ReadonlyArray<QueueCommand>): void {
     if (event !== null) this.#options.onStep?.(event, commands)
     for (const command of commands) this.#execute(command)
+    if (this.#watched > 0) this.#markEngaged()
     this.#reportIdle(event)
     if (this.#ownedWaiters.length > 0 && this.state === 'owned') {
       const rangeId = this.#rangeId()
@@ -307,8 +337,7 @@ export class PhysicalQueueActor {
         return resolve?.(command.params.result)
       }
       case 'poll.reply': {
-        const poll = this.#polls.get(command.params.pollId)
-        this.#polls.delete(command.params.pollId)
+        const poll = this.#forget(command.params.pollId)
         poll?.cancelDeadline()
         return poll?.resolve(command.params.result)
       }
@@ -325,6 +354,28 @@ export class PhysicalQueueActor {
       case 'queue.unloaded':
         return this.#unload(command.params)
     }
+  }
+
+  // Each watched poll's engagement after a step: with History while a delivery of this queue holds it.
+  #markEngaged(): void {
+    const delivering = new Set(bookValues(this.#snapshot.context.deliveries).map((delivery) => delivery.poller.pollId))
+    for (const [pollId, poll] of this.#polls) {
+      if (poll.watch === undefined || poll.engaged === delivering.has(pollId)) continue
+      poll.engaged = !poll.engaged
+      poll.watch.delivering += poll.engaged ? 1 : -1
+    }
+  }
+
+  // Removes a poll that answers, and its engagement from its watch.
+  #forget(pollId: string): PollEntry | undefined {
+    const poll = this.#polls.get(pollId)
+    if (poll === undefined) return undefined
+    this.#polls.delete(pollId)
+    if (poll.watch !== undefined) {
+      this.#watched--
+      if (poll.engaged) poll.watch.delivering--
+    }
+    return poll
   }
 
   #rangeId(): number {
@@ -359,9 +410,8 @@ export class PhysicalQueueActor {
 
   // History answered after the queue unloaded: the poll (if still waiting) still gets its task.
   #answerOrphan(pollId: string, task: Task, taskId: number | null, outcome: StartOutcome): void {
-    const poll = this.#polls.get(pollId)
+    const poll = this.#forget(pollId)
     if (poll === undefined) return
-    this.#polls.delete(pollId)
     poll.cancelDeadline()
     poll.resolve(outcome.kind === 'started' ? { kind: 'task', task, taskId, response: outcome.response } : { kind: 'none' })
   }
@@ -386,7 +436,7 @@ export class PhysicalQueueActor {
     const delivering = new Set(bookValues(this.#snapshot.context.deliveries).map((delivery) => delivery.poller.pollId))
     for (const [pollId, poll] of this.#polls) {
       if (delivering.has(pollId)) continue
-      this.#polls.delete(pollId)
+      this.#forget(pollId)
       poll.cancelDeadline()
       poll.resolve({ kind: 'none' })
     }
