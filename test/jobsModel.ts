@@ -22,6 +22,7 @@ import fc from 'fast-check'
 import { expect, it } from 'vitest'
 import type { JobHandle, JobQueue, Matchbox } from '../src/index.ts'
 import { ManualClock } from '../src/index.ts'
+import { sizesOf } from '../src/kernel/Sizes.ts'
 import { settle } from './harness/settle.ts'
 import {
   applyExhaustion,
@@ -371,7 +372,8 @@ function watched(command: Command): Command {
     check: (model) => command.check(model),
     run: (model, real) =>
       new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`hung for ${commandWatchdogMs} ms in ${command.toString()}`)), commandWatchdogMs)
+        // The engine's sizes say what it was still holding (claims waiting, hand-overs, due waiters).
+        const timer = setTimeout(() => reject(new Error(`hung for ${commandWatchdogMs} ms in ${command.toString()}; engine sizes ${JSON.stringify(sizesOf(real.mb))}`)), commandWatchdogMs)
         command.run(model, real).then(
           () => {
             clearTimeout(timer)
