@@ -16,8 +16,8 @@
  * timeout; a lost hand-over leaves the job claimed by nobody, and its claim lapses and is
  * delivered again (one claim lapse). A hand-over that arrives after its poll gave up is given
  * back to the store at once (due again, its attempt uncounted); so is one whose poll's `cancel`
- * reaches the owner while the owner's claim for it is at the store, or after the owner answered
- * it — the poller, which cancelled, will not run it, and if it closed it never hears the answer.
+ * reaches the owner after the owner answered it — the poller, which cancelled, will not run it,
+ * and if it closed it never hears the answer.
  *
  * Invariants: at most `forwardedPollsMax` polls served for others at once, and the answers with
  * a job of the last `forwardedPollGraceMs` remembered; a poll id is sent a cancel only while its
@@ -236,9 +236,6 @@ async function serve(state: ForwardingState, pollId: string, from: string, queue
     if (!options.routing.owns(queue)) return send(state, from, { kind: 'empty', pollId, refused: true })
     const job = await options.serveLocally(queue, waitMs, lazy, from, entry.cancelled.signal)
     if (job === null) return send(state, from, { kind: 'empty', pollId, refused: false })
-    // The poller cancelled while the claim was at the store: it will not run the job (a poller
-    // that closed never hears the answer), so the job goes back to the store, due again at once.
-    if (entry.cancelled.signal.aborted) return options.release({ id: job.id, claimToken: job.claimToken as string }, queue)
     const full = { kind: 'claimed', pollId, jobId: job.id, claimToken: job.claimToken as string, job: job as unknown as JsonValue }
     // A job too large for one message goes by reference; the poller reads it back.
     const fits = Buffer.byteLength(JSON.stringify({ to: from, message: full }), 'utf8') <= busMessageBytesMax
