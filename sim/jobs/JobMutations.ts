@@ -145,6 +145,10 @@
  *   enqueue whose `handed` message has not come gives nothing back (`releaseHandedOver` writes
  *   nothing): an engine that leaves as a producer hands it a job never hears of it, and the job
  *   waits out its claim (claims reach a worker);
+ * - `cancelUnheard`: the bus loses every cancel of a forwarded poll — the observable bug of an
+ *   owner that answers a poll whose cancel reached it while its claim for that poll was at the
+ *   store: a poller that left never takes the job, which waits out its claim (claims reach a
+ *   worker);
  * - the twelve bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`, `partitionUnloadUnheard`,
@@ -172,7 +176,7 @@ export const jobMutationNames = [
   'ridingAckIgnoresToken', 'handOverTwice', 'handOverLost', 'enqueueManyDuplicateKey', 'stopAbandonsLocalQueue', 'heartbeatOnce', 'lapseFromClaimTime', 'dueSignalLost',
   'pauseIgnored', 'cancelKeepsClaim', 'refusalKeepsSignal', 'historyClaimUnfenced', 'claimFenceIgnored', 'matchingFirstBlocksQueue',
   'refusedAddWaits', 'limitNotInStore', 'rateNotInStore', 'weightIgnored', 'dedupStepsPass', 'implicitKeyIgnored', 'lapsedSlotKept', 'shortBatchEndsQueue', 'batchLaterDueUnheard',
-  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', 'releaseUnannounced', 'enqueueHandOverUnsent', 'waiterFenceIgnored', 'takenWaiterKept', 'spentPollMoved', ...dispatchMutations,
+  'shortReservationEndsPass', 'pollsStayPut', 'idlePollsStayPut', 'ownerByFirstPartition', 'releaseUnannounced', 'enqueueHandOverUnsent', 'waiterFenceIgnored', 'takenWaiterKept', 'spentPollMoved', 'cancelUnheard', ...dispatchMutations,
 ] as const
 
 /** One job mutation's name. */
@@ -214,6 +218,12 @@ function handedOverJob(message: JsonValue): string | null {
   if (typeof message !== 'object' || message === null || Array.isArray(message)) return null
   const record = message as { readonly [key: string]: JsonValue }
   return record.kind === 'claimed' && typeof record.jobId === 'string' ? record.jobId : null
+}
+
+function isPollCancel(message: JsonValue): boolean {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return false
+  const record = message as { readonly [key: string]: JsonValue }
+  return record.kind === 'cancel' && typeof record.pollId === 'string'
 }
 
 /** One world's instance of `mutation` (state shared by its store wrappers and its bus tap). */
@@ -337,6 +347,8 @@ export function makeJobsMutant(mutation: JobMutationName): JobsMutant {
       return { wrapJobStore: plain, busTap: (message) => (message.kind === 'host' && handedJobOf(message.message) !== null ? 'drop' : 'deliver') }
     case 'dueSignalLost':
       return { wrapJobStore: plain, busTap: (message) => (message.kind === 'due' ? 'drop' : 'deliver') }
+    case 'cancelUnheard':
+      return { wrapJobStore: plain, busTap: (message) => (message.kind === 'host' && isPollCancel(message.message) ? 'drop' : 'deliver') }
     case 'handOverTwice':
       return {
         wrapJobStore: plain,

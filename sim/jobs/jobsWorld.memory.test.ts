@@ -142,6 +142,22 @@ it('world -736927372: a forwarded poll cancelled as its answer crossed it leaves
   await expectCleanWorld({ seed: -736927372, overrides: { steps } })
 })
 
+// World 1765976961 (2,000 steps; fast-check seed -904098823's 39th run): host-3 leaves while its
+// worker's polls wait forwarded at host-1; the cancels reach host-1 while its claim for one of
+// them is at the store, and the claim's answer then goes to host-3, gone. The owner gives a job
+// claimed for a cancelled poll back at once instead of sending it.
+it('world 1765976961 [9283, 7225, 9605, 7834, 3563, 1571, 4184, 1834, 8015, 5733]: a forwarded poll cancelled while its claim was at the store leaves no job to wait out its claim', async () => {
+  await expectCleanWorld({ seed: 1765976961, script: [9283, 7225, 9605, 7834, 3563, 1571, 4184, 1834, 8015, 5733], overrides: { steps } })
+})
+
+// World 2147483634 (1,000 steps): host-4 leaves while it serves host-1's forwarded poll of queue-1,
+// and its claim for that poll lands during its close. The close ends the owner's waits, but the
+// poller still listens: the job goes to it. Given back instead, it would wait in the store while
+// host-1's worker waits out its forwarded poll to an engine that has gone.
+it('world 2147483634: a claim that lands while its owner closes still reaches the poller', async () => {
+  await expectCleanWorld({ seed: 2147483634, overrides: { steps: 1_000 } })
+})
+
 // World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the
 // one whose write then finds its range taken waits out a restart back-off of several seconds
 // (the Matching ownership rule) while workers idle; prompt delivery is judged after it. World

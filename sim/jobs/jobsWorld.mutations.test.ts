@@ -105,7 +105,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // aside and the key's holder answers; the jobs right behind wait until that claim's own
   // one-second wait ends (test/jobsEagerDispatch.test.ts catches it on one engine).
   setAsideClaimLost: 36,
-  drainedStaysDrained: 4,
+  drainedStaysDrained: 7,
   // A world with row-lock windows (JobsSwarm.ts `rowLockChance`).
   parkedPollNotArmed: 7,
   matchedPollLingers: 19,
@@ -132,6 +132,9 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // stale range (the claim commits under a fence an acquire moved past).
   waiterFenceIgnored: 63,
   takenWaiterKept: 72,
+  // A leave while the leaving engine's polls wait forwarded at an owner: the owner never hears
+  // the cancels, claims for a poller that has gone, and the job waits out its claim.
+  cancelUnheard: 19,
   // Not caught within 100 seeds. The step is common: on 20 of seeds 1…100 the book spends a move
   // on a poll whose wait is up. On 16 of them no other poll of the family waited to be passed
   // over; on 2, 5 and 40 one was, before the heal, where the host's promise is not judged; on 60,

@@ -16,8 +16,8 @@
  * timeout; a lost hand-over leaves the job claimed by nobody, and its claim lapses and is
  * delivered again (one claim lapse). A hand-over that arrives after its poll gave up is given
  * back to the store at once (due again, its attempt uncounted); so is one whose poll's `cancel`
- * reaches the owner after the owner answered it — the poller, which cancelled, will not run it,
- * and if it closed it never hears the answer.
+ * reaches the owner while the owner's claim for it is at the store, or after the owner answered
+ * it — the poller, which cancelled, will not run it, and if it closed it never hears the answer.
  *
  * Invariants: at most `forwardedPollsMax` polls served for others at once, and the answers with
  * a job of the last `forwardedPollGraceMs` remembered; a poll id is sent a cancel only while its
@@ -97,14 +97,21 @@ const isRecord = (value: JsonValue): value is { readonly [key: string]: JsonValu
 interface ForwardingState {
   readonly options: ForwardingOptions
   readonly waiting: Map<string, Waiting>
-  // Polls served for other engines, by poll id: a cancel marks one, and its wait ends.
-  readonly served: Map<string, { readonly queue: string; readonly cancelled: AbortController }>
+  // Polls served for other engines, by poll id: a cancel from the poller, or this engine's close,
+  // ends its wait; only the poller's cancel means nobody will take its job.
+  readonly served: Map<string, ServedPoll>
   // This engine's own forwarded polls, by poll id: where each went, to cancel it.
   readonly sentTo: Map<string, string>
   // Polls this engine answered with a job in the last `forwardedPollGraceMs`, oldest first: a
   // cancel that crossed the answer on the bus gives that job back (the poller will not take it).
   readonly handedFor: Map<string, { readonly claim: ClaimRef; readonly queue: string; readonly atMs: number }>
   closed: boolean
+}
+
+interface ServedPoll {
+  readonly queue: string
+  readonly cancelled: AbortController
+  pollerCancelled: boolean
 }
 
 /** Makes the forwarding of one engine. */
@@ -188,6 +195,7 @@ function onMessage(state: ForwardingState, message: JsonValue): void {
     case 'cancel': {
       const entry = state.served.get(pollId)
       if (entry !== undefined) {
+        entry.pollerCancelled = true
         entry.cancelled.abort()
         state.options.wakeLocal(entry.queue)
         return
@@ -229,13 +237,17 @@ function onClaimed(state: ForwardingState, pollId: string, message: { readonly [
 async function serve(state: ForwardingState, pollId: string, from: string, queue: string, waitMs: number, lazy: boolean): Promise<void> {
   const { options, served } = state
   if (state.closed || served.size >= forwardedPollsMax) return send(state, from, { kind: 'empty', pollId, refused: true })
-  const entry = { queue, cancelled: new AbortController() }
+  const entry: ServedPoll = { queue, cancelled: new AbortController(), pollerCancelled: false }
   served.set(pollId, entry)
   try {
     await options.routing.load(queue)
     if (!options.routing.owns(queue)) return send(state, from, { kind: 'empty', pollId, refused: true })
     const job = await options.serveLocally(queue, waitMs, lazy, from, entry.cancelled.signal)
     if (job === null) return send(state, from, { kind: 'empty', pollId, refused: false })
+    // The poller cancelled while the claim was at the store: it will not run the job (a poller
+    // that closed never hears the answer), so the job goes back to the store, due again at once.
+    // A claim that lands while this engine closes still goes to its poller, which waits for it.
+    if (entry.pollerCancelled) return options.release({ id: job.id, claimToken: job.claimToken as string }, queue)
     const full = { kind: 'claimed', pollId, jobId: job.id, claimToken: job.claimToken as string, job: job as unknown as JsonValue }
     // A job too large for one message goes by reference; the poller reads it back.
     const fits = Buffer.byteLength(JSON.stringify({ to: from, message: full }), 'utf8') <= busMessageBytesMax
