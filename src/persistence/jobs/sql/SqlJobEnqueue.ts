@@ -85,6 +85,7 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
     getJob: jobSql.getJobSql(schema),
     enqueueToWaiter: jobSql.enqueueSql(schema, false, false, false, false, true),
     analyze: `ANALYZE ${schema.quoted}.jobs`,
+    plannedRows: `SELECT c.reltuples FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = $1::text AND c.relname = 'jobs'`,
   }
   const { validated } = session
   // enqueueSql's forms, by (fenced, fair, limited, rated); a limited or rated insert is never fenced (see `enqueue`).
@@ -100,16 +101,28 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
 
   // Planner statistics follow a growing table: after every `refreshAfter` jobs enqueued here
   // (doubling, up to a cap) the table is analyzed on the store's own connection, without waiting
-  // for it. A failure (no right to analyze, the store unavailable) only leaves the refresh to
-  // autovacuum.
+  // for it — unless the statistics already count at least every job this store has enqueued
+  // (another engine's refresh, or autovacuum's, got there first), which a catalog read tells for
+  // a fraction of an ANALYZE's cost: a process that opens a store for a few thousand jobs does
+  // not analyze a table whose statistics are current. A failure (no right to analyze, the store
+  // unavailable) only leaves the refresh to autovacuum.
   let insertedSinceRefresh = 0
+  let insertedInAll = 0
   let refreshAfter = jobStatsRefreshRowsFirst
   const inserted = (rows: number): void => {
     insertedSinceRefresh += rows
+    insertedInAll += rows
     if (insertedSinceRefresh < refreshAfter) return
     insertedSinceRefresh = 0
     refreshAfter = Math.min(refreshAfter * 2, jobStatsRefreshRowsMax)
-    session.write('analyze', sql.analyze, []).catch(() => {})
+    const counted = insertedInAll
+    session
+      .read<Row>('analyze', sql.plannedRows, [schema.name])
+      .then(async ([row]) => {
+        // reltuples is -1 on a table never analyzed.
+        if (Number(row?.reltuples ?? -1) < counted) await session.write('analyze', sql.analyze, [])
+      })
+      .catch(() => {})
   }
 
   // An enqueue that may go to a waiter (HandOver.ts): one statement takes the queue's first
