@@ -296,7 +296,7 @@ export async function insertMany(
     for (let attempt = 1; missing.length > 0; attempt++) {
       // Only keyed jobs can go unanswered (see enqueueManySql); the next snapshot settles them.
       assert(attempt <= keyedEnqueueAttemptsMax, `enqueueMany found neither the rows nor the key holders of ${missing.length} jobs`)
-      const rows = await run(enqueueManyParams(missing, nowMs, dueChannel), formOf(missing, fair))
+      const rows = await run(enqueueManyParams(missing, nowMs, dueChannel, fair), formOf(missing, fair))
       if (rows.some((row) => row.id === null)) {
         assert(!fair && rows.length === 1, 'only the unkeyed form refuses, with one row and nothing written')
         return missing

@@ -143,17 +143,24 @@ export const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string, cl
 ]
 
 /**
- * The parameters of `enqueueManySql`: the jobs as one JSON document, in the order of `jobs`
- * (each payload inside a one-element array: a JSON null field would read back as SQL NULL),
- * now, the due channel, and the first job's queue, priority, max attempts, visibility, backoff
- * and runAt, which a job's object repeats only where its own differ. `jobs` is not empty.
+ * The parameters of `enqueueManySql` (its keyed form when `fair`): the jobs as one JSON
+ * document, in the order of `jobs` (each payload inside a one-element array: a JSON null field
+ * would read back as SQL NULL), now, the due channel, and the first job's queue, priority, max
+ * attempts, visibility, backoff and runAt, which a job's object repeats only where its own
+ * differ; for the unkeyed form, the batch's queues last. `jobs` is not empty.
  */
-export function enqueueManyParams(jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): unknown[] {
+export function enqueueManyParams(jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string, fair: boolean): unknown[] {
   const first = jobs[0]
   assert(first !== undefined, 'enqueueMany sends at least one job')
   const documents = new Array<Record<string, unknown>>(jobs.length)
-  for (let index = 0; index < jobs.length; index++) documents[index] = enqueueManyDocument(jobs[index] as NewJob, first)
-  return [JSON.stringify(documents), nowMs, dueChannel, first.queue, first.priority, first.maxAttempts, first.visibilityTimeoutMs, first.backoffBaseMs, first.runAtMs]
+  const queues = new Set<string>()
+  for (let index = 0; index < jobs.length; index++) {
+    const job = jobs[index] as NewJob
+    documents[index] = enqueueManyDocument(job, first)
+    queues.add(job.queue)
+  }
+  const params = [JSON.stringify(documents), nowMs, dueChannel, first.queue, first.priority, first.maxAttempts, first.visibilityTimeoutMs, first.backoffBaseMs, first.runAtMs]
+  return fair ? params : [...params, [...queues]]
 }
 
 // One job of `enqueueManyParams`' document: its id and payload, the fields that differ from the

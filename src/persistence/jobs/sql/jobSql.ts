@@ -305,7 +305,8 @@ export interface EnqueueManyForm {
  * `$1` the jobs as one JSON array (`enqueueManyParams`: one object per job, its payload wrapped
  * in a one-element array so a JSON null payload stays a value), `$2` now, `$3` the due channel,
  * then the batch's first job's `$4` queue, `$5` priority, `$6` max attempts, `$7` visibility ms,
- * `$8` backoff base ms and `$9` run at: a job's object carries its id, its payload, each of those
+ * `$8` backoff base ms and `$9` run at (and, in the unkeyed form, `$10` the batch's queues): a
+ * job's object carries its id, its payload, each of those
  * only where it differs from the first job's, and each nullable field only when set (absent
  * reads as null), so an ordinary job's object is its id and payload. A job's place in the batch
  * is its place in the array (WITH ORDINALITY). One document parses faster on both sides than a
@@ -354,18 +355,19 @@ export function enqueueManySql(schema: Schema, form: EnqueueManyForm): string {
     AS sent(id, queue, payload, priority, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, run_at_ms, expires_at_ms, job_key,
             concurrency_key, concurrency_limit, rate_per_second, rate_burst, key_rate_per_second, key_rate_burst${fairNames}, position)`
   // The unkeyed form refuses a batch with a queue that has a real key's row (one probe of
-  // fairness_passes' primary key per queue of the batch): it writes nothing and answers one row
-  // of nulls, and the caller sends the batch again in the keyed form.
+  // fairness_passes' primary key per queue of the batch, `$10` the batch's queues): it writes
+  // nothing and answers one row of nulls, and the caller sends the batch again in the keyed form.
+  // The queues come as a parameter so that the probe runs first and the document is read in one
+  // pass, into the one CTE every later step reads.
   const input = fair
     ? `input AS (
   ${given}
 )`
-    : `given AS (
-  ${given}
-), refused AS (
-  SELECT EXISTS (SELECT 1 FROM ${schema.quoted}.fairness_passes AS known WHERE known.queue IN (SELECT queue FROM given) AND known.fairness_key <> '') AS mixed
+    : `refused AS (
+  SELECT EXISTS (SELECT 1 FROM ${schema.quoted}.fairness_passes AS known WHERE known.queue = ANY($10::text[]) AND known.fairness_key <> '') AS mixed
 ), input AS (
-  SELECT * FROM given WHERE NOT (SELECT mixed FROM refused)
+  ${given}
+    WHERE NOT (SELECT mixed FROM refused)
 )`
   const slots = limited
     ? `${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, `
