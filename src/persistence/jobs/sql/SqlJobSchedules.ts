@@ -20,7 +20,6 @@ import { checkCount, checkDurationMs, checkName, checkNewJob, checkScheduleKeys,
 import type { JobStore } from '../JobStore.ts'
 import { decodeSchedule } from './jobRows.ts'
 import type { EnqueueManyForm } from './jobSql.ts'
-import * as jobSql from './jobSql.ts'
 import { enqueueManyTexts, insertMany } from './SqlJobEnqueue.ts'
 import * as scheduleSql from './scheduleSql.ts'
 

@@ -152,11 +152,10 @@ export const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string, cl
 export function enqueueManyParams(jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string, fair: boolean): unknown[] {
   const first = jobs[0]
   assert(first !== undefined, 'enqueueMany sends at least one job')
-  const documents = new Array<Record<string, unknown>>(jobs.length)
+  const documents: Array<Record<string, unknown>> = []
   const queues = new Set<string>()
-  for (let index = 0; index < jobs.length; index++) {
-    const job = jobs[index] as NewJob
-    documents[index] = enqueueManyDocument(job, first)
+  for (const job of jobs) {
+    documents.push(enqueueManyDocument(job, first))
     queues.add(job.queue)
   }
   const params = [JSON.stringify(documents), nowMs, dueChannel, first.queue, first.priority, first.maxAttempts, first.visibilityTimeoutMs, first.backoffBaseMs, first.runAtMs]
