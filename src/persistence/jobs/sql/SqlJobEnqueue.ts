@@ -17,7 +17,12 @@
  * that touches no key state, and when it refuses (a queue of the batch has keys, so its unkeyed
  * jobs take the implicit key's turns) the batch runs again in the keyed form. The refusal costs
  * a second statement only on queues with keys; a batch on a queue without keys runs one
- * statement, with one probe of fairness_passes more than the key state it never touches.
+ * statement, with one probe of fairness_passes more than the key state it never touches. Each
+ * statement is the text its jobs need (jobSql.ts's `EnqueueManyForm`): a batch of plain jobs runs
+ * one without the job-key arbiter, the concurrency slots and the rate buckets.
+ *
+ * Statistics: the store refreshes the planner's statistics of `jobs` as it enqueues (after 1,000
+ * jobs, then each doubling), unless they already count every job it has enqueued.
  *
  * Waiters (jobs/HandOver.ts, waiterSql.ts): `addWaiters` and `removeWaiters` register and take
  * back a claim waiting on another engine, and an enqueue with `toWaiter` of a job that may be
