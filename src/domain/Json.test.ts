@@ -3,12 +3,14 @@
  * nesting (a 10,000-level value included: no RangeError), NUL and lone surrogates in values and
  * keys, holes, extra array properties, symbol keys, values that are not JSON, size — and
  * accepted values come back as they are, except -0, which becomes 0 in a copy that leaves the
- * input untouched. The round trip through every store is test/payloadRoundTrip.test.ts.
+ * input untouched. A flat value (a primitive, or an object of primitives), checked without the
+ * full walk, gets the walk's answer. The round trip through every store is test/payloadRoundTrip.test.ts.
  */
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { payloadBytesMax, payloadDepthMax } from '../kernel/Limits.ts'
 import { InvalidInput } from './errors.ts'
-import { validateJson } from './Json.ts'
+import { validateJson, validateJsonMeasured } from './Json.ts'
 
 function refusal(value: unknown): { field: string; reason: string } {
   try {
@@ -124,5 +126,34 @@ describe('validateJson', () => {
     expect(validateJson('payload', clean)).toBe(clean)
     const nullPrototype = Object.assign(Object.create(null) as object, { z: 1 })
     expect(validateJson('payload', nullPrototype)).toBe(nullPrototype)
+  })
+
+  it("answers a flat value as the walk does: the same value, refusal and byte bound", () => {
+    // An array always takes the walk, and adds 2 to its only element's bound: so [value]'s bound less 2 is the walk's bound of value.
+    const text = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('\u0000', '\ud800', 'a\udc00b', 'é'))
+    const primitive = fc.oneof(text, fc.boolean(), fc.constant(null), fc.double(), fc.constantFrom(-0, 0, Number.NaN, Number.POSITIVE_INFINITY))
+    const flat = fc.oneof(primitive, fc.dictionary(text, primitive, { maxKeys: 8 }), fc.dictionary(text, primitive, { maxKeys: 3, noNullPrototype: false }))
+    fc.assert(
+      fc.property(flat, (value) => {
+        const outcome = (checked: unknown) => {
+          try {
+            return validateJsonMeasured('payload', checked)
+          } catch (error) {
+            expect(error).toBeInstanceOf(InvalidInput)
+            return { refused: (error as InvalidInput).reason }
+          }
+        }
+        const alone = outcome(value)
+        const wrapped = outcome([value])
+        if ('refused' in wrapped || 'refused' in alone) {
+          expect(alone).toEqual(wrapped)
+          return
+        }
+        expect(alone.bytesMax).toBe(wrapped.bytesMax - 2)
+        expect(alone.value).toEqual((wrapped.value as unknown[])[0])
+        expect(Object.is(alone.value, value)).toBe(Object.is((wrapped.value as unknown[])[0], value))
+      }),
+      { numRuns: 1_000 },
+    )
   })
 })

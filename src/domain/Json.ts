@@ -40,6 +40,8 @@ export function validateJson(field: string, value: unknown): JsonValue {
  * when it had to be serialised), so a batch can bound its total without serialising each value.
  */
 export function validateJsonMeasured(field: string, value: unknown): { readonly value: JsonValue; readonly bytesMax: number } {
+  const flat = flatMeasured(value)
+  if (flat !== null) return flat
   const { walk, worstBytes } = makeWalk(field)
   const checked = walk(value, 0)
   // Serialised only when the worst case could pass the limit: most payloads are far below it.
@@ -59,6 +61,50 @@ function tooLarge(field: string): InvalidInput {
 }
 
 const identifier = /^[A-Za-z_$][\w$]*$/
+
+// A text the walk accepts: no NUL, no lone surrogate.
+const isStorableText = (text: string): boolean => !text.includes('\u0000') && text.isWellFormed()
+
+// The most UTF-8 bytes the walk counts for a primitive it accepts as it is, or -1 for one it
+// would refuse or change (a non-finite number, -0, a text it refuses) or that is not a primitive.
+function primitiveWorstBytes(value: unknown): number {
+  switch (typeof value) {
+    case 'string':
+      return isStorableText(value) ? value.length * escapedUnitBytesMax + 2 : -1
+    case 'boolean':
+      return 5
+    case 'number':
+      return Number.isFinite(value) && !Object.is(value, -0) ? numberTextMax : -1
+    case 'object':
+      return value === null ? 4 : -1
+    default:
+      return -1
+  }
+}
+
+/**
+ * The common payload — a primitive, or a plain object whose values are all primitives —
+ * checked without building the walk: the same answer `validateJsonMeasured` would give (the
+ * value unchanged, the walk's upper bound), or null when the walk must run (anything nested,
+ * anything it refuses or changes, anything whose bound passes `payloadBytesMax`).
+ */
+function flatMeasured(value: unknown): { readonly value: JsonValue; readonly bytesMax: number } | null {
+  if (typeof value !== 'object' || value === null) {
+    const worst = primitiveWorstBytes(value)
+    return worst < 0 || worst > payloadBytesMax ? null : { value: value as JsonValue, bytesMax: worst }
+  }
+  if (Array.isArray(value)) return null
+  const prototype = Object.getPrototypeOf(value)
+  if ((prototype !== Object.prototype && prototype !== null) || Object.getOwnPropertySymbols(value).length > 0) return null
+  const keys = Object.keys(value)
+  let worst = 2 + Math.max(0, keys.length - 1)
+  for (const key of keys) {
+    const item = primitiveWorstBytes((value as Record<string, unknown>)[key])
+    if (item < 0 || !isStorableText(key)) return null
+    worst += key.length * escapedUnitBytesMax + 3 + item
+  }
+  return worst > payloadBytesMax ? null : { value: value as JsonValue, bytesMax: worst }
+}
 
 // A walk of one value: returns it checked (-0 made 0), or throws for its first offender; and an
 // upper bound of its JSON text's UTF-8 length.

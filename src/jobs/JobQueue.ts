@@ -213,6 +213,15 @@ function jobMaker(
   })
 }
 
+// The options of an enqueue that gives none: every default.
+const defaultEnqueue: ResolvedEnqueue = Object.freeze(resolveEnqueueOptions({}))
+
+// Whether a job of `enqueueMany` names its payload and nothing else.
+function isPayloadOnly(record: Record<string, unknown>): boolean {
+  const keys = Object.keys(record)
+  return keys.length === 1 && keys[0] === 'payload'
+}
+
 // `enqueueMany`'s jobs validated into new jobs (`make`), with the largest payload's size sum for
 // the batch's byte check; a job that is not an object or names `tx` is refused.
 function resolveBatch(jobs: ReadonlyArray<unknown>, make: (payload: JsonValue, resolved: ResolvedEnqueue) => NewJob): { readonly batch: NewJob[]; readonly bytesMax: number } {
@@ -221,12 +230,18 @@ function resolveBatch(jobs: ReadonlyArray<unknown>, make: (payload: JsonValue, r
   const batch = Array.from(jobs, (item: unknown, index) => {
     const field = `jobs[${index}]`
     if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new InvalidInput({ field, reason: 'must be an object { payload, ...options }' })
-    const { payload, ...itemOptions } = item as Record<string, unknown>
+    const record = item as Record<string, unknown>
+    // A job of its payload alone, the common case, takes every default: it has no options to read.
+    if (isPayloadOnly(record)) {
+      const measured = validateJsonMeasured(`${field}.payload`, record.payload)
+      bytesMax += measured.bytesMax
+      return make(measured.value, defaultEnqueue)
+    }
+    const { payload, ...itemOptions } = record
     if ('tx' in itemOptions) throw new InvalidInput({ field: `${field}.tx`, reason: "is the batch's option: enqueueMany(jobs, { tx })" })
     const measured = validateJsonMeasured(`${field}.payload`, payload)
     bytesMax += measured.bytesMax
-    const resolved = resolveEnqueueOptions(itemOptions, field)
-    return make(measured.value, resolved)
+    return make(measured.value, resolveEnqueueOptions(itemOptions, field))
   })
   return { batch, bytesMax }
 }

@@ -30,7 +30,7 @@ export class Random {
 
   /** An integer in [from, to], both inclusive. */
   int(from: number, to: number): number {
-    assert(Number.isInteger(from) && Number.isInteger(to) && from <= to, `bad int range [${from}, ${to}]`)
+    assert(Number.isInteger(from) && Number.isInteger(to) && from <= to, () => `bad int range [${from}, ${to}]`)
     return uniformInt(this.#generator, from, to)
   }
 

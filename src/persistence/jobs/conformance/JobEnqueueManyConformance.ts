@@ -24,7 +24,7 @@ export function describeJobEnqueueManyConformance(fixture: JobFixture): void {
       const jobs = [
         fixture.job(queue, { payload: { text: `it's "quoted" \\ ✓`, list: [1, null] }, priority: 2 }),
         fixture.job(queue, { runAtMs: 9_000, expiresAtMs: 20_000, deadLetterRetentionMs: 60_000 }),
-        fixture.job(queue, { payload: null, maxAttempts: 7 }),
+        fixture.job(queue, { payload: null, maxAttempts: 7, visibilityTimeoutMs: 45_000, backoffBaseMs: 7 }),
       ]
       const answers = await store().enqueueMany({ jobs, nowMs: 2_000 })
       expect(answers).toEqual(jobs.map((job) => ({ id: job.id, runAtMs: job.runAtMs })))

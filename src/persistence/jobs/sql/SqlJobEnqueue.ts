@@ -17,7 +17,12 @@
  * that touches no key state, and when it refuses (a queue of the batch has keys, so its unkeyed
  * jobs take the implicit key's turns) the batch runs again in the keyed form. The refusal costs
  * a second statement only on queues with keys; a batch on a queue without keys runs one
- * statement, with one probe of fairness_passes more than the key state it never touches.
+ * statement, with one probe of fairness_passes more than the key state it never touches. Each
+ * statement is the text its jobs need (jobSql.ts's `EnqueueManyForm`): a batch of plain jobs runs
+ * one without the job-key arbiter, the concurrency slots and the rate buckets.
+ *
+ * Statistics: the store refreshes the planner's statistics of `jobs` as it enqueues (after 1,000
+ * jobs, then each doubling), unless they already count every job it has enqueued.
  *
  * Waiters (jobs/HandOver.ts, waiterSql.ts): `addWaiters` and `removeWaiters` register and take
  * back a claim waiting on another engine, and an enqueue with `toWaiter` of a job that may be
@@ -80,12 +85,12 @@ const keyOf = (job: NewJob): string => JSON.stringify([job.queue, job.key])
 
 /** The enqueue operations over `session`'s migrated `schema`; `dueChannel` is the store's due signal. */
 export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChannel: string): Pick<JobStore, 'enqueue' | 'enqueueMany' | 'addWaiters' | 'removeWaiters'> {
+  const enqueueManyText = enqueueManyTexts(schema)
   const sql = {
-    enqueueMany: jobSql.enqueueManySql(schema),
-    enqueueManyFair: jobSql.enqueueManySql(schema, true),
     getJob: jobSql.getJobSql(schema),
     enqueueToWaiter: jobSql.enqueueSql(schema, false, false, false, false, true),
     analyze: `ANALYZE ${schema.quoted}.jobs`,
+    plannedRows: `SELECT c.reltuples FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = $1::text AND c.relname = 'jobs'`,
   }
   const { validated } = session
   // enqueueSql's forms, by (fenced, fair, limited, rated); a limited or rated insert is never fenced (see `enqueue`).
@@ -101,16 +106,28 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
 
   // Planner statistics follow a growing table: after every `refreshAfter` jobs enqueued here
   // (doubling, up to a cap) the table is analyzed on the store's own connection, without waiting
-  // for it. A failure (no right to analyze, the store unavailable) only leaves the refresh to
-  // autovacuum.
+  // for it — unless the statistics already count at least every job this store has enqueued
+  // (another engine's refresh, or autovacuum's, got there first), which a catalog read tells for
+  // a fraction of an ANALYZE's cost: a process that opens a store for a few thousand jobs does
+  // not analyze a table whose statistics are current. A failure (no right to analyze, the store
+  // unavailable) only leaves the refresh to autovacuum.
   let insertedSinceRefresh = 0
+  let insertedInAll = 0
   let refreshAfter = jobStatsRefreshRowsFirst
   const inserted = (rows: number): void => {
     insertedSinceRefresh += rows
+    insertedInAll += rows
     if (insertedSinceRefresh < refreshAfter) return
     insertedSinceRefresh = 0
     refreshAfter = Math.min(refreshAfter * 2, jobStatsRefreshRowsMax)
-    session.write('analyze', sql.analyze, []).catch(() => {})
+    const counted = insertedInAll
+    session
+      .read<Row>('analyze', sql.plannedRows, [schema.name])
+      .then(async ([row]) => {
+        // reltuples is -1 on a table never analyzed.
+        if (Number(row?.reltuples ?? -1) < counted) await session.write('analyze', sql.analyze, [])
+      })
+      .catch(() => {})
   }
 
   // An enqueue that may go to a waiter (HandOver.ts): one statement takes the queue's first
@@ -189,7 +206,7 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
       const { jobs, nowMs } = validated('enqueueMany', () => ({ jobs: checkNewJobs(params.jobs), nowMs: checkTime('nowMs', params.nowMs) }))
       checkTx('tx', tx)
       // checkNewJobs refused a batch whose payloads pass enqueueBatchBytesMax in all: none is measured again.
-      const enqueued = await insertMany((values, fair) => runOn(tx, 'enqueueMany', fair ? sql.enqueueManyFair : sql.enqueueMany, values), jobs, nowMs, dueChannel, enqueueBatchBytesMax)
+      const enqueued = await insertMany((values, form) => runOn(tx, 'enqueueMany', enqueueManyText(form), values), jobs, nowMs, dueChannel, enqueueBatchBytesMax)
       inserted(enqueued.length)
       return enqueued
     },
@@ -230,16 +247,41 @@ function* batchesOf(jobs: ReadonlyArray<NewJob>, implicit = false, bytesMax = Nu
 }
 
 /**
+ * `enqueueManySql`'s texts over `schema`, by form, each built the first time a batch needs it:
+ * a batch of ordinary jobs runs the text without the parts it has no use for.
+ */
+export function enqueueManyTexts(schema: Schema): (form: jobSql.EnqueueManyForm) => string {
+  const texts = new Map<string, string>()
+  return (form) => {
+    const name = `${form.fair}/${form.keyed}/${form.limited}/${form.rated}`
+    const known = texts.get(name)
+    if (known !== undefined) return known
+    const text = jobSql.enqueueManySql(schema, form)
+    texts.set(name, text)
+    return text
+  }
+}
+
+// The form of `enqueueManySql` that `batch` needs (`fair` for the keyed form).
+const formOf = (batch: ReadonlyArray<NewJob>, fair: boolean): jobSql.EnqueueManyForm => ({
+  fair,
+  keyed: batch.some((job) => job.key !== null),
+  limited: batch.some((job) => job.concurrencyKey !== undefined && job.concurrencyKey !== null),
+  rated: batch.some(isRated),
+})
+
+/**
  * Inserts validated `jobs` as `enqueueMany` answers them, running `enqueueManySql` through `run`
- * (the store's own write, or a statement on a transaction in progress; `fair` for the keyed form
- * that draws passes): each (queue, key) goes into a statement once and later jobs with it answer
- * as the first; a batch too large for one statement's parameters goes in several, in order; a
- * batch with a fairness key goes in the keyed form, and so does one the unkeyed form refused (a
- * queue of it has keys); a keyed job that raced its holder is sent again. Returns one answer per
- * job, in the order of `jobs`. `bytesMax`, when known, bounds the payloads' total from above.
+ * (the store's own write, or a statement on a transaction in progress) in the form the batch
+ * needs (`fair` for the keyed form that draws passes): each (queue, key) goes into a statement
+ * once and later jobs with it answer as the first; a batch too large for one statement's
+ * parameters goes in several, in order; a batch with a fairness key goes in the keyed form, and
+ * so does one the unkeyed form refused (a queue of it has keys); a keyed job that raced its
+ * holder is sent again. Returns one answer per job, in the order of `jobs`. `bytesMax`, when
+ * known, bounds the payloads' total from above.
  */
 export async function insertMany(
-  run: (params: unknown[], fair: boolean) => Promise<ReadonlyArray<Row>>,
+  run: (params: unknown[], form: jobSql.EnqueueManyForm) => Promise<ReadonlyArray<Row>>,
   jobs: ReadonlyArray<NewJob>,
   nowMs: number,
   dueChannel: string,
@@ -259,18 +301,22 @@ export async function insertMany(
     for (let attempt = 1; missing.length > 0; attempt++) {
       // Only keyed jobs can go unanswered (see enqueueManySql); the next snapshot settles them.
       assert(attempt <= keyedEnqueueAttemptsMax, `enqueueMany found neither the rows nor the key holders of ${missing.length} jobs`)
-      const rows = await run(enqueueManyParams(missing, nowMs, dueChannel), fair)
+      const rows = await run(enqueueManyParams(missing, nowMs, dueChannel, fair), formOf(missing, fair))
       if (rows.some((row) => row.id === null)) {
         assert(!fair && rows.length === 1, 'only the unkeyed form refuses, with one row and nothing written')
         return missing
       }
-      const byId = new Map(missing.map((job) => [job.id, job]))
+      // The statement succeeded, so every job without a key is in; a keyed job is answered by a row.
+      const byId = new Map<string, NewJob>()
+      for (const job of missing) {
+        if (job.key === null) answers.set(job.id, { id: job.id, runAtMs: job.runAtMs })
+        else byId.set(job.id, job)
+      }
       for (const row of rows) {
         const { askedId, answer } = decodeEnqueued(row, byId)
         answers.set(askedId, answer)
       }
       missing = missing.filter((job) => !answers.has(job.id))
-      assert(missing.every((job) => job.key !== null), 'enqueueMany lost a job without a key')
     }
     return []
   }

@@ -19,8 +19,8 @@ import { toSafeInteger } from '../../queues/sql/SqlValues.ts'
 import { checkCount, checkDurationMs, checkName, checkNewJob, checkScheduleKeys, checkTime, checkTimezone, scheduleKeyFields } from '../JobInput.ts'
 import type { JobStore } from '../JobStore.ts'
 import { decodeSchedule } from './jobRows.ts'
-import * as jobSql from './jobSql.ts'
-import { insertMany } from './SqlJobEnqueue.ts'
+import type { EnqueueManyForm } from './jobSql.ts'
+import { enqueueManyTexts, insertMany } from './SqlJobEnqueue.ts'
 import * as scheduleSql from './scheduleSql.ts'
 
 type Row = Record<string, unknown>
@@ -33,8 +33,7 @@ export function makeSqlJobSchedules(
   dueChannel: string,
 ): Pick<JobStore, 'putSchedule' | 'deleteSchedule' | 'listSchedules' | 'acquireLease' | 'fireSchedule'> {
   const sql = {
-    enqueueMany: jobSql.enqueueManySql(schema),
-    enqueueManyFair: jobSql.enqueueManySql(schema, true),
+    enqueueMany: enqueueManyTexts(schema),
     putSchedule: scheduleSql.putScheduleSql(schema),
     deleteSchedule: scheduleSql.deleteScheduleSql(schema),
     getSchedule: scheduleSql.getScheduleSql(schema),
@@ -94,7 +93,7 @@ export function makeSqlJobSchedules(
 async function fireSchedule(
   driver: Driver,
   session: SqlSession,
-  sql: { readonly lockLease: string; readonly markFired: string; readonly enqueueMany: string; readonly enqueueManyFair: string },
+  sql: { readonly lockLease: string; readonly markFired: string; readonly enqueueMany: (form: EnqueueManyForm) => string },
   dueChannel: string,
   params: Parameters<JobStore['fireSchedule']>[0],
 ): ReturnType<JobStore['fireSchedule']> {
@@ -116,7 +115,7 @@ async function fireSchedule(
       if (fenced.rows.length === 0) return 'fenced' as const
       const marked = await tx.query(sql.markFired, [checked.name, checked.expectedRevision, checked.lastFiredMs])
       if (marked.rows.length === 0) return 'conflict' as const
-      await insertMany(async (values, fair) => (await tx.query<Row>(fair ? sql.enqueueManyFair : sql.enqueueMany, values)).rows, checked.jobs, checked.nowMs, dueChannel)
+      await insertMany(async (values, form) => (await tx.query<Row>(sql.enqueueMany(form), values)).rows, checked.jobs, checked.nowMs, dueChannel)
       return 'fired' as const
     })
   } catch (error) {

@@ -143,32 +143,39 @@ export const enqueueParams = (job: NewJob, nowMs: number, dueChannel: string, cl
 ]
 
 /**
- * The parameters of `enqueueManySql`: the jobs as one JSON document, in the order of `jobs`
- * (each payload inside a one-element array: a JSON null field would read back as SQL NULL).
+ * The parameters of `enqueueManySql` (its keyed form when `fair`): the jobs as one JSON
+ * document, in the order of `jobs` (each payload inside a one-element array: a JSON null field
+ * would read back as SQL NULL), now, the due channel, and the first job's queue, priority, max
+ * attempts, visibility, backoff and runAt, which a job's object repeats only where its own
+ * differ; for the unkeyed form, the batch's queues last. `jobs` is not empty.
  */
-export const enqueueManyParams = (jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string): unknown[] => [
-  JSON.stringify(jobs.map(enqueueManyDocument)),
-  nowMs,
-  dueChannel,
-]
-
-// One job of `enqueueManyParams`' document. The optional fields are set only when present, so an
-// ordinary job's object is as small as it can be (and built without spreading).
-function enqueueManyDocument(job: NewJob, position: number): Record<string, unknown> {
-  const document: Record<string, unknown> = {
-    id: job.id,
-    queue: job.queue,
-    payload: [job.payload],
-    priority: job.priority,
-    max_attempts: job.maxAttempts,
-    visibility_timeout_ms: job.visibilityTimeoutMs,
-    backoff_base_ms: job.backoffBaseMs,
-    dead_letter_retention_ms: job.deadLetterRetentionMs,
-    run_at_ms: job.runAtMs,
-    expires_at_ms: job.expiresAtMs,
-    job_key: job.key ?? null,
-    position,
+export function enqueueManyParams(jobs: ReadonlyArray<NewJob>, nowMs: number, dueChannel: string, fair: boolean): unknown[] {
+  const first = jobs[0]
+  assert(first !== undefined, 'enqueueMany sends at least one job')
+  const documents: Array<Record<string, unknown>> = []
+  const queues = new Set<string>()
+  for (const job of jobs) {
+    documents.push(enqueueManyDocument(job, first))
+    queues.add(job.queue)
   }
+  const params = [JSON.stringify(documents), nowMs, dueChannel, first.queue, first.priority, first.maxAttempts, first.visibilityTimeoutMs, first.backoffBaseMs, first.runAtMs]
+  return fair ? params : [...params, [...queues]]
+}
+
+// One job of `enqueueManyParams`' document: its id and payload, the fields that differ from the
+// batch's first job, and the nullable ones only when set, so an ordinary job's object is as small
+// as it can be (and built without spreading).
+function enqueueManyDocument(job: NewJob, first: NewJob): Record<string, unknown> {
+  const document: Record<string, unknown> = { id: job.id, payload: [job.payload] }
+  if (job.queue !== first.queue) document.queue = job.queue
+  if (job.priority !== first.priority) document.priority = job.priority
+  if (job.maxAttempts !== first.maxAttempts) document.max_attempts = job.maxAttempts
+  if (job.visibilityTimeoutMs !== first.visibilityTimeoutMs) document.visibility_timeout_ms = job.visibilityTimeoutMs
+  if (job.backoffBaseMs !== first.backoffBaseMs) document.backoff_base_ms = job.backoffBaseMs
+  if (job.runAtMs !== first.runAtMs) document.run_at_ms = job.runAtMs
+  if (job.deadLetterRetentionMs !== null) document.dead_letter_retention_ms = job.deadLetterRetentionMs
+  if (job.expiresAtMs !== null) document.expires_at_ms = job.expiresAtMs
+  if (job.key !== null) document.job_key = job.key
   // Only a limited job names its concurrency key.
   if (job.concurrencyKey !== undefined && job.concurrencyKey !== null) {
     document.concurrency_key = job.concurrencyKey
@@ -192,14 +199,14 @@ function enqueueManyDocument(job: NewJob, position: number): Record<string, unkn
 }
 
 /**
- * One answer of `enqueueManySql`, as the asked job's id and the job holding its place: the job
- * itself when it was inserted (its runAt the one it was sent with, from `sent` by id), else the
- * key's holder with its runAt.
+ * One answer row of `enqueueManySql` (a keyed job's), as the asked job's id and the job holding
+ * its place: the job itself when it was inserted (its runAt the one it was sent with, from `sent`
+ * by id), else the key's holder with its runAt.
  */
 export function decodeEnqueued(row: Row, sent: ReadonlyMap<string, NewJob>): { readonly askedId: string; readonly answer: EnqueuedJob } {
   const id = row.id as string
   if (row.asked_id !== null && row.asked_id !== undefined) return { askedId: row.asked_id as string, answer: { id, runAtMs: toSafeInteger(row.run_at_ms, 'run_at_ms') } }
   const job = sent.get(id)
-  assert(job !== undefined, () => `enqueueMany answered ${id}, which it was not sent`)
+  assert(job !== undefined && job.key !== null, () => `enqueueMany answered ${id}, which it was not sent with a key`)
   return { askedId: id, answer: { id, runAtMs: job.runAtMs } }
 }

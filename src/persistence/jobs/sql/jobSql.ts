@@ -288,20 +288,40 @@ const fairRateSource = `SELECT DISTINCT ON (queue, per_key, rate_key) queue, per
   ) AS given ORDER BY queue, per_key, rate_key, position DESC`
 
 /**
+ * Which statement of `enqueueManySql` a batch runs; each part it does not need is left out of
+ * the text. `fair`: the keyed form (below); `keyed`: some job has a job key (only then is the
+ * insert an ON CONFLICT insert, whose speculative insertion costs every row, and only then are
+ * keyed answers read); `limited`: some job has a concurrency key; `rated`: some job has rate limits.
+ */
+export interface EnqueueManyForm {
+  readonly fair: boolean
+  readonly keyed: boolean
+  readonly limited: boolean
+  readonly rated: boolean
+}
+
+/**
  * `enqueueSql` for many jobs in ONE statement, so it can run on a caller's transaction too.
  * `$1` the jobs as one JSON array (`enqueueManyParams`: one object per job, its payload wrapped
- * in a one-element array so a JSON null payload stays a value), `$2` now, `$3` the due channel.
- * One document parses faster on both sides than a dozen parallel arrays with escaped elements.
+ * in a one-element array so a JSON null payload stays a value), `$2` now, `$3` the due channel,
+ * then the batch's first job's `$4` queue, `$5` priority, `$6` max attempts, `$7` visibility ms,
+ * `$8` backoff base ms and `$9` run at (and, in the unkeyed form, `$10` the batch's queues): a
+ * job's object carries its id, its payload, each of those
+ * only where it differs from the first job's, and each nullable field only when set (absent
+ * reads as null), so an ordinary job's object is its id and payload. A job's place in the batch
+ * is its place in the array (WITH ORDINALITY). One document parses faster on both sides than a
+ * dozen parallel arrays with escaped elements, and fields the server would parse 64 times the
+ * same go once, as parameters.
  * The due signal is raised once per queue that got a row, not once per row, with the rows' due
  * time when they share one.
  *
- * Returns one row per job answered: an inserted job as its id alone (`run_at_ms` and `asked_id`
- * null: the caller knows the runAt it sent), and for each keyed job that inserted nothing, the
- * live job of its queue holding its key — its id and runAt, and `asked_id` the job it answers.
- * Nothing else is read back, so a batch's answer is little more than its ids. A job answered by
- * neither raced a holder as `enqueueSql` describes: run it again. The caller sends each (queue,
- * key) at most once per statement. A job with a concurrency key (`concurrency_key`,
- * `concurrency_limit`; absent for one without) creates its key's slot row if missing, and the
+ * Returns a row only for a job with a job key: an inserted one as its id alone (`run_at_ms` and
+ * `asked_id` null: the caller knows the runAt it sent), and one that inserted nothing as the live
+ * job of its queue holding its key — its id and runAt, and `asked_id` the job it answers. A job
+ * without a key is inserted whenever the statement succeeds, so it is answered by no row at all.
+ * A keyed job answered by neither raced a holder as `enqueueSql` describes: run it again. The
+ * caller sends each (queue, key) at most once per statement. A job with a concurrency key
+ * (`concurrency_key`, `concurrency_limit`) creates its key's slot row if missing, and the
  * batch's last limit of a key is written to it if it differs; a job with rate limits
  * (`rate_per_second` and `rate_burst`, `key_rate_per_second` and `key_rate_burst`) likewise its
  * queue's and its fairness key's buckets (a job without one: the implicit key's bucket).
@@ -317,30 +337,54 @@ const fairRateSource = `SELECT DISTINCT ON (queue, per_key, rate_key) queue, per
  * keys is the common case, and this text runs as fast as it did without the probe, within the
  * noise of runs of one text, while the keyed form on the same batch is much slower.
  */
-export function enqueueManySql(schema: Schema, fair = false): string {
+export function enqueueManySql(schema: Schema, form: EnqueueManyForm): string {
+  const { fair, keyed, limited, rated } = form
   const fairColumns = fair ? ', fairness_key text, fair_stride bigint' : ''
-  // The keyed form joins the passes, so it names input's columns; the unkeyed form is the text it always was.
+  const fairNames = fair ? ', fairness_key, fair_stride' : ''
+  // The keyed form joins the passes, so it names input's columns.
   const of = fair ? 'input.' : ''
-  const given = `SELECT * FROM json_to_recordset($1::json)
-    AS input(id text, queue text, payload jsonb, priority smallint, max_attempts integer, visibility_timeout_ms bigint, backoff_base_ms bigint,
-             dead_letter_retention_ms bigint, run_at_ms bigint, expires_at_ms bigint, job_key text, concurrency_key text, concurrency_limit integer,
-             rate_per_second double precision, rate_burst integer, key_rate_per_second double precision, key_rate_burst integer, position integer${fairColumns})`
+  const given = `SELECT sent.id, COALESCE(sent.queue, $4::text) AS queue, sent.payload, COALESCE(sent.priority, $5::smallint) AS priority,
+      COALESCE(sent.max_attempts, $6::integer) AS max_attempts, COALESCE(sent.visibility_timeout_ms, $7::bigint) AS visibility_timeout_ms,
+      COALESCE(sent.backoff_base_ms, $8::bigint) AS backoff_base_ms, sent.dead_letter_retention_ms, COALESCE(sent.run_at_ms, $9::bigint) AS run_at_ms,
+      sent.expires_at_ms, sent.job_key, sent.concurrency_key, sent.concurrency_limit, sent.rate_per_second, sent.rate_burst,
+      sent.key_rate_per_second, sent.key_rate_burst, sent.position${fair ? ', sent.fairness_key, sent.fair_stride' : ''}
+    FROM ROWS FROM (json_to_recordset($1::json)
+      AS (id text, queue text, payload jsonb, priority smallint, max_attempts integer, visibility_timeout_ms bigint, backoff_base_ms bigint,
+          dead_letter_retention_ms bigint, run_at_ms bigint, expires_at_ms bigint, job_key text, concurrency_key text, concurrency_limit integer,
+          rate_per_second double precision, rate_burst integer, key_rate_per_second double precision, key_rate_burst integer${fairColumns})) WITH ORDINALITY
+    AS sent(id, queue, payload, priority, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms, run_at_ms, expires_at_ms, job_key,
+            concurrency_key, concurrency_limit, rate_per_second, rate_burst, key_rate_per_second, key_rate_burst${fairNames}, position)`
   // The unkeyed form refuses a batch with a queue that has a real key's row (one probe of
-  // fairness_passes' primary key per queue of the batch): it writes nothing and answers one row
-  // of nulls, and the caller sends the batch again in the keyed form.
+  // fairness_passes' primary key per queue of the batch, `$10` the batch's queues): it writes
+  // nothing and answers one row of nulls, and the caller sends the batch again in the keyed form.
+  // The queues come as a parameter so that the probe runs first and the document is read in one
+  // pass, into the one CTE every later step reads.
   const input = fair
     ? `input AS (
   ${given}
 )`
-    : `given AS (
-  ${given}
-), refused AS (
-  SELECT EXISTS (SELECT 1 FROM ${schema.quoted}.fairness_passes AS known WHERE known.queue IN (SELECT queue FROM given) AND known.fairness_key <> '') AS mixed
+    : `refused AS (
+  SELECT EXISTS (SELECT 1 FROM ${schema.quoted}.fairness_passes AS known WHERE known.queue = ANY($10::text[]) AND known.fairness_key <> '') AS mixed
 ), input AS (
-  SELECT * FROM given WHERE NOT (SELECT mixed FROM refused)
+  ${given}
+    WHERE NOT (SELECT mixed FROM refused)
 )`
+  const slots = limited
+    ? `${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, `
+    : ''
+  const buckets = rated ? `${bucketRowsCtes(schema, fair ? fairRateSource : rateSource, '$2::bigint')}, ` : ''
+  // Inserted keyed jobs and the holders of the keys the others found taken: only a keyed batch has either.
+  const keyedAnswers = keyed
+    ? `
+UNION ALL
+SELECT inserted.id, NULL::bigint, NULL::text FROM inserted WHERE inserted.job_key IS NOT NULL
+UNION ALL
+SELECT holder.id, holder.run_at_ms, input.id AS asked_id
+FROM input JOIN ${schema.quoted}.jobs AS holder ON holder.queue = input.queue AND holder.job_key = input.job_key
+WHERE input.job_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = input.id)`
+    : ''
   return `
-WITH ${input}, ${fair ? `${fairBatchCtes(schema)}, ` : ''}${slotRowsCtes(schema, `SELECT DISTINCT ON (queue, concurrency_key) queue, concurrency_key, concurrency_limit FROM input WHERE concurrency_key IS NOT NULL ORDER BY queue, concurrency_key, position DESC`)}, ${bucketRowsCtes(schema, fair ? fairRateSource : rateSource, '$2::bigint')}, inserted AS (
+WITH ${input}, ${fair ? `${fairBatchCtes(schema)}, ` : ''}${slots}${buckets}inserted AS (
   INSERT INTO ${schema.quoted}.jobs
     (id, queue, state, payload, priority, attempts, max_attempts, visibility_timeout_ms, backoff_base_ms, dead_letter_retention_ms,
      created_at_ms, run_at_ms, expires_at_ms, due_ms, job_key, concurrency_key${fair ? ', fairness_key, fair_pass' : ''})
@@ -348,20 +392,17 @@ WITH ${input}, ${fair ? `${fairBatchCtes(schema)}, ` : ''}${slotRowsCtes(schema,
      $2::bigint, ${of}run_at_ms, ${of}expires_at_ms, GREATEST(${of}run_at_ms, $2::bigint), ${of}job_key, ${of}concurrency_key${fair ? ', input.fairness_key, fair.pass' : ''}
   FROM input${fair ? ` LEFT JOIN fair_pass AS fair ON fair.position = input.position
   -- The key rows are written before the first job row (an init plan), the order a keyed enqueue writes in.
-  WHERE (SELECT count(*) FROM fair_rows) >= 0` : ''} ORDER BY ${of}position
-  ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING
-  RETURNING id, queue, due_ms
+  WHERE (SELECT count(*) FROM fair_rows) >= 0` : ''} ORDER BY ${of}position${keyed ? `
+  ON CONFLICT (queue, job_key) WHERE job_key IS NOT NULL DO NOTHING` : ''}
+  RETURNING id, queue, due_ms${keyed ? ', job_key' : ''}
 )
-SELECT inserted.id, NULL::bigint AS run_at_ms, NULL::text AS asked_id
-FROM inserted CROSS JOIN (
-  SELECT count(pg_notify($3::text, payload)) FROM (
+-- The due signals, raised as the branch is read; it answers no row.
+SELECT NULL::text AS id, NULL::bigint AS run_at_ms, NULL::text AS asked_id
+FROM (
+  SELECT count(pg_notify($3::text, payload)) AS raised FROM (
     SELECT CASE WHEN min(due_ms) = max(due_ms) THEN ${dueSignal('queue', 'min(due_ms)')} ELSE queue END AS payload FROM inserted GROUP BY queue
   ) AS queues
-) AS signal
-UNION ALL
-SELECT holder.id, holder.run_at_ms, input.id AS asked_id
-FROM input JOIN ${schema.quoted}.jobs AS holder ON holder.queue = input.queue AND holder.job_key = input.job_key
-WHERE input.job_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM inserted WHERE inserted.id = input.id)${fair ? '' : `
+) AS signal WHERE signal.raised < 0${keyedAnswers}${fair ? '' : `
 UNION ALL
 SELECT NULL::text, NULL::bigint, NULL::text FROM refused WHERE mixed`}`
 }
