@@ -7,6 +7,10 @@
  * within `jobDurationSMax`; error texts are strings of at most `jobErrorLengthMax` characters.
  *
  * Does not: apply defaults or convert seconds (the jobs layer does, src/jobs/QueueOptions.ts).
+ *
+ * Length: past 400 lines because it holds one checker per JobStore operation, side by side, so a
+ * reader sees every store's refusals in one place; each checker is a few lines of the shared
+ * field checks at the top.
  */
 import { InvalidInput } from '../../domain/errors.ts'
 import { assert } from '../../kernel/assert.ts'
