@@ -105,7 +105,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // aside and the key's holder answers; the jobs right behind wait until that claim's own
   // one-second wait ends (test/jobsEagerDispatch.test.ts catches it on one engine).
   setAsideClaimLost: 36,
-  drainedStaysDrained: 4,
+  drainedStaysDrained: 7,
   // A world with row-lock windows (JobsSwarm.ts `rowLockChance`).
   parkedPollNotArmed: 7,
   matchedPollLingers: 19,
