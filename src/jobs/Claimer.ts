@@ -195,22 +195,49 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       if (dispatch.waitingCount() === 0 || !runtime.routing.owns(queue) || dispatch.isMatchingHolding()) return null
       const generation = dispatch.generation()
       const claimTokens = claimTokensFor(runtime.random, dispatch.waitingCount())
-      // Stamped when it goes out (the fence may have taken a load), so its deadlines count from then.
-      const first = await fenced(runtime, queue, (fence) => runtime.jobStore.claimDue({ queue, nowMs: Math.max(nowMs, runtime.now()), claimTokens, fence }), async () => [])
-      const claimed = runtime.limitedQueues.has(queue) ? await refillShort(runtime, queue, claimTokens.length, first) : first
-      for (const job of claimed) {
-        runtime.driver.notifyDue(job.deadlineMs as number, queue)
-        dispatch.handOver(job)
+      const out = passClaimsOutOf(runtime)
+      let answered = (): void => {}
+      const claiming = new Promise<void>((resolve) => (answered = resolve))
+      out.set(queue, claiming)
+      let claimed: ReadonlyArray<JobRecord>
+      try {
+        // Stamped when it goes out (the fence may have taken a load), so its deadlines count from then.
+        const first = await fenced(runtime, queue, (fence) => runtime.jobStore.claimDue({ queue, nowMs: Math.max(nowMs, runtime.now()), claimTokens, fence }), async () => [])
+        claimed = runtime.limitedQueues.has(queue) ? await refillShort(runtime, queue, claimTokens.length, first) : first
+        for (const job of claimed) {
+          runtime.driver.notifyDue(job.deadlineMs as number, queue)
+          dispatch.handOver(job)
+        }
+        // Fewer than asked: the claims that come back for their next job skip the store until the
+        // next pass (as after a short claim of their own).
+        dispatch.storeAnswered(generation, claimTokens.length, claimed.length)
+      } finally {
+        if (out.get(queue) === claiming) out.delete(queue)
+        answered()
       }
-      // Fewer than asked: the claims that come back for their next job skip the store until the
-      // next pass (as after a short claim of their own).
-      dispatch.storeAnswered(generation, claimTokens.length, claimed.length)
       if (claimed.length < claimTokens.length && runtime.rateLimited.has(queue)) await armNextToken(runtime, queue)
       // Some but not all: no other row is due.
       return claimed.length > 0 && claimed.length < claimTokens.length ? queue : null
     }),
   )
   return drained.filter((queue): queue is string => queue !== null)
+}
+
+/**
+ * Per engine and queue, the claim statement of a due-time pass for the claims waiting in line
+ * while it is out (`claimForWaitingWorkers`), settled once its jobs are handed over: a claim
+ * whose own statement answered while one was out waits for it in line (`claimDirectInLine`), so
+ * that the job it claimed for that claim reaches it rather than being kept for the next.
+ */
+const passClaimsOut = new WeakMap<JobsRuntime, Map<string, Promise<void>>>()
+
+function passClaimsOutOf(runtime: JobsRuntime): Map<string, Promise<void>> {
+  let out = passClaimsOut.get(runtime)
+  if (out === undefined) {
+    out = new Map()
+    passClaimsOut.set(runtime, out)
+  }
+  return out
 }
 
 /**
@@ -315,9 +342,10 @@ export function deliveryDemand(runtime: JobsRuntime): ReadonlyMap<string, number
 const leftLine = Symbol('left the line with no job')
 
 // Claims the head due job of `queue` straight from the store for this engine's claim, which is
-// already in line: a job handed to it before the claim is taken instead, one handed to it during
-// the claim goes on to the next claim in line, or, with none, both go back to the store, which
-// answers the head (`headOfBoth`). Null (still in line) when none was claimed; `leftLine` when the
+// already in line: a job handed to it before the claim is taken instead; a pass that started
+// meanwhile and is still claiming for it is waited for; a job handed to it during the claim goes
+// on to the next claim in line, or, with none, both go back to the store, which answers the head
+// (`headOfBoth`). Null (still in line) when none was claimed; `leftLine` when the
 // store answered none after both went back; a store failure takes it out of line.
 async function claimDirectInLine(runtime: JobsRuntime, dispatch: QueueDispatch, line: PlaceInLine): Promise<JobRecord | null | typeof leftLine> {
   const generation = dispatch.generation()
@@ -330,6 +358,9 @@ async function claimDirectInLine(runtime: JobsRuntime, dispatch: QueueDispatch, 
     if (offered !== null) dispatch.returnJob(offered)
     throw error
   }
+  // A pass that started while the statement was out may still be claiming for this claim: its
+  // answer may hold the head (the statements ran side by side), so wait for it in line.
+  if (line.job() === null && dispatch.generation() !== generation) await passClaimsOut.get(runtime)?.get(dispatch.queue)
   const offered = line.job()
   if (direct === null && offered === null) return null
   line.leave()
