@@ -231,6 +231,7 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
  */
 const passClaimsOut = new WeakMap<JobsRuntime, Map<string, Promise<void>>>()
 
+// This engine's pass claims out, by queue, made on first use.
 function passClaimsOutOf(runtime: JobsRuntime): Map<string, Promise<void>> {
   let out = passClaimsOut.get(runtime)
   if (out === undefined) {
