@@ -45,7 +45,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   refusalKeepsSignal: 2,
   historyClaimUnfenced: 1,
   claimFenceIgnored: 2,
-  matchingFirstBlocksQueue: 30,
+  matchingFirstBlocksQueue: 43,
   // Judged where the give-back is made (GiveBackChecker.ts): Matching refuses adds under the safety
   // phase's faults, and the due signal that follows the give-back announces jobs the store holds a
   // second longer. Prompt delivery does not see it: after the heal Matching refuses an add only

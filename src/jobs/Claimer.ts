@@ -25,12 +25,15 @@
  *
  * Order: a claim from the store takes the head in claim order, a job with Matching in its place
  * (first within its priority: its task, delivered later, finds it started), and it waits for a
- * due-time pass in progress, which may be reserving older jobs for Matching.
+ * due-time pass in progress, which may be reserving older jobs for Matching. A claim that a pass
+ * starting meanwhile also claimed a job for, beside its own statement, keeps the head of the two
+ * (the store decides), never the job behind it.
  *
  * Invariants: a claim never waits past its own deadline, except that Matching counts a poll's
  * wait only once the queue has loaded and read its backlog (`claim({ waitMs: 0 })` returns
  * after that, and at most one forwarded round trip); a stop (`isStopped`) ends the wait.
  */
+import { isMatchboxError } from '../domain/errors.ts'
 import { claimPollWaitMs, claimRetryDelayMs, workerClaimWaitMs } from '../kernel/Limits.ts'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
 import { type JobHandle, makeJobHandle } from './JobHandle.ts'
@@ -38,7 +41,7 @@ import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import type { PlaceInLine, QueueDispatch } from './Dispatch.ts'
 import type { JobsRuntime } from './Runtime.ts'
-import { armNextToken, claimDirect, claimTokensFor, fenced, refillShort } from './StoreClaims.ts'
+import { armNextToken, claimDirect, claimDirectNow, claimTokensFor, fenced, refillShort } from './StoreClaims.ts'
 
 /**
  * Claims the next job of `queue`; null when none came within `waitMs`. `lazy` (the public
@@ -121,6 +124,8 @@ async function waitInLine(runtime: JobsRuntime, queue: string, deadlineMs: numbe
     if (place.job() !== null) return place.job()
     // Due rows are not with Matching unless a poll waits there for them: take the head directly.
     const direct = await claimDirectInLine(runtime, dispatch, place)
+    // Out of line with nothing (both its jobs went back and another claim took them): join again.
+    if (direct === leftLine) continue
     if (direct !== null) return direct
     // Registered as a waiter, an enqueue on another engine may hand it a job (HandOvers.ts).
     const registration = runtime.handOvers?.register(queue, place, deadlineMs)
@@ -190,22 +195,50 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       if (dispatch.waitingCount() === 0 || !runtime.routing.owns(queue) || dispatch.isMatchingHolding()) return null
       const generation = dispatch.generation()
       const claimTokens = claimTokensFor(runtime.random, dispatch.waitingCount())
-      // Stamped when it goes out (the fence may have taken a load), so its deadlines count from then.
-      const first = await fenced(runtime, queue, (fence) => runtime.jobStore.claimDue({ queue, nowMs: Math.max(nowMs, runtime.now()), claimTokens, fence }), async () => [])
-      const claimed = runtime.limitedQueues.has(queue) ? await refillShort(runtime, queue, claimTokens.length, first) : first
-      for (const job of claimed) {
-        runtime.driver.notifyDue(job.deadlineMs as number, queue)
-        dispatch.handOver(job)
+      const out = passClaimsOutOf(runtime)
+      let answered = (): void => {}
+      const claiming = new Promise<void>((resolve) => (answered = resolve))
+      out.set(queue, claiming)
+      let claimed: ReadonlyArray<JobRecord>
+      try {
+        // Stamped when it goes out (the fence may have taken a load), so its deadlines count from then.
+        const first = await fenced(runtime, queue, (fence) => runtime.jobStore.claimDue({ queue, nowMs: Math.max(nowMs, runtime.now()), claimTokens, fence }), async () => [])
+        claimed = runtime.limitedQueues.has(queue) ? await refillShort(runtime, queue, claimTokens.length, first) : first
+        for (const job of claimed) {
+          runtime.driver.notifyDue(job.deadlineMs as number, queue)
+          dispatch.handOver(job)
+        }
+        // Fewer than asked: the claims that come back for their next job skip the store until the
+        // next pass (as after a short claim of their own).
+        dispatch.storeAnswered(generation, claimTokens.length, claimed.length)
+      } finally {
+        if (out.get(queue) === claiming) out.delete(queue)
+        answered()
       }
-      // Fewer than asked: the claims that come back for their next job skip the store until the
-      // next pass (as after a short claim of their own).
-      dispatch.storeAnswered(generation, claimTokens.length, claimed.length)
       if (claimed.length < claimTokens.length && runtime.rateLimited.has(queue)) await armNextToken(runtime, queue)
       // Some but not all: no other row is due.
       return claimed.length > 0 && claimed.length < claimTokens.length ? queue : null
     }),
   )
   return drained.filter((queue): queue is string => queue !== null)
+}
+
+/**
+ * Per engine and queue, the claim statement of a due-time pass for the claims waiting in line
+ * while it is out (`claimForWaitingWorkers`), settled once its jobs are handed over: a claim
+ * whose own statement answered while one was out waits for it in line (`claimDirectInLine`), so
+ * that the job it claimed for that claim reaches it rather than being kept for the next.
+ */
+const passClaimsOut = new WeakMap<JobsRuntime, Map<string, Promise<void>>>()
+
+// This engine's pass claims out, by queue, made on first use.
+function passClaimsOutOf(runtime: JobsRuntime): Map<string, Promise<void>> {
+  let out = passClaimsOut.get(runtime)
+  if (out === undefined) {
+    out = new Map()
+    passClaimsOut.set(runtime, out)
+  }
+  return out
 }
 
 /**
@@ -275,7 +308,8 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
     if (line !== null && line.job() !== null) return line.job()
     let woken
     try {
-      const direct = line === null ? null : await claimDirectInLine(runtime, dispatch, line)
+      const answer = line === null ? null : await claimDirectInLine(runtime, dispatch, line)
+      const direct = answer === leftLine ? null : answer
       if (direct !== null) return direct
       if (runtime.now() >= deadlineMs || isStopped()) return line?.job() ?? null
       woken = await runtime.driver.waitForDelivery(queue, deadlineMs)
@@ -305,11 +339,17 @@ export function deliveryDemand(runtime: JobsRuntime): ReadonlyMap<string, number
   return demand
 }
 
+/** What `claimDirectInLine` answers when its claim left the line with no job (`headOfBoth` found none). */
+const leftLine = Symbol('left the line with no job')
+
 // Claims the head due job of `queue` straight from the store for this engine's claim, which is
-// already in line: a job handed to it before the claim is taken instead, one handed to it during
-// the claim goes on to the next claim in line (or is kept for the next to join). Null (still in
-// line) when none was claimed; a store failure takes it out of line.
-async function claimDirectInLine(runtime: JobsRuntime, dispatch: QueueDispatch, line: PlaceInLine): Promise<JobRecord | null> {
+// already in line: a job handed to it before the claim is taken instead; a pass that started
+// meanwhile and is still claiming for it is waited for; a job handed to it during the claim goes
+// on to the next claim in line, or, with none, both go back to the store, which answers the head
+// (`headOfBoth`). Null (still in line) when none was claimed; `leftLine` when the
+// store answered none after both went back; a store failure takes it out of line.
+async function claimDirectInLine(runtime: JobsRuntime, dispatch: QueueDispatch, line: PlaceInLine): Promise<JobRecord | null | typeof leftLine> {
+  const generation = dispatch.generation()
   let direct: JobRecord | null
   try {
     direct = await claimDirect(runtime, dispatch, () => line.job() !== null)
@@ -319,10 +359,37 @@ async function claimDirectInLine(runtime: JobsRuntime, dispatch: QueueDispatch, 
     if (offered !== null) dispatch.returnJob(offered)
     throw error
   }
+  // A pass that started while the statement was out may still be claiming for this claim: its
+  // answer may hold the head (the statements ran side by side), so wait for it in line.
+  if (line.job() === null && dispatch.generation() !== generation) await passClaimsOut.get(runtime)?.get(dispatch.queue)
   const offered = line.job()
   if (direct === null && offered === null) return null
   line.leave()
   if (direct === null) return offered
-  if (offered !== null) dispatch.returnJob(offered)
+  if (offered === null) return direct
+  // Handed a job by a due-time pass that started while the statement was out, with no other
+  // claim waiting to take it: the head of the two comes from the store.
+  if (dispatch.generation() !== generation && dispatch.waitingCount() === 0) return (await headOfBoth(runtime, dispatch, direct, offered)) ?? leftLine
+  dispatch.returnJob(offered)
   return direct
+}
+
+// A claim that a due-time pass starting while its own statement was out also claimed a job for
+// (`offered`), with no other claim waiting to take one of the two: the two statements ran side
+// by side, and on a store where a claim passes over rows another transaction holds either may
+// have taken the head — kept for the next claim, the head would come after the job behind it.
+// Both go back to the store in their places (`release`), and one claim statement, out of line
+// and without waiting for passes (the one that claimed `offered` has served the line), takes the
+// head; the other is due again (null if another claim took both meanwhile). If the release fails,
+// the claim keeps its own job and the other is kept for the next claim, as a job handed too late is.
+async function headOfBoth(runtime: JobsRuntime, dispatch: QueueDispatch, direct: JobRecord, offered: JobRecord): Promise<JobRecord | null> {
+  try {
+    await runtime.jobStore.release({ claims: [direct, offered].map((job) => ({ id: job.id, claimToken: job.claimToken as string })), nowMs: runtime.now() })
+  } catch (error) {
+    if (!isMatchboxError(error)) throw error
+    dispatch.returnJob(offered)
+    return direct
+  }
+  runtime.announceDue(dispatch.queue, runtime.now(), false)
+  return claimDirectNow(runtime, dispatch)
 }

@@ -54,6 +54,16 @@ export async function claimDirect(runtime: JobsRuntime, dispatch: QueueDispatch,
   return (await directOf(runtime, dispatch)(null)).job
 }
 
+/**
+ * `claimDirect` without its waits: the head due job of `queue` for a claim out of line, now,
+ * unless this engine no longer delivers the queue. For a claim that has already waited for the
+ * passes asked for before it and gives back what it was handed (Claimer.ts's `headOfBoth`).
+ */
+export async function claimDirectNow(runtime: JobsRuntime, dispatch: QueueDispatch): Promise<JobRecord | null> {
+  if (!runtime.routing.owns(dispatch.queue)) return null
+  return (await directOf(runtime, dispatch)(null)).job
+}
+
 // The queue's direct-claim batcher: the claims of one turn, and the acks riding on them, in one
 // statement. An ack whose job is already in the batch (two claims of one job on this engine) and
 // the acks of a batch that cannot claim (ownership moved while it waited) go alone; one of those

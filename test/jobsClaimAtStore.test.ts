@@ -1,0 +1,115 @@
+/**
+ * A claim whose own statement is at the store, and a due-time pass that starts meanwhile and
+ * claims a job for it too (the claim waits in line while its statement is out). The two
+ * statements run side by side; on PostgreSQL, where a claim passes over rows another
+ * transaction holds, either may take the head. The claim must answer the head of the two, never
+ * the job behind it: on PostgreSQL a due signal (the NOTIFY of an enqueue that had already
+ * returned) reached the engine while a lone `claim()` was at the store, and the claim answered a
+ * priority-0 job while a priority-7 one was due, keeping that one for the next claim.
+ *
+ * The pass's answer may also come back after the claim's own: the claim waits for it in line.
+ * Before, it answered the job behind and the head was kept for the next claim (which, on a
+ * clock moved past the kept claim's deadline before the pass that gives it back, cost the head
+ * an attempt it never ran; or, with only one job due, the claim answered none).
+ *
+ * One engine on the memory stores whose `claimDue` statements are held at gates, so the two
+ * statements run and answer in the order each test needs, on a ManualClock that does not move;
+ * no sleeps: waits are on conditions, bounded by event-loop turns.
+ */
+import { expect, it } from 'vitest'
+import { ManualClock, Random } from '../src/index.ts'
+import { makeMatchbox } from '../src/jobs/Matchbox.ts'
+import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
+import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
+import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
+import { makeGate } from './harness/gate.ts'
+import { settle, until } from './harness/settle.ts'
+
+it('a lone claim at the store while a due-time pass claims for it too answers the head in claim order', async () => {
+  const store = makeMemoryStore()
+  const inner = makeMemoryJobStore({ queueRanges: store })
+  const gate = makeGate()
+  let holdNext = false
+  const jobStore: JobStore = {
+    ...inner,
+    async claimDue(params) {
+      if (holdNext) {
+        holdNext = false
+        await gate.pass()
+      }
+      return inner.claimDue(params)
+    },
+  }
+  const clock = new ManualClock(1_700_000_000_000)
+  const mb = makeMatchbox({ hostId: 'solo', store, jobStore, clock, random: Random.make(7), closeStores: () => store.close() })
+  const q = mb.queue('q')
+  const behind = await q.enqueue('older, priority 0')
+  const head = await q.enqueue('newer, priority 7', { priority: 7 })
+  await mb.idle()
+
+  holdNext = true
+  gate.close()
+  const claiming = q.claim()
+  await until(() => gate.held() === 1, 'the claim’s statement is at the store')
+  // A lazy claim of another queue runs a due-time pass over every queue, as a due signal would;
+  // it claims the head for the claim waiting in line.
+  expect(await mb.queue('other').claim()).toBeNull()
+  gate.open()
+  const claimed = await claiming
+  expect(claimed?.id).toBe(head)
+  expect(claimed?.attempts).toBe(1)
+
+  // The job behind the head is pending again, its attempt given back, and the next claim takes it.
+  expect(await q.getJob(behind)).toMatchObject({ state: 'pending', attempts: 0 })
+  expect((await q.claim())?.id).toBe(behind)
+  await mb.close()
+})
+
+it('a lone claim whose statement answers before the pass’s claim for it waits for that answer and answers the head', async () => {
+  const store = makeMemoryStore()
+  const inner = makeMemoryJobStore({ queueRanges: store })
+  // The claim's statement waits at `ownGate` before it runs; the pass's runs, then its answer
+  // waits at `passGate`. Every later statement goes through.
+  const ownGate = makeGate()
+  const passGate = makeGate()
+  let calls = 0
+  let holding = false
+  let ownAnswered = false
+  const jobStore: JobStore = {
+    ...inner,
+    async claimDue(params) {
+      const call = holding ? ++calls : 0
+      if (call === 1) await ownGate.pass()
+      const claimed = await inner.claimDue(params)
+      if (call === 1) ownAnswered = true
+      if (call === 2) await passGate.pass()
+      return claimed
+    },
+  }
+  const clock = new ManualClock(1_700_000_000_000)
+  const mb = makeMatchbox({ hostId: 'solo', store, jobStore, clock, random: Random.make(7), closeStores: () => store.close() })
+  const q = mb.queue('q')
+  const behind = await q.enqueue('older, priority 0')
+  const head = await q.enqueue('newer, priority 7', { priority: 7 })
+  await mb.idle()
+
+  holding = true
+  ownGate.close()
+  passGate.close()
+  const claiming = q.claim()
+  await until(() => ownGate.held() === 1, 'the claim’s statement is at the store')
+  // A pass over every queue claims the head for the claim in line; its answer is held.
+  const other = mb.queue('other').claim()
+  await until(() => passGate.held() === 1, 'the pass’s claim took the head and its answer is on its way')
+  // The claim's own statement takes the job behind and answers first.
+  ownGate.open()
+  await until(() => ownAnswered, 'the claim’s statement answered')
+  await settle()
+  passGate.open()
+  const claimed = await claiming
+  expect(claimed?.id).toBe(head)
+  expect(await other).toBeNull()
+  expect(await q.getJob(behind)).toMatchObject({ state: 'pending', attempts: 0 })
+  expect((await q.claim())?.id).toBe(behind)
+  await mb.close()
+})
