@@ -61,7 +61,7 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // jobs due behind it and no due signal to come) is rare, and a Matching delivery found stale asks
   // for a pass that often serves the jobs behind the short batch within the bound. The pinned world
   // 143427015 [0] below catches it too, by prompt delivery.
-  shortBatchEndsQueue: 92,
+  shortBatchEndsQueue: 41,
   batchLaterDueUnheard: 8,
   // Not caught within 100 seeds, waves after the heal included: it needs a pass that serves two
   // claims waiting in Matching of a limited queue whose head is one key's, and the claims of an
@@ -74,11 +74,11 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   shortReservationEndsPass: null,
   // Judged where the host makes its promise (IdlePollChecker.ts): a poll left on a partition with
   // nothing while a task stored on another waits there.
-  pollsStayPut: 15,
+  pollsStayPut: 2,
   // Judged where the host makes its promise (IdlePollChecker.ts): a poll left idle by a stale task
   // beside a task ready on another partition waits out its second. Prompt delivery alone catches
   // it on the pinned world 18 [0, 2715, 160, 320, 320, 40, 20] of jobsWorld.memory.test.ts.
-  idlePollsStayPut: 15,
+  idlePollsStayPut: 2,
   // An engine that owns a queue's first partition sends no due signal for it, the one that follows
   // a release of kept jobs included, which the give-back checker sees (release announced).
   ownerByFirstPartition: 6,
