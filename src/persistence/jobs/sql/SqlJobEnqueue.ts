@@ -89,46 +89,10 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
   const sql = {
     getJob: jobSql.getJobSql(schema),
     enqueueToWaiter: jobSql.enqueueSql(schema, false, false, false, false, true),
-    analyze: `ANALYZE ${schema.quoted}.jobs`,
-    plannedRows: `SELECT c.reltuples FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = $1::text AND c.relname = 'jobs'`,
   }
   const { validated } = session
-  // enqueueSql's forms, by (fenced, fair, limited, rated); a limited or rated insert is never fenced (see `enqueue`).
-  const enqueueTexts = new Map<string, string>()
-  for (const fenced of [false, true]) for (const fair of [false, true]) for (const limited of fenced ? [false] : [false, true]) for (const rated of fenced ? [false] : [false, true]) {
-    enqueueTexts.set(`${fenced}/${fair}/${limited}/${rated}`, jobSql.enqueueSql(schema, fenced, fair, limited, rated))
-  }
-  const enqueueText = (fenced: boolean, fair: boolean, limited: boolean, rated: boolean): string => {
-    const text = enqueueTexts.get(`${fenced}/${fair}/${limited}/${rated}`)
-    assert(text !== undefined, 'a limited or rated enqueue is never fenced')
-    return text
-  }
-
-  // Planner statistics follow a growing table: after every `refreshAfter` jobs enqueued here
-  // (doubling, up to a cap) the table is analyzed on the store's own connection, without waiting
-  // for it — unless the statistics already count at least every job this store has enqueued
-  // (another engine's refresh, or autovacuum's, got there first), which a catalog read tells for
-  // a fraction of an ANALYZE's cost: a process that opens a store for a few thousand jobs does
-  // not analyze a table whose statistics are current. A failure (no right to analyze, the store
-  // unavailable) only leaves the refresh to autovacuum.
-  let insertedSinceRefresh = 0
-  let insertedInAll = 0
-  let refreshAfter = jobStatsRefreshRowsFirst
-  const inserted = (rows: number): void => {
-    insertedSinceRefresh += rows
-    insertedInAll += rows
-    if (insertedSinceRefresh < refreshAfter) return
-    insertedSinceRefresh = 0
-    refreshAfter = Math.min(refreshAfter * 2, jobStatsRefreshRowsMax)
-    const counted = insertedInAll
-    session
-      .read<Row>('analyze', sql.plannedRows, [schema.name])
-      .then(async ([row]) => {
-        // reltuples is -1 on a table never analyzed.
-        if (Number(row?.reltuples ?? -1) < counted) await session.write('analyze', sql.analyze, [])
-      })
-      .catch(() => {})
-  }
+  const enqueueText = enqueueTextsOf(schema)
+  const inserted = makeStatsRefresh(schema, session)
 
   // An enqueue that may go to a waiter (HandOver.ts): one statement takes the queue's first
   // waiter, inserts the job claimed with its token and raises the `handed` message; or, none
@@ -210,6 +174,51 @@ export function makeSqlJobEnqueue(schema: Schema, session: SqlSession, dueChanne
       inserted(enqueued.length)
       return enqueued
     },
+  }
+}
+
+// enqueueSql's forms, by (fenced, fair, limited, rated), made once per store; a limited or rated
+// insert is never fenced (see `enqueue`).
+function enqueueTextsOf(schema: Schema): (fenced: boolean, fair: boolean, limited: boolean, rated: boolean) => string {
+  const texts = new Map<string, string>()
+  for (const fenced of [false, true]) for (const fair of [false, true]) for (const limited of fenced ? [false] : [false, true]) for (const rated of fenced ? [false] : [false, true]) {
+    texts.set(`${fenced}/${fair}/${limited}/${rated}`, jobSql.enqueueSql(schema, fenced, fair, limited, rated))
+  }
+  return (fenced, fair, limited, rated) => {
+    const text = texts.get(`${fenced}/${fair}/${limited}/${rated}`)
+    assert(text !== undefined, 'a limited or rated enqueue is never fenced')
+    return text
+  }
+}
+
+/** Counts the rows this store inserted and refreshes the table's planner statistics as they grow. */
+function makeStatsRefresh(schema: Schema, session: SqlSession): (rows: number) => void {
+  const analyze = `ANALYZE ${schema.quoted}.jobs`
+  const plannedRows = `SELECT c.reltuples FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = $1::text AND c.relname = 'jobs'`
+  // Planner statistics follow a growing table: after every `refreshAfter` jobs enqueued here
+  // (doubling, up to a cap) the table is analyzed on the store's own connection, without waiting
+  // for it — unless the statistics already count at least every job this store has enqueued
+  // (another engine's refresh, or autovacuum's, got there first), which a catalog read tells for
+  // a fraction of an ANALYZE's cost: a process that opens a store for a few thousand jobs does
+  // not analyze a table whose statistics are current. A failure (no right to analyze, the store
+  // unavailable) only leaves the refresh to autovacuum.
+  let insertedSinceRefresh = 0
+  let insertedInAll = 0
+  let refreshAfter = jobStatsRefreshRowsFirst
+  return (rows: number): void => {
+    insertedSinceRefresh += rows
+    insertedInAll += rows
+    if (insertedSinceRefresh < refreshAfter) return
+    insertedSinceRefresh = 0
+    refreshAfter = Math.min(refreshAfter * 2, jobStatsRefreshRowsMax)
+    const counted = insertedInAll
+    session
+      .read<Row>('analyze', plannedRows, [schema.name])
+      .then(async ([row]) => {
+        // reltuples is -1 on a table never analyzed.
+        if (Number(row?.reltuples ?? -1) < counted) await session.write('analyze', analyze, [])
+      })
+      .catch(() => {})
   }
 }
 
