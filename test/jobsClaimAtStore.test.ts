@@ -25,27 +25,31 @@ import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
 import { makeGate } from './harness/gate.ts'
 import { settle, until } from './harness/settle.ts'
 
-it('a lone claim at the store while a due-time pass claims for it too answers the head in claim order', async () => {
+// One engine on the memory stores whose `claimDue` goes through `claimDue` (given the real one),
+// with two jobs due: a priority-0 one enqueued first (behind) and a priority-7 one (the head).
+async function soloWithTwoJobs(claimDue: (inner: JobStore, params: Parameters<JobStore['claimDue']>[0]) => ReturnType<JobStore['claimDue']>) {
   const store = makeMemoryStore()
   const inner = makeMemoryJobStore({ queueRanges: store })
-  const gate = makeGate()
-  let holdNext = false
-  const jobStore: JobStore = {
-    ...inner,
-    async claimDue(params) {
-      if (holdNext) {
-        holdNext = false
-        await gate.pass()
-      }
-      return inner.claimDue(params)
-    },
-  }
+  const jobStore: JobStore = { ...inner, claimDue: (params) => claimDue(inner, params) }
   const clock = new ManualClock(1_700_000_000_000)
   const mb = makeMatchbox({ hostId: 'solo', store, jobStore, clock, random: Random.make(7), closeStores: () => store.close() })
   const q = mb.queue('q')
   const behind = await q.enqueue('older, priority 0')
   const head = await q.enqueue('newer, priority 7', { priority: 7 })
   await mb.idle()
+  return { mb, q, behind, head }
+}
+
+it('a lone claim at the store while a due-time pass claims for it too answers the head in claim order', async () => {
+  const gate = makeGate()
+  let holdNext = false
+  const { mb, q, behind, head } = await soloWithTwoJobs(async (inner, params) => {
+    if (holdNext) {
+      holdNext = false
+      await gate.pass()
+    }
+    return inner.claimDue(params)
+  })
 
   holdNext = true
   gate.close()
@@ -66,8 +70,6 @@ it('a lone claim at the store while a due-time pass claims for it too answers th
 })
 
 it('a lone claim whose statement answers before the pass’s claim for it waits for that answer and answers the head', async () => {
-  const store = makeMemoryStore()
-  const inner = makeMemoryJobStore({ queueRanges: store })
   // The claim's statement waits at `ownGate` before it runs; the pass's runs, then its answer
   // waits at `passGate`. Every later statement goes through.
   const ownGate = makeGate()
@@ -75,23 +77,14 @@ it('a lone claim whose statement answers before the pass’s claim for it waits 
   let calls = 0
   let holding = false
   let ownAnswered = false
-  const jobStore: JobStore = {
-    ...inner,
-    async claimDue(params) {
-      const call = holding ? ++calls : 0
-      if (call === 1) await ownGate.pass()
-      const claimed = await inner.claimDue(params)
-      if (call === 1) ownAnswered = true
-      if (call === 2) await passGate.pass()
-      return claimed
-    },
-  }
-  const clock = new ManualClock(1_700_000_000_000)
-  const mb = makeMatchbox({ hostId: 'solo', store, jobStore, clock, random: Random.make(7), closeStores: () => store.close() })
-  const q = mb.queue('q')
-  const behind = await q.enqueue('older, priority 0')
-  const head = await q.enqueue('newer, priority 7', { priority: 7 })
-  await mb.idle()
+  const { mb, q, behind, head } = await soloWithTwoJobs(async (inner, params) => {
+    const call = holding ? ++calls : 0
+    if (call === 1) await ownGate.pass()
+    const claimed = await inner.claimDue(params)
+    if (call === 1) ownAnswered = true
+    if (call === 2) await passGate.pass()
+    return claimed
+  })
 
   holding = true
   ownGate.close()
