@@ -195,7 +195,7 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       if (dispatch.waitingCount() === 0 || !runtime.routing.owns(queue) || dispatch.isMatchingHolding()) return null
       const generation = dispatch.generation()
       const claimTokens = claimTokensFor(runtime.random, dispatch.waitingCount())
-      const out = passClaimsOutOf(runtime)
+      const out = runtime.passClaimsOut
       let answered = (): void => {}
       const claiming = new Promise<void>((resolve) => (answered = resolve))
       out.set(queue, claiming)
@@ -221,24 +221,6 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
     }),
   )
   return drained.filter((queue): queue is string => queue !== null)
-}
-
-/**
- * Per engine and queue, the claim statement of a due-time pass for the claims waiting in line
- * while it is out (`claimForWaitingWorkers`), settled once its jobs are handed over: a claim
- * whose own statement answered while one was out waits for it in line (`claimDirectInLine`), so
- * that the job it claimed for that claim reaches it rather than being kept for the next.
- */
-const passClaimsOut = new WeakMap<JobsRuntime, Map<string, Promise<void>>>()
-
-// This engine's pass claims out, by queue, made on first use.
-function passClaimsOutOf(runtime: JobsRuntime): Map<string, Promise<void>> {
-  let out = passClaimsOut.get(runtime)
-  if (out === undefined) {
-    out = new Map()
-    passClaimsOut.set(runtime, out)
-  }
-  return out
 }
 
 /**
@@ -361,7 +343,7 @@ async function claimDirectInLine(runtime: JobsRuntime, dispatch: QueueDispatch, 
   }
   // A pass that started while the statement was out may still be claiming for this claim: its
   // answer may hold the head (the statements ran side by side), so wait for it in line.
-  if (line.job() === null && dispatch.generation() !== generation) await passClaimsOut.get(runtime)?.get(dispatch.queue)
+  if (line.job() === null && dispatch.generation() !== generation) await runtime.passClaimsOut.get(dispatch.queue)
   const offered = line.job()
   if (direct === null && offered === null) return null
   line.leave()

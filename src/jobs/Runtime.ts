@@ -74,6 +74,13 @@ export interface JobsRuntime {
    * name per queue handled, so as bounded as the handles the user makes.
    */
   readonly rateLimited: Set<string>
+  /**
+   * Per queue, the claim statement a due-time pass has out for the claims waiting in line, settled
+   * once its jobs are handed over (Claimer.ts's `claimForWaitingWorkers`): a claim whose own
+   * statement answered meanwhile waits for it, so the job claimed for it reaches it rather than
+   * being kept for the next claim. At most one entry per queue with a pass out.
+   */
+  readonly passClaimsOut: Map<string, Promise<void>>
   /** Whole milliseconds of the injected clock. */
   now(): number
   isClosed(): boolean
@@ -95,7 +102,7 @@ export interface JobsRuntime {
 }
 
 /** Builds a runtime; `isClosed` reads the engine's flag. */
-export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'dispatch' | 'workers' | 'ack' | 'limitedQueues' | 'rateLimited' | 'partitionsLeft'> & { readonly dispatchMachine: DispatchMachine; readonly onDispatchStep?: DispatchStepListener }): JobsRuntime {
+export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 'refuseIfStoresClosed' | 'dispatch' | 'workers' | 'ack' | 'limitedQueues' | 'rateLimited' | 'passClaimsOut' | 'partitionsLeft'> & { readonly dispatchMachine: DispatchMachine; readonly onDispatchStep?: DispatchStepListener }): JobsRuntime {
   const refusal = () => new ShuttingDown({ component: `matchbox ${parts.hostId}`, closed: true })
   const ack = makeMicroBatcher<ClaimRef & { readonly nowMs: number }, boolean>({
     async run(claims) {
@@ -120,6 +127,7 @@ export function makeRuntime(parts: Omit<JobsRuntime, 'now' | 'refuseIfClosed' | 
     workers: new Set(),
     limitedQueues: new Set(),
     rateLimited: new Set(),
+    passClaimsOut: new Map(),
     now: () => Math.floor(parts.clock.now()),
     partitionsLeft(queue) {
       void parts.handOvers?.takeBackIdle(queue)
