@@ -222,6 +222,12 @@ function isPayloadOnly(record: Record<string, unknown>): boolean {
   return keys.length === 1 && keys[0] === 'payload'
 }
 
+// The options one job of `enqueueMany` names beside its payload.
+function resolveItemOptions(record: Record<string, unknown>, field: string): ResolvedEnqueue {
+  const { payload: _payload, ...itemOptions } = record
+  return resolveEnqueueOptions(itemOptions, field)
+}
+
 // `enqueueMany`'s jobs validated into new jobs (`make`), with the largest payload's size sum for
 // the batch's byte check; a job that is not an object or names `tx` is refused.
 function resolveBatch(jobs: ReadonlyArray<unknown>, make: (payload: JsonValue, resolved: ResolvedEnqueue) => NewJob): { readonly batch: NewJob[]; readonly bytesMax: number } {
@@ -232,16 +238,11 @@ function resolveBatch(jobs: ReadonlyArray<unknown>, make: (payload: JsonValue, r
     if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new InvalidInput({ field, reason: 'must be an object { payload, ...options }' })
     const record = item as Record<string, unknown>
     // A job of its payload alone, the common case, takes every default: it has no options to read.
-    if (isPayloadOnly(record)) {
-      const measured = validateJsonMeasured(`${field}.payload`, record.payload)
-      bytesMax += measured.bytesMax
-      return make(measured.value, defaultEnqueue)
-    }
-    const { payload, ...itemOptions } = record
-    if ('tx' in itemOptions) throw new InvalidInput({ field: `${field}.tx`, reason: "is the batch's option: enqueueMany(jobs, { tx })" })
-    const measured = validateJsonMeasured(`${field}.payload`, payload)
+    const payloadOnly = isPayloadOnly(record)
+    if (!payloadOnly && 'tx' in record) throw new InvalidInput({ field: `${field}.tx`, reason: "is the batch's option: enqueueMany(jobs, { tx })" })
+    const measured = validateJsonMeasured(`${field}.payload`, record.payload)
     bytesMax += measured.bytesMax
-    return make(measured.value, resolveEnqueueOptions(itemOptions, field))
+    return make(measured.value, payloadOnly ? defaultEnqueue : resolveItemOptions(record, field))
   })
   return { batch, bytesMax }
 }
