@@ -29,7 +29,7 @@
  * in the same statement, and the head reads and the due-time reservations leave out the jobs of
  * empty buckets (`rateHasToken`).
  *
- * Length: past 400 lines (about 1,000) because every job statement stays in one file, next to the
+ * Length: past 400 lines (about 1,100) because every job statement stays in one file, next to the
  * one spelling of each rule above, so a reviewer checks the predicates in one place; a claim's
  * fenced form is a flag of the same builder, so the two forms cannot drift apart. Most of the
  * length is the statements' own doc comments, which give each one's parameters and why it is
