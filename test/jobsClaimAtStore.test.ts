@@ -12,12 +12,17 @@
  * clock moved past the kept claim's deadline before the pass that gives it back, cost the head
  * an attempt it never ran; or, with only one job due, the claim answered none).
  *
+ * Where the give-back of both fails (the store unreachable), or where the job handed over came
+ * from an enqueue of this engine (no pass beside it), the claim answers the one ahead as far as
+ * the two records tell (the higher priority) and keeps the other for the next claim.
+ *
  * One engine on the memory stores whose `claimDue` statements are held at gates, so the two
  * statements run and answer in the order each test needs, on a ManualClock that does not move;
  * no sleeps: waits are on conditions, bounded by event-loop turns.
  */
 import { expect, it } from 'vitest'
 import { ManualClock, Random } from '../src/index.ts'
+import { Unavailable } from '../src/domain/errors.ts'
 import { makeMatchbox } from '../src/jobs/Matchbox.ts'
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
 import { makeMemoryJobStore } from '../src/persistence/jobs/MemoryJobStore.ts'
@@ -25,33 +30,57 @@ import { makeMemoryStore } from '../src/persistence/queues/MemoryStore.ts'
 import { makeGate } from './harness/gate.ts'
 import { settle, until } from './harness/settle.ts'
 
+type ClaimDue = (inner: JobStore, params: Parameters<JobStore['claimDue']>[0]) => ReturnType<JobStore['claimDue']>
+
 // One engine on the memory stores whose `claimDue` goes through `claimDue` (given the real one),
-// with two jobs due: a priority-0 one enqueued first (behind) and a priority-7 one (the head).
-async function soloWithTwoJobs(claimDue: (inner: JobStore, params: Parameters<JobStore['claimDue']>[0]) => ReturnType<JobStore['claimDue']>) {
+// and whose `release` fails while `refuseRelease()` says so, with a priority-0 job due.
+async function soloWithOneJob(claimDue: ClaimDue, refuseRelease: () => boolean = () => false) {
   const store = makeMemoryStore()
   const inner = makeMemoryJobStore({ queueRanges: store })
-  const jobStore: JobStore = { ...inner, claimDue: (params) => claimDue(inner, params) }
+  const jobStore: JobStore = {
+    ...inner,
+    claimDue: (params) => claimDue(inner, params),
+    release: async (params) => {
+      if (refuseRelease()) throw new Unavailable({ operation: 'release', detail: 'the connection dropped', maybeCommitted: false })
+      return inner.release(params)
+    },
+  }
   const clock = new ManualClock(1_700_000_000_000)
   const mb = makeMatchbox({ hostId: 'solo', store, jobStore, clock, random: Random.make(7), closeStores: () => store.close() })
   const q = mb.queue('q')
   const behind = await q.enqueue('older, priority 0')
-  const head = await q.enqueue('newer, priority 7', { priority: 7 })
   await mb.idle()
-  return { mb, q, behind, head }
+  return { mb, q, behind }
+}
+
+// As `soloWithOneJob`, with a priority-7 job due too, enqueued second (the head).
+async function soloWithTwoJobs(claimDue: ClaimDue, refuseRelease?: () => boolean) {
+  const solo = await soloWithOneJob(claimDue, refuseRelease)
+  const head = await solo.q.enqueue('newer, priority 7', { priority: 7 })
+  await solo.mb.idle()
+  return { ...solo, head }
+}
+
+// A `claimDue` that holds the next call at `gate` before it runs, once `holdNext` is set.
+function holdingNext(gate: ReturnType<typeof makeGate>): { readonly claimDue: ClaimDue; holdNext(): void } {
+  let hold = false
+  return {
+    claimDue: async (inner, params) => {
+      if (hold) {
+        hold = false
+        await gate.pass()
+      }
+      return inner.claimDue(params)
+    },
+    holdNext: () => (hold = true),
+  }
 }
 
 it('a lone claim at the store while a due-time pass claims for it too answers the head in claim order', async () => {
   const gate = makeGate()
-  let holdNext = false
-  const { mb, q, behind, head } = await soloWithTwoJobs(async (inner, params) => {
-    if (holdNext) {
-      holdNext = false
-      await gate.pass()
-    }
-    return inner.claimDue(params)
-  })
-
-  holdNext = true
+  const held = holdingNext(gate)
+  const { mb, q, behind, head } = await soloWithTwoJobs(held.claimDue)
+  held.holdNext()
   gate.close()
   const claiming = q.claim()
   await until(() => gate.held() === 1, 'the claim’s statement is at the store')
@@ -103,6 +132,47 @@ it('a lone claim whose statement answers before the pass’s claim for it waits 
   expect(claimed?.id).toBe(head)
   expect(await other).toBeNull()
   expect(await q.getJob(behind)).toMatchObject({ state: 'pending', attempts: 0 })
+  expect((await q.claim())?.id).toBe(behind)
+  await mb.close()
+})
+
+it('a claim holding the head and the job behind it whose give-back fails answers the head and keeps the other for the next claim', async () => {
+  const gate = makeGate()
+  const held = holdingNext(gate)
+  let refuse = false
+  const { mb, q, behind, head } = await soloWithTwoJobs(held.claimDue, () => refuse)
+  held.holdNext()
+  gate.close()
+  const claiming = q.claim()
+  await until(() => gate.held() === 1, 'the claim’s statement is at the store')
+  // The pass claims the head for the claim in line; the claim's own statement then takes the job
+  // behind, and the give-back of both (so that the store answers the head) fails.
+  refuse = true
+  expect(await mb.queue('other').claim()).toBeNull()
+  gate.open()
+  const claimed = await claiming
+  refuse = false
+  expect(claimed?.id).toBe(head)
+  // Kept for the next claim, which takes it without a statement.
+  const next = await q.claim()
+  expect(next?.id).toBe(behind)
+  expect(next?.attempts).toBe(1)
+  await mb.close()
+})
+
+it('a claim at the store handed a job of higher priority by an enqueue answers that job and keeps its own for the next claim', async () => {
+  const gate = makeGate()
+  const held = holdingNext(gate)
+  const { mb, q, behind } = await soloWithOneJob(held.claimDue)
+  held.holdNext()
+  gate.close()
+  const claiming = q.claim()
+  await until(() => gate.held() === 1, 'the claim’s statement is at the store')
+  // The enqueue inserts its job already claimed for the claim waiting in line.
+  const head = await q.enqueue('newer, priority 7', { priority: 7 })
+  gate.open()
+  const claimed = await claiming
+  expect(claimed?.id).toBe(head)
   expect((await q.claim())?.id).toBe(behind)
   await mb.close()
 })

@@ -25,9 +25,11 @@
  *
  * Order: a claim from the store takes the head in claim order, a job with Matching in its place
  * (first within its priority: its task, delivered later, finds it started), and it waits for a
- * due-time pass in progress, which may be reserving older jobs for Matching. A claim that a pass
- * starting meanwhile also claimed a job for, beside its own statement, keeps the head of the two
- * (the store decides), never the job behind it.
+ * due-time pass in progress, which may be reserving older jobs for Matching. A claim handed a
+ * job while its own statement was out holds two, and answers the head of the two, never the job
+ * behind it (the dispatch machine's `claim.heldTwo`): the higher priority; within one, its own —
+ * unless a pass starting meanwhile claimed the other beside its statement, when only the store
+ * knows, and it decides.
  *
  * Invariants: a claim never waits past its own deadline, except that Matching counts a poll's
  * wait only once the queue has loaded and read its backlog (`claim({ waitMs: 0 })` returns
@@ -349,11 +351,11 @@ async function claimDirectInLine(runtime: JobsRuntime, dispatch: QueueDispatch, 
   line.leave()
   if (direct === null) return offered
   if (offered === null) return direct
-  // Handed a job by a due-time pass that started while the statement was out, with no other
-  // claim waiting to take it: the head of the two comes from the store.
-  if (dispatch.generation() !== generation && dispatch.waitingCount() === 0) return (await headOfBoth(runtime, dispatch, direct, offered)) ?? leftLine
-  dispatch.returnJob(offered)
-  return direct
+  // Holding two, the claim answers the one the dispatch judges ahead, and the other goes on to the
+  // next claim or is kept; or, when only the store knows which is ahead (a due-time pass that
+  // started while the statement was out claimed the one handed to it) and no claim waits, the
+  // head comes from the store.
+  return dispatch.heldTwo(direct, offered, dispatch.generation() !== generation) ?? (await headOfBoth(runtime, dispatch, direct, offered)) ?? leftLine
 }
 
 // A claim that a due-time pass starting while its own statement was out also claimed a job for
@@ -363,14 +365,15 @@ async function claimDirectInLine(runtime: JobsRuntime, dispatch: QueueDispatch, 
 // Both go back to the store in their places (`release`), and one claim statement, out of line
 // and without waiting for passes (the one that claimed `offered` has served the line), takes the
 // head; the other is due again (null if another claim took both meanwhile). If the release fails,
-// the claim keeps its own job and the other is kept for the next claim, as a job handed too late is.
+// the claim answers the one ahead as far as the two records tell (the dispatch judges by priority),
+// and the other goes to the next claim or is kept, as a job handed too late is.
 async function headOfBoth(runtime: JobsRuntime, dispatch: QueueDispatch, direct: JobRecord, offered: JobRecord): Promise<JobRecord | null> {
   try {
     await runtime.jobStore.release({ claims: [direct, offered].map((job) => ({ id: job.id, claimToken: job.claimToken as string })), nowMs: runtime.now() })
   } catch (error) {
     if (!isMatchboxError(error)) throw error
-    dispatch.returnJob(offered)
-    return direct
+    // Without a pass beside it, the dispatch always names the job to answer.
+    return dispatch.heldTwo(direct, offered, false) as JobRecord
   }
   runtime.announceDue(dispatch.queue, runtime.now(), false)
   return claimDirectNow(runtime, dispatch)

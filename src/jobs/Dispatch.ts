@@ -95,6 +95,14 @@ export interface QueueDispatch {
   /** A job handed to a claim that had meanwhile got another one: the next claim gets it, or it is kept. */
   returnJob(job: JobRecord): void
   /**
+   * A claim that has left the line holds two jobs (`claim.heldTwo`): `own`, its store statement's,
+   * and `handed`, handed to it meanwhile (`passBeside`: by a due-time pass that started while the
+   * statement was out). Answers the job the claim answers — the other goes to the next claim, or
+   * is kept — or null when the claim is to settle the head at the store (both go back, one
+   * statement claims the head): only with `passBeside`, and no claim waiting.
+   */
+  heldTwo(own: JobRecord, handed: JobRecord, passBeside: boolean): JobRecord | null
+  /**
    * Ends the line polls beyond one per parked claim, but the line's one poll while the store
    * serves the queue (the worker's next claim parks on it again): a worker calls it once the
    * handler of a job handed to it has started (ending a poll steps the partition's queue machine,

@@ -104,6 +104,7 @@ function handleOf(queue: string, current: () => QueueDispatch): QueueDispatch {
     release: (claimId) => current().release(claimId),
     handOver: (job, claimId) => current().handOver(job, claimId),
     returnJob: (job) => current().returnJob(job),
+    heldTwo: (own, handed, passBeside) => current().heldTwo(own, handed, passBeside),
     endIdlePolls: () => current().endIdlePolls(),
     workerStopping: () => current().workerStopping(),
     matchingReached: () => current().matchingReached(),
@@ -207,6 +208,8 @@ interface QueueDispatchState {
   // The first claim id drawn after the latest pass started.
   passMarker: number
   stepping: boolean
+  // What the last `claim.heldTwo` step had its claimant answer (null: settle at the store), until `heldTwo` reads it.
+  twoAnswered: JobRecord | null
   readonly pending: DispatchEvent[]
   readonly claims: Map<number, Claim>
   readonly parkedEnds: Map<number, ParkedEnds>
@@ -232,6 +235,7 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
     nextClaimId: 1,
     passMarker: 1,
     stepping: false,
+    twoAnswered: null,
     pending: [],
     claims: new Map<number, Claim>(),
     parkedEnds: new Map<number, ParkedEnds>(),
@@ -265,6 +269,13 @@ function faceOf(state: QueueDispatchState): QueueDispatch {
     release: (claimId) => send({ type: 'claim.released', claimId }),
     handOver: (job, claimId = null) => send({ type: 'job.handed', job, claimId }),
     returnJob: (job) => send({ type: 'job.returned', job }),
+    heldTwo(own, handed, passBeside) {
+      send({ type: 'claim.heldTwo', own, handed, passBeside })
+      // Set by the step's `claim.answer` (a job) or `claim.settleHead` (null); read once.
+      const answer = state.twoAnswered
+      state.twoAnswered = null
+      return answer
+    },
     endIdlePolls() {
       // Nothing to end: no step (the common case, a loop whose claims go straight to the store).
       if (hasPollsToEndAtHandlerStart(state.snapshot)) send({ type: 'handler.started' })
@@ -352,6 +363,12 @@ function execute(state: QueueDispatchState, command: DispatchCommand): void {
     }
     case 'job.release':
       return void counted(state, state.releaseLater(command.params.job))
+    case 'claim.answer':
+      state.twoAnswered = command.params.job
+      return
+    case 'claim.settleHead':
+      state.twoAnswered = null
+      return
     case 'job.kept': {
       // The pass that gives kept jobs back (every queue's, at its start) runs by then: the
       // driver's one timer, no timer per job.

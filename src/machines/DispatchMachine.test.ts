@@ -52,6 +52,36 @@ describe('DispatchMachine', () => {
     }
   })
 
+  it('a claim holding two answers the one ahead and hands on or keeps the other; with their order the store’s and nobody waiting, it settles the head at the store', () => {
+    const ranked = (id: string, priority: number): JobRecord => ({ ...job(id), priority }) as JobRecord
+    const [own, urgent, plain] = [ranked('own', 0), ranked('urgent', 5), ranked('plain', 0)]
+    const heldTwo = (handed: JobRecord, passBeside: boolean): DispatchEvent => ({ type: 'claim.heldTwo', own, handed, passBeside })
+    // Handed by an enqueue (no pass beside): a higher priority is ahead, else the claim's own.
+    const [keptUrgent, urgentCommands] = steps(start(), heldTwo(urgent, false))
+    expect(urgentCommands).toEqual([
+      { type: 'claim.answer', params: { job: urgent } },
+      { type: 'job.kept', params: { job: own } },
+    ])
+    expect(keptUrgent.context.spare).toEqual([own])
+    const [, plainCommands] = steps(start(), heldTwo(plain, false))
+    expect(plainCommands).toEqual([
+      { type: 'claim.answer', params: { job: own } },
+      { type: 'job.kept', params: { job: plain } },
+    ])
+    // A pass beside its statement, nobody waiting: nothing is kept; the head comes from the store.
+    const [settled, settleCommands] = steps(start(), heldTwo(urgent, true))
+    expect(settleCommands).toEqual([{ type: 'claim.settleHead', params: { own, handed: urgent } }])
+    expect(settled.context.spare).toEqual([])
+    expect(isEmpty(settled)).toBe(true)
+    // A pass beside it, a claim waiting: that claim takes the job behind.
+    const [handed, handedCommands] = steps(start(), { type: 'claim.queued', claimId: 1 }, heldTwo(urgent, true))
+    expect(handedCommands).toEqual([
+      { type: 'claim.answer', params: { job: urgent } },
+      { type: 'claim.handOver', params: { claimId: 1, job: own } },
+    ])
+    expect(handed.context.waiting).toEqual([])
+  })
+
   it('a claim set aside for an enqueue gets its job; released, it is first in line again', () => {
     const [reserved] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'claim.queued', claimId: 2 }, { type: 'claim.reserved', claimId: 1 })
     expect(reserved.context.waiting).toEqual([2])
@@ -289,6 +319,7 @@ describe('DispatchMachine', () => {
       fc.tuple(claim, fc.boolean()).map(([claimId, handed]) => ({ type: 'claim.unparked', claimId, handed }) as const),
       fc.tuple(fc.constantFrom('a', 'b'), fc.option(claim, { nil: null })).map(([id, claimId]) => ({ type: 'job.handed', job: job(id), claimId }) as const),
       fc.constantFrom('a', 'b').map((id) => ({ type: 'job.returned', job: job(id) }) as const),
+      fc.tuple(fc.boolean(), fc.boolean()).map(([urgent, passBeside]) => ({ type: 'claim.heldTwo', own: job('a'), handed: { ...job('b'), priority: urgent ? 5 : 0 }, passBeside }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.matched', pollId, job: job('m') }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.idled', pollId }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.stopped', pollId }) as const),

@@ -46,8 +46,14 @@
  *   the dispatch once it has stayed empty a while (a queue used again gets a new one, which
  *   serves from the store: always safe). Judged after every step (`isHoldingNothing`).
  *
+ * Holding two: a claim whose own store statement answered while it was handed a job too answers
+ * the one ahead, and the other goes to the next claim or is kept — unless a due-time pass beside
+ * its statement claimed the one handed (only the store then knows which is ahead within a
+ * priority) and no claim waits: then both go back and one statement claims the head.
+ *
  * Invariants: a claim is in at most one of the line, the set-aside list; a job handed over
- * reaches exactly one claim, or is kept and then reaches one or is released; line polls never outnumber the parked claims
+ * reaches exactly one claim, or is kept and then reaches one or is released; a job kept never
+ * outranks the one its claimant answered in the same step; line polls never outnumber the parked claims
  * except between a hand-over and its handler's start (`handler.started` ends the extra ones),
  * and except the line's one poll, which stays while the store serves the queue and no poll of
  * another engine waits here (until a task it is matched finds nobody, or it waits its whole time).
@@ -177,6 +183,10 @@ const withCommands = setup({
   types: { context: {} as DispatchContext, events: {} as DispatchEvent, input: {} as DispatchInput },
   actions: dispatchCommandActions,
   guards: {
+    /** A claim holds two jobs whose order only the store knows, and no claim waits to take one of them. */
+    mustSettleHead: ({ context, event }) => event.type === 'claim.heldTwo' && event.passBeside && context.waiting.length === 0,
+    /** Of a claim's two jobs, the one handed to it is ahead: a higher priority (within one, its own was due first or beside it). */
+    handedIsAhead: ({ event }) => event.type === 'claim.heldTwo' && event.handed.priority > event.own.priority,
     /** A store claim found fewer rows than it asked for, and no pass started since it was made. */
     isShortOfCurrentGeneration: ({ context, event }) => event.type === 'store.answered' && event.claimed < event.asked && event.generation === context.generation,
     /** Claims of this engine, or polls forwarded here, still wait for a job. */
@@ -251,6 +261,22 @@ const machineSetup = withCommands.extend({
       if (claimId !== null && isSetAside(context.reserved, claimId)) {
         enqueue.assign({ reserved: notSetAside(context.reserved, claimId), waiting: [claimId, ...context.waiting] })
       }
+    }),
+    /** A claim holding two jobs whose order only the store knows, with nobody to take one: it settles the head at the store. */
+    settleHead: enqueueActions(({ event, enqueue }) => {
+      if (event.type === 'claim.heldTwo') enqueue({ type: 'claim.settleHead', params: { own: event.own, handed: event.handed } })
+    }),
+    /** A claim holding two answers the one handed to it; its own goes to the next claim waiting, or is kept. */
+    answerHanded: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'claim.heldTwo') return
+      enqueue({ type: 'claim.answer', params: { job: event.handed } })
+      enqueue.assign(handedOver(context, event.own, null, enqueue))
+    }),
+    /** A claim holding two answers its own; the one handed to it goes to the next claim waiting, or is kept. */
+    answerOwn: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'claim.heldTwo') return
+      enqueue({ type: 'claim.answer', params: { job: event.own } })
+      enqueue.assign(handedOver(context, event.handed, null, enqueue))
     }),
     /** A job handed to a claim that had already got one goes to the next claim waiting, or is kept. */
     returnJob: enqueueActions(({ context, event, enqueue }) => {
@@ -387,6 +413,7 @@ export const dispatchMachine = machineSetup.createMachine({
     // A pass that ran while the claim was set aside passed it by: another runs for it now.
     'claim.released': [{ guard: 'passRanWhileSetAside', actions: ['releaseClaim', 'passForSetAside'] }, { actions: 'releaseClaim' }],
     'job.returned': { actions: 'returnJob' },
+    'claim.heldTwo': [{ guard: 'mustSettleHead', actions: 'settleHead' }, { guard: 'handedIsAhead', actions: 'answerHanded' }, { actions: 'answerOwn' }],
     'claim.unparked': { actions: 'unparkClaim' },
     // While the store serves the queue, the line's one poll stays through the handler: the
     // worker's next claim parks on it again, and no queue machine is stepped to end it and start

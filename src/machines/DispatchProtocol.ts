@@ -25,6 +25,14 @@ export type DispatchEvent =
   | { readonly type: 'claim.released'; readonly claimId: number }
   /** A job handed to a claim that had meanwhile got another one is handed on (next claim, else kept). */
   | { readonly type: 'job.returned'; readonly job: JobRecord }
+  /**
+   * A claim that has left the line holds two jobs: `own`, which its own store statement
+   * answered, and `handed`, handed to it while that statement was out. `passBeside`: `handed` came
+   * from a due-time pass that started while the statement was out; the two statements ran side by
+   * side and either may have passed over rows the other held, so within a priority only the store
+   * knows which of the two is ahead.
+   */
+  | { readonly type: 'claim.heldTwo'; readonly own: JobRecord; readonly handed: JobRecord; readonly passBeside: boolean }
   /** A claim in line parked: it now waits on the queue's line polls. */
   | { readonly type: 'claim.parked'; readonly claimId: number }
   /** A parked claim stopped waiting on the line polls; `handed`: because it was handed a job. */
@@ -104,6 +112,14 @@ export type DispatchCommand =
    * enough (the runner's bound, on its clock) that the pass gives it back before its claim lapses.
    */
   | { readonly type: 'job.kept'; readonly params: { readonly job: JobRecord } }
+  /** The claimant holding two jobs (`claim.heldTwo`) answers `job`; the step hands the other on, or keeps it. */
+  | { readonly type: 'claim.answer'; readonly params: { readonly job: JobRecord } }
+  /**
+   * The claimant holding two jobs whose order only the store knows, with no claim waiting to take
+   * one, gives both back to the store and claims the head with one statement: kept for the next
+   * claim, the head could wait while the job behind it runs.
+   */
+  | { readonly type: 'claim.settleHead'; readonly params: { readonly own: JobRecord; readonly handed: JobRecord } }
   /** Start line poll `pollId`: poll Matching for the parked claims until it is ended. */
   | { readonly type: 'linePoll.start'; readonly params: { readonly pollId: number } }
   /** End line poll `pollId` (abort its Matching poll). */
@@ -131,6 +147,8 @@ export const dispatchCommandActions = {
   'claims.fail': command<'claims.fail'>(),
   'job.release': command<'job.release'>(),
   'job.kept': command<'job.kept'>(),
+  'claim.answer': command<'claim.answer'>(),
+  'claim.settleHead': command<'claim.settleHead'>(),
   'linePoll.start': command<'linePoll.start'>(),
   'linePoll.end': command<'linePoll.end'>(),
   'pass.request': command<'pass.request'>(),
