@@ -23,7 +23,7 @@ function checkers(): { readonly checkers: ControlCheckers; readonly failed: Arra
 }
 
 function handler(signal: AbortSignal, started: boolean): HandlerEvent {
-  return { hostId: 'host-1', incarnation: 0, queue: 'q', id: 'job-1', claimToken: 't', started, signal }
+  return { hostId: 'host-1', incarnation: 0, queue: 'q', id: 'job-1', claimToken: 't', started, signal, batched: false }
 }
 
 describe('ControlCheckers', () => {

@@ -6,6 +6,7 @@
  * engine unloads, the claims parked and jobs kept there must be let go within `letGoBoundMs`: the
  * step that hears the unload rerouting and releasing them passes, a claim left parked or a job
  * left kept past the bound fails, and an unload that leaves an instance loaded asks for nothing.
+ * A claim answered a job while a job of higher priority was kept on its engine fails.
  */
 import { describe, expect, it } from 'vitest'
 import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
@@ -109,5 +110,23 @@ describe('DispatchChecker', () => {
       step({ type: 'claim.unparked', claimId: 2, handed: false }, [end(1)], 1_120)
       expect(failed).toEqual([])
     })
+  })
+
+  it('a claim answered a job while a job of higher priority is kept on its engine fails; one of equal or lower priority, or one handed on, passes', () => {
+    const { checker: c, failed, step } = checker()
+    const urgent = { id: 'urgent', priority: 5 } as JobRecord
+    step({ type: 'job.returned', job: urgent }, [{ type: 'job.kept', params: { job: urgent } }])
+    c.answered('host-1', 0, 'q', 'plain', 5, 1_000)
+    c.answered('host-1', 0, 'q', 'plain', 9, 1_000)
+    // Another incarnation, or another queue, keeps nothing.
+    c.answered('host-1', 1, 'q', 'plain', 0, 1_000)
+    c.answered('host-1', 0, 'other', 'plain', 0, 1_000)
+    expect(failed).toEqual([])
+    c.answered('host-1', 0, 'q', 'plain', 0, 1_000)
+    expect(failed).toHaveLength(1)
+    expect(failed[0]).toMatch(/^no head kept: .*job plain of q \(priority 0\).*job urgent \(priority 5\)/)
+    step({ type: 'claim.queued', claimId: 7 }, [{ type: 'claim.handOver', params: { claimId: 7, job: urgent } }])
+    c.answered('host-1', 0, 'q', 'plain', 0, 1_000)
+    expect(failed).toHaveLength(1)
   })
 })

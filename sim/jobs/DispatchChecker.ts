@@ -1,5 +1,5 @@
 /**
- * DispatchChecker — the judge of what a queue's line polls cost, read from each engine's
+ * DispatchChecker — the judge of what a queue's line polls cost and of the jobs its dispatch keeps, read from each engine's
  * dispatch steps (the event each dispatch machine took and the commands it asked for, as
  * `makeMatchbox({ onDispatchStep })` reports them). A line poll that Matching matched a job no
  * claim waits for made a claim for nobody: the job is kept and given back to the store at the
@@ -18,6 +18,12 @@
  *   waits for the next pass. The partition's move itself may be invisible to every delivery
  *   checker (a worker whose view changed first already claims at the new owner), so it is judged
  *   from the steps.
+ * - `no head kept`: when a claim of an engine is answered a job of a queue with one partition
+ *   (`answered`: a lone claim's answer, or a loop without a local queue starting its handler; the
+ *   order holds per partition), no job of higher priority is kept on that engine's incarnation for the queue: the job ahead would wait for a later claim,
+ *   or the next pass, while the one behind it runs. A claim can hold two jobs at once (its own
+ *   statement's and one a due-time pass claimed for it beside it). Jobs of one priority are not
+ *   compared: their order is the store's (due time, then ready order), which the steps do not carry.
  *
  * Polls, parked claims, kept jobs and loaded partition instances are counted per host
  * incarnation and queue, from the steps alone: a poll runs from its `linePoll.start` command
@@ -34,7 +40,7 @@
 import type { DispatchCommand, DispatchEvent } from '../../src/machines/DispatchProtocol.ts'
 
 /** The names this checker reports under (JobCheckers.ts lists them with the others). */
-export const dispatchCheckerNames = ['poll for nobody ends', 'moved queue lets go'] as const
+export const dispatchCheckerNames = ['poll for nobody ends', 'moved queue lets go', 'no head kept'] as const
 
 /** One dispatch checker's name. */
 export type DispatchCheckerName = (typeof dispatchCheckerNames)[number]
@@ -61,7 +67,8 @@ export const letGoBoundMs = 50
 interface QueueLine {
   readonly polls: Set<number>
   readonly parked: Set<number>
-  readonly kept: Set<string>
+  /** Each kept job's priority, by id. */
+  readonly kept: Map<string, number>
   readonly partitions: Set<string>
   readonly claimsToLetGo: Map<number, { readonly byMs: number; readonly sinceMs: number }>
   readonly jobsToLetGo: Map<string, { readonly byMs: number; readonly sinceMs: number }>
@@ -81,7 +88,7 @@ export class DispatchChecker {
     const key = `${hostId}/${incarnation}/${queue}`
     let line = this.#lines.get(key)
     if (line === undefined) {
-      line = { polls: new Set(), parked: new Set(), kept: new Set(), partitions: new Set(), claimsToLetGo: new Map(), jobsToLetGo: new Map() }
+      line = { polls: new Set(), parked: new Set(), kept: new Map(), partitions: new Set(), claimsToLetGo: new Map(), jobsToLetGo: new Map() }
       this.#lines.set(key, line)
     }
     if (event.type === 'claim.parked') line.parked.add(event.claimId)
@@ -97,7 +104,7 @@ export class DispatchChecker {
       else if (command.type === 'linePoll.end') line.polls.delete(command.params.pollId)
       else if (command.type === 'job.kept') {
         keptJob = command.params.job.id
-        line.kept.add(keptJob)
+        line.kept.set(keptJob, command.params.job.priority)
       } else if (command.type === 'claim.handOver' || command.type === 'job.release') {
         const id = command.params.job.id
         line.kept.delete(id)
@@ -107,13 +114,30 @@ export class DispatchChecker {
     if (event.type === 'partition.unloaded' && line.partitions.delete(event.instance) && line.partitions.size === 0) {
       // Judged after the step's commands: the step that hears the unload is the one that lets go.
       for (const claimId of line.parked) line.claimsToLetGo.set(claimId, { byMs: nowMs + letGoBoundMs, sinceMs: nowMs })
-      for (const id of line.kept) line.jobsToLetGo.set(id, { byMs: nowMs + letGoBoundMs, sinceMs: nowMs })
+      for (const id of line.kept.keys()) line.jobsToLetGo.set(id, { byMs: nowMs + letGoBoundMs, sinceMs: nowMs })
     }
     if (event.type !== 'linePoll.matched' || keptJob === null || line.polls.size <= line.parked.size) return
     this.#deps.fail(
       'poll for nobody ends',
       `job ${keptJob} of ${queue}, matched to line poll ${event.pollId} of ${hostId} at ${nowMs} with no claim waiting, was kept while ${line.polls.size} line poll${line.polls.size === 1 ? '' : 's'} ran on ${line.parked.size} claim${line.parked.size === 1 ? '' : 's'} parked: a poll left running takes the next jobs for nobody`,
     )
+  }
+
+  /**
+   * A claim of host `hostId`'s incarnation `incarnation` was answered job `id` of `queue`, of
+   * `priority` (a lone claim's answer, or a work loop's handler starting it), at world time `nowMs`.
+   */
+  answered(hostId: string, incarnation: number, queue: string, id: string, priority: number, nowMs: number): void {
+    const line = this.#lines.get(`${hostId}/${incarnation}/${queue}`)
+    if (line === undefined) return
+    for (const [kept, keptPriority] of line.kept) {
+      if (keptPriority <= priority) continue
+      this.#deps.fail(
+        'no head kept',
+        `a claim of ${hostId} was answered job ${id} of ${queue} (priority ${priority}) at ${nowMs} while job ${kept} (priority ${keptPriority}), claimed for that engine, was kept there for a later claim: the job ahead in claim order waits while the one behind it runs`,
+      )
+      return
+    }
   }
 
   // `id` let go at `nowMs`: fails when an unload had asked for that by an earlier time.

@@ -56,6 +56,10 @@ const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchE
     holds: (after) => after.commands.includes('pass.request'),
   },
   staleDeliveryUnheard: { events: [{ type: 'forwarded.arrived' }, { type: 'delivery.stale' }], holds: (after) => after.commands.includes('pass.request') },
+  headOfTwoKept: {
+    events: [{ type: 'claim.heldTwo', own: { ...job, id: 'own', priority: 0 }, handed: { ...job, priority: 5 }, passBeside: false }],
+    holds: (after) => after.context.spare.length === 1 && after.context.spare[0]?.id === 'own',
+  },
   closingKeepsHanded: {
     events: [{ type: 'claim.queued', claimId: 1 }, { type: 'engine.closing' }, { type: 'job.handed', job, claimId: null }],
     holds: (after) => after.commands.includes('job.release') && !after.commands.includes('claim.handOver'),

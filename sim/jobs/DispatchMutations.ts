@@ -5,7 +5,8 @@
  * loss: the job is still delivered once a later scan, lapse or timeout repairs it, so the
  * prompt-delivery and claims-reach-a-worker checkers see them, and the dispatch checker
  * (DispatchChecker.ts) a poll left matching jobs for nobody, which costs statements rather than
- * time, and claims left parked on an engine the queue's partitions left.
+ * time, claims left parked on an engine the queue's partitions left, and a job kept for a later
+ * claim while a job behind it in claim order runs.
  *
  * The simulator hands the variant to every engine of a world (`dispatchMachine` of the engine's
  * parts); the unmutated machine is `dispatchMachine` itself.
@@ -60,13 +61,22 @@ export type DispatchMutation =
    * behind it, until its own timeout or the next pass.
    */
   | 'staleDeliveryUnheard'
+  /**
+   * A claim handed a job while its own store statement was out always answers its own job and
+   * hands the other on, or keeps it for the next claim: when the one handed was the head (of a
+   * higher priority, or claimed by a due-time pass whose statement ran beside the claim's own and
+   * passed over the rows that one held), it waits while the job behind it runs.
+   */
+  | 'headOfTwoKept'
 
 /** Every dispatch mutation, in the menu's order. */
-export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard', 'setAsidePassedBy', 'closingKeepsHanded', 'staleDeliveryUnheard']
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard', 'setAsidePassedBy', 'closingKeepsHanded', 'staleDeliveryUnheard', 'headOfTwoKept']
 
 /** The dispatch machine with `mutation` planted. */
 export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
   switch (mutation) {
+    case 'headOfTwoKept':
+      return dispatchMachine.provide({ guards: { mustSettleHead: () => false, handedIsAhead: () => false } }) as DispatchMachine
     case 'staleDeliveryUnheard':
       return dispatchMachine.provide({ actions: { passForStale: () => {} } }) as DispatchMachine
     case 'closingKeepsHanded':

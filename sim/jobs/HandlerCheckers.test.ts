@@ -11,7 +11,7 @@ import { HandlerCheckers } from './HandlerCheckers.ts'
 function world(): { checkers: HandlerCheckers; failures: Array<{ checker: JobCheckerName; sentence: string }> } {
   const failures: Array<{ checker: JobCheckerName; sentence: string }> = []
   const checkers = new HandlerCheckers({ fail: (checker, sentence) => failures.push({ checker, sentence }), claimOf: () => ({ token: 'c1', deadlineMs: 1_000 }) })
-  checkers.handler({ hostId: 'host-2', incarnation: 1, queue: 'q', id: 'job-1', claimToken: 'c1', started: true, signal: new AbortController().signal }, 0)
+  checkers.handler({ hostId: 'host-2', incarnation: 1, queue: 'q', id: 'job-1', claimToken: 'c1', started: true, signal: new AbortController().signal, batched: false }, 0)
   return { checkers, failures }
 }
 

@@ -47,6 +47,8 @@ export interface JobClientsDeps {
   readonly checkers: JobCheckers
   /** A claim returned a handle for this job and token (the handler checkers: the claim is held). */
   readonly holds: (id: string, claimToken: string) => void
+  /** A lone claim of `host`'s incarnation `incarnation` was answered job `id` of `queue` (the dispatch checker: no job ahead of it kept there). */
+  readonly answered: (host: JobsHost, incarnation: number, queue: string, id: string) => void
   readonly log: (line: string) => void
 }
 
@@ -265,6 +267,7 @@ export class JobClients {
         this.claimed++
         this.#deps.checkers.clientClaimed(handle.id, handle.attempts, handle.maxAttempts)
         this.#deps.holds(handle.id, handle.claimToken)
+        this.#deps.answered(host, incarnation, queue, handle.id)
         this.#deps.log(`claimed ${handle.id} on ${host.id}: attempt ${handle.attempts} of ${handle.maxAttempts}, deadline @${handle.deadline}`)
         const held = { host, incarnation, handle, late: false, busy: false }
         this.held.push(held)

@@ -130,6 +130,8 @@ export interface HandlerEvent {
   readonly started: boolean
   /** The handler's `job.signal` (aborted once the engine learned the claim is gone). */
   readonly signal: AbortSignal
+  /** The loop claims ahead into a local queue (`batch`): a handler may start well after its claim was answered. */
+  readonly batched: boolean
 }
 
 // `bus`, telling `hear` of every due signal sent through it before passing it on.
@@ -305,7 +307,7 @@ export class JobsHost {
     const deps = this.#deps
     const incarnation = this.incarnation
     const handle = this.queue(queue)
-    const report = (job: JobHandle, started: boolean) => deps.onHandler({ hostId: this.id, incarnation, queue, id: job.id, claimToken: job.claimToken, started, signal: job.signal })
+    const report = (job: JobHandle, started: boolean) => deps.onHandler({ hostId: this.id, incarnation, queue, id: job.id, claimToken: job.claimToken, started, signal: job.signal, batched: deps.workBatch !== null })
     const stop = handle.work(
       async (job) => {
         report(job, true)

@@ -378,7 +378,7 @@ export class JobsWorld {
     const random = this.#decide.fork()
     if (config.busTap !== undefined) this.#bus.setTap(config.busTap)
     for (let i = 1; i <= this.#options.hosts; i++) this.#hosts.push(this.#makeHost(`host-${i}`, this.#options.roles[i - 1] ?? 'worker', random, false))
-    this.#clients = new JobClients({ options: this.#options, decide: this.#decide, clock: this.#clock, hosts: this.#hosts, checkers: this.#checkers, holds: (id, token) => this.#handlers.clientHolds(id, token), log: (line) => this.#log(line) })
+    this.#clients = new JobClients({ options: this.#options, decide: this.#decide, clock: this.#clock, hosts: this.#hosts, checkers: this.#checkers, holds: (id, token) => this.#handlers.clientHolds(id, token), answered: (host, incarnation, queue, id) => this.#answered(host.id, incarnation, queue, id), log: (line) => this.#log(line) })
     this.#moves = new MembershipMoves({
       seed: config.options.seed,
       moves: config.options.membershipMoves,
@@ -959,11 +959,21 @@ export class JobsWorld {
     return true
   }
 
+  // A claim of `hostId`'s incarnation was answered job `id` of `queue`: no job ahead of it may be
+  // kept there (DispatchChecker.ts). Judged on queues of one partition, where the order holds across the queue.
+  #answered(hostId: string, incarnation: number, queue: string, id: string): void {
+    if ((this.#options.queues[queue]?.partitions ?? 1) !== 1) return
+    const priority = this.#checkers.priorityOf(id)
+    if (priority !== undefined) this.#dispatches.answered(hostId, incarnation, queue, id, priority, this.#clock.now() - epochMs)
+  }
+
   #onHandler(event: HandlerEvent): void {
     const key = `${event.hostId}/${event.incarnation}/${event.queue}`
     this.#busy.set(key, (this.#busy.get(key) ?? 0) + (event.started ? 1 : -1))
     this.#log(`handler ${event.started ? 'starts' : 'returns'} ${event.id} (${event.claimToken}) on ${event.hostId}`)
     this.#handlers.handler(event, this.#clock.now())
+    // A loop without a local queue starts a handler in the instant its claim is answered.
+    if (event.started && !event.batched) this.#answered(event.hostId, event.incarnation, event.queue, event.id)
     this.#controls.handler(event, this.#clock.now())
     this.#config.onEvent?.({ kind: 'handler', hostId: event.hostId, jobId: event.id, claimToken: event.claimToken, started: event.started }, this.#clock.now())
   }

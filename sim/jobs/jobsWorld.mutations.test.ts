@@ -165,6 +165,9 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // seeds 49 and 87. The pinned world -41608940 of jobsWorld.memory.test.ts (1 of 150 random worlds)
   // catches it, by prompt delivery.
   staleDeliveryUnheard: null,
+  // A claim whose own statement and a pass's ran side by side, each passing over the rows the
+  // other held (row-lock windows), answers its own job and keeps the pass's, of higher priority.
+  headOfTwoKept: 4,
 }
 
 // One mutant run: caught when any checker reports a violation.
