@@ -20,6 +20,7 @@
  * the state those commands touch (claims, parked claims' ends, line polls, statements in flight);
  * the face other files call (`handleOf`) is a list of one-line forwards.
  */
+import { assert } from '../kernel/assert.ts'
 import type { CancelTimer } from '../kernel/Clock.ts'
 import { claimPollWaitMs, claimRetryDelayMs, dispatchIdleUnloadMs, jobBatchesInFlightMax, jobBatchSizeMax, jobKeptHoldMs } from '../kernel/Limits.ts'
 import { makeMicroBatcher } from '../kernel/MicroBatcher.ts'
@@ -270,6 +271,8 @@ function faceOf(state: QueueDispatchState): QueueDispatch {
     handOver: (job, claimId = null) => send({ type: 'job.handed', job, claimId }),
     returnJob: (job) => send({ type: 'job.returned', job }),
     heldTwo(own, handed, passBeside) {
+      // Read back right after the step: inside another step the event would only be queued.
+      assert(!state.stepping, 'a claim holding two jobs is settled outside any dispatch step')
       send({ type: 'claim.heldTwo', own, handed, passBeside })
       // Set by the step's `claim.answer` (a job) or `claim.settleHead` (null); read once.
       const answer = state.twoAnswered
