@@ -102,7 +102,7 @@ describe('DispatchMachine', () => {
     expect(commands).toEqual([{ type: 'pass.request', params: {} }])
   })
 
-  it('a closing engine gives back what it keeps and what is handed to it; the claim set aside goes back in line', () => {
+  it('a closing engine gives back what it keeps, what is handed to it and what a claim passes on; the claim set aside goes back in line', () => {
     const [kept] = steps(start(), { type: 'job.handed', job: job('a'), claimId: null })
     const [closing, closingCommands] = steps(kept, { type: 'claim.queued', claimId: 1 }, { type: 'claim.queued', claimId: 2 }, { type: 'claim.reserved', claimId: 2 }, { type: 'engine.closing' })
     // The kept job went to the first claim to join; nothing is kept as the engine closes.
@@ -115,6 +115,14 @@ describe('DispatchMachine', () => {
     expect(keptThenClosing).toEqual([
       { type: 'job.kept', params: { job: job('c') } },
       { type: 'job.release', params: { job: job('c') } },
+    ])
+    // A job a claim holding another passes on, even with a claim in line: back to the store.
+    const [, returnedCommands] = steps(after, { type: 'job.returned', job: job('d') })
+    expect(returnedCommands).toEqual([{ type: 'job.release', params: { job: job('d') } }])
+    const [, twoCommands] = steps(after, { type: 'claim.heldTwo', own: job('e'), handed: job('f'), passBeside: false })
+    expect(twoCommands).toEqual([
+      { type: 'claim.answer', params: { job: job('e') } },
+      { type: 'job.release', params: { job: job('f') } },
     ])
   })
 

@@ -40,7 +40,8 @@
  * - **engine** — `open`, then `closing` once the engine began closing: its workers take nothing
  *   more and its passes stop, so kept jobs go back to the store at once, and so does a job handed
  *   here from then on (an enqueue's job inserted claimed for a claim set aside here, or a
- *   hand-over from another engine's enqueue), rather than wait out its claim.
+ *   hand-over from another engine's enqueue) or passed on by a claim that got another, rather
+ *   than wait out its claim.
  * - **use** — `holding`: a claim, a kept job, a line poll (running, or ended but not yet
  *   answered) or a forwarded or lazy poll is here; `empty`: nothing is, so the runner may drop
  *   the dispatch once it has stayed empty a while (a queue used again gets a new one, which
@@ -146,6 +147,15 @@ function handedOver(context: DispatchContext, job: JobRecord, claimId: number | 
   }
   enqueue({ type: 'claim.handOver', params: { claimId: taker, job } })
   return { ...context, waiting, reserved }
+}
+
+// A job a claim holding another passes on: to the claim waiting longest, else kept — but a closing
+// engine's claims take nothing more and no pass of its gives a kept job back, so it goes back to
+// the store at once.
+function passedOn(context: DispatchContext, job: JobRecord, enqueue: Enqueue, closing: boolean): DispatchContext {
+  if (!closing) return handedOver(context, job, null, enqueue)
+  enqueue({ type: 'job.release', params: { job } })
+  return context
 }
 
 // Ends line polls beyond one per parked claim (all of them once none is parked).
@@ -266,22 +276,22 @@ const machineSetup = withCommands.extend({
     settleHead: enqueueActions(({ event, enqueue }) => {
       if (event.type === 'claim.heldTwo') enqueue({ type: 'claim.settleHead', params: { own: event.own, handed: event.handed } })
     }),
-    /** A claim holding two answers the one handed to it; its own goes to the next claim waiting, or is kept. */
-    answerHanded: enqueueActions(({ context, event, enqueue }) => {
+    /** A claim holding two answers the one handed to it; its own goes to the next claim waiting, or is kept (`passedOn`). */
+    answerHanded: enqueueActions(({ context, event, enqueue, check }) => {
       if (event.type !== 'claim.heldTwo') return
       enqueue({ type: 'claim.answer', params: { job: event.handed } })
-      enqueue.assign(handedOver(context, event.own, null, enqueue))
+      enqueue.assign(passedOn(context, event.own, enqueue, check('isEngineClosing')))
     }),
-    /** A claim holding two answers its own; the one handed to it goes to the next claim waiting, or is kept. */
-    answerOwn: enqueueActions(({ context, event, enqueue }) => {
+    /** A claim holding two answers its own; the one handed to it goes to the next claim waiting, or is kept (`passedOn`). */
+    answerOwn: enqueueActions(({ context, event, enqueue, check }) => {
       if (event.type !== 'claim.heldTwo') return
       enqueue({ type: 'claim.answer', params: { job: event.own } })
-      enqueue.assign(handedOver(context, event.handed, null, enqueue))
+      enqueue.assign(passedOn(context, event.handed, enqueue, check('isEngineClosing')))
     }),
-    /** A job handed to a claim that had already got one goes to the next claim waiting, or is kept. */
-    returnJob: enqueueActions(({ context, event, enqueue }) => {
+    /** A job handed to a claim that had already got one goes to the next claim waiting, or is kept (`passedOn`). */
+    returnJob: enqueueActions(({ context, event, enqueue, check }) => {
       if (event.type !== 'job.returned') return
-      enqueue.assign(handedOver(context, event.job, null, enqueue))
+      enqueue.assign(passedOn(context, event.job, enqueue, check('isEngineClosing')))
     }),
     /** A claim leaves the line and the set-aside list without a job. */
     dropClaim: enqueueActions(({ context, event, enqueue }) => {
