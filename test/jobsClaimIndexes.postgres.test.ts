@@ -12,7 +12,9 @@
  *
  * Also: the claim head's generic plan, for one row and for a batch, reads the pending head and
  * the processing index, and finds the rows it claims by primary key: never the table, nor the
- * every-queue due index (which would read every due row of every queue for each claim). And the
+ * every-queue due index (which would read every due row of every queue for each claim); so does
+ * the lean riding claim's, its probe of the rows with Matching and of the lapsed claims reading
+ * their indexes. And the
  * acks' and a heartbeat's generic plans find the rows they name by primary key, never through
  * the processing index (which holds every claim in flight, and acked claims' dead entries until
  * a vacuum).
@@ -121,6 +123,18 @@ describe('the jobs indexes on a claim (PostgreSQL)', () => {
         expect(plan, `${headCount}`).toMatch(/Scan (using|on) jobs_pkey/)
         expect(plan, `${headCount}`).not.toMatch(/Seq Scan on jobs|jobs_pending_due/)
       }
+      // The lean riding claims: the pending head, and the probe of the rows with Matching and the lapsed claims by their indexes.
+      for (const headCount of [1, 64]) {
+        const name = `lean_${headCount}`
+        await client.query(`PREPARE ${name} (text, text[], bigint, text, text) AS ${ackAndClaimDueSql(makeSchema('matchbox'), headCount, true, false, 'keyless', 'lean')}`)
+        const tokens = `ARRAY[${Array.from({ length: headCount }, (_, n) => `'t${n}'`).join(', ')}]`
+        const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE ${name}('claim-indexes', ${tokens}, 3000, 'ix-1000', 'none')`)
+        const plan = rows.map((row) => row['QUERY PLAN']).join('\n')
+        expect(plan, name).toMatch(/Scan using jobs_pending_head on jobs/)
+        expect(plan, name).toMatch(/Scan (using|on) jobs_processing/)
+        expect(plan, name).toMatch(/Scan (using|on) jobs_by_queue /)
+        expect(plan, name).not.toMatch(/Seq Scan on jobs|jobs_pending_due/)
+      }
     } finally {
       await client.query('RESET plan_cache_mode').catch(() => {})
       client.release()
@@ -140,6 +154,8 @@ describe('the jobs indexes on a claim (PostgreSQL)', () => {
       ['ackMany', ackBatchSql(schema), '(text[], text[], bigint)', "(ARRAY['ix-20000', 'ix-20001'], ARRAY['held-0-0', 'held-0-1'], 3000)"],
       ['ackAndClaimOne', ackAndClaimDueSql(schema, 1, true), '(text, text[], bigint, text, text)', "('claim-indexes', ARRAY['t'], 3000, 'ix-20000', 'held-0-0')"],
       ['ackAndClaimMany', ackAndClaimDueSql(schema, 16, false), '(text, text[], bigint, text[], text[])', "('claim-indexes', ARRAY['t'], 3000, ARRAY['ix-20000'], ARRAY['held-0-0'])"],
+      ['ackAndClaimOneLean', ackAndClaimDueSql(schema, 1, true, false, 'keyless', 'lean'), '(text, text[], bigint, text, text)', "('claim-indexes', ARRAY['t'], 3000, 'ix-20000', 'held-0-0')"],
+      ['ackAndClaimManyLean', ackAndClaimDueSql(schema, 16, false, false, 'admit', 'lean'), '(text, text[], bigint, text[], text[])', "('claim-indexes', ARRAY['t'], 3000, ARRAY['ix-20000'], ARRAY['held-0-0'])"],
     ]
     const client = await pool.connect()
     try {

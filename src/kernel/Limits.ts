@@ -420,6 +420,14 @@ export const dashboardReplaysKept = 8
 export const keyedQueuesKnownMax = 10_000
 
 /**
+ * Queues a SQL job store remembers as having rows whose task is with Matching or lapsed claims,
+ * whose riding claims it runs in the full head form until one reads none (SqlJobClaims.ts's
+ * rare-head queues); past it the store forgets them all, and a forgotten queue that still has
+ * such rows costs one more round trip to be learnt again.
+ */
+export const rareHeadQueuesKnownMax = 10_000
+
+/**
  * How long a claim's registration as a waiter lasts (HandOvers.ts): a worker loop that waits idle
  * claim after claim keeps one registration, renewed once it has less than a claim's wait left,
  * so an idle loop costs about one statement per this long rather than two per claim.

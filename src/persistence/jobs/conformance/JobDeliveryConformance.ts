@@ -262,7 +262,7 @@ function claimDueCases({ fixture, store, take }: DeliveryHelpers): void {
 }
 
 // ackAndClaimDue: acks that ride on the next claim.
-function ridingAckCases({ fixture, store }: DeliveryHelpers): void {
+function ridingAckCases({ fixture, store, take }: DeliveryHelpers): void {
   it('ackAndClaimDue acks one claim and claims the head of the due rows, as ack then claimDue would', async () => {
     const queue = fixture.queue('ack-claim-due')
     const running = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 5_000 })
@@ -306,5 +306,29 @@ function ridingAckCases({ fixture, store }: DeliveryHelpers): void {
     // Acks without claims, and claims without acks, are the two calls alone.
     expect(await store().ackAndClaimDue({ acks: [ref(alsoDone)], queue, nowMs: 2_000, claimTokens: [] })).toEqual({ acked: [alsoDone.id], claimed: [] })
     expect(await store().ackAndClaimDue({ acks: [], queue, nowMs: 2_000, claimTokens: ['c'] })).toEqual({ acked: [], claimed: [] })
+  })
+
+  it('a one-at-a-time drain of riding claims keeps claim order through a job with Matching and a lapsed claim, and after they are gone', async () => {
+    const queue = fixture.queue('riding-drain-rare-heads')
+    const withMatching = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+    const [reserved] = await take(queue, 1_000)
+    await store().confirmDelivered({ deliveries: [{ id: withMatching.id, revision: reserved?.revision ?? 0 }] })
+    const running = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 60_000 })
+    // Lapses at 2,000 and stays in the store: no pass hands it to Matching.
+    const lapsed = await fixture.claimed(queue, 1_000, { visibilityTimeoutMs: 1_000, maxAttempts: 3 })
+    const early = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+    const late = await store().enqueue({ job: fixture.job(queue, { runAtMs: 2_500 }), nowMs: 1_000 })
+    // With Matching first within the priority, then in due order: 1,000, the lapsed claim's 2,000, 2,500.
+    const expected = [withMatching.id, early.id, lapsed.id, late.id]
+    let held: JobRecord = running
+    for (const [step, id] of expected.entries()) {
+      const answer = await store().ackAndClaimDue({ acks: [{ id: held.id, claimToken: held.claimToken as string }], queue, nowMs: 3_000, claimTokens: [`t${step}`] })
+      expect(answer.acked, `step ${step}`).toEqual([held.id])
+      expect(answer.claimed.map((job) => [job.id, job.claimToken]), `step ${step}`).toEqual([[id, `t${step}`]])
+      // The lapsed claim is taken again, its attempt counted; the others start their first.
+      expect(answer.claimed[0]?.attempts, `step ${step}`).toBe(id === lapsed.id ? 2 : 1)
+      held = answer.claimed[0] as JobRecord
+    }
+    expect(await store().ackAndClaimDue({ acks: [{ id: held.id, claimToken: held.claimToken as string }], queue, nowMs: 3_000, claimTokens: ['end'] })).toEqual({ acked: [late.id], claimed: [] })
   })
 }

@@ -9,6 +9,11 @@
  * form, which the store keeps to for that queue (`makeKeyedQueues`). Claims by id always run under
  * the guard.
  *
+ * `ackAndClaimDue` runs jobSql.ts's `lean` head form, which reads only the pending head: when it
+ * answers that the queue has claimable rows whose task is with Matching or lapsed claims (it then
+ * claimed nothing, its acks done), the claim runs again as `claimDue`, and the store keeps to the
+ * `full` form for that queue until a full claim reads none of those rows (`makeRareHeadQueues`).
+ *
  * A fenced claim runs its statement's fenced form (claimFenceSql.ts says how one statement holds
  * the range); a statement answering no row at all was refused, and becomes `OwnershipLost`.
  * `claim`'s follow-up statement after a claim that did not happen (bury an exhausted job, park a
@@ -22,11 +27,11 @@
  */
 import { OwnershipLost } from '../../../domain/errors.ts'
 import { claimRefusal, deadReasonExhausted } from '../../../domain/JobRules.ts'
-import { jobDueScanIntervalMs, keyedQueuesKnownMax } from '../../../kernel/Limits.ts'
+import { jobDueScanIntervalMs, keyedQueuesKnownMax, rareHeadQueuesKnownMax } from '../../../kernel/Limits.ts'
 import type { Schema } from '../../sql/Schema.ts'
 import type { SqlSession } from '../../sql/SqlSession.ts'
 import { checkClaims, checkFence, checkName, checkTime, checkTokens } from '../JobInput.ts'
-import type { ClaimFence, ClaimOutcome, JobState, JobStore } from '../JobStore.ts'
+import type { ClaimFence, ClaimOutcome, JobRecord, JobState, JobStore } from '../JobStore.ts'
 import { fenceRefusal, fenceValues } from './claimFenceSql.ts'
 import { claimedInOrder, decodeJob, nullableInteger } from './jobRows.ts'
 import * as jobSql from './jobSql.ts'
@@ -43,6 +48,7 @@ interface ClaimContext {
   readonly texts: JobTexts
   readonly sql: ReturnType<typeof claimStatements>
   readonly keyedQueues: KeyedQueues
+  readonly rareHeadQueues: RareHeadQueues
   readonly handles: Pick<JobStore, 'ackMany'>
   readonly operations: ClaimOperations
 }
@@ -61,7 +67,7 @@ export function makeSqlJobClaims(schema: Schema, session: SqlSession, texts: Job
     claimDue: (params) => claimDue(context, params),
     ackAndClaimDue: (params) => ackAndClaimDue(context, params),
   }
-  const context: ClaimContext = { schema, session, texts, sql: claimStatements(schema), keyedQueues: makeKeyedQueues(), handles, operations }
+  const context: ClaimContext = { schema, session, texts, sql: claimStatements(schema), keyedQueues: makeKeyedQueues(), rareHeadQueues: makeRareHeadQueues(), handles, operations }
   return operations
 }
 
@@ -148,7 +154,7 @@ async function claimDue(context: ClaimContext, params: Params<'claimDue'>): Answ
 }
 
 async function ackAndClaimDue(context: ClaimContext, params: Params<'ackAndClaimDue'>): Answer<'ackAndClaimDue'> {
-  const { handles, keyedQueues, operations } = context
+  const { handles, keyedQueues, operations, rareHeadQueues } = context
   const { acks, queue, nowMs, claimTokens, fence } = context.session.validated('ackAndClaimDue', () => ({
     acks: checkClaims(params.acks),
     queue: checkName('queue', params.queue),
@@ -160,22 +166,34 @@ async function ackAndClaimDue(context: ClaimContext, params: Params<'ackAndClaim
   if (claimTokens.length === 0) return { acked: await handles.ackMany({ claims: acks, nowMs }), claimed: [] }
   if (acks.length === 0) return { acked: [], claimed: await operations.claimDue({ queue, nowMs, claimTokens, ...(fence === null ? {} : { fence }) }) }
   const guard = keyedQueues.guardOf(queue)
-  const [text, values] = context.texts.ackAndClaimDue(queue, claimTokens, nowMs, acks, fence, guard)
+  const heads = rareHeadQueues.headsOf(queue)
+  const [text, values] = context.texts.ackAndClaimDue(queue, claimTokens, nowMs, acks, fence, guard, heads)
   const rows = await fencedWrite(context, 'ackAndClaimDue', text, values, fence)
   const acked = rows.find((row) => row.acked !== null)?.acked as string | string[] | undefined
   const ackedIds = acked === undefined ? [] : typeof acked === 'string' ? [acked] : acked
-  if (guard === 'admit' || !keyedQueues.learn(queue, rows)) return { acked: ackedIds, claimed: claimedInOrder(rows) }
-  // A keyless statement that found the queue keyed claimed nothing and acked only jobs
-  // without a key: the other acks go through the guarded ackMany (which frees their slots),
-  // then the claim runs under the guard. Its fence lost meanwhile, the acks are still
-  // answered (they committed).
-  const done = new Set(ackedIds)
-  const rest = acks.filter((ack) => !done.has(ack.id))
-  const allAcked = rest.length === 0 ? ackedIds : [...ackedIds, ...(await handles.ackMany({ claims: rest, nowMs }))]
+  const rare = rareHeadQueues.learn(queue, heads, rows)
+  if (guard === 'keyless' && keyedQueues.learn(queue, rows)) {
+    // A keyless statement that found the queue keyed claimed nothing and acked only jobs
+    // without a key: the other acks go through the guarded ackMany (which frees their slots),
+    // then the claim runs under the guard.
+    const done = new Set(ackedIds)
+    const rest = acks.filter((ack) => !done.has(ack.id))
+    const allAcked = rest.length === 0 ? ackedIds : [...ackedIds, ...(await handles.ackMany({ claims: rest, nowMs }))]
+    return { acked: allAcked, claimed: await claimAfterAcks(context, { queue, nowMs, claimTokens, fence }) }
+  }
+  // A lean statement that found rows with Matching or lapsed claims claimed nothing: claim with every head.
+  if (heads === 'lean' && rare) return { acked: ackedIds, claimed: await claimAfterAcks(context, { queue, nowMs, claimTokens, fence }) }
+  return { acked: ackedIds, claimed: claimedInOrder(rows) }
+}
+
+// The claim of an `ackAndClaimDue` whose statement acked but could not claim, as `claimDue`: its
+// fence lost meanwhile, nothing is claimed and the acks are still answered (they committed).
+async function claimAfterAcks(context: ClaimContext, params: { queue: string; nowMs: number; claimTokens: ReadonlyArray<string>; fence: ClaimFence | null }): Promise<ReadonlyArray<JobRecord>> {
+  const { queue, nowMs, claimTokens, fence } = params
   try {
-    return { acked: allAcked, claimed: await operations.claimDue({ queue, nowMs, claimTokens, ...(fence === null ? {} : { fence }) }) }
+    return await context.operations.claimDue({ queue, nowMs, claimTokens, ...(fence === null ? {} : { fence }) })
   } catch (error) {
-    if (error instanceof OwnershipLost) return { acked: allAcked, claimed: [] }
+    if (error instanceof OwnershipLost) return []
     throw error
   }
 }
@@ -224,6 +242,35 @@ function makeKeyedQueues(): KeyedQueues {
       if (keyed.size >= keyedQueuesKnownMax) keyed.clear()
       keyed.add(queue)
       return true
+    },
+  }
+}
+
+interface RareHeadQueues {
+  headsOf(queue: string): jobSql.HeadForm
+  learn(queue: string, heads: jobSql.HeadForm, rows: ReadonlyArray<Row>): boolean
+}
+
+/**
+ * The queues whose last riding claim found claimable rows whose task is with Matching or lapsed
+ * claims (`rare_heads`), which `ackAndClaimDue` claims from in the `full` head form (jobSql.ts's
+ * `HeadForm`) until a full claim reads none; every other queue is claimed `lean`. Learning is
+ * per answer: `learn` records whether the statement's rows say the queue has such rows, and
+ * answers it. At most `rareHeadQueuesKnownMax` are kept: past it the set starts again.
+ */
+function makeRareHeadQueues(): RareHeadQueues {
+  const rare = new Set<string>()
+  return {
+    headsOf: (queue) => (rare.has(queue) ? 'full' : 'lean'),
+    learn(queue, heads, rows) {
+      const found = rows.some((row) => row.rare_heads === true)
+      if (found && heads === 'lean') {
+        if (rare.size >= rareHeadQueuesKnownMax) rare.clear()
+        rare.add(queue)
+      } else if (!found && heads === 'full') {
+        rare.delete(queue)
+      }
+      return found
     },
   }
 }

@@ -640,9 +640,10 @@ const claimedAsJsonMax = 16
  *
  * `fenced`: with `$6` physical queue key and `$7` range id, neither the acks nor the claims are
  * written unless the fence holds, and the answer comes through it: no row at all when refused.
- * `guard`: `ClaimGuard`; the `keyless` form answers `keyed_queue` on every row.
+ * `guard`: `ClaimGuard`; the `keyless` form answers `keyed_queue` on every row. `heads`:
+ * `HeadForm`; every row answers `rare_heads` (the `lean` form claimed nothing when it is true).
  */
-export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean, fenced = false, guard: ClaimGuard = 'admit'): string {
+export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boolean, fenced = false, guard: ClaimGuard = 'admit', heads: HeadForm = 'full'): string {
   // The guarded form frees the acks' slots in its admission (`freed`, which the claims may take
   // again). The keyless form acks only jobs without a concurrency key, so it frees no slot and
   // carries no slot CTE: a keyed job's ack is left for the guarded `ackMany`, which the store
@@ -655,14 +656,14 @@ export function ackAndClaimDueSql(schema: Schema, headCount: number, oneAck: boo
   return `
 WITH ${fenced ? `${fenceCte(schema, { queueKey: '$6', rangeId: '$7' })}, ` : ''}acked AS (
   ${ack}
-), ${claimHeadCtes(schema, headCount, fenced, 'acked', guard)}, claimed AS (
+), ${claimHeadCtes(schema, headCount, fenced, 'acked', guard, heads)}, claimed AS (
   UPDATE ${schema.quoted}.jobs AS job
   SET ${claimHeadSet(schema, headCount)}
   ${claimedHeads(headCount)}
   RETURNING ${headRank(headCount)} AS rank, ${claimedRows(headCount)}
 )
-SELECT ${headCount === 1 ? 'ack.acked' : 'CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked'}${guard === 'keyless' ? ', ack.keyed_queue' : ''}, claimed.*
-FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked${guard === 'keyless' ? `, ${keyedAnswer} AS keyed_queue` : ''} FROM acked) AS ack LEFT JOIN claimed ON true`
+SELECT ${headCount === 1 ? 'ack.acked' : 'CASE WHEN row_number() OVER () = 1 THEN ack.acked END AS acked'}${guard === 'keyless' ? ', ack.keyed_queue' : ''}, ack.rare_heads, claimed.*
+FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_agg(id)'} AS acked${guard === 'keyless' ? `, ${keyedAnswer} AS keyed_queue` : ''}, ${rareAnswer(heads)} AS rare_heads FROM acked) AS ack LEFT JOIN claimed ON true`
 }
 
 // The head of a queue's claimable rows for claimDue (`$1` queue, `$3` now), `headCount` of them in
@@ -681,7 +682,10 @@ FROM ${fenced ? 'fence CROSS JOIN ' : ''}(SELECT ${oneAck ? 'min(id)' : 'array_a
 // plan reads the queue's head in claim order and stops after `headCount` rows. Written plainly, a
 // generic plan of a several-row claim priced the every-queue due index (due_ms) as cheaper, then
 // read and sorted every due row of the table for each claim.
-function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?: string, guard: ClaimGuard = 'admit'): string {
+//
+// `heads`: `HeadForm`. The lean form reads the pending head alone, gated on its probe
+// (`rare_probe`) finding no claimable row with Matching and no lapsed claim of the queue.
+function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?: string, guard: ClaimGuard = 'admit', heads: HeadForm = 'full'): string {
   const limit = Math.floor(headCount)
   // The keyless form asks once (`keyed_probe`) whether the queue has slot rows or buckets.
   const gate = `${notPaused(schema, '$1::text')}${fenced ? ` AND ${fenceHeld}` : ''}${guard === 'keyless' ? ` AND NOT ${keyedAnswer}` : ''}`
@@ -691,12 +695,27 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?
   // Every claim, a lapsed one's too, needs a token: empty buckets' jobs stay out of every branch.
   const tokens = guard === 'admit' ? ` AND ${rateHasToken(schema, `${schema.quoted}.jobs`, '$3::bigint', '$1::text')}` : ''
   const roomUnlessLapsed = guard === 'admit' ? ` AND (${schema.quoted}.jobs.state = 'processing' OR ${slotHasRoom(schema, `${schema.quoted}.jobs`, '$1::text', freed)})${tokens}` : ''
+  // The lean form reads the pending head only while the queue has no claimable row of the other two.
+  const leanGate = heads === 'lean' ? ` AND NOT ${rareAnswer('lean')}` : ''
   const branch = (state: 'pending' | 'processing') => `SELECT id, priority, due_ms, ${fairOrder}, ready_seq, ${headKeyColumns(guard)} FROM ${schema.quoted}.jobs
-  WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}${state === 'pending' ? room : ''}${tokens}
+  WHERE queue = $1::text AND ${state === 'pending' ? 'due_ms + 0' : 'due_ms'} <= $3::bigint AND ${claimableIn(state, '$3::bigint')} AND ${gate}${state === 'pending' ? `${room}${leanGate}` : ''}${tokens}
   ORDER BY ${claimOrder}
   LIMIT ${limit}
   FOR UPDATE SKIP LOCKED`
-  return `${guard === 'keyless' ? `keyed_probe AS (SELECT ${queueHasSlots(schema)} AS keyed_queue), ` : ''}head_pending AS (
+  const keyedProbe = guard === 'keyless' ? `keyed_probe AS (SELECT ${queueHasSlots(schema)} AS keyed_queue), ` : ''
+  // The guards' admission (the admit form) and the ranking, over `head`: the merged head, or in the lean form the pending head alone.
+  const admitted = (head: string) => `${guard === 'admit' ? `${guardCtes(schema, { candidates: head, order: headOrderOf('c'), ...(freed === undefined ? {} : { freed }) })}, ` : ''}ranked AS (
+  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${headOrder})`} AS rank FROM ${guard === 'admit' ? 'rate_admitted' : head}
+)`
+  if (heads === 'lean') {
+    return `${keyedProbe}rare_probe AS MATERIALIZED (
+  SELECT EXISTS (SELECT 1 FROM ${schema.quoted}.jobs WHERE queue = $1::text AND due_ms IS NULL AND ${claimable('$3::bigint')})
+    OR EXISTS (SELECT 1 FROM ${schema.quoted}.jobs WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimableIn('processing', '$3::bigint')}) AS rare_heads
+), head_pending AS (
+  ${branch('pending')}
+), ${admitted('head_pending')}`
+  }
+  return `${keyedProbe}head_pending AS (
   ${branch('pending')}
 ), head_matching AS (
   SELECT id, priority, due_ms, NULL::bigint AS fair_order, ready_seq, ${headKeyColumns(guard)} FROM ${schema.quoted}.jobs
@@ -708,10 +727,26 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?
   ${branch('processing')}
 ), head AS (
   SELECT * FROM head_matching UNION ALL SELECT * FROM head_pending UNION ALL SELECT * FROM head_lapsed ORDER BY ${headOrder} LIMIT ${limit}
-), ${guard === 'admit' ? `${guardCtes(schema, { candidates: 'head', order: headOrderOf('c'), ...(freed === undefined ? {} : { freed }) })}, ` : ''}ranked AS (
-  SELECT id AS head_id, ${headCount === 1 ? '1::bigint' : `row_number() OVER (ORDER BY ${headOrder})`} AS rank FROM ${guard === 'admit' ? 'rate_admitted' : 'head'}
-)`
+), ${admitted('head')}`
 }
+
+/**
+ * Which heads a head claim reads (`ackAndClaimDueSql`). `full`: all three (`claimHeadCtes`).
+ * `lean`: the pending head only, behind one probe (`rare_probe`) of the queue's claimable rows
+ * whose task is with Matching and of its lapsed claims still in the store — a superset of what
+ * the other two heads would read, rows others hold included. While it finds none, the full form
+ * would have claimed the same rows; when it finds one, the lean form claims nothing and answers
+ * `rare_heads`, and the caller claims with the full form. Those heads are nearly always empty,
+ * and a plan without them costs the server less per one-job claim (executor setup and locks
+ * scale with the plan; a branch that reads nothing costs about as much as the probe does).
+ */
+export type HeadForm = 'full' | 'lean'
+
+// A head claim's `rare_heads` answer: in the lean form the probe's verdict; in the full form
+// whether its other two heads read a row (rows others hold are skipped, so it may say no while
+// such rows remain: the lean form's probe then says yes).
+const rareAnswer = (heads: HeadForm): string =>
+  heads === 'lean' ? '(SELECT rare_heads FROM rare_probe)' : '(EXISTS (SELECT 1 FROM head_matching) OR EXISTS (SELECT 1 FROM head_lapsed))'
 
 // Claim order over the merged head: a row with Matching (due null) first within its priority.
 const headOrder = 'priority DESC, fair_order NULLS FIRST, ready_seq'
