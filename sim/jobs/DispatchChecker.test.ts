@@ -6,11 +6,12 @@
  * engine unloads, the claims parked and jobs kept there must be let go within `letGoBoundMs`: the
  * step that hears the unload rerouting and releasing them passes, a claim left parked or a job
  * left kept past the bound fails, and an unload that leaves an instance loaded asks for nothing.
- * A claim answered a job while a job of higher priority was kept on its engine fails.
+ * A claim answered a job while a job ahead of it in claim order was kept on its engine fails.
  */
 import { describe, expect, it } from 'vitest'
 import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
 import type { DispatchCommand, DispatchEvent } from '../../src/machines/DispatchProtocol.ts'
+import type { JobOrder } from './ClaimOrderModel.ts'
 import { DispatchChecker, letGoBoundMs } from './DispatchChecker.ts'
 
 // The checker reads only the id of a kept job.
@@ -22,7 +23,7 @@ const matched = (pollId: number): DispatchEvent => ({ type: 'linePoll.matched', 
 
 function checker(): { readonly checker: DispatchChecker; readonly failed: string[]; readonly step: (event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>, incarnation?: number) => void } {
   const failed: string[] = []
-  const c = new DispatchChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`) })
+  const c = new DispatchChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`), orderOf: () => undefined })
   return { checker: c, failed, step: (event, commands, incarnation = 0) => c.step('host-1', incarnation, 'q', event, commands, 1_000) }
 }
 
@@ -68,7 +69,7 @@ describe('DispatchChecker', () => {
   describe('moved queue lets go', () => {
     function at(): { readonly failed: string[]; readonly step: (event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>, nowMs: number) => void } {
       const failed: string[] = []
-      const c = new DispatchChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`) })
+      const c = new DispatchChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`), orderOf: () => undefined })
       return { failed, step: (event, commands, nowMs) => c.step('host-1', 0, 'q', event, commands, nowMs) }
     }
     const loaded = (instance: string): DispatchEvent => ({ type: 'partition.loaded', instance })
@@ -112,21 +113,35 @@ describe('DispatchChecker', () => {
     })
   })
 
-  it('a claim answered a job while a job of higher priority is kept on its engine fails; one of equal or lower priority, or one handed on, passes', () => {
-    const { checker: c, failed, step } = checker()
-    const urgent = { id: 'urgent', priority: 5 } as JobRecord
-    step({ type: 'job.returned', job: urgent }, [{ type: 'job.kept', params: { job: urgent } }])
-    c.answered('host-1', 0, 'q', 'plain', 5, 1_000)
-    c.answered('host-1', 0, 'q', 'plain', 9, 1_000)
-    // Another incarnation, or another queue, keeps nothing.
-    c.answered('host-1', 1, 'q', 'plain', 0, 1_000)
-    c.answered('host-1', 0, 'other', 'plain', 0, 1_000)
+  it('a claim answered a job while a job ahead of it is kept on its engine fails: of higher priority, or of its own claimed from before it; one behind it, or handed on, passes', () => {
+    const failed: string[] = []
+    const orders: Record<string, JobOrder> = {
+      urgent: { priority: 5, place: null },
+      early: { priority: 0, place: { dueMs: 100, seq: 1 } },
+      high: { priority: 9, place: null },
+      same: { priority: 5, place: { dueMs: 50, seq: 0 } },
+      unplaced: { priority: 5, place: null },
+      late: { priority: 0, place: { dueMs: 100, seq: 2 } },
+      fromMatching: { priority: 0, place: { dueMs: Number.NEGATIVE_INFINITY, seq: 3 } },
+      low: { priority: 0, place: null },
+    }
+    const c = new DispatchChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`), orderOf: (id) => orders[id] })
+    const step = (event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => c.step('host-1', 0, 'q', event, commands, 1_000)
+    const keep = (id: string): DispatchCommand => ({ type: 'job.kept', params: { job: { id } as JobRecord } })
+    step({ type: 'job.returned', job }, [keep('urgent'), keep('early')])
+    // Of a higher priority, of the kept job's with no place to compare, or another line's: passes.
+    for (const id of ['high', 'same', 'unplaced']) c.answered('host-1', 0, 'q', id, 1_000)
+    c.answered('host-1', 1, 'q', 'low', 1_000)
+    c.answered('host-1', 0, 'other', 'low', 1_000)
     expect(failed).toEqual([])
-    c.answered('host-1', 0, 'q', 'plain', 0, 1_000)
+    c.answered('host-1', 0, 'q', 'low', 1_000)
     expect(failed).toHaveLength(1)
-    expect(failed[0]).toMatch(/^no head kept: .*job plain of q \(priority 0\).*job urgent \(priority 5\)/)
-    step({ type: 'claim.queued', claimId: 7 }, [{ type: 'claim.handOver', params: { claimId: 7, job: urgent } }])
-    c.answered('host-1', 0, 'q', 'plain', 0, 1_000)
-    expect(failed).toHaveLength(1)
+    expect(failed[0]).toMatch(/^no head kept: .*job low of q \(priority 0\).*job urgent \(priority 5\)/)
+    step({ type: 'claim.queued', claimId: 7 }, [{ type: 'claim.handOver', params: { claimId: 7, job: { id: 'urgent' } as JobRecord } }])
+    c.answered('host-1', 0, 'q', 'late', 1_000)
+    expect(failed).toHaveLength(2)
+    expect(failed[1]).toMatch(/job late of q \(priority 0, claimed from due 100, #2 in due order\).*job early \(priority 0, claimed from due 100, #1 in due order\)/)
+    c.answered('host-1', 0, 'q', 'fromMatching', 1_000)
+    expect(failed).toHaveLength(2)
   })
 })

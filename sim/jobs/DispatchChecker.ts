@@ -1,6 +1,6 @@
 /**
- * DispatchChecker — the judge of what a queue's line polls cost and of the jobs its dispatch keeps, read from each engine's
- * dispatch steps (the event each dispatch machine took and the commands it asked for, as
+ * DispatchChecker — the judge of what a queue's line polls cost and of the jobs its dispatch
+ * keeps, read from each engine's dispatch steps (the event each dispatch machine took and the commands it asked for, as
  * `makeMatchbox({ onDispatchStep })` reports them). A line poll that Matching matched a job no
  * claim waits for made a claim for nobody: the job is kept and given back to the store at the
  * next pass. That costs statements, not time, so no delivery checker sees it; a poll left
@@ -20,10 +20,11 @@
  *   from the steps.
  * - `no head kept`: when a claim of an engine is answered a job of a queue with one partition
  *   (`answered`: a lone claim's answer, or a loop without a local queue starting its handler; the
- *   order holds per partition), no job of higher priority is kept on that engine's incarnation for the queue: the job ahead would wait for a later claim,
- *   or the next pass, while the one behind it runs. A claim can hold two jobs at once (its own
- *   statement's and one a due-time pass claimed for it beside it). Jobs of one priority are not
- *   compared: their order is the store's (due time, then ready order), which the steps do not carry.
+ *   order holds per partition), no job ahead of it in claim order is kept on that engine's
+ *   incarnation for the queue: the job ahead would wait for a later claim, or the next pass, while
+ *   the one behind it runs. A claim can hold two jobs at once (its own statement's and one handed
+ *   to it meanwhile). Ahead means a higher priority, or within one, claimed from a place before
+ *   the other's (ClaimOrderModel.ts; compared only where the model knows both places).
  *
  * Polls, parked claims, kept jobs and loaded partition instances are counted per host
  * incarnation and queue, from the steps alone: a poll runs from its `linePoll.start` command
@@ -38,6 +39,7 @@
  * HandlerCheckers.ts do), or read the machine's context.
  */
 import type { DispatchCommand, DispatchEvent } from '../../src/machines/DispatchProtocol.ts'
+import { type JobOrder, type JobPlace, placedBefore } from './ClaimOrderModel.ts'
 
 /** The names this checker reports under (JobCheckers.ts lists them with the others). */
 export const dispatchCheckerNames = ['poll for nobody ends', 'moved queue lets go', 'no head kept'] as const
@@ -48,6 +50,8 @@ export type DispatchCheckerName = (typeof dispatchCheckerNames)[number]
 /** What the checker needs from the world. */
 export interface DispatchCheckerDeps {
   readonly fail: (checker: DispatchCheckerName, sentence: string) => void
+  /** Where a job stood in claim order just before its current claim (ClaimOrderModel.ts's `claimedFrom`). */
+  readonly orderOf: (id: string) => JobOrder | undefined
 }
 
 /**
@@ -67,8 +71,7 @@ export const letGoBoundMs = 50
 interface QueueLine {
   readonly polls: Set<number>
   readonly parked: Set<number>
-  /** Each kept job's priority, by id. */
-  readonly kept: Map<string, number>
+  readonly kept: Set<string>
   readonly partitions: Set<string>
   readonly claimsToLetGo: Map<number, { readonly byMs: number; readonly sinceMs: number }>
   readonly jobsToLetGo: Map<string, { readonly byMs: number; readonly sinceMs: number }>
@@ -88,7 +91,7 @@ export class DispatchChecker {
     const key = `${hostId}/${incarnation}/${queue}`
     let line = this.#lines.get(key)
     if (line === undefined) {
-      line = { polls: new Set(), parked: new Set(), kept: new Map(), partitions: new Set(), claimsToLetGo: new Map(), jobsToLetGo: new Map() }
+      line = { polls: new Set(), parked: new Set(), kept: new Set(), partitions: new Set(), claimsToLetGo: new Map(), jobsToLetGo: new Map() }
       this.#lines.set(key, line)
     }
     if (event.type === 'claim.parked') line.parked.add(event.claimId)
@@ -104,7 +107,7 @@ export class DispatchChecker {
       else if (command.type === 'linePoll.end') line.polls.delete(command.params.pollId)
       else if (command.type === 'job.kept') {
         keptJob = command.params.job.id
-        line.kept.set(keptJob, command.params.job.priority)
+        line.kept.add(keptJob)
       } else if (command.type === 'claim.handOver' || command.type === 'job.release') {
         const id = command.params.job.id
         line.kept.delete(id)
@@ -114,7 +117,7 @@ export class DispatchChecker {
     if (event.type === 'partition.unloaded' && line.partitions.delete(event.instance) && line.partitions.size === 0) {
       // Judged after the step's commands: the step that hears the unload is the one that lets go.
       for (const claimId of line.parked) line.claimsToLetGo.set(claimId, { byMs: nowMs + letGoBoundMs, sinceMs: nowMs })
-      for (const id of line.kept.keys()) line.jobsToLetGo.set(id, { byMs: nowMs + letGoBoundMs, sinceMs: nowMs })
+      for (const id of line.kept) line.jobsToLetGo.set(id, { byMs: nowMs + letGoBoundMs, sinceMs: nowMs })
     }
     if (event.type !== 'linePoll.matched' || keptJob === null || line.polls.size <= line.parked.size) return
     this.#deps.fail(
@@ -124,17 +127,21 @@ export class DispatchChecker {
   }
 
   /**
-   * A claim of host `hostId`'s incarnation `incarnation` was answered job `id` of `queue`, of
-   * `priority` (a lone claim's answer, or a work loop's handler starting it), at world time `nowMs`.
+   * A claim of host `hostId`'s incarnation `incarnation` was answered job `id` of `queue` (a lone
+   * claim's answer, or a work loop's handler starting it), at world time `nowMs`.
    */
-  answered(hostId: string, incarnation: number, queue: string, id: string, priority: number, nowMs: number): void {
+  answered(hostId: string, incarnation: number, queue: string, id: string, nowMs: number): void {
     const line = this.#lines.get(`${hostId}/${incarnation}/${queue}`)
-    if (line === undefined) return
-    for (const [kept, keptPriority] of line.kept) {
-      if (keptPriority <= priority) continue
+    const order = this.#deps.orderOf(id)
+    if (line === undefined || order === undefined) return
+    for (const kept of line.kept) {
+      const keptOrder = this.#deps.orderOf(kept)
+      if (keptOrder === undefined) continue
+      const placesAhead = keptOrder.place !== null && order.place !== null && placedBefore(keptOrder.place, order.place)
+      if (keptOrder.priority < order.priority || (keptOrder.priority === order.priority && !placesAhead)) continue
       this.#deps.fail(
         'no head kept',
-        `a claim of ${hostId} was answered job ${id} of ${queue} (priority ${priority}) at ${nowMs} while job ${kept} (priority ${keptPriority}), claimed for that engine, was kept there for a later claim: the job ahead in claim order waits while the one behind it runs`,
+        `a claim of ${hostId} was answered job ${id} of ${queue} (${described(order)}) at ${nowMs} while job ${kept} (${described(keptOrder)}), claimed for that engine, was kept there for a later claim: the job ahead in claim order waits while the one behind it runs`,
       )
       return
     }
@@ -147,4 +154,11 @@ export class DispatchChecker {
     toLetGo.delete(id)
     if (nowMs > due.byMs) this.#deps.fail('moved queue lets go', sentence(due.sinceMs))
   }
+}
+
+// A job's order, in words: its priority, and the place it was claimed from when known.
+function described(order: JobOrder): string {
+  const place: JobPlace | null = order.place
+  if (place === null) return `priority ${order.priority}`
+  return `priority ${order.priority}, claimed from ${place.dueMs === Number.NEGATIVE_INFINITY ? 'Matching' : `due ${place.dueMs}`}, #${place.seq} in due order`
 }

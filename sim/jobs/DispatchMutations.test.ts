@@ -56,6 +56,10 @@ const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchE
     holds: (after) => after.commands.includes('pass.request'),
   },
   staleDeliveryUnheard: { events: [{ type: 'forwarded.arrived' }, { type: 'delivery.stale' }], holds: (after) => after.commands.includes('pass.request') },
+  passBesideKept: {
+    events: [{ type: 'claim.heldTwo', own: { ...job, id: 'own', priority: 0 }, handed: { ...job, priority: 0 }, passBeside: true }],
+    holds: (after) => after.commands.includes('claim.settleHead') && after.context.spare.length === 0,
+  },
   headOfTwoKept: {
     events: [{ type: 'claim.heldTwo', own: { ...job, id: 'own', priority: 0 }, handed: { ...job, priority: 5 }, passBeside: false }],
     holds: (after) => after.context.spare.length === 1 && after.context.spare[0]?.id === 'own',

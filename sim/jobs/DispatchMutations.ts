@@ -68,13 +68,22 @@ export type DispatchMutation =
    * passed over the rows that one held), it waits while the job behind it runs.
    */
   | 'headOfTwoKept'
+  /**
+   * A claim that a due-time pass handed a job while its own store statement was out, with no
+   * other claim waiting, answers the one of the two the records rank first (its own, within a
+   * priority) and keeps the other for the next claim, instead of giving both back and claiming
+   * the head: the two statements ran side by side, and the kept one may be the head.
+   */
+  | 'passBesideKept'
 
 /** Every dispatch mutation, in the menu's order. */
-export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard', 'setAsidePassedBy', 'closingKeepsHanded', 'staleDeliveryUnheard', 'headOfTwoKept']
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard', 'setAsidePassedBy', 'closingKeepsHanded', 'staleDeliveryUnheard', 'headOfTwoKept', 'passBesideKept']
 
 /** The dispatch machine with `mutation` planted. */
 export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
   switch (mutation) {
+    case 'passBesideKept':
+      return dispatchMachine.provide({ guards: { mustSettleHead: () => false } }) as DispatchMachine
     case 'headOfTwoKept':
       return dispatchMachine.provide({ guards: { mustSettleHead: () => false, handedIsAhead: () => false } }) as DispatchMachine
     case 'staleDeliveryUnheard':

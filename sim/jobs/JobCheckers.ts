@@ -129,11 +129,6 @@ export class JobCheckers {
     this.#healedAtMs = nowMs
   }
 
-  /** The priority of a job whose enqueue committed. */
-  priorityOf(id: string): number | undefined {
-    return this.#jobs.get(id)?.job.priority
-  }
-
   /** The queue of a job whose enqueue committed. */
   queueOf(id: string): string | undefined {
     return this.#jobs.get(id)?.job.queue

@@ -99,6 +99,7 @@ import { HandlerCheckers } from './HandlerCheckers.ts'
 import type { JobBoundaryRecord } from './JobBoundary.ts'
 import { type HandlerEvent, JobsHost, type JobsHostDeps } from './JobsHost.ts'
 import { ControlCheckers } from './ControlCheckers.ts'
+import { ClaimOrderModel } from './ClaimOrderModel.ts'
 import { DispatchChecker } from './DispatchChecker.ts'
 import { IdlePollChecker } from '../core/IdlePollChecker.ts'
 import { GiveBackChecker } from './GiveBackChecker.ts'
@@ -280,7 +281,8 @@ export class JobsWorld {
   readonly #ownership = new OwnershipChecker()
   readonly #handlers = new HandlerCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), claimOf: (id) => this.#checkers.claimOf(id) })
   readonly #controls = new ControlCheckers({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), queueOf: (id) => this.#checkers.queueOf(id) })
-  readonly #dispatches = new DispatchChecker({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence) })
+  readonly #claimOrder = new ClaimOrderModel()
+  readonly #dispatches = new DispatchChecker({ fail: (checker, sentence) => this.#checkers.fail(checker, sentence), orderOf: (id) => this.#claimOrder.claimedFrom(id) })
   readonly #idlePolls = new IdlePollChecker({
     fail: (checker, sentence) => this.#checkers.fail(checker, sentence),
     owns: (hostId, queue, _type, partition) => this.#hosts.find((host) => host.id === hostId)?.ownedPartitions(queue).includes(partition) === true,
@@ -963,8 +965,7 @@ export class JobsWorld {
   // kept there (DispatchChecker.ts). Judged on queues of one partition, where the order holds across the queue.
   #answered(hostId: string, incarnation: number, queue: string, id: string): void {
     if ((this.#options.queues[queue]?.partitions ?? 1) !== 1) return
-    const priority = this.#checkers.priorityOf(id)
-    if (priority !== undefined) this.#dispatches.answered(hostId, incarnation, queue, id, priority, this.#clock.now() - epochMs)
+    this.#dispatches.answered(hostId, incarnation, queue, id, this.#clock.now() - epochMs)
   }
 
   #onHandler(event: HandlerEvent): void {
@@ -1000,6 +1001,7 @@ export class JobsWorld {
       // failure of the current engine (KnownEngineFailures.ts), unlike any other non-owner's claim.
       if (violation !== null) this.#checkers.fail(record.ownership?.seesNobody === true ? 'owner sees nobody' : 'owner delivers', violation)
     }
+    this.#claimOrder.observe(record)
     this.#checkers.observe(record)
     this.#rates.observe(record)
     this.#fairness.observe(record)

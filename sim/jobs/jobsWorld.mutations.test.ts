@@ -168,6 +168,9 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // A claim whose own statement and a pass's ran side by side, each passing over the rows the
   // other held (row-lock windows), answers its own job and keeps the pass's, of higher priority.
   headOfTwoKept: 4,
+  // A pass's claim for a claim whose own statement was out took the job with Matching (first in
+  // claim order), the claim's own the job behind it; the claim keeps the pass's.
+  passBesideKept: 35,
 }
 
 // One mutant run: caught when any checker reports a violation.
