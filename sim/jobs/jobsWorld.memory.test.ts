@@ -158,6 +158,14 @@ it('world 2147483634: a claim that lands while its owner closes still reaches th
   await expectCleanWorld({ seed: 2147483634, overrides: { steps: 1_000 } })
 })
 
+// World 536: host-1 lost queue-0's partition to host-7 (its write found the range taken), so its
+// restart back-off had run to 8 s; then host-7 left and every view gave the partition back to
+// host-1. The new view waives the back-off: without that, host-1 refused to load the queue for
+// seconds while its workers and the polls forwarded to it waited beside due jobs.
+it('world 536: a view that gives a partition back ends its restart back-off', async () => {
+  await expectCleanWorld({ seed: 536 })
+})
+
 // World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the
 // one whose write then finds its range taken waits out a restart back-off of several seconds
 // (the Matching ownership rule) while workers idle; prompt delivery is judged after it. World

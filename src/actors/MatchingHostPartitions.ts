@@ -103,7 +103,7 @@ export function makeHostPartitions(options: HostPartitionsOptions): HostPartitio
     await entry.finish()
   }
 
-  const unsubscribe = watchMembership(options, partitions, unloadInstance)
+  const unsubscribe = watchMembership(options, partitions, book.restartBooks, unloadInstance)
 
   return {
     actorFor(route) {
@@ -139,7 +139,7 @@ function startPartition(book: Book, { key, name }: Route, instance: number): Par
       actor = yield* makePartitionActor({
         partition: key,
         generation: instance,
-        restarts: restartBooks.open(name),
+        restarts: restartBooks.open(name, key),
         store: host.store,
         history: host.history,
         clock,
@@ -181,14 +181,17 @@ function startPartition(book: Book, { key, name }: Route, instance: number): Par
 
 // When membership moves a partition away, unloads its instance after a short delay if it still
 // is not ours; if it is ours again by then, unloads it only if another host took it meanwhile.
+// A view waives the restart delays of the partitions it gives this host (RestartBooks.ts).
 // Returns the unsubscribe function (none without membership).
 function watchMembership(
   options: HostPartitionsOptions,
   partitions: ReadonlyMap<string, PartitionEntry>,
+  restartBooks: RestartBooks,
   unloadInstance: HostPartitions['unloadInstance'],
 ): (() => void) | undefined {
   const { routing, clock } = options
   return options.host.membership?.subscribe(() => {
+    restartBooks.waiveOurs((key) => routing.isOurs(key), clock.now())
     for (const [name, entry] of partitions) {
       if (routing.isOurs(entry.actor.partition)) continue
       const instance = entry.actor.generation

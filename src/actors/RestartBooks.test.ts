@@ -1,6 +1,7 @@
 import { Duration, Effect, Schedule } from 'effect'
 import { describe, expect, it } from 'vitest'
 import { cappedExponentialMs } from '../domain/Backoff.ts'
+import type { PartitionKey } from '../domain/QueueKey.ts'
 import { acquireRetryInitialMs, acquireRetryMaxMs } from '../kernel/Limits.ts'
 import { bookQueueEnd, makeRestartBooks, makeRestartDelays, partitionRestartSchedule, type RestartBook } from './RestartBooks.ts'
 
@@ -63,14 +64,39 @@ describe('bookQueueEnd', () => {
   })
 })
 
+const partitionKey = (partition: number): PartitionKey => ({ namespace: 'jobs', family: 'q', type: 'activity', partition })
+
 describe('makeRestartBooks', () => {
   it('keeps a finished partition book only while a delay of it runs', () => {
     const books = makeRestartBooks()
-    bookQueueEnd(books.open('p'), '', true, 0)
+    bookQueueEnd(books.open('p', partitionKey(0)), '', true, 0)
     books.finished('p', 500)
     expect(books.size()).toBe(1)
-    expect(books.open('p').get('')?.attempts).toBe(1)
+    expect(books.open('p', partitionKey(0)).get('')?.attempts).toBe(1)
     books.finished('p', 1_000)
     expect(books.size()).toBe(0)
+  })
+
+  it('a view that gives a partition to this host cuts its delays to the first step, keeping the run of failures; others keep theirs', () => {
+    const books = makeRestartBooks()
+    const ours = books.open('p0', partitionKey(0))
+    const theirs = books.open('p1', partitionKey(1))
+    for (const book of [ours, theirs]) {
+      bookQueueEnd(book, '', true, 0)
+      bookQueueEnd(book, '', true, 1_000)
+    }
+    // The second failure in a row waits 2 s, until 3,000.
+    expect(ours.get('')?.notBeforeMs).toBe(3_000)
+    // One partition's book lingers after its instance finished: a later instance reads it. A view
+    // at 1,500 cuts its delay to the first step after the failure (2,000); one at 2,500 to now.
+    books.finished('p0', 1_500)
+    books.waiveOurs((key) => key.partition === 0, 1_500)
+    expect(books.open('p0', partitionKey(0)).get('')?.notBeforeMs).toBe(2_000)
+    expect(theirs.get('')?.notBeforeMs).toBe(3_000)
+    books.waiveOurs((key) => key.partition === 1, 2_500)
+    expect(theirs.get('')?.notBeforeMs).toBe(2_500)
+    // Lost again: the run goes on from where it was (4 s, the third step).
+    bookQueueEnd(ours, '', true, 2_000)
+    expect(ours.get('')).toMatchObject({ attempts: 3, notBeforeMs: 6_000 })
   })
 })

@@ -11,6 +11,10 @@
  * n-th delay; a clean unload after the delay ran out forgets the run, and the next failure
  * starts from the first delay.
  *
+ * A membership view that gives a partition to this host cuts the delays still running in its
+ * book to the schedule's first step (`waiveOurs`): the longer steps are for hosts whose views
+ * keep disagreeing, and a new view is news they were not waiting for.
+ *
  * Bound: a book is kept while an instance of its partition is unfinished (loaded, or unloaded
  * but with queues still draining, which may still write it) and, after the last one finished,
  * while one of its delays still runs; then it goes. Entries whose delay has passed are forgotten
@@ -20,6 +24,7 @@
  */
 import { Cause, Duration, Effect, Exit, Schedule } from 'effect'
 import { assert } from '../kernel/assert.ts'
+import type { PartitionKey } from '../domain/QueueKey.ts'
 import { acquireRetryInitialMs, acquireRetryMaxMs } from '../kernel/Limits.ts'
 
 /**
@@ -54,6 +59,8 @@ export function makeRestartDelays(schedule: Schedule.Schedule<unknown> = partiti
 export interface RestartEntry {
   /** Failures in a row so far (the schedule's steps taken). */
   readonly attempts: number
+  /** When the latest failure was booked. */
+  readonly failedAtMs: number
   readonly notBeforeMs: number
   /** The slot's run of the restart schedule: the next failure's delay. */
   readonly nextDelayMs: (nowMs: number) => number
@@ -72,14 +79,24 @@ export function bookQueueEnd(book: RestartBook, slot: string, failed: boolean, n
   const entry = book.get(slot)
   if (failed) {
     const nextDelayMs = entry?.nextDelayMs ?? makeRestartDelays(schedule)
-    book.set(slot, { attempts: (entry?.attempts ?? 0) + 1, notBeforeMs: nowMs + nextDelayMs(nowMs), nextDelayMs })
+    book.set(slot, { attempts: (entry?.attempts ?? 0) + 1, failedAtMs: nowMs, notBeforeMs: nowMs + nextDelayMs(nowMs), nextDelayMs })
   } else if ((entry?.notBeforeMs ?? 0) <= nowMs) book.delete(slot)
 }
 
 /** The restart books of one host, by partition name. */
 export interface RestartBooks {
-  /** The book a new instance of partition `name` reads and writes; counts the instance as unfinished. */
-  open(name: string): RestartBook
+  /** The book a new instance of partition `name` (`key`) reads and writes; counts the instance as unfinished. */
+  open(name: string, key: PartitionKey): RestartBook
+  /**
+   * A new membership view: the delays still running in the books of partitions it gives this
+   * host (`isOurs`) are cut to the first step of the schedule (`acquireRetryInitialMs` after the
+   * failure; now, if that has passed). The longer steps keep two hosts whose views disagree from
+   * taking a queue from each other at a growing rate; a new view that gives the partition to this
+   * host is news they were not waiting for (the host it lost the queue to left, say), while the
+   * first step still bounds how fast hosts that disagree can take it back and forth. The run of
+   * failures is kept, so a queue lost again backs off longer.
+   */
+  waiveOurs(isOurs: (key: PartitionKey) => boolean, nowMs: number): void
   /** An instance of `name` finished: unloaded, its queues drained, so it writes its book no more. */
   finished(name: string, nowMs: number): void
   /** Books kept now (diagnostics). */
@@ -89,6 +106,7 @@ export interface RestartBooks {
 /** Makes a host's restart books. */
 export function makeRestartBooks(): RestartBooks {
   const books = new Map<string, RestartBook>()
+  const keys = new Map<string, PartitionKey>()
   const unfinished = new Map<string, number>()
   // Books of partitions with no unfinished instance, kept only for a delay still running.
   const lingering = new Set<string>()
@@ -103,13 +121,15 @@ export function makeRestartBooks(): RestartBooks {
     if (book !== undefined) for (const [slot, entry] of book) if (entry.notBeforeMs <= nowMs) book.delete(slot)
     if (book === undefined || book.size === 0) {
       books.delete(name)
+      keys.delete(name)
       lingering.delete(name)
     } else lingering.add(name)
   }
 
   return {
-    open(name) {
+    open(name, key) {
       unfinished.set(name, (unfinished.get(name) ?? 0) + 1)
+      keys.set(name, key)
       lingering.delete(name)
       let book = books.get(name)
       if (book === undefined) books.set(name, (book = new Map()))
@@ -121,6 +141,16 @@ export function makeRestartBooks(): RestartBooks {
       else unfinished.delete(name)
       for (const other of lingering) forgetIfDone(other, nowMs)
       forgetIfDone(name, nowMs)
+    },
+    waiveOurs(isOurs, nowMs) {
+      for (const [name, book] of books) {
+        const key = keys.get(name)
+        if (key === undefined || !isOurs(key)) continue
+        for (const [slot, entry] of book) {
+          const waivedMs = Math.max(nowMs, entry.failedAtMs + acquireRetryInitialMs)
+          if (entry.notBeforeMs > waivedMs) book.set(slot, { ...entry, notBeforeMs: waivedMs })
+        }
+      }
     },
     size: () => books.size,
   }
