@@ -143,5 +143,12 @@ describe('DispatchChecker', () => {
     expect(failed[1]).toMatch(/job late of q \(priority 0, claimed from due 100, #2 in due order\).*job early \(priority 0, claimed from due 100, #1 in due order\)/)
     c.answered('host-1', 0, 'q', 'fromMatching', 1_000)
     expect(failed).toHaveLength(2)
+    // Two jobs claimed from Matching are in Matching's order, which the checker does not know.
+    orders.keptFromMatching = { priority: 0, place: { dueMs: Number.NEGATIVE_INFINITY, seq: 0 } }
+    step({ type: 'job.returned', job }, [keep('keptFromMatching')])
+    c.answered('host-1', 0, 'q', 'fromMatching', 1_000)
+    expect(failed).toHaveLength(2)
+    c.answered('host-1', 0, 'q', 'late', 1_000)
+    expect(failed).toHaveLength(3)
   })
 })

@@ -24,7 +24,8 @@
  *   incarnation for the queue: the job ahead would wait for a later claim, or the next pass, while
  *   the one behind it runs. A claim can hold two jobs at once (its own statement's and one handed
  *   to it meanwhile). Ahead means a higher priority, or within one, claimed from a place before
- *   the other's (ClaimOrderModel.ts; compared only where the model knows both places).
+ *   the other's (ClaimOrderModel.ts; compared only where the model knows both places, and not
+ *   between two jobs claimed from Matching, whose order is Matching's backlog's).
  *
  * Polls, parked claims, kept jobs and loaded partition instances are counted per host
  * incarnation and queue, from the steps alone: a poll runs from its `linePoll.start` command
@@ -137,7 +138,7 @@ export class DispatchChecker {
     for (const kept of line.kept) {
       const keptOrder = this.#deps.orderOf(kept)
       if (keptOrder === undefined) continue
-      const placesAhead = keptOrder.place !== null && order.place !== null && placedBefore(keptOrder.place, order.place)
+      const placesAhead = keptOrder.place !== null && order.place !== null && !(fromMatching(keptOrder.place) && fromMatching(order.place)) && placedBefore(keptOrder.place, order.place)
       if (keptOrder.priority < order.priority || (keptOrder.priority === order.priority && !placesAhead)) continue
       this.#deps.fail(
         'no head kept',
@@ -155,6 +156,10 @@ export class DispatchChecker {
     if (nowMs > due.byMs) this.#deps.fail('moved queue lets go', sentence(due.sinceMs))
   }
 }
+
+// Claimed from Matching: among such jobs the order is Matching's backlog's (appended by due-time
+// passes, in the order each pass reserved them), which the store boundary does not show.
+const fromMatching = (place: JobPlace): boolean => place.dueMs === Number.NEGATIVE_INFINITY
 
 // A job's order, in words: its priority, and the place it was claimed from when known.
 function described(order: JobOrder): string {
