@@ -158,6 +158,12 @@ function passedOn(context: DispatchContext, job: JobRecord, enqueue: Enqueue, cl
   return context
 }
 
+// A claim holding two answers `answered` and passes `other` on: the context after.
+function answering(context: DispatchContext, answered: JobRecord, other: JobRecord, enqueue: Enqueue, closing: boolean): DispatchContext {
+  enqueue({ type: 'claim.answer', params: { job: answered } })
+  return passedOn(context, other, enqueue, closing)
+}
+
 // Ends line polls beyond one per parked claim (all of them once none is parked).
 function endingIdlePolls(context: DispatchContext, enqueue: Enqueue): DispatchContext {
   if (context.linePolls.length <= context.parked.length) return context
@@ -278,15 +284,11 @@ const machineSetup = withCommands.extend({
     }),
     /** A claim holding two answers the one handed to it; its own goes to the next claim waiting, or is kept (`passedOn`). */
     answerHanded: enqueueActions(({ context, event, enqueue, check }) => {
-      if (event.type !== 'claim.heldTwo') return
-      enqueue({ type: 'claim.answer', params: { job: event.handed } })
-      enqueue.assign(passedOn(context, event.own, enqueue, check('isEngineClosing')))
+      if (event.type === 'claim.heldTwo') enqueue.assign(answering(context, event.handed, event.own, enqueue, check('isEngineClosing')))
     }),
     /** A claim holding two answers its own; the one handed to it goes to the next claim waiting, or is kept (`passedOn`). */
     answerOwn: enqueueActions(({ context, event, enqueue, check }) => {
-      if (event.type !== 'claim.heldTwo') return
-      enqueue({ type: 'claim.answer', params: { job: event.own } })
-      enqueue.assign(passedOn(context, event.handed, enqueue, check('isEngineClosing')))
+      if (event.type === 'claim.heldTwo') enqueue.assign(answering(context, event.own, event.handed, enqueue, check('isEngineClosing')))
     }),
     /** A job handed to a claim that had already got one goes to the next claim waiting, or is kept (`passedOn`). */
     returnJob: enqueueActions(({ context, event, enqueue, check }) => {
