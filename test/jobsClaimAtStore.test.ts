@@ -16,9 +16,15 @@
  * from an enqueue of this engine (no pass beside it), the claim answers the one ahead as far as
  * the two records tell (the higher priority) and keeps the other for the next claim.
  *
- * One engine on the memory stores whose `claimDue` statements are held at gates, so the two
- * statements run and answer in the order each test needs, on a ManualClock that does not move;
- * no sleeps: waits are on conditions, bounded by event-loop turns.
+ * A job kept on the engine for its next claim (passed on by a claim holding two) goes to the
+ * next lone claim even when the store shows a job with Matching: it is ahead of that one, and
+ * polling Matching instead would answer the job behind while the kept one waits for a pass to
+ * give it back.
+ *
+ * One engine on the memory stores whose `claimDue` statements (and, in the last case, one look
+ * at the rows with Matching) are held at gates, so the statements run and answer in the order
+ * each test needs, on a ManualClock that does not move; no sleeps: waits are on conditions,
+ * bounded by event-loop turns.
  */
 import { expect, it } from 'vitest'
 import { ManualClock, Random } from '../src/index.ts'
@@ -32,9 +38,12 @@ import { settle, until } from './harness/settle.ts'
 
 type ClaimDue = (inner: JobStore, params: Parameters<JobStore['claimDue']>[0]) => ReturnType<JobStore['claimDue']>
 
+type DeliverableCount = (inner: JobStore, params: Parameters<JobStore['deliverableCount']>[0]) => ReturnType<JobStore['deliverableCount']>
+
 // One engine on the memory stores whose `claimDue` goes through `claimDue` (given the real one),
-// and whose `release` fails while `refuseRelease()` says so, with a priority-0 job due.
-async function soloWithOneJob(claimDue: ClaimDue, refuseRelease: () => boolean = () => false) {
+// whose `release` fails while `refuseRelease()` says so, and whose `deliverableCount` goes
+// through `deliverableCount`, with a priority-0 job due.
+async function soloWithOneJob(claimDue: ClaimDue, refuseRelease: () => boolean = () => false, deliverableCount: DeliverableCount = (inner, params) => inner.deliverableCount(params)) {
   const store = makeMemoryStore()
   const inner = makeMemoryJobStore({ queueRanges: store })
   const jobStore: JobStore = {
@@ -44,6 +53,7 @@ async function soloWithOneJob(claimDue: ClaimDue, refuseRelease: () => boolean =
       if (refuseRelease()) throw new Unavailable({ operation: 'release', detail: 'the connection dropped', maybeCommitted: false })
       return inner.release(params)
     },
+    deliverableCount: (params) => deliverableCount(inner, params),
   }
   const clock = new ManualClock(1_700_000_000_000)
   const mb = makeMatchbox({ hostId: 'solo', store, jobStore, clock, random: Random.make(7), closeStores: () => store.close() })
@@ -174,5 +184,45 @@ it('a claim at the store handed a job of higher priority by an enqueue answers t
   const claimed = await claiming
   expect(claimed?.id).toBe(head)
   expect((await q.claim())?.id).toBe(behind)
+  await mb.close()
+})
+
+it('a lone claim takes the job kept on its engine before it polls Matching for one with Matching', async () => {
+  const gate = makeGate()
+  const held = holdingNext(gate)
+  // The second claim's look at the store waits at `countGate`, and then shows one row with
+  // Matching (another engine's job whose task a poll elsewhere is taking, say).
+  const countGate = makeGate()
+  let holdCount = false
+  const { mb, q, behind } = await soloWithOneJob(held.claimDue, undefined, async (inner, params) => {
+    if (!holdCount) return inner.deliverableCount(params)
+    holdCount = false
+    await countGate.pass()
+    return (await inner.deliverableCount(params)) + 1
+  })
+  // The second claim is looking at the store while the first one runs.
+  holdCount = true
+  countGate.close()
+  const second = q.claim({ waitMs: 0 })
+  await until(() => countGate.held() === 1, 'the second claim is looking at the store')
+  held.holdNext()
+  gate.close()
+  const first = q.claim()
+  await until(() => gate.held() === 1, 'the first claim’s statement is at the store')
+  // An enqueue hands its job, of higher priority, to the first claim while its statement is out;
+  // the statement takes the job behind. Holding two, the claim answers the head and keeps the
+  // other on its engine for the next claim.
+  const head = await q.enqueue('newer, priority 7', { priority: 7 })
+  gate.open()
+  expect((await first)?.id).toBe(head)
+  // The second claim takes that kept job, which is ahead of anything with Matching, rather than
+  // poll Matching for the other.
+  countGate.open()
+  let answered = false
+  void second.finally(() => (answered = true))
+  await until(() => answered, 'the second claim answers, not waiting on Matching')
+  const next = await second
+  expect(next?.id).toBe(behind)
+  expect(next?.attempts).toBe(1)
   await mb.close()
 })

@@ -14,8 +14,9 @@
  *   polls wait there that the store cannot serve (`deliveryDemand`: polls other engines
  *   forwarded here, and this engine's own while those come first). A lazy claim (`queue.claim()`)
  *   first runs the due-time driver at the clock's time, so a job whose runAt arrived or whose
- *   claim lapsed is found even if no timer fired; it polls Matching only when the store shows
- *   more jobs with Matching than lazy polls in flight. History's claim decides a Matching task;
+ *   claim lapsed is found even if no timer fired; it takes a job kept on this engine for the
+ *   next claim, and otherwise polls Matching only when the store shows more jobs with Matching
+ *   than lazy polls in flight. History's claim decides a Matching task;
  *   the poll hands back the claimed job.
  * - **Remote** (another engine owns the partitions): the poll is forwarded to the owner, which
  *   claims a due job straight from the store or else waits for a task in its partition, claims
@@ -263,6 +264,15 @@ export async function pollDeliverable(runtime: JobsRuntime, queue: string, deadl
     else await runtime.driver.runIfDue()
     const inFlight = dispatch.lazyPolls()
     const deliverable = await runtime.jobStore.deliverableCount({ queue, nowMs: runtime.now(), limit: inFlight + 1 })
+    // A job kept on this engine for its next claim (handed over while its claimant left) goes to
+    // this engine's own claim first, as it does to a worker's: polling Matching instead would
+    // answer a job behind it while it waits for a pass to give it back.
+    if (eager && !isStopped() && dispatch.hasSpare()) {
+      const place = dispatch.join()
+      const kept = place.job()
+      if (kept !== null) return kept
+      place.leave()
+    }
     if (deliverable > inFlight && !isStopped()) {
       dispatch.lazyPollStarted()
       // Never wait on Matching past the claim's own deadline: claim({ waitMs: 0 }) returns promptly.
