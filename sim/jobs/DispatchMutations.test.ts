@@ -57,11 +57,15 @@ const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchE
   },
   staleDeliveryUnheard: { events: [{ type: 'forwarded.arrived' }, { type: 'delivery.stale' }], holds: (after) => after.commands.includes('pass.request') },
   passBesideKept: {
-    events: [{ type: 'claim.heldTwo', own: { ...job, id: 'own', priority: 0 }, handed: { ...job, priority: 0 }, passBeside: true }],
+    events: [{ type: 'claim.heldTwo', own: { ...job, id: 'own', priority: 0 }, handed: { ...job, priority: 0 }, passBeside: true, throughMatching: false }],
     holds: (after) => after.commands.includes('claim.settleHead') && after.context.spare.length === 0,
   },
   headOfTwoKept: {
-    events: [{ type: 'claim.heldTwo', own: { ...job, id: 'own', priority: 0 }, handed: { ...job, priority: 5 }, passBeside: false }],
+    events: [{ type: 'claim.heldTwo', own: { ...job, id: 'own', priority: 0 }, handed: { ...job, priority: 5 }, passBeside: false, throughMatching: false }],
+    holds: (after) => after.context.spare.length === 1 && after.context.spare[0]?.id === 'own',
+  },
+  matchedHandedKept: {
+    events: [{ type: 'claim.heldTwo', own: { ...job, id: 'own', priority: 0 }, handed: { ...job, priority: 0 }, passBeside: false, throughMatching: true }],
     holds: (after) => after.context.spare.length === 1 && after.context.spare[0]?.id === 'own',
   },
   closingKeepsHanded: {

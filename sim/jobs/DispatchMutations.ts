@@ -75,13 +75,21 @@ export type DispatchMutation =
    * the head: the two statements ran side by side, and the kept one may be the head.
    */
   | 'passBesideKept'
+  /**
+   * A claim handed a job through Matching while its own statement was out ranks the two by
+   * priority alone: within one it answers its own and keeps the one from Matching, which claim
+   * order puts first.
+   */
+  | 'matchedHandedKept'
 
 /** Every dispatch mutation, in the menu's order. */
-export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard', 'setAsidePassedBy', 'closingKeepsHanded', 'staleDeliveryUnheard', 'headOfTwoKept', 'passBesideKept']
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard', 'setAsidePassedBy', 'closingKeepsHanded', 'staleDeliveryUnheard', 'headOfTwoKept', 'passBesideKept', 'matchedHandedKept']
 
 /** The dispatch machine with `mutation` planted. */
 export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
   switch (mutation) {
+    case 'matchedHandedKept':
+      return dispatchMachine.provide({ guards: { handedIsAhead: ({ event }) => event.type === 'claim.heldTwo' && event.handed.priority > event.own.priority } }) as DispatchMachine
     case 'passBesideKept':
       return dispatchMachine.provide({ guards: { mustSettleHead: () => false } }) as DispatchMachine
     case 'headOfTwoKept':

@@ -171,6 +171,10 @@ export const catchingSeeds: Readonly<Record<JobMutationName, number | null>> = {
   // A pass's claim for a claim whose own statement was out took the job with Matching (first in
   // claim order), the claim's own the job behind it; the claim keeps the pass's.
   passBesideKept: 35,
+  // Not caught within 100 seeds: no world of seeds 1…300 hands a line poll's job to a claim whose
+  // own statement is out (the job goes to the claim waiting longest, almost always one parked on
+  // that poll). The machine's stepping test catches it.
+  matchedHandedKept: null,
 }
 
 // One mutant run: caught when any checker reports a violation.

@@ -28,9 +28,9 @@
  * (first within its priority: its task, delivered later, finds it started), and it waits for a
  * due-time pass in progress, which may be reserving older jobs for Matching. A claim handed a
  * job while its own statement was out holds two, and answers the head of the two, never the job
- * behind it (the dispatch machine's `claim.heldTwo`): the higher priority; within one, its own —
- * unless a pass starting meanwhile claimed the other beside its statement, when only the store
- * knows, and it decides.
+ * behind it (the dispatch machine's `claim.heldTwo`): the higher priority; within one, a job that
+ * came through Matching (first within its priority), else its own — unless a pass starting
+ * meanwhile claimed the other beside its statement, when only the store knows, and it decides.
  *
  * Invariants: a claim never waits past its own deadline, except that Matching counts a poll's
  * wait only once the queue has loaded and read its backlog (`claim({ waitMs: 0 })` returns

@@ -97,7 +97,8 @@ export interface QueueDispatch {
   /**
    * A claim that has left the line holds two jobs (`claim.heldTwo`): `own`, its store statement's,
    * and `handed`, handed to it meanwhile (`passBeside`: by a due-time pass that started while the
-   * statement was out). Answers the job the claim answers — the other goes to the next claim, or
+   * statement was out; the dispatch knows whether it came through one of its line polls, from
+   * Matching). Answers the job the claim answers — the other goes to the next claim, or
    * is kept — or null when the claim is to settle the head at the store (both go back, one
    * statement claims the head): only with `passBeside`, and no claim waiting.
    */

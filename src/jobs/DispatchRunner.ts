@@ -211,6 +211,8 @@ interface QueueDispatchState {
   stepping: boolean
   // What the last `claim.heldTwo` step had its claimant answer (null: settle at the store), until `heldTwo` reads it.
   twoAnswered: JobRecord | null
+  // The jobs line polls were matched (through Matching, claimed by History), while anything holds them.
+  readonly throughMatching: WeakSet<JobRecord>
   readonly pending: DispatchEvent[]
   readonly claims: Map<number, Claim>
   readonly parkedEnds: Map<number, ParkedEnds>
@@ -237,6 +239,7 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
     passMarker: 1,
     stepping: false,
     twoAnswered: null,
+    throughMatching: new WeakSet(),
     pending: [],
     claims: new Map<number, Claim>(),
     parkedEnds: new Map<number, ParkedEnds>(),
@@ -273,7 +276,7 @@ function faceOf(state: QueueDispatchState): QueueDispatch {
     heldTwo(own, handed, passBeside) {
       // Read back right after the step: inside another step the event would only be queued.
       assert(!state.stepping, 'a claim holding two jobs is settled outside any dispatch step')
-      send({ type: 'claim.heldTwo', own, handed, passBeside })
+      send({ type: 'claim.heldTwo', own, handed, passBeside, throughMatching: state.throughMatching.has(handed) })
       // Set by the step's `claim.answer` (a job) or `claim.settleHead` (null); read once.
       const answer = state.twoAnswered
       state.twoAnswered = null
@@ -329,6 +332,8 @@ function counted<T>(state: QueueDispatchState, statement: Promise<T>): Promise<T
 // Steps the machine with `event`, and with every event its commands raise, one at a time.
 function send(state: QueueDispatchState, event: DispatchEvent): void {
   const { pending, stepper, onStep } = state
+  // A claim that comes to hold this job beside its own ranks it first within its priority.
+  if (event.type === 'linePoll.matched') state.throughMatching.add(event.job)
   pending.push(event)
   if (state.stepping) return
   state.stepping = true

@@ -55,7 +55,7 @@ describe('DispatchMachine', () => {
   it('a claim holding two answers the one ahead and hands on or keeps the other; with their order the store’s and nobody waiting, it settles the head at the store', () => {
     const ranked = (id: string, priority: number): JobRecord => ({ ...job(id), priority }) as JobRecord
     const [own, urgent, plain] = [ranked('own', 0), ranked('urgent', 5), ranked('plain', 0)]
-    const heldTwo = (handed: JobRecord, passBeside: boolean): DispatchEvent => ({ type: 'claim.heldTwo', own, handed, passBeside })
+    const heldTwo = (handed: JobRecord, passBeside: boolean, throughMatching = false): DispatchEvent => ({ type: 'claim.heldTwo', own, handed, passBeside, throughMatching })
     // Handed by an enqueue (no pass beside): a higher priority is ahead, else the claim's own.
     const [keptUrgent, urgentCommands] = steps(start(), heldTwo(urgent, false))
     expect(urgentCommands).toEqual([
@@ -67,6 +67,17 @@ describe('DispatchMachine', () => {
     expect(plainCommands).toEqual([
       { type: 'claim.answer', params: { job: own } },
       { type: 'job.kept', params: { job: plain } },
+    ])
+    // Handed through Matching (a line poll's task): first within its priority, as the store orders a job with Matching.
+    const [, matchedCommands] = steps(start(), heldTwo(plain, false, true))
+    expect(matchedCommands).toEqual([
+      { type: 'claim.answer', params: { job: plain } },
+      { type: 'job.kept', params: { job: own } },
+    ])
+    const [, lowerCommands] = steps(start(), heldTwo(ranked('lower', -1), false, true))
+    expect(lowerCommands).toEqual([
+      { type: 'claim.answer', params: { job: own } },
+      { type: 'job.kept', params: { job: ranked('lower', -1) } },
     ])
     // A pass beside its statement, nobody waiting: nothing is kept; the head comes from the store.
     const [settled, settleCommands] = steps(start(), heldTwo(urgent, true))
@@ -119,7 +130,7 @@ describe('DispatchMachine', () => {
     // A job a claim holding another passes on, even with a claim in line: back to the store.
     const [, returnedCommands] = steps(after, { type: 'job.returned', job: job('d') })
     expect(returnedCommands).toEqual([{ type: 'job.release', params: { job: job('d') } }])
-    const [, twoCommands] = steps(after, { type: 'claim.heldTwo', own: job('e'), handed: job('f'), passBeside: false })
+    const [, twoCommands] = steps(after, { type: 'claim.heldTwo', own: job('e'), handed: job('f'), passBeside: false, throughMatching: false })
     expect(twoCommands).toEqual([
       { type: 'claim.answer', params: { job: job('e') } },
       { type: 'job.release', params: { job: job('f') } },
@@ -327,7 +338,7 @@ describe('DispatchMachine', () => {
       fc.tuple(claim, fc.boolean()).map(([claimId, handed]) => ({ type: 'claim.unparked', claimId, handed }) as const),
       fc.tuple(fc.constantFrom('a', 'b'), fc.option(claim, { nil: null })).map(([id, claimId]) => ({ type: 'job.handed', job: job(id), claimId }) as const),
       fc.constantFrom('a', 'b').map((id) => ({ type: 'job.returned', job: job(id) }) as const),
-      fc.tuple(fc.boolean(), fc.boolean()).map(([urgent, passBeside]) => ({ type: 'claim.heldTwo', own: job('a'), handed: { ...job('b'), priority: urgent ? 5 : 0 }, passBeside }) as const),
+      fc.tuple(fc.boolean(), fc.boolean(), fc.boolean()).map(([urgent, passBeside, throughMatching]) => ({ type: 'claim.heldTwo', own: job('a'), handed: { ...job('b'), priority: urgent ? 5 : 0 }, passBeside, throughMatching }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.matched', pollId, job: job('m') }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.idled', pollId }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.stopped', pollId }) as const),

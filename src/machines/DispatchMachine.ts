@@ -48,7 +48,8 @@
  *   serves from the store: always safe). Judged after every step (`isHoldingNothing`).
  *
  * Holding two: a claim whose own store statement answered while it was handed a job too answers
- * the one ahead, and the other goes to the next claim or is kept — unless a due-time pass beside
+ * the one ahead (the higher priority; within one, a job that came through Matching, else its
+ * own), and the other goes to the next claim or is kept — unless a due-time pass beside
  * its statement claimed the one handed (only the store then knows which is ahead within a
  * priority) and no claim waits: then both go back and one statement claims the head.
  *
@@ -201,8 +202,13 @@ const withCommands = setup({
   guards: {
     /** A claim holds two jobs whose order only the store knows, and no claim waits to take one of them. */
     mustSettleHead: ({ context, event }) => event.type === 'claim.heldTwo' && event.passBeside && context.waiting.length === 0,
-    /** Of a claim's two jobs, the one handed to it is ahead: a higher priority (within one, its own was due first or beside it). */
-    handedIsAhead: ({ event }) => event.type === 'claim.heldTwo' && event.handed.priority > event.own.priority,
+    /**
+     * Of a claim's two jobs, the one handed to it is ahead: a higher priority; within one, only a
+     * job that came through Matching (first within its priority, as the store orders one with
+     * Matching). Otherwise its own was due first or beside it.
+     */
+    handedIsAhead: ({ event }) =>
+      event.type === 'claim.heldTwo' && (event.handed.priority > event.own.priority || (event.handed.priority === event.own.priority && event.throughMatching)),
     /** A store claim found fewer rows than it asked for, and no pass started since it was made. */
     isShortOfCurrentGeneration: ({ context, event }) => event.type === 'store.answered' && event.claimed < event.asked && event.generation === context.generation,
     /** Claims of this engine, or polls forwarded here, still wait for a job. */

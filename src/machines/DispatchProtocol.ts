@@ -30,9 +30,11 @@ export type DispatchEvent =
    * answered, and `handed`, handed to it while that statement was out. `passBeside`: `handed` came
    * from a due-time pass that started while the statement was out; the two statements ran side by
    * side and either may have passed over rows the other held, so within a priority only the store
-   * knows which of the two is ahead.
+   * knows which of the two is ahead. `throughMatching`: `handed` came through Matching (a line
+   * poll's task, claimed by History); a job with Matching is first within its priority in claim
+   * order, so it is ahead of the claim's own within one.
    */
-  | { readonly type: 'claim.heldTwo'; readonly own: JobRecord; readonly handed: JobRecord; readonly passBeside: boolean }
+  | { readonly type: 'claim.heldTwo'; readonly own: JobRecord; readonly handed: JobRecord; readonly passBeside: boolean; readonly throughMatching: boolean }
   /** A claim in line parked: it now waits on the queue's line polls. */
   | { readonly type: 'claim.parked'; readonly claimId: number }
   /** A parked claim stopped waiting on the line polls; `handed`: because it was handed a job. */
