@@ -1,7 +1,7 @@
 /**
  * PgPreparedQuery on a real server: rows and row counts as pg's own `Query` gives them (types
  * parsed by the client's parsers, its `types` overrides included), the result described once per
- * statement and client, a statement parsed again learning its shape again, a server error
+ * statement and client (executions queued behind the first included), a statement parsed again learning its shape again, a server error
  * rejecting with the server's error and leaving the client usable, and the values and clients it
  * leaves to pg (`isPreparable`).
  */
@@ -52,6 +52,14 @@ describe('PgPreparedQuery', () => {
     expect(descriptions()).toBe(1)
     const update = await runPrepared(client, 'kinds_update', 'UPDATE kinds SET flag = $1::boolean WHERE id <> $2::text', [false, 'none'])
     expect(update).toEqual({ rows: [], rowCount: 2 })
+  })
+
+  it('describes once for executions queued on a client before the first has answered', async () => {
+    const client = await clientOf()
+    const descriptions = countMessages(client, 'rowDescription')
+    const answers = await Promise.all([1, 2, 3].map((n) => runPrepared(client, 'queued', 'SELECT $1::int AS n', [n])))
+    expect(answers.map((answer) => answer.rows)).toEqual([[{ n: 1 }], [{ n: 2 }], [{ n: 3 }]])
+    expect(descriptions()).toBe(1)
   })
 
   it("parses values with the client's type parsers, its overrides included", async () => {

@@ -113,7 +113,6 @@ class PreparedExecution {
     this.text = text
     this.#values = values
     this.callback = callback
-    this.#shape = shapes.get(name)
   }
 
   submit(connection: ProtocolConnection): Error | null {
@@ -126,10 +125,11 @@ class PreparedExecution {
       if (parsed === undefined) {
         // A statement parsed anew may answer another shape than one remembered from before.
         this.#shapes.delete(name)
-        this.#shape = undefined
         connection.parse({ text, name })
         connection.submittedNamedStatements[name] = text
       }
+      // Read now, not when the query was made: an execution queued behind the statement's first may find it learnt.
+      this.#shape = this.#shapes.get(name)
       connection.bind({ portal: '', statement: name, values: this.#values, valueMapper: toText })
       if (this.#shape === undefined) connection.describe({ type: 'P', name: '' })
       connection.execute({ portal: '' })
