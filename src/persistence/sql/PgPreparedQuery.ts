@@ -11,7 +11,8 @@
  * Describe, and each row is built straight from the remembered shape. A statement's result shape
  * cannot change while the connection keeps it prepared (PostgreSQL refuses the execution: "cached
  * plan must not change result type"), so the shape is kept per client, beside the statements pg
- * records as prepared on it.
+ * records as prepared on it: at most one per statement name, and the driver names at most
+ * `preparedStatementsMax` texts (PgDriver.ts), so a client keeps at most that many shapes.
  *
  * Rows come back as pg's would: an object per row keyed by column name, each value through the
  * client's type parser for its column (its `types` overrides included); `rowCount` from the
