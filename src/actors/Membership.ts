@@ -127,23 +127,38 @@ function makeListeners(): { add(listener: () => void): () => void; notify(): voi
 
 /**
  * Owners of partitions under one view, remembered: a rendezvous hash costs one hash per host,
- * and routing asks for the same partitions on every poll. The caller starts a fresh cache when
- * the view changes; it holds at most `ownerCacheEntriesMax` partitions and starts over past that.
+ * and routing asks for the same partitions on every poll (an engine's claim several times a
+ * job). The caller starts a fresh cache when the view changes; it holds at most
+ * `ownerCacheEntriesMax` partitions and starts over past that. Kept by family, then namespace,
+ * type and partition, so a lookup reads the names it is given and builds no key.
  */
 function makeOwnerCache(): { ownerOf(partition: PartitionKey, view: ReadonlyArray<string>): string | null; clear(): void } {
-  let owners = new Map<string, string | null>()
+  // family → `namespace` → type → partition → owner.
+  let owners = new Map<string, Map<string, Map<string, Map<number, string | null>>>>()
+  let entries = 0
   return {
     ownerOf(partition, view) {
-      const key = `${partition.namespace}\u0000${partition.family}\u0000${partition.type}\u0000${partition.partition}`
-      const known = owners.get(key)
+      const byPartition = owners.get(partition.family)?.get(partition.namespace)?.get(partition.type)
+      const known = byPartition?.get(partition.partition)
       if (known !== undefined) return known
       const owner = ownerOf(partition, view)
-      if (owners.size >= ownerCacheEntriesMax) owners = new Map()
-      owners.set(key, owner)
+      if (entries >= ownerCacheEntriesMax) {
+        owners = new Map()
+        entries = 0
+      }
+      let byNamespace = owners.get(partition.family)
+      if (byNamespace === undefined) owners.set(partition.family, (byNamespace = new Map()))
+      let byType = byNamespace.get(partition.namespace)
+      if (byType === undefined) byNamespace.set(partition.namespace, (byType = new Map()))
+      let byPartitionIndex = byType.get(partition.type)
+      if (byPartitionIndex === undefined) byType.set(partition.type, (byPartitionIndex = new Map()))
+      byPartitionIndex.set(partition.partition, owner)
+      entries++
       return owner
     },
     clear() {
       owners = new Map()
+      entries = 0
     },
   }
 }

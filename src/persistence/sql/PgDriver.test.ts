@@ -104,6 +104,10 @@ describe('PgDriver against a server that goes silent after the startup', () => {
       expect(write.error).toMatchObject({ _tag: 'Unavailable', operation: 'poke', maybeCommitted: true })
       expect(write.elapsedMs).toBeLessThan(5_000)
 
+      // A statement with parameters (a prepared statement, PgPreparedQuery.ts) gives up alike.
+      const prepared = await failure(() => session.write('prod', 'UPDATE t SET n = $1::int', [1]))
+      expect(prepared.error).toMatchObject({ _tag: 'Unavailable', operation: 'prod', maybeCommitted: true })
+
       const transaction = await failure(() => driver.transaction((tx) => tx.query('SELECT 1')))
       expect(transaction.error).toMatchObject({ name: 'DriverError', sent: true, rejectedByServer: false })
       expect(transaction.elapsedMs).toBeLessThan(5_000)
@@ -144,6 +148,9 @@ describe('PgDriver when a backend is terminated as it becomes ready', () => {
     try {
       const statement = await failure(() => makeSqlSession(driver).write('probe', 'SELECT 1', []))
       expect(statement.error).toBeInstanceOf(Unavailable)
+      // Likewise a statement with parameters, which runs as a prepared statement of its own (PgPreparedQuery.ts).
+      const prepared = await failure(() => makeSqlSession(driver).write('probe', 'SELECT $1::int', [1]))
+      expect(prepared.error).toBeInstanceOf(Unavailable)
     } finally {
       await driver.close()
       for (const socket of sockets) socket.destroy()

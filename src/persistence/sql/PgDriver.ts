@@ -16,7 +16,8 @@
  * idle-client errors there and an unhandled one would crash the process.
  *
  * Statements with parameters run as named prepared statements (named by a hash of their text):
- * a connection parses and plans each once. Behind PgBouncer in transaction mode, which does not
+ * a connection parses and plans each once, and learns the shape of its result once
+ * (PgPreparedQuery.ts). Behind PgBouncer in transaction mode, which does not
  * keep a session's prepared statements, use session mode or a Pool of your own to a direct
  * connection.
  *
@@ -31,6 +32,7 @@ import pg from 'pg'
 import { InvalidInput } from '../../domain/errors.ts'
 import { pgConnectTimeoutMs, pgStatementGraceMs, pgStatementTimeoutMs, preparedStatementsMax, timerDelayMsMax } from '../../kernel/Limits.ts'
 import { checkChannel, type Driver, DriverError, type Listener, type Queryable, type QueryResult, toDriverError } from './Driver.ts'
+import { isPreparable, runPrepared } from './PgPreparedQuery.ts'
 
 /** Time bounds of a pool the driver creates; each a whole number of ms in 1…`timerDelayMsMax`. */
 export interface PgTimeoutOptions {
@@ -148,6 +150,7 @@ export function makePgDriver(options: PgDriverOptions): Driver {
     try {
       const name = given.length > 0 ? preparedNameOf(text) : null
       const params = withArrayLiterals(given)
+      if (name !== null && isPreparable(client, params)) return await runPrepared<Row>(client, name, text, params)
       const result = name === null ? await client.query(text, params) : await client.query({ name, text, values: params })
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 }
     } catch (error) {
