@@ -48,11 +48,12 @@ export function jobIdTime(nowMs: number): string {
 }
 
 const alphabetCodes = Array.from(alphabet, (character) => character.charCodeAt(0))
-// The random part's character codes, refilled by each draw (one flat string, no concatenations).
+// The random part: its digits drawn, then their character codes (one flat string, no concatenations).
 const drawnCodes: number[] = Array.from({ length: 15 }, () => 0)
 
 /** A job id of time part `time` (`jobIdTime`): the id `jobId` draws, from the same draws. */
 export function jobIdOf(random: Random, time: string): string {
-  for (let i = 0; i < drawnCodes.length; i++) drawnCodes[i] = alphabetCodes[random.int(0, alphabet.length - 1)] as number
+  random.fillInts(drawnCodes, 0, alphabet.length - 1)
+  for (let i = 0; i < drawnCodes.length; i++) drawnCodes[i] = alphabetCodes[drawnCodes[i] as number] as number
   return time + String.fromCharCode.apply(null, drawnCodes)
 }
