@@ -16,8 +16,8 @@ import { InvalidInput } from '../domain/errors.ts'
 import { validateJson, validateJsonMeasured } from '../domain/Json.ts'
 import { checkBatchBytes, isRated } from '../persistence/jobs/JobInput.ts'
 import { ackBatchSizeMax, claimWaitMsMax, enqueueBatchSizeMax } from '../kernel/Limits.ts'
-import { jobId, randomId } from '../kernel/Ids.ts'
-import type { JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
+import { jobIdOf, jobIdTime, randomId } from '../kernel/Ids.ts'
+import type { EnqueuedJob, JobStamps, NewJob } from '../persistence/jobs/JobStore.ts'
 import { claimNext } from './Claimer.ts'
 import type { JsonValue } from '../domain/Json.ts'
 import { type Job, type JobHandle, toJob } from './JobHandle.ts'
@@ -127,14 +127,15 @@ export function makeJobQueue<T = JsonValue>(
         throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${enqueueBatchSizeMax} jobs ({ payload, ...options })` })
       }
       const nowMs = runtime.now()
-      const { batch, bytesMax } = resolveBatch(jobs, (payload, resolved) => newJob(payload, resolved, nowMs))
+      const idTime = jobIdTime(nowMs)
+      const { batch, bytesMax } = resolveBatch(jobs, (payload, resolved) => newJob(payload, resolved, nowMs, idTime))
       if (batch.length === 0) return []
       // The store checks the total too, but only after the queue's routing is loaded (and, on a
       // new queue, written): a batch too large must write nothing.
       checkBatchBytes(batch.map((job) => job.payload), bytesMax)
       await runtime.routing.load(name, partitions)
       const stored = await jobStore.enqueueMany({ jobs: batch, nowMs }, tx)
-      announceBatchDue(runtime, name, stored.map((job) => job.runAtMs), nowMs)
+      announceBatchDue(runtime, name, stored, nowMs)
       return stored.map((job) => job.id)
     },
 
@@ -182,7 +183,9 @@ export function makeJobQueue<T = JsonValue>(
   return queue
 }
 
-// A job of queue `name`, stamped with the handle's options and the enqueue's own.
+// A job of queue `name`, stamped with the handle's options and the enqueue's own; `idTime` is
+// `jobIdTime(nowMs)`, made once for a batch's jobs. Built field by field rather than by spreads:
+// a batch makes one per job.
 function jobMaker(
   runtime: JobsRuntime,
   name: string,
@@ -190,28 +193,39 @@ function jobMaker(
   fairnessWeights: ReadonlyMap<string, number>,
   concurrencyPerKey: number | null,
   rateLimits: QueueRateLimits,
-): (payload: JsonValue, resolved: ResolvedEnqueue, nowMs: number) => NewJob {
-  return (payload, resolved, nowMs) => ({
-    id: jobId(runtime.ids, nowMs),
-    queue: name,
-    payload,
-    priority: resolved.priority,
-    runAtMs: resolved.runAtMs ?? nowMs + (resolved.delayMs ?? 0),
-    expiresAtMs: resolved.expiresAtMs,
-    ...stamps,
-    maxAttempts: resolved.maxAttempts ?? stamps.maxAttempts,
-    key: resolved.key,
-    // The handle's weight for the key wins over the enqueue's.
-    ...(resolved.fairnessKey === null
-      ? {}
-      : { fairnessKey: resolved.fairnessKey, fairnessWeight: fairnessWeights.get(resolved.fairnessKey) ?? resolved.fairnessWeight ?? 1 }),
+): (payload: JsonValue, resolved: ResolvedEnqueue, nowMs: number, idTime?: string) => NewJob {
+  return (payload, resolved, nowMs, idTime = jobIdTime(nowMs)) => {
+    const job: Mutable<NewJob> = {
+      id: jobIdOf(runtime.ids, idTime),
+      queue: name,
+      payload,
+      priority: resolved.priority,
+      runAtMs: resolved.runAtMs ?? nowMs + (resolved.delayMs ?? 0),
+      expiresAtMs: resolved.expiresAtMs,
+      visibilityTimeoutMs: stamps.visibilityTimeoutMs,
+      maxAttempts: resolved.maxAttempts ?? stamps.maxAttempts,
+      backoffBaseMs: stamps.backoffBaseMs,
+      deadLetterRetentionMs: stamps.deadLetterRetentionMs,
+      key: resolved.key,
+    }
+    if (resolved.fairnessKey !== null) {
+      job.fairnessKey = resolved.fairnessKey
+      // The handle's weight for the key wins over the enqueue's.
+      job.fairnessWeight = fairnessWeights.get(resolved.fairnessKey) ?? resolved.fairnessWeight ?? 1
+    }
     // A concurrency key limits only through a handle with a limit; on any other it is dropped.
-    ...(resolved.concurrencyKey === null || concurrencyPerKey === null ? {} : { concurrencyKey: resolved.concurrencyKey, concurrencyLimit: concurrencyPerKey }),
+    if (resolved.concurrencyKey !== null && concurrencyPerKey !== null) {
+      job.concurrencyKey = resolved.concurrencyKey
+      job.concurrencyLimit = concurrencyPerKey
+    }
     // The handle's rate limits ride on every job, so the queue's buckets hold the latest.
-    ...(rateLimits.rateLimit === null ? {} : { rateLimit: rateLimits.rateLimit }),
-    ...(rateLimits.rateLimitPerKey === null ? {} : { rateLimitPerKey: rateLimits.rateLimitPerKey }),
-  })
+    if (rateLimits.rateLimit !== null) job.rateLimit = rateLimits.rateLimit
+    if (rateLimits.rateLimitPerKey !== null) job.rateLimitPerKey = rateLimits.rateLimitPerKey
+    return job
+  }
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 
 // The options of an enqueue that gives none: every default.
 const defaultEnqueue: ResolvedEnqueue = Object.freeze(resolveEnqueueOptions({}))
@@ -228,21 +242,36 @@ function resolveItemOptions(record: Record<string, unknown>, field: string): Res
   return resolveEnqueueOptions(itemOptions, field)
 }
 
+// One job of `enqueueMany` validated: its payload, with validateJsonMeasured's bound of its size,
+// and its options; a job that is not an object or names `tx` is refused. `field` names the job
+// in a refusal and `payloadField` its payload.
+function resolveItem(item: unknown, field: string, payloadField: string): { readonly payload: JsonValue; readonly bytesMax: number; readonly resolved: ResolvedEnqueue } {
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new InvalidInput({ field, reason: 'must be an object { payload, ...options }' })
+  const record = item as Record<string, unknown>
+  // A job of its payload alone, the common case, takes every default: it has no options to read.
+  const payloadOnly = isPayloadOnly(record)
+  if (!payloadOnly && 'tx' in record) throw new InvalidInput({ field: `${field}.tx`, reason: "is the batch's option: enqueueMany(jobs, { tx })" })
+  const measured = validateJsonMeasured(payloadField, record.payload)
+  return { payload: measured.value, bytesMax: measured.bytesMax, resolved: payloadOnly ? defaultEnqueue : resolveItemOptions(record, field) }
+}
+
 // `enqueueMany`'s jobs validated into new jobs (`make`), with the largest payload's size sum for
-// the batch's byte check; a job that is not an object or names `tx` is refused.
+// the batch's byte check. Each job is checked under placeholder names, so an accepted batch
+// builds no `jobs[i]` labels; a refused job is checked again under its own, which refuses it the
+// same way.
 function resolveBatch(jobs: ReadonlyArray<unknown>, make: (payload: JsonValue, resolved: ResolvedEnqueue) => NewJob): { readonly batch: NewJob[]; readonly bytesMax: number } {
   let bytesMax = 0
   // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
   const batch = Array.from(jobs, (item: unknown, index) => {
-    const field = `jobs[${index}]`
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new InvalidInput({ field, reason: 'must be an object { payload, ...options }' })
-    const record = item as Record<string, unknown>
-    // A job of its payload alone, the common case, takes every default: it has no options to read.
-    const payloadOnly = isPayloadOnly(record)
-    if (!payloadOnly && 'tx' in record) throw new InvalidInput({ field: `${field}.tx`, reason: "is the batch's option: enqueueMany(jobs, { tx })" })
-    const measured = validateJsonMeasured(`${field}.payload`, record.payload)
-    bytesMax += measured.bytesMax
-    return make(measured.value, payloadOnly ? defaultEnqueue : resolveItemOptions(record, field))
+    let resolved: ReturnType<typeof resolveItem>
+    try {
+      resolved = resolveItem(item, 'job', 'job.payload')
+    } catch (error) {
+      if (error instanceof InvalidInput) resolveItem(item, `jobs[${index}]`, `jobs[${index}].payload`)
+      throw error
+    }
+    bytesMax += resolved.bytesMax
+    return make(resolved.payload, resolved.resolved)
   })
   return { batch, bytesMax }
 }
@@ -250,12 +279,16 @@ function resolveBatch(jobs: ReadonlyArray<unknown>, make: (payload: JsonValue, r
 // A batch's jobs may come due at different times. The first is announced; so is the first after
 // it, if any: a pass the first wakes may find nothing left to reserve and read no due time, while
 // the timer the second arms runs a scan, which reads the next due time and so finds the rest.
-function announceBatchDue(runtime: JobsRuntime, queue: string, runAtsMs: ReadonlyArray<number>, nowMs: number): void {
-  const dues = runAtsMs.map((runAtMs) => Math.max(runAtMs, nowMs))
-  const first = Math.min(...dues)
+function announceBatchDue(runtime: JobsRuntime, queue: string, stored: ReadonlyArray<EnqueuedJob>, nowMs: number): void {
+  let first = Number.POSITIVE_INFINITY
+  for (const job of stored) first = Math.min(first, Math.max(job.runAtMs, nowMs))
   runtime.announceDue(queue, first, true)
-  const later = dues.filter((dueMs) => dueMs > first)
-  if (later.length > 0) runtime.announceDue(queue, Math.min(...later), true)
+  let later = Number.POSITIVE_INFINITY
+  for (const job of stored) {
+    const dueMs = Math.max(job.runAtMs, nowMs)
+    if (dueMs > first && dueMs < later) later = dueMs
+  }
+  if (later !== Number.POSITIVE_INFINITY) runtime.announceDue(queue, later, true)
 }
 
 // A transactional enqueue runs on the caller's PostgreSQL transaction: on any other store it

@@ -3,7 +3,7 @@
  * the time first.
  */
 import { describe, expect, it } from 'vitest'
-import { jobId } from './Ids.ts'
+import { jobId, jobIdOf, jobIdTime } from './Ids.ts'
 import { Random } from './Random.ts'
 
 describe('jobId', () => {
@@ -19,5 +19,15 @@ describe('jobId', () => {
     const random = Random.make(8)
     const ids = new Set(Array.from({ length: 10_000 }, () => jobId(random, 1_700_000_000_000)))
     expect(ids.size).toBe(10_000)
+  })
+
+  it('draws the same ids from a seed, whether the time part is made once for many or per id', () => {
+    const random = Random.make(42)
+    // Ids are answers: a seed's ids stay what they were, so the simulator's seeds replay.
+    expect([jobId(random, 1_700_000_000_000), jobId(random, 1_700_000_000_001)]).toEqual(['0loyw3v28dlzse0433hzlh1m', '0loyw3v294uk8s9jxrhnr96t'])
+    const again = Random.make(42)
+    const time = jobIdTime(1_700_000_000_000)
+    expect(jobIdOf(again, time)).toBe('0loyw3v28dlzse0433hzlh1m')
+    expect(jobIdOf(again, jobIdTime(1_700_000_000_001))).toBe('0loyw3v294uk8s9jxrhnr96t')
   })
 })

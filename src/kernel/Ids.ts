@@ -39,7 +39,21 @@ export function randomId(random: Random): string {
  * millisecond, and of several engines, apart.
  */
 export function jobId(random: Random, nowMs: number): string {
-  let id = Math.max(0, Math.floor(nowMs)).toString(36).padStart(9, '0')
-  for (let i = 0; i < 15; i++) id += alphabet[random.int(0, alphabet.length - 1)]
-  return id
+  return jobIdOf(random, jobIdTime(nowMs))
+}
+
+/** The time part of the ids `jobId` draws at `nowMs`, for a batch that draws many at one time. */
+export function jobIdTime(nowMs: number): string {
+  return Math.max(0, Math.floor(nowMs)).toString(36).padStart(9, '0')
+}
+
+const alphabetCodes = Array.from(alphabet, (character) => character.charCodeAt(0))
+// The random part: its digits drawn, then their character codes (one flat string, no concatenations).
+const drawnCodes: number[] = Array.from({ length: 15 }, () => 0)
+
+/** A job id of time part `time` (`jobIdTime`): the id `jobId` draws, from the same draws. */
+export function jobIdOf(random: Random, time: string): string {
+  random.fillInts(drawnCodes, 0, alphabet.length - 1)
+  for (let i = 0; i < drawnCodes.length; i++) drawnCodes[i] = alphabetCodes[drawnCodes[i] as number] as number
+  return time + String.fromCharCode.apply(null, drawnCodes)
 }

@@ -325,16 +325,71 @@ export function checkNewJobs(jobs: ReadonlyArray<NewJob>): ReadonlyArray<NewJob>
     throw new InvalidInput({ field: 'jobs', reason: `must be an array of at most ${enqueueBatchSizeMax} jobs` })
   }
   let bytesMax = 0
+  let first: { readonly given: NewJob; readonly checked: NewJob } | undefined
+  const ids = new Set<string>()
   // Array.from visits holes too: a sparse array's missing job is refused, not skipped.
   const checked = Array.from(jobs, (job, index) => {
-    const measured = checkNewJobMeasured(job, `jobs[${index}]`)
+    let measured: { readonly job: NewJob; readonly bytesMax: number }
+    try {
+      measured = first === undefined ? checkNewJobMeasured(job, 'job') : checkLikeFirst(job, first.given, first.checked)
+    } catch (error) {
+      // The refusal names the job: the full check of it, labelled, refuses it the same way.
+      if (error instanceof InvalidInput) checkNewJobMeasured(job, `jobs[${index}]`)
+      throw error
+    }
+    first ??= { given: job, checked: measured.job }
     bytesMax += measured.bytesMax
+    ids.add(measured.job.id)
     return measured.job
   })
-  checkBatchBytes(checked.map((job) => job.payload), bytesMax)
-  assert(new Set(checked.map((job) => job.id)).size === checked.length, 'enqueueMany was given two jobs with one id')
+  if (bytesMax > enqueueBatchBytesMax) checkBatchBytes(checked.map((job) => job.payload), bytesMax)
+  assert(ids.size === checked.length, 'enqueueMany was given two jobs with one id')
   return checked
 }
+
+/**
+ * A later job of a batch checked after its first job, which passed (`given` as the caller gave
+ * it, `checked` as checked): a field the same as the first's (Object.is) passes as the first's did, so only the
+ * id, the payload and the fields that differ are checked. A job with a fairness or concurrency
+ * key, or rate limits, takes the whole check. Refusals carry a placeholder field: the caller
+ * names the job by checking it again in full.
+ */
+function checkLikeFirst(job: NewJob, given: NewJob, checked: NewJob): { readonly job: NewJob; readonly bytesMax: number } {
+  if (typeof job !== 'object' || job === null || !isPlain(job)) return checkNewJobMeasured(job, 'job')
+  // In checkNewJobMeasured's order, so a job with several offenders is refused for the first.
+  const id = validateName('job.id', job.id)
+  const queue = Object.is(job.queue, given.queue) ? checked.queue : validateName('job.queue', job.queue)
+  const payload = validateJsonMeasured('job.payload', job.payload)
+  const same: NewJob = {
+    id,
+    queue,
+    payload: payload.value,
+    priority: Object.is(job.priority, given.priority) ? checked.priority : validatePriority('job.priority', job.priority),
+    runAtMs: Object.is(job.runAtMs, given.runAtMs) ? checked.runAtMs : checkTime('job.runAtMs', job.runAtMs),
+    expiresAtMs: Object.is(job.expiresAtMs, given.expiresAtMs) ? checked.expiresAtMs : job.expiresAtMs === null ? null : checkTime('job.expiresAtMs', job.expiresAtMs),
+    maxAttempts: Object.is(job.maxAttempts, given.maxAttempts) ? checked.maxAttempts : checkCount('job.maxAttempts', job.maxAttempts, 1, jobMaxAttemptsMax),
+    visibilityTimeoutMs: Object.is(job.visibilityTimeoutMs, given.visibilityTimeoutMs) ? checked.visibilityTimeoutMs : checkDurationMs('job.visibilityTimeoutMs', job.visibilityTimeoutMs, 1),
+    backoffBaseMs: Object.is(job.backoffBaseMs, given.backoffBaseMs) ? checked.backoffBaseMs : checkDurationMs('job.backoffBaseMs', job.backoffBaseMs, 0),
+    deadLetterRetentionMs:
+      Object.is(job.deadLetterRetentionMs, given.deadLetterRetentionMs)
+        ? checked.deadLetterRetentionMs
+        : job.deadLetterRetentionMs === null
+          ? null
+          : checkDurationMs('job.deadLetterRetentionMs', job.deadLetterRetentionMs, 0),
+    key: Object.is(job.key, given.key) ? (checked.key ?? null) : checkKey('job.key', job.key),
+  }
+  return { job: same, bytesMax: payload.bytesMax }
+}
+
+// A job without fairness or concurrency keys or rate limits: its checked record has only the
+// fields every job has (checkFairness, checkConcurrency and checkRates add nothing for it).
+const isPlain = (job: NewJob): boolean =>
+  (job.fairnessKey ?? null) === null &&
+  job.fairnessWeight === undefined &&
+  (job.concurrencyKey ?? null) === null &&
+  job.concurrencyLimit === undefined &&
+  (job.rateLimit ?? null) === null &&
+  (job.rateLimitPerKey ?? null) === null
 
 /**
  * Refuses a batch whose payloads serialize to more than enqueueBatchBytesMax bytes in all.

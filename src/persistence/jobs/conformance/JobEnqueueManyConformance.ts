@@ -76,6 +76,13 @@ export function describeJobEnqueueManyConformance(fixture: JobFixture): void {
         [[good, fixture.job(queue), { ...fixture.job(queue), priority: 10 }], 'jobs[2].priority'],
         [[good, { ...fixture.job(queue), payload: undefined as never }], 'jobs[1].payload'],
         [[good, null as never], 'jobs[1]'],
+        // A later job is checked where it differs from the first; its first offender is named.
+        [[good, { ...fixture.job(queue), queue: '' }], 'jobs[1].queue'],
+        [[good, fixture.job(queue), { ...fixture.job(queue), runAtMs: -1, priority: 10 }], 'jobs[2].priority'],
+        [[good, { ...fixture.job(queue), id: '', key: '' }], 'jobs[1].id'],
+        [[good, { ...fixture.job(queue), deadLetterRetentionMs: -5 }], 'jobs[1].deadLetterRetentionMs'],
+        [[good, { ...fixture.job(queue), key: 'k\u0001' }], 'jobs[1].key'],
+        [[good, { ...fixture.job(queue), fairnessWeight: 0 }], 'jobs[1].fairnessWeight'],
         [Array.from({ length: enqueueBatchSizeMax + 1 }, () => fixture.job(queue)), 'jobs'],
         [Array.from({ length: Math.ceil(enqueueBatchBytesMax / (payloadBytesMax - 10)) + 1 }, () => fixture.job(queue, { payload: big })), 'jobs'],
       ]

@@ -303,7 +303,10 @@ export async function insertMany(
     if (job.key !== null) firstOfKey.set(keyOf(job), job)
     sent.push(job)
   }
+  // A keyed job's answer, by its id; a job without a key is answered by itself once a statement
+  // that carried it succeeded (counted, to assert that every one was carried).
   const answers = new Map<string, EnqueuedJob>()
+  let unkeyedIn = 0
   // Sends `batch` until every job of it is answered; answers the jobs the unkeyed form refused.
   const send = async (batch: ReadonlyArray<NewJob>, fair: boolean): Promise<ReadonlyArray<NewJob>> => {
     let missing = batch
@@ -318,14 +321,15 @@ export async function insertMany(
       // The statement succeeded, so every job without a key is in; a keyed job is answered by a row.
       const byId = new Map<string, NewJob>()
       for (const job of missing) {
-        if (job.key === null) answers.set(job.id, { id: job.id, runAtMs: job.runAtMs })
+        if (job.key === null) unkeyedIn++
         else byId.set(job.id, job)
       }
+      if (byId.size === 0) return []
       for (const row of rows) {
         const { askedId, answer } = decodeEnqueued(row, byId)
         answers.set(askedId, answer)
       }
-      missing = missing.filter((job) => !answers.has(job.id))
+      missing = missing.filter((job) => job.key !== null && !answers.has(job.id))
     }
     return []
   }
@@ -333,8 +337,10 @@ export async function insertMany(
     const refused = batch.some((job) => fairnessKeyOf(job) !== null) ? batch : await send(batch, false)
     for (const keyed of batchesOf(refused, true, bytesMax)) assert((await send(keyed, true)).length === 0, 'the keyed form refuses nothing')
   }
+  assert(unkeyedIn === sent.length - firstOfKey.size, () => `enqueueMany carried ${unkeyedIn} of ${sent.length - firstOfKey.size} jobs without a key`)
   return jobs.map((job) => {
-    const answer = answers.get(job.id) ?? (job.key === null ? undefined : answers.get(firstOfKey.get(keyOf(job))?.id ?? ''))
+    if (job.key === null) return { id: job.id, runAtMs: job.runAtMs }
+    const answer = answers.get(job.id) ?? answers.get(firstOfKey.get(keyOf(job))?.id ?? '')
     assert(answer !== undefined, `enqueueMany has no answer for ${job.id}`)
     return answer
   })
