@@ -1,7 +1,8 @@
 /**
  * PgDriver's time bounds: a server that accepts TCP and never answers, a server that answers the
  * startup and then goes silent, and a statement the real server cancels — each fails as a typed
- * `Unavailable` within its bound (small timeouts passed in) instead of hanging; a backend
+ * `Unavailable` ended by its bound (small timeouts passed in; the error names the bound, and a
+ * hang fails by the test's timeout) instead of hanging; a backend
  * terminated as it becomes ready fails the statement instead of crashing the process. A caller's Pool
  * keeps its own settings; a malformed timeout is `InvalidInput` naming the option. Arrays of plain
  * strings travel as array literals and arrive as the same arrays.
@@ -44,13 +45,14 @@ async function fakeServer(answerStartup: boolean): Promise<FakeServer> {
   }
 }
 
-// Runs `attempt` and returns what it threw and how long that took.
-async function failure(attempt: () => Promise<unknown>): Promise<{ error: unknown; elapsedMs: number }> {
-  const started = performance.now()
+// Runs `attempt` and returns what it threw. Which bound ended it is read from the error's message
+// (the driver's own, or pg's), not from a clock: a test asserts no wall-clock time, and a hang
+// fails by the test's timeout.
+async function failure(attempt: () => Promise<unknown>): Promise<{ error: unknown; message: string }> {
   try {
     await attempt()
   } catch (error) {
-    return { error, elapsedMs: performance.now() - started }
+    return { error, message: error instanceof Error ? error.message : String(error) }
   }
   return expect.fail('expected a failure')
 }
@@ -69,15 +71,14 @@ describe('PgDriver against a server that accepts TCP and never answers', () => {
       expect(statement.error).toBeInstanceOf(Unavailable)
       // Nothing was sent: a write that never reached a server cannot have committed.
       expect(statement.error).toMatchObject({ operation: 'probe', maybeCommitted: false, retryable: true })
-      expect(statement.elapsedMs).toBeGreaterThanOrEqual(150)
-      expect(statement.elapsedMs).toBeLessThan(5_000)
+      expect(statement.message).toMatch(/connection timeout/)
     } finally {
       await driver.close()
     }
     const open = await failure(() => openSqlStore(makePgDriver({ connectionString: server.url, connectTimeoutMs: 200 })))
     expect(open.error).toBeInstanceOf(Unavailable)
     expect(open.error).toMatchObject({ operation: 'open', maybeCommitted: false })
-    expect(open.elapsedMs).toBeLessThan(5_000)
+    expect(open.message).toMatch(/connection timeout/)
   })
 })
 
@@ -96,21 +97,21 @@ describe('PgDriver against a server that goes silent after the startup', () => {
       const read = await failure(() => session.read('peek', 'SELECT 1', []))
       expect(read.error).toBeInstanceOf(Unavailable)
       expect(read.error).toMatchObject({ operation: 'peek', maybeCommitted: false })
-      expect(read.elapsedMs).toBeGreaterThanOrEqual(150)
-      expect(read.elapsedMs).toBeLessThan(5_000)
+      expect(read.message).toMatch(/read timeout/)
 
       const write = await failure(() => session.write('poke', 'UPDATE t SET n = 1', []))
       // The statement reached the server, which said nothing: it may have run.
       expect(write.error).toMatchObject({ _tag: 'Unavailable', operation: 'poke', maybeCommitted: true })
-      expect(write.elapsedMs).toBeLessThan(5_000)
+      expect(write.message).toMatch(/read timeout/)
 
       // A statement with parameters (a prepared statement, PgPreparedQuery.ts) gives up alike.
       const prepared = await failure(() => session.write('prod', 'UPDATE t SET n = $1::int', [1]))
       expect(prepared.error).toMatchObject({ _tag: 'Unavailable', operation: 'prod', maybeCommitted: true })
+      expect(prepared.message).toMatch(/read timeout/)
 
       const transaction = await failure(() => driver.transaction((tx) => tx.query('SELECT 1')))
       expect(transaction.error).toMatchObject({ name: 'DriverError', sent: true, rejectedByServer: false })
-      expect(transaction.elapsedMs).toBeLessThan(5_000)
+      expect(transaction.message).toMatch(/read timeout/)
     } finally {
       await driver.close()
     }
@@ -211,7 +212,7 @@ describe('PgDriver on a real server', () => {
     const slow = await failure(() => makeSqlSession(driver).write('slow', 'SELECT pg_sleep(5)', []))
     // The server reported the cancellation (57014): nothing it did can commit.
     expect(slow.error).toMatchObject({ _tag: 'Unavailable', operation: 'slow', maybeCommitted: false })
-    expect(slow.elapsedMs).toBeLessThan(4_000)
+    expect(slow.message).toMatch(/statement timeout \(57014\)/)
     expect((await driver.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }])
   })
 
