@@ -28,17 +28,15 @@ describe('open() against a server that accepts TCP and never answers', () => {
     await new Promise<void>((resolve) => server.close(() => resolve()))
   })
 
-  it('rejects with Unavailable within connectTimeoutMs', { timeout: 10_000 }, async () => {
-    const started = performance.now()
+  // The default connect bound is 10 s: only the bound given to open() ends the attempt before this
+  // test's own timeout, which is its hang guard. The error names the bound that ended it.
+  it('rejects with Unavailable within connectTimeoutMs', { timeout: 5_000 }, async () => {
     const error = await open({ store: { databaseUrl: url, connectTimeoutMs: 200 } }).then(
       () => expect.fail('open succeeded against a silent server'),
       (reason: unknown) => reason,
     )
-    const elapsedMs = performance.now() - started
     expect(error).toMatchObject({ _tag: 'Unavailable', retryable: true, maybeCommitted: false })
-    expect(elapsedMs).toBeGreaterThanOrEqual(150)
-    // Well under the 10 s default: the bound given to open() is the one applied.
-    expect(elapsedMs).toBeLessThan(3_000)
+    expect((error as Error).message).toMatch(/connection timeout/)
   })
 
   it('refuses malformed and misplaced bounds with InvalidInput naming the option', async () => {
