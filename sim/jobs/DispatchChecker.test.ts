@@ -151,4 +151,39 @@ describe('DispatchChecker', () => {
     c.answered('host-1', 0, 'q', 'late', 1_000)
     expect(failed).toHaveLength(3)
   })
+
+  it('a claim whose two jobs could not be settled at the store is not judged within a priority against the one it kept; any other answer is', () => {
+    const failed: string[] = []
+    const orders: Record<string, JobOrder> = {
+      ahead: { priority: 0, place: { dueMs: 100, seq: 1 } },
+      own: { priority: 0, place: { dueMs: 100, seq: 2 } },
+      other: { priority: 0, place: { dueMs: 100, seq: 3 } },
+    }
+    const c = new DispatchChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`), orderOf: (id) => orders[id] })
+    const step = (event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => c.step('host-1', 0, 'q', event, commands, 1_000)
+    const record = (id: string) => ({ id }) as JobRecord
+    const heldTwo = (passBeside: boolean): DispatchEvent => ({ type: 'claim.heldTwo', own: record('own'), handed: record('ahead'), passBeside, throughMatching: false })
+    // Asked to settle at the store; the give-back failed, so the same two come back with no pass beside.
+    step(heldTwo(true), [{ type: 'claim.settleHead', params: { own: record('own'), handed: record('ahead') } }])
+    step(heldTwo(false), [{ type: 'claim.answer', params: { job: record('own') } }, { type: 'job.kept', params: { job: record('ahead') } }])
+    c.answered('host-1', 0, 'q', 'own', 1_000)
+    expect(failed).toEqual([])
+    // Another answer while that job is kept is judged as ever.
+    c.answered('host-1', 0, 'q', 'other', 1_000)
+    expect(failed).toHaveLength(1)
+    expect(failed[0]).toMatch(/^no head kept: .*job other of q.*job ahead/)
+  })
+
+  it('a claim that keeps the job ahead without having been asked to settle at the store fails', () => {
+    const failed: string[] = []
+    const orders: Record<string, JobOrder> = { ahead: { priority: 0, place: { dueMs: 100, seq: 1 } }, own: { priority: 0, place: { dueMs: 100, seq: 2 } } }
+    const c = new DispatchChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`), orderOf: (id) => orders[id] })
+    const record = (id: string) => ({ id }) as JobRecord
+    c.step('host-1', 0, 'q', { type: 'claim.heldTwo', own: record('own'), handed: record('ahead'), passBeside: true, throughMatching: false }, [
+      { type: 'claim.answer', params: { job: record('own') } },
+      { type: 'job.kept', params: { job: record('ahead') } },
+    ], 1_000)
+    c.answered('host-1', 0, 'q', 'own', 1_000)
+    expect(failed).toHaveLength(1)
+  })
 })

@@ -25,7 +25,10 @@
  *   the one behind it runs. A claim can hold two jobs at once (its own statement's and one handed
  *   to it meanwhile). Ahead means a higher priority, or within one, claimed from a place before
  *   the other's (ClaimOrderModel.ts; compared only where the model knows both places, and not
- *   between two jobs claimed from Matching, whose order is Matching's backlog's).
+ *   between two jobs claimed from Matching, whose order is Matching's backlog's). A claim that
+ *   was to settle its two jobs at the store (both back, one statement for the head) and could
+ *   not (the give-back failed: the store unreachable) answers one by priority alone; within a
+ *   priority that answer is not judged against the other, which only the store could rank.
  *
  * Polls, parked claims, kept jobs and loaded partition instances are counted per host
  * incarnation and queue, from the steps alone: a poll runs from its `linePoll.start` command
@@ -76,6 +79,10 @@ interface QueueLine {
   readonly partitions: Set<string>
   readonly claimsToLetGo: Map<number, { readonly byMs: number; readonly sinceMs: number }>
   readonly jobsToLetGo: Map<string, { readonly byMs: number; readonly sinceMs: number }>
+  // Pairs a claim holding two was to settle at the store (`claim.settleHead`), by the claim's own job's id.
+  readonly settling: Map<string, string>
+  // A kept job → the job answered beside it when the claim could not settle the pair at the store.
+  readonly unsettled: Map<string, string>
 }
 
 /** Judges the dispatch steps of every engine of a world (see the header). */
@@ -92,7 +99,7 @@ export class DispatchChecker {
     const key = `${hostId}/${incarnation}/${queue}`
     let line = this.#lines.get(key)
     if (line === undefined) {
-      line = { polls: new Set(), parked: new Set(), kept: new Set(), partitions: new Set(), claimsToLetGo: new Map(), jobsToLetGo: new Map() }
+      line = { polls: new Set(), parked: new Set(), kept: new Set(), partitions: new Set(), claimsToLetGo: new Map(), jobsToLetGo: new Map(), settling: new Map(), unsettled: new Map() }
       this.#lines.set(key, line)
     }
     if (event.type === 'claim.parked') line.parked.add(event.claimId)
@@ -103,15 +110,22 @@ export class DispatchChecker {
     if (event.type === 'linePoll.stopped' || event.type === 'linePoll.failed') line.polls.delete(event.pollId)
     if (event.type === 'partition.loaded') line.partitions.add(event.instance)
     let keptJob: string | null = null
+    // The same two jobs again, with no pass beside: their give-back failed, and the claim answers
+    // the one the records rank first (`unsettled`, see `answered`).
+    const fallback = event.type === 'claim.heldTwo' && !event.passBeside && line.settling.get(event.own.id) === event.handed.id
+    if (event.type === 'claim.heldTwo') line.settling.delete(event.own.id)
     for (const command of commands) {
       if (command.type === 'linePoll.start') line.polls.add(command.params.pollId)
       else if (command.type === 'linePoll.end') line.polls.delete(command.params.pollId)
+      else if (command.type === 'claim.settleHead') line.settling.set(command.params.own.id, command.params.handed.id)
       else if (command.type === 'job.kept') {
         keptJob = command.params.job.id
         line.kept.add(keptJob)
+        if (fallback && event.type === 'claim.heldTwo') line.unsettled.set(keptJob, keptJob === event.own.id ? event.handed.id : event.own.id)
       } else if (command.type === 'claim.handOver' || command.type === 'job.release') {
         const id = command.params.job.id
         line.kept.delete(id)
+        line.unsettled.delete(id)
         this.#letGo(line.jobsToLetGo, id, nowMs, (since) => `job ${id} stayed kept on ${hostId} for ${queue} from ${since} until ${nowMs} (then ${command.type === 'job.release' ? 'given back to the store' : 'handed to a claim there'}), though the last of the queue's partition instances on ${hostId} had unloaded at ${since}: a kept job of a queue that moved away waits for a pass instead of going back to the store at once`)
       }
     }
@@ -139,7 +153,10 @@ export class DispatchChecker {
       const keptOrder = this.#deps.orderOf(kept)
       if (keptOrder === undefined) continue
       const placesAhead = keptOrder.place !== null && order.place !== null && !(fromMatching(keptOrder.place) && fromMatching(order.place)) && placedBefore(keptOrder.place, order.place)
-      if (keptOrder.priority < order.priority || (keptOrder.priority === order.priority && !placesAhead)) continue
+      // A claim whose two jobs could not go back to the store (the give-back failed) answers one
+      // and keeps the other, ranked by priority alone: within a priority only the store knows.
+      const withinUnsettled = line.unsettled.get(kept) === id && keptOrder.priority === order.priority
+      if (keptOrder.priority < order.priority || (keptOrder.priority === order.priority && !placesAhead) || withinUnsettled) continue
       this.#deps.fail(
         'no head kept',
         `a claim of ${hostId} was answered job ${id} of ${queue} (${described(order)}) at ${nowMs} while job ${kept} (${described(keptOrder)}), claimed for that engine, was kept there for a later claim: the job ahead in claim order waits while the one behind it runs`,

@@ -166,6 +166,15 @@ it('world 536: a view that gives a partition back ends its restart back-off', as
   await expectCleanWorld({ seed: 536 })
 })
 
+// World -692564656: a claim of host-1 holds two jobs of one priority, its own statement's and one
+// a due-time pass beside it claimed, so it gives both back for the store to pick the head; the
+// give-back fails (the store is cut off from host-1), and the claim answers its own and keeps the
+// other, though by the store's order the kept one was ahead. Only the store can rank two jobs of
+// one priority, and it was unreachable: the dispatch checker does not judge that answer.
+it('world -692564656 [9400, 7739, 4191, 3723, 8546, 694, 1104]: a claim whose two jobs could not go back to the store answers one of them', async () => {
+  await expectCleanWorld({ seed: -692564656, script: [9400, 7739, 4191, 3723, 8546, 694, 1104] })
+})
+
 // World -23 (1,000 steps): at the heal two hosts acquire the one partition of queue-0, and the
 // one whose write then finds its range taken waits out a restart back-off of several seconds
 // (the Matching ownership rule) while workers idle; prompt delivery is judged after it. World
