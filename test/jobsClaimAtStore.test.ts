@@ -86,6 +86,18 @@ function holdingNext(gate: ReturnType<typeof makeGate>): { readonly claimDue: Cl
   }
 }
 
+// A claim of `q` whose statement is held at `gate` while an enqueue hands it a priority-7 job (the
+// job is inserted already claimed for the claim waiting in line): the claim, answered once the
+// gate opens, and the enqueued job's id.
+async function claimHandedUrgent(q: Awaited<ReturnType<typeof soloWithOneJob>>['q'], held: ReturnType<typeof holdingNext>, gate: ReturnType<typeof makeGate>) {
+  held.holdNext()
+  gate.close()
+  const claiming = q.claim()
+  await until(() => gate.held() === 1, 'the claim’s statement is at the store')
+  const head = await q.enqueue('newer, priority 7', { priority: 7 })
+  return { claiming, head }
+}
+
 it('a lone claim at the store while a due-time pass claims for it too answers the head in claim order', async () => {
   const gate = makeGate()
   const held = holdingNext(gate)
@@ -174,12 +186,7 @@ it('a claim at the store handed a job of higher priority by an enqueue answers t
   const gate = makeGate()
   const held = holdingNext(gate)
   const { mb, q, behind } = await soloWithOneJob(held.claimDue)
-  held.holdNext()
-  gate.close()
-  const claiming = q.claim()
-  await until(() => gate.held() === 1, 'the claim’s statement is at the store')
-  // The enqueue inserts its job already claimed for the claim waiting in line.
-  const head = await q.enqueue('newer, priority 7', { priority: 7 })
+  const { claiming, head } = await claimHandedUrgent(q, held, gate)
   gate.open()
   const claimed = await claiming
   expect(claimed?.id).toBe(head)
@@ -205,14 +212,10 @@ it('a lone claim takes the job kept on its engine before it polls Matching for o
   countGate.close()
   const second = q.claim({ waitMs: 0 })
   await until(() => countGate.held() === 1, 'the second claim is looking at the store')
-  held.holdNext()
-  gate.close()
-  const first = q.claim()
-  await until(() => gate.held() === 1, 'the first claim’s statement is at the store')
   // An enqueue hands its job, of higher priority, to the first claim while its statement is out;
   // the statement takes the job behind. Holding two, the claim answers the head and keeps the
   // other on its engine for the next claim.
-  const head = await q.enqueue('newer, priority 7', { priority: 7 })
+  const { claiming: first, head } = await claimHandedUrgent(q, held, gate)
   gate.open()
   expect((await first)?.id).toBe(head)
   // The second claim takes that kept job, which is ahead of anything with Matching, rather than
