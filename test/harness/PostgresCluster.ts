@@ -3,7 +3,8 @@
  *
  * Starts the local server binaries (`PG_BIN`, else the newest /usr/lib/postgresql/N/bin) on a
  * Unix socket in a fresh temp directory, with `fsync=off` (or the durable profile on request), and stops it (deleting the data) on
- * `stop()`. PostgreSQL refuses to run as root, so when we are root the cluster runs as the
+ * `stop()`, or when the process exits without calling it (an uncaught error, `process.exit`), so a
+ * script that dies leaves no server behind. PostgreSQL refuses to run as root, so when we are root the cluster runs as the
  * `postgres` user through `setpriv`. `restart()` bounces the server in place, for fault tests
  * (a test that restarts must start a cluster of its own: the global one is shared by every file).
  *
@@ -99,6 +100,18 @@ export function startCluster(clusterOptions: ClusterOptions = {}): RunningCluste
   ].join(' ')
   run(asOwner('pg_ctl', ['-D', dataDir, '-o', options, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start']))
   let stopped = false
+  const stop = (): void => {
+    if (stopped) return
+    stopped = true
+    process.removeListener('exit', stop)
+    const [command, ...args] = asOwner('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']) as [string, ...string[]]
+    spawnSync(command, args, { cwd: dir })
+    // Backends of an immediate shutdown may still be exiting (and writing) as the removal runs.
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })
+  }
+  // Synchronous, so it runs inside 'exit' too (a signal's default action ends the process without
+  // 'exit'; the test harness stops its cluster itself then).
+  process.once('exit', stop)
   return {
     url: `postgresql://postgres@localhost/postgres?host=${encodeURIComponent(dir)}`,
     restart(mode = 'immediate') {
@@ -107,13 +120,7 @@ export function startCluster(clusterOptions: ClusterOptions = {}): RunningCluste
         execFile(command, args, { cwd: dir }, (error, stdout, stderr) => (error === null ? resolve() : reject(new Error(`pg_ctl restart failed: ${stderr || stdout || error.message}`))))
       })
     },
-    stop() {
-      if (stopped) return
-      stopped = true
-      spawnSync(asOwner('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop'])[0] as string, asOwner('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']).slice(1), { cwd: dir })
-      // Backends of an immediate shutdown may still be exiting (and writing) as the removal runs.
-      rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })
-    },
+    stop,
   }
 }
 
