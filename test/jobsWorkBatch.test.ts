@@ -13,7 +13,7 @@
  * No sleeps: time moves only by `clock.advance`; waits are on conditions.
  */
 import { describe, expect, it } from 'vitest'
-import { ManualClock, type Matchbox, open, Random, Unavailable } from '../src/index.ts'
+import { type JobQueue, ManualClock, type Matchbox, open, Random, Unavailable } from '../src/index.ts'
 import { makeMatchbox } from '../src/jobs/Matchbox.ts'
 import { localClaimsInFlightMax } from '../src/kernel/Limits.ts'
 import type { JobStore } from '../src/persistence/jobs/JobStore.ts'
@@ -47,6 +47,37 @@ function gatedHandler(): { seen: string[]; running: () => number; releaseAll: ()
       if (!open) await new Promise<void>((resolve) => gates.push(resolve))
     },
   }
+}
+
+// Enqueues `count` jobs on `q` and works them with a local queue (concurrency 4, batch 16); resolves
+// once every one ran, with the payloads in enqueue order, those the handlers ran, and the worker's stop.
+async function runBacklog(q: JobQueue, count: number): Promise<{ payloads: string[]; ran: string[]; stop: () => Promise<void> }> {
+  const payloads = Array.from({ length: count }, (_, index) => `job-${index}`)
+  await q.enqueueMany(payloads.map((payload) => ({ payload })))
+  const ran: string[] = []
+  const stop = q.work(
+    async (job) => {
+      ran.push(job.payload as string)
+    },
+    { concurrency: 4, batch: 16 },
+  )
+  await until(() => ran.length === count, 'the backlog ran')
+  return { payloads, ran, stop }
+}
+
+// `inner` recording how many jobs each `operation` (a claim straight from the store) asked for
+// (`asked`), and `whileDue`: the counts asked before the first short answer, while rows were due.
+function recordingClaims(inner: JobStore, operation: 'claimDue' | 'ackAndClaimDue'): { store: JobStore; asked: number[]; whileDue: () => number[] } {
+  const asked: number[] = []
+  const got: number[] = []
+  const store: JobStore =
+    operation === 'claimDue'
+      ? { ...inner, claimDue: async (params) => (asked.push(params.claimTokens.length), inner.claimDue(params).then((jobs) => (got.push(jobs.length), jobs))) }
+      : {
+          ...inner,
+          ackAndClaimDue: async (params) => (asked.push(params.claimTokens.length), inner.ackAndClaimDue(params).then((answer) => (got.push(answer.claimed.length), answer))),
+        }
+  return { store, asked, whileDue: () => asked.slice(0, got.findIndex((count, index) => count < (asked[index] as number))) }
 }
 
 describe('jobs API: work with a local queue (batch)', () => {
@@ -117,35 +148,14 @@ describe('jobs API: work with a local queue (batch)', () => {
 
   it('claims a backlog several jobs per statement, never fewer than half the queue while rows are due and no ack rides', async () => {
     const store = makeMemoryStore()
-    const inner = makeMemoryJobStore({ queueRanges: store })
-    // How many jobs each claim straight from the store asked for, and got.
-    const asked: number[] = []
-    const got: number[] = []
-    const jobStore: JobStore = {
-      ...inner,
-      async claimDue(params) {
-        asked.push(params.claimTokens.length)
-        const claimed = await inner.claimDue(params)
-        got.push(claimed.length)
-        return claimed
-      },
-    }
+    const { store: jobStore, asked, whileDue: claimsWhileDue } = recordingClaims(makeMemoryJobStore({ queueRanges: store }), 'claimDue')
     const clock = new ManualClock(start)
     const mb = makeMatchbox({ hostId: 'several', store, jobStore, clock, random: Random.make(3), closeStores: () => store.close() })
     const q = mb.queue('backlog')
-    const payloads = Array.from({ length: 100 }, (_, index) => `job-${index}`)
-    await q.enqueueMany(payloads.map((payload) => ({ payload })))
-    const ran: string[] = []
-    const stop = q.work(
-      async (job) => {
-        ran.push(job.payload as string)
-      },
-      { concurrency: 4, batch: 16 },
-    )
-    await until(() => ran.length === 100, 'the backlog ran')
+    const { payloads, ran, stop } = await runBacklog(q, 100)
     expect(ran).toEqual(payloads)
     // Every claim while rows were due asked for at least half the queue; the short one ended it.
-    const whileDue = asked.slice(0, got.findIndex((count, index) => count < (asked[index] as number)))
+    const whileDue = claimsWhileDue()
     expect(whileDue.length).toBeGreaterThan(0)
     for (const count of whileDue) expect(count).toBeGreaterThanOrEqual(8)
     expect(asked.length).toBeLessThanOrEqual(100 / 8 + 2)
@@ -169,18 +179,9 @@ describe('jobs API: work with a local queue (batch)', () => {
     const { store: jobStore, statements, ridingPerStatement, claimsOutMax } = withRoundTrips(makeMemoryJobStore({ queueRanges: store }))
     const mb = makeMatchbox({ hostId: 'riding', store, jobStore, clock: new ManualClock(start), random: Random.make(5), closeStores: () => store.close() })
     const q = mb.queue('riding')
-    const payloads = Array.from({ length: 200 }, (_, index) => `job-${index}`)
-    await q.enqueueMany(payloads.map((payload) => ({ payload })))
-    const ran: string[] = []
     const completed: string[] = []
     mb.on('job.completed', (event) => completed.push(event.id))
-    const stop = q.work(
-      async (job) => {
-        ran.push(job.payload as string)
-      },
-      { concurrency: 4, batch: 16 },
-    )
-    await until(() => ran.length === 200, 'the backlog ran')
+    const { payloads, ran, stop } = await runBacklog(q, 200)
     await stop()
     expect(ran).toEqual(payloads)
     expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
@@ -193,6 +194,25 @@ describe('jobs API: work with a local queue (batch)', () => {
     expect(statements.length).toBeLessThanOrEqual(200 / 4)
     // Two claim statements were at the store at once while the backlog lasted, never more.
     expect(claimsOutMax()).toBe(localClaimsInFlightMax)
+    await mb.close()
+  })
+
+  it('acks that ride wait for a claim at the store rather than go out with a few slots: each claim while rows are due takes half the queue or more', async () => {
+    const store = makeMemoryStore()
+    const { store: slow, ridingPerStatement } = withRoundTrips(makeMemoryJobStore({ queueRanges: store }))
+    const { store: jobStore, whileDue: claimsWhileDue } = recordingClaims(slow, 'ackAndClaimDue')
+    const mb = makeMatchbox({ hostId: 'riding-half', store, jobStore, clock: new ManualClock(start), random: Random.make(5), closeStores: () => store.close() })
+    const q = mb.queue('riding-half')
+    const { payloads, ran, stop } = await runBacklog(q, 400)
+    await stop()
+    expect(ran).toEqual(payloads)
+    expect(await q.counts()).toEqual({ pending: 0, processing: 0, dead: 0 })
+    // Acks rode on the claims, and every claim that carried them while rows were due asked for at
+    // least half the queue (the short answer that ended the backlog aside).
+    expect(ridingPerStatement.reduce((sum, count) => sum + count, 0)).toBeGreaterThanOrEqual(300)
+    const whileDue = claimsWhileDue()
+    expect(whileDue.length).toBeGreaterThan(20)
+    expect(whileDue.filter((count) => count < 8)).toEqual([])
     await mb.close()
   })
 

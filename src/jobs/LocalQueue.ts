@@ -16,8 +16,11 @@
  * Handler loops take jobs in order and settle each (ack or retry) without waiting for it: at
  * most `batch` settles are in flight, and a handler that finishes a job beyond that waits for
  * one to land. The ack of a job finished while a several-job claim is at the store rides on the
- * next one, which the returning claim loop sends at once, whatever the room: so while jobs flow,
- * one statement at a time both acks what the handlers finished and claims what they freed. Acks
+ * next one: the returning claim loop sends it at once, whatever the room, when no other claim is
+ * at the store; while another is, the acks wait for it to return (or for a claim the room calls
+ * for anyway), so a statement does not go out for the few slots freed meanwhile. So while jobs
+ * flow, each statement both acks what the handlers finished and claims about half the queue, and
+ * an ack waits at most for the claims at the store. Acks
  * that cannot ride (no claim at the store, or the store cannot serve several any more) go alone,
  * batched with the engine's other acks. A job whose claim lapsed while it waited is skipped (it
  * is delivered again; running it could only end in a refused ack).
@@ -67,24 +70,27 @@ function resumeFirst(sleepers: Array<() => void>, count: number): void {
   for (let woken = 0; woken < count && sleepers.length > 0; woken++) (sleepers.shift() as () => void)()
 }
 
-// Whether a claim loop has work: acks waiting to ride, a free slot to park a poll in, or (while
-// the store serves several) room enough for a several-job claim, with fewer than the most at the
-// store (`severalFull` when that many are).
+// Whether a claim loop has work: acks waiting to ride (sent at once only when no other several-job
+// claim is at the store to take them on its return, or with a claim the room calls for anyway), a
+// free slot to park a poll in, or (while the store serves several) room enough for a several-job
+// claim (at least half the queue, or any once the queue ran empty), with fewer than the most at
+// the store.
 // (Positional, as it runs on every wake-up: no object per call.)
 function isClaimWanted(
   source: Pick<LocalQueueSource<unknown>, 'running' | 'canClaimSeveral'>,
-  severalFull: boolean,
+  severalInFlight: number,
   riders: number,
   room: number,
   queued: number,
   refillRoom: number,
 ): boolean {
   if (!source.running()) return true
-  const several = !severalFull && source.canClaimSeveral()
-  if (several && riders > 0) return true
+  const several = severalInFlight < localClaimsInFlightMax && source.canClaimSeveral()
+  const refill = room > 0 && (room >= refillRoom || queued === 0)
+  if (several && riders > 0 && (severalInFlight === 0 || refill)) return true
   if (room <= 0) return false
   if (!source.canClaimSeveral()) return true
-  return several && (room >= refillRoom || queued === 0)
+  return several && refill
 }
 
 // The riders for the next statement, one per job id (a job claimed twice on this engine acks
@@ -116,7 +122,7 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
   const settleSleepers: Array<() => void> = []
   let riders: Array<Rider<Outcome>> = []
 
-  const claimWanted = (): boolean => isClaimWanted(source, severalInFlight >= localClaimsInFlightMax, riders.length, batch - queued.length - claiming, queued.length, refillRoom)
+  const claimWanted = (): boolean => isClaimWanted(source, severalInFlight, riders.length, batch - queued.length - claiming, queued.length, refillRoom)
   const wakeClaimer = (): void => {
     if (claimerSleepers.length > 0 && claimWanted()) (claimerSleepers.shift() as () => void)()
   }
@@ -171,7 +177,8 @@ export function makeLocalQueue<Outcome>(batch: number, source: LocalQueueSource<
           else for (const rider of aboard) rider.done()
         }
         push(jobs ?? [])
-        // The acks of jobs finished meanwhile go with the next claim, sent now; or alone.
+        // The acks of jobs finished meanwhile go with the next claim (sent now, unless another
+        // claim at the store takes them when it returns); or alone.
         if (riders.length > 0 && !(source.running() && source.canClaimSeveral())) settleAlone(riders.splice(0))
         // After a short answer the loops asleep behind this claim go on to park polls.
         wakeClaimer()
