@@ -50,6 +50,19 @@ export function describeJobPauseConformance(fixture: JobFixture): void {
       expect(await store().claim({ id: lapsing.id, claimToken: fixture.id('t'), nowMs: 2_000 })).toEqual({ kind: 'already-started' })
     })
 
+    it('ackAndClaimDue with riding acks in a paused queue acks them and claims none of its due rows', async () => {
+      const queue = fixture.queue('paused-riding')
+      const [one, two, three] = [await fixture.claimed(queue, 1_000), await fixture.claimed(queue, 1_000), await fixture.claimed(queue, 1_000)]
+      const due = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
+      await store().pauseQueue({ queue, nowMs: 1_500 })
+      const ref = (job: typeof one) => ({ id: job.id, claimToken: job.claimToken as string })
+      // One riding ack and several: each its own statement text.
+      expect(await store().ackAndClaimDue({ acks: [ref(one)], queue, nowMs: 2_000, claimTokens: [fixture.id('t')] })).toEqual({ acked: [one.id], claimed: [] })
+      const several = await store().ackAndClaimDue({ acks: [ref(two), ref(three)], queue, nowMs: 2_000, claimTokens: [fixture.id('t'), fixture.id('t')] })
+      expect([[...several.acked].sort(), several.claimed]).toEqual([[two.id, three.id].sort(), []])
+      expect(await store().getJob({ queue, id: due.id })).toMatchObject({ state: 'pending', claimToken: null })
+    })
+
     it('resume makes the queue claimable again, its rows whose task went to Matching due at the resume', async () => {
       const queue = fixture.queue('resume')
       const job = await store().enqueue({ job: fixture.job(queue), nowMs: 1_000 })
