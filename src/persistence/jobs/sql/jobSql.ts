@@ -710,7 +710,7 @@ function claimHeadCtes(schema: Schema, headCount: number, fenced = false, freed?
   if (heads === 'lean') {
     return `${keyedProbe}rare_probe AS MATERIALIZED (
   SELECT EXISTS (SELECT 1 FROM ${schema.quoted}.jobs WHERE queue = $1::text AND due_ms IS NULL AND ${claimable('$3::bigint')})
-    OR EXISTS (SELECT 1 FROM ${schema.quoted}.jobs WHERE queue = $1::text AND due_ms <= $3::bigint AND ${claimableIn('processing', '$3::bigint')}) AS rare_heads
+    OR EXISTS (SELECT 1 FROM ${schema.quoted}.jobs WHERE queue = $1::text AND ${dueByNowBounded} AND ${claimableIn('processing', '$3::bigint')}) AS rare_heads
 ), head_pending AS (
   ${branch('pending')}
 ), ${admitted('head_pending')}`
@@ -747,6 +747,13 @@ export type HeadForm = 'full' | 'lean'
 // such rows remain: the lean form's probe then says yes).
 const rareAnswer = (heads: HeadForm): string =>
   heads === 'lean' ? '(SELECT rare_heads FROM rare_probe)' : '(EXISTS (SELECT 1 FROM head_matching) OR EXISTS (SELECT 1 FROM head_lapsed))'
+
+// `due_ms <= $3` (now) as a bounded range, for the lean form's probe of lapsed claims. A generic
+// plan prices `due_ms <= $param` as a third of the rows, so in a queue with thousands of claims
+// in flight (due later) it expected a lapsed one early in a sequential scan of the table, and read
+// every row at every claim; a range with a constant lower bound as well is priced as a narrow one,
+// and the probe reads the processing index. The bound is the least bigint: the same rows match.
+const dueByNowBounded = 'due_ms BETWEEN (-9223372036854775808)::bigint AND $3::bigint'
 
 // Claim order over the merged head: a row with Matching (due null) first within its priority.
 const headOrder = 'priority DESC, fair_order NULLS FIRST, ready_seq'
