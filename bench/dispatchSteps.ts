@@ -32,9 +32,9 @@ function idleCycle(id: number): ReadonlyArray<DispatchEvent> {
   return [
     { type: 'pass.started' },
     { type: 'job.handed', job, claimId: null },
-    { type: 'store.answered', generation: id, asked: 1, claimed: 1 },
+    { type: 'store.answered', generation: id, asked: 1, claimed: 1, overlapped: false },
     { type: 'claim.unparked', claimId: id, handed: true },
-    { type: 'store.answered', generation: id + 1, asked: 1, claimed: 0 },
+    { type: 'store.answered', generation: id + 1, asked: 1, claimed: 0, overlapped: false },
     { type: 'claim.queued', claimId: id + 1 },
     { type: 'claim.parked', claimId: id + 1 },
   ]
@@ -83,7 +83,7 @@ function machineBusy(count: number): number {
   const stepper = makeDispatchStepper(dispatchMachine)
   let snapshot = stepper.start('q')
   const started = performance.now()
-  for (let n = 0; n < count; n++) snapshot = stepper.step(snapshot, { type: 'store.answered', generation: 0, asked: 1, claimed: 1 })[0]
+  for (let n = 0; n < count; n++) snapshot = stepper.step(snapshot, { type: 'store.answered', generation: 0, asked: 1, claimed: 1, overlapped: false })[0]
   return ((performance.now() - started) * 1000) / count
 }
 

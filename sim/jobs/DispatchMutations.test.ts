@@ -25,13 +25,17 @@ function run(machine: DispatchMachine, events: ReadonlyArray<DispatchEvent>) {
   return { commands: commands.map((command) => command.type), context: snapshot.context, value: snapshot.value }
 }
 
-const drainedWithClaim: ReadonlyArray<DispatchEvent> = [{ type: 'claim.queued', claimId: 1 }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0 }]
+const drainedWithClaim: ReadonlyArray<DispatchEvent> = [{ type: 'claim.queued', claimId: 1 }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0, overlapped: false }]
 
 // For each plant: a sequence, and what must hold after it on the unmutated machine but not on the plant.
 const cases: Record<DispatchMutation, { readonly events: ReadonlyArray<DispatchEvent>; readonly holds: (after: ReturnType<typeof run>) => boolean }> = {
   noPassBehindMatching: { events: [...drainedWithClaim, { type: 'matching.reached' }], holds: (after) => after.commands.includes('pass.request') },
+  heldRowsUnheard: {
+    events: [{ type: 'claim.queued', claimId: 1 }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0, overlapped: true }, { type: 'store.quiet' }],
+    holds: (after) => after.commands.includes('pass.request'),
+  },
   passIgnoresForwarded: {
-    events: [{ type: 'forwarded.arrived' }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0 }, { type: 'matching.reached' }],
+    events: [{ type: 'forwarded.arrived' }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0, overlapped: false }, { type: 'matching.reached' }],
     holds: (after) => after.commands.includes('pass.request'),
   },
   setAsideClaimLost: {

@@ -81,13 +81,22 @@ export type DispatchMutation =
    * order puts first.
    */
   | 'matchedHandedKept'
+  /**
+   * Once the head statements beside a short answer have all ended, no pass runs: the rows one of
+   * them held and did not take (a claim holds the first row of each of its heads and takes only
+   * the one ahead) are due with nobody told, and the claims that answer sent to wait wait for the
+   * next scan.
+   */
+  | 'heldRowsUnheard'
 
 /** Every dispatch mutation, in the menu's order. */
-export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard', 'setAsidePassedBy', 'closingKeepsHanded', 'staleDeliveryUnheard', 'headOfTwoKept', 'passBesideKept', 'matchedHandedKept']
+export const dispatchMutations: ReadonlyArray<DispatchMutation> = ['noPassBehindMatching', 'passIgnoresForwarded', 'setAsideClaimLost', 'drainedStaysDrained', 'parkedPollNotArmed', 'matchedPollLingers', 'droppedWithClaimsInLine', 'slotFreedSilent', 'partitionUnloadUnheard', 'setAsidePassedBy', 'closingKeepsHanded', 'staleDeliveryUnheard', 'headOfTwoKept', 'passBesideKept', 'matchedHandedKept', 'heldRowsUnheard']
 
 /** The dispatch machine with `mutation` planted. */
 export function mutatedDispatchMachine(mutation: DispatchMutation): DispatchMachine {
   switch (mutation) {
+    case 'heldRowsUnheard':
+      return dispatchMachine.provide({ actions: { passForHeld: () => {} } }) as DispatchMachine
     case 'matchedHandedKept':
       return dispatchMachine.provide({ guards: { handedIsAhead: ({ event }) => event.type === 'claim.heldTwo' && event.handed.priority > event.own.priority } }) as DispatchMachine
     case 'passBesideKept':

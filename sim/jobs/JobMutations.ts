@@ -149,11 +149,11 @@
  *   owner that answers a poll whose cancel reached it while its claim for that poll was at the
  *   store: a poller that left never takes the job, which waits out its claim (claims reach a
  *   worker);
- * - the fourteen bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
+ * - the sixteen bugs of the claim protocol itself (DispatchMutations.ts: `noPassBehindMatching`,
  *   `passIgnoresForwarded`, `setAsideClaimLost`, `drainedStaysDrained`, `parkedPollNotArmed`,
  *   `matchedPollLingers`, `droppedWithClaimsInLine`, `slotFreedSilent`, `partitionUnloadUnheard`,
  *   `setAsidePassedBy`, `closingKeepsHanded`, `staleDeliveryUnheard`, `headOfTwoKept`,
- *   `passBesideKept`): every
+ *   `passBesideKept`, `matchedHandedKept`, `heldRowsUnheard`): every
  *   engine of the world runs its queues by the dispatch machine with that bug (prompt delivery,
  *   claims reach a worker, poll for nobody ends, moved queue lets go, no head kept).
  *

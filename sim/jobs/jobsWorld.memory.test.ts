@@ -9,7 +9,6 @@
  * The run count is bounded by count, not wall time: 60, 400 in the deep run, or SIM_JOBS_RUNS.
  */
 import { expect, it } from 'vitest'
-import { makeJobsMutant } from './JobMutations.ts'
 import { checkJobsDeterminism, joinerIdsFor, runJobsSeed } from './JobsSimulation.ts'
 import { checkSchedules } from '../core/ScheduleProperty.ts'
 import { deep } from '../../test/harness/depth.ts'
@@ -85,18 +84,15 @@ it('world 77 (2,000 steps): the signal of an enqueue answered by its key\'s hold
   await expectCleanWorld({ seed: 77, overrides: { steps } })
 })
 
-// World 625411239 (a membership move): host-2 enqueues a job claimed at once for its own idle
-// worker just as it leaves the group; its workers were stopping and no pass of the closing engine
-// gave the kept job back, so the claim lapsed before anyone ran it.
-// The dispatch plant `closingKeepsHanded` (a closing engine keeps what is handed to it) fails it.
+// World 625411239 (a membership move), as found: host-2 enqueued a job claimed at once for its own
+// idle worker just as it left the group; its workers were stopping and no pass of the closing
+// engine gave the kept job back, so the claim lapsed before anyone ran it. A closing engine now
+// gives back what is handed to it (the plant `closingKeepsHanded` undoes that; the menu catches it
+// at its own seed). The pass that follows a short claim beside another of the engine's claims
+// moved this world off that instant; it stays pinned as a world of a leave racing an enqueue's
+// hand-over that must pass.
 it('world 625411239, script [2512, 7785, 7764, 851, 633, 9549, 4149, 6312]: an engine closing as its enqueue hands a job over gives the job back', async () => {
-  console.log('world 625411239 script [2512,7785,7764,851,633,9549,4149,6312]')
-  const world = { seed: 625411239, store: 'memory', script: [2512, 7785, 7764, 851, 633, 9549, 4149, 6312], overrides: { steps } } as const
-  const { result } = await runJobsSeed(world)
-  expect(result.violations).toEqual([])
-  expect(result.knownFailing).toEqual([])
-  const planted = await runJobsSeed({ ...world, mutant: makeJobsMutant('closingKeepsHanded') })
-  expect(planted.result.violations.join('\n')).toMatch(/claims reach a worker/)
+  await expectCleanWorld({ seed: 625411239, script: [2512, 7785, 7764, 851, 633, 9549, 4149, 6312], overrides: { steps } })
 })
 
 // World -1833084966 (2,000 steps), as found: host-14 began a graceful leave while one of its loops

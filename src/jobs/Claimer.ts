@@ -203,6 +203,7 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
       const claiming = new Promise<void>((resolve) => (answered = resolve))
       out.set(queue, claiming)
       let claimed: ReadonlyArray<JobRecord>
+      const head = dispatch.headOut()
       try {
         // Stamped when it goes out (the fence may have taken a load), so its deadlines count from then.
         const first = await fenced(runtime, queue, (fence) => runtime.jobStore.claimDue({ queue, nowMs: Math.max(nowMs, runtime.now()), claimTokens, fence }), async () => [])
@@ -213,8 +214,9 @@ export async function claimForWaitingWorkers(runtime: JobsRuntime, queues: Reado
         }
         // Fewer than asked: the claims that come back for their next job skip the store until the
         // next pass (as after a short claim of their own).
-        dispatch.storeAnswered(generation, claimTokens.length, claimed.length)
+        head.answered(generation, claimTokens.length, claimed.length)
       } finally {
+        head.ended()
         if (out.get(queue) === claiming) out.delete(queue)
         answered()
       }

@@ -59,6 +59,14 @@ export interface AckHook {
   readonly completed: (nowMs: number) => void
 }
 
+/** A head statement of a queue at the store (QueueDispatch's `headOut`). */
+export interface HeadStatement {
+  /** Its claim answer, which ends it: made in pass generation `generation`, it asked for `asked` due rows and got `claimed`. */
+  answered(generation: number, asked: number, claimed: number): void
+  /** It ended with no claim answer for the dispatch (it failed, or it reserved rows for Matching); nothing once it has ended. */
+  ended(): void
+}
+
 /** A claim's place in its queue's line. */
 export interface PlaceInLine {
   readonly claimId: number
@@ -120,8 +128,14 @@ export interface QueueDispatch {
   deliveryStale(): void
   /** A due-time pass over the queue started. */
   passStarted(): void
-  /** A claim statement straight from the store, made in pass generation `generation`, asked for `asked` rows and got `claimed`. */
-  storeAnswered(generation: number, asked: number, claimed: number): void
+  /**
+   * A head statement of this engine on the queue goes to the store: a claim straight from it (a
+   * worker's, a local queue's, a pass's for the claims waiting) or a pass's reservation. The
+   * store passes over rows another statement holds and a claim holds more rows than it takes,
+   * so a short answer beside another head statement is no proof that nothing is due: the
+   * dispatch hears each such statement's end, and runs a pass once none is out.
+   */
+  headOut(): HeadStatement
   forwardedArrived(): void
   forwardedLeft(): void
   lazyPollStarted(): void

@@ -28,7 +28,7 @@ import { type DispatchMachine, type DispatchSnapshot, hasPollsToEndAtHandlerStar
 import type { DispatchCommand, DispatchEvent } from '../machines/DispatchProtocol.ts'
 import { type DispatchStepper, makeDispatchStepper } from '../machines/DispatchStepper.ts'
 import type { JobRecord } from '../persistence/jobs/JobStore.ts'
-import type { DirectClaims, Dispatches, DispatchRuntime, DispatchStepListener, PlaceInLine, QueueDispatch } from './Dispatch.ts'
+import type { DirectClaims, Dispatches, DispatchRuntime, DispatchStepListener, HeadStatement, PlaceInLine, QueueDispatch } from './Dispatch.ts'
 import { claimedJobOf } from './JobsHistory.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 
@@ -112,7 +112,7 @@ function handleOf(queue: string, current: () => QueueDispatch): QueueDispatch {
     slotFreed: () => current().slotFreed(),
     deliveryStale: () => current().deliveryStale(),
     passStarted: () => current().passStarted(),
-    storeAnswered: (generation, asked, claimed) => current().storeAnswered(generation, asked, claimed),
+    headOut: () => current().headOut(),
     forwardedArrived: () => current().forwardedArrived(),
     forwardedLeft: () => current().forwardedLeft(),
     lazyPollStarted: () => current().lazyPollStarted(),
@@ -201,8 +201,10 @@ interface QueueDispatchState {
   snapshot: DispatchSnapshot
   // Since when the machine's `use` region is `empty` (a new dispatch holds nothing); null while holding.
   emptySinceMs: number | null
-  // Release and direct-claim statements of this dispatch at the store.
+  // Release, direct-claim and head statements of this dispatch at the store.
   statementsInFlight: number
+  // The head statements of the queue at the store (`headOut`), each marked once another ran beside it.
+  readonly headsOut: Set<HeadMark>
   direct: DirectClaims | null
   stepCount: number
   nextClaimId: number
@@ -233,6 +235,7 @@ function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, q
     snapshot: stepper.start(queue),
     emptySinceMs: runtime.now(),
     statementsInFlight: 0,
+    headsOut: new Set(),
     direct: null,
     stepCount: 0,
     nextClaimId: 1,
@@ -296,7 +299,7 @@ function faceOf(state: QueueDispatchState): QueueDispatch {
       state.passMarker = state.nextClaimId
       send({ type: 'pass.started' })
     },
-    storeAnswered: (generation, asked, claimed) => send({ type: 'store.answered', generation, asked, claimed }),
+    headOut: () => headOut(state),
     forwardedArrived: () => send({ type: 'forwarded.arrived' }),
     forwardedLeft: () => send({ type: 'forwarded.left' }),
     lazyPollStarted: () => send({ type: 'lazyPoll.started' }),
@@ -327,6 +330,43 @@ function counted<T>(state: QueueDispatchState, statement: Promise<T>): Promise<T
   state.statementsInFlight++
   statement.then(state.statementDone, state.statementDone)
   return statement
+}
+
+// A head statement at the store: whether another ran beside it, and whether it is still out.
+interface HeadMark {
+  overlapped: boolean
+  out: boolean
+}
+
+// A head statement of the queue goes out (QueueDispatch's `headOut`): it and those already out
+// ran beside each other. When the last one out ends after a short answer beside another
+// (`heldBehind`), the machine hears that the rows those held are claimable again.
+function headOut(state: QueueDispatchState): HeadStatement {
+  const { headsOut } = state
+  const mark: HeadMark = { overlapped: headsOut.size > 0, out: true }
+  for (const other of headsOut) other.overlapped = true
+  headsOut.add(mark)
+  state.statementsInFlight++
+  const end = (): boolean => {
+    if (!mark.out) return false
+    mark.out = false
+    headsOut.delete(mark)
+    state.statementsInFlight--
+    return true
+  }
+  const quietIfHeld = (): void => {
+    if (headsOut.size === 0 && state.snapshot.context.heldBehind) state.send({ type: 'store.quiet' })
+  }
+  return {
+    answered(generation, asked, claimed) {
+      const ending = end()
+      state.send({ type: 'store.answered', generation, asked, claimed, overlapped: mark.overlapped })
+      if (ending) quietIfHeld()
+    },
+    ended() {
+      if (end()) quietIfHeld()
+    },
+  }
 }
 
 // Steps the machine with `event`, and with every event its commands raise, one at a time.

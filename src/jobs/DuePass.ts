@@ -65,6 +65,11 @@ export interface DueDriverOptions {
    * tells the other engines, whose waiting workers can claim them straight from the store.
    */
   readonly onGivenBack?: (queue: string, dueMs: number) => void
+  /**
+   * Called as a reservation of `queue`'s due rows goes to the store (a head statement: it holds
+   * rows it may not reserve, which claims beside it pass over); `ended` once it answered or failed.
+   */
+  readonly headOut?: (queue: string) => { ended(): void }
   /** Called as each pass starts, whichever queues it covers (the engine gives back jobs nobody took). */
   readonly onPass?: () => void
   /** Failures of a pass that are not expected store errors (defects); default: rethrown asynchronously. */
@@ -160,7 +165,13 @@ async function reserveFor(state: DuePassState, queue: string, wanted: number, no
   const reservedKeys = new Set<string>()
   for (let asked = wanted, round = 0; asked > 0 && round < wanted && !state.closed; round++) {
     const skip = reservedKeys.size === 0 ? {} : { skipConcurrencyKeys: [...reservedKeys] }
-    const due = await options.jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: asked, queues: [queue], ...skip })
+    const head = options.headOut?.(queue)
+    let due: ReadonlyArray<DueJob>
+    try {
+      due = await options.jobStore.takeDue({ nowMs, reserveUntilMs: nowMs + jobDeliveryRetryMs, limit: asked, queues: [queue], ...skip })
+    } finally {
+      head?.ended()
+    }
     if (due.length === 0) break
     readNext = true
     await deliver(state, due)

@@ -222,6 +222,7 @@ export function makeMatchbox(given: MatchboxParts): MatchboxEngine {
     deliveryDemand: () => deliveryDemand(runtime),
     isRateLimited: (queue) => runtime.rateLimited.has(queue),
     isConcurrencyLimited: (queue) => runtime.limitedQueues.has(queue),
+    headOut: (queue) => runtime.dispatch.of(queue).headOut(),
     // Jobs kept for a claimant that left, of every queue (one whose partitions moved away gets no
     // pass of its own here); then the dispatches that have held nothing a while go.
     onPass: () => {

@@ -20,7 +20,7 @@ import { isMatchboxError } from '../domain/errors.ts'
 import type { ClaimFence, ClaimRef, JobRecord } from '../persistence/jobs/JobStore.ts'
 import type { Random } from '../kernel/Random.ts'
 import { ackAlone, ackHookOf, ackWith, type JobHandle } from './JobHandle.ts'
-import type { DirectClaims, QueueDispatch } from './Dispatch.ts'
+import type { DirectClaims, HeadStatement, QueueDispatch } from './Dispatch.ts'
 import { jobsNamespace, jobTaskType } from './QueueRouting.ts'
 import type { AckHook, JobsRuntime } from './Runtime.ts'
 
@@ -105,11 +105,26 @@ function directOf(runtime: JobsRuntime, dispatch: QueueDispatch): DirectClaims {
 
 // Claims up to `count` head due rows of `queue` for this engine in one statement, with `acks` if
 // given (the ids the statement deleted answer in `acked`). Fewer than asked: no other row is due
-// (a job with Matching is claimed in its place too), so the queue is drained, unless a pass started meanwhile and may have found more (the machine compares generations).
+// (a job with Matching is claimed in its place too), so the queue is drained, unless a pass
+// started meanwhile and may have found more (the machine compares generations). Beside another
+// head statement of this engine, a short answer may have passed over rows that one held: the
+// dispatch runs a pass once none is out (`headOut`).
 async function claimHead(runtime: JobsRuntime, dispatch: QueueDispatch, count: number, acks?: Acks): Promise<AckedAndClaimed> {
-  const { queue } = dispatch
   const generation = dispatch.generation()
   const claimTokens = claimTokensFor(runtime.random, count)
+  // A statement that claims reads the queue's head, beside any other of this engine's.
+  const head = count > 0 ? dispatch.headOut() : null
+  try {
+    return await claimHeadOut(runtime, dispatch, head, generation, claimTokens, acks)
+  } finally {
+    head?.ended()
+  }
+}
+
+// `claimHead` once its statement is out as `head` (null: it only acks).
+async function claimHeadOut(runtime: JobsRuntime, dispatch: QueueDispatch, head: HeadStatement | null, generation: number, claimTokens: ReadonlyArray<string>, acks: Acks | undefined): Promise<AckedAndClaimed> {
+  const { queue } = dispatch
+  const count = claimTokens.length
   // With no token the statement only acks, which no fence guards.
   const answer =
     count === 0 && acks !== undefined
@@ -127,7 +142,7 @@ async function claimHead(runtime: JobsRuntime, dispatch: QueueDispatch, count: n
         )
   const claimed = runtime.limitedQueues.has(queue) ? await refillShort(runtime, queue, count, answer.claimed) : answer.claimed
   for (const job of claimed) runtime.driver.notifyDue(job.deadlineMs as number, queue)
-  dispatch.storeAnswered(generation, count, claimed.length)
+  head?.answered(generation, count, claimed.length)
   // Only a limited queue awaits here: an unlimited one's claims keep their turns as they were.
   if (claimed.length < count && runtime.rateLimited.has(queue)) await armNextToken(runtime, queue)
   return claimed === answer.claimed ? answer : { acked: answer.acked, claimed }

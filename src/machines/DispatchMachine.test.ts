@@ -149,21 +149,48 @@ describe('DispatchMachine', () => {
   it('drained until a pass starts; a short answer from before the pass does not drain', () => {
     const serving = start()
     expect(isStoreServing(serving)).toBe(true)
-    const [drained] = steps(serving, { type: 'store.answered', generation: 0, asked: 1, claimed: 0 })
+    const [drained] = steps(serving, { type: 'store.answered', generation: 0, asked: 1, claimed: 0, overlapped: false })
     expect(isDrained(drained)).toBe(true)
     const [passed] = steps(drained, { type: 'pass.started' })
     expect(isDrained(passed)).toBe(false)
     expect(passed.context.generation).toBe(1)
-    const [stale] = steps(passed, { type: 'store.answered', generation: 0, asked: 1, claimed: 0 })
+    const [stale] = steps(passed, { type: 'store.answered', generation: 0, asked: 1, claimed: 0, overlapped: false })
     expect(isDrained(stale)).toBe(false)
   })
 
+  it('a short answer beside another head statement asks for a pass once none is out, while claims wait', () => {
+    const besideShort = { type: 'store.answered', generation: 0, asked: 1, claimed: 0, overlapped: true } as const
+    const [held] = steps(start(), { type: 'claim.queued', claimId: 1 }, besideShort)
+    expect(held.context.heldBehind).toBe(true)
+    expect(isDrained(held)).toBe(true)
+    const [after, commands] = steps(held, { type: 'store.quiet' })
+    expect(commands).toEqual([{ type: 'pass.request', params: {} }])
+    expect(after.context.heldBehind).toBe(false)
+    // Noted in any generation and state: a short answer from before a pass, or while drained.
+    const [passed] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'pass.started' }, besideShort)
+    expect(passed.context.heldBehind).toBe(true)
+    // A pass that starts after it finds those rows itself (or notes again what it passes over).
+    const [served, noPass] = steps(held, { type: 'pass.started' }, { type: 'store.quiet' })
+    expect(served.context.heldBehind).toBe(false)
+    expect(noPass).toEqual([])
+    const [drainedTwice] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0, overlapped: false }, besideShort)
+    expect(drainedTwice.context.heldBehind).toBe(true)
+    // No claim waits any more: nothing to serve, and the note goes.
+    const [left, none] = steps(held, { type: 'claim.left', claimId: 1 }, { type: 'store.quiet' })
+    expect(none).toEqual([])
+    expect(left.context.heldBehind).toBe(false)
+    // A full answer beside another, or a short one alone, notes nothing.
+    const [full] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'store.answered', generation: 0, asked: 1, claimed: 1, overlapped: true })
+    const [alone] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0, overlapped: false })
+    expect([full.context.heldBehind, alone.context.heldBehind]).toEqual([false, false])
+  })
+
   it('a job through Matching leaves drained and asks for a pass only while claims still wait', () => {
-    const [drained] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0 })
+    const [drained] = steps(start(), { type: 'claim.queued', claimId: 1 }, { type: 'store.answered', generation: 0, asked: 1, claimed: 0, overlapped: false })
     const [after, commands] = steps(drained, { type: 'matching.reached' })
     expect(isDrained(after)).toBe(false)
     expect(commands).toEqual([{ type: 'pass.request', params: {} }])
-    const [idle] = steps(start(), { type: 'store.answered', generation: 0, asked: 1, claimed: 0 })
+    const [idle] = steps(start(), { type: 'store.answered', generation: 0, asked: 1, claimed: 0, overlapped: false })
     const [, none] = steps(idle, { type: 'matching.reached' })
     expect(none).toEqual([])
   })
@@ -236,7 +263,7 @@ describe('DispatchMachine', () => {
       expect(isEmpty(held), event.type).toBe(false)
     }
     // Passes and store answers do not.
-    const [passed] = steps(stopped, { type: 'pass.started' }, { type: 'store.answered', generation: 1, asked: 1, claimed: 0 })
+    const [passed] = steps(stopped, { type: 'pass.started' }, { type: 'store.answered', generation: 1, asked: 1, claimed: 0, overlapped: false })
     expect(isEmpty(passed)).toBe(true)
   })
 
@@ -268,7 +295,7 @@ describe('DispatchMachine', () => {
       loaded,
       { type: 'claim.queued', claimId: 1 },
       { type: 'claim.queued', claimId: 2 },
-      { type: 'store.answered', generation: 0, asked: 2, claimed: 0 },
+      { type: 'store.answered', generation: 0, asked: 2, claimed: 0, overlapped: false },
       { type: 'claim.parked', claimId: 1 },
       { type: 'claim.parked', claimId: 2 },
     )
@@ -342,10 +369,10 @@ describe('DispatchMachine', () => {
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.matched', pollId, job: job('m') }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.idled', pollId }) as const),
       fc.integer({ min: 1, max: 4 }).map((pollId) => ({ type: 'linePoll.stopped', pollId }) as const),
-      fc.record({ generation: fc.integer({ min: 0, max: 2 }), asked: fc.integer({ min: 1, max: 3 }), claimed: fc.integer({ min: 0, max: 3 }) }).map((answer) => ({ type: 'store.answered', ...answer }) as const),
+      fc.record({ generation: fc.integer({ min: 0, max: 2 }), asked: fc.integer({ min: 1, max: 3 }), claimed: fc.integer({ min: 0, max: 3 }), overlapped: fc.boolean() }).map((answer) => ({ type: 'store.answered', ...answer }) as const),
       fc.constantFrom('0#1', '1#2').map((instance) => ({ type: 'partition.loaded', instance }) as const),
       fc.constantFrom('0#1', '1#2').map((instance) => ({ type: 'partition.unloaded', instance }) as const),
-      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'worker.stopping' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'kept.expired' }, { type: 'engine.closing' }, { type: 'delivery.stale' }),
+      fc.constantFrom<DispatchEvent>({ type: 'handler.started' }, { type: 'worker.stopping' }, { type: 'forwarded.arrived' }, { type: 'forwarded.left' }, { type: 'lazyPoll.started' }, { type: 'lazyPoll.ended' }, { type: 'pass.started' }, { type: 'matching.reached' }, { type: 'kept.expired' }, { type: 'engine.closing' }, { type: 'delivery.stale' }, { type: 'store.quiet' }),
     )
     const stepper = makeDispatchStepper(dispatchMachine)
     fc.assert(

@@ -19,7 +19,11 @@
  *   started since, so claims skip the store until one does (an idle claim costs no statement).
  *   A job that came through Matching leaves `drained`: while it was with Matching the store
  *   claimed nothing behind it, so if claims still wait, a pass runs now for them (otherwise
- *   they would wait for the next scan).
+ *   they would wait for the next scan). A short answer from a statement that ran beside another
+ *   head statement of this engine on the queue may have passed over rows that one held (the
+ *   store skips rows another statement has locked) and did not take: they are due again when it
+ *   ends, and nothing announces that, so once no head statement is out (`store.quiet`) a pass
+ *   runs for the claims still waiting.
  * - **line** — `onePoll`: the parked claims share one Matching poll (tasks of the queue come
  *   from the store, and an idle worker costs no queue-machine step), which stays through the
  *   handler of a job handed to a parked claim while the store serves the queue, so the worker's
@@ -103,6 +107,12 @@ export interface DispatchContext {
   readonly generation: number
   /** The instances of the queue's partitions loaded on this engine (PartitionActor's companion), by name. */
   readonly partitions: ReadonlyArray<string>
+  /**
+   * A short answer came from a statement that ran beside another head statement of this engine on
+   * the queue: the rows that one held and did not take may be due with nobody told, so once no
+   * head statement is out (`store.quiet`) a pass runs for the claims still waiting.
+   */
+  readonly heldBehind: boolean
 }
 
 /**
@@ -211,6 +221,10 @@ const withCommands = setup({
       event.type === 'claim.heldTwo' && (event.handed.priority > event.own.priority || (event.handed.priority === event.own.priority && event.throughMatching)),
     /** A store claim found fewer rows than it asked for, and no pass started since it was made. */
     isShortOfCurrentGeneration: ({ context, event }) => event.type === 'store.answered' && event.claimed < event.asked && event.generation === context.generation,
+    /** A short answer from a statement that ran beside another head statement of this engine on the queue. */
+    isShortBesideHeads: ({ event }) => event.type === 'store.answered' && event.claimed < event.asked && event.overlapped,
+    /** A short answer beside another head statement is noted (`heldBehind`). */
+    isHeldBehind: ({ context }) => context.heldBehind,
     /** Claims of this engine, or polls forwarded here, still wait for a job. */
     hasClaimsWaiting: ({ context }) => context.waiting.length > 0 || context.forwardedWaiting > 0,
     /**
@@ -371,9 +385,13 @@ const machineSetup = withCommands.extend({
     countLazyPoll: enqueueActions(({ context, event, enqueue }) => {
       enqueue.assign({ lazyPolls: context.lazyPolls + (event.type === 'lazyPoll.started' ? 1 : -1) })
     }),
-    /** A pass started: a claim made before it no longer marks the queue drained. */
+    /**
+     * A pass started: a claim made before it no longer marks the queue drained, and the rows a
+     * statement beside a short answer held are the pass's to find (if that statement is still
+     * out, the pass's own claim passes over them and notes it again).
+     */
     countPass: enqueueActions(({ context, enqueue }) => {
-      enqueue.assign({ generation: context.generation + 1 })
+      enqueue.assign(context.heldBehind ? { generation: context.generation + 1, heldBehind: false } : { generation: context.generation + 1 })
     }),
     /** A claim came back to the line after a pass passed it by: a pass serves it the rows that one found. */
     passForSetAside: askForPass,
@@ -381,6 +399,16 @@ const machineSetup = withCommands.extend({
     requestPass: askForPass,
     /** A delivery's row was taken or gone while claims or forwarded polls wait: a pass serves them the rows due behind. */
     passForStale: askForPass,
+    /** The head statements beside a short answer all ended while claims wait: a pass serves them the rows those held. */
+    passForHeld: askForPass,
+    /** Notes a short answer beside another head statement (a no-op for any other answer). */
+    noteHeldBehind: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'store.answered' || context.heldBehind || !(event.claimed < event.asked && event.overlapped)) return
+      enqueue.assign({ heldBehind: true })
+    }),
+    clearHeldBehind: enqueueActions(({ enqueue }) => {
+      enqueue.assign({ heldBehind: false })
+    }),
     /** A slot freed: the owner's pass serves the claims its key's limit held off, here or forwarded there. */
     announceSlot: enqueueActions(({ enqueue }) => {
       enqueue({ type: 'slot.announce', params: {} })
@@ -423,6 +451,7 @@ export const dispatchMachine = machineSetup.createMachine({
     lazyPolls: 0,
     generation: 0,
     partitions: [],
+    heldBehind: false,
   }),
   on: {
     'claim.queued': { actions: 'queueClaim' },
@@ -446,6 +475,8 @@ export const dispatchMachine = machineSetup.createMachine({
     'slot.freed': { actions: 'announceSlot' },
     // Only a pass adds the rows due behind it to Matching for the polls still waiting.
     'delivery.stale': { guard: 'hasClaimsWaiting', actions: 'passForStale' },
+    // The rows a statement beside a short answer held are due again, and nothing announced them.
+    'store.quiet': [{ guard: and(['isHeldBehind', 'hasClaimsWaiting']), actions: ['passForHeld', 'clearHeldBehind'] }, { guard: 'isHeldBehind', actions: 'clearHeldBehind' }],
   },
   states: {
     store: {
@@ -454,13 +485,17 @@ export const dispatchMachine = machineSetup.createMachine({
         serving: {
           on: {
             'pass.started': { actions: ['countPass', 'releaseKept'] },
-            'store.answered': { guard: 'isShortOfCurrentGeneration', target: 'drained' },
+            'store.answered': [
+              { guard: 'isShortOfCurrentGeneration', target: 'drained', actions: 'noteHeldBehind' },
+              { guard: 'isShortBesideHeads', actions: 'noteHeldBehind' },
+            ],
           },
         },
         drained: {
           on: {
             'pass.started': [{ guard: 'passReopensStore', target: 'serving', actions: ['countPass', 'releaseKept'] }, { actions: ['countPass', 'releaseKept'] }],
             'matching.reached': [{ guard: 'hasClaimsWaiting', target: 'serving', actions: 'requestPass' }, { target: 'serving' }],
+            'store.answered': { guard: 'isShortBesideHeads', actions: 'noteHeldBehind' },
             // Whoever delivers the queue next starts from the store, not from this engine's last answer.
             'partition.unloaded': { guard: 'isLastPartition', target: 'serving' },
           },

@@ -72,8 +72,17 @@ export type DispatchEvent =
   /**
    * A claim statement straight from the store, made in pass generation `generation`, asked for
    * `asked` due rows and got `claimed` (one event per statement: the claims of a turn step once).
+   * `overlapped`: another head statement of this engine on the queue (a claim, or a pass's claim
+   * or reservation) was at the store beside it, so a short answer may have passed over rows that
+   * one held and did not take.
    */
-  | { readonly type: 'store.answered'; readonly generation: number; readonly asked: number; readonly claimed: number }
+  | { readonly type: 'store.answered'; readonly generation: number; readonly asked: number; readonly claimed: number; readonly overlapped: boolean }
+  /**
+   * No head statement of this engine on the queue is at the store any more, after a short answer
+   * that overlapped one: the rows it held and did not take are claimable again, and nothing
+   * announced them. Sent only while the machine notes such an answer (`heldBehind`).
+   */
+  | { readonly type: 'store.quiet' }
   /** A job that came through Matching reached its claimant: the store may serve rows behind it again. */
   | { readonly type: 'matching.reached' }
   /**

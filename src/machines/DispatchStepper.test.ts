@@ -28,7 +28,7 @@ describe('DispatchStepper', () => {
     const { machine, steps } = countingMachine()
     const stepper = makeDispatchStepper(machine)
     const [serving] = stepper.step(stepper.start('q'), { type: 'partition.loaded', instance: '0#1' })
-    const full = { type: 'store.answered', generation: 0, asked: 1, claimed: 1 } as const
+    const full = { type: 'store.answered', generation: 0, asked: 1, claimed: 1, overlapped: false } as const
     const [first, firstCommands] = stepper.step(serving, full)
     expect(first).toBe(serving)
     expect(firstCommands).toEqual([])
@@ -43,10 +43,10 @@ describe('DispatchStepper', () => {
     const { machine, steps } = countingMachine()
     const stepper = makeDispatchStepper(machine)
     const [serving] = stepper.step(stepper.start('q'), { type: 'partition.loaded', instance: '0#1' })
-    stepper.step(serving, { type: 'store.answered', generation: 0, asked: 1, claimed: 1 })
+    stepper.step(serving, { type: 'store.answered', generation: 0, asked: 1, claimed: 1, overlapped: false })
     const before = steps()
     // A short answer drains the store: remembered as the full one, it would not.
-    const [drained] = stepper.step(serving, { type: 'store.answered', generation: 0, asked: 1, claimed: 0 })
+    const [drained] = stepper.step(serving, { type: 'store.answered', generation: 0, asked: 1, claimed: 0, overlapped: false })
     expect(steps()).toBe(before + 1)
     expect(isDrained(drained)).toBe(true)
     const job = { id: 'a', queue: 'q', state: 'processing', claimToken: 't-a' } as unknown as JobRecord
