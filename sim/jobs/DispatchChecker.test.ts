@@ -7,6 +7,8 @@
  * step that hears the unload rerouting and releasing them passes, a claim left parked or a job
  * left kept past the bound fails, and an unload that leaves an instance loaded asks for nothing.
  * A claim answered a job while a job ahead of it in claim order was kept on its engine fails.
+ * A newer dispatch of a queue beginning while the one before it holds a parked claim or a kept
+ * job fails.
  */
 import { describe, expect, it } from 'vitest'
 import type { JobRecord } from '../../src/persistence/jobs/JobStore.ts'
@@ -28,6 +30,25 @@ function checker(): { readonly checker: DispatchChecker; readonly failed: string
 }
 
 describe('DispatchChecker', () => {
+  it('a newer dispatch of the queue while the one before it still holds a parked claim or a kept job fails; one that held nothing passes', () => {
+    const failed: string[] = []
+    const c = new DispatchChecker({ fail: (name, sentence) => failed.push(`${name}: ${sentence}`), orderOf: () => undefined })
+    // Dispatch 1 parks a claim, which unparks before dispatch 2 begins: nothing held.
+    c.step('host-1', 0, 'q', { type: 'claim.parked', claimId: 1 }, [start(1)], 1_000, 1)
+    c.step('host-1', 0, 'q', { type: 'claim.unparked', claimId: 1, handed: false }, [end(1)], 1_000, 1)
+    c.step('host-1', 0, 'q', { type: 'claim.queued', claimId: 1 }, [], 2_000, 2)
+    expect(failed).toEqual([])
+    // Dispatch 2 parks claim 1 and keeps a job; dispatch 3 begins while both are there.
+    c.step('host-1', 0, 'q', { type: 'claim.parked', claimId: 1 }, [start(1)], 2_000, 2)
+    c.step('host-1', 0, 'q', matched(1), [kept], 2_000, 2)
+    c.step('host-1', 0, 'q', { type: 'claim.queued', claimId: 1 }, [], 3_000, 3)
+    expect(failed).toEqual([expect.stringMatching(/^dropped line held nothing: host-1 made a new dispatch of q at 3000 while the one before it still held 1 claim parked \(1\) and 1 job kept/)])
+    // Steps of the dropped one afterwards are not counted against the new one.
+    c.step('host-1', 0, 'q', { type: 'claim.unparked', claimId: 1, handed: false }, [], 3_500, 2)
+    c.step('host-1', 0, 'q', { type: 'claim.queued', claimId: 2 }, [], 4_000, 4)
+    expect(failed).toHaveLength(1)
+  })
+
   it('a poll matched for nobody that the step ends passes; one left running with no claim parked fails', () => {
     const { failed, step } = checker()
     step({ type: 'claim.parked', claimId: 1 }, [start(1)])

@@ -30,14 +30,19 @@
  *   not (the give-back failed: the store unreachable) answers one by priority alone; within a
  *   priority that answer is not judged against the other, which only the store could rank.
  *
+ * - `dropped line held nothing`: an engine drops a queue's dispatch only once it has held nothing
+ *   a while, so when the steps of a newer dispatch of the queue begin (the listener numbers them),
+ *   no claim is parked in the one before it and no job kept there: a claim stranded in a dropped
+ *   line waits out its own wait, heard by no pass, and a kept job waits for its claim to lapse.
+ *
  * Polls, parked claims, kept jobs and loaded partition instances are counted per host
  * incarnation and queue, from the steps alone: a poll runs from its `linePoll.start` command
  * until its `linePoll.end` command or its `linePoll.stopped` or `linePoll.failed` event; a claim
  * is parked from `claim.parked` until `claim.unparked`; a job is kept from its `job.kept`
  * command until a `claim.handOver` or `job.release` command names it; an instance is loaded from
- * `partition.loaded` until `partition.unloaded`. A dispatch the engine dropped held no poll,
- * claim or job, so a later one of the same queue counts on from zero (its instances are sent to
- * it again when it is made).
+ * `partition.loaded` until `partition.unloaded`. A newer dispatch of the queue counts from zero
+ * (its instances are sent to it again when it is made); steps of the one before it are not
+ * counted any more.
  *
  * Does not: judge who gets a job or when (the delivery checkers in JobsWorld.ts and
  * HandlerCheckers.ts do), or read the machine's context.
@@ -46,7 +51,7 @@ import type { DispatchCommand, DispatchEvent } from '../../src/machines/Dispatch
 import { type JobOrder, type JobPlace, placedBefore } from './ClaimOrderModel.ts'
 
 /** The names this checker reports under (JobCheckers.ts lists them with the others). */
-export const dispatchCheckerNames = ['poll for nobody ends', 'moved queue lets go', 'no head kept'] as const
+export const dispatchCheckerNames = ['poll for nobody ends', 'moved queue lets go', 'no head kept', 'dropped line held nothing'] as const
 
 /** One dispatch checker's name. */
 export type DispatchCheckerName = (typeof dispatchCheckerNames)[number]
@@ -73,6 +78,8 @@ export const letGoBoundMs = 50
 // kept, the partition instances loaded, and what an unload of the last of those left to let go
 // (claim id or job id → by when).
 interface QueueLine {
+  // The number of the dispatch these are counted from (DispatchStepListener's `dispatch`).
+  readonly dispatch: number
   readonly polls: Set<number>
   readonly parked: Set<number>
   readonly kept: Set<string>
@@ -94,12 +101,22 @@ export class DispatchChecker {
     this.#deps = deps
   }
 
-  /** One step of `queue`'s dispatch on host `hostId`'s incarnation `incarnation`, at world time `nowMs`. */
-  step(hostId: string, incarnation: number, queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>, nowMs: number): void {
+  /**
+   * One step of `queue`'s dispatch number `dispatch` on host `hostId`'s incarnation
+   * `incarnation`, at world time `nowMs`.
+   */
+  step(hostId: string, incarnation: number, queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>, nowMs: number, dispatch = 1): void {
     const key = `${hostId}/${incarnation}/${queue}`
     let line = this.#lines.get(key)
-    if (line === undefined) {
-      line = { polls: new Set(), parked: new Set(), kept: new Set(), partitions: new Set(), claimsToLetGo: new Map(), jobsToLetGo: new Map(), settling: new Map(), unsettled: new Map() }
+    if (line !== undefined && dispatch < line.dispatch) return
+    if (line !== undefined && dispatch > line.dispatch && line.parked.size + line.kept.size > 0) {
+      this.#deps.fail(
+        'dropped line held nothing',
+        `${hostId} made a new dispatch of ${queue} at ${nowMs} while the one before it still held ${line.parked.size} claim${line.parked.size === 1 ? '' : 's'} parked (${[...line.parked].join(', ')}) and ${line.kept.size} job${line.kept.size === 1 ? '' : 's'} kept: a claim stranded in a dropped line waits out its own wait, heard by no pass`,
+      )
+    }
+    if (line === undefined || dispatch > line.dispatch) {
+      line = { dispatch, polls: new Set(), parked: new Set(), kept: new Set(), partitions: new Set(), claimsToLetGo: new Map(), jobsToLetGo: new Map(), settling: new Map(), unsettled: new Map() }
       this.#lines.set(key, line)
     }
     if (event.type === 'claim.parked') line.parked.add(event.claimId)

@@ -104,7 +104,7 @@ export interface JobsHostDeps {
    */
   readonly onDueSignal?: (hostId: string, queue: string, dueMs: number | null, at: 'sent' | 'reached') => void
   /** Hears every step of this incarnation's dispatch machines (DispatchChecker.ts). */
-  readonly onDispatchStep?: (incarnation: number, queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => void
+  readonly onDispatchStep?: (incarnation: number, queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>, dispatch: number) => void
   /** Hears each step of every physical queue of this host's engine (the queue's actor, after the step). */
   readonly onQueueStep?: (incarnation: number, queue: PhysicalQueueActor) => void
   /** Wraps the membership view the engine routes by (a planted bug); the host keeps judging by its own. */
@@ -255,7 +255,7 @@ export class JobsHost {
       ...(deps.dispatchMachine === undefined ? {} : { dispatchMachine: deps.dispatchMachine }),
       ...(deps.matchingWaitingPolls === undefined ? {} : { matchingWaitingPolls: deps.matchingWaitingPolls }),
       onDefect: (where, defect) => deps.onDefect(deps.hostId, where, defect),
-      ...(deps.onDispatchStep === undefined ? {} : { onDispatchStep: (queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => deps.onDispatchStep?.(incarnation, queue, event, commands) }),
+      ...(deps.onDispatchStep === undefined ? {} : { onDispatchStep: (queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>, dispatch: number) => deps.onDispatchStep?.(incarnation, queue, event, commands, dispatch) }),
       onQueueStep: (queue, _event, commands) => {
         deps.onQueueStep?.(incarnation, queue)
         for (const command of commands) {

@@ -421,9 +421,9 @@ export class JobsWorld {
       handlerMs: (queue) => this.#decide.int(0, this.#options.handlerMsMax[queue] ?? 0),
       honourSignal: this.#options.control.honourSignal && (this.#controlsOn() || this.#options.heldHeartbeats),
       onHandler: (event) => this.#onHandler(event),
-      onDispatchStep: (incarnation, queue, event, commands) => {
+      onDispatchStep: (incarnation, queue, event, commands, dispatch) => {
         this.#watchdog.step(() => `${hostId}'s dispatch of ${queue}: ${event.type}`)
-        this.#dispatches.step(hostId, incarnation, queue, event, commands, this.#clock.now() - epochMs)
+        this.#dispatches.step(hostId, incarnation, queue, event, commands, this.#clock.now() - epochMs, dispatch)
       },
       onQueueStep: (incarnation, queue) => {
         this.#watchdog.step(() => `${hostId}'s Matching queue ${queue.queue}`)

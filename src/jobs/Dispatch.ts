@@ -214,5 +214,9 @@ export interface Dispatches {
   engineClosing(): void
 }
 
-/** Hears every step of a queue's dispatch machine with the commands it asked for (simulators, traces, tests). */
-export type DispatchStepListener = (queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>) => void
+/**
+ * Hears every step of a queue's dispatch machine with the commands it asked for (simulators,
+ * traces, tests). `dispatch` numbers the queue's dispatches on the engine in the order they were
+ * made (a dropped one's successor has the next number), so a listener can tell their steps apart.
+ */
+export type DispatchStepListener = (queue: string, event: DispatchEvent, commands: ReadonlyArray<DispatchCommand>, dispatch: number) => void

@@ -48,13 +48,15 @@ interface KeptDispatch {
 export function makeDispatches(runtime: () => DispatchRuntime, machine: DispatchMachine, onStep?: DispatchStepListener): Dispatches {
   const stepper = makeDispatchStepper(machine)
   const byQueue = new Map<string, KeptDispatch>()
+  // How many dispatches the engine made, numbering each (DispatchStepListener's `dispatch`).
+  let made = 0
   // The partition instances loaded on this engine, per queue: what a dispatch made later starts with.
   const instances = new Map<string, Set<string>>()
   let closing = false
   const live = (queue: string): KeptDispatch => {
     let kept = byQueue.get(queue)
     if (kept === undefined) {
-      kept = makeQueueDispatch(runtime(), stepper, queue, onStep, () => live(queue).dispatch)
+      kept = makeQueueDispatch(runtime(), stepper, queue, onStep, ++made, () => live(queue).dispatch)
       byQueue.set(queue, kept)
       // A dispatch made while partition instances of its queue are loaded here starts delivering;
       // one made while the engine closes starts closing.
@@ -198,6 +200,8 @@ interface QueueDispatchState {
   readonly stepper: DispatchStepper
   readonly queue: string
   readonly onStep: DispatchStepListener | undefined
+  // This dispatch's number among the engine's (DispatchStepListener's `dispatch`).
+  readonly number: number
   snapshot: DispatchSnapshot
   // Since when the machine's `use` region is `empty` (a new dispatch holds nothing); null while holding.
   emptySinceMs: number | null
@@ -226,12 +230,13 @@ interface QueueDispatchState {
 }
 
 // One queue's dispatch: its state, the face over it, and whether it may be dropped now.
-function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, queue: string, onStep: DispatchStepListener | undefined, current: () => QueueDispatch): KeptDispatch {
+function makeQueueDispatch(runtime: DispatchRuntime, stepper: DispatchStepper, queue: string, onStep: DispatchStepListener | undefined, number: number, current: () => QueueDispatch): KeptDispatch {
   const state: QueueDispatchState = {
     runtime,
     stepper,
     queue,
     onStep,
+    number,
     snapshot: stepper.start(queue),
     emptySinceMs: runtime.now(),
     statementsInFlight: 0,
@@ -384,7 +389,7 @@ function send(state: QueueDispatchState, event: DispatchEvent): void {
       state.stepCount++
       if (!isEmpty(after)) state.emptySinceMs = null
       else state.emptySinceMs ??= state.runtime.now()
-      onStep?.(state.queue, next, commands)
+      onStep?.(state.queue, next, commands, state.number)
       for (const command of commands) execute(state, command)
     }
   } finally {
